@@ -1,0 +1,54 @@
+# Two set-up commands: `make demo` and `make test`. Both create .venv when missing and install
+# torch first (TORCH_SPEC: override with your CUDA build, e.g. make test TORCH_SPEC="torch==2.13.0"
+# TORCH_INDEX="--index-url https://download.pytorch.org/whl/cu128").
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
+PIP := $(BIN)/python -m pip
+OUT ?= ./gpu-proof-results
+
+.PHONY: install install-test demo test lint format bench gpu-proof clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(PIP) install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PIP) install -q -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: install
+	$(BIN)/aiworkbook env
+	$(BIN)/aiworkbook params llama-3-8b
+	$(BIN)/aiworkbook size llama-3-8b --mode infer --batch 8 --seq 4096 --new-tokens 512 --gpu H100-SXM
+
+lint: install-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install-test
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# pytest exit code 5 means "no tests collected": say so instead of failing on an empty selection.
+test: install-test lint
+	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 0; fi; exit $$rc
+
+bench: install
+	$(BIN)/python benchmarks/run.py
+
+gpu-proof: install
+	OUT=$(OUT) $(BIN)/python benchmarks/gpu_proof.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -1,0 +1,109 @@
+"""Persisted files: a schema version on every file, atomic writes, a clear error when corrupt.
+
+Locked profiles, proof results, reports and recorded traces all go through here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from aiworkbook.errors import SpecError
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write to a temp file in the same folder, fsync, then rename over the target."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_json(path: str | os.PathLike, payload: dict[str, Any], *, kind: str, schema_version: int) -> Path:
+    """Write a JSON document with `kind` and `schema_version` keys first."""
+    doc = {"kind": kind, "schema_version": schema_version, **payload}
+    return atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False, default=_default) + "\n")
+
+
+def write_jsonl(path: str | os.PathLike, header: dict[str, Any], rows: Iterable[dict[str, Any]]) -> Path:
+    """A JSONL file whose first line is the header (kind, schema_version, labels)."""
+    lines = [json.dumps(header, default=_default)]
+    lines.extend(json.dumps(r, default=_default) for r in rows)
+    return atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def read_json(path: str | os.PathLike, *, kind: str | None = None, max_version: int | None = None) -> dict:
+    """Read a JSON document, naming the file and the problem when it is missing or corrupt."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("path", str(p), "an existing file", source=str(p)) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            "json", f"line {exc.lineno} col {exc.colno}: {exc.msg}", "valid JSON", source=str(p)
+        ) from None
+    if not isinstance(doc, dict):
+        raise SpecError("json", type(doc).__name__, "a JSON object at the top level", source=str(p))
+    _check_header(doc, p, kind, max_version)
+    return doc
+
+
+def read_jsonl(path: str | os.PathLike, *, kind: str | None = None, max_version: int | None = None):
+    """Return (header, rows) of a JSONL file written by write_jsonl."""
+    p = Path(path)
+    try:
+        lines = [ln for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    except FileNotFoundError:
+        raise SpecError("path", str(p), "an existing file", source=str(p)) from None
+    if not lines:
+        raise SpecError("header", "empty file", "a JSONL file with a header line", source=str(p))
+    rows = []
+    for i, ln in enumerate(lines, start=1):
+        try:
+            rows.append(json.loads(ln))
+        except json.JSONDecodeError as exc:
+            raise SpecError(
+                "json", f"line {i}: {exc.msg}", "one JSON object per line", source=str(p)
+            ) from None
+    header = rows.pop(0)
+    if not isinstance(header, dict):
+        raise SpecError("header", header, "a JSON object", source=str(p))
+    _check_header(header, p, kind, max_version)
+    return header, rows
+
+
+def _check_header(doc: dict, p: Path, kind: str | None, max_version: int | None) -> None:
+    if kind is not None and doc.get("kind") != kind:
+        raise SpecError("kind", doc.get("kind"), f"'{kind}'", source=str(p))
+    if max_version is not None:
+        v = doc.get("schema_version")
+        if not isinstance(v, int) or not 1 <= v <= max_version:
+            raise SpecError("schema_version", v, f"an integer 1..{max_version}", source=str(p))
+
+
+def _default(o: Any) -> Any:
+    if hasattr(o, "model_dump"):
+        return o.model_dump(mode="json")
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    if isinstance(o, set | frozenset):
+        return sorted(o)
+    raise TypeError(f"cannot serialise {type(o).__name__}")

@@ -1,0 +1,32 @@
+"""Specs: ModelSpec, GPUSpec, NodeProfile and their loaders from data/. No torch, no Jupyter."""
+
+from aiworkbook.specs.catalog import list_presets, load_model
+from aiworkbook.specs.gpu import GPUSpec, MIGProfile, get_gpu, list_gpus
+from aiworkbook.specs.model import FAMILIES, ModelSpec, spec_from_config
+from aiworkbook.specs.node import PATTERNS, NodeProfile, get_node, list_nodes, load_node_file
+
+
+def detect(path: str = "."):
+    """This machine as a NodeProfile (see aiworkbook.specs.detect)."""
+    from aiworkbook.specs.detect import detect as _detect
+
+    return _detect(path)
+
+
+__all__ = [
+    "FAMILIES",
+    "PATTERNS",
+    "GPUSpec",
+    "MIGProfile",
+    "ModelSpec",
+    "NodeProfile",
+    "detect",
+    "get_gpu",
+    "get_node",
+    "list_gpus",
+    "list_nodes",
+    "list_presets",
+    "load_model",
+    "load_node_file",
+    "spec_from_config",
+]

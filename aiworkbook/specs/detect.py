@@ -1,0 +1,194 @@
+"""detect(): this machine as a NodeProfile, without importing torch and without needing a GPU.
+
+GPU facts come from NVML (nvidia-ml-py, initialised here and shut down again); when there is no
+driver, no library or no device, the profile says "no NVIDIA GPU found (<reason>)" instead.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
+from pathlib import Path
+
+import psutil
+
+from aiworkbook.specs.gpu import list_gpus
+from aiworkbook.specs.node import DetectedGPU, NodeProfile
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name from /proc/cpuinfo (Linux), else platform.processor()."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def storage_type(path: str = ".") -> str:
+    """'ssd', 'hdd', 'nvme' or 'unknown' for the block device holding `path` (Linux sysfs)."""
+    try:
+        dev = os.stat(path).st_dev
+        major, minor = os.major(dev), os.minor(dev)
+        sys_dev = Path(f"/sys/dev/block/{major}:{minor}").resolve()
+        # a partition's parent holds queue/rotational
+        for cand in (sys_dev, sys_dev.parent):
+            rot = cand / "queue" / "rotational"
+            if rot.exists():
+                name = cand.name
+                if name.startswith("nvme"):
+                    return "nvme"
+                return "hdd" if rot.read_text().strip() == "1" else "ssd"
+    except (OSError, ValueError):
+        pass
+    return "unknown"
+
+
+def torch_versions() -> tuple[str | None, str | None]:
+    """(torch version, CUDA version torch was built for) read from files, not by importing torch."""
+    try:
+        tv = version("torch")
+    except PackageNotFoundError:
+        return None, None
+    cuda = None
+    spec = find_spec("torch")
+    if spec and spec.origin:
+        vfile = Path(spec.origin).parent / "version.py"
+        try:
+            m = re.search(r"^cuda(?::\s*\S+)?\s*=\s*['\"]([^'\"]+)['\"]", vfile.read_text(), re.M)
+            cuda = m.group(1) if m else None
+        except OSError:
+            pass
+    return tv, cuda
+
+
+def nvml_gpus() -> tuple[list[DetectedGPU], str, str | None]:
+    """(GPUs, status line, driver version) through NVML; never raises."""
+    try:
+        import pynvml
+    except ImportError:
+        return [], "no NVIDIA GPU found (nvidia-ml-py is not installed)", None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return [], f"no NVIDIA GPU found ({_reason(exc)})", None
+    try:
+        driver = _s(pynvml.nvmlSystemGetDriverVersion())
+        n = pynvml.nvmlDeviceGetCount()
+        if n == 0:
+            return [], "no NVIDIA GPU found (the driver reports 0 devices)", driver
+        gpus = []
+        for i in range(n):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = _s(pynvml.nvmlDeviceGetName(h))
+            try:
+                mem = int(pynvml.nvmlDeviceGetMemoryInfo(h).total)
+            except pynvml.NVMLError:
+                mem = 0
+            try:
+                cc = ".".join(map(str, pynvml.nvmlDeviceGetCudaComputeCapability(h)))
+            except pynvml.NVMLError:
+                cc = ""
+            try:
+                cur, _pending = pynvml.nvmlDeviceGetMigMode(h)
+                mig = "enabled" if cur else "disabled"
+            except pynvml.NVMLError:
+                mig = "n/a"
+            try:
+                uuid = _s(pynvml.nvmlDeviceGetUUID(h))
+            except pynvml.NVMLError:
+                uuid = ""
+            gpus.append(
+                DetectedGPU(
+                    index=i,
+                    name=name,
+                    uuid=uuid,
+                    memory_total_bytes=mem,
+                    compute_capability=cc,
+                    mig_mode=mig,
+                    catalogue_name=match_catalogue(name, mem),
+                )
+            )
+        return gpus, f"{n} NVIDIA GPU(s): {gpus[0].name}", driver
+    except pynvml.NVMLError as exc:
+        return [], f"no NVIDIA GPU found ({_reason(exc)})", None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def match_catalogue(nvml_name: str, memory_bytes: int = 0) -> str | None:
+    """Map an NVML name ('NVIDIA H100 80GB HBM3') to a catalogue entry, or None."""
+    n = nvml_name.upper().replace("NVIDIA", "").replace("GEFORCE", "").strip()
+    rules = [
+        ("H200", "H200-SXM"),
+        ("B200", "B200"),
+        ("H100 PCIE", "H100-PCIe"),
+        ("H100", "H100-SXM"),
+        ("A100", "A100-SXM-80GB" if memory_bytes > 50 * 2**30 else "A100-40GB"),
+        ("L40S", "L40S"),
+        ("L4", "L4"),
+        ("RTX 4090", "RTX-4090"),
+    ]
+    names = {g.name for g in list_gpus()}
+    for key, cat in rules:
+        if key in n and cat in names:
+            return cat
+    return None
+
+
+def detect(path: str = ".") -> NodeProfile:
+    """This machine: CPU, cores, RAM, disk free and type, GPUs (or why none), torch and CUDA."""
+    gpus, status, driver = nvml_gpus()
+    tv, cuda = torch_versions()
+    disk = shutil.disk_usage(path)
+    vm = psutil.virtual_memory()
+    cat = gpus[0].catalogue_name if gpus else None
+    return NodeProfile(
+        name=f"this node ({platform.node() or 'localhost'})",
+        description="detected",
+        gpu=cat,
+        gpu_count=len(gpus),
+        cpu_model=cpu_model(),
+        cpu_cores=psutil.cpu_count(logical=False) or psutil.cpu_count() or 1,
+        cpu_threads=psutil.cpu_count() or 1,
+        ram_bytes=int(vm.total),
+        local_storage_bytes=int(disk.total),
+        disk_free_bytes=int(disk.free),
+        storage_type=storage_type(path),
+        detected=True,
+        gpus_detected=gpus,
+        gpu_status=status,
+        os=f"{platform.system()} {platform.release()}",
+        python=platform.python_version(),
+        torch_version=tv,
+        cuda_version=cuda,
+        driver_version=driver,
+    )
+
+
+def _s(v) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc)
+    if (
+        "Driver Not Loaded" in text
+        or "LibraryNotFound" in type(exc).__name__
+        or "NVML Shared Library Not Found" in text
+    ):
+        return (
+            "NVIDIA driver/NVML library not found"
+            if "Library" in text or "Library" in type(exc).__name__
+            else "NVIDIA driver not loaded"
+        )
+    return text or type(exc).__name__

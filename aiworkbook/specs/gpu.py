@@ -1,0 +1,94 @@
+"""GPUSpec: one accelerator's datasheet ceilings, read from data/gpus/gpus.json."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aiworkbook.errors import SpecError
+from aiworkbook.paths import data_dir
+
+
+class MIGProfile(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str
+    memory_gib: float = Field(gt=0)
+    max_instances: int = Field(ge=1)
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_gib * 2**30)
+
+
+class GPUSpec(BaseModel):
+    """Datasheet figures; `calibrated` replaces them with measured ceilings (proofs.roofline)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    name: str
+    vendor: str = "NVIDIA"
+    marketed: str = ""
+    memory_type: str = ""
+    memory_bytes: int = Field(gt=0, description="marketed capacity")
+    usable_memory_bytes: int = Field(gt=0, description="driver-reported total")
+    memory_bandwidth_bps: float = Field(gt=0)
+    peak_flops_dense: dict[str, float]
+    peak_flops_sparse: dict[str, float] = {}
+    tdp_watts: float = Field(gt=0)
+    scale_up: str = ""
+    scale_up_bps: float = 0.0
+    l2_cache_bytes: int = 0
+    compute_capability: str = ""
+    mig_profiles: list[MIGProfile] = []
+    price_per_hour_usd: float = Field(default=0.0, ge=0)
+    source: str = ""
+    measured: bool = False
+
+    def peak_flops(self, dtype: str = "bf16", sparse: bool = False) -> float:
+        """Peak FLOP/s for a dtype (dense unless asked); a SpecError lists the dtypes it has."""
+        table = self.peak_flops_sparse if sparse else self.peak_flops_dense
+        key = {"bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(dtype, dtype)
+        if key not in table:
+            raise SpecError("dtype", dtype, ", ".join(table) or "none listed", source=f"GPU {self.name}")
+        return table[key]
+
+    def calibrated(
+        self,
+        *,
+        memory_bandwidth_bps: float | None = None,
+        flops: dict[str, float] | None = None,
+        name_suffix: str = " (measured)",
+    ) -> GPUSpec:
+        """A copy whose ceilings are measured figures instead of datasheet peaks."""
+        upd: dict = {"measured": True, "name": self.name + name_suffix}
+        if memory_bandwidth_bps:
+            upd["memory_bandwidth_bps"] = memory_bandwidth_bps
+        if flops:
+            upd["peak_flops_dense"] = {**self.peak_flops_dense, **flops}
+        return self.model_copy(update=upd)
+
+
+@cache
+def _catalogue() -> dict[str, GPUSpec]:
+    path = data_dir() / "gpus" / "gpus.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return {g["name"]: GPUSpec.model_validate(g) for g in doc["gpus"]}
+
+
+def list_gpus() -> list[GPUSpec]:
+    return list(_catalogue().values())
+
+
+def get_gpu(name: str) -> GPUSpec:
+    """Look a GPU up by catalogue name, case- and separator-insensitively (h100_sxm == H100-SXM)."""
+    norm = _norm(name)
+    for key, spec in _catalogue().items():
+        if _norm(key) == norm:
+            return spec
+    raise SpecError("gpu", name, ", ".join(_catalogue()))
+
+
+def _norm(s: str) -> str:
+    return "".join(ch for ch in str(s).lower() if ch.isalnum())

@@ -1,0 +1,403 @@
+"""ModelSpec: a transformer architecture read from a Hugging Face config.json, counted exactly.
+
+The parameter count follows each family's Hugging Face implementation layer by layer (tied
+weights once, biases and norms included), so it matches `sum(p.numel() for p in model.parameters())`
+to the unit. tests/test_params_vs_transformers.py checks that against transformers itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.units import KV_DTYPES, dtype_bits
+
+FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox", "bert")
+
+# Family defaults where the config may omit a key (values of transformers' config classes).
+_TIE_DEFAULT = {
+    "llama": False,
+    "mistral": False,
+    "mixtral": False,
+    "qwen2": False,
+    "gemma": True,
+    "gemma2": True,
+    "phi3": False,
+    "gpt2": True,
+    "gpt_neox": False,
+    "bert": True,
+}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The shape of a transformer: everything sizing needs, nothing about weights' values."""
+
+    name: str
+    model_type: str
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    norm: str = "rmsnorm"  # rmsnorm (weight) or layernorm (weight + bias)
+    norms_per_layer: int = 2
+    gated_mlp: bool = True  # SwiGLU/GeGLU (gate, up, down) vs plain (up, down)
+    learned_positions: bool = False  # GPT-2/BERT absolute position table
+    type_vocab_size: int = 0  # BERT token types
+    num_experts: int = 0  # 0 = dense
+    experts_per_token: int = 0
+    sliding_window: int | None = None
+    sliding_window_layers: int = 0  # how many layers use the window
+    is_decoder: bool = True
+    pooler: bool = False
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    # ---- counts ---------------------------------------------------------------------------
+    @property
+    def attention_params_per_layer(self) -> int:
+        h, a, k, d = self.hidden_size, self.num_heads, self.num_kv_heads, self.head_dim
+        n = h * a * d + 2 * h * k * d + a * d * h
+        if self.qkv_bias:
+            n += a * d + 2 * k * d
+        if self.o_bias:
+            n += h
+        return n
+
+    @property
+    def expert_params(self) -> int:
+        """One MLP (an expert, or the dense MLP)."""
+        h, i = self.hidden_size, self.intermediate_size
+        mats = 3 if self.gated_mlp else 2
+        n = mats * h * i
+        if self.mlp_bias:
+            n += (2 * i if self.gated_mlp else i) + h
+        return n
+
+    @property
+    def mlp_params_per_layer(self) -> int:
+        if self.num_experts:
+            return self.num_experts * self.expert_params + self.hidden_size * self.num_experts
+        return self.expert_params
+
+    @property
+    def norm_params(self) -> int:
+        """One norm layer: weight, plus bias for LayerNorm."""
+        return self.hidden_size * (2 if self.norm == "layernorm" else 1)
+
+    @property
+    def params_per_layer(self) -> int:
+        return (
+            self.attention_params_per_layer
+            + self.mlp_params_per_layer
+            + self.norms_per_layer * self.norm_params
+        )
+
+    @property
+    def params_embedding(self) -> int:
+        """Input tables: tokens, plus learned positions and token types where the family has them."""
+        h = self.hidden_size
+        n = self.vocab_size * h
+        if self.learned_positions:
+            n += self.max_position_embeddings * h
+        n += self.type_vocab_size * h
+        return n
+
+    @property
+    def params_head(self) -> int:
+        """The output projection when it is a separate matrix (untied); 0 when tied or encoder-only."""
+        if not self.is_decoder or self.tie_word_embeddings:
+            return 0
+        return self.vocab_size * self.hidden_size
+
+    @property
+    def params_final(self) -> int:
+        """Parameters outside the layers and the tables: final norm, BERT embedding norm and pooler."""
+        h = self.hidden_size
+        if self.model_type == "bert":
+            return self.norm_params + ((h * h + h) if self.pooler else 0)
+        return self.norm_params
+
+    @property
+    def params(self) -> int:
+        """Exact total, tied weights counted once."""
+        return (
+            self.params_embedding
+            + self.num_layers * self.params_per_layer
+            + self.params_final
+            + self.params_head
+        )
+
+    @property
+    def params_non_embedding(self) -> int:
+        """Kaplan's N: everything but the input tables and a separate output head."""
+        return self.params - self.params_embedding - self.params_head
+
+    @property
+    def params_active(self) -> int:
+        """Parameters touched per token: MoE uses experts_per_token of num_experts."""
+        if not self.num_experts:
+            return self.params
+        idle = self.num_experts - self.experts_per_token
+        return self.params - self.num_layers * idle * self.expert_params
+
+    @property
+    def params_linear(self) -> int:
+        """Weights of the layers' linear projections (what weight quantisation applies to)."""
+        h, a, k, d = self.hidden_size, self.num_heads, self.num_kv_heads, self.head_dim
+        attn = h * a * d + 2 * h * k * d + a * d * h
+        mats = 3 if self.gated_mlp else 2
+        mlp = mats * h * self.intermediate_size * max(1, self.num_experts)
+        return self.num_layers * (attn + mlp)
+
+    # ---- KV cache ---------------------------------------------------------------------------
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> int:
+        """K and V for one token across all layers: 2 · L · kv_heads · head_dim · bytes."""
+        bits = dtype_bits(kv_dtype, "kv_dtype", KV_DTYPES)
+        if not self.is_decoder:
+            return 0
+        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * bits // 8
+
+    def kv_cache_bytes(self, tokens: int, kv_dtype: str = "bf16") -> int:
+        """Cache bytes of one sequence of `tokens`, with sliding-window layers capped at the window."""
+        if tokens < 0:
+            raise SpecError("tokens", tokens, ">= 0")
+        bits = dtype_bits(kv_dtype, "kv_dtype", KV_DTYPES)
+        if not self.is_decoder:
+            return 0
+        per_layer_token_bits = 2 * self.num_kv_heads * self.head_dim * bits
+        full = self.num_layers - self.sliding_window_layers
+        windowed = min(tokens, self.sliding_window) if self.sliding_window else tokens
+        return (full * tokens + self.sliding_window_layers * windowed) * per_layer_token_bits // 8
+
+    # ---- presentation -----------------------------------------------------------------------
+    def summary(self, kv_dtype: str = "bf16") -> dict[str, Any]:
+        """The stable JSON of `aiworkbook params` (keys other tools script against)."""
+        return {
+            "name": self.name,
+            "model_type": self.model_type,
+            "params": self.params,
+            "params_non_embedding": self.params_non_embedding,
+            "params_active": self.params_active,
+            "params_embedding": self.params_embedding,
+            "params_head": self.params_head,
+            "kv_dtype": kv_dtype,
+            "kv_bytes_per_token": self.kv_bytes_per_token(kv_dtype),
+            "num_layers": self.num_layers,
+            "hidden_size": self.hidden_size,
+            "num_heads": self.num_heads,
+            "num_kv_heads": self.num_kv_heads,
+            "head_dim": self.head_dim,
+            "intermediate_size": self.intermediate_size,
+            "vocab_size": self.vocab_size,
+            "tie_word_embeddings": self.tie_word_embeddings,
+            "num_experts": self.num_experts,
+            "experts_per_token": self.experts_per_token,
+            "sliding_window": self.sliding_window,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("extra", None)
+        return d
+
+    def scaled(
+        self, *, num_layers: int | None = None, vocab_size: int | None = None, name: str | None = None
+    ) -> ModelSpec:
+        """A proxy with fewer layers or a smaller vocabulary (proofs that would not fit use one)."""
+        from dataclasses import replace
+
+        changes: dict[str, Any] = {}
+        if num_layers is not None:
+            if num_layers < 1:
+                raise SpecError("num_layers", num_layers, ">= 1")
+            changes["num_layers"] = num_layers
+            changes["sliding_window_layers"] = min(self.sliding_window_layers, num_layers)
+        if vocab_size is not None:
+            if vocab_size < 1:
+                raise SpecError("vocab_size", vocab_size, ">= 1")
+            changes["vocab_size"] = vocab_size
+        changes["name"] = (
+            name
+            or f"{self.name} (proxy: {num_layers or self.num_layers} layers, vocab {vocab_size or self.vocab_size})"
+        )
+        return replace(self, **changes)
+
+
+# ---- reading config.json ------------------------------------------------------------------------
+
+
+def _get(
+    cfg: dict, keys: tuple[str, ...], source: str, *, default: Any = SpecError, positive: bool = True
+) -> Any:
+    for k in keys:
+        if k in cfg and cfg[k] is not None:
+            v = cfg[k]
+            if positive:
+                if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                    raise SpecError(k, v, "a positive integer", source=source)
+            return v
+    if default is SpecError:
+        raise SpecError(keys[0], None, "a positive integer (the key is missing)", source=source)
+    return default
+
+
+def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dict>") -> ModelSpec:
+    """Build a ModelSpec from a parsed Hugging Face config.json."""
+    if not isinstance(cfg, dict):
+        raise SpecError("config", type(cfg).__name__, "a JSON object", source=source)
+    mt = cfg.get("model_type")
+    if mt not in FAMILIES:
+        raise SpecError("model_type", mt, ", ".join(FAMILIES), source=source)
+
+    L = _get(cfg, ("num_hidden_layers", "n_layer"), source)
+    h = _get(cfg, ("hidden_size", "n_embd"), source)
+    a = _get(cfg, ("num_attention_heads", "n_head"), source)
+    k = _get(cfg, ("num_key_value_heads",), source, default=a)
+    V = _get(cfg, ("vocab_size",), source)
+    if a % k:
+        raise SpecError("num_key_value_heads", k, f"a divisor of num_attention_heads ({a})", source=source)
+    head_dim = cfg.get("head_dim")
+    if head_dim is None:
+        if h % a:
+            raise SpecError(
+                "head_dim",
+                None,
+                f"given explicitly when hidden_size ({h}) is not a multiple of heads ({a})",
+                source=source,
+            )
+        head_dim = h // a
+    elif isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0:
+        raise SpecError("head_dim", head_dim, "a positive integer", source=source)
+
+    tie = cfg.get("tie_word_embeddings", _TIE_DEFAULT[mt])
+    common: dict[str, Any] = dict(
+        name=name or cfg.get("_name_or_path") or mt,
+        model_type=mt,
+        num_layers=L,
+        hidden_size=h,
+        num_heads=a,
+        num_kv_heads=k,
+        head_dim=head_dim,
+        vocab_size=V,
+        tie_word_embeddings=bool(tie),
+        source=source,
+    )
+
+    if mt == "gpt2":
+        n_inner = cfg.get("n_inner")
+        return ModelSpec(
+            **common,
+            intermediate_size=_get({"n_inner": n_inner}, ("n_inner",), source)
+            if n_inner is not None
+            else 4 * h,
+            max_position_embeddings=_get(cfg, ("n_positions", "max_position_embeddings"), source),
+            qkv_bias=True,
+            o_bias=True,
+            mlp_bias=True,
+            norm="layernorm",
+            gated_mlp=False,
+            learned_positions=True,
+        )
+    if mt == "bert":
+        return ModelSpec(
+            **{**common, "tie_word_embeddings": True},
+            intermediate_size=_get(cfg, ("intermediate_size",), source),
+            max_position_embeddings=_get(cfg, ("max_position_embeddings",), source),
+            qkv_bias=True,
+            o_bias=True,
+            mlp_bias=True,
+            norm="layernorm",
+            gated_mlp=False,
+            learned_positions=True,
+            type_vocab_size=_get(cfg, ("type_vocab_size",), source, default=2),
+            is_decoder=False,
+            pooler=bool(cfg.get("add_pooling_layer", True)),
+        )
+    if mt == "gpt_neox":
+        bias = bool(cfg.get("attention_bias", True))
+        return ModelSpec(
+            **common,
+            intermediate_size=_get(cfg, ("intermediate_size",), source),
+            max_position_embeddings=_get(cfg, ("max_position_embeddings",), source),
+            qkv_bias=bias,
+            o_bias=bias,
+            mlp_bias=True,
+            norm="layernorm",
+            gated_mlp=False,
+        )
+
+    I = _get(cfg, ("intermediate_size",), source)
+    P = _get(cfg, ("max_position_embeddings",), source, default=4096)
+    kw: dict[str, Any] = dict(intermediate_size=I, max_position_embeddings=P)
+    window = cfg.get("sliding_window")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
+        raise SpecError("sliding_window", window, "a positive integer or null", source=source)
+
+    if mt in ("llama",):
+        kw.update(
+            qkv_bias=bool(cfg.get("attention_bias", False)),
+            o_bias=bool(cfg.get("attention_bias", False)),
+            mlp_bias=bool(cfg.get("mlp_bias", False)),
+        )
+    elif mt == "mistral":
+        kw.update(sliding_window=window, sliding_window_layers=L if window else 0)
+    elif mt == "mixtral":
+        E = _get(cfg, ("num_local_experts",), source)
+        top = _get(cfg, ("num_experts_per_tok",), source)
+        if top > E:
+            raise SpecError("num_experts_per_tok", top, f"1..num_local_experts ({E})", source=source)
+        kw.update(
+            num_experts=E,
+            experts_per_token=top,
+            sliding_window=window,
+            sliding_window_layers=L if window else 0,
+        )
+    elif mt == "qwen2":
+        kw.update(qkv_bias=True)
+        if cfg.get("use_sliding_window") and window:
+            full = int(cfg.get("max_window_layers", L))
+            kw.update(sliding_window=window, sliding_window_layers=max(0, L - full))
+    elif mt == "gemma":
+        pass
+    elif mt == "gemma2":
+        kw.update(norms_per_layer=4)
+        if window:  # even layers slide, odd layers attend globally
+            kw.update(sliding_window=window, sliding_window_layers=(L + 1) // 2)
+    elif mt == "phi3":
+        if window:
+            kw.update(sliding_window=window, sliding_window_layers=L)
+    return ModelSpec(**common, **kw)
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a config.json (or a folder holding one) with errors that name the file."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(
+            "path", str(path), "a preset name (see `aiworkbook models`) or a config.json path", source=str(p)
+        ) from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            "json", f"line {exc.lineno} col {exc.colno}: {exc.msg}", "valid JSON", source=str(p)
+        ) from None
+    if not isinstance(cfg, dict):
+        raise SpecError("config", type(cfg).__name__, "a JSON object", source=str(p))
+    return cfg

@@ -1,0 +1,111 @@
+"""NodeProfile: a machine (GPUs, CPU, RAM, storage, network), declared in data/nodes or detected."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from aiworkbook.errors import SpecError
+from aiworkbook.paths import data_dir
+from aiworkbook.specs.gpu import GPUSpec, get_gpu
+
+Pattern = Literal["classical-ml-cpu", "dl-training", "llm-inference", "hybrid"]
+PATTERNS: tuple[str, ...] = ("classical-ml-cpu", "dl-training", "llm-inference", "hybrid")
+
+
+class DetectedGPU(BaseModel):
+    """One GPU as NVML reports it on this machine."""
+
+    model_config = ConfigDict(frozen=True)
+    index: int
+    name: str
+    uuid: str = ""
+    memory_total_bytes: int = 0
+    compute_capability: str = ""
+    mig_mode: str = "n/a"
+    catalogue_name: str | None = None
+
+
+class NodeProfile(BaseModel):
+    """A machine. `gpu` names a catalogue entry; `pools` split a hybrid node into roles."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    pattern: Pattern | None = None
+    description: str = ""
+    gpu: str | None = None
+    gpu_count: int = Field(default=0, ge=0, le=1024)
+    interconnect: str = ""
+    interconnect_bps: float = Field(default=0.0, ge=0)
+    network_bps: float = Field(default=0.0, ge=0)
+    cpu_model: str = ""
+    cpu_cores: int = Field(ge=1)
+    cpu_threads: int | None = Field(default=None, ge=1)
+    ram_bytes: int = Field(gt=0)
+    local_storage_bytes: int = Field(default=0, ge=0)
+    storage_type: str = ""
+    storage_read_bps: float = Field(default=0.0, ge=0)
+    storage_write_bps: float = Field(default=0.0, ge=0)
+    price_per_hour_usd: float = Field(default=0.0, ge=0)
+    pools: list[NodeProfile] = []
+    # detected-only facts
+    detected: bool = False
+    gpus_detected: list[DetectedGPU] = []
+    gpu_status: str = ""
+    disk_free_bytes: int | None = None
+    os: str = ""
+    python: str = ""
+    torch_version: str | None = None
+    cuda_version: str | None = None
+    driver_version: str | None = None
+
+    def gpu_spec(self) -> GPUSpec | None:
+        return get_gpu(self.gpu) if self.gpu else None
+
+
+@cache
+def _reference() -> dict[str, NodeProfile]:
+    out: dict[str, NodeProfile] = {}
+    for path in sorted((data_dir() / "nodes").glob("*.json")):
+        out[path.stem] = load_node_file(path)
+    return out
+
+
+def load_node_file(path) -> NodeProfile:
+    """Read a node profile JSON; a bad field raises SpecError naming the file and the field."""
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError("path", str(p), "an existing node profile JSON", source=str(p)) from None
+    except json.JSONDecodeError as exc:
+        raise SpecError("json", f"line {exc.lineno}: {exc.msg}", "valid JSON", source=str(p)) from None
+    doc.pop("kind", None)
+    doc.pop("schema_version", None)
+    try:
+        node = NodeProfile.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise SpecError(
+            ".".join(str(x) for x in err["loc"]), err.get("input"), err["msg"], source=str(p)
+        ) from None
+    if node.gpu:
+        get_gpu(node.gpu)  # unknown GPU names fail here, not later
+    return node
+
+
+def list_nodes() -> list[NodeProfile]:
+    return list(_reference().values())
+
+
+def get_node(name: str) -> NodeProfile:
+    nodes = _reference()
+    if name not in nodes:
+        raise SpecError("node", name, ", ".join(nodes))
+    return nodes[name]

@@ -1,0 +1,109 @@
+"""Units and formatting for people: the one place where bytes become GiB and seconds become ms.
+
+Values inside the library are plain: bytes as int, seconds as float, rates as float per second.
+GiB means 2**30 bytes and GB means 1e9 bytes; every label says which.
+"""
+
+from __future__ import annotations
+
+import math
+
+GiB = 2**30
+MiB = 2**20
+KiB = 2**10
+GB = 10**9
+MB = 10**6
+TB = 10**12
+
+#: Storage width of each dtype name in bits (bits, so int4 / nf4 stay exact integers).
+DTYPE_BITS: dict[str, int] = {
+    "fp32": 32,
+    "tf32": 32,
+    "bf16": 16,
+    "fp16": 16,
+    "fp8": 8,
+    "int8": 8,
+    "int4": 4,
+    "nf4": 4,
+}
+
+KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+
+
+def dtype_bits(name: str, field: str = "dtype", allowed: tuple[str, ...] | None = None) -> int:
+    """Bits per element of a dtype name, or a SpecError naming the field and the choices."""
+    from aiworkbook.errors import SpecError
+
+    choices = allowed or tuple(DTYPE_BITS)
+    key = str(name).lower()
+    if key not in choices or key not in DTYPE_BITS:
+        raise SpecError(field, name, ", ".join(choices))
+    return DTYPE_BITS[key]
+
+
+def fmt_bytes(n: float, unit: str = "auto") -> str:
+    """Binary units (KiB..TiB) unless unit is 'GB'/'MB'/'TB' (decimal), always labelled."""
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "n/a"
+    if unit == "GiB":
+        return f"{n / GiB:,.2f} GiB"
+    if unit == "GB":
+        return f"{n / GB:,.2f} GB"
+    if unit == "MB":
+        return f"{n / MB:,.1f} MB"
+    if unit == "TB":
+        return f"{n / TB:,.2f} TB"
+    sign = "-" if n < 0 else ""
+    a = abs(n)
+    for name, size in (("TiB", 2**40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if a >= size:
+            return f"{sign}{a / size:,.2f} {name}"
+    return f"{sign}{int(a)} B"
+
+
+def fmt_count(n: float) -> str:
+    """Parameter-style counts: 8.03 B, 124.4 M, with the exact integer kept elsewhere."""
+    a = abs(n)
+    for name, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if a >= size:
+            return f"{n / size:,.2f} {name}"
+    return f"{n:,.0f}"
+
+
+def fmt_seconds(s: float) -> str:
+    """ns/us/ms/s/min/h/days chosen by magnitude."""
+    if s is None or (isinstance(s, float) and (math.isnan(s) or math.isinf(s))):
+        return "n/a"
+    a = abs(s)
+    if a < 1e-6:
+        return f"{s * 1e9:.1f} ns"
+    if a < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if a < 1:
+        return f"{s * 1e3:.2f} ms"
+    if a < 120:
+        return f"{s:.2f} s"
+    if a < 7200:
+        return f"{s / 60:.1f} min"
+    if a < 172800:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"
+
+
+def fmt_rate(bps: float, unit: str = "GB/s") -> str:
+    """Bandwidth in decimal units (GB/s = 1e9 B/s), the convention of datasheets and nccl-tests."""
+    if unit == "GiB/s":
+        return f"{bps / GiB:,.2f} GiB/s"
+    if unit == "MB/s":
+        return f"{bps / MB:,.1f} MB/s"
+    if unit == "TB/s":
+        return f"{bps / TB:,.3f} TB/s"
+    return f"{bps / GB:,.2f} GB/s"
+
+
+def fmt_flops(f: float) -> str:
+    """FLOP/s in decimal units (TFLOP/s = 1e12)."""
+    for name, size in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9)):
+        if abs(f) >= size:
+            return f"{f / size:,.1f} {name}"
+    return f"{f:,.0f} FLOP/s"
