@@ -7,8 +7,8 @@ from aiworkbook.specs.node import PATTERNS, NodeProfile, get_node, list_nodes, l
 
 
 def detect(path: str = "."):
-    """This machine as a NodeProfile (see aiworkbook.specs.detect)."""
-    from aiworkbook.specs.detect import detect as _detect
+    """This machine as a NodeProfile (see aiworkbook.specs.detection)."""
+    from aiworkbook.specs.detection import detect as _detect
 
     return _detect(path)
 

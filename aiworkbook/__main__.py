@@ -1,0 +1,5 @@
+"""`python -m aiworkbook` == `aiworkbook`."""
+
+from aiworkbook.cli import entry
+
+entry()

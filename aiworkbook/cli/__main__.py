@@ -1,0 +1,5 @@
+"""`python -m aiworkbook.cli` == `aiworkbook`."""
+
+from aiworkbook.cli import entry
+
+entry()

@@ -1,0 +1,98 @@
+"""detect(): this node without torch imports; NVML failures become 'no NVIDIA GPU found (<reason>)'."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import pytest
+
+from aiworkbook.specs import detect as detect_api
+from aiworkbook.specs.detection import match_catalogue, nvml_gpus, torch_versions
+
+
+def test_detect_reports_host():
+    import psutil
+
+    node = detect_api()
+    assert node.detected and node.ram_bytes == psutil.virtual_memory().total
+    assert node.cpu_threads == psutil.cpu_count() and node.disk_free_bytes > 0
+    assert node.storage_type in {"ssd", "hdd", "nvme", "unknown"}
+
+
+def test_torch_version_read_without_import():
+    code = "import sys; from aiworkbook.specs.detection import torch_versions; v = torch_versions(); print(v[0], 'torch' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    version, imported = r.stdout.split()
+    import torch
+
+    assert version == torch.__version__ and imported == "False"
+    assert torch_versions()[1] == torch.version.cuda
+
+
+class _NVMLError(Exception):
+    pass
+
+
+def _fake_pynvml(**overrides):
+    m = types.SimpleNamespace(NVMLError=_NVMLError)
+    m.nvmlInit = lambda: None
+    m.nvmlShutdown = lambda: None
+    m.nvmlSystemGetDriverVersion = lambda: "560.35.03"
+    m.nvmlDeviceGetCount = lambda: 1
+    m.nvmlDeviceGetHandleByIndex = lambda i: i
+    m.nvmlDeviceGetName = lambda h: "NVIDIA H100 80GB HBM3"
+    m.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=85520809984)
+    m.nvmlDeviceGetCudaComputeCapability = lambda h: (9, 0)
+    m.nvmlDeviceGetMigMode = lambda h: (0, 0)
+    m.nvmlDeviceGetUUID = lambda h: "GPU-1234"
+    for k, v in overrides.items():
+        setattr(m, k, v)
+    return m
+
+
+def test_nvml_gpu_found(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml())
+    gpus, status, driver = nvml_gpus()
+    assert [g.catalogue_name for g in gpus] == ["H100-SXM"] and driver == "560.35.03"
+    assert status.startswith("1 NVIDIA GPU(s)")
+    node = detect_api()
+    assert node.gpu == "H100-SXM" and node.gpu_count == 1
+
+
+def test_nvml_no_driver(monkeypatch):
+    def fail():
+        raise _NVMLError("Driver Not Loaded")
+
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(nvmlInit=fail))
+    gpus, status, _ = nvml_gpus()
+    assert gpus == [] and status == "no NVIDIA GPU found (NVIDIA driver not loaded)"
+
+
+def test_nvml_metric_failure_is_not_fatal(monkeypatch):
+    def nosup(h):
+        raise _NVMLError("Not Supported")
+
+    monkeypatch.setitem(
+        sys.modules,
+        "pynvml",
+        _fake_pynvml(nvmlDeviceGetMigMode=nosup, nvmlDeviceGetCudaComputeCapability=nosup),
+    )
+    gpus, _, _ = nvml_gpus()
+    assert gpus[0].mig_mode == "n/a" and gpus[0].compute_capability == ""
+
+
+@pytest.mark.parametrize(
+    "name,mem,expected",
+    [
+        ("NVIDIA H100 PCIe", 80 * 2**30, "H100-PCIe"),
+        ("NVIDIA A100-SXM4-40GB", 40 * 2**30, "A100-40GB"),
+        ("NVIDIA A100-SXM4-80GB", 80 * 2**30, "A100-SXM-80GB"),
+        ("NVIDIA L4", 24 * 2**30, "L4"),
+        ("NVIDIA GeForce RTX 4090", 24 * 2**30, "RTX-4090"),
+        ("Tesla T4", 16 * 2**30, None),
+    ],
+)
+def test_match_catalogue(name, mem, expected):
+    assert match_catalogue(name, mem) == expected

@@ -1,0 +1,100 @@
+"""Bad input: one clear error naming the file, the field and what is allowed; CLI exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from aiworkbook.errors import SpecError
+from aiworkbook.specs import get_gpu, load_model, load_node_file, spec_from_config
+
+GOOD = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_hidden_layers": 2,
+    "vocab_size": 100,
+}
+
+
+def _write(tmp_path, cfg, name="config.json"):
+    p = tmp_path / name
+    p.write_text(cfg if isinstance(cfg, str) else json.dumps(cfg))
+    return p
+
+
+def test_unknown_model_type_names_field_and_families(tmp_path):
+    p = _write(tmp_path, {**GOOD, "model_type": "t5"})
+    with pytest.raises(SpecError) as e:
+        load_model(p)
+    msg = str(e.value)
+    assert "model_type" in msg and "'t5'" in msg and "llama" in msg and str(p) in msg
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("hidden_size", 0),
+        ("num_hidden_layers", -2),
+        ("vocab_size", "many"),
+        ("num_attention_heads", 1.5),
+        ("intermediate_size", None),
+    ],
+)
+def test_non_positive_or_missing_field(tmp_path, field, value):
+    cfg = {**GOOD, field: value}
+    if value is None:
+        del cfg[field]
+    p = _write(tmp_path, cfg)
+    with pytest.raises(SpecError) as e:
+        load_model(tmp_path)  # a folder holding config.json
+    assert e.value.field == field and str(p) in str(e.value) and "positive integer" in str(e.value)
+
+
+def test_kv_heads_must_divide_heads():
+    with pytest.raises(SpecError, match="num_key_value_heads"):
+        spec_from_config({**GOOD, "num_key_value_heads": 3})
+
+
+def test_malformed_json_names_line(tmp_path):
+    p = _write(tmp_path, '{"model_type": "llama",\n "hidden_size": }')
+    with pytest.raises(SpecError) as e:
+        load_model(p)
+    assert "line 2" in str(e.value) and str(p) in str(e.value)
+
+
+def test_unknown_preset_lists_presets():
+    with pytest.raises(SpecError) as e:
+        load_model("llama-9-9000b")
+    assert "llama-3-8b" in str(e.value) and e.value.field == "model"
+
+
+def test_unknown_kv_dtype():
+    with pytest.raises(SpecError, match="kv_dtype"):
+        load_model("gpt2").kv_bytes_per_token("fp64")
+
+
+def test_unknown_gpu_lists_catalogue():
+    with pytest.raises(SpecError, match="H100-SXM"):
+        get_gpu("Voodoo2")
+    assert get_gpu("h100_sxm").name == "H100-SXM"
+
+
+def test_bad_node_profile_names_field(tmp_path):
+    p = _write(tmp_path, {"name": "x", "cpu_cores": 0, "ram_bytes": 1}, "node.json")
+    with pytest.raises(SpecError) as e:
+        load_node_file(p)
+    assert e.value.field == "cpu_cores" and str(p) in str(e.value)
+
+
+def test_cli_prints_error_without_traceback(tmp_path):
+    p = _write(tmp_path, {**GOOD, "model_type": "t5"})
+    r = subprocess.run(
+        [sys.executable, "-m", "aiworkbook.cli", "params", str(p)], capture_output=True, text=True
+    )
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and "model_type" in r.stderr and r.stderr.startswith("error:")
