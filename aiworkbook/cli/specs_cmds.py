@@ -79,11 +79,11 @@ def gpus(as_json: bool = typer.Option(False, "--json")) -> None:
         typer.echo(json.dumps([g.model_dump(mode="json") for g in items], indent=2))
         return
     typer.echo(
-        f"{'gpu':<14} {'memory':>12} {'usable':>12} {'bandwidth':>11} {'bf16 dense':>14} {'TDP':>6}  MIG"
+        f"{'gpu':<14} {'memory':>12} {'driver total':>12} {'bandwidth':>11} {'bf16 dense':>14} {'TDP':>6}  MIG"
     )
     for g in items:
         typer.echo(
-            f"{g.name:<14} {fmt_bytes(g.memory_bytes, 'GB'):>12} {fmt_bytes(g.usable_memory_bytes):>12} "
+            f"{g.name:<14} {fmt_bytes(g.memory_bytes):>12} {fmt_bytes(g.usable_memory_bytes):>12} "
             f"{fmt_rate(g.memory_bandwidth_bps, 'TB/s'):>11} {fmt_flops(g.peak_flops_dense.get('bf16', 0)):>14} "
             f"{g.tdp_watts:>5.0f}W  {len(g.mig_profiles) and max(p.max_instances for p in g.mig_profiles) or 'no'}"
         )
@@ -104,7 +104,7 @@ def nodes(as_json: bool = typer.Option(False, "--json")) -> None:
             else ("pools: " + ", ".join(p.name for p in n.pools) if n.pools else "no GPU")
         )
         typer.echo(
-            f"{n.name:<22} {n.pattern or '':<17} {gpu:<44} {n.cpu_cores:>4} cores  {fmt_bytes(n.ram_bytes):>10} RAM"
+            f"{n.name:<22} {n.pattern or '':<17} {n.cpu_cores:>4} cores {fmt_bytes(n.ram_bytes):>11} RAM  {gpu}"
         )
 
 
