@@ -1,0 +1,141 @@
+"""Where a proof runs and whether it fits: device="auto", a fit check before allocating, OOM survival.
+
+A proof predicts its peak bytes, calls `check_fits` (which refuses with a clear message when that
+would not fit the free memory), and runs its allocation-heavy part inside `oom_guard`, which turns
+an out-of-memory that still happens into `DoesNotFit("does not fit at ...")` after releasing memory.
+"""
+
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs.flags import CPU_FALLBACK
+from aiworkbook.units import fmt_bytes
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class WouldNotFit(ValueError):
+    """Refused before allocating: the predicted peak exceeds the memory free on the device."""
+
+
+class DoesNotFit(RuntimeError):
+    """An out-of-memory that happened anyway, caught and released; `at` says which step."""
+
+    def __init__(self, at: str, cause: BaseException) -> None:
+        self.at = at
+        self.cause = cause
+        first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        super().__init__(f"does not fit at {at}: {first[:200]}")
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """The device a proof runs on, why, and the flags that qualify its figures."""
+
+    device: str  # "cpu" | "cuda"
+    requested: str
+    reason: str
+    flags: tuple[str, ...] = ()
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def resolve_device(device: str = "auto") -> DeviceChoice:
+    """'auto' picks CUDA when present, else the CPU (flagged cpu-fallback); 'cuda' without one is an error."""
+    req = str(device).lower()
+    if req not in DEVICES:
+        raise SpecError("device", device, ", ".join(DEVICES))
+    has_cuda = cuda_available()
+    if req == "cuda":
+        if not has_cuda:
+            raise SpecError("device", device, "auto or cpu (torch.cuda.is_available() is False here)")
+        return DeviceChoice("cuda", req, f"CUDA requested: {_cuda_name()}")
+    if req == "cpu":
+        return DeviceChoice("cpu", req, "CPU requested")
+    if has_cuda:
+        return DeviceChoice("cuda", req, f"auto: CUDA present ({_cuda_name()})")
+    return DeviceChoice("cpu", req, "auto: no CUDA device, running on the CPU", (CPU_FALLBACK,))
+
+
+def _cuda_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(torch.cuda.current_device())
+
+
+def free_memory(device: str) -> tuple[int, int]:
+    """(free, total) bytes: torch.cuda.mem_get_info on CUDA, psutil's available/total RAM on the CPU."""
+    if device == "cuda":
+        import torch
+
+        free, total = torch.cuda.mem_get_info()
+        return int(free), int(total)
+    import psutil
+
+    vm = psutil.virtual_memory()
+    return int(vm.available), int(vm.total)
+
+
+def check_fits(predicted_bytes: int, device: str, *, what: str, budget_bytes: int | None = None) -> int:
+    """Refuse (WouldNotFit) when the predicted peak exceeds the budget (default: free memory). Returns it."""
+    budget = budget_bytes if budget_bytes is not None else free_memory(device)[0]
+    if predicted_bytes > budget:
+        raise WouldNotFit(
+            f"{what}: predicted peak {fmt_bytes(predicted_bytes)} does not fit the "
+            f"{fmt_bytes(budget)} {'budget' if budget_bytes is not None else 'free on ' + device}; "
+            "nothing was allocated (use a smaller batch/sequence, --quick, or a proxy)"
+        )
+    return budget
+
+
+def is_oom(exc: BaseException) -> bool:
+    """torch.OutOfMemoryError, MemoryError, or an allocator RuntimeError saying it could not allocate."""
+    if isinstance(exc, MemoryError):
+        return True
+    try:
+        import torch
+
+        if isinstance(exc, torch.OutOfMemoryError):
+            return True
+    except (ImportError, AttributeError):
+        pass
+    msg = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in msg or "can't allocate memory" in msg)
+
+
+def release_memory(device: str) -> None:
+    """Drop unreachable tensors and hand cached CUDA blocks back to the driver."""
+    gc.collect()
+    if device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+@contextmanager
+def oom_guard(at: str, device: str):
+    """Catch an out-of-memory in the block, release memory, and raise DoesNotFit(at) instead."""
+    err: DoesNotFit | None = None
+    try:
+        yield
+    except BaseException as exc:
+        if not is_oom(exc):
+            raise
+        err = DoesNotFit(at, exc)
+        err.__traceback__ = None
+    if err is not None:
+        # raised outside the except block, so the failed frames (and their tensors) can be freed first
+        err.cause = None
+        release_memory(device)
+        raise err

@@ -1,0 +1,312 @@
+"""A decoder in plain torch, built from a ModelSpec, that mirrors the Hugging Face modules' ops.
+
+Llama-style (RMSNorm with an fp32 up-cast, q/k/v/o linears, RoPE, GQA through sdpa's enable_gqa or
+repeat_kv for eager, SwiGLU, untied head) and GPT-2-style (learned positions, LayerNorm, biases,
+tanh-GELU MLP, tied head) follow transformers' LlamaForCausalLM / GPT2LMHeadModel op for op, so what
+autograd saves here is what it saves there. Other families get the same parameter shapes and count
+(MoE experts with a top-k router, four norms per layer) but not every detail (Gemma's (1 + w) norm,
+GPT-NeoX's partial rotary and parallel residual, sliding windows): enough for memory, not for logits.
+
+torch is imported here at module level: this module belongs to the proofs layer, never to sizing.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from aiworkbook.errors import SpecError
+from aiworkbook.specs import ModelSpec
+
+ATTENTIONS = ("eager", "sdpa")
+CHECKPOINTING = ("none", "selective", "full")
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, h: int, eps: float = 1e-5, **fk) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h, **fk))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # LlamaRMSNorm.forward, op for op
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        var = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(var + self.eps)
+        return self.weight * x.to(dtype)
+
+
+def _norm(spec: ModelSpec, **fk) -> nn.Module:
+    if spec.norm == "layernorm":
+        return nn.LayerNorm(spec.hidden_size, eps=1e-5, **fk)
+    return RMSNorm(spec.hidden_size, **fk)
+
+
+class KVCache:
+    """A growing per-layer K/V cache (torch.cat per step, like transformers' DynamicCache)."""
+
+    def __init__(self, num_layers: int) -> None:
+        self.k: list[torch.Tensor | None] = [None] * num_layers
+        self.v: list[torch.Tensor | None] = [None] * num_layers
+
+    @property
+    def length(self) -> int:
+        return 0 if self.k[0] is None else int(self.k[0].shape[2])
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.k[layer] is not None:
+            k = torch.cat([self.k[layer], k], dim=2)
+            v = torch.cat([self.v[layer], v], dim=2)
+        self.k[layer], self.v[layer] = k, v
+        return k, v
+
+    def nbytes(self) -> int:
+        """Bytes of the unique storages the cache holds (the measurement, not a formula)."""
+        seen: dict[int, int] = {}
+        for t in [*self.k, *self.v]:
+            if t is not None:
+                s = t.untyped_storage()
+                seen[s.data_ptr()] = s.nbytes()
+        return sum(seen.values())
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, spec: ModelSpec, idx: int, attention: str, **fk) -> None:
+        super().__init__()
+        h, a, k, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
+        self.a, self.k, self.d, self.idx, self.attention = a, k, d, idx, attention
+        self.q_proj = nn.Linear(h, a * d, bias=spec.qkv_bias, **fk)
+        self.k_proj = nn.Linear(h, k * d, bias=spec.qkv_bias, **fk)
+        self.v_proj = nn.Linear(h, k * d, bias=spec.qkv_bias, **fk)
+        self.o_proj = nn.Linear(a * d, h, bias=spec.o_bias, **fk)
+        self.scaling = d**-0.5
+        self.selective = False
+        self.tracker = None
+
+    def forward(self, x, rope, cache: KVCache | None) -> torch.Tensor:
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, self.a, self.d).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, self.k, self.d).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, self.k, self.d).transpose(1, 2)
+        if rope is not None:
+            cos, sin = rope
+            q = (q * cos) + (_rotate_half(q) * sin)
+            k = (k * cos) + (_rotate_half(k) * sin)
+        past = cache.length if cache is not None else 0
+        if cache is not None:
+            k, v = cache.update(self.idx, k, v)
+        if self.selective and torch.is_grad_enabled():
+            from torch.utils.checkpoint import checkpoint
+
+            if self.tracker is not None:
+                self.tracker.note(q, k, v)  # inputs the checkpoint keeps, hidden from saved-tensor hooks
+            out = checkpoint(self._core, q, k, v, past, use_reentrant=False)
+        else:
+            out = self._core(q, k, v, past)
+        out = out.transpose(1, 2).reshape(b, s, self.a * self.d)
+        return self.o_proj(out)
+
+    def _core(self, q, k, v, past: int) -> torch.Tensor:
+        sq, sk = q.shape[2], k.shape[2]
+        mask = None
+        causal = sq > 1 and past == 0
+        if sq > 1 and past > 0:  # a chunk after a cached prefix: explicit bottom-right causal mask
+            mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril(diagonal=past)
+        if self.attention == "sdpa":
+            return F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=causal, scale=self.scaling, enable_gqa=self.a != self.k
+            )
+        rep = self.a // self.k  # eager_attention_forward: repeat_kv, matmul, mask, fp32 softmax, matmul
+        if rep > 1:
+            k = k[:, :, None].expand(-1, -1, rep, -1, -1).reshape(k.shape[0], self.a, sk, self.d)
+            v = v[:, :, None].expand(-1, -1, rep, -1, -1).reshape(v.shape[0], self.a, sk, self.d)
+        w = torch.matmul(q, k.transpose(2, 3)) * self.scaling
+        if causal:
+            mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril()
+        if mask is not None:
+            w = w.masked_fill(~mask, torch.finfo(w.dtype).min)
+        w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        return torch.matmul(w, v)
+
+
+class MLP(nn.Module):
+    def __init__(self, spec: ModelSpec, **fk) -> None:
+        super().__init__()
+        h, i = spec.hidden_size, spec.intermediate_size
+        self.gated = spec.gated_mlp
+        if self.gated:
+            self.gate_proj = nn.Linear(h, i, bias=spec.mlp_bias, **fk)
+        self.up_proj = nn.Linear(h, i, bias=spec.mlp_bias, **fk)
+        self.down_proj = nn.Linear(i, h, bias=spec.mlp_bias, **fk)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gated:  # LlamaMLP: down(silu(gate(x)) * up(x))
+            return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(F.gelu(self.up_proj(x), approximate="tanh"))  # GPT2MLP with gelu_new
+
+
+class MoE(nn.Module):
+    """Top-k routed experts (Mixtral's sparse MoE block): fp32 router softmax, renormalised weights."""
+
+    def __init__(self, spec: ModelSpec, **fk) -> None:
+        super().__init__()
+        self.top_k = spec.experts_per_token
+        self.gate = nn.Linear(spec.hidden_size, spec.num_experts, bias=False, **fk)
+        self.experts = nn.ModuleList(MLP(spec, **fk) for _ in range(spec.num_experts))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, h = x.shape
+        flat = x.reshape(-1, h)
+        probs = F.softmax(self.gate(flat), dim=-1, dtype=torch.float32)
+        w, idx = torch.topk(probs, self.top_k, dim=-1)
+        w = (w / w.sum(dim=-1, keepdim=True)).to(x.dtype)
+        out = torch.zeros_like(flat)
+        for e, expert in enumerate(self.experts):
+            rows, slot = torch.where(idx == e)
+            if rows.numel():
+                out = out.index_add(0, rows, expert(flat[rows]) * w[rows, slot, None])
+        return out.view(b, s, h)
+
+
+class Block(nn.Module):
+    def __init__(self, spec: ModelSpec, idx: int, attention: str, **fk) -> None:
+        super().__init__()
+        self.input_norm = _norm(spec, **fk)
+        self.attn = Attention(spec, idx, attention, **fk)
+        self.post_attention_norm = _norm(spec, **fk)
+        self.mlp = MoE(spec, **fk) if spec.num_experts else MLP(spec, **fk)
+        self.four_norms = spec.norms_per_layer == 4
+        if self.four_norms:  # Gemma-2: norms after attention and after the MLP as well
+            self.post_attn_out_norm = _norm(spec, **fk)
+            self.post_mlp_out_norm = _norm(spec, **fk)
+
+    def forward(self, x, rope, cache):
+        a = self.attn(self.input_norm(x), rope, cache)
+        if self.four_norms:
+            a = self.post_attn_out_norm(a)
+        x = x + a
+        m = self.mlp(self.post_attention_norm(x))
+        if self.four_norms:
+            m = self.post_mlp_out_norm(m)
+        return x + m
+
+
+class DecoderModel(nn.Module):
+    """Embedding, L blocks, final norm, head, cross-entropy: the training graph the VRAM proof measures."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        attention: str = "sdpa",
+        checkpointing: str = "none",
+        device=None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        if not spec.is_decoder:
+            raise SpecError("model", spec.name, "a decoder (causal LM) architecture")
+        if attention not in ATTENTIONS:
+            raise SpecError("attention", attention, ", ".join(ATTENTIONS))
+        if checkpointing not in CHECKPOINTING:
+            raise SpecError("checkpointing", checkpointing, ", ".join(CHECKPOINTING))
+        fk = {"device": device, "dtype": dtype}
+        self.spec = spec
+        self.checkpointing = checkpointing
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.hidden_size, **fk)
+        self.embed_positions = (
+            nn.Embedding(spec.max_position_embeddings, spec.hidden_size, **fk)
+            if spec.learned_positions
+            else None
+        )
+        self.layers = nn.ModuleList(Block(spec, i, attention, **fk) for i in range(spec.num_layers))
+        for layer in self.layers:
+            layer.attn.selective = checkpointing == "selective"
+        self.norm = _norm(spec, **fk)
+        self.lm_head = (
+            None
+            if spec.tie_word_embeddings
+            else nn.Linear(spec.hidden_size, spec.vocab_size, bias=False, **fk)
+        )
+        theta = float(spec.extra.get("rope_theta", 10000.0)) if spec.extra else 10000.0
+        inv = 1.0 / (theta ** (torch.arange(0, spec.head_dim, 2, dtype=torch.float32) / spec.head_dim))
+        self.register_buffer("inv_freq", inv.to(device=device), persistent=False)
+        self.tracker = None
+        if (
+            self.embed_tokens.weight.device.type != "meta"
+        ):  # HF's initializer_range; N(0, 1) would blow up logits
+            with torch.no_grad():
+                for emb in (self.embed_tokens, self.embed_positions):
+                    if emb is not None:
+                        emb.weight.normal_(0.0, 0.02)
+
+    def set_tracker(self, tracker) -> None:
+        """Route checkpoint inputs (invisible to saved-tensor hooks) to a SavedTensorTracker."""
+        self.tracker = tracker
+        for layer in self.layers:
+            layer.attn.tracker = tracker
+
+    def _rope(self, positions: torch.Tensor, dtype: torch.dtype):
+        # LlamaRotaryEmbedding: fp32 outer product, cat(freqs, freqs), cos/sin cast to the activations' dtype
+        freqs = positions[:, :, None].float() * self.inv_freq[None, None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
+
+    def forward(
+        self, input_ids: torch.Tensor, labels: torch.Tensor | None = None, cache: KVCache | None = None
+    ):
+        """Logits, or the mean next-token cross-entropy when labels are given (HF's ForCausalLMLoss)."""
+        b, s = input_ids.shape
+        past = cache.length if cache is not None else 0
+        positions = torch.arange(past, past + s, device=input_ids.device)[None].expand(b, s)
+        x = self.embed_tokens(input_ids)
+        rope = None
+        if self.embed_positions is not None:
+            x = x + self.embed_positions(positions)
+        else:
+            rope = self._rope(positions, x.dtype)
+        full = self.checkpointing == "full" and torch.is_grad_enabled()
+        for layer in self.layers:
+            if full:
+                from torch.utils.checkpoint import checkpoint
+
+                if self.tracker is not None:
+                    self.tracker.note(x)  # the layer input the checkpoint keeps
+                x = checkpoint(layer, x, rope, cache, use_reentrant=False)
+            else:
+                x = layer(x, rope, cache)
+        x = self.norm(x)
+        phase = self.tracker.phase("logits") if self.tracker is not None else nullcontext()
+        with phase:
+            w = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+            logits = F.linear(x, w)
+            if labels is None:
+                return logits
+            shift = F.pad(labels, (0, 1), value=-100)[..., 1:]
+            return F.cross_entropy(
+                logits.float().view(-1, logits.shape[-1]), shift.reshape(-1), ignore_index=-100
+            )
+
+
+def build(spec: ModelSpec, **kw) -> DecoderModel:
+    """The plain-torch decoder for a spec (see DecoderModel for the keyword arguments)."""
+    return DecoderModel(spec, **kw)
+
+
+def param_count(model: nn.Module) -> int:
+    """Unique parameters (tied weights once), as transformers counts them."""
+    seen = {id(p): p.numel() for p in model.parameters()}
+    return sum(seen.values())
+
+
+def flops_per_token_train(spec: ModelSpec, seq_len: int) -> float:
+    """6·N + 12·L·a·d·s (PaLM appendix B), N the non-embedding parameters."""
+    return 6.0 * spec.params_non_embedding + 12.0 * spec.num_layers * spec.num_heads * spec.head_dim * seq_len

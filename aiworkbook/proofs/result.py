@@ -1,0 +1,146 @@
+"""ProofResult: one measurement next to the estimate it tests, with its statistics, flags and environment.
+
+Persisted through aiworkbook.persist (atomic, kind + schema_version), so a locked profile can hold it
+and a later check can read it back.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.persist import read_json, write_json
+from aiworkbook.proofs.flags import check_flags
+from aiworkbook.proofs.stats import Stats
+
+KIND = "aiworkbook.proof-result"
+SCHEMA_VERSION = 1
+VERDICTS = ("pass", "fail", "info", "does-not-fit", "interrupted")
+
+
+def verdict_for(measured: float | None, predicted: float | None, tolerance: float) -> str:
+    """'pass' when |measured/predicted - 1| <= tolerance, 'fail' otherwise, 'info' when nothing to compare."""
+    if measured is None or not predicted:
+        return "info"
+    return "pass" if abs(measured / predicted - 1) <= tolerance else "fail"
+
+
+@dataclass
+class ProofResult:
+    """What a proof ran, what it predicted, what it measured, and how far to trust it.
+
+    `predicted` is the Estimate figure under test (named by `predicted_label`), `measured` the same
+    quantity measured; `ratio` = measured / predicted. `details` holds the side-by-side tables.
+    """
+
+    proof: str
+    device: str
+    inputs: dict[str, Any]
+    measured: float | None
+    unit: str
+    predicted: float | None = None
+    predicted_label: str = ""
+    tolerance: float = 0.10
+    verdict: str = ""
+    samples: list[float] = field(default_factory=list)
+    stats: Stats | None = None
+    flags: list[str] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    created: str = ""
+
+    def __post_init__(self) -> None:
+        self.flags = check_flags(self.flags)
+        if self.tolerance < 0:
+            raise SpecError("tolerance", self.tolerance, ">= 0")
+        if not self.verdict:
+            self.verdict = verdict_for(self.measured, self.predicted, self.tolerance)
+        if self.verdict not in VERDICTS:
+            raise SpecError("verdict", self.verdict, ", ".join(VERDICTS))
+        if not self.created:
+            self.created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+    @property
+    def ratio(self) -> float | None:
+        if self.measured is None or not self.predicted:
+            return None
+        return self.measured / self.predicted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "proof": self.proof,
+            "device": self.device,
+            "inputs": self.inputs,
+            "predicted_label": self.predicted_label,
+            "predicted": self.predicted,
+            "measured": self.measured,
+            "unit": self.unit,
+            "ratio": self.ratio,
+            "tolerance": self.tolerance,
+            "verdict": self.verdict,
+            "samples": list(self.samples),
+            "stats": self.stats.to_dict() if self.stats else None,
+            "flags": list(self.flags),
+            "environment": self.environment,
+            "details": self.details,
+            "notes": list(self.notes),
+            "created": self.created,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ProofResult:
+        try:
+            return cls(
+                proof=d["proof"],
+                device=d["device"],
+                inputs=d.get("inputs", {}),
+                measured=d.get("measured"),
+                unit=d.get("unit", ""),
+                predicted=d.get("predicted"),
+                predicted_label=d.get("predicted_label", ""),
+                tolerance=d.get("tolerance", 0.10),
+                verdict=d.get("verdict", ""),
+                samples=list(d.get("samples", [])),
+                stats=Stats.from_dict(d["stats"]) if d.get("stats") else None,
+                flags=list(d.get("flags", [])),
+                environment=d.get("environment", {}),
+                details=d.get("details", {}),
+                notes=list(d.get("notes", [])),
+                created=d.get("created", ""),
+            )
+        except KeyError as exc:
+            raise SpecError(str(exc.args[0]), "missing", "a proof result field") from None
+
+    def save(self, path) -> None:
+        write_json(path, self.to_dict(), kind=KIND, schema_version=SCHEMA_VERSION)
+
+    @classmethod
+    def load(cls, path) -> ProofResult:
+        doc = read_json(path, kind=KIND, max_version=SCHEMA_VERSION)
+        doc.pop("kind", None)
+        doc.pop("schema_version", None)
+        return cls.from_dict(doc)
+
+    def headline(self) -> str:
+        """One line for people: verdict, measured vs predicted, ratio and flags."""
+        parts = [f"[{self.verdict}] {self.proof} on {self.device}:"]
+        parts.append(f"measured {_fmt(self.measured, self.unit)}")
+        if self.predicted:
+            parts.append(f"vs {self.predicted_label or 'predicted'} {_fmt(self.predicted, self.unit)}")
+            parts.append(f"(ratio {self.ratio:.3f}, tolerance ±{self.tolerance:.0%})")
+        if self.flags:
+            parts.append("flags: " + ", ".join(self.flags))
+        return " ".join(parts)
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    from aiworkbook.units import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
+
+    if value is None:
+        return "n/a"
+    return {"B": fmt_bytes, "B/s": fmt_rate, "FLOP/s": fmt_flops, "s": fmt_seconds}.get(
+        unit, lambda v: f"{v:,.4g} {unit}"
+    )(value)

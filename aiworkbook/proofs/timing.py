@@ -1,0 +1,127 @@
+"""Timing repeated trials honestly: warm-up first, synchronised clocks, explicit CPU threads, spread.
+
+On CUDA each trial is bracketed by CUDA events (the GPU's own clock, after a synchronize); on the
+CPU by perf_counter with torch's thread count set explicitly (torch.utils.benchmark.Timer would
+quietly use one thread). A spread warning is raised when IQR/median exceeds 10 %.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs.stats import SPREAD_LIMIT, Stats, summarize
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per trial, their statistics, and how they were taken."""
+
+    samples: list[float]
+    stats: Stats
+    device: str
+    method: str  # "cuda-events" or "perf_counter"
+    threads: int
+    warmup: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return self.stats.median
+
+
+@contextmanager
+def cpu_threads(n: int | None):
+    """Set torch's intra-op threads for the block (None: leave as is), then restore them."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n is not None:
+        if n < 1:
+            raise SpecError("threads", n, ">= 1")
+        torch.set_num_threads(n)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def default_threads() -> int:
+    """Physical cores (what compute-bound kernels scale with), else logical CPUs."""
+    import os
+
+    import psutil
+
+    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+
+
+def time_trials(
+    fn: Callable[[], object],
+    *,
+    device: str = "cpu",
+    warmup: int = 2,
+    trials: int = 10,
+    threads: int | None = None,
+    progress: bool = False,
+    desc: str = "trials",
+) -> Timing:
+    """Run fn `warmup` times untimed, then `trials` times timed; return the samples and their stats."""
+    if trials < 1:
+        raise SpecError("trials", trials, ">= 1")
+    if warmup < 0:
+        raise SpecError("warmup", warmup, ">= 0")
+    if device not in ("cpu", "cuda"):
+        raise SpecError("device", device, "cpu, cuda")
+    threads = threads if threads is not None else (default_threads() if device == "cpu" else None)
+    samples: list[float] = []
+    with cpu_threads(threads) as used:
+        for _ in range(warmup):
+            fn()
+        _sync(device)
+        bar = _bar(trials, desc, progress)
+        try:
+            for _ in range(trials):
+                samples.append(_one(fn, device))
+                bar.update(1)
+        finally:
+            bar.close()
+    st = summarize(samples)
+    warnings = []
+    if st.wide:
+        warnings.append(
+            f"spread: IQR/median = {st.spread:.1%} > {SPREAD_LIMIT:.0%} over {st.n} trials; "
+            "the machine was busy or the work too short"
+        )
+    method = "cuda-events" if device == "cuda" else "perf_counter"
+    return Timing(samples, st, device, method, used, warmup, warnings)
+
+
+def _one(fn: Callable[[], object], device: str) -> float:
+    if device == "cuda":
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _bar(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, disable=not enabled, leave=False)
