@@ -1,0 +1,119 @@
+"""XID and other critical GPU events through an NVML event set, kept as a timeline.
+
+NVML queues events in the driver; `poll()` drains them without blocking (wait 0 ms), so the
+sampler can call it on every tick. An XID is the driver's error code for a GPU fault (79: fell off
+the bus, 48: double-bit ECC, 13/31/43: application faults); the names below follow NVIDIA's XID
+catalogue for the common ones.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from aiworkbook.telemetry import nvml_backend
+from aiworkbook.telemetry.na import is_na
+
+XID_NAMES: dict[int, str] = {
+    13: "graphics engine exception (application fault)",
+    31: "GPU memory page fault (application fault)",
+    43: "GPU stopped processing (application fault)",
+    45: "preemptive cleanup (process killed)",
+    48: "double-bit ECC error",
+    61: "internal micro-controller breakpoint",
+    62: "internal micro-controller halt",
+    63: "ECC page retirement or row remapping recorded",
+    64: "ECC page retirement or row remapper failure",
+    74: "NVLink error",
+    79: "GPU has fallen off the bus",
+    92: "high single-bit ECC error rate",
+    94: "contained ECC error",
+    95: "uncontained ECC error",
+    119: "GSP RPC timeout",
+    120: "GSP error",
+}
+
+_TYPES = {
+    "nvmlEventTypeXidCriticalError": "xid",
+    "nvmlEventTypeDoubleBitEccError": "double_bit_ecc",
+    "nvmlEventTypeSingleBitEccError": "single_bit_ecc",
+}
+
+
+class EventTimeline:
+    """Registers every device for critical events once; `poll()` appends what arrived to `events`."""
+
+    def __init__(self, handles: list[Any], max_events: int = 10_000) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.status = "not started"
+        self._handles = handles
+        self._max = max_events
+        self._set: Any = None
+        self._lock = threading.Lock()
+        self._open()
+
+    def _open(self) -> None:
+        why = nvml_backend.ensure()
+        if why is not None:
+            self.status = f"unavailable ({why})"
+            return
+        nv = nvml_backend.module()
+        es = nvml_backend.call("nvmlEventSetCreate")
+        if is_na(es):
+            self.status = f"unavailable ({es.reason})"
+            return
+        mask = 0
+        for name in _TYPES:
+            mask |= int(getattr(nv, name, 0))
+        registered = []
+        for i, h in enumerate(self._handles):
+            if is_na(h):
+                continue
+            supported = nvml_backend.call("nvmlDeviceGetSupportedEventTypes", h)
+            m = mask & int(supported) if not is_na(supported) else mask
+            if m and not is_na(nvml_backend.call("nvmlDeviceRegisterEvents", h, m, es)):
+                registered.append(i)
+        self._set = es
+        self.status = f"watching GPU(s) {registered}" if registered else "no device supports critical events"
+
+    def _index(self, dev: Any) -> int | None:
+        for i, h in enumerate(self._handles):
+            if h is dev or h == dev:
+                return i
+        idx = nvml_backend.call("nvmlDeviceGetIndex", dev)
+        return None if is_na(idx) else int(idx)
+
+    def poll(self, max_events: int = 64) -> list[dict[str, Any]]:
+        """Drain queued events without blocking; returns the new ones (also kept in `events`)."""
+        if self._set is None:
+            return []
+        nv = nvml_backend.module()
+        new = []
+        with self._lock:
+            for _ in range(max_events):
+                data = nvml_backend.call("nvmlEventSetWait_v2", self._set, 0)
+                if is_na(data):  # timeout: nothing queued
+                    break
+                kind = next(
+                    (v for k, v in _TYPES.items() if int(getattr(nv, k, -1)) == int(data.eventType)), "other"
+                )
+                ev = {
+                    "wall": time.time(),
+                    "t": time.monotonic(),
+                    "gpu": self._index(data.device),
+                    "type": kind,
+                    "data": int(data.eventData),
+                }
+                if kind == "xid":
+                    ev["xid"] = int(data.eventData)
+                    ev["description"] = XID_NAMES.get(int(data.eventData), "see NVIDIA's XID catalogue")
+                new.append(ev)
+            self.events.extend(new)
+            del self.events[: max(0, len(self.events) - self._max)]
+        return new
+
+    def close(self) -> None:
+        if self._set is not None:
+            nvml_backend.call("nvmlEventSetFree", self._set)
+            self._set = None

@@ -1,0 +1,173 @@
+"""What is read from each GPU per poll: metric groups (one NVML call or a few that fail together),
+their field names and units, and the clocks-event (throttle) reason names.
+
+Field names carry their unit (`_bytes`, `_pct`, `_w`, `_mhz`, `_c`, `_bps`); a group that fails
+makes every one of its fields an NA with the same reason. The capability matrix is probed per group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiworkbook.telemetry.na import NA
+
+#: Clocks-event (throttle) reason bits as NVML defines them, by name.
+THROTTLE_REASONS: dict[int, str] = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def decode_throttle(mask: int) -> list[str]:
+    """The names of the reasons set in a clocks-event mask (unknown bits as 'bit_0x...')."""
+    names = [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+    unknown = mask & ~sum(THROTTLE_REASONS)
+    bit = 1
+    while unknown:
+        if unknown & bit:
+            names.append(f"bit_{bit:#x}")
+            unknown &= ~bit
+        bit <<= 1
+    return names
+
+
+@dataclass(frozen=True)
+class Group:
+    """Fields read together; `read(pynvml, handle)` returns their values in order or raises NVMLError."""
+
+    name: str
+    fields: tuple[str, ...]
+    read: Callable[[Any, Any], tuple]
+    per_poll: bool = True  # False: identity-like, read once (not on every sample)
+
+
+def _memory(nv, h) -> tuple:
+    try:  # v2 adds `reserved` (driver/ECC memory that is neither used nor free)
+        m = nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2)
+        return int(m.total), int(m.used), int(m.free), int(m.reserved)
+    except nv.NVMLError as exc:
+        if isinstance(exc, nv.NVMLError_GpuIsLost):
+            raise
+        m = nv.nvmlDeviceGetMemoryInfo(h)
+        return int(m.total), int(m.used), int(m.free), NA("memory info v2 not available")
+
+
+def _util(nv, h) -> tuple:
+    u = nv.nvmlDeviceGetUtilizationRates(h)
+    return float(u.gpu), float(u.memory)
+
+
+def _throttle(nv, h) -> tuple:
+    fn = (
+        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
+    mask = int(fn(h))
+    return mask, decode_throttle(mask)
+
+
+def _ecc(nv, h) -> tuple:
+    f = nv.nvmlDeviceGetTotalEccErrors
+    c, u = nv.NVML_MEMORY_ERROR_TYPE_CORRECTED, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+    v, a = nv.NVML_VOLATILE_ECC, nv.NVML_AGGREGATE_ECC
+    return int(f(h, c, v)), int(f(h, u, v)), int(f(h, c, a)), int(f(h, u, a))
+
+
+def _remapped(nv, h) -> tuple:
+    corr, unc, pending, failure = nv.nvmlDeviceGetRemappedRows(h)
+    return int(corr), int(unc), bool(pending), bool(failure)
+
+
+def _pcie_link(nv, h) -> tuple:
+    return int(nv.nvmlDeviceGetCurrPcieLinkGeneration(h)), int(nv.nvmlDeviceGetCurrPcieLinkWidth(h))
+
+
+def _pcie_tp(nv, h) -> tuple:
+    # NVML reports KB/s (1024 bytes) over a 20 ms window
+    tx = nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_TX_BYTES)
+    rx = nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_RX_BYTES)
+    return float(tx) * 1024.0, float(rx) * 1024.0
+
+
+def _nvlink(nv, h) -> tuple:
+    active = 0
+    seen = 0
+    for link in range(nv.NVML_NVLINK_MAX_LINKS):
+        try:
+            state = nv.nvmlDeviceGetNvLinkState(h, link)
+        except nv.NVMLError as exc:
+            if seen == 0 and link == 0:
+                raise exc  # not supported on this device at all
+            break
+        seen += 1
+        active += int(bool(state))
+    return active, seen
+
+
+def _clocks(nv, h) -> tuple:
+    return (
+        float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
+        float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
+    )
+
+
+def _max_clocks(nv, h) -> tuple:
+    return (
+        float(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)),
+        float(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM)),
+    )
+
+
+def _processes(nv, h) -> tuple:
+    from aiworkbook.telemetry.processes import describe
+
+    return (describe(nv.nvmlDeviceGetComputeRunningProcesses(h)),)
+
+
+GROUPS: tuple[Group, ...] = (
+    Group("memory", ("mem_total_bytes", "mem_used_bytes", "mem_free_bytes", "mem_reserved_bytes"), _memory),
+    Group("utilization", ("util_gpu_pct", "util_mem_pct"), _util),
+    Group(
+        "temperature",
+        ("temp_gpu_c",),
+        lambda nv, h: (float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),),
+    ),
+    Group("power", ("power_w",), lambda nv, h: (nv.nvmlDeviceGetPowerUsage(h) / 1000.0,)),
+    Group("power_limit", ("power_limit_w",), lambda nv, h: (nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,)),
+    Group("energy", ("energy_mj",), lambda nv, h: (int(nv.nvmlDeviceGetTotalEnergyConsumption(h)),)),
+    Group("clocks", ("sm_clock_mhz", "mem_clock_mhz"), _clocks),
+    Group("max_clocks", ("sm_clock_max_mhz", "mem_clock_max_mhz"), _max_clocks, per_poll=False),
+    Group("pstate", ("pstate",), lambda nv, h: (int(nv.nvmlDeviceGetPerformanceState(h)),)),
+    Group("throttle", ("throttle_mask", "throttle_reasons"), _throttle),
+    Group(
+        "ecc",
+        (
+            "ecc_volatile_corrected",
+            "ecc_volatile_uncorrected",
+            "ecc_aggregate_corrected",
+            "ecc_aggregate_uncorrected",
+        ),
+        _ecc,
+    ),
+    Group(
+        "remapped_rows",
+        ("remapped_correctable", "remapped_uncorrectable", "remap_pending", "remap_failure"),
+        _remapped,
+    ),
+    Group("pcie_link", ("pcie_gen", "pcie_width"), _pcie_link),
+    Group("pcie_throughput", ("pcie_tx_bps", "pcie_rx_bps"), _pcie_tp),
+    Group("nvlink", ("nvlink_active", "nvlink_links"), _nvlink, per_poll=False),
+    Group("processes", ("processes",), _processes),
+)
+
+#: Every per-GPU field a sample can carry, in display order (plus the derived power_avg_w rate).
+FIELDS: tuple[str, ...] = tuple(f for g in GROUPS for f in g.fields) + ("power_avg_w",)

@@ -1,0 +1,67 @@
+"""The marked "not available" value: what a metric becomes when its NVML or psutil call fails.
+
+A failing metric is data, not an exception (nvitop's NA): it carries the reason so a dashboard can
+say "n/a (not supported on MIG)" instead of a blank, and it serialises as {"na": "<reason>"}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class NA:
+    """A metric that could not be read, and why."""
+
+    reason: str
+
+    def __bool__(self) -> bool:  # lets `value or default` treat a missing metric as missing
+        return False
+
+    def __str__(self) -> str:
+        return f"n/a ({self.reason})"
+
+    def to_json(self) -> dict[str, str]:
+        return {"na": self.reason}
+
+
+def is_na(value: Any) -> bool:
+    """True for an NA, and for its JSON form {"na": reason} read back from a file."""
+    return isinstance(value, NA) or (isinstance(value, dict) and set(value) == {"na"})
+
+
+def na_reason(value: Any) -> str | None:
+    """The reason of an NA (either form), else None."""
+    if isinstance(value, NA):
+        return value.reason
+    if is_na(value):
+        return str(value["na"])
+    return None
+
+
+def to_json(value: Any) -> Any:
+    """Replace every NA inside dicts and lists by {"na": reason}, so json.dumps works."""
+    if isinstance(value, NA):
+        return value.to_json()
+    if isinstance(value, dict):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    return value
+
+
+def from_json(value: Any) -> Any:
+    """The inverse of to_json: {"na": reason} becomes NA(reason) again."""
+    if is_na(value):
+        return NA(str(value["na"]))
+    if isinstance(value, dict):
+        return {k: from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json(v) for v in value]
+    return value
+
+
+def is_number(value: Any) -> bool:
+    """A real reading (int or float, not bool, not NA)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)

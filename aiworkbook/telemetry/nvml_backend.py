@@ -1,0 +1,115 @@
+"""NVML through nvidia-ml-py: initialised lazily on first use (never at import), once per process,
+under a lock, and shut down at exit. Every call goes through `call`, which turns an NVMLError into a
+marked NA with a readable reason, so no reader ever sees an NVML exception.
+
+Tests swap in a fake by stubbing functions on the `pynvml` module (gpustat's approach, see
+tests/fake_nvml.py) and calling `reset()`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from typing import Any
+
+from aiworkbook.telemetry.na import NA
+
+_lock = threading.RLock()
+_state: str | None = None  # None: not tried yet; "ok": initialised; else the reason it failed
+_atexit_registered = False
+
+#: NVML return codes as short, user-facing reasons (names kept close to nvidia-smi's wording).
+_REASONS = {
+    "NVML_ERROR_NOT_SUPPORTED": "not supported",
+    "NVML_ERROR_NO_PERMISSION": "no permission",
+    "NVML_ERROR_GPU_IS_LOST": "GPU is lost",
+    "NVML_ERROR_FUNCTION_NOT_FOUND": "function not found (driver too old)",
+    "NVML_ERROR_LIBRARY_NOT_FOUND": "NVIDIA driver/NVML library not found",
+    "NVML_ERROR_DRIVER_NOT_LOADED": "NVIDIA driver not loaded",
+    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": "NVML library and driver versions do not match",
+    "NVML_ERROR_UNINITIALIZED": "NVML not initialised",
+    "NVML_ERROR_TIMEOUT": "timeout",
+    "NVML_ERROR_NOT_FOUND": "not found",
+    "NVML_ERROR_NO_DATA": "no data yet",
+    "NVML_ERROR_RESET_REQUIRED": "GPU requires reset",
+    "NVML_ERROR_UNKNOWN": "unknown NVML error",
+}
+
+
+def reason(exc: BaseException) -> str:
+    """A short reason for an NVML (or any) exception."""
+    try:
+        import pynvml
+    except ImportError:  # pragma: no cover - nvidia-ml-py is a dependency
+        return str(exc) or type(exc).__name__
+    code = getattr(exc, "value", None)
+    if isinstance(exc, pynvml.NVMLError) and code is not None:
+        for name, text in _REASONS.items():
+            if getattr(pynvml, name, object()) == code:
+                return text
+    return str(exc) or type(exc).__name__
+
+
+def ensure() -> str | None:
+    """Initialise NVML if not yet tried. None when usable, else why not ("no NVIDIA GPU found (...)")."""
+    global _state, _atexit_registered
+    with _lock:
+        if _state is None:
+            try:
+                import pynvml
+            except ImportError:
+                _state = "nvidia-ml-py is not installed"
+            else:
+                try:
+                    pynvml.nvmlInit()
+                    _state = "ok"
+                except Exception as exc:  # NVMLError, OSError from a broken library
+                    _state = reason(exc)
+            if _state == "ok" and not _atexit_registered:
+                atexit.register(shutdown)
+                _atexit_registered = True
+        return None if _state == "ok" else _state
+
+
+def module():
+    """The pynvml module (after ensure() returned None)."""
+    import pynvml
+
+    return pynvml
+
+
+def call(fn: str, *args: Any, **kwargs: Any) -> Any:
+    """pynvml.<fn>(*args) or NA(reason): the only way readers touch NVML."""
+    why = ensure()
+    if why is not None:
+        return NA(why)
+    pynvml = module()
+    f = getattr(pynvml, fn, None)
+    if f is None:
+        return NA(f"{fn} missing from nvidia-ml-py")
+    try:
+        return f(*args, **kwargs)
+    except Exception as exc:
+        return NA(reason(exc))
+
+
+def shutdown() -> None:
+    """Release NVML (idempotent); the next ensure() initialises it again."""
+    global _state
+    with _lock:
+        if _state == "ok":
+            try:
+                module().nvmlShutdown()
+            except Exception:
+                pass
+        _state = None
+
+
+def reset() -> None:
+    """Forget the cached state (tests that install a fake NVML call this)."""
+    shutdown()
+
+
+def text(v: Any) -> Any:
+    """NVML strings arrive as bytes on old bindings: decode them; pass NA through."""
+    return v.decode(errors="replace") if isinstance(v, bytes) else v

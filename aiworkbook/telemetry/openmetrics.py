@@ -1,0 +1,164 @@
+"""A Prometheus/OpenMetrics text endpoint for the latest sample, with dcgm-exporter's metric names
+and labels (gpu, UUID, device, modelName, Hostname), so a fleet's existing Prometheus and Grafana
+dashboards scrape this node as if it ran dcgm-exporter. Metrics that are NA are left out, which is
+what Prometheus expects of a missing series. Host metrics use the `aiworkbook_host_` prefix.
+"""
+
+from __future__ import annotations
+
+import platform
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.telemetry.na import is_number
+from aiworkbook.telemetry.sample import Sample
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+MiB = 2**20
+
+#: (dcgm-exporter name, type, help, sample field, scale)
+GPU_METRICS: tuple[tuple[str, str, str, str, float], ...] = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", "sm_clock_mhz", 1),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", "mem_clock_mhz", 1),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", "temp_gpu_c", 1),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", "power_w", 1),
+    ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Enforced power limit (in W).", "power_limit_w", 1),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).", "energy_mj", 1),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", "util_gpu_pct", 1),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", "util_mem_pct", 1),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", "mem_free_bytes", 1 / MiB),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", "mem_used_bytes", 1 / MiB),
+    ("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", "mem_reserved_bytes", 1 / MiB),
+    ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge", "Current clock throttle reasons (bit mask).", "throttle_mask", 1),
+    ("DCGM_FI_DEV_PSTATE", "gauge", "Performance state (0 fastest).", "pstate", 1),
+    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Volatile single-bit ECC errors.", "ecc_volatile_corrected", 1),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Volatile double-bit ECC errors.", "ecc_volatile_uncorrected", 1),
+    ("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Aggregate single-bit ECC errors.", "ecc_aggregate_corrected", 1),
+    ("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Aggregate double-bit ECC errors.", "ecc_aggregate_uncorrected", 1),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Rows remapped for correctable errors.", "remapped_correctable", 1),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Rows remapped for uncorrectable errors.", "remapped_uncorrectable", 1),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed.", "remap_failure", 1),
+    ("DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe current link generation.", "pcie_gen", 1),
+    ("DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe current link width.", "pcie_width", 1),
+    ("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "PCIe transmit throughput (in B/s).", "pcie_tx_bps", 1),
+    ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "PCIe receive throughput (in B/s).", "pcie_rx_bps", 1),
+)  # fmt: skip
+
+HOST_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("aiworkbook_host_cpu_utilization_pct", "CPU utilization over all cores (in %).", "cpu_pct"),
+    ("aiworkbook_host_load1", "1-minute load average.", "load_1m"),
+    ("aiworkbook_host_ram_used_bytes", "RAM in use (total - available).", "ram_used_bytes"),
+    ("aiworkbook_host_ram_total_bytes", "RAM installed.", "ram_total_bytes"),
+    ("aiworkbook_host_swap_used_bytes", "Swap in use.", "swap_used_bytes"),
+    ("aiworkbook_host_disk_read_bytes_per_second", "Disk read throughput.", "disk_read_bps"),
+    ("aiworkbook_host_disk_write_bytes_per_second", "Disk write throughput.", "disk_write_bps"),
+    ("aiworkbook_host_net_rx_bytes_per_second", "Network receive throughput.", "net_rx_bps"),
+    ("aiworkbook_host_net_tx_bytes_per_second", "Network transmit throughput.", "net_tx_bps"),
+)
+
+
+def _esc(v: Any) -> str:
+    return str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _num(v: float) -> str:
+    return repr(float(v)) if isinstance(v, float) else str(int(v))
+
+
+def render(
+    sample: Sample | None,
+    identities: list[dict[str, Any]] | None = None,
+    events: list[dict[str, Any]] | None = None,
+    hostname: str | None = None,
+) -> str:
+    """The exposition text for one sample (an empty document when there is none yet)."""
+    host = hostname or platform.node() or "localhost"
+    ids = {i.get("index"): i for i in (identities or [])}
+    lines: list[str] = []
+    if sample is None:
+        return "# no sample yet\n"
+    gpus = list(sample.gpus)
+    for name, typ, help_, field, scale in GPU_METRICS:
+        rows = []
+        for g in gpus:
+            v = g.get(field)
+            if isinstance(v, bool):
+                v = int(v)
+            if not is_number(v):
+                continue
+            i = g.get("index", 0)
+            ident = ids.get(i, {})
+            labels = (
+                f'gpu="{i}",UUID="{_esc(ident.get("uuid", ""))}",device="nvidia{i}",'
+                f'modelName="{_esc(ident.get("name", ""))}",Hostname="{_esc(host)}"'
+            )
+            rows.append(f"{name}{{{labels}}} {_num(v * scale if scale != 1 else v)}")
+        if rows:
+            lines += [f"# HELP {name} {help_}", f"# TYPE {name} {typ}", *rows]
+    last_xid: dict[int, int] = {}
+    for e in events or []:
+        if e.get("type") == "xid" and e.get("gpu") is not None:
+            last_xid[e["gpu"]] = int(e["xid"])
+    if gpus:
+        lines += [
+            "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.",
+            "# TYPE DCGM_FI_DEV_XID_ERRORS gauge",
+        ]
+        for g in gpus:
+            i = g.get("index", 0)
+            ident = ids.get(i, {})
+            lines.append(
+                f'DCGM_FI_DEV_XID_ERRORS{{gpu="{i}",UUID="{_esc(ident.get("uuid", ""))}",device="nvidia{i}",'
+                f'modelName="{_esc(ident.get("name", ""))}",Hostname="{_esc(host)}"}} {last_xid.get(i, 0)}'
+            )
+    for name, help_, field in HOST_METRICS:
+        v = sample.host.get(field)
+        if is_number(v):
+            lines += [
+                f"# HELP {name} {help_}",
+                f"# TYPE {name} gauge",
+                f'{name}{{Hostname="{_esc(host)}"}} {_num(v)}',
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """'127.0.0.1:9400' -> ('127.0.0.1', 9400); a bare port binds to 127.0.0.1."""
+    host, _, port = str(text).rpartition(":")
+    host = host or "127.0.0.1"
+    try:
+        p = int(port)
+    except ValueError:
+        raise SpecError("serve", text, "HOST:PORT, e.g. 127.0.0.1:9400") from None
+    if not 0 <= p <= 65535:
+        raise SpecError("serve", text, "a port 0..65535")
+    return host.strip("[]"), p
+
+
+def serve(sampler: Any, host: str = "127.0.0.1", port: int = 9400) -> ThreadingHTTPServer:
+    """Serve GET /metrics from `sampler`'s latest sample in a daemon thread; returns the server
+    (its `server_address` has the real port when port=0; call `shutdown()` to stop)."""
+    reader = sampler.gpu_reader
+    identities = reader.identities() if reader.count() else []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            if self.path.split("?")[0] not in ("/metrics", "/"):
+                self.send_error(404, "only /metrics is served")
+                return
+            body = render(sampler.latest(), identities, sampler.events).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:  # keep the terminal table clean
+            pass
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="aiworkbook-metrics", daemon=True).start()
+    return server

@@ -1,0 +1,135 @@
+"""Recorded traces: a JSONL file (header + one sample per line, schema-versioned) that replays
+through the same reader interface as GPUReader, so dashboards and demos run on machines without
+a GPU. A trace says where it came from: "recorded on <GPU>, <date>", or synthetic.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.persist import read_jsonl
+from aiworkbook.telemetry.export import TRACE_KIND, TRACE_SCHEMA_VERSION
+from aiworkbook.telemetry.na import NA, from_json
+from aiworkbook.telemetry.sample import Sample
+
+
+def trace_label(header: dict[str, Any]) -> str:
+    gpu = header.get("gpu") or "no GPU"
+    date = str(header.get("recorded_at", "unknown date"))[:10]
+    if header.get("source") == "synthetic":
+        return f"synthetic trace (not measured), {gpu}-like, generated {date}"
+    return f"recorded on {gpu}, {date}"
+
+
+def trace_header(
+    gpu_reader: Any, interval_s: float, source: str = "recorded", note: str = ""
+) -> dict[str, Any]:
+    """The header of a trace recorded from `gpu_reader` (identities, status, host, time)."""
+    from aiworkbook.telemetry.na import to_json
+
+    ids = gpu_reader.identities() if gpu_reader.count() else []
+    header = {
+        "source": source,
+        "gpu": ids[0]["name"] if ids else None,
+        "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "interval_s": interval_s,
+        "gpu_status": gpu_reader.status(),
+        "gpus": to_json(ids),
+        "capabilities": gpu_reader.capabilities() if hasattr(gpu_reader, "capabilities") else [],
+        "host": {"hostname": platform.node(), "os": f"{platform.system()} {platform.release()}"},
+        "note": note,
+    }
+    header["label"] = trace_label(header)
+    return header
+
+
+def shipped_traces() -> list[Path]:
+    """The traces under data/traces/."""
+    from aiworkbook.paths import data_dir
+
+    return sorted((data_dir() / "traces").glob("*.jsonl"))
+
+
+def load_trace(path: str | os.PathLike) -> tuple[dict[str, Any], list[Sample]]:
+    """(header, samples) of a trace file, with a clear error when it is not one."""
+    header, rows = read_jsonl(path, kind=TRACE_KIND, max_version=TRACE_SCHEMA_VERSION)
+    try:
+        samples = [Sample.from_json(r) for r in rows]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SpecError("rows", str(exc), "samples with t, wall, gpus, host", source=str(path)) from None
+    if not samples:
+        raise SpecError("rows", 0, "at least one sample", source=str(path))
+    return header, samples
+
+
+class ReplayReader:
+    """Plays a trace back in real time (looping), answering like GPUReader: status, count,
+    identities, capabilities, read, read_all. `speed` > 1 plays faster."""
+
+    source = "replay"
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        loop: bool = True,
+        speed: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if speed <= 0:
+            raise SpecError("speed", speed, "a positive number")
+        self.path = Path(path)
+        self.header, self.trace = load_trace(self.path)
+        self.label = self.header.get("label") or trace_label(self.header)
+        self._loop = loop
+        self._speed = speed
+        self._clock = clock
+        self._t0: float | None = None
+        self._span = max(self.trace[-1].t - self.trace[0].t, 1e-9)
+
+    def status(self) -> str:
+        return f"replay: {self.label}"
+
+    def count(self) -> int:
+        return len(self.trace[0].gpus)
+
+    def identities(self) -> list[dict[str, Any]]:
+        return from_json(self.header.get("gpus", []))
+
+    def identity(self, index: int) -> dict[str, Any]:
+        return self.identities()[index]
+
+    def capabilities(self) -> list[dict[str, str]]:
+        return self.header.get("capabilities", [])
+
+    def current(self) -> Sample:
+        """The trace sample for now: elapsed time since the first read, scaled by speed, looped."""
+        now = self._clock()
+        if self._t0 is None:
+            self._t0 = now
+        offset = (now - self._t0) * self._speed
+        if self._loop:
+            offset %= self._span + (self.trace[1].t - self.trace[0].t if len(self.trace) > 1 else 0)
+        target = self.trace[0].t + offset
+        chosen = self.trace[0]
+        for s in self.trace:  # traces are short (minutes): a scan is fine
+            if s.t > target:
+                break
+            chosen = s
+        return chosen
+
+    def read(self, index: int) -> dict[str, Any]:
+        return dict(self.current().gpus[index])
+
+    def read_all(self) -> list[dict[str, Any]]:
+        return [dict(g) for g in self.current().gpus]
+
+    def history(self, index: int, kind: str = "gpu_util", since_us: int = 0) -> NA:
+        return NA("a replayed trace has no NVML sample buffer")

@@ -1,0 +1,266 @@
+"""The one shared background sampler per process: a worker thread reads the GPUs and the host at a
+fixed cadence into a bounded ring buffer, tags samples with the current phase, drains XID events
+and, on request, NVML's own sub-second buffers (nvmlDeviceGetSamples).
+
+Widgets, proofs and the CLI all read from the same sampler (`get_sampler()`), so opening three
+dashboards does not poll NVML three times. A tick that fails is counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.telemetry.na import is_na
+from aiworkbook.telemetry.ring import Ring
+from aiworkbook.telemetry.sample import Sample
+from aiworkbook.telemetry.summary import Window
+
+MIN_INTERVAL_S = 0.1
+MAX_INTERVAL_S = 3600.0
+
+
+def check_interval(interval: float) -> float:
+    try:
+        value = float(interval)
+    except (TypeError, ValueError):
+        raise SpecError(
+            "interval", interval, f"seconds between {MIN_INTERVAL_S} and {MAX_INTERVAL_S}"
+        ) from None
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise SpecError("interval", interval, f"seconds between {MIN_INTERVAL_S} and {MAX_INTERVAL_S}")
+    return value
+
+
+class Sampler:
+    """Samples `gpu_reader` (GPUReader or ReplayReader) and `host_reader` every `interval` seconds."""
+
+    def __init__(
+        self,
+        interval: float = 1.0,
+        capacity: int = 36_000,
+        gpu_reader: Any = None,
+        host_reader: Any = None,
+        *,
+        host: bool = True,
+        events: bool = True,
+        hires: bool = False,
+        sample_on_phase: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        from aiworkbook.telemetry.gpu_reader import GPUReader
+        from aiworkbook.telemetry.host_reader import HostReader
+
+        self._interval = check_interval(interval)
+        self.ring: Ring[Sample] = Ring(capacity)
+        self.gpu_reader = gpu_reader if gpu_reader is not None else GPUReader(clock=clock)
+        self.host_reader = (
+            host_reader if host_reader is not None else (HostReader(clock=clock) if host else None)
+        )
+        self.hires: dict[tuple[int, str], Ring[tuple[int, float]]] = {}
+        self.errors = 0
+        self.last_error = ""
+        self._want_events = events
+        self._want_hires = hires
+        self._sample_on_phase = sample_on_phase
+        self._clock = clock
+        self._wall = wall
+        self._phases: list[str] = []
+        self._lock = threading.RLock()
+        self._read_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._timeline: Any = None
+        self._hires_since: dict[tuple[int, str], int] = {}
+
+    # -- settings ------------------------------------------------------------------------------
+    @property
+    def interval(self) -> float:
+        return self._interval
+
+    @interval.setter
+    def interval(self, value: float) -> None:
+        self._interval = check_interval(value)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The XID/critical-event timeline seen so far."""
+        return list(self._timeline.events) if self._timeline is not None else []
+
+    def status(self) -> str:
+        return self.gpu_reader.status()
+
+    # -- phases --------------------------------------------------------------------------------
+    @property
+    def current_phase(self) -> str | None:
+        with self._lock:
+            return self._phases[-1] if self._phases else None
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[Sampler]:
+        """Tag samples taken inside with `name` (the innermost phase wins when nested). When the
+        sampler runs, a sample is also taken on entry and exit so short phases are not missed."""
+        if not isinstance(name, str) or not name:
+            raise SpecError("phase", name, "a non-empty string")
+        with self._lock:
+            self._phases.append(name)
+        try:
+            if self._sample_on_phase and self.running:
+                self.sample_now()
+            yield self
+        finally:
+            if self._sample_on_phase and self.running:
+                self.sample_now()
+            with self._lock:
+                self._phases.remove(name) if name in self._phases else None
+
+    # -- sampling ------------------------------------------------------------------------------
+    def sample_now(self) -> Sample:
+        """Take one sample now (on the caller's thread) and keep it."""
+        with self._read_lock:
+            phase = self.current_phase
+            t, wall = self._clock(), self._wall()
+            gpus = tuple(self.gpu_reader.read_all())
+            host = self.host_reader.read() if self.host_reader is not None else {}
+            if self._want_events:
+                self._poll_events()
+            if self._want_hires:
+                self._poll_hires()
+            s = Sample(t=t, wall=wall, phase=phase, gpus=gpus, host=host)
+            self.ring.append(s)
+            return s
+
+    def _poll_events(self) -> None:
+        if self._timeline is None:
+            handles = getattr(self.gpu_reader, "handles", None)
+            if handles is None:
+                self._want_events = False
+                return
+            from aiworkbook.telemetry.events import EventTimeline
+
+            self._timeline = EventTimeline(handles())
+        self._timeline.poll()
+
+    def _poll_hires(self) -> None:
+        history = getattr(self.gpu_reader, "history", None)
+        if history is None:
+            return
+        for i in range(self.gpu_reader.count()):
+            for kind in ("gpu_util", "power"):
+                key = (i, kind)
+                rows = history(i, kind, self._hires_since.get(key, 0))
+                if is_na(rows) or not rows:
+                    continue
+                ring = self.hires.setdefault(key, Ring(self.ring.capacity * 10))
+                for row in rows:
+                    ring.append(row)
+                self._hires_since[key] = rows[-1][0]
+
+    def _run(self) -> None:
+        next_t = self._clock()
+        while not self._stop.is_set():
+            try:
+                self.sample_now()
+            except Exception as exc:  # a reader bug must not kill the shared sampler
+                self.errors += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            next_t += self._interval
+            delay = next_t - self._clock()
+            if delay < 0:  # fell behind (slow NVML, suspended laptop): skip, do not burst
+                next_t = self._clock()
+                delay = 0
+            self._stop.wait(delay)
+
+    def start(self) -> Sampler:
+        """Start the worker thread (no-op when already running)."""
+        with self._lock:
+            if self.running:
+                return self
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="aiworkbook-telemetry", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the worker thread (no-op when not running); samples stay in the ring."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+            self._stop.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def __enter__(self) -> Sampler:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- reading -------------------------------------------------------------------------------
+    def samples(
+        self, since: float | None = None, until: float | None = None, phase: str | None = None
+    ) -> list[Sample]:
+        return self.ring.items(
+            lambda s: (
+                (since is None or s.t >= since)
+                and (until is None or s.t <= until)
+                and (phase is None or s.phase == phase)
+            )
+        )
+
+    def window(
+        self, since: float | None = None, until: float | None = None, phase: str | None = None
+    ) -> Window:
+        """Samples (and events) from monotonic time `since` to `until`, optionally of one phase."""
+        ev = [
+            e
+            for e in self.events
+            if (since is None or e["t"] >= since) and (until is None or e["t"] <= until)
+        ]
+        return Window(self.samples(since, until, phase), ev)
+
+    def latest(self) -> Sample | None:
+        return self.ring.last()
+
+
+_shared: Sampler | None = None
+_shared_lock = threading.Lock()
+
+
+def get_sampler(interval: float | None = None) -> Sampler:
+    """The one shared sampler of this process (created on first call, not started).
+
+    With $AIWORKBOOK_TELEMETRY_REPLAY set to a trace file it replays that trace instead of reading
+    NVML: the no-GPU demo mode for dashboards.
+    """
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            reader = None
+            trace = os.environ.get("AIWORKBOOK_TELEMETRY_REPLAY")
+            if trace:
+                from aiworkbook.telemetry.replay import ReplayReader
+
+                reader = ReplayReader(trace)
+            _shared = Sampler(interval=interval or 1.0, gpu_reader=reader)
+        elif interval is not None:
+            _shared.interval = interval
+        return _shared
+
+
+def reset_shared_sampler() -> None:
+    """Stop and forget the shared sampler (tests; switching between live and replay)."""
+    global _shared
+    with _shared_lock:
+        if _shared is not None:
+            _shared.stop()
+        _shared = None
