@@ -1,0 +1,387 @@
+"""Device roofline: measured memory bandwidth and matmul rate per dtype, as a calibrated spec and chart data.
+
+Bandwidth: a device copy (bytes counted as traffic: read + write = 2 x buffer, BabelStream's
+convention; x86 write-allocate may add a third, uncounted) and a read-only reduction (bytes counted
+once, the buffer read), on buffers >= 4x the last-level cache (CPU: /sys or lscpu; GPU: L2) filled
+with random data. Matmul: 2·m·n·k FLOPs per product over a shape sweep; the ceiling is the best
+shape's median. On CUDA also host<->device copies, pageable and pinned.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.device import check_fits, oom_guard, resolve_device
+from aiworkbook.proofs.environment import capture, throttled
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.proofs.stats import summarize
+from aiworkbook.proofs.timing import time_trials
+from aiworkbook.specs import GPUSpec, ModelSpec
+from aiworkbook.units import DTYPE_BITS, MiB
+
+_TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+_RANDOM_BLOCK = 16 * MiB
+
+
+# ---- cache sizes ---------------------------------------------------------------------------------
+def _parse_size(text: str) -> int:
+    m = re.match(r"\s*([\d.]+)\s*([KMG]?)i?B?", text.strip(), re.I)
+    if not m:
+        raise ValueError(text)
+    mult = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[m.group(2).upper()]
+    return int(float(m.group(1)) * mult)
+
+
+def llc_bytes() -> tuple[int, str]:
+    """(size of the CPU's last-level cache, where it was read): sysfs, then lscpu, else an assumed 32 MiB."""
+    best = (0, 0)
+    for idx in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level = int((idx / "level").read_text())
+            size = _parse_size((idx / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        best = max(best, (level, size))
+    if best[1]:
+        return best[1], f"/sys/devices/system/cpu/cpu0/cache (L{best[0]})"
+    try:
+        out = subprocess.run(["lscpu", "-B"], capture_output=True, text=True, timeout=5).stdout
+        sizes = [int(m.group(2)) for m in re.finditer(r"^L(\d)\w* cache:\s+(\d+)", out, re.M)]
+        if sizes:
+            return max(sizes), "lscpu"
+    except (OSError, subprocess.SubprocessError, ValueError):
+        pass
+    return 32 * MiB, "assumed (no /sys cache info, no lscpu)"
+
+
+def gpu_l2_bytes() -> int:
+    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(p, "L2_cache_size", 0) or 50 * MiB)
+
+
+# ---- bandwidth -----------------------------------------------------------------------------------
+def _random_buffer(nbytes: int, device: str) -> torch.Tensor:
+    """fp32 buffer of random values: a 16 MiB random block tiled (filling GiBs with torch.rand takes seconds)."""
+    n = max(nbytes // 4, _RANDOM_BLOCK // 4)
+    n -= n % (_RANDOM_BLOCK // 4)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    block = torch.rand(_RANDOM_BLOCK // 4, generator=gen).to(device)
+    buf = torch.empty(n, dtype=torch.float32, device=device)
+    buf.view(-1, block.numel()).copy_(block.expand(n // block.numel(), -1))
+    return buf
+
+
+def bandwidth(
+    device: str, *, buffer_bytes: int | None = None, trials: int = 10, threads: int | None = None
+) -> dict[str, Any]:
+    """Copy and read-only bandwidth on one buffer size (default 4x the last-level cache, >= 256 MiB)."""
+    if device == "cuda":
+        cache, cache_src = gpu_l2_bytes(), "torch.cuda device properties (L2)"
+    else:
+        cache, cache_src = llc_bytes()
+    size = buffer_bytes or max(4 * cache, 256 * MiB)
+    check_fits(2 * size, device, what=f"bandwidth buffers 2 x {size} B")
+    with oom_guard(f"bandwidth buffers of {size} B", device):
+        copy, read, nbytes = _time_copy_and_read(size, device, trials, threads)
+    copy_rates = [2 * nbytes / t for t in copy.samples]
+    read_rates = [nbytes / t for t in read.samples]
+    return {
+        "buffer_bytes": nbytes,
+        "cache_bytes": cache,
+        "cache_source": cache_src,
+        "cache_resident": nbytes < 4 * cache,
+        "threads": copy.threads,
+        "timing": copy.method,
+        "copy_bps": summarize(copy_rates).median,
+        "copy_samples_bps": copy_rates,
+        "copy_convention": "traffic: read + write = 2 x buffer bytes per copy",
+        "read_bps": summarize(read_rates).median,
+        "read_samples_bps": read_rates,
+        "read_convention": "bytes read once (buffer bytes) per reduction",
+        "warnings": copy.warnings + read.warnings,
+    }
+
+
+def _time_copy_and_read(size: int, device: str, trials: int, threads: int | None):
+    src = _random_buffer(size, device)
+    dst = torch.empty_like(src)
+    copy = time_trials(lambda: dst.copy_(src), device=device, trials=trials, threads=threads, warmup=2)
+    read = time_trials(lambda: src.sum(), device=device, trials=trials, threads=threads, warmup=2)
+    return copy, read, src.numel() * 4
+
+
+# ---- matmul --------------------------------------------------------------------------------------
+def _fp8_supported() -> bool:
+    if not torch.cuda.is_available() or not hasattr(torch, "float8_e4m3fn"):
+        return False
+    major, minor = torch.cuda.get_device_capability()
+    return (major, minor) >= (8, 9)
+
+
+def matmul_dtypes(device: str) -> list[str]:
+    if device == "cpu":
+        return ["fp32", "bf16"]
+    return ["fp32", "tf32", "bf16", "fp16"] + (["fp8"] if _fp8_supported() else [])
+
+
+def matmul_rates(
+    device: str,
+    dtypes: list[str] | None = None,
+    shapes: list[int] | None = None,
+    *,
+    trials: int = 5,
+    threads: int | None = None,
+) -> dict[str, Any]:
+    """Median FLOP/s per dtype and square shape n (2·n³ FLOPs per product); the ceiling is the best shape."""
+    dtypes = dtypes or matmul_dtypes(device)
+    shapes = shapes or ([512, 1024] if device == "cpu" else [2048, 4096, 8192])
+    out: dict[str, Any] = {}
+    for name in dtypes:
+        per_shape: dict[str, float] = {}
+        note = ""
+        for n in shapes:
+            try:
+                per_shape[str(n)] = _one_matmul(device, name, n, trials, threads)
+            except (RuntimeError, TypeError) as exc:  # a dtype this build/device cannot multiply
+                note = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+                break
+        if per_shape:
+            out[name] = {"per_shape_flops": per_shape, "ceiling_flops": max(per_shape.values()), "note": note}
+        else:
+            out[name] = {"per_shape_flops": {}, "ceiling_flops": None, "note": note or "not measured"}
+    return out
+
+
+def _one_matmul(device: str, name: str, n: int, trials: int, threads: int | None) -> float:
+    gen = torch.Generator(device="cpu").manual_seed(n)
+    a = torch.randn(n, n, generator=gen).to(device)
+    b = torch.randn(n, n, generator=gen).to(device)
+    tf32_before = torch.backends.cuda.matmul.allow_tf32 if device == "cuda" else None
+    try:
+        if name == "fp8":
+            a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+            one = torch.ones((), device=device)
+            fn = lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)  # noqa: E731
+        else:
+            if device == "cuda":
+                torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+            a, b = a.to(_TORCH_DTYPES[name]), b.to(_TORCH_DTYPES[name])
+            fn = lambda: torch.mm(a, b)  # noqa: E731
+        t = time_trials(fn, device=device, trials=trials, threads=threads, warmup=2)
+    finally:
+        if tf32_before is not None:
+            torch.backends.cuda.matmul.allow_tf32 = tf32_before
+    return 2.0 * n**3 / t.median
+
+
+# ---- host <-> device -----------------------------------------------------------------------------
+def host_device_copies(nbytes: int = 512 * MiB, trials: int = 5) -> dict[str, float]:
+    """H2D and D2H bytes/s (bytes counted once), from pageable and from pinned host memory."""
+    out: dict[str, float] = {}
+    dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    for kind in ("pageable", "pinned"):
+        host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=kind == "pinned")
+        host.random_(0, 255)
+        h2d = time_trials(lambda h=host: dev.copy_(h), device="cuda", trials=trials)
+        d2h = time_trials(lambda h=host: h.copy_(dev), device="cuda", trials=trials)
+        out[f"h2d_{kind}_bps"] = nbytes / h2d.median
+        out[f"d2h_{kind}_bps"] = nbytes / d2h.median
+    return out
+
+
+# ---- calibrated spec and chart -------------------------------------------------------------------
+def datasheet_spec() -> GPUSpec | None:
+    """The catalogue entry for the CUDA device torch sees, or None when it is not catalogued."""
+    from aiworkbook.specs import get_gpu
+    from aiworkbook.specs.detection import match_catalogue
+
+    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+    name = match_catalogue(p.name, int(p.total_memory))
+    return get_gpu(name) if name else None
+
+
+def calibrated_spec(ceilings: dict[str, Any], device: str, base: GPUSpec | None = None) -> GPUSpec:
+    """A GPUSpec whose ceilings are the measured ones: GPUSpec.calibrated on CUDA, "CPU (measured)" on the CPU.
+
+    Bandwidth is the read-only figure (what decode does: read weights and KV once).
+    """
+    flops = {k: v["ceiling_flops"] for k, v in ceilings["matmul"].items() if v.get("ceiling_flops")}
+    bw = ceilings["bandwidth"]["read_bps"]
+    if device == "cuda" and base is not None:
+        return base.calibrated(memory_bandwidth_bps=bw, flops=flops)
+    import psutil
+
+    from aiworkbook.specs.detection import cpu_model
+
+    ram = int(psutil.virtual_memory().total)
+    name = "CPU (measured)" if device == "cpu" else f"{torch.cuda.get_device_name()} (measured)"
+    return GPUSpec(
+        name=name,
+        vendor="host" if device == "cpu" else "NVIDIA",
+        marketed=cpu_model() if device == "cpu" else name,
+        memory_type="DRAM" if device == "cpu" else "",
+        memory_bytes=ram if device == "cpu" else int(torch.cuda.mem_get_info()[1]),
+        usable_memory_bytes=ram if device == "cpu" else int(torch.cuda.mem_get_info()[1]),
+        memory_bandwidth_bps=bw,
+        peak_flops_dense=flops,
+        tdp_watts=1.0,
+        l2_cache_bytes=int(ceilings["bandwidth"]["cache_bytes"]),
+        source="measured by aiworkbook prove roofline; tdp_watts is a placeholder (not measured)",
+        measured=True,
+    )
+
+
+def workload_point(
+    spec: ModelSpec,
+    *,
+    batch: int = 1,
+    context: int = 2048,
+    weights_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> dict[str, float]:
+    """One decode step's arithmetic intensity: FLOPs (2·N_active·b + 4·L·a·d·ctx·b) over bytes read
+    (weights once + the batch's KV cache)."""
+    if batch < 1 or context < 1:
+        raise SpecError("batch/context", (batch, context), ">= 1")
+    flops = (
+        2.0 * spec.params_active * batch
+        + 4.0 * spec.num_layers * spec.num_heads * spec.head_dim * context * batch
+    )
+    nbytes = spec.params * DTYPE_BITS[weights_dtype] / 8 + batch * spec.kv_cache_bytes(context, kv_dtype)
+    return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "batch": batch, "context": context}
+
+
+def roofline_chart_data(
+    spec: GPUSpec, point: dict[str, float] | None = None, *, dtypes: list[str] | None = None, label: str = ""
+) -> list[dict[str, Any]]:
+    """Rows for a roofline chart: attainable FLOP/s = min(peak, bandwidth x intensity) per dtype, log-spaced
+    intensities, plus the workload's point (kind="workload") placed on the first dtype's roof."""
+    dtypes = dtypes or list(spec.peak_flops_dense)
+    rows: list[dict[str, Any]] = []
+    bw = spec.memory_bandwidth_bps
+    for ai in np.logspace(-2, 4, 49):
+        for dt in dtypes:
+            peak = spec.peak_flops(dt)
+            rows.append(
+                {
+                    "kind": "ceiling",
+                    "dtype": dt,
+                    "intensity": float(ai),
+                    "attainable_flops": min(peak, bw * ai),
+                    "spec": spec.name,
+                }
+            )
+    if point is not None and dtypes:
+        peak = spec.peak_flops(dtypes[0])
+        ai = point["intensity"]
+        rows.append(
+            {
+                "kind": "workload",
+                "dtype": dtypes[0],
+                "intensity": ai,
+                "attainable_flops": min(peak, bw * ai),
+                "spec": spec.name,
+                "label": label or "workload",
+                "bound": "memory" if bw * ai < peak else "compute",
+            }
+        )
+    return rows
+
+
+# ---- the proof -----------------------------------------------------------------------------------
+def prove_roofline(
+    model: str | ModelSpec | None = None,
+    *,
+    device: str = "auto",
+    quick: bool = False,
+    threads: int | None = None,
+    buffer_bytes: int | None = None,
+    batch: int = 1,
+    context: int = 2048,
+    progress: bool = False,
+) -> ProofResult:
+    """Measure the device's ceilings; predicted = the datasheet bandwidth on CUDA (info only on the CPU)."""
+    from tqdm.auto import tqdm
+
+    choice = resolve_device(device)
+    dev = choice.device
+    flags = set(choice.flags)
+    trials = 5 if quick else 10
+    steps = ["bandwidth", "matmul"] + (["host-device"] if dev == "cuda" else [])
+    bar = tqdm(total=len(steps), desc="roofline", disable=not progress, leave=False)
+    try:
+        bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
+        bar.update(1)
+        shapes = ([512] if dev == "cpu" else [4096, 8192]) if quick else None
+        mm = matmul_rates(dev, shapes=shapes, trials=3 if quick else 5, threads=threads)
+        bar.update(1)
+        h2d = host_device_copies(256 * MiB if quick else 1024 * MiB) if dev == "cuda" else {}
+        bar.update(1 if h2d else 0)
+    finally:
+        bar.close()
+    if bw["cache_resident"]:
+        flags.add(F.L2_RESIDENT if dev == "cuda" else F.LLC_RESIDENT)
+    st = summarize(bw["read_samples_bps"])
+    if st.wide:
+        flags.add(F.SPREAD_WIDE)
+    env = capture(dev)
+    if throttled(env):
+        flags.add(F.THROTTLED)
+    ceilings = {"bandwidth": bw, "matmul": mm, "host_device": h2d}
+    base = datasheet_spec() if dev == "cuda" else None
+    cal = calibrated_spec(ceilings, dev, base)
+    point = None
+    spec = None
+    if model is not None:
+        from aiworkbook.specs import load_model
+
+        spec = load_model(model) if isinstance(model, str) else model
+        point = workload_point(spec, batch=batch, context=context)
+    notes = [
+        choice.reason,
+        f"copy: {bw['copy_convention']}; read: {bw['read_convention']}",
+        f"buffers {bw['buffer_bytes']} B vs last-level cache {bw['cache_bytes']} B ({bw['cache_source']}), "
+        f"random fp32 data ({_RANDOM_BLOCK // MiB} MiB random block tiled)",
+    ]
+    notes += bw["warnings"]
+    if dev == "cpu":
+        notes.append(
+            "no datasheet bandwidth for the host: verdict is info; the measured ceilings become 'CPU (measured)'"
+        )
+    return ProofResult(
+        proof="roofline",
+        device=dev,
+        inputs={
+            "model": spec.name if spec else None,
+            "quick": quick,
+            "threads": bw["threads"],
+            "buffer_bytes": bw["buffer_bytes"],
+            "batch": batch,
+            "context": context,
+        },
+        measured=st.median,
+        unit="B/s",
+        predicted=base.memory_bandwidth_bps if base else None,
+        predicted_label=f"datasheet bandwidth of {base.name}" if base else "",
+        tolerance=0.25,
+        samples=bw["read_samples_bps"],
+        stats=st,
+        flags=sorted(flags),
+        environment=env,
+        details={
+            "ceilings": ceilings,
+            "calibrated_spec": cal.model_dump(mode="json"),
+            "datasheet_spec": base.model_dump(mode="json") if base else None,
+            "workload_point": point,
+            "chart": roofline_chart_data(cal, point, label=spec.name if spec else ""),
+        },
+        notes=notes,
+    )
