@@ -1,0 +1,151 @@
+"""Capacity: what fits. Max concurrency at a context, max context at a concurrency, max micro-batch,
+GPUs needed (tensor parallel), the cheapest catalogue GPU and the smallest MIG profile.
+
+Budgets follow each engine's semantics: plain PyTorch and vLLM may use
+`gpu_memory_utilization · total`; TensorRT-LLM gives the KV cache a fraction of the memory free
+after weights and runtime buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from aiworkbook.sizing.memory import COMPONENTS, components, kv_bytes
+from aiworkbook.sizing.workload import Workload
+
+MAX_TP = 64
+
+
+def _gpu(gpu):
+    if gpu is None or not isinstance(gpu, str):
+        return gpu
+    from aiworkbook.specs import get_gpu
+
+    return get_gpu(gpu)
+
+
+def budget(w: Workload, gpu) -> int:
+    """Bytes the workload may use on one GPU: utilisation · the driver-reported total."""
+    return int(_gpu(gpu).usable_memory_bytes * w.gpu_memory_utilization)
+
+
+def kv_budget(spec, w: Workload, gpu, device: str = "cuda") -> int:
+    """Bytes left for the KV cache after everything else the engine holds."""
+    gpu = _gpu(gpu)
+    c = components(spec, w, w.concurrency, w.context_len, device)
+    other = sum(int(c[k]) for k in COMPONENTS if k != "kv_cache")
+    if w.engine == "trtllm":
+        return int((gpu.usable_memory_bytes - other) * w.gpu_memory_utilization)
+    return budget(w, gpu) - other
+
+
+def fits(spec, w: Workload, gpu, device: str = "cuda") -> dict:
+    """Does the workload fit one GPU of this kind? With the budget and the headroom in bytes."""
+    gpu = _gpu(gpu)
+    c = components(spec, w, *(_shape(w)), device)
+    total = int(c["total"])
+    if w.engine == "trtllm" and not w.training:
+        ok = int(c["kv_cache"]) <= kv_budget(spec, w, gpu, device)
+        limit = total - int(c["kv_cache"]) + kv_budget(spec, w, gpu, device)
+    else:
+        limit = budget(w, gpu)
+        ok = total <= limit
+    return {
+        "gpu": gpu.name,
+        "usable_bytes": gpu.usable_memory_bytes,
+        "budget_bytes": limit,
+        "total_bytes": total,
+        "headroom_bytes": limit - total,
+        "fits": bool(ok),
+    }
+
+
+def _shape(w: Workload) -> tuple[int, int]:
+    return (w.batch, w.seq_len) if w.training else (w.concurrency, w.context_len)
+
+
+def kv_fits(spec, w: Workload, gpu, device: str = "cuda") -> bool:
+    """Whether the workload's KV cache fits what the engine leaves for it."""
+    return int(kv_bytes(spec, w, w.concurrency, w.context_len)) <= kv_budget(spec, w, gpu, device)
+
+
+def max_concurrency(spec, w: Workload, gpu, context: int | None = None, device: str = "cuda") -> int:
+    """Sequences of `context` tokens whose paged KV fits the engine's KV budget (0 if not even one)."""
+    ctx = w.context_len if context is None else context
+    base = replace(w, concurrency=1, context=ctx)
+    per_seq = int(kv_bytes(spec, base, 1, ctx))
+    if per_seq == 0:
+        return 0
+    hi = max(1, kv_budget(spec, base, gpu, device) // per_seq)
+    return _largest(lambda n: kv_fits(spec, replace(base, concurrency=n), gpu, device), hi)
+
+
+def max_context(spec, w: Workload, gpu, concurrency: int | None = None, device: str = "cuda") -> int:
+    """Longest context (capped at the model's max positions) that `concurrency` sequences fit."""
+    n = w.concurrency if concurrency is None else concurrency
+    cap = spec.max_position_embeddings
+    return _largest(lambda c: kv_fits(spec, replace(w, concurrency=n, context=c), gpu, device), cap)
+
+
+def max_batch(spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16) -> int:
+    """Largest micro-batch (training) or concurrency (inference) within the budget at the workload's length."""
+    if not w.training:
+        return max_concurrency(spec, w, gpu, device=device)
+    lim = budget(w, gpu)
+    b = np.arange(1, 1 + min(limit, 4096), dtype=np.int64)
+    tot = components(spec, w, b, w.seq_len, device)["total"]
+    ok = np.nonzero(tot <= lim)[0]
+    return int(b[ok[-1]]) if ok.size else 0
+
+
+def _largest(ok, hi: int) -> int:
+    """Largest n in [1, hi] with ok(n) (ok monotone decreasing); 0 when even 1 fails."""
+    if hi < 1 or not ok(1):
+        return 0
+    if ok(hi):
+        return hi
+    lo = 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def gpus_needed(spec, w: Workload, gpu, device: str = "cuda") -> int | None:
+    """Smallest tensor-parallel size (a divisor of the heads, powers of two first) that fits; None if none."""
+    for t in [t for t in range(1, MAX_TP + 1) if spec.num_heads % t == 0]:
+        if fits(spec, replace(w, tp=t), gpu, device)["fits"]:
+            return t
+    return None
+
+
+def cheapest_gpu(spec, w: Workload, device: str = "cuda") -> dict | None:
+    """The catalogue GPU with the lowest $/hour for the GPUs it needs (ties: fewer GPUs)."""
+    from aiworkbook.specs import list_gpus
+
+    best = None
+    for g in list_gpus():
+        if g.price_per_hour_usd <= 0:
+            continue
+        n = gpus_needed(spec, w, g, device)
+        if n is None:
+            continue
+        cand = {"gpu": g.name, "gpus": n, "usd_per_hour": n * g.price_per_hour_usd}
+        if best is None or (cand["usd_per_hour"], n) < (best["usd_per_hour"], best["gpus"]):
+            best = cand
+    return best
+
+
+def mig_profile(spec, w: Workload, gpu, device: str = "cuda") -> str | None:
+    """The smallest MIG profile of this GPU whose memory holds the workload's total; None if none does."""
+    gpu = _gpu(gpu)
+    total = int(components(spec, w, *(_shape(w)), device)["total"])
+    for p in sorted(gpu.mig_profiles, key=lambda p: (p.memory_bytes, -p.max_instances)):
+        if total <= p.memory_bytes * w.gpu_memory_utilization:
+            return p.name
+    return None

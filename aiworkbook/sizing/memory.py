@@ -1,0 +1,171 @@
+"""The memory breakdown: every byte of a workload on one GPU, itemised, each with its formula.
+
+`components(spec, w, b, s)` is the vectorised core (b and s may be numpy arrays, for sweeps and
+capacity solvers); `memory_breakdown` adds the one-line formulas for people. For training b is the
+micro-batch and s the sequence length; for inference b is the concurrency and s the context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from aiworkbook.sizing import activations as act
+from aiworkbook.sizing.states import model_states
+from aiworkbook.sizing.workload import Workload
+from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
+
+COMPONENTS = (
+    "weights",
+    "gradients",
+    "optimizer",
+    "master_weights",
+    "activations",
+    "logits",
+    "kv_cache",
+    "workspace",
+    "cuda_context",
+    "reserve",
+)
+#: CUDA context with PyTorch loaded: ~290 MB lazy loading to ~670 MB eager (REFERENCE.md); middle.
+CUDA_CONTEXT_BYTES = 500 * MiB
+CUBLAS_WORKSPACE_BYTES = 32 * MiB
+#: NCCL and other non-torch buffers when more than one GPU talks (REFERENCE.md: ~0.4 GiB).
+NCCL_BYTES = int(0.4 * GiB)
+#: CUDA graphs captured by serving engines (REFERENCE.md: 0.4–2.4 GiB).
+CUDA_GRAPH_BYTES = int(0.5 * GiB)
+#: Caching-allocator fragmentation allowance for plain PyTorch (share of allocated bytes).
+ALLOCATOR_RESERVE_PERCENT = 5
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU by component (ints), their sum, and the formula behind each one."""
+
+    weights: int = 0
+    gradients: int = 0
+    optimizer: int = 0
+    master_weights: int = 0
+    activations: int = 0
+    logits: int = 0
+    kv_cache: int = 0
+    workspace: int = 0
+    cuda_context: int = 0
+    reserve: int = 0
+    total: int = 0
+    formulas: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def as_dict(self) -> dict[str, int]:
+        d = asdict(self)
+        d.pop("formulas")
+        return d
+
+    def rows(self) -> list[tuple[str, int, str]]:
+        """(component, bytes, formula) for a table."""
+        return [(c, getattr(self, c), self.formulas.get(c, "")) for c in (*COMPONENTS, "total")]
+
+
+def kv_tokens(w: Workload, context):
+    """Tokens a paged cache holds per sequence: the context rounded up to whole blocks."""
+    return -(-context // w.block_size) * w.block_size
+
+
+def kv_bytes(spec, w: Workload, sequences, context):
+    """KV cache of `sequences` each holding `context` tokens, per GPU (each tp rank holds max(1, k/t) heads)."""
+    if not spec.is_decoder:
+        return 0 * sequences * context
+    tokens = kv_tokens(w, context)
+    heads = max(1, -(-spec.num_kv_heads // w.tp))
+    per_layer_token = 2 * heads * spec.head_dim * DTYPE_BITS[w.kv_dtype]  # bits
+    full = spec.num_layers - spec.sliding_window_layers
+    windowed = np.minimum(tokens, spec.sliding_window) if spec.sliding_window else tokens
+    return sequences * ((full * tokens + spec.sliding_window_layers * windowed) * per_layer_token // 8)
+
+
+def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
+    """All components for batch b and length s (scalars or broadcastable numpy arrays)."""
+    st = model_states(spec, w)
+    c = dict(
+        weights=st.weights, gradients=st.gradients, optimizer=st.optimizer, master_weights=st.master_weights
+    )
+    zero = 0 * b * s
+    if w.training:
+        c["activations"] = act.activation_bytes(spec, w, b, s, device)
+        c["logits"] = act.logits_bytes(spec, w, b, s)
+        c["kv_cache"] = zero
+        # backward starts with the fp32 gradient of the logits beside the log-probs
+        transient = c["logits"]
+    else:
+        prompt = np.minimum(w.seq_len, s) if isinstance(s, np.ndarray) else min(w.seq_len, s)
+        c["activations"] = act.inference_activation_bytes(spec, w, b, prompt)
+        c["logits"] = act.inference_logits_bytes(spec, w, b) + zero
+        c["kv_cache"] = kv_bytes(spec, w, b, s)
+        transient = zero
+    if device == "cuda":
+        ws = CUBLAS_WORKSPACE_BYTES + transient
+        if w.dp * w.tp > 1:
+            ws = ws + NCCL_BYTES
+        if w.engine != "hf":
+            ws = ws + CUDA_GRAPH_BYTES
+        c["workspace"] = ws
+        c["cuda_context"] = CUDA_CONTEXT_BYTES + zero
+        allocated = sum(c[k] for k in COMPONENTS[:7]) + ws
+        c["reserve"] = allocated * ALLOCATOR_RESERVE_PERCENT // 100 if w.engine == "hf" else zero
+    else:
+        c["workspace"] = c["cuda_context"] = c["reserve"] = zero
+    c["total"] = sum(c[k] for k in COMPONENTS)
+    return c
+
+
+def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown:
+    """The itemised breakdown of one workload with a formula per component."""
+    if w.training:
+        b, s = w.batch, w.seq_len
+    else:
+        b, s = w.concurrency, w.context_len
+    c = components(spec, w, b, s, device)
+    vals = {k: int(v) for k, v in c.items()}
+    f = dict(model_states(spec, w).formulas)
+    for k in ("gradients", "optimizer", "master_weights"):
+        f.setdefault(k, "0 (inference)")
+    if w.training:
+        f["activations"], f["logits"] = act.formulas(spec, w, b, s, device)
+        f["kv_cache"] = "0 (training keeps no KV cache)"
+    else:
+        e = 4 if w.precision == "fp32" else 2
+        f["activations"] = (
+            f"one layer's prefill transient: {b} seqs · {min(w.seq_len, s)} tokens · per-token width ·{e} B"
+        )
+        f["logits"] = f"4 B · {b} seqs · {spec.vocab_size:,} vocab (last-position fp32 logits)"
+        heads = max(1, -(-spec.num_kv_heads // w.tp))
+        window = (
+            f", {spec.sliding_window_layers} layers capped at {spec.sliding_window}"
+            if spec.sliding_window
+            else ""
+        )
+        bits = DTYPE_BITS[w.kv_dtype]
+        f["kv_cache"] = (
+            f"2 · {spec.num_layers} layers · {heads} kv heads · {spec.head_dim} · {bits / 8:g} B · "
+            f"{int(kv_tokens(w, s)):,} tokens ({w.block_size}-token blocks) · {b} seqs{window}"
+        )
+    if device == "cuda":
+        ws = [f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES)} cuBLAS"]
+        if w.training:
+            ws.append(f"{fmt_bytes(vals['logits'])} fp32 logits gradient at backward start")
+        if w.dp * w.tp > 1:
+            ws.append(f"{fmt_bytes(NCCL_BYTES)} NCCL")
+        if w.engine != "hf":
+            ws.append(f"{fmt_bytes(CUDA_GRAPH_BYTES)} CUDA graphs")
+        f["workspace"] = " + ".join(ws)
+        f["cuda_context"] = f"{fmt_bytes(CUDA_CONTEXT_BYTES)} (PyTorch CUDA context, 290-670 MB measured)"
+        f["reserve"] = (
+            f"{ALLOCATOR_RESERVE_PERCENT} % of allocated bytes (caching-allocator fragmentation)"
+            if w.engine == "hf"
+            else f"0 ({w.engine} preallocates its pool; see capacity)"
+        )
+    else:
+        for k in ("workspace", "cuda_context", "reserve"):
+            f[k] = "0 (device cpu)"
+    f["total"] = " + ".join(k for k in COMPONENTS if vals[k])
+    return MemoryBreakdown(**vals, formulas=f)

@@ -1,0 +1,161 @@
+"""Rooflines: FLOPs and bytes per step against a GPU's ceilings (datasheet peaks, or measured ones
+through `GPUSpec.calibrated`). Times are lower bounds: efficiency factors scale the ceilings.
+
+- Training: 6·N FLOPs per token (N non-embedding parameters, active ones for MoE) plus attention
+  12·L·a·d·s (PaLM appendix B); full recomputation adds a forward (8·N) to the hardware FLOPs.
+- Decode step: max((weight bytes + KV bytes read) / BW, FLOPs / peak); batch 1 is BW / weight bytes.
+- Prefill (TTFT): (2·N·s + 2·L·a·d·s²) per sequence over the peak, at least one weight read.
+- MoE: a decode step at batch B touches E·(1 − (1 − k/E)^B) experts per layer (uniform routing).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aiworkbook.sizing.memory import kv_bytes
+from aiworkbook.sizing.states import inference_weight_bytes
+from aiworkbook.sizing.workload import Workload
+
+_COMPUTE_DTYPE = {
+    "fp32": "fp32",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp8": "fp8",
+    "int8": "bf16",
+    "int4": "bf16",
+    "nf4": "bf16",
+}
+DEFAULT_TRAIN_MFU = 0.4
+
+
+def experts_touched(num_experts: int, top_k: int, batch):
+    """Expected distinct experts per MoE layer for `batch` tokens routed uniformly to top_k of E."""
+    if not num_experts:
+        return 0 * batch
+    return num_experts * (1 - (1 - top_k / num_experts) ** batch)
+
+
+def training_flops_per_token(spec, seq_len: int, recompute: bool = False) -> float:
+    """Model FLOPs per token, 6·N + 12·L·a·d·s (recomputation adds 2·N + attention forward as hardware FLOPs)."""
+    n = spec.params_active - spec.params_embedding - spec.params_head
+    attn = 12 * spec.num_layers * spec.num_heads * spec.head_dim * seq_len
+    f = 6 * n + attn
+    return f * 4 / 3 if recompute else float(f)
+
+
+def train_step(spec, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU) -> dict:
+    """Step time at an assumed MFU, tokens/s over the data-parallel group, FLOPs per GPU."""
+    if not 0 < mfu <= 1:
+        from aiworkbook.errors import SpecError
+
+        raise SpecError("mfu", mfu, "a fraction in (0, 1]")
+    tokens = w.batch * w.seq_len
+    model_flops = training_flops_per_token(spec, w.seq_len) * tokens / w.tp
+    peak = gpu.peak_flops(w.precision) if gpu else None
+    out = {
+        "flops_per_token": training_flops_per_token(spec, w.seq_len),
+        "model_flops_per_gpu_step": model_flops,
+        "assumed_mfu": mfu,
+        "peak_flops": peak,
+        "step_time_s": None,
+        "tokens_per_s": None,
+    }
+    if peak:
+        t = model_flops / (peak * mfu)
+        out["step_time_s"] = t
+        out["tokens_per_s"] = tokens * w.dp / t
+    return out
+
+
+def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float) -> float:
+    """Model FLOPs utilisation: achieved model FLOP/s over the peak (recomputation not counted)."""
+    return model_flops_per_step / step_time_s / peak_flops
+
+
+def training_days(
+    spec,
+    token_budget: float,
+    gpus: int,
+    gpu,
+    seq_len: int,
+    precision: str = "bf16",
+    mfu: float = DEFAULT_TRAIN_MFU,
+) -> float:
+    """Days to train on `token_budget` tokens with `gpus` GPUs at an MFU."""
+    flops = training_flops_per_token(spec, seq_len) * token_budget
+    return flops / (gpus * gpu.peak_flops(precision) * mfu) / 86400
+
+
+def decode(
+    spec,
+    w: Workload,
+    gpu,
+    batch=None,
+    context=None,
+    mem_efficiency: float = 1.0,
+    compute_efficiency: float = 1.0,
+) -> dict:
+    """Decode step time, tokens/s and the bound at `batch` sequences of `context` tokens (arrays allowed)."""
+    batch = w.concurrency if batch is None else batch
+    context = w.context_len if context is None else context
+    wbytes, _ = inference_weight_bytes(spec, w.weights_dtype)
+    wbytes /= w.tp
+    if spec.num_experts:
+        expert_bytes = wbytes * spec.num_layers * spec.expert_params / max(spec.params, 1)
+        idle = spec.num_experts - experts_touched(spec.num_experts, spec.experts_per_token, batch)
+        wbytes = wbytes - idle * expert_bytes
+    kv = kv_bytes(spec, w, batch, context)
+    flops = (
+        (2 * spec.params_active + 4 * spec.num_layers * spec.num_heads * spec.head_dim * context)
+        * batch
+        / w.tp
+    )
+    bw = gpu.memory_bandwidth_bps * mem_efficiency
+    peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype]) * compute_efficiency
+    t_mem = (wbytes + kv) / bw
+    t_cmp = flops / peak
+    t = np.maximum(t_mem, t_cmp)
+    bound = np.where(t_cmp > t_mem, "compute", "memory")
+    return {
+        "step_time_s": t,
+        "tokens_per_s": batch / t,
+        "bound": bound if np.ndim(bound) else str(bound),
+        "weight_bytes_read": wbytes,
+        "kv_bytes_read": kv,
+        "flops": flops,
+    }
+
+
+def crossover_batch(spec, w: Workload, gpu) -> float:
+    """Batch above which decode is compute-bound (KV reads ignored): weight bytes·peak / (BW·2·N)."""
+    wbytes, _ = inference_weight_bytes(spec, w.weights_dtype)
+    peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype])
+    return wbytes * peak / (gpu.memory_bandwidth_bps * 2 * spec.params_active)
+
+
+def prefill_time(
+    spec, w: Workload, gpu, prompt: int | None = None, batch: int = 1, compute_efficiency: float = 1.0
+) -> float:
+    """TTFT lower bound without queueing: prefill FLOPs over the peak, at least one read of the weights."""
+    s = w.seq_len if prompt is None else prompt
+    L, a, d = spec.num_layers, spec.num_heads, spec.head_dim
+    flops = batch * (2 * spec.params_active * s + 2 * L * a * d * s * s) / w.tp
+    wbytes, _ = inference_weight_bytes(spec, w.weights_dtype)
+    peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype]) * compute_efficiency
+    return max(flops / peak, wbytes / w.tp / gpu.memory_bandwidth_bps)
+
+
+def inference_roofline(spec, w: Workload, gpu) -> dict:
+    """TTFT, TPOT and decode throughput at the workload's concurrency, with the crossover batch."""
+    dec = decode(spec, w, gpu)
+    return {
+        "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency),
+        "tpot_s": float(dec["step_time_s"]),
+        "decode_tokens_per_s": float(dec["tokens_per_s"]),
+        "decode_bound": dec["bound"],
+        "batch1_tokens_per_s": float(decode(spec, w, gpu, batch=1)["tokens_per_s"]),
+        "crossover_batch": crossover_batch(spec, w, gpu),
+        "experts_touched_per_layer": float(
+            experts_touched(spec.num_experts, spec.experts_per_token, w.concurrency)
+        ),
+    }

@@ -1,0 +1,154 @@
+"""Workload: what is being run (mode, shape, precision, recipe, sharding), validated at the boundary.
+
+A Workload is independent of the model; `check_against(spec)` adds the checks that need one
+(tensor parallel dividing the heads, LoRA targets that exist). Every bad value raises a SpecError
+(a ValueError) naming the field, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from aiworkbook.errors import SpecError
+
+MODES = ("train", "lora", "qlora", "infer")
+PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
+RECIPE_NAMES = (
+    "fp32-adamw",
+    "zero-mixed",
+    "megatron-bf16",
+    "pure-bf16",
+    "adamw-8bit",
+    "sgd-momentum",
+    "adafactor",
+)
+ATTENTIONS = ("eager", "sdpa", "flash")
+CHECKPOINTING = ("none", "selective", "full")
+WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
+KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+ENGINES = ("hf", "vllm", "trtllm")
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: Recipes that keep 16-bit weights: they cannot run at fp32 precision.
+SIXTEEN_BIT_RECIPES = ("zero-mixed", "megatron-bf16", "pure-bf16", "adamw-8bit")
+
+
+def _choice(field: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise SpecError(field, value, ", ".join(allowed))
+
+
+def _int_at_least(field: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise SpecError(field, value, f"an integer >= {low}")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Mode, shape, precision, recipe and sharding of one run (train, LoRA, QLoRA or inference)."""
+
+    mode: str = "train"
+    batch: int = 1
+    seq_len: int = 2048
+    new_tokens: int = 0
+    precision: str = "bf16-mixed"
+    recipe: str = "megatron-bf16"
+    attention: str = "sdpa"
+    checkpointing: str = "none"
+    chunked_loss: bool = False
+    dp: int = 1
+    zero: int = 0
+    tp: int = 1
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    weights_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    concurrency: int = 1
+    context: int | None = None
+    block_size: int = 16
+    engine: str = "hf"
+    gpu_memory_utilization: float = 0.9
+    dropout: float | None = None  # None: the family's default (GPT-2/BERT 0.1, Llama-style 0)
+
+    def __post_init__(self) -> None:
+        _choice("mode", self.mode, MODES)
+        _int_at_least("batch", self.batch, 1)
+        _int_at_least("seq_len", self.seq_len, 1)
+        _int_at_least("new_tokens", self.new_tokens, 0)
+        _choice("precision", self.precision, PRECISIONS)
+        _choice("recipe", self.recipe, RECIPE_NAMES)
+        _choice("attention", self.attention, ATTENTIONS)
+        _choice("checkpointing", self.checkpointing, CHECKPOINTING)
+        _int_at_least("dp", self.dp, 1)
+        _int_at_least("tp", self.tp, 1)
+        if self.zero not in (0, 1, 2, 3) or isinstance(self.zero, bool):
+            raise SpecError("zero", self.zero, "0, 1, 2 or 3 (FSDP full shard = 3)")
+        _int_at_least("lora_rank", self.lora_rank, 1)
+        targets = tuple(self.lora_targets)
+        object.__setattr__(self, "lora_targets", targets)
+        if not targets:
+            raise SpecError("lora_targets", targets, "one or more of " + ", ".join(LORA_MODULES))
+        for t in targets:
+            _choice("lora_targets", t, LORA_MODULES)
+        _choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
+        _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
+        _int_at_least("concurrency", self.concurrency, 1)
+        if self.context is not None:
+            _int_at_least("context", self.context, 1)
+        _int_at_least("block_size", self.block_size, 1)
+        _choice("engine", self.engine, ENGINES)
+        u = self.gpu_memory_utilization
+        if isinstance(u, bool) or not isinstance(u, int | float) or not 0 < u <= 1:
+            raise SpecError("gpu_memory_utilization", u, "a fraction in (0, 1]")
+        if self.dropout is not None and (
+            isinstance(self.dropout, bool)
+            or not isinstance(self.dropout, int | float)
+            or not 0 <= self.dropout < 1
+        ):
+            raise SpecError("dropout", self.dropout, "None (the model's default) or a probability in [0, 1)")
+        self._check_combinations()
+
+    def _check_combinations(self) -> None:
+        if self.mode == "qlora" and self.precision == "fp32":
+            raise SpecError(
+                "precision", self.precision, "bf16, fp16, bf16-mixed or fp16-mixed for qlora (NF4 base)"
+            )
+        if self.mode in ("train", "lora") and self.precision == "fp32" and self.recipe in SIXTEEN_BIT_RECIPES:
+            raise SpecError(
+                "recipe",
+                self.recipe,
+                "fp32-adamw, sgd-momentum or adafactor at fp32 precision (this recipe keeps 16-bit weights)",
+            )
+        if self.zero and self.mode == "infer":
+            raise SpecError("zero", self.zero, "0 for inference (ZeRO shards training state)")
+        if self.zero and self.dp == 1:
+            raise SpecError("zero", self.zero, "0 when dp is 1 (ZeRO shards across data-parallel ranks)")
+
+    # ---- derived ------------------------------------------------------------------------
+    @property
+    def training(self) -> bool:
+        return self.mode != "infer"
+
+    @property
+    def context_len(self) -> int:
+        """Tokens each served sequence holds in its KV cache: `context`, else prompt + new tokens."""
+        return self.context if self.context is not None else self.seq_len + self.new_tokens
+
+    @property
+    def flash(self) -> bool:
+        return self.attention in ("sdpa", "flash")
+
+    def check_against(self, spec) -> None:
+        """Checks that need the model: tensor parallel must divide the attention heads."""
+        if spec.num_heads % self.tp:
+            raise SpecError("tp", self.tp, f"a divisor of num_heads ({spec.num_heads}) of {spec.name}")
+        if self.training and not spec.is_decoder and self.mode != "train":
+            raise SpecError("mode", self.mode, "train for encoder-only models")
+
+    def replace(self, **changes: Any) -> Workload:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["lora_targets"] = list(self.lora_targets)
+        return d
