@@ -1,7 +1,172 @@
-"""Placeholder: commands of this module are registered by its owning issue."""
+"""`aiworkbook size` and `aiworkbook fit`: the sizing engine on the command line.
+
+`size` prints the itemised memory table (GiB, labelled) or, with --json, the Estimate's stable JSON
+(`memory` holds exactly the component keys, in bytes). `fit` answers the capacity questions.
+"""
+
+import json
 
 import typer
 
+from aiworkbook.units import fmt_bytes, fmt_seconds
+
+_TIMES = ("ttft_s", "tpot_s", "step_time_s")
+_MODEL = typer.Argument(..., help="A preset name or a path to a config.json (or its folder).")
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
+    app.command("size")(size)
+    app.command("fit")(fit)
+
+
+def _workload(**kw):
+    from aiworkbook.sizing import Workload
+
+    mode = kw["mode"]
+    concurrency = kw.pop("concurrency") or (kw["batch"] if mode == "infer" else 1)
+    gpus = kw.pop("gpus")
+    return Workload(concurrency=concurrency, dp=gpus, **kw)
+
+
+def _opts(
+    mode: str = typer.Option("train", "--mode", help="train | lora | qlora | infer"),
+    batch: int = typer.Option(1, "--batch", help="Micro-batch (train); concurrency when --mode infer."),
+    seq: int = typer.Option(2048, "--seq", help="Tokens per sequence (the prompt for infer)."),
+    new_tokens: int = typer.Option(0, "--new-tokens", help="Generated tokens (infer)."),
+    precision: str = typer.Option(
+        "bf16-mixed", "--precision", help="fp32 | bf16 | fp16 | bf16-mixed | fp16-mixed"
+    ),
+    recipe: str = typer.Option("megatron-bf16", "--recipe", help="Training recipe (see docs/sizing.md)."),
+    attention: str = typer.Option("sdpa", "--attention", help="eager | sdpa"),
+    checkpointing: str = typer.Option("none", "--checkpointing", help="none | selective | full"),
+    chunked_loss: bool = typer.Option(False, "--chunked-loss", help="Loss computed in chunks."),
+    gpus: int = typer.Option(1, "--gpus", help="Data-parallel GPUs."),
+    zero: int = typer.Option(0, "--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)."),
+    tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
+    lora_rank: int = typer.Option(16, "--lora-rank"),
+    weights_dtype: str = typer.Option(
+        "bf16", "--weights-dtype", help="fp32 | bf16 | fp16 | fp8 | int8 | int4 | nf4"
+    ),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="fp32 | bf16 | fp16 | fp8 | int8 | int4"),
+    concurrency: int = typer.Option(0, "--concurrency", help="Served sequences (default: --batch)."),
+    context: int = typer.Option(
+        None, "--context", help="KV tokens per sequence (default: seq + new tokens)."
+    ),
+    engine: str = typer.Option("hf", "--engine", help="hf | vllm | trtllm"),
+    gpu_util: float = typer.Option(0.9, "--gpu-util", help="Memory utilisation budget (fraction)."),
+):
+    return dict(
+        mode=mode,
+        batch=batch,
+        seq_len=seq,
+        new_tokens=new_tokens,
+        precision=precision,
+        recipe=recipe,
+        attention=attention,
+        checkpointing=checkpointing,
+        chunked_loss=chunked_loss,
+        gpus=gpus,
+        zero=zero,
+        tp=tp,
+        lora_rank=lora_rank,
+        weights_dtype=weights_dtype,
+        kv_dtype=kv_dtype,
+        concurrency=concurrency,
+        context=context,
+        engine=engine,
+        gpu_memory_utilization=gpu_util,
+    )
+
+
+def _with_opts(fn):
+    """Give a command the workload options of `_opts` (typer reads the merged signature)."""
+    import inspect
+
+    own = [p for p in inspect.signature(fn).parameters.values() if p.name != "opts"]
+    extra = list(inspect.signature(_opts).parameters.values())
+    params = [own[0], *extra, *own[1:]]
+
+    def wrapper(**kw):
+        names = set(inspect.signature(_opts).parameters)
+        opts = _opts(**{k: kw.pop(k) for k in list(kw) if k in names})
+        return fn(opts=opts, **kw)
+
+    wrapper.__signature__ = inspect.Signature(params)
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@_with_opts
+def size(
+    model: str = _MODEL,
+    opts: dict | None = None,
+    gpu: str = typer.Option(None, "--gpu", help="Catalogue GPU (aiworkbook gpus)."),
+    device: str = typer.Option("cuda", "--device", help="cuda | cpu (cpu: no context/workspace/reserve)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Itemised memory (weights ... reserve, GiB), rules of thumb, roofline and fit of a workload."""
+    from aiworkbook.sizing import estimate
+    from aiworkbook.specs import load_model
+
+    spec = load_model(model)
+    est = estimate(spec, _workload(**opts), gpu=gpu, device=device)
+    if as_json:
+        typer.echo(json.dumps(est.to_dict(), indent=2))
+        return
+    w = est.workload
+    typer.echo(f"{spec.name}: {w.mode}, {spec.params:,} params, precision {w.precision}, device {device}")
+    for name, n, formula in est.memory.rows():
+        if name == "total":
+            typer.echo("-" * 40)
+        typer.echo(f"{name:<15} {n / 2**30:>10.2f} GiB   {formula if name != 'total' else ''}")
+    r = est.rules_of_thumb
+    typer.echo(
+        f"rule of thumb   {r['bytes'] / 2**30:>10.2f} GiB   {r['formula']} "
+        f"({r['ratio_to_itemised']:.2f}x the itemised total)"
+    )
+    for k, v in est.roofline.items():
+        if v is None:
+            continue
+        shown = fmt_seconds(v) if k in _TIMES else (f"{v:,.1f}" if isinstance(v, float) else v)
+        typer.echo(f"{k:<26} {shown}")
+    if est.fits.get("gpu"):
+        f = est.fits
+        verdict = "fits" if f["fits"] else "does NOT fit"
+        typer.echo(
+            f"{verdict} on one {f['gpu']}: budget {fmt_bytes(f['budget_bytes'])}, headroom {fmt_bytes(f['headroom_bytes'])}"
+        )
+
+
+@_with_opts
+def fit(
+    model: str = _MODEL,
+    opts: dict | None = None,
+    gpu: str = typer.Option("H100-SXM", "--gpu", help="Catalogue GPU (aiworkbook gpus)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Capacity: max concurrency and context, max micro-batch, GPUs needed, cheapest GPU, MIG profile."""
+    from aiworkbook.sizing import capacity
+    from aiworkbook.specs import get_gpu, load_model
+
+    spec = load_model(model)
+    w = _workload(**opts)
+    w.check_against(spec)
+    g = get_gpu(gpu)
+    out = {
+        "model": spec.name,
+        "gpu": g.name,
+        "fits": capacity.fits(spec, w, g)["fits"],
+        "max_batch": capacity.max_batch(spec, w, g),
+        "gpus_needed_tp": capacity.gpus_needed(spec, w, g),
+        "cheapest_gpu": capacity.cheapest_gpu(spec, w),
+        "mig_profile": capacity.mig_profile(spec, w, g),
+    }
+    if not w.training:
+        out["max_concurrency"] = capacity.max_concurrency(spec, w, g)
+        out["max_context"] = capacity.max_context(spec, w, g)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    for k, v in out.items():
+        typer.echo(f"{k:<16} {v if v is not None else 'none'}")
