@@ -107,7 +107,20 @@ class ReplayReader:
         return self.identities()[index]
 
     def capabilities(self) -> list[dict[str, str]]:
-        return self.header.get("capabilities", [])
+        """The recorded matrix, else derived from the first sample (a group is ok when its fields are)."""
+        if self.header.get("capabilities"):
+            return self.header["capabilities"]
+        from aiworkbook.telemetry.gpu_metrics import GROUPS
+        from aiworkbook.telemetry.na import na_reason
+
+        out = []
+        for g in self.trace[0].gpus:
+            reasons = {
+                grp.name: next((na_reason(g.get(f)) for f in grp.fields if na_reason(g.get(f))), "ok")
+                for grp in GROUPS
+            }
+            out.append(reasons)
+        return out
 
     def current(self) -> Sample:
         """The trace sample for now: elapsed time since the first read, scaled by speed, looped."""

@@ -1,0 +1,41 @@
+"""Contract tests on a real NVIDIA GPU (skipped without CUDA; the fake-NVML tests cover the logic)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from aiworkbook.telemetry.gpu_metrics import FIELDS
+from aiworkbook.telemetry.gpu_reader import GPUReader
+from aiworkbook.telemetry.na import NA, is_number
+
+pytestmark = pytest.mark.gpu
+
+
+def test_real_gpu_metrics_are_values_or_marked_na():
+    reader = GPUReader()
+    assert reader.count() >= 1, reader.status()
+    for row in reader.read_all():
+        for f in FIELDS:
+            v = row[f]
+            assert isinstance(v, NA) or is_number(v) or isinstance(v, bool | list), (f, v)
+        assert is_number(row["mem_total_bytes"]) and row["mem_total_bytes"] > 0
+
+
+def test_real_environment_and_sampler_window():
+    from aiworkbook.telemetry import environment, gpu_available
+    from aiworkbook.telemetry.sampler import Sampler
+
+    assert gpu_available()
+    env = environment()
+    json.dumps(env)
+    assert env["gpus"][0]["name"] and env["gpu_status"].startswith(f"{len(env['gpus'])} NVIDIA GPU(s)")
+    s = Sampler(interval=0.1)
+    t0 = time.monotonic()
+    with s:
+        with s.phase("idle"):
+            time.sleep(0.5)
+    summary = s.window(since=t0).summary()
+    assert summary["n_samples"] >= 4 and "gpu0.power_w" in summary["metrics"]

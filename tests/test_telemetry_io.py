@@ -1,0 +1,146 @@
+"""Export, recorded-trace replay, the OpenMetrics endpoint and `aiworkbook monitor`."""
+
+from __future__ import annotations
+
+import math
+import urllib.request
+
+import pytest
+from fake_nvml import DATACENTER, MIG, FakeNVML
+
+from aiworkbook.cli import main
+from aiworkbook.telemetry.export import to_csv, to_dataframe, to_jsonl
+from aiworkbook.telemetry.gpu_reader import GPUReader
+from aiworkbook.telemetry.na import NA
+from aiworkbook.telemetry.openmetrics import parse_bind, render, serve
+from aiworkbook.telemetry.replay import ReplayReader, load_trace, shipped_traces, trace_header
+from aiworkbook.telemetry.sampler import Sampler
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    with FakeNVML([DATACENTER, MIG]) as fake:
+        reader = GPUReader(clock=fake.clock)
+        s = Sampler(gpu_reader=reader, host=False, events=False, clock=fake.clock)
+        for phase in ("load", "decode", "decode"):
+            with s.phase(phase):
+                s.sample_now()
+            fake.advance(1.0)
+        path = to_jsonl(s.samples(), tmp_path / "t.jsonl", trace_header(reader, 1.0))
+        yield path, s, reader
+
+
+def test_jsonl_trace_round_trips_with_na(recorded):
+    path, s, _ = recorded
+    header, samples = load_trace(path)
+    assert header["label"].startswith("recorded on NVIDIA H100 80GB HBM3, ")
+    assert header["gpus"][1]["mig_mode"] == "enabled"
+    assert [x.phase for x in samples] == ["load", "decode", "decode"]
+    assert samples[1].gpus[1]["util_gpu_pct"] == NA("not supported")
+    assert samples == s.samples()
+
+
+def test_dataframe_and_csv(recorded, tmp_path):
+    _, s, _ = recorded
+    df = to_dataframe(s.samples())
+    assert len(df) == 3 and df["gpu0.power_w"].tolist() == [412.0] * 3
+    assert math.isnan(df["gpu1.util_gpu_pct"][0]) and df["gpu0.throttle_reasons"][0] == "sw_power_cap"
+    assert df["phase"].tolist() == ["load", "decode", "decode"]
+    text = to_csv(s.samples(), tmp_path / "s.csv").read_text()
+    assert text.splitlines()[0].startswith("t,wall,phase,gpu0.") and len(text.splitlines()) == 4
+
+
+def test_replay_follows_the_clock_and_loops(recorded):
+    path, _, _ = recorded
+    now = [0.0]
+    r = ReplayReader(path, clock=lambda: now[0])
+    assert r.status().startswith("replay: recorded on NVIDIA H100") and r.count() == 2
+    assert r.identities()[0]["uuid"] == DATACENTER["uuid"]
+    assert r.capabilities()[1]["utilization"] == "not supported"
+    e0 = r.read(0)["energy_mj"]
+    now[0] = 1.2
+    assert r.read(0)["energy_mj"] == e0 + 412_000
+    now[0] = 3.0  # the 3-sample trace spans 2 s + one interval: wraps to the start
+    assert r.read(0)["energy_mj"] == e0
+    assert isinstance(r.history(0), NA)
+
+
+def test_shipped_trace_is_labelled_synthetic_and_replays():
+    traces = shipped_traces()
+    assert traces, "data/traces/ ships at least one trace"
+    synthetic = [p for p in traces if "synthetic" in p.name]
+    header, samples = load_trace(synthetic[0])
+    assert (
+        header["source"] == "synthetic" and "synthetic" in header["label"] and "SYNTHETIC" in header["note"]
+    )
+    assert {"idle", "prefill", "decode"} <= {s.phase for s in samples}
+    s = Sampler(gpu_reader=ReplayReader(synthetic[0]), host=False, events=False)
+    assert s.sample_now().gpus[0]["mem_total_bytes"] == 85_520_809_984
+
+
+def test_corrupt_trace_names_the_file(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "something-else", "schema_version": 1}\n')
+    with pytest.raises(ValueError, match="bad.jsonl.*kind"):
+        load_trace(bad)
+
+
+def test_openmetrics_uses_dcgm_names_and_omits_na(recorded):
+    _, s, reader = recorded
+    text = render(s.latest(), reader.identities(), [{"type": "xid", "gpu": 1, "xid": 79}], hostname="node1")
+    assert (
+        'DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-00000000-fake-h100",device="nvidia0",'
+        'modelName="NVIDIA H100 80GB HBM3",Hostname="node1"} 412.0'
+    ) in text
+    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text
+    assert 'DCGM_FI_DEV_GPU_UTIL{gpu="0"' in text and 'DCGM_FI_DEV_GPU_UTIL{gpu="1"' not in text
+    assert 'DCGM_FI_DEV_XID_ERRORS{gpu="1"' in text
+    xid1 = next(ln for ln in text.splitlines() if ln.startswith('DCGM_FI_DEV_XID_ERRORS{gpu="1"'))
+    assert xid1.endswith(" 79")
+    used_mib = DATACENTER["mem_used"] / 2**20
+    fb_used = next(ln for ln in text.splitlines() if ln.startswith('DCGM_FI_DEV_FB_USED{gpu="0"'))
+    assert float(fb_used.rsplit(" ", 1)[1]) == pytest.approx(used_mib)
+    assert parse_bind("0.0.0.0:9400") == ("0.0.0.0", 9400) and parse_bind("9400") == ("127.0.0.1", 9400)
+    with pytest.raises(ValueError, match="serve"):
+        parse_bind("localhost:http")
+
+
+def test_metrics_endpoint_serves_the_latest_sample(recorded):
+    _, s, _ = recorded
+    server = serve(s, "127.0.0.1", 0)
+    try:
+        port = server.server_address[1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            body = resp.read().decode()
+            assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        assert "DCGM_FI_DEV_SM_CLOCK" in body
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=5)
+    finally:
+        server.shutdown()
+
+
+def test_monitor_command_replays_logs_and_records(tmp_path, capsys):
+    log, rec = tmp_path / "log.jsonl", tmp_path / "rec.jsonl"
+    rc = main(["monitor", "--replay", "synthetic", "--interval", "0.1", "--duration", "0.35", "--quiet",
+               "--no-host", "--jsonl", str(log), "--record", str(rec)])  # fmt: skip
+    out = capsys.readouterr()
+    assert rc == 0
+    header, rows = load_trace(log)
+    _, rec_rows = load_trace(rec)
+    assert header["source"] == "replay" and "synthetic" in header["gpu_status"]
+    assert len(rows) == len(rec_rows) >= 3
+    assert "gpu0: energy" in out.out and "samples over" in out.out
+
+
+def test_monitor_rejects_bad_input(capsys):
+    assert main(["monitor", "--interval", "0.01", "--duration", "1"]) == 2
+    assert "interval" in capsys.readouterr().err
+    assert main(["monitor", "--duration", "-1"]) == 2
+
+
+def test_monitor_without_gpu_still_shows_the_host(capsys):
+    with FakeNVML([DATACENTER], driver=False):
+        assert main(["monitor", "--interval", "0.1", "--duration", "0.25"]) == 0
+    out = capsys.readouterr().out
+    assert "no NVIDIA GPU found (NVIDIA driver not loaded)" in out and "host  cpu" in out
