@@ -12,6 +12,7 @@ torch is imported here at module level: this module belongs to the proofs layer,
 
 from __future__ import annotations
 
+import math
 from contextlib import nullcontext
 
 import torch
@@ -150,7 +151,12 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gated:  # LlamaMLP: down(silu(gate(x)) * up(x))
             return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-        return self.down_proj(F.gelu(self.up_proj(x), approximate="tanh"))  # GPT2MLP with gelu_new
+        return self.down_proj(_gelu_new(self.up_proj(x)))  # GPT2MLP
+
+
+def _gelu_new(x: torch.Tensor) -> torch.Tensor:
+    """transformers' NewGELUActivation, the same Python composition (so the same saved tensors)."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
 class MoE(nn.Module):

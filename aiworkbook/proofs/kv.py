@@ -1,0 +1,320 @@
+"""KV-cache proof (inference): generate with a growing cache over a batch x context grid.
+
+Per grid point: the cache's bytes (unique storages it holds) against the estimate's `kv_cache`,
+and on CUDA the peak allocated against the itemised total; decode latency per token as the cache
+grows (where it starts to climb); and the largest concurrency whose caches fit a memory budget,
+found by allocating them, against the concurrency the estimate says fits.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.device import DoesNotFit, free_memory, oom_guard, release_memory, resolve_device
+from aiworkbook.proofs.environment import capture, throttled
+from aiworkbook.proofs.model import DecoderModel, KVCache
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.proofs.stats import summarize
+from aiworkbook.proofs.vram import TORCH_DTYPE, allocated_prediction, default_budget, fit_proxy
+from aiworkbook.specs import ModelSpec, load_model
+
+TOLERANCE = 0.10
+CLIMB = 1.20  # latency "starts to climb" at the first context whose median step is 20 % above the shortest's
+
+
+def defaults(device: str, quick: bool) -> dict[str, Any]:
+    if device == "cpu":
+        if quick:
+            return {"batches": (1, 2), "contexts": (64, 256), "new_tokens": 8, "dtype": "fp32"}
+        return {"batches": (1, 2, 4), "contexts": (128, 512, 1024), "new_tokens": 16, "dtype": "fp32"}
+    if quick:
+        return {"batches": (1, 8), "contexts": (512, 2048), "new_tokens": 16, "dtype": "bf16"}
+    return {"batches": (1, 8, 32), "contexts": (512, 2048, 8192), "new_tokens": 32, "dtype": "bf16"}
+
+
+def _workload(b: int, ctx: int, new: int, dtype: str):
+    from aiworkbook.sizing import Workload
+
+    return Workload(
+        mode="infer",
+        batch=b,
+        concurrency=b,
+        seq_len=ctx,
+        new_tokens=new,
+        precision=dtype,
+        weights_dtype=dtype,
+        kv_dtype=dtype,
+        block_size=1,
+        attention="sdpa",
+    )
+
+
+def _estimate(spec, w, device):
+    from aiworkbook.sizing import estimate
+
+    return estimate(spec, w, gpu=None, device=device)
+
+
+def predicted_capacity(spec: ModelSpec, ctx: int, new: int, dtype: str, device: str, budget: int) -> int:
+    """Largest concurrency whose itemised (allocated) estimate fits the budget (0 when none does)."""
+    lo, hi = 0, 1
+    while (
+        allocated_prediction(_estimate(spec, _workload(hi, ctx, new, dtype), device).memory, device) <= budget
+    ):
+        lo, hi = hi, hi * 2
+        if hi > 1 << 20:
+            return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if (
+            allocated_prediction(_estimate(spec, _workload(mid, ctx, new, dtype), device).memory, device)
+            <= budget
+        ):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def measured_capacity(
+    model: DecoderModel,
+    spec: ModelSpec,
+    tokens: int,
+    dtype: torch.dtype,
+    dev: str,
+    budget: int,
+    transient: int,
+) -> int:
+    """Allocate whole-context caches (K and V per layer) one sequence at a time while the bytes held
+    (CUDA: torch.cuda.memory_allocated; CPU: weights + caches) plus the prefill transient stay in budget."""
+    held: list[torch.Tensor] = []
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    per_seq = 0
+    n = 0
+    try:
+        while True:
+            now = torch.cuda.memory_allocated() if dev == "cuda" else weights + n * per_seq
+            if now + per_seq + transient > budget or n >= 1 << 16:
+                return n
+            seq = [
+                torch.empty(1, spec.num_kv_heads, tokens, spec.head_dim, dtype=dtype, device=dev)
+                for _ in range(2 * spec.num_layers)
+            ]
+            per_seq = sum(t.numel() * t.element_size() for t in seq)
+            if (
+                torch.cuda.memory_allocated() if dev == "cuda" else weights + (n + 1) * per_seq
+            ) + transient > budget:
+                return n
+            held.extend(seq)
+            n += 1
+    except Exception as exc:  # the allocator said no before the budget did
+        from aiworkbook.proofs.device import is_oom
+
+        if is_oom(exc):
+            return n
+        raise
+    finally:
+        held.clear()
+        release_memory(dev)
+
+
+def prove_kv(
+    model: str | ModelSpec,
+    *,
+    device: str = "auto",
+    quick: bool = False,
+    batches: tuple[int, ...] | None = None,
+    contexts: tuple[int, ...] | None = None,
+    new_tokens: int | None = None,
+    budget_bytes: int | None = None,
+    progress: bool = False,
+) -> ProofResult:
+    """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate."""
+    from tqdm.auto import tqdm
+
+    choice = resolve_device(device)
+    dev = choice.device
+    spec = load_model(model) if isinstance(model, str) else model
+    d = defaults(dev, quick)
+    batches, contexts = tuple(batches or d["batches"]), tuple(contexts or d["contexts"])
+    new = d["new_tokens"] if new_tokens is None else new_tokens
+    if new < 1 or min(batches) < 1 or min(contexts) < 1:
+        raise SpecError("grid", (batches, contexts, new), "batches, contexts and new_tokens >= 1")
+    dtype_name = d["dtype"]
+    dtype = TORCH_DTYPE[dtype_name]
+    flags, notes = set(choice.flags), [choice.reason]
+    if budget_bytes is None:
+        free = free_memory(dev)[0]
+        budget_bytes = int(free * 0.9) if dev == "cuda" else int(min(free * 0.5, 512 * 2**20))
+    big = _workload(max(batches), max(contexts), new, dtype_name)
+    run_spec, _, proxy_note = fit_proxy(spec, big, dev, default_budget(dev, quick))
+    if proxy_note:
+        flags.add(F.PROXY_MODEL)
+        notes.append(f"{proxy_note}; the predictions are the estimates of the same proxy")
+    inputs = {
+        "model": spec.name,
+        "ran": run_spec.name,
+        "batches": list(batches),
+        "contexts": list(contexts),
+        "new_tokens": new,
+        "dtype": dtype_name,
+        "budget_bytes": budget_bytes,
+        "quick": quick,
+    }
+    grid: list[dict[str, Any]] = []
+    model_ = None
+    try:
+        with oom_guard(f"building {run_spec.name} on {dev}", dev):
+            model_ = DecoderModel(run_spec, device=dev, dtype=dtype).eval()
+        points = [(b, c) for b in batches for c in contexts]
+        for b, ctx in tqdm(points, desc=f"kv {run_spec.name}", disable=not progress, leave=False):
+            try:
+                grid.append(_point(model_, run_spec, b, ctx, new, dtype_name, dev))
+            except DoesNotFit as exc:
+                grid.append({"batch": b, "context": ctx, "does_not_fit": str(exc)})
+        big_est = _estimate(run_spec, _workload(1, max(contexts), new, dtype_name), dev).memory
+        transient = int(big_est.activations + big_est.logits + big_est.workspace)
+        cap_measured = measured_capacity(
+            model_, run_spec, max(contexts) + new, dtype, dev, budget_bytes, transient
+        )
+    finally:
+        model_ = None
+        release_memory(dev)
+    cap_predicted = predicted_capacity(run_spec, max(contexts), new, dtype_name, dev, budget_bytes)
+    ok = [g for g in grid if "kv_measured" in g]
+    if not ok:
+        return ProofResult(
+            proof="kv",
+            device=dev,
+            inputs=inputs,
+            measured=None,
+            unit="B",
+            verdict="does-not-fit",
+            flags=sorted(flags),
+            environment=capture(dev),
+            details={"grid": grid},
+            notes=notes,
+        )
+    worst = max(ok, key=lambda g: abs(g["kv_ratio"] - 1))
+    climb = _climb(ok)
+    details = {
+        "grid": grid,
+        "latency_climb": climb,
+        "capacity": {
+            "budget_bytes": budget_bytes,
+            "context": max(contexts) + new,
+            "measured": cap_measured,
+            "predicted": cap_predicted,
+            "ratio": cap_measured / cap_predicted if cap_predicted else None,
+            "transient_bytes_from_estimate": transient,
+        },
+    }
+    notes.append(
+        "measured = KV-cache bytes at the grid point farthest from its prediction; the whole grid is in details"
+    )
+    notes.append(
+        "capacity: caches allocated one sequence at a time; the prefill transient comes from the estimate"
+    )
+    if dev == "cuda":
+        notes.append("peak_allocated per grid point is torch.cuda.max_memory_allocated after a reset")
+    else:
+        flags.add(F.ACCOUNTED)
+    lat = [g["decode_step_s_median"] for g in ok]
+    st = summarize(lat)
+    env = capture(dev)
+    if throttled(env):
+        flags.add(F.THROTTLED)
+    if any(g.get("latency_spread_wide") for g in ok):
+        flags.add(F.SPREAD_WIDE)
+    return ProofResult(
+        proof="kv",
+        device=dev,
+        inputs=inputs,
+        measured=float(worst["kv_measured"]),
+        unit="B",
+        predicted=float(worst["kv_predicted"]),
+        predicted_label=f"kv_cache at batch {worst['batch']} x {worst['context']}+{new} tokens",
+        tolerance=TOLERANCE,
+        samples=lat,
+        stats=st,
+        flags=sorted(flags),
+        environment=env,
+        details=details,
+        notes=notes,
+    )
+
+
+def _point(
+    model: DecoderModel, spec: ModelSpec, b: int, ctx: int, new: int, dtype_name: str, dev: str
+) -> dict:
+    est = _estimate(spec, _workload(b, ctx, new, dtype_name), dev).memory
+    gen = torch.Generator(device="cpu").manual_seed(b * 1000 + ctx)
+    steps: list[float] = []
+    with oom_guard(f"batch {b} x context {ctx}", dev), torch.inference_mode():
+        if dev == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        cache = KVCache(spec.num_layers)
+        ids = torch.randint(0, spec.vocab_size, (b, ctx), generator=gen).to(dev)
+        t0 = time.perf_counter()
+        nxt = model(ids, cache=cache)[:, -1:].argmax(-1)
+        _sync(dev)
+        prefill = time.perf_counter() - t0
+        for _ in range(new - 1):
+            t0 = time.perf_counter()
+            nxt = model(nxt, cache=cache)[:, -1:].argmax(-1)
+            _sync(dev)
+            steps.append(time.perf_counter() - t0)
+        kv = cache.nbytes()
+        tokens = cache.length
+        peak = int(torch.cuda.max_memory_allocated()) if dev == "cuda" else None
+        del cache, ids, nxt
+    row: dict[str, Any] = {
+        "batch": b,
+        "context": ctx,
+        "tokens_cached": tokens,
+        "kv_measured": kv,
+        "kv_predicted": int(est.kv_cache),
+        "kv_ratio": kv / est.kv_cache if est.kv_cache else None,
+        "prefill_s": prefill,
+        "kv_formula": est.formulas.get("kv_cache", "") if hasattr(est, "formulas") else "",
+    }
+    if steps:
+        s = summarize(steps, n_boot=200)
+        row.update(
+            decode_step_s_median=s.median,
+            decode_step_s_p95=s.p95,
+            decode_steps=s.n,
+            latency_spread_wide=s.wide,
+        )
+    else:
+        row.update(decode_step_s_median=prefill, decode_steps=0, latency_spread_wide=False)
+    if peak is not None:
+        pred = allocated_prediction(est, dev)
+        row.update(
+            peak_allocated=peak, total_predicted_allocated=pred, peak_ratio=peak / pred if pred else None
+        )
+    return row
+
+
+def _climb(rows: list[dict]) -> dict[str, Any]:
+    """Per batch: the first context whose median decode step is CLIMB x the shortest context's."""
+    out: dict[str, Any] = {}
+    for b in sorted({r["batch"] for r in rows}):
+        pts = sorted((r["context"], r["decode_step_s_median"]) for r in rows if r["batch"] == b)
+        base = pts[0][1]
+        knee = next((c for c, t in pts[1:] if t > CLIMB * base), None)
+        out[str(b)] = {
+            "points": [{"context": c, "decode_step_s": t} for c, t in pts],
+            "climbs_at_context": knee,
+        }
+    return out
+
+
+def _sync(dev: str) -> None:
+    if dev == "cuda":
+        torch.cuda.synchronize()

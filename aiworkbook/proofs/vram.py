@@ -1,0 +1,396 @@
+"""VRAM proof (training): real AdamW steps of the plain-torch decoder, measured next to the sizing estimate.
+
+CUDA: torch peak allocated, peak reserved and the device-level delta (mem_get_info; includes the CUDA
+context when NVML could read the device before torch initialised it). CPU: accounting, i.e.
+parameter + gradient + optimizer-state bytes read from the objects plus the unique bytes autograd
+saved for backward. A model that would not fit runs as a proxy (fewer layers, then a smaller
+vocabulary), and the prediction is made for the same proxy.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.device import (
+    DoesNotFit,
+    check_fits,
+    free_memory,
+    oom_guard,
+    release_memory,
+    resolve_device,
+)
+from aiworkbook.proofs.environment import capture, throttled
+from aiworkbook.proofs.memory_accounting import SavedTensorTracker, model_states
+from aiworkbook.proofs.model import DecoderModel
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.specs import ModelSpec, load_model
+
+TORCH_DTYPE = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+RULE_BYTES_PER_PARAM = (
+    18  # the seeds' rule of thumb (Megatron bf16 with fp32 grads), shown beside, never instead
+)
+TOLERANCE = 0.10
+
+
+def defaults(device: str, quick: bool) -> dict[str, Any]:
+    """Shape and precision when the caller gives none: fp32 AdamW on the CPU, pure bf16 AdamW on CUDA."""
+    if device == "cpu":
+        return {
+            "batch": 1,
+            "seq_len": 128 if quick else 512,
+            "precision": "fp32",
+            "recipe": "fp32-adamw",
+            "steps": 2 if quick else 3,
+        }
+    return {
+        "batch": 1,
+        "seq_len": 512 if quick else 2048,
+        "precision": "bf16",
+        "recipe": "pure-bf16",
+        "steps": 2 if quick else 3,
+    }
+
+
+def default_budget(device: str, quick: bool) -> int:
+    """90 % of free GPU memory; on the CPU half the available RAM (the host runs other work), 2 GiB when quick."""
+    free = free_memory(device)[0]
+    if device == "cuda":
+        return int(free * 0.9)
+    return int(min(free * 0.5, 2 * 2**30)) if quick else int(free * 0.5)
+
+
+def _workload(**kw):
+    from aiworkbook.sizing import Workload
+
+    if "dropout" in getattr(Workload, "__dataclass_fields__", {}):
+        kw["dropout"] = 0.0  # the plain-torch decoder has no dropout
+    return Workload(mode="train", **kw)
+
+
+def _estimate(spec: ModelSpec, w, device: str):
+    from aiworkbook.sizing import estimate
+
+    return estimate(spec, w, gpu=None, device=device)
+
+
+def allocated_prediction(mem, device: str) -> int:
+    """The itemised estimate of what the allocator holds: total less CUDA context and allocator reserve."""
+    if device == "cpu":
+        return int(mem.total)
+    return int(mem.total - mem.cuda_context - mem.reserve)
+
+
+def fit_proxy(spec: ModelSpec, w, device: str, budget: int) -> tuple[ModelSpec, Any, str]:
+    """The spec itself when its estimate fits the budget, else the deepest proxy that does (fewer layers,
+    then a smaller vocabulary); WouldNotFit when even one layer with a 1,024-token vocabulary does not."""
+    est = _estimate(spec, w, device)
+    if est.memory.total <= budget:
+        return spec, est, ""
+    lo, hi = 1, spec.num_layers - 1
+    best = None
+    while lo <= hi:  # estimates grow with layers: binary search the deepest proxy that fits
+        mid = (lo + hi) // 2
+        e = _estimate(spec.scaled(num_layers=mid), w, device)
+        if e.memory.total <= budget:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    if best is not None:
+        proxy = spec.scaled(num_layers=best)
+        return proxy, _estimate(proxy, w, device), f"proxy: {best} of {spec.num_layers} layers"
+    vocab = spec.vocab_size
+    while vocab > 1024:
+        vocab = max(1024, vocab // 2)
+        proxy = spec.scaled(num_layers=1, vocab_size=vocab)
+        e = _estimate(proxy, w, device)
+        if e.memory.total <= budget:
+            return proxy, e, f"proxy: 1 of {spec.num_layers} layers, vocabulary {vocab} of {spec.vocab_size}"
+    check_fits(
+        int(_estimate(spec.scaled(num_layers=1, vocab_size=1024), w, device).memory.total),
+        device,
+        what=f"{spec.name} (even as a 1-layer, 1,024-token proxy)",
+        budget_bytes=budget,
+    )
+    raise AssertionError("unreachable")  # check_fits raised
+
+
+def prove_vram(
+    model: str | ModelSpec,
+    *,
+    device: str = "auto",
+    quick: bool = False,
+    batch: int | None = None,
+    seq_len: int | None = None,
+    precision: str | None = None,
+    recipe: str | None = None,
+    attention: str = "sdpa",
+    checkpointing: str = "none",
+    steps: int | None = None,
+    budget_bytes: int | None = None,
+    check_fit: bool = True,
+    proxy: bool = True,
+    progress: bool = False,
+) -> ProofResult:
+    """Train a few steps and compare peak memory with the itemised estimate (tolerance ±10 %).
+
+    check_fit=False skips the refusal (and the proxy), so an out-of-memory can happen; it is caught
+    and reported as verdict "does-not-fit". Ctrl-C releases memory and re-raises KeyboardInterrupt.
+    """
+    choice = resolve_device(device)
+    dev = choice.device
+    spec = load_model(model) if isinstance(model, str) else model
+    d = defaults(dev, quick)
+    batch, seq_len = batch or d["batch"], seq_len or d["seq_len"]
+    precision = precision or d["precision"]
+    recipe = recipe or ("fp32-adamw" if precision in ("fp32", "bf16-mixed", "fp16-mixed") else "pure-bf16")
+    steps = steps or d["steps"]
+    if steps < 2:
+        raise SpecError("steps", steps, ">= 2 (the first step creates the optimizer state)")
+    w = _workload(
+        batch=batch,
+        seq_len=seq_len,
+        precision=precision,
+        recipe=recipe,
+        attention=attention,
+        checkpointing=checkpointing,
+    )
+    flags = set(choice.flags)
+    notes = [choice.reason]
+    nvml_before = _nvml_used_before_cuda_init() if dev == "cuda" else None
+    if budget_bytes is None:
+        budget_bytes = default_budget(dev, quick)
+    inputs = {
+        "model": spec.name,
+        "batch": batch,
+        "seq_len": seq_len,
+        "precision": precision,
+        "recipe": recipe,
+        "attention": attention,
+        "checkpointing": checkpointing,
+        "steps": steps,
+        "quick": quick,
+        "budget_bytes": budget_bytes,
+        "optimizer": "torch.optim.AdamW",
+        "workload": w.to_dict(),
+    }
+    if check_fit and proxy:
+        run_spec, est, proxy_note = fit_proxy(spec, w, dev, budget_bytes)
+    else:
+        run_spec, est, proxy_note = spec, _estimate(spec, w, dev), ""
+        if check_fit:
+            check_fits(int(est.memory.total), dev, what=spec.name, budget_bytes=budget_bytes)
+    if proxy_note:
+        flags.add(F.PROXY_MODEL)
+        notes.append(f"{proxy_note}; the prediction is the estimate of the same proxy")
+    inputs["ran"] = run_spec.name
+    inputs["params"] = run_spec.params
+    predicted = allocated_prediction(est.memory, dev)
+    try:
+        m = _train(run_spec, w, dev, steps, progress)
+    except DoesNotFit as exc:
+        return ProofResult(
+            proof="vram",
+            device=dev,
+            inputs=inputs,
+            measured=None,
+            unit="B",
+            predicted=predicted,
+            predicted_label="itemised estimate (allocated)",
+            verdict="does-not-fit",
+            flags=sorted(flags),
+            environment=capture(dev),
+            details={"estimate": est.to_dict()},
+            notes=[*notes, str(exc)],
+        )
+    return _result(run_spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before)
+
+
+def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str, Any]:
+    from tqdm.auto import tqdm
+
+    mixed = w.precision.endswith("-mixed")
+    dtype = torch.float32 if (mixed or w.precision == "fp32") else TORCH_DTYPE[w.precision]
+    amp_dtype = torch.bfloat16 if w.precision.startswith("bf16") else torch.float16
+    out: dict[str, Any] = {}
+    model = opt = None
+    try:
+        with oom_guard(f"building {spec.name} ({spec.params:,} parameters) on {dev}", dev):
+            if dev == "cuda":
+                free0 = torch.cuda.mem_get_info()[0]
+                torch.cuda.reset_peak_memory_stats()
+            model = DecoderModel(
+                spec, attention=w.attention, checkpointing=w.checkpointing, device=dev, dtype=dtype
+            )
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        gen = torch.Generator(device="cpu").manual_seed(0)
+        min_free = None
+        bar = tqdm(range(steps), desc=f"vram {spec.name}", disable=not progress, leave=False)
+        for step in bar:
+            with oom_guard(f"step {step + 1}, batch {w.batch} x {w.seq_len} tokens", dev):
+                ids = torch.randint(0, spec.vocab_size, (w.batch, w.seq_len), generator=gen).to(dev)
+                amp = torch.autocast(dev, dtype=amp_dtype) if mixed else nullcontext()
+                tracker = SavedTensorTracker(model.parameters())
+                with tracker, amp:
+                    model.set_tracker(tracker)
+                    loss = model(ids, labels=ids)
+                model.set_tracker(None)
+                if dev == "cuda":
+                    torch.cuda.synchronize()
+                    min_free = _min(min_free, torch.cuda.mem_get_info()[0])
+                loss.backward()
+                opt.step()
+                states = model_states(model, opt)
+                if dev == "cuda":
+                    torch.cuda.synchronize()
+                    min_free = _min(min_free, torch.cuda.mem_get_info()[0])
+                opt.zero_grad(set_to_none=True)
+                out["loss"] = float(loss.detach())
+                del loss
+        out.update(states=states, saved=tracker.by_phase(), saved_total=tracker.bytes())
+        if w.checkpointing == "full":
+            out["recompute_layer"] = _one_layer_saved(model, spec, w, dev, amp_dtype if mixed else None)
+        if dev == "cuda":
+            out.update(
+                peak_allocated=int(torch.cuda.max_memory_allocated()),
+                peak_reserved=int(torch.cuda.max_memory_reserved()),
+                device_delta=int(free0 - min_free),
+                total_used_at_peak=int(torch.cuda.mem_get_info()[1] - min_free),
+            )
+        return out
+    finally:
+        model = opt = None
+        release_memory(dev)
+
+
+def _one_layer_saved(model: DecoderModel, spec: ModelSpec, w, dev: str, amp_dtype) -> int:
+    """Bytes one layer saves when recomputed in backward (full checkpointing's transient)."""
+    x = torch.randn(
+        w.batch,
+        w.seq_len,
+        spec.hidden_size,
+        device=dev,
+        dtype=model.embed_tokens.weight.dtype,
+        requires_grad=True,
+    )
+    pos = torch.arange(w.seq_len, device=dev)[None].expand(w.batch, -1)
+    rope = None if model.embed_positions is not None else model._rope(pos, x.dtype)
+    amp = torch.autocast(dev, dtype=amp_dtype) if amp_dtype is not None else nullcontext()
+    with SavedTensorTracker([*model.parameters(), x]) as tr, amp:
+        y = model.layers[0](x, rope, None)
+    del y
+    return tr.bytes()
+
+
+def _min(a, b):
+    return b if a is None else min(a, b)
+
+
+def _nvml_used_before_cuda_init() -> int | None:
+    """Device memory in use before torch creates its CUDA context (None when torch already has one)."""
+    if torch.cuda.is_initialized():
+        return None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            idx = int((__import__("os").environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0])
+            return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(idx)).used)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return None
+
+
+def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before) -> ProofResult:
+    mem = est.memory
+    st, saved = m["states"], m["saved"]
+    acts = saved.get("activations", 0) + m.get("recompute_layer", 0)
+    logits = saved.get("logits", 0)
+    accounted = st.total + acts + logits
+    rows = [
+        _row("weights", st.weights, mem.weights),
+        _row("gradients", st.gradients, mem.gradients),
+        _row("optimizer (+ master weights)", st.optimizer, mem.optimizer + mem.master_weights),
+        _row("activations", acts, mem.activations),
+        _row("logits", logits, mem.logits),
+        _row("activations + logits", acts + logits, mem.activations + mem.logits),
+        _row("accounted peak (states + saved)", accounted, mem.total if dev == "cpu" else predicted),
+    ]
+    details: dict[str, Any] = {
+        "components": rows,
+        "optimizer_state": {
+            "bytes": st.optimizer,
+            "tensors": st.optimizer_tensors,
+            "param_tensors": st.param_tensors,
+        },
+        "rule_18_bytes_per_param": {
+            "bytes": RULE_BYTES_PER_PARAM * spec.params,
+            "ratio_measured_over_rule": None,
+        },
+        "estimate": est.to_dict(),
+        "formulas": dict(getattr(mem, "formulas", {}) or {}),
+        "loss": m.get("loss"),
+    }
+    if dev == "cuda":
+        measured = m["peak_allocated"]
+        delta = m["device_delta"]
+        if nvml_before is not None:
+            delta = m["total_used_at_peak"] - nvml_before
+        else:
+            flags.add(F.CONTEXT_EXCLUDED)
+        details["cuda"] = {
+            "peak_allocated": m["peak_allocated"],
+            "peak_reserved": m["peak_reserved"],
+            "device_delta": delta,
+            "device_delta_includes_context": nvml_before is not None,
+            "predicted_total": int(mem.total),
+            "ratio_delta_over_total": delta / mem.total if mem.total else None,
+        }
+        notes.append(
+            "measured = torch.cuda.max_memory_allocated; reserved and device delta are in details.cuda"
+        )
+    else:
+        measured = accounted
+        flags.add(F.ACCOUNTED)
+        notes.append(
+            "CPU: peak by accounting = weights + grads + optimizer state + unique saved-for-backward "
+            "bytes (an upper bound: grads grow while saved tensors are freed in backward)"
+        )
+        if w.checkpointing == "full":
+            notes.append("full checkpointing: saved = kept layer inputs + one layer recomputed in backward")
+    details["rule_18_bytes_per_param"]["ratio_measured_over_rule"] = measured / (
+        RULE_BYTES_PER_PARAM * spec.params
+    )
+    env = capture(dev)
+    if throttled(env):
+        flags.add(F.THROTTLED)
+    return ProofResult(
+        proof="vram",
+        device=dev,
+        inputs=inputs,
+        measured=float(measured),
+        unit="B",
+        predicted=float(predicted),
+        predicted_label="itemised estimate (allocated)",
+        tolerance=TOLERANCE,
+        flags=sorted(flags),
+        environment=env,
+        details=details,
+        notes=notes,
+    )
+
+
+def _row(name: str, measured: int, predicted: int) -> dict[str, Any]:
+    predicted = int(predicted)
+    return {
+        "component": name,
+        "measured": int(measured),
+        "predicted": predicted,
+        "ratio": measured / predicted if predicted else None,
+    }
