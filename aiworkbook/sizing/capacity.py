@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from aiworkbook.sizing.memory import COMPONENTS, components, kv_bytes
 from aiworkbook.sizing.workload import Workload
 
@@ -93,6 +91,8 @@ def max_batch(spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16
     """Largest micro-batch (training) or concurrency (inference) within the budget at the workload's length."""
     if not w.training:
         return max_concurrency(spec, w, gpu, device=device)
+    import numpy as np
+
     lim = budget(w, gpu)
     b = np.arange(1, 1 + min(limit, 4096), dtype=np.int64)
     tot = components(spec, w, b, w.seq_len, device)["total"]

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from aiworkbook.sizing import activations as act
 from aiworkbook.sizing.states import model_states
 from aiworkbook.sizing.workload import Workload
@@ -66,6 +64,11 @@ class MemoryBreakdown:
         return [(c, getattr(self, c), self.formulas.get(c, "")) for c in (*COMPONENTS, "total")]
 
 
+def _cap(x, limit: int):
+    """min(x, limit) for an int or a numpy array (numpy is not imported here, to keep imports cheap)."""
+    return x.clip(max=limit) if hasattr(x, "clip") else min(x, limit)
+
+
 def kv_tokens(w: Workload, context):
     """Tokens a paged cache holds per sequence: the context rounded up to whole blocks."""
     return -(-context // w.block_size) * w.block_size
@@ -79,7 +82,7 @@ def kv_bytes(spec, w: Workload, sequences, context):
     heads = max(1, -(-spec.num_kv_heads // w.tp))
     per_layer_token = 2 * heads * spec.head_dim * DTYPE_BITS[w.kv_dtype]  # bits
     full = spec.num_layers - spec.sliding_window_layers
-    windowed = np.minimum(tokens, spec.sliding_window) if spec.sliding_window else tokens
+    windowed = _cap(tokens, spec.sliding_window) if spec.sliding_window else tokens
     return sequences * ((full * tokens + spec.sliding_window_layers * windowed) * per_layer_token // 8)
 
 
@@ -97,7 +100,7 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
         # backward starts with the fp32 gradient of the logits beside the log-probs
         transient = c["logits"]
     else:
-        prompt = np.minimum(w.seq_len, s) if isinstance(s, np.ndarray) else min(w.seq_len, s)
+        prompt = _cap(s, w.seq_len)
         c["activations"] = act.inference_activation_bytes(spec, w, b, prompt)
         c["logits"] = act.inference_logits_bytes(spec, w, b) + zero
         c["kv_cache"] = kv_bytes(spec, w, b, s)

@@ -10,8 +10,6 @@ through `GPUSpec.calibrated`). Times are lower bounds: efficiency factors scale 
 
 from __future__ import annotations
 
-import numpy as np
-
 from aiworkbook.sizing.memory import kv_bytes
 from aiworkbook.sizing.states import inference_weight_bytes
 from aiworkbook.sizing.workload import Workload
@@ -96,6 +94,8 @@ def decode(
     compute_efficiency: float = 1.0,
 ) -> dict:
     """Decode step time, tokens/s and the bound at `batch` sequences of `context` tokens (arrays allowed)."""
+    import numpy as np
+
     batch = w.concurrency if batch is None else batch
     context = w.context_len if context is None else context
     wbytes, _ = inference_weight_bytes(spec, w.weights_dtype)
