@@ -61,24 +61,10 @@ def _estimate(spec, w, device):
 
 
 def predicted_capacity(spec: ModelSpec, ctx: int, new: int, dtype: str, device: str, budget: int) -> int:
-    """Largest concurrency whose itemised (allocated) estimate fits the budget (0 when none does)."""
-    lo, hi = 0, 1
-    while (
-        allocated_prediction(_estimate(spec, _workload(hi, ctx, new, dtype), device).memory, device) <= budget
-    ):
-        lo, hi = hi, hi * 2
-        if hi > 1 << 20:
-            return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if (
-            allocated_prediction(_estimate(spec, _workload(mid, ctx, new, dtype), device).memory, device)
-            <= budget
-        ):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    """vLLM-style: (budget - everything but the cache at concurrency 1) // one sequence's kv_cache."""
+    mem = _estimate(spec, _workload(1, ctx, new, dtype), device).memory
+    rest = allocated_prediction(mem, device) - int(mem.kv_cache)
+    return max(0, (budget - rest) // int(mem.kv_cache)) if mem.kv_cache else 0
 
 
 def measured_capacity(
@@ -171,6 +157,7 @@ def prove_kv(
     try:
         with oom_guard(f"building {run_spec.name} on {dev}", dev):
             model_ = DecoderModel(run_spec, device=dev, dtype=dtype).eval()
+        _point(model_, run_spec, 1, min(contexts), 2, dtype_name, dev)  # warm-up, discarded
         points = [(b, c) for b in batches for c in contexts]
         for b, ctx in tqdm(points, desc=f"kv {run_spec.name}", disable=not progress, leave=False):
             try:
@@ -264,7 +251,7 @@ def _point(
         nxt = model(ids, cache=cache)[:, -1:].argmax(-1)
         _sync(dev)
         prefill = time.perf_counter() - t0
-        for _ in range(new - 1):
+        for _ in range(new):  # feed every generated token: the cache ends at ctx + new
             t0 = time.perf_counter()
             nxt = model(nxt, cache=cache)[:, -1:].argmax(-1)
             _sync(dev)
