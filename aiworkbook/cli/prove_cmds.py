@@ -1,7 +1,124 @@
-"""Placeholder: commands of this module are registered by its owning issue."""
+"""`aiworkbook prove roofline|vram|kv MODEL`: run a proof on this node and print it beside its estimate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import typer
 
+DEVICE_HELP = "auto (CUDA when present, else CPU), cpu or cuda"
+
+
+def _emit(result, json_path: Path | None) -> None:
+    typer.echo(result.headline())
+    for note in result.notes:
+        typer.echo(f"  - {note}")
+    rows = result.details.get("components")
+    if rows:
+        from aiworkbook.units import fmt_bytes
+
+        typer.echo(f"  {'component':<34}{'measured':>14}{'predicted':>14}{'ratio':>8}")
+        for r in rows:
+            ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a"
+            typer.echo(
+                f"  {r['component']:<34}{fmt_bytes(r['measured']):>14}{fmt_bytes(r['predicted']):>14}{ratio:>8}"
+            )
+    if json_path is not None:
+        result.save(json_path)
+        typer.echo(f"wrote {json_path}")
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
+    """Add `prove roofline|vram|kv`."""
+    prove = typer.Typer(
+        help="Run a proof: a measurement on this node next to the estimate it tests.", no_args_is_help=True
+    )
+
+    @prove.command("roofline")
+    def roofline(
+        model: str = typer.Argument(None, help="model preset for the workload's point (optional)"),
+        device: str = typer.Option("auto", help=DEVICE_HELP),
+        quick: bool = typer.Option(False, "--quick", help="fewer trials and shapes"),
+        threads: int = typer.Option(None, help="CPU threads (default: physical cores)"),
+        json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
+    ) -> None:
+        """Memory bandwidth and matmul rate per dtype; the measured ceilings as a calibrated spec."""
+        from aiworkbook.proofs.roofline import prove_roofline
+        from aiworkbook.units import fmt_flops, fmt_rate
+
+        r = prove_roofline(model, device=device, quick=quick, threads=threads, progress=True)
+        c = r.details["ceilings"]
+        bw = c["bandwidth"]
+        typer.echo(
+            f"  copy {fmt_rate(bw['copy_bps'])} ({bw['copy_convention']}), "
+            f"read {fmt_rate(bw['read_bps'])} ({bw['read_convention']})"
+        )
+        for dt, v in c["matmul"].items():
+            typer.echo(
+                f"  matmul {dt}: {fmt_flops(v['ceiling_flops']) if v['ceiling_flops'] else 'n/a ' + v['note']}"
+            )
+        for k, v in c["host_device"].items():
+            typer.echo(f"  {k}: {fmt_rate(v)}")
+        _emit(r, json_file)
+
+    @prove.command("vram")
+    def vram(
+        model: str = typer.Argument(..., help="model preset, e.g. tiny-llama or llama-3-8b"),
+        device: str = typer.Option("auto", help=DEVICE_HELP),
+        quick: bool = typer.Option(False, "--quick", help="short sequence, two steps, 2 GiB CPU budget"),
+        batch: int = typer.Option(None, help="micro-batch"),
+        seq: int = typer.Option(None, help="sequence length"),
+        precision: str = typer.Option(None, help="fp32 | bf16 | fp16 | bf16-mixed | fp16-mixed"),
+        attention: str = typer.Option("sdpa", help="sdpa | eager"),
+        checkpointing: str = typer.Option("none", help="none | selective | full"),
+        json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
+    ) -> None:
+        """Train a few AdamW steps; peak memory against the itemised estimate (±10 %)."""
+        from aiworkbook.proofs.vram import prove_vram
+
+        r = prove_vram(
+            model,
+            device=device,
+            quick=quick,
+            batch=batch,
+            seq_len=seq,
+            precision=precision,
+            attention=attention,
+            checkpointing=checkpointing,
+            progress=True,
+        )
+        if "cuda" in r.details:
+            typer.echo("  cuda: " + json.dumps(r.details["cuda"]))
+        _emit(r, json_file)
+
+    @prove.command("kv")
+    def kv(
+        model: str = typer.Argument(..., help="model preset"),
+        device: str = typer.Option("auto", help=DEVICE_HELP),
+        quick: bool = typer.Option(False, "--quick", help="a 2 x 2 grid, 8 new tokens"),
+        json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
+    ) -> None:
+        """Generate over a batch x context grid; KV bytes, latency per token and capacity against the estimate."""
+        from aiworkbook.proofs.kv import prove_kv
+        from aiworkbook.units import fmt_bytes, fmt_seconds
+
+        r = prove_kv(model, device=device, quick=quick, progress=True)
+        for g in r.details["grid"]:
+            if "kv_measured" in g:
+                typer.echo(
+                    f"  batch {g['batch']:>3} ctx {g['context']:>6}: kv {fmt_bytes(g['kv_measured'])} vs "
+                    f"{fmt_bytes(g['kv_predicted'])} (ratio {g['kv_ratio']:.3f}), "
+                    f"decode step {fmt_seconds(g['decode_step_s_median'])}"
+                )
+            else:
+                typer.echo(f"  batch {g['batch']:>3} ctx {g['context']:>6}: {g['does_not_fit']}")
+        cap = r.details.get("capacity", {})
+        if cap:
+            typer.echo(
+                f"  capacity at {cap['context']} tokens in {fmt_bytes(cap['budget_bytes'])}: measured "
+                f"{cap['measured']} sequences, predicted {cap['predicted']}"
+            )
+        _emit(r, json_file)
+
+    app.add_typer(prove, name="prove")
