@@ -1,6 +1,10 @@
 """Host metrics through psutil: CPU per core, load, RAM and swap, disk and network throughput,
 disk latency and network errors. Rates come from counter deltas between two reads, so the first
 read of a rate is NA ("first sample"). Every failing call becomes an NA, never an exception.
+
+CPU is read on every call; the rest (memory, load, disk, network: the /proc files that cost most
+to parse) at most every `slow_interval_s` (default 1 s) and repeated in between, which keeps a
+10 Hz sampler under 1 % of a core. Their rates are computed over the real time between reads.
 """
 
 from __future__ import annotations
@@ -36,10 +40,18 @@ class HostReader:
 
     source = "psutil"
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, psutil_module: Any = psutil) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        psutil_module: Any = psutil,
+        slow_interval_s: float = 1.0,
+    ) -> None:
         self._clock = clock
         self._ps = psutil_module
         self._rates = RateTracker()
+        self._slow_interval = slow_interval_s
+        self._slow: dict[str, Any] = {}
+        self._slow_t: float | None = None
         _safe(lambda: self._ps.cpu_percent(percpu=True))  # primes psutil's per-core CPU deltas
 
     def read(self) -> dict[str, Any]:
@@ -49,6 +61,15 @@ class HostReader:
         cores = _safe(lambda: ps.cpu_percent(percpu=True))
         out["cpu_per_core_pct"] = cores
         out["cpu_pct"] = sum(cores) / len(cores) if isinstance(cores, list) and cores else NA("no CPU data")
+        if self._slow_t is None or t - self._slow_t >= self._slow_interval:
+            self._slow = self._read_slow(t)
+            self._slow_t = t
+        out.update(self._slow)
+        return out
+
+    def _read_slow(self, t: float) -> dict[str, Any]:
+        ps = self._ps
+        out: dict[str, Any] = {}
         load = _safe(os.getloadavg)
         for k, name in enumerate(("load_1m", "load_5m", "load_15m")):
             out[name] = load if isinstance(load, NA) else float(load[k])
