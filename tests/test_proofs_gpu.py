@@ -1,0 +1,36 @@
+"""The CUDA paths of the proofs (allocator peaks, device delta, CUDA events). Skipped without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def test_vram_cuda_reports_allocator_and_device_figures():
+    from aiworkbook.proofs.vram import prove_vram
+
+    r = prove_vram("tiny-llama", device="cuda", quick=True)
+    cuda = r.details["cuda"]
+    assert cuda["peak_reserved"] >= cuda["peak_allocated"] == r.measured > 0
+    assert cuda["device_delta"] > 0
+    assert r.verdict in ("pass", "fail") and r.ratio is not None
+
+
+def test_kv_cuda_peak_and_cache_bytes():
+    from aiworkbook.proofs.kv import prove_kv
+
+    r = prove_kv("tiny-llama", device="cuda", quick=True, batches=(1, 2), contexts=(128, 256))
+    for g in r.details["grid"]:
+        assert g["kv_ratio"] == pytest.approx(1.0, abs=0.01)
+        assert g["peak_allocated"] >= g["kv_measured"]
+
+
+def test_roofline_cuda_uses_events_and_calibrates():
+    from aiworkbook.proofs.roofline import prove_roofline
+
+    r = prove_roofline(device="cuda", quick=True)
+    bw = r.details["ceilings"]["bandwidth"]
+    assert bw["timing"] == "cuda-events" and bw["read_bps"] > 1e11
+    assert r.details["calibrated_spec"]["measured"] is True
+    assert r.details["ceilings"]["host_device"]["h2d_pinned_bps"] > 0

@@ -1,0 +1,45 @@
+"""Roofline proof on the CPU: cache size, bandwidth conventions, calibrated spec and chart data."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiworkbook.proofs.roofline import llc_bytes, prove_roofline, roofline_chart_data, workload_point
+from aiworkbook.specs import GPUSpec, get_gpu, load_model
+
+
+def test_llc_is_read():
+    size, source = llc_bytes()
+    assert size >= 2**20 and source
+
+
+def test_roofline_quick_cpu_small_buffer_is_flagged():
+    r = prove_roofline("tiny-llama", device="cpu", quick=True, buffer_bytes=32 * 2**20)
+    bw = r.details["ceilings"]["bandwidth"]
+    assert bw["buffer_bytes"] == 32 * 2**20
+    assert "llc-resident" in r.flags  # 32 MiB is below 4x any modern last-level cache
+    assert r.verdict == "info" and r.measured == pytest.approx(bw["read_bps"])
+    assert bw["copy_bps"] > 1e8 and bw["read_bps"] > 1e8
+    assert len(r.samples) == r.stats.n == 5
+    cal = GPUSpec.model_validate(r.details["calibrated_spec"])
+    assert cal.name == "CPU (measured)" and cal.measured
+    assert cal.memory_bandwidth_bps == pytest.approx(bw["read_bps"])
+    assert cal.peak_flops("fp32") == pytest.approx(r.details["ceilings"]["matmul"]["fp32"]["ceiling_flops"])
+    assert r.details["chart"][-1]["kind"] == "workload"
+
+
+def test_chart_rows_follow_the_roof():
+    spec = get_gpu("H100-SXM")
+    rows = roofline_chart_data(spec, {"intensity": 10.0}, dtypes=["bf16"])
+    for row in rows[:-1]:
+        assert row["attainable_flops"] == pytest.approx(
+            min(spec.peak_flops("bf16"), spec.memory_bandwidth_bps * row["intensity"])
+        )
+    assert rows[-1]["bound"] == "memory"  # 10 FLOP/B is far left of H100's ridge (~295)
+
+
+def test_workload_point_decode_intensity():
+    s = load_model("llama-3-8b")
+    p = workload_point(s, batch=1, context=1, weights_dtype="bf16", kv_dtype="bf16")
+    # batch 1 decode reads every bf16 weight once for ~2 FLOPs each: intensity ~1 FLOP/B
+    assert p["intensity"] == pytest.approx(1.0, rel=0.02)
