@@ -33,6 +33,17 @@ def _poll_latency(fn, n: int = 50) -> tuple[float, float]:
     return statistics.median(times), times[int(0.95 * (len(times) - 1))]
 
 
+def _row(name: str, value: float, unit: str, reference: float, note: str) -> dict:
+    return {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "reference": reference,
+        "ratio": value / reference,
+        "note": note,
+    }
+
+
 def run(seconds: float = 3.0, rounds: int = 3) -> list[dict]:
     from aiworkbook.telemetry import gpu_available
     from aiworkbook.telemetry.host_reader import HostReader
@@ -54,54 +65,31 @@ def run(seconds: float = 3.0, rounds: int = 3) -> list[dict]:
     ticks = len(s.samples())
     overhead = max(0.0, share - baseline)
     rows.append(
-        {
-            "name": "sampler overhead at 10 Hz (GPU readers + host reader)",
-            "value": overhead * 100,
-            "unit": "% of one core",
-            "reference": 1.0,
-            "ratio": overhead * 100 / 1.0,
-            "note": f"steady state, median of {rounds} rounds (all: {', '.join(f'{x * 100:.2f}' for x in shares)} %), "
+        _row(
+            "sampler overhead at 10 Hz (GPU readers + host reader)",
+            overhead * 100,
+            "% of one core",
+            1.0,
+            f"steady state, median of {rounds} rounds (all: {', '.join(f'{x * 100:.2f}' for x in shares)} %), "
             f"{ticks} samples in {rounds * seconds:.0f} s; idle baseline {baseline * 100:.3f} %; "
             f"first tick (NVML open) {first_tick * 1e3:.1f} ms CPU once; {s.status()}; target < 1 %",
-        }
+        )
     )
-    host = HostReader()
-    med, p95 = _poll_latency(host.read)
-    rows.append(
-        {
-            "name": "host reader poll latency (median)",
-            "value": med * 1e3,
-            "unit": "ms",
-            "reference": 100.0,
-            "ratio": med * 1e3 / 100.0,
-            "note": f"p95 {p95 * 1e3:.3f} ms; reference = the 100 ms tick at 10 Hz",
-        }
-    )
+    med, p95 = _poll_latency(HostReader().read)
+    note = f"p95 {p95 * 1e3:.3f} ms; reference = the 100 ms tick at 10 Hz"
+    rows.append(_row("host reader poll latency (median)", med * 1e3, "ms", 100.0, note))
     if gpu_available():
         from aiworkbook.telemetry.gpu_reader import GPUReader
 
         reader = GPUReader()
         med, p95 = _poll_latency(reader.read_all)
+        note = f"p95 {p95 * 1e3:.3f} ms over {reader.count()} GPU(s); {reader.status()}"
         rows.append(
-            {
-                "name": "NVML poll latency, all GPUs, every metric group (median)",
-                "value": med * 1e3,
-                "unit": "ms",
-                "reference": 100.0,
-                "ratio": med * 1e3 / 100.0,
-                "note": f"p95 {p95 * 1e3:.3f} ms over {reader.count()} GPU(s); {reader.status()}",
-            }
+            _row("NVML poll latency, all GPUs, every metric group (median)", med * 1e3, "ms", 100.0, note)
         )
     else:
         rows.append(
-            {
-                "name": "NVML poll latency",
-                "value": float("nan"),
-                "unit": "ms",
-                "reference": 100.0,
-                "ratio": float("nan"),
-                "note": "no GPU on this machine: not measured",
-            }
+            _row("NVML poll latency", float("nan"), "ms", 100.0, "no GPU on this machine: not measured")
         )
     return rows
 
