@@ -205,7 +205,9 @@ def prove_kv(
         "measured = KV-cache bytes at the grid point farthest from its prediction; the whole grid is in details"
     )
     notes.append(
-        "capacity: caches allocated one sequence at a time; the prefill transient comes from the estimate"
+        "capacity: caches allocated one sequence at a time until the budget, less one sequence's prefill "
+        "transient (from the estimate); predicted = (budget - estimate at concurrency 1 without its cache) "
+        "// kv_cache"
     )
     if dev == "cuda":
         notes.append("peak_allocated per grid point is torch.cuda.max_memory_allocated after a reset")
