@@ -153,8 +153,10 @@ def test_moe_experts_touched():
 
 def test_training_flops_and_mfu():
     f = roofline.training_flops_per_token(L8, 2048)
-    n = L8.params - L8.params_embedding - L8.params_head
+    n = L8.params - L8.params_embedding  # layers + the untied output head (the lookup does no FLOPs)
     assert f == 6 * n + 12 * 32 * 32 * 128 * 2048
+    tied = load_model("llama-3.2-1b")  # a tied head still multiplies: V·h counted once as matmul
+    assert roofline.matmul_params(tied) == tied.params - tied.params_embedding + 128_256 * 2048
     assert roofline.mfu(f * 1000, 1.0, f * 2000) == pytest.approx(0.5)
 
 

@@ -42,6 +42,9 @@ def register(app: typer.Typer) -> None:
         quick: bool = typer.Option(False, "--quick", help="fewer trials and shapes"),
         threads: int = typer.Option(None, help="CPU threads (default: physical cores)"),
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
+        node_out: Path = typer.Option(
+            None, "--node-out", help="write this node as a calibrated NodeProfile JSON (use with size --node)"
+        ),
     ) -> None:
         """Memory bandwidth and matmul rate per dtype; the measured ceilings as a calibrated spec."""
         from aiworkbook.proofs.roofline import prove_roofline
@@ -61,6 +64,11 @@ def register(app: typer.Typer) -> None:
         for k, v in c["host_device"].items():
             typer.echo(f"  {k}: {fmt_rate(v)}")
         _emit(r, json_file)
+        if node_out is not None:
+            from aiworkbook.proofs.roofline import calibrated_node
+
+            calibrated_node(r).save(node_out)
+            typer.echo(f"wrote {node_out} (size with: aiworkbook size MODEL --node {node_out})")
 
     @prove.command("vram")
     def vram(

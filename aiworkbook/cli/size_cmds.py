@@ -101,41 +101,131 @@ def _with_opts(fn):
 def size(
     model: str = _MODEL,
     opts: dict | None = None,
-    gpu: str = typer.Option(None, "--gpu", help="Catalogue GPU (aiworkbook gpus)."),
+    gpu: str = typer.Option(
+        None,
+        "--gpu",
+        help="Catalogue GPU (aiworkbook gpus), or a JSON of measured ceilings (prove roofline).",
+    ),
+    node: str = typer.Option(
+        None, "--node", help="Node profile (aiworkbook nodes) or its JSON: GPU, storage speed and price."
+    ),
     device: str = typer.Option("cuda", "--device", help="cuda | cpu (cpu: no context/workspace/reserve)."),
+    train_tokens: float = typer.Option(
+        None, "--train-tokens", help="Token budget for the run cost, e.g. 1e12."
+    ),
+    price: float = typer.Option(
+        None, "--price", help="$ per GPU-hour (default: the catalogue's example price)."
+    ),
+    write_gbps: float = typer.Option(
+        None, "--write-gbps", help="Checkpoint write throughput, GB/s (default 2)."
+    ),
+    read_gbps: float = typer.Option(
+        None, "--read-gbps", help="Checkpoint read throughput, GB/s (default 4)."
+    ),
+    mtbf_hours: float = typer.Option(
+        None, "--mtbf-hours", help="One GPU's MTBF in hours (default: Llama 3's)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """Itemised memory (weights ... reserve, GiB), rules of thumb, roofline and fit of a workload."""
-    from aiworkbook.sizing import estimate
-    from aiworkbook.specs import load_model
+    """Itemised memory (weights ... reserve, GiB), rules of thumb, roofline, fit, storage and cost."""
+    from dataclasses import replace
+
+    from aiworkbook.sizing import Assumptions, estimate
+    from aiworkbook.specs import get_node, load_gpu, load_model
 
     spec = load_model(model)
-    est = estimate(spec, _workload(**opts), gpu=gpu, device=device)
+    node_profile = get_node(node) if node else None
+    base = Assumptions.from_node(node_profile) if node_profile else Assumptions()
+    overrides = {
+        "train_tokens": train_tokens,
+        "price_per_gpu_hour": price,
+        "storage_write_bps": write_gbps * 1e9 if write_gbps is not None else None,
+        "storage_read_bps": read_gbps * 1e9 if read_gbps is not None else None,
+        "gpu_mtbf_hours": mtbf_hours,
+    }
+    assumptions = replace(base, **{k: v for k, v in overrides.items() if v is not None})
+    gpu_spec = load_gpu(gpu) if gpu else None
+    est = estimate(
+        spec, _workload(**opts), gpu=gpu_spec, device=device, assumptions=assumptions, node=node_profile
+    )
     if as_json:
         typer.echo(json.dumps(est.to_dict(), indent=2))
         return
+    _print_estimate(spec, est)
+
+
+def _print_estimate(spec, est) -> None:
+    from aiworkbook.units import fmt_flops, fmt_rate
+
     w = est.workload
-    typer.echo(f"{spec.name}: {w.mode}, {spec.params:,} params, precision {w.precision}, device {device}")
+    gpu_name = est.gpu.name if est.gpu is not None else "no GPU given"
+    typer.echo(
+        f"{spec.name}: {w.mode}, {spec.params:,} params, precision {w.precision}, {gpu_name}, device {est.device}"
+    )
+    typer.echo("\nmemory (GiB = 2^30 bytes)")
     for name, n, formula in est.memory.rows():
         if name == "total":
-            typer.echo("-" * 40)
-        typer.echo(f"{name:<15} {n / 2**30:>10.2f} GiB   {formula if name != 'total' else ''}")
+            typer.echo("  " + "-" * 40)
+        typer.echo(f"  {name:<15} {n / 2**30:>10.2f} GiB   {formula if name != 'total' else ''}")
     r = est.rules_of_thumb
     typer.echo(
-        f"rule of thumb   {r['bytes'] / 2**30:>10.2f} GiB   {r['formula']} "
+        f"  rule of thumb   {r['bytes'] / 2**30:>10.2f} GiB   {r['formula']} "
         f"({r['ratio_to_itemised']:.2f}x the itemised total)"
     )
-    for k, v in est.roofline.items():
-        if v is None:
-            continue
-        shown = fmt_seconds(v) if k in _TIMES else (f"{v:,.1f}" if isinstance(v, float) else v)
-        typer.echo(f"{k:<26} {shown}")
     if est.fits.get("gpu"):
         f = est.fits
         verdict = "fits" if f["fits"] else "does NOT fit"
         typer.echo(
-            f"{verdict} on one {f['gpu']}: budget {fmt_bytes(f['budget_bytes'])}, headroom {fmt_bytes(f['headroom_bytes'])}"
+            f"  {verdict} on one {f['gpu']}: budget {fmt_bytes(f['budget_bytes'])}, "
+            f"headroom {fmt_bytes(f['headroom_bytes'])}"
         )
+    shown = {k: v for k, v in est.roofline.items() if v is not None}
+    if shown:
+        typer.echo("\nroofline (times are lower bounds at the GPU's ceilings)")
+        for k, v in shown.items():
+            if k in _TIMES:
+                txt = fmt_seconds(v)
+            elif k == "peak_flops" and isinstance(v, float):
+                txt = fmt_flops(v)
+            elif isinstance(v, float):
+                txt = f"{v:,.3g}" if abs(v) < 1e4 else f"{v:,.0f}"
+            else:
+                txt = str(v)
+            typer.echo(f"  {k:<26} {txt}")
+    st = est.storage
+    if st:
+        typer.echo("\nstorage")
+        for k, v in st.items():
+            if isinstance(v, dict):
+                typer.echo(
+                    f"  {k:<26} "
+                    + ", ".join(
+                        f"{kk} {fmt_rate(vv) if kk.endswith('bytes_per_s') else f'{vv:,.1f}'}"
+                        for kk, vv in v.items()
+                    )
+                )
+            elif k.endswith("_bytes"):
+                typer.echo(f"  {k:<26} {fmt_bytes(v)}")
+            elif k.endswith("_s"):
+                typer.echo(f"  {k:<26} {fmt_seconds(v)}")
+            else:
+                typer.echo(f"  {k:<26} {v:.3f}")
+    c = est.cost
+    if c:
+        typer.echo("\ncost (at the roofline's throughput: a lower bound on cost)")
+        for k, v in c.items():
+            if isinstance(v, dict):
+                typer.echo(f"  {k:<26} " + ", ".join(f"{kk} {vv:,.2f}" for kk, vv in v.items()))
+            elif v is None:
+                continue
+            else:
+                typer.echo(f"  {k:<26} {v:,.4g}" if isinstance(v, float) else f"  {k:<26} {v}")
+    a = est.assumptions
+    typer.echo(
+        f"\nassumptions ({a.source}): checkpoint write {fmt_rate(a.storage_write_bps)}, read "
+        f"{fmt_rate(a.storage_read_bps)}, GPU MTBF {a.gpu_mtbf_hours:,.0f} h, utilisation {a.utilization:.0%}, "
+        f"headroom {a.headroom:.0%}, PUE {a.pue}"
+    )
 
 
 @_with_opts

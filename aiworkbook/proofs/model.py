@@ -311,8 +311,3 @@ def param_count(model: nn.Module) -> int:
     """Unique parameters (tied weights once), as transformers counts them."""
     seen = {id(p): p.numel() for p in model.parameters()}
     return sum(seen.values())
-
-
-def flops_per_token_train(spec: ModelSpec, seq_len: int) -> float:
-    """6·N + 12·L·a·d·s (PaLM appendix B), N the non-embedding parameters."""
-    return 6.0 * spec.params_non_embedding + 12.0 * spec.num_layers * spec.num_heads * spec.head_dim * seq_len

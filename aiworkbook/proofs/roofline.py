@@ -232,11 +232,19 @@ def calibrated_spec(ceilings: dict[str, Any], device: str, base: GPUSpec | None 
         usable_memory_bytes=ram if device == "cpu" else int(torch.cuda.mem_get_info()[1]),
         memory_bandwidth_bps=bw,
         peak_flops_dense=flops,
-        tdp_watts=1.0,
+        tdp_watts=0.0,
         l2_cache_bytes=int(ceilings["bandwidth"]["cache_bytes"]),
-        source="measured by aiworkbook prove roofline; tdp_watts is a placeholder (not measured)",
+        source="measured by aiworkbook prove roofline (tdp_watts 0: power not measured)",
         measured=True,
     )
+
+
+def calibrated_node(result: ProofResult, node=None):
+    """This node (or `node`) with the roofline proof's measured ceilings as its GPU spec."""
+    from aiworkbook.specs import GPUSpec, detect
+
+    measured = GPUSpec.model_validate(result.details["calibrated_spec"])
+    return (node or detect()).calibrated(measured)
 
 
 def workload_point(

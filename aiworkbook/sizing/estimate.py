@@ -7,6 +7,7 @@ from typing import Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing import capacity, roofline
+from aiworkbook.sizing.assumptions import Assumptions
 from aiworkbook.sizing.memory import MemoryBreakdown, memory_breakdown
 from aiworkbook.sizing.workload import Workload
 
@@ -29,6 +30,9 @@ class Estimate:
     rules_of_thumb: dict[str, Any]
     roofline: dict[str, Any]
     fits: dict[str, Any] = field(default_factory=dict)
+    storage: dict[str, Any] = field(default_factory=dict)
+    cost: dict[str, Any] = field(default_factory=dict)
+    assumptions: Assumptions = field(default_factory=Assumptions)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of `aiworkbook size --json` (stable keys)."""
@@ -43,11 +47,18 @@ class Estimate:
             "rules_of_thumb": dict(self.rules_of_thumb),
             "roofline": {k: _plain(v) for k, v in self.roofline.items()},
             "fits": dict(self.fits),
+            "storage": _plain_tree(self.storage),
+            "cost": _plain_tree(self.cost),
+            "assumptions": self.assumptions.to_dict(),
         }
 
 
 def _plain(v):
     return v.item() if hasattr(v, "item") else v
+
+
+def _plain_tree(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain_tree(v) if isinstance(v, dict) else _plain(v) for k, v in d.items()}
 
 
 def _rules(spec, w: Workload, mem: MemoryBreakdown) -> dict[str, Any]:
@@ -67,8 +78,18 @@ def _rules(spec, w: Workload, mem: MemoryBreakdown) -> dict[str, Any]:
     }
 
 
-def estimate(spec, w: Workload, gpu=None, device: str = "cuda") -> Estimate:
-    """Size `w` for model `spec` (a ModelSpec) on `gpu` (a name, a GPUSpec or None)."""
+def estimate(
+    spec, w: Workload, gpu=None, device: str = "cuda", assumptions: Assumptions | None = None, node=None
+) -> Estimate:
+    """Size `w` for model `spec` (a ModelSpec) on `gpu` (a name, a GPUSpec or None).
+
+    `node` (a NodeProfile) supplies the GPU when `gpu` is None (its calibrated one when it has measured
+    ceilings) and the storage speed and price for the storage and cost sections; `assumptions` overrides.
+    """
+    if node is not None:
+        gpu = gpu if gpu is not None else node.gpu_spec()
+        assumptions = assumptions or Assumptions.from_node(node)
+    assumptions = assumptions or Assumptions()
     if device not in DEVICES:
         raise SpecError("device", device, ", ".join(DEVICES))
     if isinstance(gpu, str):
@@ -90,7 +111,22 @@ def estimate(spec, w: Workload, gpu=None, device: str = "cuda") -> Estimate:
     fit: dict[str, Any] = {"gpu": None, "fits": None}
     if gpu is not None:
         fit = capacity.fits(spec, w, gpu, device)
-    return Estimate(spec.name, w, gpu, device, mem, params, _rules(spec, w, mem), roof, fit)
+    from aiworkbook.sizing.plan import cost_section, storage_section
+
+    return Estimate(
+        spec.name,
+        w,
+        gpu,
+        device,
+        mem,
+        params,
+        _rules(spec, w, mem),
+        roof,
+        fit,
+        storage_section(spec, w, roof, assumptions),
+        cost_section(spec, w, gpu, roof, assumptions),
+        assumptions,
+    )
 
 
 def _lora(spec, w: Workload) -> int:

@@ -1,8 +1,9 @@
 """Rooflines: FLOPs and bytes per step against a GPU's ceilings (datasheet peaks, or measured ones
 through `GPUSpec.calibrated`). Times are lower bounds: efficiency factors scale the ceilings.
 
-- Training: 6·N FLOPs per token (N non-embedding parameters, active ones for MoE) plus attention
-  12·L·a·d·s (PaLM appendix B); full recomputation adds a forward (8·N) to the hardware FLOPs.
+- Training: 6·N FLOPs per token plus attention 12·L·a·d·s (PaLM appendix B), N the parameters that
+  multiply per token: the layers' (active ones for MoE) plus the output projection, tied or not (the
+  input lookup does no arithmetic); full recomputation adds a forward (8·N) to the hardware FLOPs.
 - Decode step: max((weight bytes + KV bytes read) / BW, FLOPs / peak); batch 1 is BW / weight bytes.
 - Prefill (TTFT): (2·N·s + 2·L·a·d·s²) per sequence over the peak, at least one weight read.
 - MoE: a decode step at batch B touches E·(1 − (1 − k/E)^B) experts per layer (uniform routing).
@@ -33,9 +34,15 @@ def experts_touched(num_experts: int, top_k: int, batch):
     return num_experts * (1 - (1 - top_k / num_experts) ** batch)
 
 
+def matmul_params(spec) -> int:
+    """Parameters that take part in a matmul per token: active layer weights plus the output head."""
+    head = spec.vocab_size * spec.hidden_size if spec.is_decoder else 0
+    return spec.params_active - spec.params_embedding - spec.params_head + head
+
+
 def training_flops_per_token(spec, seq_len: int, recompute: bool = False) -> float:
     """Model FLOPs per token, 6·N + 12·L·a·d·s (recomputation adds 2·N + attention forward as hardware FLOPs)."""
-    n = spec.params_active - spec.params_embedding - spec.params_head
+    n = matmul_params(spec)
     attn = 12 * spec.num_layers * spec.num_heads * spec.head_dim * seq_len
     f = 6 * n + attn
     return f * 4 / 3 if recompute else float(f)

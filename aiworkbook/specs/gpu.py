@@ -36,7 +36,9 @@ class GPUSpec(BaseModel):
     memory_bandwidth_bps: float = Field(gt=0)
     peak_flops_dense: dict[str, float]
     peak_flops_sparse: dict[str, float] = {}
-    tdp_watts: float = Field(gt=0)
+    tdp_watts: float = Field(
+        default=0.0, ge=0, description="board power at TDP; 0 = unknown (measured specs)"
+    )
     scale_up: str = ""
     scale_up_bps: float = 0.0
     l2_cache_bytes: int = 0
@@ -88,6 +90,34 @@ def get_gpu(name: str) -> GPUSpec:
         if _norm(key) == norm:
             return spec
     raise SpecError("gpu", name, ", ".join(_catalogue()))
+
+
+def load_gpu(name_or_path: str | GPUSpec) -> GPUSpec:
+    """A catalogue name, or a JSON file holding measured ceilings: a GPUSpec, a calibrated node
+    profile (`gpu_calibrated`), or a roofline ProofResult (`details.calibrated_spec`)."""
+    if isinstance(name_or_path, GPUSpec):
+        return name_or_path
+    from pathlib import Path
+
+    p = Path(str(name_or_path)).expanduser()
+    if not (p.suffix == ".json" and p.is_file()):
+        return get_gpu(str(name_or_path))
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SpecError("json", f"line {exc.lineno}: {exc.msg}", "valid JSON", source=str(p)) from None
+    for path in (("details", "calibrated_spec"), ("gpu_calibrated",), ()):
+        node = doc
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and "memory_bandwidth_bps" in node:
+            try:
+                return GPUSpec.model_validate(node)
+            except ValueError as exc:
+                raise SpecError("gpu", str(exc).splitlines()[0], "a valid GPUSpec", source=str(p)) from None
+    raise SpecError(
+        "gpu", str(p), "a GPUSpec JSON, a calibrated node profile or a roofline proof result", source=str(p)
+    )
 
 
 def _norm(s: str) -> str:

@@ -52,6 +52,8 @@ class NodeProfile(BaseModel):
     storage_write_bps: float = Field(default=0.0, ge=0)
     price_per_hour_usd: float = Field(default=0.0, ge=0)
     pools: list[NodeProfile] = []
+    #: measured ceilings (aiworkbook prove roofline) that replace the catalogue's datasheet peaks
+    gpu_calibrated: GPUSpec | None = None
     # detected-only facts
     detected: bool = False
     gpus_detected: list[DetectedGPU] = []
@@ -64,7 +66,22 @@ class NodeProfile(BaseModel):
     driver_version: str | None = None
 
     def gpu_spec(self) -> GPUSpec | None:
+        """The calibrated (measured) spec when there is one, else the catalogue entry."""
+        if self.gpu_calibrated is not None:
+            return self.gpu_calibrated
         return get_gpu(self.gpu) if self.gpu else None
+
+    def calibrated(self, measured: GPUSpec) -> NodeProfile:
+        """This node with measured ceilings: the one loop of the design, through data."""
+        return self.model_copy(update={"gpu_calibrated": measured})
+
+    def save(self, path) -> None:
+        """Write the profile as JSON (kind node-profile, schema 1), atomically."""
+        from aiworkbook.persist import write_json
+
+        write_json(
+            path, self.model_dump(mode="json", exclude_defaults=True), kind="node-profile", schema_version=1
+        )
 
 
 @cache
@@ -86,6 +103,8 @@ def load_node_file(path) -> NodeProfile:
         raise SpecError("path", str(p), "an existing node profile JSON", source=str(p)) from None
     except json.JSONDecodeError as exc:
         raise SpecError("json", f"line {exc.lineno}: {exc.msg}", "valid JSON", source=str(p)) from None
+    if not isinstance(doc, dict):
+        raise SpecError("json", type(doc).__name__, "a JSON object", source=str(p))
     doc.pop("kind", None)
     doc.pop("schema_version", None)
     try:
@@ -105,7 +124,12 @@ def list_nodes() -> list[NodeProfile]:
 
 
 def get_node(name: str) -> NodeProfile:
+    """A reference profile by name, or a node profile JSON file (e.g. a calibrated one)."""
+    from pathlib import Path
+
     nodes = _reference()
-    if name not in nodes:
-        raise SpecError("node", name, ", ".join(nodes))
-    return nodes[name]
+    if name in nodes:
+        return nodes[name]
+    if str(name).endswith(".json") and Path(name).is_file():
+        return load_node_file(name)
+    raise SpecError("node", name, ", ".join(nodes) + ", or a node profile .json file")

@@ -1,0 +1,80 @@
+"""The one loop of the design: measured ceilings -> a calibrated NodeProfile -> sizing uses them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aiworkbook.cli import main
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs.roofline import calibrated_node, prove_roofline
+from aiworkbook.sizing import Workload, estimate
+from aiworkbook.specs import GPUSpec, get_gpu, get_node, load_gpu, load_model, load_node_file
+
+
+@pytest.fixture(scope="module")
+def roofline_result():
+    return prove_roofline("tiny-llama", device="cpu", quick=True, buffer_bytes=32 * 2**20)
+
+
+def test_calibrated_node_round_trip(tmp_path, roofline_result):
+    node = calibrated_node(roofline_result)
+    measured = node.gpu_spec()
+    assert measured.measured and measured.memory_bandwidth_bps == pytest.approx(roofline_result.measured)
+    path = tmp_path / "node.json"
+    node.save(path)
+    doc = json.loads(path.read_text())
+    assert doc["kind"] == "node-profile" and doc["schema_version"] == 1
+    again = load_node_file(path)
+    assert again.gpu_spec() == measured and get_node(str(path)).gpu_calibrated == measured
+
+
+def test_sizing_decode_uses_measured_bandwidth(roofline_result):
+    spec = load_model("tiny-llama")
+    node = calibrated_node(roofline_result)
+    w = Workload(mode="infer", seq_len=128, new_tokens=16)
+    est = estimate(spec, w, node=node, device="cpu")
+    bw = node.gpu_spec().memory_bandwidth_bps
+    weight_bytes = est.memory.weights
+    # batch 1 decode is memory bound: one read of the weights (+ a small KV cache) per token
+    kv = spec.kv_cache_bytes(128 + 16)
+    assert est.roofline["batch1_tokens_per_s"] == pytest.approx(bw / (weight_bytes + kv), rel=0.05)
+    datasheet = estimate(spec, w, gpu="H100-SXM")
+    assert datasheet.roofline["batch1_tokens_per_s"] > 10 * est.roofline["batch1_tokens_per_s"]
+
+
+def test_load_gpu_accepts_proof_result_node_and_spec(tmp_path, roofline_result):
+    rpath = tmp_path / "roofline.json"
+    roofline_result.save(rpath)
+    from_result = load_gpu(str(rpath))
+    assert from_result.name == "CPU (measured)"
+    npath = tmp_path / "node.json"
+    calibrated_node(roofline_result).save(npath)
+    assert load_gpu(str(npath)) == from_result
+    spath = tmp_path / "gpu.json"
+    spath.write_text(get_gpu("L4").model_dump_json())
+    assert load_gpu(str(spath)) == get_gpu("L4")
+    bad = tmp_path / "other.json"
+    bad.write_text('{"hello": 1}')
+    with pytest.raises(SpecError, match="roofline proof result"):
+        load_gpu(str(bad))
+    assert load_gpu("l40s") == get_gpu("L40S")
+
+
+def test_cli_size_with_node_file(tmp_path, capsys, roofline_result):
+    npath = tmp_path / "node.json"
+    calibrated_node(roofline_result).save(npath)
+    rc = main(["size", "tiny-llama", "--mode", "infer", "--node", str(npath), "--device", "cpu", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["gpu"] == "CPU (measured)"
+    assert doc["cost"]["price_per_gpu_hour"] is None and "--price" in doc["cost"]["note"]
+    rc = main(["size", "tiny-llama", "--mode", "infer", "--gpu", str(npath), "--price", "0.5", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["cost"]["price_per_gpu_hour"] == 0.5 and doc["cost"]["decode_usd_per_mtok"] > 0
+
+
+def test_gpu_spec_without_tdp_is_unknown_power():
+    g = GPUSpec.model_validate({**get_gpu("L4").model_dump(), "tdp_watts": 0})
+    est = estimate(load_model("tiny-llama"), Workload(mode="infer"), gpu=g)
+    assert est.cost["watts_per_gpu_at_tdp"] is None and "decode_joules_per_mtok" not in est.cost
