@@ -22,6 +22,39 @@ def _cpu_share(seconds: float, sampler=None) -> float:
     return (c1 - c0) / (w1 - w0)
 
 
+class _Ticker:
+    """A bare 10 Hz thread calling `fn`: the floor any 10 Hz Python sampler pays on this machine."""
+
+    def __init__(self, fn) -> None:
+        import threading
+
+        self._fn, self._stop, self._t = fn, threading.Event(), None
+
+    def start(self) -> None:
+        import threading
+
+        self._stop.clear()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._fn()
+            self._stop.wait(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+def _read_proc_stat() -> None:
+    try:
+        with open("/proc/stat", "rb") as fh:
+            fh.read()
+    except OSError:
+        pass
+
+
 def _poll_latency(fn, n: int = 50) -> tuple[float, float]:
     fn()  # first call opens/probes
     times = []
@@ -56,12 +89,16 @@ def run(seconds: float = 3.0, rounds: int = 3) -> list[dict]:
     first_tick = time.process_time() - c0
     s.ring.clear()
     # interleaved rounds, median: this machine is shared, single rounds swing by +-0.5 %
-    baselines, shares = [], []
+    baselines, shares, empties, procs = [], [], [], []
     for _ in range(rounds):
         baselines.append(_cpu_share(seconds))
         shares.append(_cpu_share(seconds, s))
+        empties.append(_cpu_share(seconds, _Ticker(lambda: None)))
+        procs.append(_cpu_share(seconds, _Ticker(_read_proc_stat)))
     baseline = statistics.median(baselines)
     share = statistics.median(shares)
+    empty = max(1e-9, statistics.median(empties) - baseline)
+    proc = max(1e-9, statistics.median(procs) - baseline)
     ticks = len(s.samples())
     overhead = max(0.0, share - baseline)
     rows.append(
@@ -75,6 +112,21 @@ def run(seconds: float = 3.0, rounds: int = 3) -> list[dict]:
             f"first tick (NVML open) {first_tick * 1e3:.1f} ms CPU once; {s.status()}; target < 1 %",
         )
     )
+    for name, ref, what in (
+        (
+            "sampler overhead vs an empty 10 Hz Python thread",
+            empty,
+            "a thread that wakes 10x/s and does nothing",
+        ),
+        (
+            "sampler overhead vs a bare 10 Hz /proc/stat read",
+            proc,
+            "a thread that only reads /proc/stat 10x/s",
+        ),
+    ):
+        rows.append(
+            _row(name, overhead * 100, "% of one core", ref * 100, f"reference: {what} ({ref * 100:.2f} %)")
+        )
     med, p95 = _poll_latency(HostReader().read)
     note = f"p95 {p95 * 1e3:.3f} ms; reference = the 100 ms tick at 10 Hz"
     rows.append(_row("host reader poll latency (median)", med * 1e3, "ms", 100.0, note))
