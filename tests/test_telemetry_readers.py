@@ -216,3 +216,22 @@ def test_host_rates_latency_and_failures():
         and r["net_errors"] == 3
         and r["net_drops"] == 3
     )
+
+
+def test_host_cpu_is_read_at_most_every_half_second():
+    calls = []
+
+    class CountingPsutil(FakePsutil):
+        def cpu_percent(self, percpu=False):
+            calls.append(percpu)
+            return [float(len(calls)), 0.0]
+
+    now = [0.0]
+    reader = HostReader(clock=lambda: now[0], psutil_module=CountingPsutil())
+    primed = len(calls)  # the constructor primes psutil's deltas once
+    seen = []
+    for _ in range(10):  # 10 Hz for one second
+        seen.append(reader.read()["cpu_pct"])
+        now[0] += 0.1
+    assert len(calls) - primed == 2  # at t=0.0 and t=0.5
+    assert seen[0] == seen[4] != seen[5] == seen[9]
