@@ -87,14 +87,21 @@ def free_memory(device: str) -> tuple[int, int]:
     return int(vm.available), int(vm.total)
 
 
-def check_fits(predicted_bytes: int, device: str, *, what: str, budget_bytes: int | None = None) -> int:
+def check_fits(
+    predicted_bytes: int,
+    device: str,
+    *,
+    what: str,
+    budget_bytes: int | None = None,
+    hint: str = "use a smaller batch/sequence, --quick, or a proxy",
+) -> int:
     """Refuse (WouldNotFit) when the predicted peak exceeds the budget (default: free memory). Returns it."""
     budget = budget_bytes if budget_bytes is not None else free_memory(device)[0]
     if predicted_bytes > budget:
         raise WouldNotFit(
             f"{what}: predicted peak {fmt_bytes(predicted_bytes)} does not fit the "
             f"{fmt_bytes(budget)} {'budget' if budget_bytes is not None else 'free on ' + device}; "
-            "nothing was allocated (use a smaller batch/sequence, --quick, or a proxy)"
+            f"nothing was allocated ({hint})"
         )
     return budget
 

@@ -29,6 +29,7 @@ from aiworkbook.proofs.memory_accounting import SavedTensorTracker, model_states
 from aiworkbook.proofs.model import DecoderModel
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.specs import ModelSpec, load_model
+from aiworkbook.units import fmt_bytes
 
 TORCH_DTYPE = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 RULE_BYTES_PER_PARAM = (
@@ -85,7 +86,9 @@ def allocated_prediction(mem, device: str) -> int:
     return int(mem.total - mem.cuda_context - mem.reserve)
 
 
-def fit_proxy(spec: ModelSpec, w, device: str, budget: int) -> tuple[ModelSpec, Any, str]:
+def fit_proxy(
+    spec: ModelSpec, w, device: str, budget: int, hint: str = "use a smaller batch or sequence"
+) -> tuple[ModelSpec, Any, str]:
     """The spec itself when its estimate fits the budget, else the deepest proxy that does (fewer layers,
     then a smaller vocabulary); WouldNotFit when even one layer with a 1,024-token vocabulary does not."""
     est = _estimate(spec, w, device)
@@ -115,6 +118,7 @@ def fit_proxy(spec: ModelSpec, w, device: str, budget: int) -> tuple[ModelSpec, 
         device,
         what=f"{spec.name} (even as a 1-layer, 1,024-token proxy)",
         budget_bytes=budget,
+        hint=hint,
     )
     raise AssertionError("unreachable")  # check_fits raised
 
@@ -178,12 +182,17 @@ def prove_vram(
         "optimizer": "torch.optim.AdamW",
         "workload": w.to_dict(),
     }
+    hint = (
+        f"--quick caps the {dev} budget at {fmt_bytes(budget_bytes)}: run without it, or a smaller batch or sequence"
+        if quick
+        else "use a smaller batch or sequence, or a smaller model"
+    )
     if check_fit and proxy:
-        run_spec, est, proxy_note = fit_proxy(spec, w, dev, budget_bytes)
+        run_spec, est, proxy_note = fit_proxy(spec, w, dev, budget_bytes, hint)
     else:
         run_spec, est, proxy_note = spec, _estimate(spec, w, dev), ""
         if check_fit:
-            check_fits(int(est.memory.total), dev, what=spec.name, budget_bytes=budget_bytes)
+            check_fits(int(est.memory.total), dev, what=spec.name, budget_bytes=budget_bytes, hint=hint)
     if proxy_note:
         flags.add(F.PROXY_MODEL)
         notes.append(f"{proxy_note}; the prediction is the estimate of the same proxy")

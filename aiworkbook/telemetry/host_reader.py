@@ -67,7 +67,9 @@ class HostReader:
             cores = _safe(lambda: ps.cpu_percent(percpu=True))
             self._cpu = {
                 "cpu_per_core_pct": cores,
-                "cpu_pct": sum(cores) / len(cores) if isinstance(cores, list) and cores else NA("no CPU data"),
+                "cpu_pct": sum(cores) / len(cores)
+                if isinstance(cores, list) and cores
+                else NA("no CPU data"),
             }
             self._cpu_t = t
         out: dict[str, Any] = dict(self._cpu)
