@@ -93,6 +93,9 @@ def test_openmetrics_uses_dcgm_names_and_omits_na(recorded):
         'modelName="NVIDIA H100 80GB HBM3",Hostname="node1"} 412.0'
     ) in text
     assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text
+    assert 'aiworkbook_telemetry_info{source="live",label="",Hostname="node1"} 1' in text
+    replayed = render(s.latest(), reader.identities(), hostname="n", replay_label="synthetic trace")
+    assert 'aiworkbook_telemetry_info{source="replay",label="synthetic trace",Hostname="n"} 1' in replayed
     assert 'DCGM_FI_DEV_GPU_UTIL{gpu="0"' in text and 'DCGM_FI_DEV_GPU_UTIL{gpu="1"' not in text
     assert 'DCGM_FI_DEV_XID_ERRORS{gpu="1"' in text
     xid1 = next(ln for ln in text.splitlines() if ln.startswith('DCGM_FI_DEV_XID_ERRORS{gpu="1"'))

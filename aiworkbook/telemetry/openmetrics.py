@@ -72,13 +72,24 @@ def render(
     identities: list[dict[str, Any]] | None = None,
     events: list[dict[str, Any]] | None = None,
     hostname: str | None = None,
+    replay_label: str | None = None,
 ) -> str:
-    """The exposition text for one sample (an empty document when there is none yet)."""
+    """The exposition text for one sample (an empty document when there is none yet).
+
+    `aiworkbook_telemetry_info` says where the readings come from, so a scraper never mistakes a
+    replayed (or synthetic) trace for live readings of this host.
+    """
     host = hostname or platform.node() or "localhost"
     ids = {i.get("index"): i for i in (identities or [])}
-    lines: list[str] = []
+    source = "replay" if replay_label else "live"
+    lines: list[str] = [
+        "# HELP aiworkbook_telemetry_info Where the readings come from: live NVML/psutil, or a replayed trace.",
+        "# TYPE aiworkbook_telemetry_info gauge",
+        f'aiworkbook_telemetry_info{{source="{source}",label="{_esc(replay_label or "")}",'
+        f'Hostname="{_esc(host)}"}} 1',
+    ]
     if sample is None:
-        return "# no sample yet\n"
+        return "\n".join([*lines, "# no sample yet"]) + "\n"
     gpus = list(sample.gpus)
     for name, typ, help_, field, scale in GPU_METRICS:
         rows = []
@@ -148,7 +159,8 @@ def serve(sampler: Any, host: str = "127.0.0.1", port: int = 9400) -> ThreadingH
             if self.path.split("?")[0] not in ("/metrics", "/"):
                 self.send_error(404, "only /metrics is served")
                 return
-            body = render(sampler.latest(), identities, sampler.events).encode()
+            label = getattr(reader, "label", None)
+            body = render(sampler.latest(), identities, sampler.events, replay_label=label).encode()
             self.send_response(200)
             self.send_header("Content-Type", CONTENT_TYPE)
             self.send_header("Content-Length", str(len(body)))
