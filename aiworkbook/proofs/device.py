@@ -8,6 +8,7 @@ an out-of-memory that still happens into `DoesNotFit("does not fit at ...")` aft
 from __future__ import annotations
 
 import gc
+import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -146,3 +147,20 @@ def oom_guard(at: str, device: str):
         err.cause = None
         release_memory(device)
         raise err
+
+
+@contextmanager
+def interruptible(what: str, device: str):
+    """Ctrl-C inside the block: clear the interrupted frames' locals (a notebook keeps the last
+    traceback, and with it every tensor those frames held), release memory, and raise a clean
+    KeyboardInterrupt that names what stopped. The work itself must run in functions called from the
+    block: the frame holding the `with` is still executing and keeps its own locals."""
+    stopped = False
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        traceback.clear_frames(exc.__traceback__)
+        stopped = True
+    if stopped:  # raised outside the except block: no __context__ pointing at the old traceback
+        release_memory(device)
+        raise KeyboardInterrupt(f"{what} interrupted; memory released")

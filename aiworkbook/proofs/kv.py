@@ -15,7 +15,14 @@ import torch
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
-from aiworkbook.proofs.device import DoesNotFit, free_memory, oom_guard, release_memory, resolve_device
+from aiworkbook.proofs.device import (
+    DoesNotFit,
+    free_memory,
+    interruptible,
+    oom_guard,
+    release_memory,
+    resolve_device,
+)
 from aiworkbook.proofs.environment import capture, throttled
 from aiworkbook.proofs.model import DecoderModel, KVCache
 from aiworkbook.proofs.result import ProofResult
@@ -154,24 +161,25 @@ def prove_kv(
     }
     grid: list[dict[str, Any]] = []
     model_ = None
-    try:
-        with oom_guard(f"building {run_spec.name} on {dev}", dev):
-            model_ = DecoderModel(run_spec, device=dev, dtype=dtype).eval()
-        _point(model_, run_spec, 1, min(contexts), 2, dtype_name, dev)  # warm-up, discarded
-        points = [(b, c) for b in batches for c in contexts]
-        for b, ctx in tqdm(points, desc=f"kv {run_spec.name}", disable=not progress, leave=False):
-            try:
-                grid.append(_point(model_, run_spec, b, ctx, new, dtype_name, dev))
-            except DoesNotFit as exc:
-                grid.append({"batch": b, "context": ctx, "does_not_fit": str(exc)})
-        big_est = _estimate(run_spec, _workload(1, max(contexts), new, dtype_name), dev).memory
-        transient = int(big_est.activations + big_est.logits + big_est.workspace)
-        cap_measured = measured_capacity(
-            model_, run_spec, max(contexts) + new, dtype, dev, budget_bytes, transient
-        )
-    finally:
-        model_ = None
-        release_memory(dev)
+    with interruptible(f"kv proof of {run_spec.name}", dev):
+        try:
+            with oom_guard(f"building {run_spec.name} on {dev}", dev):
+                model_ = DecoderModel(run_spec, device=dev, dtype=dtype).eval()
+            _point(model_, run_spec, 1, min(contexts), 2, dtype_name, dev)  # warm-up, discarded
+            points = [(b, c) for b in batches for c in contexts]
+            for b, ctx in tqdm(points, desc=f"kv {run_spec.name}", disable=not progress, leave=False):
+                try:
+                    grid.append(_point(model_, run_spec, b, ctx, new, dtype_name, dev))
+                except DoesNotFit as exc:
+                    grid.append({"batch": b, "context": ctx, "does_not_fit": str(exc)})
+            big_est = _estimate(run_spec, _workload(1, max(contexts), new, dtype_name), dev).memory
+            transient = int(big_est.activations + big_est.logits + big_est.workspace)
+            cap_measured = measured_capacity(
+                model_, run_spec, max(contexts) + new, dtype, dev, budget_bytes, transient
+            )
+        finally:
+            model_ = None
+            release_memory(dev)
     cap_predicted = predicted_capacity(run_spec, max(contexts), new, dtype_name, dev, budget_bytes)
     ok = [g for g in grid if "kv_measured" in g]
     if not ok:

@@ -19,7 +19,7 @@ import torch
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
-from aiworkbook.proofs.device import check_fits, oom_guard, resolve_device
+from aiworkbook.proofs.device import check_fits, interruptible, oom_guard, resolve_device
 from aiworkbook.proofs.environment import capture, throttled
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -325,16 +325,17 @@ def prove_roofline(
     trials = 5 if quick else 10
     steps = ["bandwidth", "matmul"] + (["host-device"] if dev == "cuda" else [])
     bar = tqdm(total=len(steps), desc="roofline", disable=not progress, leave=False)
-    try:
-        bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
-        bar.update(1)
-        shapes = ([512] if dev == "cpu" else [4096, 8192]) if quick else None
-        mm = matmul_rates(dev, shapes=shapes, trials=3 if quick else 5, threads=threads)
-        bar.update(1)
-        h2d = host_device_copies(256 * MiB if quick else 1024 * MiB) if dev == "cuda" else {}
-        bar.update(1 if h2d else 0)
-    finally:
-        bar.close()
+    with interruptible("roofline proof", dev):
+        try:
+            bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
+            bar.update(1)
+            shapes = ([512] if dev == "cpu" else [4096, 8192]) if quick else None
+            mm = matmul_rates(dev, shapes=shapes, trials=3 if quick else 5, threads=threads)
+            bar.update(1)
+            h2d = host_device_copies(256 * MiB if quick else 1024 * MiB) if dev == "cuda" else {}
+            bar.update(1 if h2d else 0)
+        finally:
+            bar.close()
     if bw["cache_resident"]:
         flags.add(F.L2_RESIDENT if dev == "cuda" else F.LLC_RESIDENT)
     st = summarize(bw["read_samples_bps"])

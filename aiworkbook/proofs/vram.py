@@ -20,6 +20,7 @@ from aiworkbook.proofs.device import (
     DoesNotFit,
     check_fits,
     free_memory,
+    interruptible,
     oom_guard,
     release_memory,
     resolve_device,
@@ -200,7 +201,8 @@ def prove_vram(
     inputs["params"] = run_spec.params
     predicted = allocated_prediction(est.memory, dev)
     try:
-        m = _train(run_spec, w, dev, steps, progress)
+        with interruptible(f"vram proof of {run_spec.name}", dev):
+            m = _train(run_spec, w, dev, steps, progress)
     except DoesNotFit as exc:
         return ProofResult(
             proof="vram",
