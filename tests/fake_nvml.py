@@ -7,15 +7,28 @@ approach), so the real aiworkbook code paths run against known answers.
         fake.lose(1)               # GPU 1 falls off the bus: every call raises GpuIsLost
         fake.inject_xid(0, 79)     # an XID event for the event set
 
-Profiles are plain dicts; `unsupported` maps a pynvml function name to the error it raises.
+Profiles are plain dicts; `unsupported` maps a pynvml function name (or a C symbol such as
+"nvmlDeviceGetMemoryInfo_v2") to the NVML error code it raises.
 Usable by other engineers' tests: `from tests.fake_nvml import FakeNVML, DATACENTER` (or add tests/ to
 sys.path). Installing resets aiworkbook.telemetry.nvml_backend so NVML is "initialised" afresh.
+
+The fake mirrors nvidia-ml-py (checked by tests/test_telemetry_nvml_api.py against the installed
+pynvml.py): it replaces only functions that reach libnvidia-ml, under their real names and with
+their real parameters; handles are real `c_nvmlDevice_t` pointers (a fresh pointer object per call,
+as the real bindings return); answers are the real ctypes structs (c_nvmlMemory_v2_t, nvmlPciInfo_t,
+c_nvmlSample_t with its c_nvmlValue_t union, c_nvmlEventData_t, ...); errors are real
+`pynvml.NVMLError(code)` instances, i.e. the NVMLError_<Name> subclasses. Wrappers that only
+delegate (nvmlInit -> nvmlInitWithFlags, nvmlDeviceGetPciInfo -> _v3, the unversioned
+nvmlDeviceGetComputeRunningProcesses -> _v3 under throwOnVersionMismatch, nvmlEventSetWait -> _v2)
+are left real, so their conversions (e.g. FunctionNotFound -> NVMLLibraryMismatchError) run too. A
+call that slips through to the real library is recorded in `fake.unstubbed`.
 """
 
 from __future__ import annotations
 
 import copy
-from types import SimpleNamespace
+import ctypes
+import functools
 from typing import Any
 
 import pynvml
@@ -50,6 +63,11 @@ DATACENTER: dict[str, Any] = {
     "nvlinks": 18,
     "mig": None,
     "processes": [(4242, 1_000_000_000)],
+    "event_types": (
+        pynvml.nvmlEventTypeXidCriticalError
+        | pynvml.nvmlEventTypeSingleBitEccError
+        | pynvml.nvmlEventTypeDoubleBitEccError
+    ),
     "unsupported": {},
 }
 
@@ -59,7 +77,8 @@ MIG: dict[str, Any] = {
     "uuid": "GPU-00000000-fake-a100-mig",
     "cc": (8, 0),
     "power_limit_mw": 400_000,
-    "mig": [(0, "MIG-fake-0", 20_000_000_000, 5_000_000), (2, "MIG-fake-2", 40_000_000_000, 7_000_000)],
+    # MIG devices (index, uuid, total, used): NVML numbers existing MIG devices 0..n-1 under the parent
+    "mig": [(0, "MIG-fake-0", 20_000_000_000, 5_000_000), (1, "MIG-fake-1", 40_000_000_000, 7_000_000)],
     "processes": [(4243, None)],
     "nvlinks": 12,
     "unsupported": {
@@ -78,6 +97,7 @@ CONSUMER: dict[str, Any] = {
     "power_limit_mw": 450_000,
     "throttle": 0x1,  # idle
     "nvlinks": 0,
+    "event_types": pynvml.nvmlEventTypeXidCriticalError,
     "unsupported": {
         "nvmlDeviceGetTotalEccErrors": NS,
         "nvmlDeviceGetRemappedRows": NS,
@@ -85,24 +105,31 @@ CONSUMER: dict[str, Any] = {
     },
 }
 
+#: A Pascal card on an R470-era driver with today's nvidia-ml-py: the Python bindings all exist, but
+#: the newer C symbols do not (FunctionNotFound at call time): clocks-event reasons (R535), memory
+#: info v2, compute processes _v3; Pascal has no energy counter (NotSupported).
 OLD_DRIVER: dict[str, Any] = {
     **CONSUMER,
     "name": "NVIDIA GeForce GTX 1080",
     "uuid": "GPU-00000000-fake-1080",
+    "cc": (6, 1),
+    "throttle": 0x1 | 0x4,  # idle, sw_power_cap: answered by the deprecated ThrottleReasons symbol
     "unsupported": {
         **CONSUMER["unsupported"],
         "nvmlDeviceGetCurrentClocksEventReasons": FNF,
-        "nvmlDeviceGetCurrentClocksThrottleReasons": FNF,
-        "nvmlDeviceGetTotalEnergyConsumption": FNF,
+        "nvmlDeviceGetMemoryInfo_v2": FNF,
+        "nvmlDeviceGetComputeRunningProcesses_v3": FNF,
+        "nvmlDeviceGetTotalEnergyConsumption": NS,
         "nvmlDeviceGetSamples": FNF,
-        "nvmlSystemGetCudaDriverVersion": FNF,
     },
 }
 
-#: The stubbed functions (every one the telemetry package calls).
+#: The stubbed functions: every nvidia-ml-py function on the telemetry's path that reaches the C
+#: library (the delegating wrappers named in the module docstring stay real).
 STUBBED = (
-    "nvmlInit nvmlShutdown nvmlSystemGetDriverVersion nvmlSystemGetCudaDriverVersion nvmlDeviceGetCount "
-    "nvmlDeviceGetHandleByIndex nvmlDeviceGetName nvmlDeviceGetUUID nvmlDeviceGetPciInfo nvmlDeviceGetVbiosVersion "
+    "nvmlInitWithFlags nvmlShutdown nvmlSystemGetDriverVersion nvmlSystemGetCudaDriverVersion "
+    "nvmlDeviceGetCount nvmlDeviceGetHandleByIndex nvmlDeviceGetIndex nvmlDeviceGetName "
+    "nvmlDeviceGetUUID nvmlDeviceGetPciInfo_v3 nvmlDeviceGetVbiosVersion "
     "nvmlDeviceGetCudaComputeCapability nvmlDeviceGetMigMode nvmlDeviceGetMaxMigDeviceCount "
     "nvmlDeviceGetMigDeviceHandleByIndex nvmlDeviceGetMemoryInfo nvmlDeviceGetUtilizationRates "
     "nvmlDeviceGetTemperature nvmlDeviceGetPowerUsage nvmlDeviceGetEnforcedPowerLimit "
@@ -110,30 +137,76 @@ STUBBED = (
     "nvmlDeviceGetPerformanceState nvmlDeviceGetCurrentClocksEventReasons "
     "nvmlDeviceGetCurrentClocksThrottleReasons nvmlDeviceGetTotalEccErrors nvmlDeviceGetRemappedRows "
     "nvmlDeviceGetCurrPcieLinkGeneration nvmlDeviceGetCurrPcieLinkWidth nvmlDeviceGetPcieThroughput "
-    "nvmlDeviceGetNvLinkState nvmlDeviceGetComputeRunningProcesses nvmlDeviceGetSamples "
-    "nvmlEventSetCreate nvmlDeviceRegisterEvents nvmlEventSetWait_v2 nvmlEventSetWait nvmlEventSetFree "
-    "nvmlDeviceGetSupportedEventTypes"
+    "nvmlDeviceGetNvLinkState nvmlDeviceGetComputeRunningProcesses_v3 "
+    "nvmlDeviceGetComputeRunningProcesses_v2 nvmlDeviceGetSamples nvmlEventSetCreate "
+    "nvmlDeviceGetSupportedEventTypes nvmlDeviceRegisterEvents nvmlEventSetWait_v2 nvmlEventSetFree"
 ).split()
+
+#: Functions whose first parameter is a device handle (the stub passes the profile in its place).
+_NO_HANDLE = {
+    "nvmlInitWithFlags",
+    "nvmlShutdown",
+    "nvmlSystemGetDriverVersion",
+    "nvmlSystemGetCudaDriverVersion",
+    "nvmlDeviceGetCount",
+    "nvmlDeviceGetHandleByIndex",
+    "nvmlEventSetCreate",
+    "nvmlEventSetWait_v2",
+    "nvmlEventSetFree",
+}
+
+#: What the fake answers for a MIG device handle (anything else: NotSupported).
+_MIG_DEVICE_FUNCTIONS = {"nvmlDeviceGetUUID", "nvmlDeviceGetMemoryInfo"}
+
+_NO_INSTANCE = 0xFFFFFFFF
 
 
 def _err(code: int) -> pynvml.NVMLError:
+    """The real exception: NVMLError(code) is an instance of the NVMLError_<Name> subclass."""
     return pynvml.NVMLError(code)
 
 
+def _addr(ptr: Any) -> int | None:
+    try:
+        return ctypes.cast(ptr, ctypes.c_void_p).value
+    except (ctypes.ArgumentError, TypeError):
+        return None
+
+
 class FakeNVML:
-    """Installs stubs for STUBBED on the pynvml module; `driver=False` makes nvmlInit fail."""
+    """Installs stubs for STUBBED on the pynvml module. `driver=False` makes nvmlInit fail with
+    DriverNotLoaded; `init_error=<NVML code>` with any other code (e.g. NVML_ERROR_LIBRARY_NOT_FOUND)."""
 
     def __init__(
-        self, profiles: list[dict[str, Any]], *, driver: bool = True, driver_version: str = "550.54.15"
+        self,
+        profiles: list[dict[str, Any]],
+        *,
+        driver: bool = True,
+        driver_version: str = "550.54.15",
+        init_error: int | None = None,
     ):
         self.profiles = [copy.deepcopy(p) for p in profiles]
-        self.driver = driver
+        self.driver = driver and init_error is None
+        self.init_error = init_error if init_error is not None else pynvml.NVML_ERROR_DRIVER_NOT_LOADED
         self.driver_version = driver_version
         self.now = 100.0
         self.lost: set[int] = set()
         self.calls = 0
-        self.events: list[SimpleNamespace] = []
+        self.events: list[pynvml.c_nvmlEventData_t] = []
+        self.registered: dict[int, int] = {}  # device index -> registered event mask
+        self.unstubbed: list[str] = []
         self._saved: dict[str, Any] = {}
+        # opaque device structs kept alive; handles are pointers to them, as libnvidia-ml's are
+        self._dev_structs = [pynvml.struct_c_nvmlDevice_t() for _ in self.profiles]
+        self._devs = {_addr(ctypes.pointer(d)): i for i, d in enumerate(self._dev_structs)}
+        self._mig_structs: list[Any] = []
+        self._migs: dict[int, tuple[int, tuple, Any]] = {}  # address -> (parent, record, struct)
+        for i, p in enumerate(self.profiles):
+            for rec in p.get("mig") or []:
+                st = pynvml.struct_c_nvmlDevice_t()
+                self._mig_structs.append(st)
+                self._migs[_addr(ctypes.pointer(st))] = (i, rec, st)
+        self._event_set_struct = pynvml.struct_c_nvmlEventSet_t()
 
     # -- control -------------------------------------------------------------------------------
     def clock(self) -> float:
@@ -148,14 +221,19 @@ class FakeNVML:
     def lose(self, index: int) -> None:
         self.lost.add(index)
 
-    def inject_xid(self, index: int, xid: int) -> None:
+    def handle(self, index: int) -> Any:
+        """A fresh c_nvmlDevice_t pointer to device `index` (a new object each time, as pynvml's)."""
+        return pynvml.c_nvmlDevice_t(self._dev_structs[index])
+
+    def inject_xid(self, index: int, xid: int, gpu_instance: int = _NO_INSTANCE) -> None:
+        """Queue an XID event, as c_nvmlEventData_t (only if the device registered for XIDs)."""
         self.events.append(
-            SimpleNamespace(
-                device=("dev", index),
+            pynvml.c_nvmlEventData_t(
+                device=self.handle(index),
                 eventType=pynvml.nvmlEventTypeXidCriticalError,
                 eventData=xid,
-                gpuInstanceId=0xFFFFFFFF,
-                computeInstanceId=0xFFFFFFFF,
+                gpuInstanceId=gpu_instance,
+                computeInstanceId=_NO_INSTANCE,
             )
         )
 
@@ -165,8 +243,10 @@ class FakeNVML:
 
         nvml_backend.reset()
         for name in STUBBED:
-            self._saved[name] = getattr(pynvml, name, None)
-            setattr(pynvml, name, self._stub(name))
+            self._saved[name] = getattr(pynvml, name)  # AttributeError: the real module lacks it
+            setattr(pynvml, name, self._stub(name, self._saved[name]))
+        self._saved["_nvmlGetFunctionPointer"] = pynvml._nvmlGetFunctionPointer
+        pynvml._nvmlGetFunctionPointer = self._unstubbed
         return self
 
     def uninstall(self) -> None:
@@ -183,29 +263,53 @@ class FakeNVML:
     def __exit__(self, *exc) -> None:
         self.uninstall()
 
-    # -- the stubs -----------------------------------------------------------------------------
-    def _stub(self, name: str):
-        impl = getattr(self, "_" + name)
+    def _unstubbed(self, name: str):
+        """A real binding reached for the C library: the fake is missing a stub."""
+        self.unstubbed.append(name)
+        raise _err(pynvml.NVML_ERROR_UNINITIALIZED)
 
+    # -- the stubs -----------------------------------------------------------------------------
+    def _stub(self, name: str, real: Any):
+        impl = getattr(self, "_" + name)
+        takes_handle = name not in _NO_HANDLE
+
+        @functools.wraps(real)
         def stub(*args, **kwargs):
             self.calls += 1
-            if name not in ("nvmlInit", "nvmlShutdown") and not self.driver:
+            if name not in ("nvmlInitWithFlags", "nvmlShutdown") and not self.driver:
                 raise _err(pynvml.NVML_ERROR_UNINITIALIZED)
-            handle = args[0] if args and isinstance(args[0], tuple) and args[0][0] == "dev" else None
-            if handle is not None:
-                if handle[1] in self.lost:
+            if not takes_handle:
+                return impl(*args, **kwargs)
+            if not args:
+                raise TypeError(f"{name}() missing the device handle")
+            if not isinstance(args[0], pynvml.c_nvmlDevice_t):
+                raise ctypes.ArgumentError(f"{name}: expected a c_nvmlDevice_t, got {type(args[0]).__name__}")
+            addr = _addr(args[0])
+            if addr in self._migs:
+                parent, rec, _ = self._migs[addr]
+                if parent in self.lost:
                     raise _err(pynvml.NVML_ERROR_GPU_IS_LOST)
-                code = self.profiles[handle[1]]["unsupported"].get(name)
+                if name not in _MIG_DEVICE_FUNCTIONS:
+                    raise _err(NS)
+                target: Any = {"mig_device": rec}
+            elif addr in self._devs:
+                i = self._devs[addr]
+                if i in self.lost:
+                    raise _err(pynvml.NVML_ERROR_GPU_IS_LOST)
+                code = self.profiles[i]["unsupported"].get(name)
                 if code is not None:
                     raise _err(code)
-                return impl(self.profiles[handle[1]], *args[1:], **kwargs)
-            return impl(*args, **kwargs)
+                target = self.profiles[i]
+            else:
+                raise _err(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            return impl(target, *args[1:], **kwargs)
 
         return stub
 
-    def _nvmlInit(self):
+    # Device functions receive the profile (or {"mig": record} for a MIG handle) as `handle`.
+    def _nvmlInitWithFlags(self, flags):
         if not self.driver:
-            raise _err(pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+            raise _err(self.init_error)
 
     def _nvmlShutdown(self):
         return None
@@ -219,127 +323,180 @@ class FakeNVML:
     def _nvmlDeviceGetCount(self):
         return len(self.profiles)
 
-    def _nvmlDeviceGetHandleByIndex(self, i):
-        if not 0 <= i < len(self.profiles):
+    def _nvmlDeviceGetHandleByIndex(self, index):
+        if not 0 <= index < len(self.profiles):
             raise _err(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        return ("dev", i)
+        return self.handle(index)
 
-    def _nvmlDeviceGetName(self, p):
-        return p["name"]
+    def _index_of(self, profile: dict[str, Any]) -> int:
+        return next(i for i, p in enumerate(self.profiles) if p is profile)
 
-    def _nvmlDeviceGetUUID(self, p):
-        return p[1] if isinstance(p, tuple) else p["uuid"]  # a MIG handle carries its own UUID
+    def _nvmlDeviceGetIndex(self, handle):
+        return self._index_of(handle)
 
-    def _nvmlDeviceGetPciInfo(self, p):
-        return SimpleNamespace(busId=p["bus_id"])
+    def _nvmlDeviceGetName(self, handle):
+        return handle["name"]
 
-    def _nvmlDeviceGetVbiosVersion(self, p):
-        return p["vbios"]
+    def _nvmlDeviceGetUUID(self, handle):
+        return handle["mig_device"][1] if "mig_device" in handle else handle["uuid"]
 
-    def _nvmlDeviceGetCudaComputeCapability(self, p):
-        return p["cc"]
+    def _nvmlDeviceGetPciInfo_v3(self, handle):
+        info = pynvml.nvmlPciInfo_t()
+        info.busId = handle["bus_id"]
+        info.busIdLegacy = handle["bus_id"]
+        return info
 
-    def _nvmlDeviceGetMigMode(self, p):
-        return (1, 1) if p["mig"] else (0, 0)
+    def _nvmlDeviceGetVbiosVersion(self, handle):
+        return handle["vbios"]
 
-    def _nvmlDeviceGetMaxMigDeviceCount(self, p):
-        if not p["mig"]:
+    def _nvmlDeviceGetCudaComputeCapability(self, handle):
+        return tuple(handle["cc"])
+
+    def _nvmlDeviceGetMigMode(self, device):
+        on = pynvml.NVML_DEVICE_MIG_ENABLE if device["mig"] else pynvml.NVML_DEVICE_MIG_DISABLE
+        return [on, on]  # [current, pending], a list as pynvml returns it
+
+    def _nvmlDeviceGetMaxMigDeviceCount(self, device):
+        if not device["mig"]:
             raise _err(NS)
         return 7
 
-    def _nvmlDeviceGetMigDeviceHandleByIndex(self, p, j):
-        for slot, uuid, total, used in p["mig"] or []:
-            if slot == j:
-                return ("mig", uuid, total, used)
+    def _nvmlDeviceGetMigDeviceHandleByIndex(self, device, index):
+        for parent, rec, struct in self._migs.values():
+            if self.profiles[parent] is device and rec[0] == index:
+                return pynvml.c_nvmlDevice_t(struct)
         raise _err(pynvml.NVML_ERROR_NOT_FOUND)
 
-    def _nvmlDeviceGetMemoryInfo(self, p, version=None):
-        if isinstance(p, tuple) and p[0] == "mig":  # a MIG handle (not a ("dev", i) handle)
-            return SimpleNamespace(total=p[2], used=p[3], free=p[2] - p[3])
-        used, total = p["mem_used"], p["mem_total"]
-        reserved = p["mem_reserved"] if version else 0
-        return SimpleNamespace(total=total, used=used, free=total - used - reserved, reserved=reserved)
-
-    def _nvmlDeviceGetUtilizationRates(self, p):
-        return SimpleNamespace(gpu=p["util"][0], memory=p["util"][1])
-
-    def _nvmlDeviceGetTemperature(self, p, sensor):
-        return p["temp"]
-
-    def _nvmlDeviceGetPowerUsage(self, p):
-        return p["power_mw"]
-
-    def _nvmlDeviceGetEnforcedPowerLimit(self, p):
-        return p["power_limit_mw"]
-
-    def _nvmlDeviceGetTotalEnergyConsumption(self, p):
-        return p["energy_mj"]
-
-    def _nvmlDeviceGetClockInfo(self, p, kind):
-        return p["sm_clock"] if kind == pynvml.NVML_CLOCK_SM else p["mem_clock"]
-
-    def _nvmlDeviceGetMaxClockInfo(self, p, kind):
-        return p["sm_clock_max"] if kind == pynvml.NVML_CLOCK_SM else p["mem_clock_max"]
-
-    def _nvmlDeviceGetPerformanceState(self, p):
-        return p["pstate"]
-
-    def _nvmlDeviceGetCurrentClocksEventReasons(self, p):
-        return p["throttle"]
-
-    _nvmlDeviceGetCurrentClocksThrottleReasons = _nvmlDeviceGetCurrentClocksEventReasons
-
-    def _nvmlDeviceGetTotalEccErrors(self, p, err_type, counter):
-        i = (0 if counter == pynvml.NVML_VOLATILE_ECC else 2) + (
-            0 if err_type == pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED else 1
+    def _nvmlDeviceGetMemoryInfo(self, handle, version=None):
+        if "mig_device" in handle:  # a MIG device handle
+            _, _, total, used = handle["mig_device"]
+            return pynvml.c_nvmlMemory_t(total=total, free=total - used, used=used)
+        used, total, reserved = handle["mem_used"], handle["mem_total"], handle["mem_reserved"]
+        if not version:  # v1: no `reserved` field; the driver counts it as used
+            return pynvml.c_nvmlMemory_t(total=total, free=total - used - reserved, used=used + reserved)
+        code = handle["unsupported"].get("nvmlDeviceGetMemoryInfo_v2")
+        if code is not None:
+            raise _err(code)
+        if version != pynvml.nvmlMemory_v2:
+            raise _err(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        return pynvml.c_nvmlMemory_v2_t(
+            version=version, total=total, reserved=reserved, free=total - used - reserved, used=used
         )
-        return p["ecc"][i]
 
-    def _nvmlDeviceGetRemappedRows(self, p):
-        return p["remapped"]
+    def _nvmlDeviceGetUtilizationRates(self, handle):
+        return pynvml.c_nvmlUtilization_t(gpu=handle["util"][0], memory=handle["util"][1])
 
-    def _nvmlDeviceGetCurrPcieLinkGeneration(self, p):
-        return p["pcie"][0]
+    def _nvmlDeviceGetTemperature(self, handle, sensor):
+        if sensor != pynvml.NVML_TEMPERATURE_GPU:
+            raise _err(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return handle["temp"]
 
-    def _nvmlDeviceGetCurrPcieLinkWidth(self, p):
-        return p["pcie"][1]
+    def _nvmlDeviceGetPowerUsage(self, handle):
+        return handle["power_mw"]  # milliwatts
 
-    def _nvmlDeviceGetPcieThroughput(self, p, counter):
-        return p["pcie_kbps"][0 if counter == pynvml.NVML_PCIE_UTIL_TX_BYTES else 1]
+    def _nvmlDeviceGetEnforcedPowerLimit(self, handle):
+        return handle["power_limit_mw"]  # milliwatts
 
-    def _nvmlDeviceGetNvLinkState(self, p, link):
-        if link >= p["nvlinks"]:
-            raise _err(NS if link == 0 else pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        return 1
+    def _nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        return handle["energy_mj"]  # millijoules since the driver was loaded
 
-    def _nvmlDeviceGetComputeRunningProcesses(self, p):
-        return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in p["processes"]]
+    def _nvmlDeviceGetClockInfo(self, handle, type):  # noqa: A002 - pynvml's parameter name
+        return handle["sm_clock"] if type == pynvml.NVML_CLOCK_SM else handle["mem_clock"]
 
-    def _nvmlDeviceGetSamples(self, p, kind, since_us):
-        """Ten samples 100 ms apart ending at the fake clock, values from util/power."""
+    def _nvmlDeviceGetMaxClockInfo(self, handle, type):  # noqa: A002 - pynvml's parameter name
+        return handle["sm_clock_max"] if type == pynvml.NVML_CLOCK_SM else handle["mem_clock_max"]
+
+    def _nvmlDeviceGetPerformanceState(self, handle):
+        return handle["pstate"]
+
+    def _nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        return handle["throttle"]
+
+    def _nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+        return handle["throttle"]
+
+    def _nvmlDeviceGetTotalEccErrors(self, handle, errorType, counterType):  # noqa: N803
+        i = (0 if counterType == pynvml.NVML_VOLATILE_ECC else 2) + (
+            0 if errorType == pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED else 1
+        )
+        return handle["ecc"][i]
+
+    def _nvmlDeviceGetRemappedRows(self, device):
+        corr, unc, pending, failure = device["remapped"]
+        return (corr, unc, pending, failure)  # a 4-tuple of ints, as pynvml returns
+
+    def _nvmlDeviceGetCurrPcieLinkGeneration(self, handle):
+        return handle["pcie"][0]
+
+    def _nvmlDeviceGetCurrPcieLinkWidth(self, handle):
+        return handle["pcie"][1]
+
+    def _nvmlDeviceGetPcieThroughput(self, device, counter):
+        return device["pcie_kbps"][0 if counter == pynvml.NVML_PCIE_UTIL_TX_BYTES else 1]  # KB/s
+
+    def _nvmlDeviceGetNvLinkState(self, device, link):
+        if link >= device["nvlinks"]:
+            raise _err(NS if device["nvlinks"] == 0 else pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return pynvml.NVML_FEATURE_ENABLED
+
+    def _procs(self, handle) -> list:
+        out = []
+        for pid, used in handle["processes"]:
+            info = pynvml.c_nvmlProcessInfo_v3_t(
+                pid=pid,
+                usedGpuMemory=pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value if used is None else used,
+                gpuInstanceId=_NO_INSTANCE,
+                computeInstanceId=_NO_INSTANCE,
+            )
+            obj = pynvml.nvmlStructToFriendlyObject(info)
+            if obj.usedGpuMemory == pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value:
+                obj.usedGpuMemory = None  # what pynvml does (WDDM, MIG without permission)
+            out.append(obj)
+        return out
+
+    def _nvmlDeviceGetComputeRunningProcesses_v3(self, handle):
+        return self._procs(handle)
+
+    def _nvmlDeviceGetComputeRunningProcesses_v2(self, handle):
+        return self._procs(handle)
+
+    def _nvmlDeviceGetSamples(self, device, sampling_type, timeStamp):  # noqa: N803
+        """Ten samples 100 ms apart ending at the fake clock (CPU timestamps in microseconds), as
+        (NVML_VALUE_TYPE_UNSIGNED_INT, [c_nvmlSample_t]); NotFound when none is newer than timeStamp."""
         end = int(self.now * 1e6)
-        value = p["util"][0] if kind == pynvml.NVML_GPU_UTILIZATION_SAMPLES else p["power_mw"]
+        if sampling_type == pynvml.NVML_GPU_UTILIZATION_SAMPLES:
+            value = device["util"][0]
+        elif sampling_type == pynvml.NVML_TOTAL_POWER_SAMPLES:
+            value = device["power_mw"]
+        else:
+            raise _err(NS)
         rows = [
-            SimpleNamespace(timeStamp=end - k * 100_000, sampleValue=SimpleNamespace(uiVal=value))
+            pynvml.c_nvmlSample_t(timeStamp=end - k * 100_000, sampleValue=pynvml.c_nvmlValue_t(uiVal=value))
             for k in range(9, -1, -1)
         ]
-        return 1, [r for r in rows if r.timeStamp > since_us]
+        rows = [r for r in rows if r.timeStamp > timeStamp]
+        if not rows:
+            raise _err(pynvml.NVML_ERROR_NOT_FOUND)
+        return (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, rows)
 
     def _nvmlEventSetCreate(self):
-        return ("eventset",)
+        return pynvml.c_nvmlEventSet_t(self._event_set_struct)
 
-    def _nvmlDeviceRegisterEvents(self, p, types, event_set):
-        return None
+    def _nvmlDeviceRegisterEvents(self, handle, eventTypes, eventSet):  # noqa: N803
+        if eventTypes & ~handle["event_types"]:
+            raise _err(NS)
+        self.registered[self._index_of(handle)] = eventTypes
 
-    def _nvmlDeviceGetSupportedEventTypes(self, p):
-        return pynvml.nvmlEventTypeXidCriticalError
+    def _nvmlDeviceGetSupportedEventTypes(self, handle):
+        return handle["event_types"]
 
-    def _nvmlEventSetWait_v2(self, event_set, timeout_ms):
-        if not self.events:
-            raise _err(pynvml.NVML_ERROR_TIMEOUT)
-        return self.events.pop(0)
+    def _nvmlEventSetWait_v2(self, eventSet, timeoutms):  # noqa: N803
+        while self.events:
+            data = self.events.pop(0)
+            i = self._devs.get(_addr(data.device))
+            if i is not None and self.registered.get(i, 0) & data.eventType:
+                return data
+        raise _err(pynvml.NVML_ERROR_TIMEOUT)  # after `timeoutms` (the fake does not sleep)
 
-    _nvmlEventSetWait = _nvmlEventSetWait_v2
-
-    def _nvmlEventSetFree(self, event_set):
+    def _nvmlEventSetFree(self, eventSet):  # noqa: N803
         return None

@@ -39,3 +39,30 @@ def test_real_environment_and_sampler_window():
             time.sleep(0.5)
     summary = s.window(since=t0).summary()
     assert summary["n_samples"] >= 4 and "gpu0.power_w" in summary["metrics"]
+
+
+def test_real_gpu_api_shapes_the_fake_assumes():
+    """What tests/fake_nvml.py mirrors, checked on the real driver: samples, events, MIG, memory v2."""
+    from aiworkbook.telemetry import nvml_backend
+    from aiworkbook.telemetry.events import EventTimeline
+    from aiworkbook.telemetry.na import is_na
+
+    reader = GPUReader()
+    assert reader.count() >= 1, reader.status()
+    for i in range(reader.count()):
+        ident = reader.identity(i)
+        assert isinstance(ident["name"], str) and ident["uuid"].startswith(("GPU-", "MIG-"))
+        assert is_na(ident["mig_mode"]) or ident["mig_mode"] in ("enabled", "disabled")
+        row = reader.read(i)
+        assert is_na(row["throttle_reasons"]) or isinstance(row["throttle_reasons"], list)
+        for kind in ("gpu_util", "power"):
+            rows = reader.history(i, kind)
+            assert is_na(rows) or all(isinstance(t, int) and isinstance(v, float) for t, v in rows)
+            if not is_na(rows) and rows:  # nothing newer than the last sample: [] (NVML NotFound)
+                again = reader.history(i, kind, since_us=rows[-1][0])
+                assert is_na(again) or isinstance(again, list)
+    tl = EventTimeline(reader.handles())
+    assert tl.status.startswith(("watching", "no device", "unavailable")), tl.status
+    assert tl.poll() == [] or all("gpu" in e for e in tl.events)
+    tl.close()
+    assert nvml_backend.ensure() is None

@@ -20,10 +20,15 @@ env_mod = importlib.import_module("aiworkbook.telemetry.environment")
 
 @pytest.fixture
 def fleet():
+    from aiworkbook.telemetry.sampler import reset_shared_sampler
+
+    # environment() prefers the shared sampler's live reader: forget one an earlier test opened
+    reset_shared_sampler()
     with FakeNVML([DATACENTER, MIG, CONSUMER, OLD_DRIVER]) as fake:
         env_mod.reset()
         yield fake
     env_mod.reset()
+    reset_shared_sampler()
 
 
 def _value_or_na(v) -> bool:
@@ -47,13 +52,20 @@ def test_profile_specific_gaps_carry_their_reason(fleet):
     assert consumer["ecc_volatile_corrected"] == NA("not supported")
     assert consumer["remapped_uncorrectable"] == NA("not supported")
     assert consumer["nvlink_active"] == NA("not supported")
-    assert old["throttle_reasons"] == NA("function not found (driver too old)")
+    # an R470-era driver lacks the ClocksEventReasons symbol: the deprecated ThrottleReasons answers
+    assert old["throttle_reasons"] == ["gpu_idle", "sw_power_cap"] and old["throttle_mask"] == 0x5
+    assert old["mem_reserved_bytes"] == NA("memory info v2 not available")
+    assert old["mem_used_bytes"] == DATACENTER["mem_used"] + DATACENTER["mem_reserved"]  # v1 counts it
+    assert old["processes"][0]["pid"] == 4242  # the _v2 binding after NVMLLibraryMismatchError
+    assert old["energy_mj"] == NA("not supported") and is_na(old["power_avg_w"])
     assert dc["throttle_reasons"] == ["sw_power_cap"] and consumer["throttle_reasons"] == ["gpu_idle"]
     assert dc["pcie_tx_bps"] == 1000 * 1024.0  # NVML reports KB/s
     assert dc["mem_reserved_bytes"] == DATACENTER["mem_reserved"]
     caps = reader.capabilities()
     assert caps[0]["utilization"] == "ok" and caps[1]["utilization"] == "not supported"
-    assert caps[2]["ecc"] == "not supported" and caps[3]["energy"].startswith("function not found")
+    assert caps[2]["ecc"] == "not supported" and caps[3]["energy"] == "not supported"
+    assert caps[3]["throttle"] == "ok" and caps[3]["processes"] == "ok"
+    assert fleet.unstubbed == []  # every NVML call the readers made was answered by the fake
 
 
 def test_unsupported_groups_are_not_polled_again(fleet):
@@ -69,7 +81,9 @@ def test_unsupported_groups_are_not_polled_again(fleet):
     fleet._nvmlDeviceGetUtilizationRates = counting
     import pynvml
 
-    pynvml.nvmlDeviceGetUtilizationRates = fleet._stub("nvmlDeviceGetUtilizationRates")
+    pynvml.nvmlDeviceGetUtilizationRates = fleet._stub(
+        "nvmlDeviceGetUtilizationRates", fleet._saved["nvmlDeviceGetUtilizationRates"]
+    )
     reader.read_all()
     assert "NVIDIA A100-SXM4-80GB" not in calls  # MIG: probed once as unsupported
     assert "NVIDIA H100 80GB HBM3" in calls
@@ -79,7 +93,7 @@ def test_identity_with_mig_instances(fleet):
     reader = GPUReader(clock=fleet.clock)
     ident = reader.identity(1)
     assert ident["mig_mode"] == "enabled" and ident["compute_capability"] == "8.0"
-    assert [m["uuid"] for m in ident["mig_instances"]] == ["MIG-fake-0", "MIG-fake-2"]
+    assert [m["uuid"] for m in ident["mig_instances"]] == ["MIG-fake-0", "MIG-fake-1"]
     assert ident["cuda_driver"] == "12.4" and ident["driver"] == "550.54.15"
     assert reader.identity(0)["mig_instances"] == []
     assert reader.identity(3)["name"] == "NVIDIA GeForce GTX 1080"
@@ -135,7 +149,7 @@ def test_environment_contract(fleet):
     assert g0["throttle_reasons"] == ["sw_power_cap"] and g0["throttled"] is True
     assert g0["power_limit_w"] == 700.0 and g0["temperature_c"] == 54.0
     assert g1["util_gpu_pct"] == {"na": "not supported"}
-    assert env["gpus"][3]["throttled"] is None
+    assert env["gpus"][3]["throttled"] is True  # sw_power_cap, read through the deprecated symbol
     for key in ("cpu_model", "cores", "threads", "ram_bytes"):
         assert key in env["host"]
 

@@ -34,11 +34,30 @@ XID_NAMES: dict[int, str] = {
     120: "GSP error",
 }
 
+#: pynvml event-type constant -> our name. Registered as (mask & nvmlDeviceGetSupportedEventTypes);
+#: constants missing from an older nvidia-ml-py count as 0 (not registered).
 _TYPES = {
     "nvmlEventTypeXidCriticalError": "xid",
     "nvmlEventTypeDoubleBitEccError": "double_bit_ecc",
     "nvmlEventTypeSingleBitEccError": "single_bit_ecc",
+    "nvmlEventTypeDramRetirementFailure": "dram_retirement_failure",
+    "nvmlEventTypeFatalPoisonError": "fatal_poison",
+    "nvmlEventTypeGpuUnavailableError": "gpu_unavailable",
 }
+
+#: c_nvmlEventData_t.gpuInstanceId / computeInstanceId when the event is not tied to a MIG instance.
+_NO_INSTANCE = 0xFFFFFFFF
+
+
+def _address(handle: Any) -> Any:
+    """A device handle's identity: real handles are ctypes pointers (c_nvmlDevice_t), and two
+    pointer objects to the same device never compare equal, so compare the addresses."""
+    try:
+        import ctypes
+
+        return ctypes.cast(handle, ctypes.c_void_p).value
+    except Exception:  # not a ctypes pointer
+        return handle
 
 
 class EventTimeline:
@@ -78,8 +97,9 @@ class EventTimeline:
         self.status = f"watching GPU(s) {registered}" if registered else "no device supports critical events"
 
     def _index(self, dev: Any) -> int | None:
+        addr = _address(dev)
         for i, h in enumerate(self._handles):
-            if h is dev or h == dev:
+            if not is_na(h) and (h is dev or _address(h) == addr):
                 return i
         idx = nvml_backend.call("nvmlDeviceGetIndex", dev)
         return None if is_na(idx) else int(idx)
@@ -105,9 +125,15 @@ class EventTimeline:
                     "type": kind,
                     "data": int(data.eventData),
                 }
-                if kind == "xid":
+                if kind == "xid":  # eventData holds the XID number
                     ev["xid"] = int(data.eventData)
                     ev["description"] = XID_NAMES.get(int(data.eventData), "see NVIDIA's XID catalogue")
+                gi = getattr(data, "gpuInstanceId", _NO_INSTANCE)
+                if gi != _NO_INSTANCE:  # an event of one MIG instance
+                    ev["gpu_instance"] = int(gi)
+                    ci = getattr(data, "computeInstanceId", _NO_INSTANCE)
+                    if ci != _NO_INSTANCE:
+                        ev["compute_instance"] = int(ci)
                 new.append(ev)
             self.events.extend(new)
             del self.events[: max(0, len(self.events) - self._max)]

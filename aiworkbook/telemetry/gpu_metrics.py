@@ -13,7 +13,9 @@ from typing import Any
 
 from aiworkbook.telemetry.na import NA
 
-#: Clocks-event (throttle) reason bits as NVML defines them, by name.
+#: Clocks-event (throttle) reason bits as nvidia-ml-py defines them (nvmlClocksEventReason* and the
+#: deprecated nvmlClocksThrottleReason* aliases, which alone name 0x200 and 0x400), by name.
+#: tests/test_telemetry_nvml_api.py checks this table against the installed pynvml constants.
 THROTTLE_REASONS: dict[int, str] = {
     0x1: "gpu_idle",
     0x2: "applications_clocks_setting",
@@ -24,6 +26,8 @@ THROTTLE_REASONS: dict[int, str] = {
     0x40: "hw_thermal_slowdown",
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
+    0x200: "board_limit",
+    0x400: "reliability",
 }
 
 
@@ -51,12 +55,23 @@ class Group:
 
 
 def _memory(nv, h) -> tuple:
-    try:  # v2 adds `reserved` (driver/ECC memory that is neither used nor free)
+    # version=nvmlMemory_v2 makes pynvml call the C symbol nvmlDeviceGetMemoryInfo_v2 and return a
+    # c_nvmlMemory_v2_t (adds `reserved`: driver/ECC memory that is neither used nor free). A driver
+    # without that symbol raises FunctionNotFound; one that rejects the struct version raises
+    # ArgumentVersionMismatch: then fall back to v1 (c_nvmlMemory_t: total, free, used).
+    fallback = tuple(
+        getattr(nv, n)
+        for n in (
+            "NVMLError_FunctionNotFound",
+            "NVMLError_NotSupported",
+            "NVMLError_ArgumentVersionMismatch",
+        )
+        if hasattr(nv, n)
+    )
+    try:
         m = nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2)
         return int(m.total), int(m.used), int(m.free), int(m.reserved)
-    except nv.NVMLError as exc:
-        if isinstance(exc, nv.NVMLError_GpuIsLost):
-            raise
+    except fallback:
         m = nv.nvmlDeviceGetMemoryInfo(h)
         return int(m.total), int(m.used), int(m.free), NA("memory info v2 not available")
 
@@ -67,11 +82,17 @@ def _util(nv, h) -> tuple:
 
 
 def _throttle(nv, h) -> tuple:
-    fn = (
-        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
-        or nv.nvmlDeviceGetCurrentClocksThrottleReasons
-    )
-    mask = int(fn(h))
+    # nvidia-ml-py >= 12.535 always has the Python binding nvmlDeviceGetCurrentClocksEventReasons;
+    # what a driver older than R535 lacks is the C symbol, so the call raises FunctionNotFound (the
+    # attribute is never missing). Then ask the deprecated ThrottleReasons symbol (same bits).
+    new = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    if new is None:  # nvidia-ml-py older than 12.535
+        mask = int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(h))
+    else:
+        try:
+            mask = int(new(h))
+        except nv.NVMLError_FunctionNotFound:
+            mask = int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(h))
     return mask, decode_throttle(mask)
 
 
@@ -99,17 +120,25 @@ def _pcie_tp(nv, h) -> tuple:
 
 
 def _nvlink(nv, h) -> tuple:
+    # nvmlDeviceGetNvLinkState(h, link) -> NVML_FEATURE_ENABLED (1) / DISABLED (0) per link. A link
+    # index the device does not have raises InvalidArgument, a device (or a single floor-swept link)
+    # without NVLink NotSupported: ask every link up to NVML_NVLINK_MAX_LINKS (the constant grew
+    # 6 -> 12 -> 18 -> 36 across versions) rather than stop at the first gap.
     active = 0
     seen = 0
+    first_error = None
     for link in range(nv.NVML_NVLINK_MAX_LINKS):
         try:
             state = nv.nvmlDeviceGetNvLinkState(h, link)
         except nv.NVMLError as exc:
-            if seen == 0 and link == 0:
-                raise exc  # not supported on this device at all
-            break
+            if isinstance(exc, nv.NVMLError_GpuIsLost):
+                raise
+            first_error = first_error or exc
+            continue
         seen += 1
-        active += int(bool(state))
+        active += int(state == nv.NVML_FEATURE_ENABLED)
+    if seen == 0 and first_error is not None:
+        raise first_error  # no link answered: not supported on this device at all
     return active, seen
 
 
@@ -130,7 +159,13 @@ def _max_clocks(nv, h) -> tuple:
 def _processes(nv, h) -> tuple:
     from aiworkbook.telemetry.processes import describe
 
-    return (describe(nv.nvmlDeviceGetComputeRunningProcesses(h)),)
+    # The unversioned binding calls the _v3 symbol and, on a driver without it, raises
+    # NVMLLibraryMismatchError (not an NVMLError): fall back to the _v2 binding then.
+    try:
+        procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
+    except nv.NVMLLibraryMismatchError:
+        procs = nv.nvmlDeviceGetComputeRunningProcesses_v2(h)
+    return (describe(procs),)
 
 
 GROUPS: tuple[Group, ...] = (

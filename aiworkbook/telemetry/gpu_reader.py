@@ -36,6 +36,7 @@ class GPUReader:
         self._static: list[dict[str, Any]] = []
         self._lost: set[int] = set()
         self._rates = RateTracker()
+        self._read_lock = threading.Lock()  # the sampler thread and environment() may both read
 
     # -- opening -------------------------------------------------------------------------------
     def _open(self) -> None:
@@ -115,9 +116,11 @@ class GPUReader:
         if is_na(n):
             return n
         out = []
-        for j in range(int(n)):
+        for j in range(int(n)):  # n = the most MIG devices this GPU can hold, not how many exist
             mh = nvml_backend.call("nvmlDeviceGetMigDeviceHandleByIndex", h, j)
-            if is_na(mh):  # empty slot: NVML answers "not found"
+            if is_na(mh):  # no MIG device at this index: NVML answers "not found"
+                if mh.reason == LOST:
+                    return mh
                 continue
             mem = nvml_backend.call("nvmlDeviceGetMemoryInfo", mh)
             out.append(
@@ -160,9 +163,10 @@ class GPUReader:
 
             return {"index": index, **{f: h for f in FIELDS}}
         out: dict[str, Any] = {"index": index}
-        out.update(self._read_groups(index, h, static=False))
-        out.update(self._static[index])
-        out["power_avg_w"] = self._rates.rate(f"{index}.energy", out.get("energy_mj"), t, scale=1e-3)
+        with self._read_lock:
+            out.update(self._read_groups(index, h, static=False))
+            out.update(self._static[index])
+            out["power_avg_w"] = self._rates.rate(f"{index}.energy", out.get("energy_mj"), t, scale=1e-3)
         return out
 
     def read_all(self) -> list[dict[str, Any]]:
@@ -197,12 +201,15 @@ class GPUReader:
             "nvmlDeviceGetSamples", self._handles[index], getattr(nv, types[kind]), int(since_us)
         )
         if is_na(res):
-            return res
-        vtype, samples = res
+            # NVML answers NOT_FOUND when its buffer holds no sample newer than `since_us`
+            return [] if res.reason == "not found" else res
+        vtype, samples = res  # (nvmlValueType_t, [c_nvmlSample_t(timeStamp, sampleValue union)])
         attr = _VALUE_FIELDS.get(int(vtype), "uiVal")
         scale = 1e-3 if kind == "power" else 1.0  # power samples are milliwatts
         return [(int(s.timeStamp), float(getattr(s.sampleValue, attr)) * scale) for s in samples]
 
 
-#: nvmlValueType_t -> the union member that holds the value.
-_VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}
+#: nvmlValueType_t (NVML_VALUE_TYPE_*) -> the c_nvmlValue_t union member that holds the value.
+#: Utilisation and power samples come as NVML_VALUE_TYPE_UNSIGNED_INT (uiVal): percent, milliwatts.
+#: tests/test_telemetry_nvml_api.py checks this against the installed pynvml.
+_VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}

@@ -17,6 +17,9 @@ from aiworkbook.telemetry.na import NA
 _lock = threading.RLock()
 _state: str | None = None  # None: not tried yet; "ok": initialised; else the reason it failed
 _atexit_registered = False
+#: Set by the atexit hook: a daemon sampler thread still polling while the interpreter exits must
+#: not initialise NVML again after it was shut down.
+_EXITING = "NVML shut down (interpreter exiting)"
 
 #: NVML return codes as short, user-facing reasons (names kept close to nvidia-smi's wording).
 _REASONS = {
@@ -32,8 +35,22 @@ _REASONS = {
     "NVML_ERROR_NOT_FOUND": "not found",
     "NVML_ERROR_NO_DATA": "no data yet",
     "NVML_ERROR_RESET_REQUIRED": "GPU requires reset",
+    "NVML_ERROR_ARGUMENT_VERSION_MISMATCH": "not supported (struct version unknown to this driver)",
+    "NVML_ERROR_INVALID_ARGUMENT": "invalid argument",
+    "NVML_ERROR_INSUFFICIENT_SIZE": "insufficient size",
+    "NVML_ERROR_CORRUPTED_INFOROM": "corrupted infoROM",
+    "NVML_ERROR_IN_USE": "in use",
+    "NVML_ERROR_MEMORY": "insufficient host memory",
+    "NVML_ERROR_NOT_READY": "not ready",
+    "NVML_ERROR_GPU_NOT_FOUND": "GPU not found",
+    "NVML_ERROR_OPERATING_SYSTEM": "blocked by the operating system",
     "NVML_ERROR_UNKNOWN": "unknown NVML error",
 }
+
+#: What an unversioned binding (e.g. nvmlDeviceGetComputeRunningProcesses, wrapped by pynvml's
+#: throwOnVersionMismatch) raises on a driver that lacks the versioned symbol: pynvml turns the
+#: FunctionNotFound into NVMLLibraryMismatchError, which is NOT an NVMLError subclass.
+DRIVER_TOO_OLD = "function not found (driver too old)"
 
 
 def reason(exc: BaseException) -> str:
@@ -42,11 +59,22 @@ def reason(exc: BaseException) -> str:
         import pynvml
     except ImportError:  # pragma: no cover - nvidia-ml-py is a dependency
         return str(exc) or type(exc).__name__
+    # pynvml raises NVMLError(code), whose __new__ returns the NVMLError_<Name> subclass with
+    # `.value` = the code; compare codes (works for the subclass and a bare NVMLError alike).
+    # Duck-typed on the class name too, so an error from another copy of the module still maps.
     code = getattr(exc, "value", None)
-    if isinstance(exc, pynvml.NVMLError) and code is not None:
+    is_nvml = isinstance(exc, pynvml.NVMLError) or type(exc).__name__.startswith("NVMLError")
+    if is_nvml and isinstance(code, int):
         for name, text in _REASONS.items():
             if getattr(pynvml, name, object()) == code:
                 return text
+        try:
+            return f"NVML error {int(code)}: {exc}"
+        except Exception:  # str() asks libnvidia-ml for unknown codes
+            return f"NVML error {code}"
+    mismatch = getattr(pynvml, "NVMLLibraryMismatchError", None)
+    if mismatch is not None and isinstance(exc, mismatch):
+        return DRIVER_TOO_OLD
     return str(exc) or type(exc).__name__
 
 
@@ -66,7 +94,7 @@ def ensure() -> str | None:
                 except Exception as exc:  # NVMLError, OSError from a broken library
                     _state = reason(exc)
             if _state == "ok" and not _atexit_registered:
-                atexit.register(shutdown)
+                atexit.register(_shutdown_at_exit)
                 _atexit_registered = True
         return None if _state == "ok" else _state
 
@@ -102,12 +130,24 @@ def shutdown() -> None:
                 module().nvmlShutdown()
             except Exception:
                 pass
-        _state = None
+        if _state != _EXITING:
+            _state = None
+
+
+def _shutdown_at_exit() -> None:
+    """The atexit hook: shut NVML down and refuse to initialise it again in this process."""
+    global _state
+    with _lock:
+        shutdown()
+        _state = _EXITING
 
 
 def reset() -> None:
     """Forget the cached state (tests that install a fake NVML call this)."""
-    shutdown()
+    global _state
+    with _lock:
+        shutdown()
+        _state = None
 
 
 def text(v: Any) -> Any:

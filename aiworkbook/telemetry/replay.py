@@ -6,6 +6,7 @@ a GPU. A trace says where it came from: "recorded on <GPU>, <date>", or syntheti
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import time
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
-from aiworkbook.persist import read_jsonl
 from aiworkbook.telemetry.export import TRACE_KIND, TRACE_SCHEMA_VERSION
 from aiworkbook.telemetry.na import NA, from_json
 from aiworkbook.telemetry.sample import Sample
@@ -58,14 +58,56 @@ def shipped_traces() -> list[Path]:
 
 
 def load_trace(path: str | os.PathLike) -> tuple[dict[str, Any], list[Sample]]:
-    """(header, samples) of a trace file, with a clear error when it is not one."""
-    header, rows = read_jsonl(path, kind=TRACE_KIND, max_version=TRACE_SCHEMA_VERSION)
+    """(header, samples) of a trace file, with a clear error naming the file and the line (counted
+    from 1, blank lines included) when it is not one."""
+    p = Path(path)
     try:
-        samples = [Sample.from_json(r) for r in rows]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SpecError("rows", str(exc), "samples with t, wall, gpus, host", source=str(path)) from None
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("path", str(p), "an existing trace file", source=str(p)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError("path", str(p), f"a readable UTF-8 trace file ({exc})", source=str(p)) from None
+    rows: list[tuple[int, Any]] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((n, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise SpecError(
+                "json", f"line {n}: {exc.msg}", "one JSON object per line", source=str(p)
+            ) from None
+    if not rows:
+        raise SpecError("header", "empty file", "a trace header line", source=str(p))
+    n0, header = rows.pop(0)
+    if not isinstance(header, dict):
+        raise SpecError("header", f"line {n0}: {header!r}"[:200], "a JSON object", source=str(p))
+    if header.get("kind") != TRACE_KIND:
+        raise SpecError("kind", header.get("kind"), f"'{TRACE_KIND}' (line {n0})", source=str(p))
+    v = header.get("schema_version")
+    if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= TRACE_SCHEMA_VERSION:
+        raise SpecError(
+            "schema_version", v, f"an integer 1..{TRACE_SCHEMA_VERSION} (line {n0})", source=str(p)
+        )
+    samples = []
+    for n, row in rows:
+        try:
+            if not isinstance(row, dict):
+                raise TypeError(f"a sample is a JSON object, not {type(row).__name__}")
+            if not isinstance(row.get("gpus", []), list) or not all(
+                isinstance(g, dict) for g in row.get("gpus", [])
+            ):
+                raise TypeError("'gpus' must be a list of objects")
+            if not isinstance(row.get("host", {}), dict):
+                raise TypeError("'host' must be an object")
+            samples.append(Sample.from_json(row))
+        except (KeyError, TypeError, ValueError) as exc:
+            what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise SpecError(
+                "sample", f"line {n}: {what}", "samples with t, wall, gpus, host", source=str(p)
+            ) from None
     if not samples:
-        raise SpecError("rows", 0, "at least one sample", source=str(path))
+        raise SpecError("rows", 0, "at least one sample", source=str(p))
     return header, samples
 
 

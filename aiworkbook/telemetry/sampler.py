@@ -166,9 +166,11 @@ class Sampler:
                     ring.append(row)
                 self._hires_since[key] = rows[-1][0]
 
-    def _run(self) -> None:
+    def _run(self, stop: threading.Event) -> None:
+        # `stop` belongs to this worker alone: a start() racing a stop() from another thread
+        # gets a fresh event, so an old worker can never be revived (and orphaned) by it.
         next_t = self._clock()
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 self.sample_now()
             except Exception as exc:  # a reader bug must not kill the shared sampler
@@ -179,15 +181,17 @@ class Sampler:
             if delay < 0:  # fell behind (slow NVML, suspended laptop): skip, do not burst
                 next_t = self._clock()
                 delay = 0
-            self._stop.wait(delay)
+            stop.wait(delay)
 
     def start(self) -> Sampler:
         """Start the worker thread (no-op when already running)."""
         with self._lock:
             if self.running:
                 return self
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name="aiworkbook-telemetry", daemon=True)
+            self._stop = threading.Event()
+            self._thread = threading.Thread(
+                target=self._run, args=(self._stop,), name="aiworkbook-telemetry", daemon=True
+            )
             self._thread.start()
         return self
 
