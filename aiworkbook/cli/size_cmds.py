@@ -54,6 +54,11 @@ def _opts(
     ),
     engine: str = typer.Option("hf", "--engine", help="hf | vllm | trtllm"),
     gpu_util: float = typer.Option(0.9, "--gpu-util", help="Memory utilisation budget (fraction)."),
+    max_batched_tokens: int = typer.Option(
+        None,
+        "--max-batched-tokens",
+        help="Prompt tokens per prefill forward (vLLM max_num_batched_tokens; default: engine's, hf: all).",
+    ),
 ):
     return dict(
         mode=mode,
@@ -75,6 +80,7 @@ def _opts(
         context=context,
         engine=engine,
         gpu_memory_utilization=gpu_util,
+        max_batched_tokens=max_batched_tokens,
     )
 
 

@@ -128,14 +128,33 @@ def logits_bytes(spec, w: Workload, b, s):
     return 4 * n * spec.vocab_size // w.tp + 4
 
 
+#: vLLM's max_num_batched_tokens (API server on a large GPU) and TensorRT-LLM's max_num_tokens default.
+ENGINE_BATCHED_TOKENS = 8192
+
+
+def prefill_tokens(w: Workload, batch, seq):
+    """Prompt tokens one prefill forward holds: every prompt at once (hf), or the engine's token budget.
+
+    vLLM and TensorRT-LLM reserve the peak of a profile forward of max_num_batched_tokens tokens,
+    whatever the concurrency; plain PyTorch (`hf`) prefills all sequences together unless capped.
+    """
+    if w.engine != "hf":
+        return (w.max_batched_tokens or ENGINE_BATCHED_TOKENS) + 0 * batch * seq
+    n = batch * seq
+    if w.max_batched_tokens is None:
+        return n
+    return n.clip(max=w.max_batched_tokens) if hasattr(n, "clip") else min(n, w.max_batched_tokens)
+
+
 def inference_activation_bytes(spec, w: Workload, batch, seq):
     """Peak transient of one layer during prefill (nothing is kept for backward)."""
-    e = width(w.precision) if w.precision == "fp32" else 2
+    e = width(w.precision)
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
-    n = batch * seq
+    n = prefill_tokens(w, batch, seq)
     mlp = (3 if spec.gated_mlp else 2) * i * max(1, spec.experts_per_token)
     per_tok = (2 * h + a * d + 2 * k * d + mlp) * e
-    scores = 0 if w.flash else batch * a * seq * seq * 4
+    # eager (hf only: engines run fused attention) materialises fp32 scores: n queries x seq keys
+    scores = n * a * seq * 4 if (w.engine == "hf" and not w.flash) else 0
     return (n * per_tok + scores) // w.tp
 
 

@@ -29,14 +29,27 @@ def budget(w: Workload, gpu) -> int:
     return int(_gpu(gpu).usable_memory_bytes * w.gpu_memory_utilization)
 
 
-def kv_budget(spec, w: Workload, gpu, device: str = "cuda") -> int:
-    """Bytes left for the KV cache after everything else the engine holds."""
+def _kv_budget_at(spec, w: Workload, gpu, n, ctx, device: str = "cuda") -> int:
+    """Bytes left for the KV cache of n sequences of ctx tokens after everything else the engine holds.
+
+    vLLM: `total · gpu_memory_utilization − (weights + profile-run activations + non-torch memory)`;
+    TensorRT-LLM: `free_gpu_memory_fraction · (total − everything but the cache)`.
+    """
     gpu = _gpu(gpu)
-    c = components(spec, w, w.concurrency, w.context_len, device)
+    c = components(spec, w, n, ctx, device)
     other = sum(int(c[k]) for k in COMPONENTS if k != "kv_cache")
     if w.engine == "trtllm":
         return int((gpu.usable_memory_bytes - other) * w.gpu_memory_utilization)
     return budget(w, gpu) - other
+
+
+def _kv_fits_at(spec, w: Workload, gpu, n, ctx, device: str = "cuda") -> bool:
+    return int(kv_bytes(spec, w, n, ctx)) <= _kv_budget_at(spec, w, gpu, n, ctx, device)
+
+
+def kv_budget(spec, w: Workload, gpu, device: str = "cuda") -> int:
+    """Bytes left for the KV cache after everything else the engine holds."""
+    return _kv_budget_at(spec, w, gpu, w.concurrency, w.context_len, device)
 
 
 def fits(spec, w: Workload, gpu, device: str = "cuda") -> dict:
@@ -45,8 +58,9 @@ def fits(spec, w: Workload, gpu, device: str = "cuda") -> dict:
     c = components(spec, w, *(_shape(w)), device)
     total = int(c["total"])
     if w.engine == "trtllm" and not w.training:
-        ok = int(c["kv_cache"]) <= kv_budget(spec, w, gpu, device)
-        limit = total - int(c["kv_cache"]) + kv_budget(spec, w, gpu, device)
+        kvb = kv_budget(spec, w, gpu, device)
+        ok = int(c["kv_cache"]) <= kvb
+        limit = total - int(c["kv_cache"]) + kvb
     else:
         limit = budget(w, gpu)
         ok = total <= limit
@@ -65,26 +79,35 @@ def _shape(w: Workload) -> tuple[int, int]:
 
 
 def kv_fits(spec, w: Workload, gpu, device: str = "cuda") -> bool:
-    """Whether the workload's KV cache fits what the engine leaves for it."""
-    return int(kv_bytes(spec, w, w.concurrency, w.context_len)) <= kv_budget(spec, w, gpu, device)
+    """Whether the workload's KV cache fits what the engine leaves for it (same verdict as `fits`)."""
+    return _kv_fits_at(spec, w, gpu, w.concurrency, w.context_len, device)
 
 
 def max_concurrency(spec, w: Workload, gpu, context: int | None = None, device: str = "cuda") -> int:
-    """Sequences of `context` tokens whose paged KV fits the engine's KV budget (0 if not even one)."""
+    """Sequences of `context` tokens whose paged KV fits the engine's KV budget (0 if not even one).
+
+    The boundary agrees with `fits`: n sequences fit, n + 1 do not.
+    """
     ctx = w.context_len if context is None else context
-    base = replace(w, concurrency=1, context=ctx)
-    per_seq = int(kv_bytes(spec, base, 1, ctx))
+    if ctx < 1:
+        from aiworkbook.errors import SpecError
+
+        raise SpecError("context", ctx, "an integer >= 1")
+    per_seq = int(kv_bytes(spec, w, 1, ctx))
     if per_seq == 0:
         return 0
-    hi = max(1, kv_budget(spec, base, gpu, device) // per_seq)
-    return _largest(lambda n: kv_fits(spec, replace(base, concurrency=n), gpu, device), hi)
+    hi = max(1, _kv_budget_at(spec, w, gpu, 1, ctx, device) // per_seq)
+    return _largest(lambda n: _kv_fits_at(spec, w, gpu, n, ctx, device), hi)
 
 
 def max_context(spec, w: Workload, gpu, concurrency: int | None = None, device: str = "cuda") -> int:
-    """Longest context (capped at the model's max positions) that `concurrency` sequences fit."""
+    """Longest context (capped at the model's max positions) that `concurrency` sequences fit.
+
+    It may be shorter than the workload's seq_len + new_tokens: then the workload does not fit.
+    """
     n = w.concurrency if concurrency is None else concurrency
     cap = spec.max_position_embeddings
-    return _largest(lambda c: kv_fits(spec, replace(w, concurrency=n, context=c), gpu, device), cap)
+    return _largest(lambda c: _kv_fits_at(spec, w, gpu, n, c, device), cap)
 
 
 def max_batch(spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16) -> int:
@@ -118,8 +141,15 @@ def _largest(ok, hi: int) -> int:
 
 def gpus_needed(spec, w: Workload, gpu, device: str = "cuda") -> int | None:
     """Smallest tensor-parallel size (a divisor of the heads, powers of two first) that fits; None if none."""
-    for t in [t for t in range(1, MAX_TP + 1) if spec.num_heads % t == 0]:
-        if fits(spec, replace(w, tp=t), gpu, device)["fits"]:
+    from aiworkbook.errors import SpecError
+
+    for t in range(1, MAX_TP + 1):
+        wt = replace(w, tp=t)
+        try:
+            wt.check_against(spec)  # heads, KV heads and MLP split evenly
+        except SpecError:
+            continue
+        if fits(spec, wt, gpu, device)["fits"]:
             return t
     return None
 

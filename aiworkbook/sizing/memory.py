@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from aiworkbook.sizing import activations as act
-from aiworkbook.sizing.states import model_states
+from aiworkbook.sizing.states import model_states, zero3_gather_bytes
 from aiworkbook.sizing.workload import Workload
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
 
@@ -97,8 +97,9 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
         c["activations"] = act.activation_bytes(spec, w, b, s, device)
         c["logits"] = act.logits_bytes(spec, w, b, s)
         c["kv_cache"] = zero
-        # backward starts with the fp32 gradient of the logits beside the log-probs
-        transient = c["logits"]
+        # backward through the loss: the fp32 gradient of the log-probs and the fp32 gradient of the
+        # logits (log_softmax's backward) live beside the saved log-probs: 2 x 4 B per logit
+        transient = 2 * (c["logits"] - 4) if spec.is_decoder else zero
     else:
         prompt = _cap(s, w.seq_len)
         c["activations"] = act.inference_activation_bytes(spec, w, b, prompt)
@@ -106,7 +107,7 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
         c["kv_cache"] = kv_bytes(spec, w, b, s)
         transient = zero
     if device == "cuda":
-        ws = CUBLAS_WORKSPACE_BYTES + transient
+        ws = CUBLAS_WORKSPACE_BYTES + transient + zero3_gather_bytes(spec, w)
         if w.dp * w.tp > 1:
             ws = ws + NCCL_BYTES
         if w.engine != "hf":
@@ -137,8 +138,15 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
         f["kv_cache"] = "0 (training keeps no KV cache)"
     else:
         e = 4 if w.precision == "fp32" else 2
-        f["activations"] = (
-            f"one layer's prefill transient: {b} seqs · {min(w.seq_len, s)} tokens · per-token width ·{e} B"
+        n = int(act.prefill_tokens(w, b, min(w.seq_len, s)))
+        who = (
+            f"{w.engine} profile forward of {n:,} batched tokens"
+            if w.engine != "hf"
+            else f"{b} seqs · {min(w.seq_len, s)} tokens"
+            + (f" capped at {n:,}" if n < b * min(w.seq_len, s) else "")
+        )
+        f["activations"] = f"one layer's prefill transient: {who} · per-token width · {e} B" + (
+            " + fp32 scores" if (w.engine == "hf" and not w.flash) else ""
         )
         f["logits"] = f"4 B · {b} seqs · {spec.vocab_size:,} vocab (last-position fp32 logits)"
         heads = max(1, -(-spec.num_kv_heads // w.tp))
@@ -154,8 +162,12 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
         )
     if device == "cuda":
         ws = [f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES)} cuBLAS"]
-        if w.training:
-            ws.append(f"{fmt_bytes(vals['logits'])} fp32 logits gradient at backward start")
+        if w.training and spec.is_decoder:
+            ws.append(
+                f"{fmt_bytes(2 * (vals['logits'] - 4))} loss backward (fp32 gradients of log-probs and logits)"
+            )
+        if zero3_gather_bytes(spec, w):
+            ws.append(f"{fmt_bytes(zero3_gather_bytes(spec, w))} ZeRO-3 gathered unit (weights + grads)")
         if w.dp * w.tp > 1:
             ws.append(f"{fmt_bytes(NCCL_BYTES)} NCCL")
         if w.engine != "hf":

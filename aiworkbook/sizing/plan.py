@@ -17,6 +17,12 @@ def storage_section(spec, w: Workload, roof: dict[str, Any], a: Assumptions) -> 
     """Checkpoint sizes and times (always), Young/Daly and goodput for training, the loader rate."""
     gpus = w.dp * w.tp
     if w.training:
+        from aiworkbook.sizing.states import adafactor_state, lora_params
+
+        trainable = spec.params if w.mode == "train" else lora_params(spec, w)
+        opt = None
+        if w.recipe == "adafactor":
+            opt = adafactor_state(spec) if w.mode == "train" else 4 * trainable
         out = storage.checkpoint_plan(
             spec,
             w.recipe,
@@ -26,6 +32,8 @@ def storage_section(spec, w: Workload, roof: dict[str, Any], a: Assumptions) -> 
             a.gpu_mtbf_hours * 3600.0,
             gpus,
             a.restart_s,
+            trainable,
+            opt,
         )
         step = roof.get("step_time_s")
         if step:

@@ -5,7 +5,13 @@ through `GPUSpec.calibrated`). Times are lower bounds: efficiency factors scale 
   multiply per token: the layers' (active ones for MoE) plus the output projection, tied or not (the
   input lookup does no arithmetic); full recomputation adds a forward (8·N) to the hardware FLOPs.
 - Decode step: max((weight bytes + KV bytes read) / BW, FLOPs / peak); batch 1 is BW / weight bytes.
-- Prefill (TTFT): (2·N·s + 2·L·a·d·s²) per sequence over the peak, at least one weight read.
+  Weight bytes are all stored weights and FLOPs 2 per active parameter (REFERENCE's convention:
+  Llama-3-8B bf16 on an H100 SXM, 209 tokens/s at an empty cache; crossover peak/BW·(bytes per
+  parameter / 2) = 295). An untied input-embedding lookup really gathers B rows instead of streaming
+  V·h, so the true ceiling is a little higher (Llama-3-8B: 15.01 GB read, 223 tokens/s).
+- Prefill (TTFT): (2·N·s + 2·L·a·d·s²) per sequence over the peak, the output head on the last
+  position only (what generation needs), at least one weight read.
+- LoRA/QLoRA training: the frozen base needs no weight gradients: 4·N + 6·N_adapters (+ attention).
 - MoE: a decode step at batch B touches E·(1 − (1 − k/E)^B) experts per layer (uniform routing).
 """
 
@@ -40,11 +46,16 @@ def matmul_params(spec) -> int:
     return spec.params_active - spec.params_embedding - spec.params_head + head
 
 
-def training_flops_per_token(spec, seq_len: int, recompute: bool = False) -> float:
-    """Model FLOPs per token, 6·N + 12·L·a·d·s (recomputation adds 2·N + attention forward as hardware FLOPs)."""
+def training_flops_per_token(
+    spec, seq_len: int, recompute: bool = False, adapter_params: int | None = None
+) -> float:
+    """Model FLOPs per token, 6·N + 12·L·a·d·s (recomputation adds 2·N + attention forward as hardware FLOPs).
+
+    With `adapter_params` (LoRA/QLoRA) the frozen base skips its weight gradients: 4·N + 6·N_adapters.
+    """
     n = matmul_params(spec)
     attn = 12 * spec.num_layers * spec.num_heads * spec.head_dim * seq_len
-    f = 6 * n + attn
+    f = 6 * n + attn if adapter_params is None else 4 * n + 6 * adapter_params + attn
     return f * 4 / 3 if recompute else float(f)
 
 
@@ -54,11 +65,17 @@ def train_step(spec, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU) -> dict:
         from aiworkbook.errors import SpecError
 
         raise SpecError("mfu", mfu, "a fraction in (0, 1]")
+    adapters = None
+    if w.mode in ("lora", "qlora"):
+        from aiworkbook.sizing.states import lora_params
+
+        adapters = lora_params(spec, w)
+    per_token = training_flops_per_token(spec, w.seq_len, adapter_params=adapters)
     tokens = w.batch * w.seq_len
-    model_flops = training_flops_per_token(spec, w.seq_len) * tokens / w.tp
+    model_flops = per_token * tokens / w.tp
     peak = gpu.peak_flops(w.precision) if gpu else None
     out = {
-        "flops_per_token": training_flops_per_token(spec, w.seq_len),
+        "flops_per_token": per_token,
         "model_flops_per_gpu_step": model_flops,
         "assumed_mfu": mfu,
         "peak_flops": peak,
@@ -91,6 +108,12 @@ def training_days(
     return flops / (gpus * gpu.peak_flops(precision) * mfu) / 86400
 
 
+def weight_bytes_read(spec, w: Workload) -> int:
+    """Weight bytes one decode step streams on one GPU: the stored weights over tp (REFERENCE's convention)."""
+    total, _ = inference_weight_bytes(spec, w.weights_dtype)
+    return total // w.tp
+
+
 def decode(
     spec,
     w: Workload,
@@ -103,12 +126,14 @@ def decode(
     """Decode step time, tokens/s and the bound at `batch` sequences of `context` tokens (arrays allowed)."""
     import numpy as np
 
+    from aiworkbook.sizing.states import QUANT_BITS
+
     batch = w.concurrency if batch is None else batch
     context = w.context_len if context is None else context
-    wbytes, _ = inference_weight_bytes(spec, w.weights_dtype)
-    wbytes /= w.tp
+    wbytes = weight_bytes_read(spec, w)
     if spec.num_experts:
-        expert_bytes = wbytes * spec.num_layers * spec.expert_params / max(spec.params, 1)
+        # one expert across all layers, at the linear layers' width (experts are quantised linears)
+        expert_bytes = spec.num_layers * spec.expert_params * QUANT_BITS[w.weights_dtype] / 8 / w.tp
         idle = spec.num_experts - experts_touched(spec.num_experts, spec.experts_per_token, batch)
         wbytes = wbytes - idle * expert_bytes
     kv = kv_bytes(spec, w, batch, context)
@@ -135,21 +160,26 @@ def decode(
 
 def crossover_batch(spec, w: Workload, gpu) -> float:
     """Batch above which decode is compute-bound (KV reads ignored): weight bytes·peak / (BW·2·N)."""
-    wbytes, _ = inference_weight_bytes(spec, w.weights_dtype)
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype])
+    wbytes, _ = inference_weight_bytes(spec, w.weights_dtype)
     return wbytes * peak / (gpu.memory_bandwidth_bps * 2 * spec.params_active)
 
 
 def prefill_time(
     spec, w: Workload, gpu, prompt: int | None = None, batch: int = 1, compute_efficiency: float = 1.0
 ) -> float:
-    """TTFT lower bound without queueing: prefill FLOPs over the peak, at least one read of the weights."""
+    """TTFT lower bound without queueing: prefill FLOPs over the peak, at least one read of the weights.
+
+    FLOPs per sequence: 2·(N − V·h)·s for the layers, 2·V·h for the head on the last position, and
+    2·L·a·d·s² for causal attention.
+    """
     s = w.seq_len if prompt is None else prompt
     L, a, d = spec.num_layers, spec.num_heads, spec.head_dim
-    flops = batch * (2 * spec.params_active * s + 2 * L * a * d * s * s) / w.tp
-    wbytes, _ = inference_weight_bytes(spec, w.weights_dtype)
+    head = spec.vocab_size * spec.hidden_size if spec.is_decoder else 0
+    n = matmul_params(spec)
+    flops = batch * (2 * (n - head) * s + 2 * head + 2 * L * a * d * s * s) / w.tp
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype]) * compute_efficiency
-    return max(flops / peak, wbytes / w.tp / gpu.memory_bandwidth_bps)
+    return max(flops / peak, weight_bytes_read(spec, w) / gpu.memory_bandwidth_bps)
 
 
 def inference_roofline(spec, w: Workload, gpu) -> dict:

@@ -13,7 +13,10 @@ The recipe is a setting, not a constant (REFERENCE.md table). Bytes per trainabl
 | adafactor     | w       | w     | 4·(rows + cols) per matrix, 4 per vector | 4 if mixed |
 
 w is the precision's width (4 at fp32, else 2). ZeRO-1 shards optimizer + master, ZeRO-2 also
-gradients, ZeRO-3 also weights, over dp ranks; tensor parallel divides all of them by tp.
+gradients, ZeRO-3 also weights, over dp ranks; tensor parallel divides all of them by tp. Per GPU,
+megatron-bf16 is therefore 2 + 4 + 12/N (ZeRO-1), 2 + 16/N (ZeRO-2) and 18/N (ZeRO-3) bytes per
+parameter. ZeRO-3 (FSDP full shard) also gathers one unit's full weights and gradients at a time: see
+`zero3_gather_bytes` (DeepSpeed's estimator counts the largest layer the same way).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ QUANT_BITS = {
     "fp16": 16.0,
     "fp8": 8.0 + 32 / 4096,  # per-row fp32 scale (4096-wide rows)
     "int8": 8.0 + 16 / 4096,  # per-channel fp16 scale
-    "int4": 4.0 + 32 / 128,  # group 128, fp16 scale + fp16 zero point (GPTQ/AWQ style)
+    "int4": 4.0 + (16 + 4) / 128,  # GPTQ/AWQ: group 128, an fp16 scale + a packed 4-bit zero per group
     "nf4": NF4_BITS,
 }
 
@@ -160,3 +163,21 @@ def model_states(spec, w: Workload) -> States:
     master, sm = shard(trainable * mb, 1)
     f["master_weights"] = f"{trainable:,} trainable · {mb} B{sm}"
     return States(weights, grads, optimizer, master, trainable, f)
+
+
+def zero3_unit_params(spec) -> int:
+    """Parameters of the largest unit ZeRO-3/FSDP gathers whole: a transformer block or the vocabulary table."""
+    return max(spec.params_per_layer, spec.vocab_size * spec.hidden_size)
+
+
+def zero3_gather_bytes(spec, w: Workload) -> int:
+    """ZeRO-3's working set beyond the shards: one unit's gathered weights and its unsharded gradients
+    before the reduce-scatter, (weights + grads bytes) · unit parameters / tp. 0 below ZeRO-3."""
+    if w.zero < 3 or not w.training:
+        return 0
+    wb, gb, _, _ = recipe_bytes(w.recipe, w.precision)
+    if w.mode == "train":
+        return (wb + gb) * zero3_unit_params(spec) // w.tp
+    # LoRA/QLoRA: the frozen base unit is gathered at its dtype, no gradients for it
+    base, _ = frozen_base_bytes(spec, w)
+    return base * zero3_unit_params(spec) // max(spec.params, 1) // w.tp

@@ -10,11 +10,22 @@ from aiworkbook.errors import SpecError
 from aiworkbook.sizing.states import recipe_bytes
 
 
-def checkpoint_bytes(spec, recipe: str = "megatron-bf16", precision: str = "bf16-mixed") -> dict:
-    """Weights-only and resumable (weights + master + optimizer, no gradients) checkpoint bytes."""
+def checkpoint_bytes(
+    spec,
+    recipe: str = "megatron-bf16",
+    precision: str = "bf16-mixed",
+    trainable: int | None = None,
+    optimizer_bytes: int | None = None,
+) -> dict:
+    """Weights-only and resumable (weights + master + optimizer, no gradients) checkpoint bytes.
+
+    `trainable` (default: every parameter) is what is saved: a LoRA run saves its adapters, not the
+    frozen base. `optimizer_bytes` overrides trainable · the recipe's optimizer bytes (adafactor).
+    """
     wb, _gb, ob, mb = recipe_bytes(recipe, precision)
-    p = spec.params
-    return {"weights_only": p * wb, "resumable": p * (wb + mb + ob)}
+    p = spec.params if trainable is None else trainable
+    opt = p * ob if optimizer_bytes is None else optimizer_bytes
+    return {"weights_only": p * wb, "resumable": p * (wb + mb) + opt}
 
 
 def transfer_time(nbytes: int, throughput_bps: float) -> float:
@@ -58,9 +69,11 @@ def checkpoint_plan(
     gpu_mtbf_s: float,
     gpus: int,
     restart_s: float = 0.0,
+    trainable: int | None = None,
+    optimizer_bytes: int | None = None,
 ) -> dict:
     """Sizes, times, Young/Daly intervals and goodput for one training job."""
-    size = checkpoint_bytes(spec, recipe, precision)
+    size = checkpoint_bytes(spec, recipe, precision, trainable, optimizer_bytes)
     delta = transfer_time(size["resumable"], write_bps)
     restore = transfer_time(size["resumable"], read_bps)
     m = system_mtbf(gpu_mtbf_s, gpus)

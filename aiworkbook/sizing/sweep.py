@@ -13,8 +13,17 @@ def memory_grid(spec, w: Workload, batches, lengths, device: str = "cuda", compo
     """
     import numpy as np
 
+    from aiworkbook.errors import SpecError
+
     w.check_against(spec)
     b = np.asarray(batches, dtype=np.int64)[:, None]
     s = np.asarray(lengths, dtype=np.int64)[None, :]
+    for name, arr in (("batches", b), ("lengths", s)):
+        if arr.size == 0 or arr.min() < 1:
+            raise SpecError(name, arr.ravel().tolist()[:4], "one or more integers >= 1")
+    # every component grows with b and s: if the largest corner is exact in int64, every cell is
+    corner = components(spec, w, int(b.max()), int(s.max()), device)
+    if max(int(v) for v in corner.values()) > 2**62:
+        raise SpecError("lengths", int(s.max()), "a grid whose largest cell stays below 2**62 bytes (int64)")
     out = components(spec, w, b, s, device)[component]
     return np.broadcast_to(np.asarray(out, dtype=np.int64), (b.shape[0], s.shape[1])).copy()

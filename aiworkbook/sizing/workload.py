@@ -69,6 +69,9 @@ class Workload:
     engine: str = "hf"
     gpu_memory_utilization: float = 0.9
     dropout: float | None = None  # None: the family's default (GPT-2/BERT 0.1, Llama-style 0)
+    #: Prompt tokens one prefill forward processes (vLLM max_num_batched_tokens, TensorRT-LLM
+    #: max_num_tokens). None: the engine's default (vLLM/TensorRT-LLM 8192; hf: every prompt at once).
+    max_batched_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, MODES)
@@ -90,6 +93,8 @@ class Workload:
             raise SpecError("lora_targets", targets, "one or more of " + ", ".join(LORA_MODULES))
         for t in targets:
             _choice("lora_targets", t, LORA_MODULES)
+        if len(set(targets)) != len(targets):
+            raise SpecError("lora_targets", targets, "each module at most once")
         _choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
         _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
         _int_at_least("concurrency", self.concurrency, 1)
@@ -97,6 +102,10 @@ class Workload:
             _int_at_least("context", self.context, 1)
         _int_at_least("block_size", self.block_size, 1)
         _choice("engine", self.engine, ENGINES)
+        if self.max_batched_tokens is not None:
+            _int_at_least("max_batched_tokens", self.max_batched_tokens, 1)
+        if not isinstance(self.chunked_loss, bool):
+            raise SpecError("chunked_loss", self.chunked_loss, "True or False")
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, int | float) or not 0 < u <= 1:
             raise SpecError("gpu_memory_utilization", u, "a fraction in (0, 1]")
@@ -123,6 +132,26 @@ class Workload:
             raise SpecError("zero", self.zero, "0 for inference (ZeRO shards training state)")
         if self.zero and self.dp == 1:
             raise SpecError("zero", self.zero, "0 when dp is 1 (ZeRO shards across data-parallel ranks)")
+        if self.mode == "infer" and self.dp > 1:
+            raise SpecError(
+                "dp",
+                self.dp,
+                "1 for inference (one replica is sized; use tp to split a model over GPUs)",
+            )
+        if self.mode in ("train", "lora") and self.weights_dtype not in ("fp32", "bf16", "fp16"):
+            raise SpecError(
+                "weights_dtype",
+                self.weights_dtype,
+                f"fp32, bf16 or fp16 for mode {self.mode} (quantised weights are for infer; qlora is NF4)",
+            )
+        if self.mode == "qlora" and self.weights_dtype not in ("bf16", "nf4"):
+            raise SpecError("weights_dtype", self.weights_dtype, "nf4 (or the default bf16) for qlora")
+        if self.context is not None and self.context < self.seq_len + self.new_tokens:
+            raise SpecError(
+                "context",
+                self.context,
+                f">= seq_len + new_tokens ({self.seq_len} + {self.new_tokens}): the cache holds prompt and output",
+            )
 
     # ---- derived ------------------------------------------------------------------------
     @property
@@ -139,11 +168,32 @@ class Workload:
         return self.attention in ("sdpa", "flash")
 
     def check_against(self, spec) -> None:
-        """Checks that need the model: tensor parallel must divide the attention heads."""
-        if spec.num_heads % self.tp:
-            raise SpecError("tp", self.tp, f"a divisor of num_heads ({spec.num_heads}) of {spec.name}")
+        """Checks that need the model: tensor parallel splitting heads and MLP evenly, LoRA targets that
+        exist, positions the model has, generation only for decoders."""
+        t, k = self.tp, spec.num_kv_heads
+        if spec.num_heads % t:
+            raise SpecError("tp", t, f"a divisor of num_heads ({spec.num_heads}) of {spec.name}")
+        if k % t and t % k:  # vLLM/Megatron: split the KV heads, or replicate them evenly
+            raise SpecError("tp", t, f"a divisor or a multiple of num_kv_heads ({k}) of {spec.name}")
+        if spec.intermediate_size % t:
+            raise SpecError(
+                "tp", t, f"a divisor of intermediate_size ({spec.intermediate_size}) of {spec.name}"
+            )
         if self.training and not spec.is_decoder and self.mode != "train":
             raise SpecError("mode", self.mode, "train for encoder-only models")
+        if self.mode in ("lora", "qlora") and "gate_proj" in self.lora_targets and not spec.gated_mlp:
+            raise SpecError(
+                "lora_targets", "gate_proj", f"modules {spec.name} has (its MLP has no gate projection)"
+            )
+        if not spec.is_decoder and self.mode == "infer" and self.new_tokens:
+            raise SpecError("new_tokens", self.new_tokens, f"0: {spec.name} is encoder-only (no generation)")
+        if spec.learned_positions:  # a learned position table has no row past its end
+            n = self.seq_len if self.training else self.context_len
+            if n > spec.max_position_embeddings:
+                field = "seq_len" if self.training else ("context" if self.context else "seq_len")
+                raise SpecError(
+                    field, n, f"<= max_position_embeddings ({spec.max_position_embeddings}) of {spec.name}"
+                )
 
     def replace(self, **changes: Any) -> Workload:
         return replace(self, **changes)
