@@ -13,7 +13,10 @@ def test_vram_cuda_reports_allocator_and_device_figures():
     r = prove_vram("tiny-llama", device="cuda", quick=True)
     cuda = r.details["cuda"]
     assert cuda["peak_reserved"] >= cuda["peak_allocated"] == r.measured > 0
-    assert cuda["device_delta"] > 0
+    assert cuda["device_delta"] > 0 and cuda["device_delta_torch"] >= 0
+    assert cuda["device_delta_method"] in ("nvml-baseline", "mem_get_info")
+    if cuda["device_delta_includes_context"]:  # context (~0.3-0.7 GB) and non-torch memory on top
+        assert cuda["device_delta"] > cuda["device_delta_torch"]
     assert r.verdict in ("pass", "fail") and r.ratio is not None
 
 
@@ -34,3 +37,11 @@ def test_roofline_cuda_uses_events_and_calibrates():
     assert bw["timing"] == "cuda-events" and bw["read_bps"] > 1e11
     assert r.details["calibrated_spec"]["measured"] is True
     assert r.details["ceilings"]["host_device"]["h2d_pinned_bps"] > 0
+    mm = r.details["ceilings"]["matmul"]
+    assert mm["bf16"]["ceiling_flops"] > mm["fp32"]["ceiling_flops"]
+    assert mm["tf32"]["ceiling_flops"] > 1.5 * mm["fp32"]["ceiling_flops"]  # the flag took effect
+    import torch
+
+    if torch.cuda.get_device_capability() >= (8, 9):
+        assert mm["fp8"]["ceiling_flops"] > mm["bf16"]["ceiling_flops"]
+    assert r.environment["matmul_precision"]["fp32_precision"] in ("none", "ieee", "tf32")

@@ -8,9 +8,11 @@ an out-of-memory that still happens into `DoesNotFit("does not fit at ...")` aft
 from __future__ import annotations
 
 import gc
+import os
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs.flags import CPU_FALLBACK
@@ -58,6 +60,8 @@ def resolve_device(device: str = "auto") -> DeviceChoice:
     if req not in DEVICES:
         raise SpecError("device", device, ", ".join(DEVICES))
     has_cuda = cuda_available()
+    if has_cuda and req in ("auto", "cuda"):
+        record_nvml_baseline()  # before _cuda_name() initialises torch.cuda: the reading excludes our context
     if req == "cuda":
         if not has_cuda:
             raise SpecError("device", device, "auto or cpu (torch.cuda.is_available() is False here)")
@@ -75,13 +79,119 @@ def _cuda_name() -> str:
     return torch.cuda.get_device_name(torch.cuda.current_device())
 
 
+def tensor_device(device: str) -> str:
+    """Where a proof's tensors live: the device itself. CPU tests substitute "cpu" here to run the CUDA
+    bookkeeping (a fake torch.cuda) over real CPU tensors."""
+    return device
+
+
+# ---- NVML: device-level readings that include the CUDA context ----------------------------------
+_BASELINE: dict[str, Any] | None = None
+
+
+def _pynvml():
+    import pynvml
+
+    return pynvml
+
+
+def _nvml_target() -> tuple[str, str]:
+    """How to find the GPU torch calls device 0: CUDA_VISIBLE_DEVICES' first entry (an index or a UUID).
+
+    NVML numbers GPUs in PCI order and CUDA fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so an index
+    is only a guess on mixed machines: `nvml_reading` reports the UUID and callers compare it with torch's.
+    """
+    first = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+    if first.startswith(("GPU-", "MIG-")):
+        return "uuid", first
+    return "index", first if first.isdigit() else "0"
+
+
+def nvml_reading(pid: int | None = None) -> dict[str, Any] | None:
+    """{"used", "free", "total", "uuid"[, "process_used"]} bytes of torch's device 0 from NVML, or None when
+    NVML cannot say. `process_used` is this process's usedGpuMemory (CUDA context included) when NVML
+    lists the pid (it may not inside a container's PID namespace)."""
+    try:
+        nv = _pynvml()
+        nv.nvmlInit()
+    except Exception:
+        return None
+    try:
+        how, key = _nvml_target()
+        h = nv.nvmlDeviceGetHandleByUUID(key) if how == "uuid" else nv.nvmlDeviceGetHandleByIndex(int(key))
+        mem = nv.nvmlDeviceGetMemoryInfo(h)
+        uuid = nv.nvmlDeviceGetUUID(h)
+        out: dict[str, Any] = {
+            "used": int(mem.used),
+            "free": int(mem.free),
+            "total": int(mem.total),
+            "uuid": uuid.decode() if isinstance(uuid, bytes) else str(uuid),
+        }
+        if pid is not None:
+            try:
+                procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
+                mine = [p for p in procs if int(p.pid) == pid]
+                if mine and mine[0].usedGpuMemory is not None:
+                    out["process_used"] = int(mine[0].usedGpuMemory)
+            except Exception:
+                pass
+        return out
+    except Exception:
+        return None
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def record_nvml_baseline() -> dict[str, Any] | None:
+    """Take, once per process, an NVML reading before torch initialises CUDA (so before our context).
+
+    Later device-level deltas against it include the CUDA context and every non-torch byte this process
+    holds. After torch has initialised CUDA it is too late: returns the earlier reading or None.
+    """
+    global _BASELINE
+    if _BASELINE is not None:
+        return _BASELINE
+    try:
+        import torch
+
+        if torch.cuda.is_initialized():
+            return None
+    except Exception:
+        return None
+    _BASELINE = nvml_reading()
+    return _BASELINE
+
+
+def nvml_baseline() -> dict[str, Any] | None:
+    """The reading `record_nvml_baseline` took, or None."""
+    return _BASELINE
+
+
+def cuda_uuid() -> str | None:
+    """torch's UUID of the current CUDA device ('GPU-...'), to check that NVML reads the same GPU."""
+    try:
+        import torch
+
+        u = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
+        return None if u is None else ("GPU-" + str(u) if not str(u).startswith("GPU-") else str(u))
+    except Exception:
+        return None
+
+
 def free_memory(device: str) -> tuple[int, int]:
-    """(free, total) bytes: torch.cuda.mem_get_info on CUDA, psutil's available/total RAM on the CPU."""
+    """(free, total) bytes: torch.cuda.mem_get_info on CUDA, psutil's available/total RAM on the CPU.
+
+    On CUDA, blocks this process's caching allocator holds but no tensor uses (reserved - allocated)
+    count as free: an earlier proof's cache is this proof's to reuse."""
     if device == "cuda":
         import torch
 
         free, total = torch.cuda.mem_get_info()
-        return int(free), int(total)
+        cached = max(0, int(torch.cuda.memory_reserved()) - int(torch.cuda.memory_allocated()))
+        return int(free) + cached, int(total)
     import psutil
 
     vm = psutil.virtual_memory()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 from typing import Any
 
@@ -29,25 +30,89 @@ def capture(device: str = "cpu") -> dict[str, Any]:
     }
     env["python"] = platform.python_version()
     env["device"] = device
+    env["matmul_precision"] = matmul_flags()
     if device == "cuda" and torch.cuda.is_available():
-        p = torch.cuda.get_device_properties(torch.cuda.current_device())
+        idx = torch.cuda.current_device()
+        p = torch.cuda.get_device_properties(idx)
         env["cuda_device"] = {
+            "index": idx,
             "name": p.name,
             "capability": f"{p.major}.{p.minor}",
             "total_memory": int(p.total_memory),
             "multiprocessors": p.multi_processor_count,
+            "l2_cache_bytes": int(getattr(p, "L2_cache_size", 0) or 0) or None,
+            "uuid": str(getattr(p, "uuid", "")) or None,
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         }
     return env
 
 
+def matmul_flags() -> dict[str, Any]:
+    """The fp32 matmul precision in force (TF32 or IEEE) and reduced-precision reductions, read without
+    the legacy getters: torch >= 2.9 raises when `allow_tf32` is read after the new API set the flag."""
+    import torch
+
+    out: dict[str, Any] = {}
+    m = torch.backends.cuda.matmul
+    for key in (
+        "fp32_precision",
+        "allow_bf16_reduced_precision_reduction",
+        "allow_fp16_reduced_precision_reduction",
+    ):
+        try:
+            v = getattr(m, key)
+            out[key] = v if isinstance(v, (bool, str, int, float)) or v is None else str(v)
+        except Exception as exc:  # a build without the attribute, or the mixed-API check
+            out[key] = {"na": f"{type(exc).__name__}: {str(exc)[:120]}"}
+    return out
+
+
+#: Clock-event reasons that do not slow a busy GPU (idle, clocks pinned by settings, sync boost).
+BENIGN_REASONS = {
+    "none",
+    "gpu_idle",
+    "idle",
+    "applications_clocks_setting",
+    "clocks_event_reason_none",
+    "sync_boost",
+    "display_clock_setting",
+}
+
+
 def throttled(env: dict[str, Any]) -> bool:
-    """True when any GPU in the snapshot reports a throttle reason other than idle / none."""
-    benign = {"none", "gpu_idle", "idle", "applications_clocks_setting", "clocks_event_reason_none"}
+    """True when any GPU in the snapshot reports a throttle reason other than the benign ones."""
     for g in env.get("gpus", []) or []:
         reasons = g.get("throttle_reasons") if isinstance(g, dict) else None
-        if isinstance(reasons, list) and any(str(r).lower() not in benign for r in reasons):
+        if isinstance(reasons, list) and any(str(r).lower() not in BENIGN_REASONS for r in reasons):
             return True
     return False
+
+
+def throttle_window(since: float) -> dict[str, dict[str, float]] | None:
+    """Share of samples per throttle reason since monotonic time `since`, from the shared telemetry
+    sampler when it is running (None otherwise: a proof never starts the sampler itself)."""
+    try:
+        from aiworkbook.telemetry import get_sampler
+
+        s = get_sampler()
+        if not s.running:
+            return None
+        return s.window(since=since).throttle_share()
+    except Exception:
+        return None
+
+
+def throttle_check(env: dict[str, Any], since: float | None, details: dict[str, Any]) -> bool:
+    """Throttled during the proof? The snapshot taken after it (often idle by then) and, when the shared
+    sampler ran, every sample since `since`; the window's shares go to details["throttle_share"]."""
+    hit = throttled(env)
+    share = throttle_window(since) if since is not None else None
+    if share is not None:
+        details["throttle_share"] = share
+        hit = hit or any(
+            str(r).lower() not in BENIGN_REASONS and v > 0 for g in share.values() for r, v in g.items()
+        )
+    return hit
 
 
 def _host() -> dict[str, Any]:

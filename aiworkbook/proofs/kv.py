@@ -22,8 +22,9 @@ from aiworkbook.proofs.device import (
     oom_guard,
     release_memory,
     resolve_device,
+    tensor_device,
 )
-from aiworkbook.proofs.environment import capture, throttled
+from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.model import DecoderModel, KVCache
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -95,7 +96,9 @@ def measured_capacity(
             if now + per_seq + transient > budget or n >= 1 << 16:
                 return n
             seq = [
-                torch.empty(1, spec.num_kv_heads, tokens, spec.head_dim, dtype=dtype, device=dev)
+                torch.empty(
+                    1, spec.num_kv_heads, tokens, spec.head_dim, dtype=dtype, device=tensor_device(dev)
+                )
                 for _ in range(2 * spec.num_layers)
             ]
             per_seq = sum(t.numel() * t.element_size() for t in seq)
@@ -161,10 +164,11 @@ def prove_kv(
     }
     grid: list[dict[str, Any]] = []
     model_ = None
+    t_start = time.monotonic()
     with interruptible(f"kv proof of {run_spec.name}", dev):
         try:
             with oom_guard(f"building {run_spec.name} on {dev}", dev):
-                model_ = DecoderModel(run_spec, device=dev, dtype=dtype).eval()
+                model_ = DecoderModel(run_spec, device=tensor_device(dev), dtype=dtype).eval()
             _point(model_, run_spec, 1, min(contexts), 2, dtype_name, dev)  # warm-up, discarded
             points = [(b, c) for b in batches for c in contexts]
             for b, ctx in tqdm(points, desc=f"kv {run_spec.name}", disable=not progress, leave=False):
@@ -224,7 +228,7 @@ def prove_kv(
     lat = [g["decode_step_s_median"] for g in ok]
     st = summarize(lat)
     env = capture(dev)
-    if throttled(env):
+    if throttle_check(env, t_start, details):
         flags.add(F.THROTTLED)
     if any(g.get("latency_spread_wide") for g in ok):
         flags.add(F.SPREAD_WIDE)
@@ -256,14 +260,15 @@ def _point(
         if dev == "cuda":
             torch.cuda.reset_peak_memory_stats()
         cache = KVCache(spec.num_layers)
-        ids = torch.randint(0, spec.vocab_size, (b, ctx), generator=gen).to(dev)
+        ids = torch.randint(0, spec.vocab_size, (b, ctx), generator=gen).to(tensor_device(dev))
         t0 = time.perf_counter()
-        nxt = model(ids, cache=cache)[:, -1:].argmax(-1)
+        # last-position logits only (transformers' generate: logits_to_keep=1), as the estimate assumes
+        nxt = model(ids, cache=cache, logits_to_keep=1)[:, -1:].argmax(-1)
         _sync(dev)
         prefill = time.perf_counter() - t0
         for _ in range(new):  # feed every generated token: the cache ends at ctx + new
             t0 = time.perf_counter()
-            nxt = model(nxt, cache=cache)[:, -1:].argmax(-1)
+            nxt = model(nxt, cache=cache, logits_to_keep=1)[:, -1:].argmax(-1)
             _sync(dev)
             steps.append(time.perf_counter() - t0)
         kv = cache.nbytes()

@@ -267,9 +267,16 @@ class DecoderModel(nn.Module):
         return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
 
     def forward(
-        self, input_ids: torch.Tensor, labels: torch.Tensor | None = None, cache: KVCache | None = None
+        self,
+        input_ids: torch.Tensor,
+        labels: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        logits_to_keep: int = 0,
     ):
-        """Logits, or the mean next-token cross-entropy when labels are given (HF's ForCausalLMLoss)."""
+        """Logits, or the mean next-token cross-entropy when labels are given (HF's ForCausalLMLoss).
+
+        logits_to_keep=n > 0 computes the head for the last n positions only, as transformers' generate
+        does (logits_to_keep=1): a prefill never materialises batch x context x vocabulary logits."""
         b, s = input_ids.shape
         past = cache.length if cache is not None else 0
         positions = torch.arange(past, past + s, device=input_ids.device)[None].expand(b, s)
@@ -290,6 +297,8 @@ class DecoderModel(nn.Module):
             else:
                 x = layer(x, rope, cache)
         x = self.norm(x)
+        if logits_to_keep > 0 and labels is None:
+            x = x[:, -logits_to_keep:]
         phase = self.tracker.phase("logits") if self.tracker is not None else nullcontext()
         with phase:
             w = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight

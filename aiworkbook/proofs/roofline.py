@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,15 @@ import torch
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
-from aiworkbook.proofs.device import check_fits, interruptible, oom_guard, resolve_device
-from aiworkbook.proofs.environment import capture, throttled
+from aiworkbook.proofs.device import (
+    check_fits,
+    interruptible,
+    is_oom,
+    oom_guard,
+    release_memory,
+    resolve_device,
+)
+from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
@@ -82,12 +91,13 @@ def _random_buffer(nbytes: int, device: str) -> torch.Tensor:
 def bandwidth(
     device: str, *, buffer_bytes: int | None = None, trials: int = 10, threads: int | None = None
 ) -> dict[str, Any]:
-    """Copy and read-only bandwidth on one buffer size (default 4x the last-level cache, >= 256 MiB)."""
+    """Copy and read-only bandwidth on one buffer size (default 4x the last-level cache, and at least
+    256 MiB on the CPU, 1 GiB on CUDA, where a 256 MiB copy lasts ~0.1 ms)."""
     if device == "cuda":
         cache, cache_src = gpu_l2_bytes(), "torch.cuda device properties (L2)"
     else:
         cache, cache_src = llc_bytes()
-    size = buffer_bytes or max(4 * cache, 256 * MiB)
+    size = buffer_bytes or max(4 * cache, (1024 if device == "cuda" else 256) * MiB)
     check_fits(2 * size, device, what=f"bandwidth buffers 2 x {size} B")
     with oom_guard(f"bandwidth buffers of {size} B", device):
         copy, read, nbytes = _time_copy_and_read(size, device, trials, threads)
@@ -150,9 +160,15 @@ def matmul_rates(
         for n in shapes:
             try:
                 per_shape[str(n)] = _one_matmul(device, name, n, trials, threads)
-            except (RuntimeError, TypeError) as exc:  # a dtype this build/device cannot multiply
+            except (RuntimeError, TypeError, ValueError) as exc:  # a dtype this build/device cannot multiply
+                if is_oom(exc):
+                    release_memory(device)
                 note = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                 break
+        if name == "fp8" and per_shape:
+            note = (note + "; " if note else "") + "torch._scaled_mm e4m3 x e4m3 -> bf16, tensor-wise scales"
+        if name == "tf32" and per_shape:
+            note = "fp32 operands, torch.backends.cuda.matmul fp32 precision 'tf32' (restored after)"
         if per_shape:
             out[name] = {"per_shape_flops": per_shape, "ceiling_flops": max(per_shape.values()), "note": note}
         else:
@@ -160,40 +176,101 @@ def matmul_rates(
     return out
 
 
+#: fp8 GEMMs (cuBLASLt through torch._scaled_mm) need every dimension divisible by 16.
+FP8_MULTIPLE = 16
+#: On CUDA a timed trial repeats a product until it holds about this many FLOPs (2·4096³ ≈ 0.14 TFLOP,
+#: ~0.2 ms in bf16 on an H100): one 2048³ product (~20 µs) is too short for a pair of CUDA events.
+_MIN_TRIAL_FLOPS = 2.0 * 4096**3
+
+
+@contextmanager
+def fp32_matmul_precision(tf32: bool, device: str):
+    """Run fp32 CUDA matmuls as TF32 (tf32=True) or IEEE fp32 inside the block, then restore the flag.
+
+    Uses torch.backends.cuda.matmul.fp32_precision ("tf32" / "ieee", torch >= 2.9) when present: there,
+    reading the legacy `allow_tf32` raises once the new API has set the flag, and writing it leaves
+    "ieee"/"tf32" behind instead of the default "none". Older torch: allow_tf32. No-op on the CPU.
+    """
+    if device != "cuda":
+        yield
+        return
+    m = torch.backends.cuda.matmul
+    if hasattr(m, "fp32_precision"):
+        before = m.fp32_precision
+        m.fp32_precision = "tf32" if tf32 else "ieee"
+        try:
+            yield
+        finally:
+            m.fp32_precision = before
+    else:  # pragma: no cover - torch < 2.9
+        before = m.allow_tf32
+        m.allow_tf32 = tf32
+        try:
+            yield
+        finally:
+            m.allow_tf32 = before
+
+
+def _reps(device: str, n: int) -> int:
+    return max(1, int(_MIN_TRIAL_FLOPS // (2.0 * n**3))) if device == "cuda" else 1
+
+
 def _one_matmul(device: str, name: str, n: int, trials: int, threads: int | None) -> float:
+    """FLOP/s of an n x n x n product in dtype `name`, median of `trials` (each `_reps` products).
+
+    fp8: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=bf16) with e4m3 operands, `a` row-major,
+    `b` column-major (a transposed row-major tensor), fp32 scalar (tensor-wise) scales, n % 16 == 0.
+    """
+    if name == "fp8" and n % FP8_MULTIPLE:
+        raise ValueError(f"fp8 needs shapes divisible by {FP8_MULTIPLE}, got {n}")
     gen = torch.Generator(device="cpu").manual_seed(n)
     a = torch.randn(n, n, generator=gen).to(device)
     b = torch.randn(n, n, generator=gen).to(device)
-    tf32_before = torch.backends.cuda.matmul.allow_tf32 if device == "cuda" else None
-    try:
-        if name == "fp8":
-            a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
-            one = torch.ones((), device=device)
-            fn = lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)  # noqa: E731
-        else:
-            if device == "cuda":
-                torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-            a, b = a.to(_TORCH_DTYPES[name]), b.to(_TORCH_DTYPES[name])
-            fn = lambda: torch.mm(a, b)  # noqa: E731
+    reps = _reps(device, n)
+    if name == "fp8":
+        a8 = a.to(torch.float8_e4m3fn)
+        b8 = b.to(torch.float8_e4m3fn).t()  # column-major view of the second operand
+        del a, b
+        one = torch.ones((), dtype=torch.float32, device=device)
+
+        def fn():
+            for _ in range(reps):
+                torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
         t = time_trials(fn, device=device, trials=trials, threads=threads, warmup=2)
-    finally:
-        if tf32_before is not None:
-            torch.backends.cuda.matmul.allow_tf32 = tf32_before
-    return 2.0 * n**3 / t.median
+    else:
+        a, b = a.to(_TORCH_DTYPES[name]), b.to(_TORCH_DTYPES[name])
+        out = torch.empty(n, n, dtype=a.dtype, device=device)
+
+        def fn():
+            for _ in range(reps):
+                torch.mm(a, b, out=out)
+
+        with fp32_matmul_precision(name == "tf32", device):
+            t = time_trials(fn, device=device, trials=trials, threads=threads, warmup=2)
+    return 2.0 * n**3 * reps / t.median
 
 
 # ---- host <-> device -----------------------------------------------------------------------------
 def host_device_copies(nbytes: int = 512 * MiB, trials: int = 5) -> dict[str, float]:
-    """H2D and D2H bytes/s (bytes counted once), from pageable and from pinned host memory."""
+    """H2D and D2H bytes/s (bytes counted once), from pageable and from pinned host memory.
+
+    Each copy is synchronous for the host (non_blocking=False), bracketed by CUDA events on the
+    current stream: the pageable figure includes the driver's staging through its own pinned buffer.
+    """
     out: dict[str, float] = {}
-    dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-    for kind in ("pageable", "pinned"):
-        host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=kind == "pinned")
-        host.random_(0, 255)
-        h2d = time_trials(lambda h=host: dev.copy_(h), device="cuda", trials=trials)
-        d2h = time_trials(lambda h=host: h.copy_(dev), device="cuda", trials=trials)
-        out[f"h2d_{kind}_bps"] = nbytes / h2d.median
-        out[f"d2h_{kind}_bps"] = nbytes / d2h.median
+    check_fits(nbytes, "cuda", what=f"host<->device buffer of {nbytes} B")
+    with oom_guard(f"host<->device buffers of {nbytes} B", "cuda"):
+        dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+        dev.random_(0, 255)
+        for kind in ("pageable", "pinned"):
+            host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=kind == "pinned")
+            host.random_(0, 255)
+            h2d = time_trials(lambda h=host: dev.copy_(h), device="cuda", trials=trials)
+            d2h = time_trials(lambda h=host: h.copy_(dev), device="cuda", trials=trials)
+            out[f"h2d_{kind}_bps"] = nbytes / h2d.median
+            out[f"d2h_{kind}_bps"] = nbytes / d2h.median
+            del host
     return out
 
 
@@ -314,26 +391,39 @@ def prove_roofline(
     buffer_bytes: int | None = None,
     batch: int = 1,
     context: int = 2048,
+    dtypes: list[str] | None = None,
+    shapes: list[int] | None = None,
     progress: bool = False,
 ) -> ProofResult:
-    """Measure the device's ceilings; predicted = the datasheet bandwidth on CUDA (info only on the CPU)."""
+    """Measure the device's ceilings; predicted = the datasheet bandwidth on CUDA (info only on the CPU).
+
+    dtypes/shapes override the matmul sweep (default: every dtype the device has; CPU 512, 1024 or 512
+    when quick; CUDA 2048, 4096, 8192 or 4096, 8192 when quick)."""
     from tqdm.auto import tqdm
 
     choice = resolve_device(device)
     dev = choice.device
     flags = set(choice.flags)
     trials = 5 if quick else 10
+    t_start = time.monotonic()
+    h2d_error = ""
     steps = ["bandwidth", "matmul"] + (["host-device"] if dev == "cuda" else [])
     bar = tqdm(total=len(steps), desc="roofline", disable=not progress, leave=False)
     with interruptible("roofline proof", dev):
         try:
             bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
             bar.update(1)
-            shapes = ([512] if dev == "cpu" else [4096, 8192]) if quick else None
-            mm = matmul_rates(dev, shapes=shapes, trials=3 if quick else 5, threads=threads)
+            if shapes is None and quick:
+                shapes = [512] if dev == "cpu" else [4096, 8192]
+            mm = matmul_rates(dev, dtypes, shapes=shapes, trials=3 if quick else 5, threads=threads)
             bar.update(1)
-            h2d = host_device_copies(256 * MiB if quick else 1024 * MiB) if dev == "cuda" else {}
-            bar.update(1 if h2d else 0)
+            h2d: dict[str, Any] = {}
+            if dev == "cuda":
+                try:
+                    h2d = host_device_copies(256 * MiB if quick else 1024 * MiB)
+                except (RuntimeError, ValueError) as exc:  # pinned memory refused, say: keep the rest
+                    h2d_error = f"host<->device copies not measured: {type(exc).__name__}: {exc}"[:300]
+                bar.update(1)
         finally:
             bar.close()
     if bw["cache_resident"]:
@@ -342,7 +432,8 @@ def prove_roofline(
     if st.wide:
         flags.add(F.SPREAD_WIDE)
     env = capture(dev)
-    if throttled(env):
+    throttle_details: dict[str, Any] = {}
+    if throttle_check(env, t_start, throttle_details):
         flags.add(F.THROTTLED)
     ceilings = {"bandwidth": bw, "matmul": mm, "host_device": h2d}
     base = datasheet_spec() if dev == "cuda" else None
@@ -361,6 +452,10 @@ def prove_roofline(
         f"random fp32 data ({_RANDOM_BLOCK // MiB} MiB random block tiled)",
     ]
     notes += bw["warnings"]
+    if h2d_error:
+        notes.append(h2d_error)
+    if dev == "cuda":
+        notes.append("host<->device: bytes counted once per copy; pageable and pinned host buffers")
     if dev == "cpu":
         notes.append(
             "no datasheet bandwidth for the host: verdict is info; the measured ceilings become 'CPU (measured)'"
@@ -391,6 +486,7 @@ def prove_roofline(
             "datasheet_spec": base.model_dump(mode="json") if base else None,
             "workload_point": point,
             "chart": roofline_chart_data(cal, point, label=spec.name if spec else ""),
+            **throttle_details,
         },
         notes=notes,
     )

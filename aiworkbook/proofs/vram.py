@@ -19,13 +19,17 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.device import (
     DoesNotFit,
     check_fits,
+    cuda_uuid,
     free_memory,
     interruptible,
+    nvml_baseline,
+    nvml_reading,
     oom_guard,
     release_memory,
     resolve_device,
+    tensor_device,
 )
-from aiworkbook.proofs.environment import capture, throttled
+from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.memory_accounting import SavedTensorTracker, model_states
 from aiworkbook.proofs.model import DecoderModel
 from aiworkbook.proofs.result import ProofResult
@@ -166,7 +170,7 @@ def prove_vram(
     )
     flags = set(choice.flags)
     notes = [choice.reason]
-    nvml_before = _nvml_used_before_cuda_init() if dev == "cuda" else None
+    nvml_before = nvml_baseline() if dev == "cuda" else None
     if budget_bytes is None:
         budget_bytes = default_budget(dev, quick)
     inputs = {
@@ -200,6 +204,7 @@ def prove_vram(
     inputs["ran"] = run_spec.name
     inputs["params"] = run_spec.params
     predicted = allocated_prediction(est.memory, dev)
+    t_start = _now()
     try:
         with interruptible(f"vram proof of {run_spec.name}", dev):
             m = _train(run_spec, w, dev, steps, progress)
@@ -218,7 +223,13 @@ def prove_vram(
             details={"estimate": est.to_dict()},
             notes=[*notes, str(exc)],
         )
-    return _result(run_spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before)
+    return _result(run_spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, t_start)
+
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()
 
 
 def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str, Any]:
@@ -227,50 +238,52 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
     mixed = w.precision.endswith("-mixed")
     dtype = torch.float32 if (mixed or w.precision == "fp32") else TORCH_DTYPE[w.precision]
     amp_dtype = torch.bfloat16 if w.precision.startswith("bf16") else torch.float16
+    place = tensor_device(dev)  # "cuda" (CPU tests: "cpu" under a fake torch.cuda)
     out: dict[str, Any] = {}
     model = opt = None
+    cuda = dev == "cuda"
+    peaks = _DevicePeaks() if cuda else None
     try:
         with oom_guard(f"building {spec.name} ({spec.params:,} parameters) on {dev}", dev):
-            if dev == "cuda":
-                free0 = torch.cuda.mem_get_info()[0]
+            if cuda:
+                # cached blocks left by an earlier proof in this process would count as this one's reserve
+                torch.cuda.synchronize()
+                release_memory(dev)
                 torch.cuda.reset_peak_memory_stats()
+                peaks.start()
             model = DecoderModel(
-                spec, attention=w.attention, checkpointing=w.checkpointing, device=dev, dtype=dtype
+                spec, attention=w.attention, checkpointing=w.checkpointing, device=place, dtype=dtype
             )
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         gen = torch.Generator(device="cpu").manual_seed(0)
-        min_free = None
         bar = tqdm(range(steps), desc=f"vram {spec.name}", disable=not progress, leave=False)
         for step in bar:
             with oom_guard(f"step {step + 1}, batch {w.batch} x {w.seq_len} tokens", dev):
-                ids = torch.randint(0, spec.vocab_size, (w.batch, w.seq_len), generator=gen).to(dev)
-                amp = torch.autocast(dev, dtype=amp_dtype) if mixed else nullcontext()
+                ids = torch.randint(0, spec.vocab_size, (w.batch, w.seq_len), generator=gen).to(place)
+                amp = torch.autocast(place, dtype=amp_dtype) if mixed else nullcontext()
                 tracker = SavedTensorTracker(model.parameters())
                 with tracker, amp:
                     model.set_tracker(tracker)
                     loss = model(ids, labels=ids)
                 model.set_tracker(None)
-                if dev == "cuda":
-                    torch.cuda.synchronize()
-                    min_free = _min(min_free, torch.cuda.mem_get_info()[0])
+                if cuda:
+                    peaks.read()  # after forward: every activation saved for backward is held
                 loss.backward()
                 opt.step()
                 states = model_states(model, opt)
-                if dev == "cuda":
-                    torch.cuda.synchronize()
-                    min_free = _min(min_free, torch.cuda.mem_get_info()[0])
+                if cuda:
+                    peaks.read()  # after the step: gradients and optimizer state (created at step 1)
                 opt.zero_grad(set_to_none=True)
                 out["loss"] = float(loss.detach())
                 del loss
         out.update(states=states, saved=tracker.by_phase(), saved_total=tracker.bytes())
         if w.checkpointing == "full":
-            out["recompute_layer"] = _one_layer_saved(model, spec, w, dev, amp_dtype if mixed else None)
-        if dev == "cuda":
+            out["recompute_layer"] = _one_layer_saved(model, spec, w, place, amp_dtype if mixed else None)
+        if cuda:
             out.update(
                 peak_allocated=int(torch.cuda.max_memory_allocated()),
                 peak_reserved=int(torch.cuda.max_memory_reserved()),
-                device_delta=int(free0 - min_free),
-                total_used_at_peak=int(torch.cuda.mem_get_info()[1] - min_free),
+                **peaks.figures(),
             )
         return out
     finally:
@@ -301,24 +314,65 @@ def _min(a, b):
     return b if a is None else min(a, b)
 
 
-def _nvml_used_before_cuda_init() -> int | None:
-    """Device memory in use before torch creates its CUDA context (None when torch already has one)."""
-    if torch.cuda.is_initialized():
-        return None
-    try:
-        import pynvml
+class _DevicePeaks:
+    """Device-level readings at the proof's high-water points (after forward, after the optimizer step).
 
-        pynvml.nvmlInit()
-        try:
-            idx = int((__import__("os").environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0])
-            return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(idx)).used)
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        return None
+    torch.cuda.mem_get_info: free bytes; the caching allocator never returns blocks on its own, so the
+    lowest free reading sees the peak reserve (plus non-torch memory). It is taken after torch created
+    its context, so `device_delta_torch` excludes the context. NVML: device `used` (compared with the
+    baseline taken before this process initialised CUDA, so it includes the context) and this process's
+    usedGpuMemory when NVML lists our pid.
+    """
+
+    def __init__(self) -> None:
+        import os
+
+        self.pid = os.getpid()
+        self.free0 = self.total = 0
+        self.min_free: int | None = None
+        self.nvml_used_max: int | None = None
+        self.process_used_max: int | None = None
+        self.nvml_uuid: str | None = None
+
+    def start(self) -> None:
+        free, total = torch.cuda.mem_get_info()
+        self.free0, self.total = int(free), int(total)
+
+    def read(self) -> None:
+        torch.cuda.synchronize()
+        self.min_free = _min(self.min_free, int(torch.cuda.mem_get_info()[0]))
+        nv = nvml_reading(self.pid)
+        if nv is not None:
+            self.nvml_uuid = nv["uuid"]
+            self.nvml_used_max = max(self.nvml_used_max or 0, nv["used"])
+            if "process_used" in nv:
+                self.process_used_max = max(self.process_used_max or 0, nv["process_used"])
+
+    def figures(self) -> dict[str, Any]:
+        low = self.free0 if self.min_free is None else self.min_free
+        return {
+            "device_delta_torch": int(self.free0 - low),
+            "total_used_at_peak": int(self.total - low),
+            "nvml_used_at_peak": self.nvml_used_max,
+            "nvml_uuid": self.nvml_uuid,
+            "process_used_at_peak": self.process_used_max,
+        }
 
 
-def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before) -> ProofResult:
+def device_delta(m: dict[str, Any], baseline: dict[str, Any] | None, uuid: str | None) -> tuple[int, str]:
+    """The device-level figure and how it was taken.
+
+    "nvml-baseline": NVML used at the peak minus NVML used before this process initialised CUDA
+    (both NVML, same GPU by UUID): includes the CUDA context and all non-torch memory of the process.
+    "mem_get_info": free before the model minus the lowest free reading (context already created: excluded).
+    """
+    same_gpu = baseline is not None and (uuid is None or baseline.get("uuid") in (None, uuid))
+    if same_gpu and m.get("nvml_used_at_peak") is not None and m.get("nvml_uuid") == baseline.get("uuid"):
+        return int(m["nvml_used_at_peak"] - baseline["used"]), "nvml-baseline"
+    return int(m["device_delta_torch"]), "mem_get_info"
+
+
+def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, t_start) -> ProofResult:
     mem = est.memory
     st, saved = m["states"], m["saved"]
     acts = saved.get("activations", 0) + m.get("recompute_layer", 0)
@@ -350,21 +404,27 @@ def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before) 
     }
     if dev == "cuda":
         measured = m["peak_allocated"]
-        delta = m["device_delta"]
-        if nvml_before is not None:
-            delta = m["total_used_at_peak"] - nvml_before
-        else:
+        delta, how = device_delta(m, nvml_before, cuda_uuid())
+        if how != "nvml-baseline":
             flags.add(F.CONTEXT_EXCLUDED)
         details["cuda"] = {
             "peak_allocated": m["peak_allocated"],
             "peak_reserved": m["peak_reserved"],
             "device_delta": delta,
-            "device_delta_includes_context": nvml_before is not None,
+            "device_delta_method": how,
+            "device_delta_includes_context": how == "nvml-baseline",
+            "device_delta_torch": m["device_delta_torch"],
+            "total_used_at_peak": m["total_used_at_peak"],
+            "process_used_at_peak": m.get("process_used_at_peak"),
+            "nvml_baseline_used": nvml_before["used"] if nvml_before else None,
             "predicted_total": int(mem.total),
+            "predicted_cuda_context": int(mem.cuda_context),
+            "predicted_reserve": int(mem.reserve),
             "ratio_delta_over_total": delta / mem.total if mem.total else None,
         }
         notes.append(
-            "measured = torch.cuda.max_memory_allocated; reserved and device delta are in details.cuda"
+            "measured = torch.cuda.max_memory_allocated; reserved and the device-level delta "
+            f"({how}) are in details.cuda"
         )
     else:
         measured = accounted
@@ -379,7 +439,7 @@ def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before) 
         RULE_BYTES_PER_PARAM * spec.params
     )
     env = capture(dev)
-    if throttled(env):
+    if throttle_check(env, t_start, details):
         flags.add(F.THROTTLED)
     return ProofResult(
         proof="vram",

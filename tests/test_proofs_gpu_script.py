@@ -1,0 +1,94 @@
+"""benchmarks/gpu_proof.py (`make gpu-proof`) proven on the CPU: its --dry-run runs the same steps, in the
+same order, through the same code as on a GPU (small models), and writes the same files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from aiworkbook.proofs.device import cuda_available
+from aiworkbook.proofs.result import ProofResult
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_proof.py"
+
+
+@pytest.fixture(scope="module")
+def gp():
+    spec = importlib.util.spec_from_file_location("gpu_proof", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_proof"] = mod  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def fresh_sampler():
+    from aiworkbook.telemetry.sampler import reset_shared_sampler
+
+    reset_shared_sampler()
+    yield
+    reset_shared_sampler()
+
+
+def test_dry_run_writes_every_result_summary_and_trace(gp, tmp_path, fresh_sampler, capsys):
+    out = tmp_path / "results"
+    rc = gp.main(["--dry-run", "--out", str(out), "--bundle", str(tmp_path / "b.tar.gz")])
+    summary = json.loads((out / "summary.json").read_text())
+    names = [s.name for s in gp.PLAN]
+    assert [r["step"] for r in summary["steps"]] == names
+    assert summary["mode"] == "dry-run-cpu" and summary["device"] == "cpu"
+    for row in summary["steps"]:
+        assert row["status"] in ("pass", "fail", "info"), row  # ran: no error, timeout or skip
+        r = ProofResult.load(out / row["file"])
+        assert r.proof == row["proof"] and r.device == "cpu" and r.verdict == row["status"]
+    by = {r["step"]: r for r in summary["steps"]}
+    assert "proxy-model" in by["vram-8b-bf16-mixed-proxy"]["flags"]
+    assert set(by["roofline"]["ceilings"]) >= {f"matmul_{d}_flops" for d in gp.ALL_DTYPES}
+    assert by["roofline"]["ceilings"]["matmul_fp8_flops"] > 0  # torch._scaled_mm ran (CPU kernel)
+    assert rc == (0 if all(r["status"] in ("pass", "info") for r in summary["steps"]) else 3)
+    lines = (out / "trace.jsonl").read_text().splitlines()
+    head = json.loads(lines[0])
+    assert head["kind"] == "aiworkbook.telemetry.trace" and "dry run" in head["note"]
+    phases = {json.loads(x)["phase"] for x in lines[1:]}
+    assert set(names) <= phases  # a sample on entry and exit of every step
+    with tarfile.open(tmp_path / "b.tar.gz") as tar:
+        assert "results/summary.json" in tar.getnames()
+    table = capsys.readouterr().out
+    assert "step" in table and "vram-8b-bf16" in table
+
+
+def test_a_failing_or_overrunning_step_is_recorded_and_the_run_goes_on(gp, tmp_path, monkeypatch):
+    from aiworkbook.proofs.device import interruptible
+
+    def fake_call(step, device, dry):
+        if step.name == "vram-smoke":
+            raise ValueError("boom")
+        with interruptible("slow step", "cpu"):
+            time.sleep(5)
+
+    monkeypatch.setattr(gp, "_call", fake_call)
+    t0 = time.monotonic()
+    bad = gp.run_step(gp.PLAN[1], "cpu", True, 5, tmp_path)
+    slow = gp.run_step(gp.PLAN[2], "cpu", True, 0.3, tmp_path)
+    assert bad["status"] == "error" and "ValueError: boom" in bad["error"]
+    assert slow["status"] == "timeout" and time.monotonic() - t0 < 3
+
+
+def test_without_cuda_it_measures_nothing_and_exits_1(gp, tmp_path, capsys):
+    if cuda_available():
+        pytest.skip("checks the no-CUDA path")
+    assert gp.main(["--out", str(tmp_path / "x")]) == 1
+    assert "no CUDA device" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_plan_fits_the_budget(gp, capsys):
+    assert gp.main(["--list"]) == 0
+    assert sum(s.est_s for s in gp.PLAN) <= 0.6 * gp.BUDGET_S  # estimates leave room for error
+    assert all(s.est_s < s.limit_s for s in gp.PLAN)
+    assert "total estimate" in capsys.readouterr().out
