@@ -137,7 +137,9 @@ def test_checkpointing_orders_activations():
 def test_decode_roofline_matches_reference_figures():
     w = Workload(mode="infer", seq_len=1)
     b1 = roofline.decode(L8, w, H100, batch=1)
-    assert float(b1["tokens_per_s"]) == pytest.approx(3.35e12 / (2 * L8.params), rel=0.01)  # ~209 tok/s
+    # REFERENCE's ~209 tok/s counts the whole untied input table; a step reads one row of it: ~223
+    streamed = 2 * (L8.params - L8.params_embedding + L8.hidden_size)
+    assert float(b1["tokens_per_s"]) == pytest.approx(3.35e12 / streamed, rel=0.01)
     assert roofline.crossover_batch(L8, w, H100) == pytest.approx(989e12 / 3.35e12, rel=0.01)  # ~295
     big = roofline.decode(L8, w, H100, batch=np.array([1, 1024]))
     assert list(big["bound"]) == ["memory", "compute"]

@@ -108,10 +108,20 @@ def training_days(
     return flops / (gpus * gpu.peak_flops(precision) * mfu) / 86400
 
 
-def weight_bytes_read(spec, w: Workload) -> int:
-    """Weight bytes one decode step streams on one GPU: the stored weights over tp (REFERENCE's convention)."""
+def weight_bytes_read(spec, w: Workload, batch=1):
+    """Weight bytes one decode step streams on one GPU: every matrix the step multiplies by, over tp.
+
+    Lookup-only tables (an untied input embedding, learned positions, token types) are not streamed:
+    a step reads one row per sequence. A tied embedding is read whole, as the output head. Counting
+    the whole untied table instead (REFERENCE's rule of thumb) under-states Llama-3-8B's batch-1
+    ceiling on H100 SXM by 7 % (209 vs 223 tokens/s).
+    """
     total, _ = inference_weight_bytes(spec, w.weights_dtype)
-    return total // w.tp
+    table_b = 4 if w.weights_dtype == "fp32" else 2  # embeddings stay at 16 bits (fp32 when fp32)
+    lookup = spec.params_embedding - (spec.vocab_size * spec.hidden_size if spec.tie_word_embeddings else 0)
+    tables = 1 + bool(spec.learned_positions) + bool(spec.type_vocab_size)
+    rows = batch * tables * spec.hidden_size
+    return (total - lookup * table_b + rows * table_b) / w.tp
 
 
 def decode(
@@ -130,7 +140,7 @@ def decode(
 
     batch = w.concurrency if batch is None else batch
     context = w.context_len if context is None else context
-    wbytes = weight_bytes_read(spec, w)
+    wbytes = weight_bytes_read(spec, w, batch)
     if spec.num_experts:
         # one expert across all layers, at the linear layers' width (experts are quantised linears)
         expert_bytes = spec.num_layers * spec.expert_params * QUANT_BITS[w.weights_dtype] / 8 / w.tp
@@ -138,7 +148,7 @@ def decode(
         wbytes = wbytes - idle * expert_bytes
     kv = kv_bytes(spec, w, batch, context)
     flops = (
-        (2 * spec.params_active + 4 * spec.num_layers * spec.num_heads * spec.head_dim * context)
+        (2 * matmul_params(spec) + 4 * spec.num_layers * spec.num_heads * spec.head_dim * context)
         * batch
         / w.tp
     )
@@ -161,8 +171,8 @@ def decode(
 def crossover_batch(spec, w: Workload, gpu) -> float:
     """Batch above which decode is compute-bound (KV reads ignored): weight bytes·peak / (BW·2·N)."""
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype])
-    wbytes, _ = inference_weight_bytes(spec, w.weights_dtype)
-    return wbytes * peak / (gpu.memory_bandwidth_bps * 2 * spec.params_active)
+    wbytes = weight_bytes_read(spec, w.replace(tp=1))
+    return wbytes * peak / (gpu.memory_bandwidth_bps * 2 * matmul_params(spec))
 
 
 def prefill_time(
