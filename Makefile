@@ -47,6 +47,7 @@ test: install-test lint
 bench: install
 	$(BIN)/python benchmarks/run.py
 
+# On a lent GPU machine without network, use tools/gpu_proof_device.sh instead (docs/proofs.md).
 gpu-proof: install
 	OUT=$(OUT) $(BIN)/python benchmarks/gpu_proof.py
 
