@@ -161,7 +161,7 @@ def size(
 
 
 def _print_estimate(spec, est) -> None:
-    from aiworkbook.units import fmt_flops, fmt_rate
+    from aiworkbook.units import fmt_rate
 
     w = est.workload
     gpu_name = est.gpu.name if est.gpu is not None else "no GPU given"
@@ -185,47 +185,9 @@ def _print_estimate(spec, est) -> None:
             f"  {verdict} on one {f['gpu']}: budget {fmt_bytes(f['budget_bytes'])}, "
             f"headroom {fmt_bytes(f['headroom_bytes'])}"
         )
-    shown = {k: v for k, v in est.roofline.items() if v is not None}
-    if shown:
-        typer.echo("\nroofline (times are lower bounds at the GPU's ceilings)")
-        for k, v in shown.items():
-            if k in _TIMES:
-                txt = fmt_seconds(v)
-            elif k == "peak_flops" and isinstance(v, float):
-                txt = fmt_flops(v)
-            elif isinstance(v, float):
-                txt = f"{v:,.3g}" if abs(v) < 1e4 else f"{v:,.0f}"
-            else:
-                txt = str(v)
-            typer.echo(f"  {k:<26} {txt}")
-    st = est.storage
-    if st:
-        typer.echo("\nstorage")
-        for k, v in st.items():
-            if isinstance(v, dict):
-                typer.echo(
-                    f"  {k:<26} "
-                    + ", ".join(
-                        f"{kk} {fmt_rate(vv) if kk.endswith('bytes_per_s') else f'{vv:,.1f}'}"
-                        for kk, vv in v.items()
-                    )
-                )
-            elif k.endswith("_bytes"):
-                typer.echo(f"  {k:<26} {fmt_bytes(v)}")
-            elif k.endswith("_s"):
-                typer.echo(f"  {k:<26} {fmt_seconds(v)}")
-            else:
-                typer.echo(f"  {k:<26} {v:.3f}")
-    c = est.cost
-    if c:
-        typer.echo("\ncost (at the roofline's throughput: a lower bound on cost)")
-        for k, v in c.items():
-            if isinstance(v, dict):
-                typer.echo(f"  {k:<26} " + ", ".join(f"{kk} {vv:,.2f}" for kk, vv in v.items()))
-            elif v is None:
-                continue
-            else:
-                typer.echo(f"  {k:<26} {v:,.4g}" if isinstance(v, float) else f"  {k:<26} {v}")
+    _section("roofline (times are lower bounds at the GPU's ceilings)", est.roofline)
+    _section("storage", est.storage)
+    _section("cost (at the roofline's throughput: a lower bound on cost)", est.cost)
     a = est.assumptions
     typer.echo(
         f"\nassumptions ({a.source}): checkpoint write {fmt_rate(a.storage_write_bps)}, read "
@@ -266,3 +228,37 @@ def fit(
         return
     for k, v in out.items():
         typer.echo(f"{k:<16} {v if v is not None else 'none'}")
+
+
+def _section(title: str, values: dict, prefix: str = "") -> None:
+    """Print one section of an estimate, each value in its unit (nested dicts as parent.child)."""
+    rows = {k: v for k, v in values.items() if v is not None}
+    if not rows:
+        return
+    if not prefix:
+        typer.echo(f"\n{title}")
+    for k, v in rows.items():
+        if isinstance(v, dict):
+            _section(title, v, prefix=f"{prefix}{k}.")
+        else:
+            typer.echo(f"  {prefix + k:<30} {_fmt_value(k, v)}")
+
+
+def _fmt_value(key: str, v) -> str:
+    from aiworkbook.units import fmt_flops, fmt_rate
+
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    if key.endswith("bytes_per_s"):
+        return fmt_rate(v)
+    if key.endswith("_bytes") or key == "bytes":
+        return fmt_bytes(v)
+    if key.endswith("per_s"):
+        return f"{v:,.1f}/s"
+    if key.endswith("_s"):
+        return fmt_seconds(v)
+    if key == "peak_flops":
+        return fmt_flops(v)
+    if isinstance(v, float):
+        return f"{v:,.3g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    return f"{v:,}"
