@@ -1,4 +1,4 @@
-"""Where the shipped catalogues (data/) live: the source tree, or the installed wheel."""
+"""Where the shipped catalogues (data/) live: the installed wheel's copy, or the source tree's."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from pathlib import Path
 
 @cache
 def data_dir() -> Path:
-    """The catalogue folder: $AIWORKBOOK_DATA, else the repository's data/, else the wheel's copy."""
+    """The catalogue folder: $AIWORKBOOK_DATA, else aiworkbook/_data (a wheel), else the repository's data/."""
     env = os.environ.get("AIWORKBOOK_DATA")
     if env:
         return Path(env)
-    source = Path(__file__).resolve().parents[1] / "data"
-    if (source / "models").is_dir():
-        return source
-    from importlib.resources import files
-
-    return Path(str(files("aiworkbook._data")))
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_data", here.parent / "data"):  # wheel layout, then source/editable layout
+        if (candidate / "models").is_dir():
+            return candidate
+    raise FileNotFoundError(
+        f"aiworkbook's catalogues (models/, gpus/, nodes/) are neither in {here / '_data'} nor in "
+        f"{here.parent / 'data'}; reinstall the package or set AIWORKBOOK_DATA"
+    )

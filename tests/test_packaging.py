@@ -61,3 +61,44 @@ def test_data_dir_is_the_repository_data():
     from aiworkbook.paths import data_dir
 
     assert data_dir() == ROOT / "data"
+
+
+def test_wheel_install_carries_catalogues_and_widgets(tmp_path):
+    """A wheel (not the editable install) has the presets, the GPU catalogue and aiworkbook.widgets."""
+    wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheel_dir),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    wheel = next(wheel_dir.glob("aiworkbook-*.whl"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    code = (
+        "import aiworkbook, aiworkbook.widgets; from aiworkbook.paths import data_dir; "
+        "from aiworkbook.specs import load_model, get_gpu, list_nodes; "
+        "print(aiworkbook.__file__); print(data_dir()); "
+        "print(load_model('llama-3-8b').params, get_gpu('H200-SXM').name, len(list_nodes()))"
+    )
+    env = {**__import__("os").environ, "PYTHONPATH": str(target)}
+    env.pop("AIWORKBOOK_DATA", None)
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    module_file, data, facts = r.stdout.splitlines()
+    assert module_file.startswith(str(target)) and data.startswith(str(target))
+    assert facts == "8030261248 H200-SXM 4"
