@@ -15,13 +15,31 @@ modules through `saved_tensors_hooks` in tests/test_sizing_activations.py). Per 
 - The loss keeps fp32 log-probabilities: 4·b·s·V (chunked: one chunk of 1024 tokens).
 
 e is the activation width: 4 at fp32, 2 at 16-bit or mixed precision. b and s may be numpy arrays.
+
+PyTorch AMP (fp32 working weights under torch.autocast, the `fp32-adamw` recipe at a `*-mixed`
+precision) saves mixed widths, measured with `saved_tensors_hooks` on transformers' Llama and GPT-2 and
+on the proof kit's decoder (tests/test_sizing_amp.py):
+
+- Every matmul casts its fp32 weight to 16 bits and saves the copy: 2 B per matrix parameter of each
+  layer plus 2·V·h for the LM head (tied or not), per micro-batch, independent of tokens. Biases are
+  cast but not saved. Full checkpointing keeps only the recomputed layer's copies and the head's.
+- The embeddings, the residual stream and the norms stay fp32 (the weights are fp32): RMSNorm saves
+  its fp32 input and normalised value (8h + 4), LayerNorm its fp32 input (4h + 8), and each linear that
+  reads a norm's fp32 output saves its own 16-bit cast of it: 2h per consumer (Llama q, k, v, gate, up
+  and GPT-2's fused c_attn, c_fc), plus 2h for the head. A fully checkpointed layer keeps a 4h input.
+- Matmul outputs are 16-bit, so q/k/v, SwiGLU and attention outputs keep width 2; RoPE's cos/sin are
+  fp32 (2·d·4 per position); eager softmax runs in fp32 (fp32 mask or explicit dtype) and the 16-bit
+  copy feeds the next matmul: a·s·(4 + 2) per token.
+- CUDA autocast runs `pow` in fp32, CPU autocast does not: GPT-2's `gelu_new` saves 16·I B on CUDA
+  (fp32 cast of the input, fp32 tanh, fp32 1 + tanh, 16-bit 0.5·x, a 16-bit cast for c_proj) and 10·I
+  on CPU. `device` selects which list is modelled.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aiworkbook.sizing.states import width
+from aiworkbook.sizing.states import recipe_bytes, width
 from aiworkbook.sizing.workload import Workload
 
 LOSS_CHUNK_TOKENS = 1024
@@ -40,6 +58,27 @@ class ActivationTerms:
     per_seq_position: int  # B per position shared by the batch (RoPE cos/sin, position ids)
     recompute_input: int  # B per token per layer a fully checkpointed layer keeps (its input)
     parts: str  # the per-layer terms, for the formula
+    layer_copies: int = 0  # B per layer: autocast's 16-bit copies of its fp32 matrices (AMP only)
+    head_copy: int = 0  # B: autocast's 16-bit copy of the LM head matrix (AMP only)
+    head_input: int = 0  # B per token: the head's 16-bit cast of the fp32 final-norm output (AMP only)
+    selective_extra: int = 0  # B per token per layer: AMP keeps RoPE'd q and k in fp32 at the checkpoint
+
+
+def autocast_fp32_weights(w: Workload) -> bool:
+    """PyTorch AMP: fp32 working weights under torch.autocast (a *-mixed precision with 4-byte weights).
+
+    16-bit working-weight recipes (megatron-bf16, zero-mixed, pure-bf16, ...) are not this regime:
+    their matmuls need no casts and their activations are uniformly 16-bit."""
+    return (
+        w.mode == "train" and w.precision.endswith("-mixed") and recipe_bytes(w.recipe, w.precision)[0] == 4
+    )
+
+
+def layer_matrix_params(spec) -> int:
+    """Matrix parameters of one layer (attention, MLP or every expert, router): what autocast copies."""
+    h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
+    mlp = (3 if spec.gated_mlp else 2) * h * i * max(1, spec.num_experts) + h * spec.num_experts
+    return h * a * d + 2 * h * k * d + a * d * h + mlp
 
 
 def dropout_p(spec, w: Workload) -> float:
@@ -48,15 +87,16 @@ def dropout_p(spec, w: Workload) -> float:
 
 def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
     e = width(w.precision)
+    amp = autocast_fp32_weights(w)
     p = dropout_p(spec, w)
     m = (1 if device == "cuda" else e) if p > 0 else 0  # dropout mask bytes per element
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
     mt = spec.model_type
 
-    if spec.norm == "rmsnorm":
-        norm, norm_txt = 4 * h + 2 * e * h + 4, f"4·{h} + 2·{e}·{h} + 4"
-    else:
-        norm, norm_txt = 2 * e * h + 8, f"2·{e}·{h} + 8"
+    if spec.norm == "rmsnorm":  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
+        norm, norm_txt = 4 * h + 2 * e * h + 4, (f"8·{h} + 4" if amp else f"4·{h} + 2·{e}·{h} + 4")
+    else:  # AMP: fp32 input + mean/rstd (the fp32 output is not saved: its readers save casts)
+        norm, norm_txt = 2 * e * h + 8, (f"4·{h} + 8" if amp else f"2·{e}·{h} + 8")
 
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
     flash = w.flash and not (device == "cpu" and p > 0)
@@ -72,47 +112,95 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
         else:
             attn = (a * d + 2 * k * d) * e + a * d * e + 4 * a
             attn_txt = f"({a}·{d} + 2·{k}·{d} + {a}·{d} out)·{e} + 4·{a} lse"
+    elif amp and w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU
+        attn = 3 * a * d * 4 + a * d * e  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
+        score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
+        attn_txt = f"3·{a}·{d}·4 + {a}·{d}·{e} + {a}·s·12 (CPU math sdpa in fp32)"
     else:
         attn = 4 * a * d * e  # q, k, v (GQA repeated), o-proj input
-        sm = 4 + e if (mt in _UPCAST_SOFTMAX and e != 4) else e
-        score = a * (sm + ((m + e) if p > 0 else 0))
+        if amp:
+            # eager under autocast: fp32 softmax (the fp32 mask promotes it, or an explicit dtype), then
+            # the 16-bit copy the next matmul reads; with dropout the mask and the dropped 16-bit probs
+            # (RoPE families drop the fp32 probs: a 4-byte mask on CPU)
+            mw = (1 if device == "cuda" else (4 if mt in _ROPE else 2)) if p > 0 else 0
+            score = a * (4 + mw + e)
+        else:
+            sm = 4 + e if (mt in _UPCAST_SOFTMAX and e != 4) else e
+            score = a * (sm + ((m + e) if p > 0 else 0))
         attn_txt = f"4·{a}·{d}·{e} + {a}·s·{score // a}"
+    casts = 0
     if spec.num_experts:
         mlp_n = 4 * spec.experts_per_token
         mlp = mlp_n * i * e + 8 * spec.num_experts
         mlp_txt = f"{spec.experts_per_token}·4·{i}·{e} + router"
+        casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
     elif spec.gated_mlp:
         mlp, mlp_txt = 4 * i * e, f"4·{i}·{e}"
+        casts = 2  # gate, up
     elif mt == "gpt2":
-        mlp, mlp_txt = 5 * i * e, f"5·{i}·{e} (gelu_new)"
+        if amp and device == "cuda":  # CUDA autocast runs pow in fp32 (CPU does not)
+            mlp, mlp_txt = 16 * i, f"16·{i} (gelu_new, fp32 pow under CUDA autocast)"
+        else:
+            mlp, mlp_txt = 5 * i * e, f"5·{i}·{e} (gelu_new)"
+        casts = 1  # c_fc
     else:
         mlp, mlp_txt = 2 * i * e, f"2·{i}·{e}"
+        casts = 1  # fc1
+    casts += 1 if mt == "gpt2" else 3  # fused c_attn, or q, k, v
     drop = 2 * h * m
     layer = spec.norms_per_layer * norm + attn + mlp + drop
     if w.mode in ("lora", "qlora"):
         layer += len(w.lora_targets) * w.lora_rank * e
-    parts = f"{spec.norms_per_layer}·({norm_txt}) + {attn_txt} + {mlp_txt}" + (
-        f" + 2·{h}·{m} masks" if m else ""
+    casts_txt = ""
+    if amp:
+        layer += casts * 2 * h
+        casts_txt = f" + {casts}·2·{h} autocast casts of fp32 norm outputs"
+    parts = (
+        f"{spec.norms_per_layer}·({norm_txt}) + {attn_txt} + {mlp_txt}"
+        + (f" + 2·{h}·{m} masks" if m else "")
+        + casts_txt
     )
 
-    per_token = norm + 8 + (h * m)  # final norm, input ids, embedding dropout mask
+    emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
+    per_token = norm + 8 + (h * emb_mask)  # final norm, input ids, embedding dropout mask
     if spec.is_decoder:
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
     if mt in _ROPE:
-        per_seq += 2 * d * e
-    return ActivationTerms(layer, score, per_token, per_seq, h * e, parts)
+        per_seq += 2 * d * (4 if amp else e)  # cos/sin at the embeddings' dtype (fp32 under AMP)
+    if not amp:
+        return ActivationTerms(layer, score, per_token, per_seq, h * e, parts)
+    head = 2 * spec.vocab_size * h if spec.is_decoder else 0
+    return ActivationTerms(
+        layer,
+        score,
+        per_token,
+        per_seq,
+        4 * h,  # a checkpointed layer keeps its fp32 residual input
+        parts,
+        layer_copies=2 * layer_matrix_params(spec),
+        head_copy=head,
+        head_input=2 * h if spec.is_decoder else 0,
+        # selective recompute checkpoints the attention core: its q and k inputs come out of RoPE
+        # in fp32 (cos/sin are fp32), so they are kept at 4 B instead of the 16-bit casts
+        selective_extra=(a * d + k * d) * (4 - e) if mt in _ROPE else 0,
+    )
 
 
 def activation_bytes(spec, w: Workload, b, s, device: str = "cuda"):
-    """Saved-for-backward bytes of the layers and embeddings (not the loss) for batch b, length s."""
+    """Saved-for-backward bytes of the layers and embeddings (not the loss) for batch b, length s.
+
+    Under AMP each layer adds autocast's 16-bit copies of its matrices (only the recomputed layer's
+    under full checkpointing)."""
     t = terms(spec, w, device)
     n = b * s
-    full_layer = n * t.per_token_layer + n * s * t.per_token_score
+    full_layer = n * t.per_token_layer + n * s * t.per_token_score + t.layer_copies
     if w.checkpointing == "selective":
-        full_layer = n * t.per_token_layer
+        full_layer = n * (t.per_token_layer + t.selective_extra) + t.layer_copies
     if w.checkpointing == "full":
         layers = spec.num_layers * n * t.recompute_input + full_layer  # inputs + one layer recomputed
+        if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept fp32 input itself
+            layers -= n * t.recompute_input
     else:
         layers = spec.num_layers * full_layer
     return layers // w.tp + n * t.per_token + s * t.per_seq_position
@@ -126,6 +214,14 @@ def logits_bytes(spec, w: Workload, b, s):
     if w.chunked_loss:
         n = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
     return 4 * n * spec.vocab_size // w.tp + 4
+
+
+def head_autocast_bytes(spec, w: Workload, b, s):
+    """AMP only: the LM head's 16-bit weight copy and its 16-bit cast of the fp32 final-norm output.
+
+    Saved for backward by the head matmul (so they sit with the logits); 0 outside the AMP regime."""
+    t = terms(spec, w)
+    return (t.head_copy + b * s * t.head_input) // w.tp
 
 
 #: vLLM's max_num_batched_tokens (API server on a large GPU) and TensorRT-LLM's max_num_tokens default.
@@ -169,22 +265,39 @@ def formulas(spec, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:
     L = spec.num_layers
     tp = f" / {w.tp} tp" if w.tp > 1 else ""
     score = f" + {n:,}·{s}·{t.per_token_score} B scores" if t.per_token_score else ""
+    copies = (
+        f" + 2 B · {t.layer_copies // 2:,} matrix params (autocast's 16-bit copies of the fp32 weights)"
+        if t.layer_copies
+        else ""
+    )
     if w.checkpointing == "full":
+        shared = f" − {n:,} · {t.recompute_input} B (its norm saves the kept input)" if t.layer_copies else ""
         core = (
             f"{L} layers · {n:,} tokens · {t.recompute_input} B inputs + one layer recomputed "
-            f"({n:,} · {t.per_token_layer:,} B{score})"
+            f"({n:,} · {t.per_token_layer:,} B{score}{copies}{shared})"
         )
     elif w.checkpointing == "selective":
-        core = f"{L} layers · {n:,} tokens · {t.per_token_layer:,} B [{t.parts}], scores recomputed"
+        extra = f" + {t.selective_extra} B fp32 q/k at the checkpoint" if t.selective_extra else ""
+        core = (
+            f"{L} layers · ({n:,} tokens · ({t.per_token_layer:,} B [{t.parts}]{extra}){copies}), "
+            "scores recomputed"
+        )
     else:
-        core = f"{L} layers · ({n:,} tokens · {t.per_token_layer:,} B [{t.parts}]{score})"
+        core = f"{L} layers · ({n:,} tokens · {t.per_token_layer:,} B [{t.parts}]{score}{copies})"
     act = (
         f"{core}{tp} + {n:,} · {t.per_token} B ids/labels/final norm + {s} · {t.per_seq_position} B positions"
     )
+    if autocast_fp32_weights(w):
+        act = "AMP (fp32 weights, autocast; fp32 residual and norms, 16-bit matmul outputs): " + act
     if not spec.is_decoder:
         return act, "0 (encoder: no LM head loss)"
     if w.chunked_loss:
         lg = f"4 B · min({n:,}, {LOSS_CHUNK_TOKENS}) tokens · {spec.vocab_size:,} vocab (chunked loss){tp}"
     else:
         lg = f"4 B · {b} seqs · {s} tokens · {spec.vocab_size:,} vocab (fp32 log-probs){tp}"
+    if t.head_copy:
+        lg += (
+            f" + 2 B · {spec.vocab_size:,} · {spec.hidden_size} autocast copy of the head matrix"
+            f" + 2 B · {n:,} tokens · {spec.hidden_size} head input cast{tp}"
+        )
     return act, lg

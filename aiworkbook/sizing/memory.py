@@ -95,11 +95,13 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
     zero = 0 * b * s
     if w.training:
         c["activations"] = act.activation_bytes(spec, w, b, s, device)
-        c["logits"] = act.logits_bytes(spec, w, b, s)
+        logprobs = act.logits_bytes(spec, w, b, s)
+        # AMP: the head's 16-bit weight copy and input cast are saved with the logits
+        c["logits"] = logprobs + act.head_autocast_bytes(spec, w, b, s)
         c["kv_cache"] = zero
         # backward through the loss: the fp32 gradient of the log-probs and the fp32 gradient of the
         # logits (log_softmax's backward) live beside the saved log-probs: 2 x 4 B per logit
-        transient = 2 * (c["logits"] - 4) if spec.is_decoder else zero
+        transient = 2 * (logprobs - 4) if spec.is_decoder else zero
     else:
         prompt = _cap(s, w.seq_len)
         c["activations"] = act.inference_activation_bytes(spec, w, b, prompt)
@@ -164,7 +166,8 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
         ws = [f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES)} cuBLAS"]
         if w.training and spec.is_decoder:
             ws.append(
-                f"{fmt_bytes(2 * (vals['logits'] - 4))} loss backward (fp32 gradients of log-probs and logits)"
+                f"{fmt_bytes(2 * (int(act.logits_bytes(spec, w, b, s)) - 4))} loss backward "
+                "(fp32 gradients of log-probs and logits)"
             )
         if zero3_gather_bytes(spec, w):
             ws.append(f"{fmt_bytes(zero3_gather_bytes(spec, w))} ZeRO-3 gathered unit (weights + grads)")
