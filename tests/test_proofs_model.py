@@ -1,4 +1,4 @@
-"""The plain-torch decoder: exact parameter counts, the same loss and saved bytes as transformers' Llama."""
+"""The plain-torch decoder: exact parameter counts, the same loss and saved bytes as transformers' Llama and GPT-2."""
 
 from __future__ import annotations
 
@@ -102,3 +102,52 @@ def test_kv_cache_grows_to_context():
             nxt = model(nxt, cache=cache)[:, -1:].argmax(-1)
     assert cache.length == 15
     assert cache.nbytes() == 2 * spec.num_layers * spec.num_kv_heads * spec.head_dim * 4 * 3 * 15
+
+
+def _hf_gpt2_into_ours(spec, attention="sdpa"):
+    """transformers' GPT-2 (dropout off) and the kit's model with the same weights (Conv1D is [in, out])."""
+    transformers = pytest.importorskip("transformers")
+    from aiworkbook.paths import data_dir
+    from aiworkbook.specs.model import load_config_file
+
+    cfg = load_config_file(data_dir() / "models" / "tiny-gpt2" / "config.json")
+    config = transformers.GPT2Config(
+        **{k: v for k, v in cfg.items() if not k.startswith("_")},
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
+    config._attn_implementation = attention
+    hf = transformers.GPT2LMHeadModel(config).train()
+    ours = DecoderModel(spec, attention=attention).train()
+    sd = {}
+    for k, v in hf.state_dict().items():
+        if k == "lm_head.weight":
+            continue  # tied to wte
+        k = k.replace("transformer.wte.", "embed_tokens.").replace("transformer.wpe.", "embed_positions.")
+        k = k.replace("transformer.ln_f.", "norm.").replace("transformer.h.", "layers.")
+        k = k.replace(".ln_1.", ".input_norm.").replace(".ln_2.", ".post_attention_norm.")
+        k = k.replace(".attn.c_attn.", ".attn.qkv_proj.").replace(".attn.c_proj.", ".attn.o_proj.")
+        k = k.replace(".mlp.c_fc.", ".mlp.up_proj.").replace(".mlp.c_proj.", ".mlp.down_proj.")
+        conv1d = k.endswith("weight") and v.dim() == 2 and ("attn." in k or "mlp." in k)
+        sd[k] = v.t().contiguous() if conv1d else v
+    ours.load_state_dict(sd, strict=True)
+    return hf, ours
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("autocast", [False, True], ids=["fp32", "bf16-autocast"])
+def test_same_loss_and_saved_bytes_as_transformers_gpt2(autocast, attention):
+    torch.manual_seed(0)
+    spec = load_model("tiny-gpt2")
+    hf, ours = _hf_gpt2_into_ours(spec, attention)
+    ids = torch.randint(0, spec.vocab_size, (2, 64))
+    amp = torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast)
+    # use_cache=False: with a cache, transformers' GPT-2 keeps concatenated (contiguous) k and v copies
+    # for backward, which a training loop without a cache does not
+    with SavedTensorTracker(hf.parameters()) as t_hf, amp:
+        loss_hf = hf(input_ids=ids, labels=ids, use_cache=False).loss
+    with SavedTensorTracker(ours.parameters()) as t_ours, amp:
+        loss_ours = ours(ids, labels=ids)
+    assert loss_ours.item() == pytest.approx(loss_hf.item(), rel=1e-2 if autocast else 1e-5)
+    assert t_ours.bytes() == pytest.approx(t_hf.bytes(), rel=0.03)

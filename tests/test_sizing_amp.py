@@ -82,7 +82,7 @@ def saved_bytes(model, forward, params=None) -> dict[str, int]:
 def _hf_forward(model, b, s):
     model.train()
     ids = torch.randint(0, V, (b, s), generator=torch.Generator().manual_seed(1))
-    return lambda: model(input_ids=ids, labels=ids).loss
+    return lambda: model(input_ids=ids, labels=ids, use_cache=False).loss
 
 
 def _amp(attn, b, s, dropout=0.0, **kw):

@@ -79,14 +79,25 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
+#: families whose Hugging Face attention projects q, k and v with one fused linear
+FUSED_QKV = ("gpt2", "gpt_neox", "phi3")
+
+
 class Attention(nn.Module):
     def __init__(self, spec: ModelSpec, idx: int, attention: str, **fk) -> None:
         super().__init__()
         h, a, k, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
         self.a, self.k, self.d, self.idx, self.attention = a, k, d, idx, attention
-        self.q_proj = nn.Linear(h, a * d, bias=spec.qkv_bias, **fk)
-        self.k_proj = nn.Linear(h, k * d, bias=spec.qkv_bias, **fk)
-        self.v_proj = nn.Linear(h, k * d, bias=spec.qkv_bias, **fk)
+        # GPT-2 (c_attn), GPT-NeoX (query_key_value) and Phi-3 (qkv_proj) project q, k, v in one matmul:
+        # one saved input (and under autocast one cast) instead of three, as in their HF modules
+        self.fused = spec.model_type in FUSED_QKV
+        self.gpt2_softmax = spec.model_type == "gpt2"
+        if self.fused:
+            self.qkv_proj = nn.Linear(h, (a + 2 * k) * d, bias=spec.qkv_bias, **fk)
+        else:
+            self.q_proj = nn.Linear(h, a * d, bias=spec.qkv_bias, **fk)
+            self.k_proj = nn.Linear(h, k * d, bias=spec.qkv_bias, **fk)
+            self.v_proj = nn.Linear(h, k * d, bias=spec.qkv_bias, **fk)
         self.o_proj = nn.Linear(a * d, h, bias=spec.o_bias, **fk)
         self.scaling = d**-0.5
         self.selective = False
@@ -94,9 +105,13 @@ class Attention(nn.Module):
 
     def forward(self, x, rope, cache: KVCache | None) -> torch.Tensor:
         b, s, _ = x.shape
-        q = self.q_proj(x).view(b, s, self.a, self.d).transpose(1, 2)
-        k = self.k_proj(x).view(b, s, self.k, self.d).transpose(1, 2)
-        v = self.v_proj(x).view(b, s, self.k, self.d).transpose(1, 2)
+        if self.fused:
+            q, k, v = self.qkv_proj(x).split([self.a * self.d, self.k * self.d, self.k * self.d], dim=-1)
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = q.view(b, s, self.a, self.d).transpose(1, 2)
+        k = k.view(b, s, self.k, self.d).transpose(1, 2)
+        v = v.view(b, s, self.k, self.d).transpose(1, 2)
         if rope is not None:
             cos, sin = rope
             q = (q * cos) + (_rotate_half(q) * sin)
@@ -133,8 +148,14 @@ class Attention(nn.Module):
         if causal:
             mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril()
         if mask is not None:
-            w = w.masked_fill(~mask, torch.finfo(w.dtype).min)
-        w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+            # transformers adds a float mask in the parameters' dtype (fp32 under AMP: it promotes the
+            # scores); an addition saves nothing for backward, unlike masked_fill's boolean mask
+            dt = self.o_proj.weight.dtype
+            w = w + torch.zeros(sq, sk, dtype=dt, device=q.device).masked_fill(~mask, torch.finfo(dt).min)
+        if self.gpt2_softmax:  # GPT-2's eager_attention_forward: softmax in the scores' dtype, then to v's
+            w = F.softmax(w, dim=-1).type(v.dtype)
+        else:  # Llama's: fp32 softmax, back to the query's dtype
+            w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
         return torch.matmul(w, v)
 
 

@@ -102,13 +102,12 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
     flash = w.flash and not (device == "cpu" and p > 0)
     score = 0
     if flash:
-        if mt == "gpt2":  # q, k, v are views of the fused c_attn output; CPU copies k and v
-            attn = 3 * h * e + (2 * k * d * e if device == "cpu" else 0) + a * d * e + 4 * a
-            attn_txt = (
-                f"3·{h}·{e} qkv"
-                + (f" + 2·{k}·{d}·{e}" if device == "cpu" else "")
-                + f" + {a}·{d}·{e} out + 4·{a} lse"
-            )
+        if mt == "gpt2":
+            # q, k, v are views of the fused c_attn output. A training step runs without a KV cache:
+            # transformers' GPT-2 with its default use_cache=True also keeps contiguous k and v copies
+            # (+2·k·d·e per token per layer); pass use_cache=False when training.
+            attn = 3 * h * e + a * d * e + 4 * a
+            attn_txt = f"3·{h}·{e} qkv + {a}·{d}·{e} out + 4·{a} lse"
         else:
             attn = (a * d + 2 * k * d) * e + a * d * e + 4 * a
             attn_txt = f"({a}·{d} + 2·{k}·{d} + {a}·{d} out)·{e} + 4·{a} lse"
