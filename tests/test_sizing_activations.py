@@ -2,71 +2,15 @@
 backward (unique storages through saved_tensors_hooks, parameters excluded), and model states
 against a real torch AdamW step. CPU, fp32, tiny configs."""
 
-import logging
-
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from hf_tiny import V, hf_forward, saved_bytes, tiny_gpt2, tiny_llama  # noqa: E402
+
 from aiworkbook.sizing import Workload, estimate  # noqa: E402
 from aiworkbook.specs import spec_from_config  # noqa: E402
-
-logging.getLogger("transformers").setLevel(logging.ERROR)
-V = 1024
-
-
-def _llama(attn, k):
-    cfg = transformers.LlamaConfig(
-        hidden_size=128,
-        intermediate_size=344,
-        num_attention_heads=4,
-        num_key_value_heads=k,
-        num_hidden_layers=2,
-        vocab_size=V,
-        max_position_embeddings=1024,
-        tie_word_embeddings=False,
-        attn_implementation=attn,
-    )
-    return transformers.LlamaForCausalLM(cfg)
-
-
-def _gpt2(attn, drop):
-    cfg = transformers.GPT2Config(
-        n_embd=128,
-        n_head=4,
-        n_layer=2,
-        vocab_size=V,
-        n_positions=1024,
-        attn_implementation=attn,
-        resid_pdrop=drop,
-        embd_pdrop=drop,
-        attn_pdrop=drop,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    return transformers.GPT2LMHeadModel(cfg)
-
-
-def saved_bytes(model, b, s):
-    """Unique storages autograd saves in one training forward (with loss), parameters excluded."""
-    model.train()
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        if st.data_ptr() not in params:
-            seen[st.data_ptr()] = st.nbytes()
-        return t
-
-    torch.manual_seed(0)
-    ids = torch.randint(0, V, (b, s))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = model(input_ids=ids, labels=ids, use_cache=False)
-    assert out.loss.requires_grad
-    return sum(seen.values())
-
 
 CASES = [
     ("llama", "eager", 2, 1, 128),
@@ -82,7 +26,7 @@ CASES = [
 
 @pytest.mark.parametrize("family,attn,knob,b,s", CASES)
 def test_activations_plus_logits_match_transformers(family, attn, knob, b, s):
-    model = _llama(attn, knob) if family == "llama" else _gpt2(attn, knob)
+    model = tiny_llama(attn, knob) if family == "llama" else tiny_gpt2(attn, knob)
     spec = spec_from_config(model.config.to_dict())
     w = Workload(
         precision="fp32",
@@ -94,12 +38,12 @@ def test_activations_plus_logits_match_transformers(family, attn, knob, b, s):
     )
     est = estimate(spec, w, device="cpu")
     predicted = est.memory.activations + est.memory.logits
-    measured = saved_bytes(model, b, s)
+    measured = saved_bytes(model, hf_forward(model, b, s))["total"]
     assert predicted == pytest.approx(measured, rel=0.10), (predicted, measured)
 
 
 def test_eager_scores_grow_quadratically_and_sdpa_has_none():
-    spec = spec_from_config(_llama("eager", 2).config.to_dict())
+    spec = spec_from_config(tiny_llama("eager", 2).config.to_dict())
     eager = [
         estimate(
             spec, Workload(precision="fp32", recipe="fp32-adamw", attention="eager", seq_len=s), device="cpu"
@@ -118,7 +62,7 @@ def test_eager_scores_grow_quadratically_and_sdpa_has_none():
 
 
 def test_model_states_match_a_real_adamw_step():
-    model = _llama("sdpa", 2)
+    model = tiny_llama("sdpa", 2)
     spec = spec_from_config(model.config.to_dict())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     ids = torch.randint(0, V, (1, 16))

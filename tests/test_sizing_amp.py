@@ -8,81 +8,18 @@ runs `pow` in fp32: GPT-2's gelu_new), `test_cuda_pow_policy_emulated` replays t
 casting pow's input to fp32, and checks the device="cuda" estimate against that.
 """
 
-import logging
-
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from hf_tiny import V, saved_bytes, tiny_gpt2, tiny_llama  # noqa: E402
+from hf_tiny import hf_forward as _hf_forward  # noqa: E402
+
 from aiworkbook.proofs.model import DecoderModel  # noqa: E402
 from aiworkbook.sizing import Workload, estimate  # noqa: E402
 from aiworkbook.sizing.activations import autocast_fp32_weights, layer_matrix_params  # noqa: E402
 from aiworkbook.specs import spec_from_config  # noqa: E402
-
-logging.getLogger("transformers").setLevel(logging.ERROR)
-V = 1024
-
-
-def _llama(attn, k=2, layers=2):
-    cfg = transformers.LlamaConfig(
-        hidden_size=128,
-        intermediate_size=344,
-        num_attention_heads=4,
-        num_key_value_heads=k,
-        num_hidden_layers=layers,
-        vocab_size=V,
-        max_position_embeddings=1024,
-        tie_word_embeddings=False,
-        attn_implementation=attn,
-    )
-    return transformers.LlamaForCausalLM(cfg)
-
-
-def _gpt2(attn, drop=0.0, layers=2):
-    cfg = transformers.GPT2Config(
-        n_embd=128,
-        n_head=4,
-        n_layer=layers,
-        vocab_size=V,
-        n_positions=1024,
-        attn_implementation=attn,
-        resid_pdrop=drop,
-        embd_pdrop=drop,
-        attn_pdrop=drop,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    return transformers.GPT2LMHeadModel(cfg)
-
-
-def saved_bytes(model, forward, params=None) -> dict[str, int]:
-    """Unique storages autograd saves inside `forward()` under CPU autocast(bf16), by dtype."""
-    params = {p.untyped_storage().data_ptr() for p in (params or model.parameters())}
-    seen = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        if st.data_ptr() not in params:
-            seen[st.data_ptr()] = (st.nbytes(), str(t.dtype).replace("torch.", ""))
-        return t
-
-    torch.manual_seed(0)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = forward()
-    assert loss.requires_grad
-    out: dict[str, int] = {}
-    for n, dt in seen.values():
-        out[dt] = out.get(dt, 0) + n
-    out["total"] = sum(n for n, _ in seen.values())
-    return out
-
-
-def _hf_forward(model, b, s):
-    model.train()
-    ids = torch.randint(0, V, (b, s), generator=torch.Generator().manual_seed(1))
-    return lambda: model(input_ids=ids, labels=ids, use_cache=False).loss
 
 
 def _amp(attn, b, s, dropout=0.0, **kw):
@@ -116,9 +53,9 @@ HF_CASES = [
 
 @pytest.mark.parametrize("family,attn,b,s", HF_CASES)
 def test_amp_activations_match_transformers(family, attn, b, s):
-    model = _llama(attn) if family == "llama" else _gpt2(attn)
+    model = tiny_llama(attn) if family == "llama" else tiny_gpt2(attn)
     spec = spec_from_config(model.config.to_dict())
-    measured = saved_bytes(model, _hf_forward(model, b, s))["total"]
+    measured = saved_bytes(model, _hf_forward(model, b, s), autocast=True)["total"]
     predicted = _predicted(spec, _amp(attn, b, s))
     assert predicted == pytest.approx(measured, rel=0.05), (predicted, measured, predicted / measured)
 
@@ -128,15 +65,15 @@ def test_amp_gpt2_dropout_matches_transformers(attn):
     """Dropout masks at the dropped tensor's width on CPU: fp32 embeddings (4 B), 16-bit elsewhere. CPU sdpa
     with dropout falls back to the math path, which up-casts 16-bit q, k, v to fp32 on CPU (CPU only:
     CUDA's flash/efficient kernels take dropout)."""
-    model = _gpt2(attn, drop=0.1)
+    model = tiny_gpt2(attn, drop=0.1)
     spec = spec_from_config(model.config.to_dict())
-    measured = saved_bytes(model, _hf_forward(model, 2, 128))["total"]
+    measured = saved_bytes(model, _hf_forward(model, 2, 128), autocast=True)["total"]
     predicted = _predicted(spec, _amp(attn, 2, 128, dropout=0.1))
     assert predicted == pytest.approx(measured, rel=0.05), (predicted, measured, predicted / measured)
 
 
 def _kit_spec(family):
-    model = _llama("sdpa") if family == "llama" else _gpt2("sdpa")
+    model = tiny_llama("sdpa") if family == "llama" else tiny_gpt2("sdpa")
     return spec_from_config(model.config.to_dict())
 
 
@@ -154,7 +91,7 @@ def test_amp_activations_match_the_proof_kit_decoder(family, attn, b, s):
     torch.manual_seed(0)
     model = DecoderModel(spec, attention=attn)
     ids = torch.randint(0, V, (b, s), generator=torch.Generator().manual_seed(1))
-    measured = saved_bytes(model, lambda: model(ids, labels=ids))["total"]
+    measured = saved_bytes(model, lambda: model(ids, labels=ids), autocast=True)["total"]
     predicted = _predicted(spec, _amp(attn, b, s))
     assert predicted == pytest.approx(measured, rel=0.05), (predicted, measured, predicted / measured)
 
@@ -195,7 +132,7 @@ def test_cuda_pow_policy_emulated():
     """CUDA autocast puts pow in its fp32 list (CPU does not): GPT-2's gelu_new then saves an fp32 cast of
     its input, fp32 tanh and 1 + tanh, and c_proj a fresh 16-bit cast. Replayed on CPU by casting pow's
     input to fp32, eager attention without dropout (nothing else differs between the two lists here)."""
-    model = _gpt2("eager")
+    model = tiny_gpt2("eager")
     spec = spec_from_config(model.config.to_dict())
     b, s = 1, 128
     real_pow = torch.pow
@@ -205,10 +142,10 @@ def test_cuda_pow_policy_emulated():
 
     torch.pow = fp32_pow
     try:
-        cuda_like = saved_bytes(model, _hf_forward(model, b, s))["total"]
+        cuda_like = saved_bytes(model, _hf_forward(model, b, s), autocast=True)["total"]
     finally:
         torch.pow = real_pow
-    cpu = saved_bytes(model, _hf_forward(model, b, s))["total"]
+    cpu = saved_bytes(model, _hf_forward(model, b, s), autocast=True)["total"]
     w = _amp("eager", b, s)
     assert _predicted(spec, w, "cuda") - _predicted(spec, w, "cpu") == pytest.approx(
         cuda_like - cpu, rel=0.01
@@ -219,9 +156,9 @@ def test_cuda_pow_policy_emulated():
 
 def test_amp_saves_weight_copies_and_mixed_widths():
     """The AMP terms: 2 B per matrix parameter per layer, 2·V·h for the head, fp32 residual inputs."""
-    model = _llama("sdpa", layers=1)
+    model = tiny_llama("sdpa", layers=1)
     spec = spec_from_config(model.config.to_dict())
-    got = saved_bytes(model, _hf_forward(model, 1, 128))
+    got = saved_bytes(model, _hf_forward(model, 1, 128), autocast=True)
     h = spec.hidden_size
     copies = 2 * (layer_matrix_params(spec) + V * h)
     assert got["bfloat16"] > copies  # the copies are bf16 and counted as saved
