@@ -32,6 +32,22 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return target
 
 
+def check_writable(path: str | os.PathLike, field: str) -> Path:
+    """Fail before any work starts when `path` cannot be written (a folder, an unwritable parent),
+    so a long proof or recording is never lost at the end for want of a file."""
+    p = Path(path)
+    if p.is_dir():
+        raise SpecError(field, str(p), "a file path, not a folder")
+    parent = p.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(field, str(p), f"a path whose folder can be created ({exc.strerror})") from None
+    if not os.access(parent, os.W_OK):
+        raise SpecError(field, str(p), f"a path in a writable folder ({parent} is not writable)")
+    return p
+
+
 def write_json(path: str | os.PathLike, payload: dict[str, Any], *, kind: str, schema_version: int) -> Path:
     """Write a JSON document with `kind` and `schema_version` keys first."""
     doc = {"kind": kind, "schema_version": schema_version, **payload}

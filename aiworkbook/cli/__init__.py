@@ -41,8 +41,20 @@ for _mod in (specs_cmds, size_cmds, monitor_cmds, prove_cmds):
     _mod.register(app)
 
 
+def _click_modules() -> list:
+    """The exception modules of click and of typer's vendored copy (typer >= 0.20 ships its own)."""
+    mods = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            mods.append(__import__(name, fromlist=["ClickException"]))
+        except ImportError:
+            pass
+    return mods
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: runs the app, turning bad input into exit code 2 with a one-line message."""
+    """Entry point: bad input (a usage error, a SpecError/ValueError, an unwritable path) prints one
+    line and returns 2, never a traceback."""
     try:
         app(args=argv, standalone_mode=False)
     except SystemExit as exc:  # typer.Exit inside standalone_mode=False surfaces here
@@ -50,20 +62,23 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2
+    except OSError as exc:  # a path that cannot be read or written, a port in use
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        typer.echo(f"error: {where}{exc.strerror or exc}", err=True)
+        return 2
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Exit):
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            typer.echo("aborted", err=True)
-            return 1
+    except Exception as exc:
+        for mod in _click_modules():
+            if isinstance(exc, mod.ClickException):  # usage errors: exit_code 2
+                exc.show()
+                return exc.exit_code
+            if isinstance(exc, mod.Exit):
+                return exc.exit_code
+            if isinstance(exc, mod.Abort):
+                typer.echo("aborted", err=True)
+                return 1
         raise
     return 0
 
