@@ -10,7 +10,8 @@ approach), so the real aiworkbook code paths run against known answers.
 Profiles are plain dicts; `unsupported` maps a pynvml function name (or a C symbol such as
 "nvmlDeviceGetMemoryInfo_v2") to the NVML error code it raises.
 Usable by other engineers' tests: `from tests.fake_nvml import FakeNVML, DATACENTER` (or add tests/ to
-sys.path). Installing resets aiworkbook.telemetry.nvml_backend so NVML is "initialised" afresh.
+sys.path). Installing resets aiworkbook.nvml (the process-wide NVML state every layer shares) so NVML is
+"initialised" afresh.
 
 The fake mirrors nvidia-ml-py (checked by tests/test_telemetry_nvml_api.py against the installed
 pynvml.py): it replaces only functions that reach libnvidia-ml, under their real names and with
@@ -128,7 +129,7 @@ OLD_DRIVER: dict[str, Any] = {
 #: library (the delegating wrappers named in the module docstring stay real).
 STUBBED = (
     "nvmlInitWithFlags nvmlShutdown nvmlSystemGetDriverVersion nvmlSystemGetCudaDriverVersion "
-    "nvmlDeviceGetCount nvmlDeviceGetHandleByIndex nvmlDeviceGetIndex nvmlDeviceGetName "
+    "nvmlDeviceGetCount nvmlDeviceGetHandleByIndex nvmlDeviceGetHandleByUUID nvmlDeviceGetIndex nvmlDeviceGetName "
     "nvmlDeviceGetUUID nvmlDeviceGetPciInfo_v3 nvmlDeviceGetVbiosVersion "
     "nvmlDeviceGetCudaComputeCapability nvmlDeviceGetMigMode nvmlDeviceGetMaxMigDeviceCount "
     "nvmlDeviceGetMigDeviceHandleByIndex nvmlDeviceGetMemoryInfo nvmlDeviceGetUtilizationRates "
@@ -150,6 +151,7 @@ _NO_HANDLE = {
     "nvmlSystemGetCudaDriverVersion",
     "nvmlDeviceGetCount",
     "nvmlDeviceGetHandleByIndex",
+    "nvmlDeviceGetHandleByUUID",
     "nvmlEventSetCreate",
     "nvmlEventSetWait_v2",
     "nvmlEventSetFree",
@@ -239,9 +241,9 @@ class FakeNVML:
 
     # -- install -------------------------------------------------------------------------------
     def install(self) -> FakeNVML:
-        from aiworkbook.telemetry import nvml_backend
+        from aiworkbook import nvml
 
-        nvml_backend.reset()
+        nvml.reset()
         for name in STUBBED:
             self._saved[name] = getattr(pynvml, name)  # AttributeError: the real module lacks it
             setattr(pynvml, name, self._stub(name, self._saved[name]))
@@ -250,9 +252,9 @@ class FakeNVML:
         return self
 
     def uninstall(self) -> None:
-        from aiworkbook.telemetry import nvml_backend
+        from aiworkbook import nvml
 
-        nvml_backend.reset()
+        nvml.reset()
         for name, fn in self._saved.items():
             setattr(pynvml, name, fn)
         self._saved.clear()
@@ -336,6 +338,13 @@ class FakeNVML:
 
     def _nvmlDeviceGetName(self, handle):
         return handle["name"]
+
+    def _nvmlDeviceGetHandleByUUID(self, uuid):
+        want = uuid.decode() if isinstance(uuid, bytes) else uuid
+        for i, p in enumerate(self.profiles):
+            if p["uuid"] == want:
+                return self.handle(i)
+        raise _err(pynvml.NVML_ERROR_NOT_FOUND)
 
     def _nvmlDeviceGetUUID(self, handle):
         return handle["mig_device"][1] if "mig_device" in handle else handle["uuid"]

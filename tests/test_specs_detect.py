@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import types
 
+import pynvml
 import pytest
+from fake_nvml import DATACENTER, NS, FakeNVML
 
 from aiworkbook.specs import detect as detect_api
 from aiworkbook.specs.detection import match_catalogue, nvml_gpus, torch_versions
@@ -31,55 +32,32 @@ def test_torch_version_read_without_import():
     assert torch_versions()[1] == torch.version.cuda
 
 
-class _NVMLError(Exception):
-    pass
+def test_nvml_gpu_found():
+    with FakeNVML([DATACENTER]):
+        gpus, status, driver = nvml_gpus()
+        assert [g.catalogue_name for g in gpus] == ["H100-SXM"] and driver == "550.54.15"
+        assert gpus[0].compute_capability == "9.0" and gpus[0].mig_mode == "disabled"
+        assert status.startswith("1 NVIDIA GPU(s)")
+        node = detect_api()
+        assert node.gpu == "H100-SXM" and node.gpu_count == 1
 
 
-def _fake_pynvml(**overrides):
-    m = types.SimpleNamespace(NVMLError=_NVMLError)
-    m.nvmlInit = lambda: None
-    m.nvmlShutdown = lambda: None
-    m.nvmlSystemGetDriverVersion = lambda: "560.35.03"
-    m.nvmlDeviceGetCount = lambda: 1
-    m.nvmlDeviceGetHandleByIndex = lambda i: i
-    m.nvmlDeviceGetName = lambda h: "NVIDIA H100 80GB HBM3"
-    m.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=85520809984)
-    m.nvmlDeviceGetCudaComputeCapability = lambda h: (9, 0)
-    m.nvmlDeviceGetMigMode = lambda h: (0, 0)
-    m.nvmlDeviceGetUUID = lambda h: "GPU-1234"
-    for k, v in overrides.items():
-        setattr(m, k, v)
-    return m
-
-
-def test_nvml_gpu_found(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml())
-    gpus, status, driver = nvml_gpus()
-    assert [g.catalogue_name for g in gpus] == ["H100-SXM"] and driver == "560.35.03"
-    assert status.startswith("1 NVIDIA GPU(s)")
-    node = detect_api()
-    assert node.gpu == "H100-SXM" and node.gpu_count == 1
-
-
-def test_nvml_no_driver(monkeypatch):
-    def fail():
-        raise _NVMLError("Driver Not Loaded")
-
-    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(nvmlInit=fail))
-    gpus, status, _ = nvml_gpus()
+def test_nvml_no_driver():
+    with FakeNVML([DATACENTER], driver=False):
+        gpus, status, _ = nvml_gpus()
     assert gpus == [] and status == "no NVIDIA GPU found (NVIDIA driver not loaded)"
+    with FakeNVML([], init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND):
+        _, status, _ = nvml_gpus()
+    assert status == "no NVIDIA GPU found (NVIDIA driver/NVML library not found)"
 
 
-def test_nvml_metric_failure_is_not_fatal(monkeypatch):
-    def nosup(h):
-        raise _NVMLError("Not Supported")
-
-    monkeypatch.setitem(
-        sys.modules,
-        "pynvml",
-        _fake_pynvml(nvmlDeviceGetMigMode=nosup, nvmlDeviceGetCudaComputeCapability=nosup),
-    )
-    gpus, _, _ = nvml_gpus()
+def test_nvml_metric_failure_is_not_fatal():
+    gpu = {
+        **DATACENTER,
+        "unsupported": {"nvmlDeviceGetMigMode": NS, "nvmlDeviceGetCudaComputeCapability": NS},
+    }
+    with FakeNVML([gpu]):
+        gpus, _, _ = nvml_gpus()
     assert gpus[0].mig_mode == "n/a" and gpus[0].compute_capability == ""
 
 

@@ -1,4 +1,5 @@
-"""Drift guards: the telemetry package and tests/fake_nvml.py against the *installed* nvidia-ml-py.
+"""Drift guards: the NVML code (aiworkbook/nvml.py, the telemetry package, specs/detection and
+proofs/device) and tests/fake_nvml.py against the *installed* nvidia-ml-py.
 
 The NVML code has mostly run against the fake, written alongside the reader, so a wrong belief
 about the API could live in both. These tests hold both to the real pynvml.py: every pynvml name
@@ -21,13 +22,18 @@ import pytest
 from fake_nvml import CONSUMER, DATACENTER, MIG, OLD_DRIVER, STUBBED, FakeNVML
 
 import aiworkbook.telemetry as telemetry_pkg
-from aiworkbook.telemetry import nvml_backend
+from aiworkbook import nvml
 from aiworkbook.telemetry.events import _TYPES as EVENT_TYPES
 from aiworkbook.telemetry.gpu_metrics import THROTTLE_REASONS
 from aiworkbook.telemetry.gpu_reader import _VALUE_FIELDS
 
 PKG = Path(telemetry_pkg.__file__).parent
-SOURCES = sorted(PKG.glob("*.py")) + [PKG.parent / "cli" / "monitor_cmds.py"]
+SOURCES = sorted(PKG.glob("*.py")) + [
+    PKG.parent / "cli" / "monitor_cmds.py",
+    PKG.parent / "nvml.py",
+    PKG.parent / "specs" / "detection.py",
+    PKG.parent / "proofs" / "device.py",
+]
 _NAME = re.compile(r"^(nvml[A-Z]|NVML_?[A-Z])[A-Za-z0-9_]*$")
 
 
@@ -46,7 +52,7 @@ def real():
 
 def used_names() -> dict[str, str]:
     """Every pynvml name the telemetry package refers to: `nv.X` / `pynvml.X` attributes and
-    string literals naming an NVML function or constant (as passed to nvml_backend.call)."""
+    string literals naming an NVML function or constant (as passed to nvml.attempt)."""
     names: dict[str, str] = {}
     for path in SOURCES:
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -104,6 +110,11 @@ def test_the_calls_the_package_makes_are_all_answered_by_the_fake(real):
         fake.inject_xid(0, 79)
         assert tl.poll()[0]["xid"] == 79
         tl.close()
+        from aiworkbook.proofs.device import nvml_reading
+        from aiworkbook.specs.detection import nvml_gpus
+
+        assert len(nvml_gpus()[0]) == 4
+        assert nvml_reading(pid=4242)["process_used"] == DATACENTER["processes"][0][1]
         assert fake.unstubbed == []
 
 
@@ -159,7 +170,7 @@ def test_the_fake_raises_the_real_error_subclasses():
 
 
 def test_reasons_follow_the_real_error_classes(real):
-    """nvml_backend.reason() recognises the real exceptions (checked on the pristine module's
+    """nvml.reason() recognises the real exceptions (checked on the pristine module's
     classes too, since codes, not class identity, decide)."""
     expect = {
         "NVML_ERROR_NOT_SUPPORTED": "not supported",
@@ -173,12 +184,12 @@ def test_reasons_follow_the_real_error_classes(real):
     }
     for const, text in expect.items():
         exc = pynvml.NVMLError(getattr(real, const))
-        assert type(exc).__name__.startswith("NVMLError_") and nvml_backend.reason(exc) == text
-    for const in nvml_backend._REASONS:
+        assert type(exc).__name__.startswith("NVMLError_") and nvml.reason(exc) == text
+    for const in nvml._REASONS:
         assert hasattr(real, const), const
     mismatch = pynvml.NVMLLibraryMismatchError("Unversioned function called ...")
     assert not isinstance(mismatch, pynvml.NVMLError)
-    assert nvml_backend.reason(mismatch) == nvml_backend.DRIVER_TOO_OLD
+    assert nvml.reason(mismatch) == nvml.DRIVER_TOO_OLD
 
 
 def test_unversioned_process_binding_raises_a_non_nvml_error_on_an_old_driver(real, monkeypatch):
@@ -197,11 +208,11 @@ def test_real_bindings_fail_cleanly_without_a_driver(real):
     call before init NVMLError_Uninitialized: both map to readable reasons."""
     with pytest.raises(real.NVMLError_Uninitialized) as e:
         real.nvmlDeviceGetCount()
-    assert nvml_backend.reason(e.value) == "NVML not initialised"
+    assert nvml.reason(e.value) == "NVML not initialised"
     try:
         real.nvmlInit()
     except real.NVMLError as exc:
-        assert nvml_backend.reason(exc) in (
+        assert nvml.reason(exc) in (
             "NVIDIA driver/NVML library not found",
             "NVIDIA driver not loaded",
             "NVML library and driver versions do not match",

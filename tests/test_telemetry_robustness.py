@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from fake_nvml import CONSUMER, DATACENTER, MIG, FakeNVML
+from fake_nvml import CONSUMER, DATACENTER, MIG, OLD_DRIVER, FakeNVML
 
 from aiworkbook.errors import SpecError
 from aiworkbook.telemetry.export import JsonlLog, to_csv, to_dataframe, to_jsonl
@@ -46,8 +46,9 @@ def test_import_does_not_touch_nvml():
         import aiworkbook.telemetry
         import aiworkbook.telemetry.sampler, aiworkbook.telemetry.gpu_reader, aiworkbook.telemetry.events
         import aiworkbook.telemetry.environment, aiworkbook.telemetry.openmetrics, aiworkbook.cli.monitor_cmds
-        from aiworkbook.telemetry import nvml_backend
-        print("pynvml" in sys.modules, nvml_backend._state)
+        import aiworkbook.specs.detection, aiworkbook.proofs.device
+        from aiworkbook import nvml
+        print("pynvml" in sys.modules, nvml._state)
         """
     )
     assert out.split() == ["False", "None"]
@@ -86,6 +87,38 @@ def test_nvml_is_shut_down_at_exit_and_not_reopened_by_a_late_poll():
     init, shutdown, late = out.split(maxsplit=2)
     assert (init, shutdown) == ("1", "1")
     assert "shut down" in late  # NA(...), not a second nvmlInit
+
+
+def test_detection_telemetry_and_proofs_share_one_nvml_init():
+    """specs/detection, the telemetry reader and proofs/device.nvml_reading go through aiworkbook.nvml:
+    NVML is initialised once per process and not shut down between readings."""
+    out = _run(
+        """
+        from fake_nvml import OLD_DRIVER, FakeNVML
+        fake = FakeNVML([OLD_DRIVER]).install()
+        counts = {"init": 0, "shutdown": 0}
+        init, shut = fake._nvmlInitWithFlags, fake._nvmlShutdown
+        def counting_init(flags):
+            counts["init"] += 1
+            return init(flags)
+        def counting_shutdown():
+            counts["shutdown"] += 1
+            return shut()
+        fake._nvmlInitWithFlags, fake._nvmlShutdown = counting_init, counting_shutdown
+        import pynvml
+        pynvml.nvmlInitWithFlags = fake._stub("nvmlInitWithFlags", fake._saved["nvmlInitWithFlags"])
+        pynvml.nvmlShutdown = fake._stub("nvmlShutdown", fake._saved["nvmlShutdown"])
+        from aiworkbook.proofs.device import nvml_reading
+        from aiworkbook.specs.detection import nvml_gpus
+        from aiworkbook.telemetry.gpu_reader import GPUReader
+        assert len(nvml_gpus()[0]) == 1
+        GPUReader().read_all()
+        readings = [nvml_reading(pid=4242) for _ in range(3)]
+        # OLD_DRIVER lacks the _v3 process symbol: the _v2 fallback still finds the process
+        print(counts["init"], counts["shutdown"], readings[-1]["process_used"])
+        """
+    )
+    assert out.split() == ["1", "0", str(OLD_DRIVER["processes"][0][1])]
 
 
 def test_one_gpu_whose_binding_misbehaves_does_not_stop_the_others():

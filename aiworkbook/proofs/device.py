@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from aiworkbook import nvml
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs.flags import CPU_FALLBACK
 from aiworkbook.units import fmt_bytes
@@ -89,12 +90,6 @@ def tensor_device(device: str) -> str:
 _BASELINE: dict[str, Any] | None = None
 
 
-def _pynvml():
-    import pynvml
-
-    return pynvml
-
-
 def _nvml_target() -> tuple[str, str]:
     """How to find the GPU torch calls device 0: CUDA_VISIBLE_DEVICES' first entry (an index or a UUID).
 
@@ -110,39 +105,36 @@ def _nvml_target() -> tuple[str, str]:
 def nvml_reading(pid: int | None = None) -> dict[str, Any] | None:
     """{"used", "free", "total", "uuid"[, "process_used"]} bytes of torch's device 0 from NVML, or None when
     NVML cannot say. `process_used` is this process's usedGpuMemory (CUDA context included) when NVML
-    lists the pid (it may not inside a container's PID namespace)."""
-    try:
-        nv = _pynvml()
-        nv.nvmlInit()
-    except Exception:
+    lists the pid (it may not inside a container's PID namespace).
+
+    Goes through aiworkbook.nvml: NVML is initialised once per process (shared with the telemetry),
+    not on every call, so a per-step reading costs only the queries."""
+    how, key = _nvml_target()
+    if how == "uuid":
+        h, why = nvml.attempt("nvmlDeviceGetHandleByUUID", key)
+    else:
+        h, why = nvml.attempt("nvmlDeviceGetHandleByIndex", int(key))
+    if why is not None:
         return None
-    try:
-        how, key = _nvml_target()
-        h = nv.nvmlDeviceGetHandleByUUID(key) if how == "uuid" else nv.nvmlDeviceGetHandleByIndex(int(key))
-        mem = nv.nvmlDeviceGetMemoryInfo(h)
-        uuid = nv.nvmlDeviceGetUUID(h)
-        out: dict[str, Any] = {
-            "used": int(mem.used),
-            "free": int(mem.free),
-            "total": int(mem.total),
-            "uuid": uuid.decode() if isinstance(uuid, bytes) else str(uuid),
-        }
-        if pid is not None:
-            try:
-                procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
-                mine = [p for p in procs if int(p.pid) == pid]
-                if mine and mine[0].usedGpuMemory is not None:
-                    out["process_used"] = int(mine[0].usedGpuMemory)
-            except Exception:
-                pass
-        return out
-    except Exception:
+    mem, why = nvml.attempt("nvmlDeviceGetMemoryInfo", h)
+    uuid, why_uuid = nvml.attempt("nvmlDeviceGetUUID", h)
+    if why is not None or why_uuid is not None:
         return None
-    finally:
+    out: dict[str, Any] = {
+        "used": int(mem.used),
+        "free": int(mem.free),
+        "total": int(mem.total),
+        "uuid": str(nvml.text(uuid)),
+    }
+    if pid is not None:
         try:
-            nv.nvmlShutdown()
+            procs = nvml.compute_processes(nvml.module(), h)
+            mine = [p for p in procs if int(p.pid) == pid]
+            if mine and mine[0].usedGpuMemory is not None:
+                out["process_used"] = int(mine[0].usedGpuMemory)
         except Exception:
             pass
+    return out
 
 
 def record_nvml_baseline() -> dict[str, Any] | None:

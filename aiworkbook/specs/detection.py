@@ -1,7 +1,8 @@
 """detect(): this machine as a NodeProfile, without importing torch and without needing a GPU.
 
-GPU facts come from NVML (nvidia-ml-py, initialised here and shut down again); when there is no
-driver, no library or no device, the profile says "no NVIDIA GPU found (<reason>)" instead.
+GPU facts come from NVML through aiworkbook.nvml (initialised once per process, shared with the
+telemetry); when there is no driver, no library or no device, the profile says
+"no NVIDIA GPU found (<reason>)" instead.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import psutil
 
+from aiworkbook import nvml
 from aiworkbook.specs.gpu import list_gpus
 from aiworkbook.specs.node import DetectedGPU, NodeProfile
 
@@ -69,60 +71,42 @@ def torch_versions() -> tuple[str | None, str | None]:
 
 
 def nvml_gpus() -> tuple[list[DetectedGPU], str, str | None]:
-    """(GPUs, status line, driver version) through NVML; never raises."""
-    try:
-        import pynvml
-    except ImportError:
-        return [], "no NVIDIA GPU found (nvidia-ml-py is not installed)", None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return [], f"no NVIDIA GPU found ({_reason(exc)})", None
-    try:
-        driver = _s(pynvml.nvmlSystemGetDriverVersion())
-        n = pynvml.nvmlDeviceGetCount()
-        if n == 0:
-            return [], "no NVIDIA GPU found (the driver reports 0 devices)", driver
-        gpus = []
-        for i in range(n):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = _s(pynvml.nvmlDeviceGetName(h))
-            try:
-                mem = int(pynvml.nvmlDeviceGetMemoryInfo(h).total)
-            except pynvml.NVMLError:
-                mem = 0
-            try:
-                cc = ".".join(map(str, pynvml.nvmlDeviceGetCudaComputeCapability(h)))
-            except pynvml.NVMLError:
-                cc = ""
-            try:
-                cur, _pending = pynvml.nvmlDeviceGetMigMode(h)
-                mig = "enabled" if cur else "disabled"
-            except pynvml.NVMLError:
-                mig = "n/a"
-            try:
-                uuid = _s(pynvml.nvmlDeviceGetUUID(h))
-            except pynvml.NVMLError:
-                uuid = ""
-            gpus.append(
-                DetectedGPU(
-                    index=i,
-                    name=name,
-                    uuid=uuid,
-                    memory_total_bytes=mem,
-                    compute_capability=cc,
-                    mig_mode=mig,
-                    catalogue_name=match_catalogue(name, mem),
-                )
+    """(GPUs, status line, driver version) through aiworkbook.nvml (the process-wide NVML state the
+    telemetry shares); never raises."""
+    why = nvml.ensure()
+    if why is not None:
+        return [], f"no NVIDIA GPU found ({why})", None
+    driver, _ = nvml.attempt("nvmlSystemGetDriverVersion")
+    driver = None if driver is None else str(nvml.text(driver))
+    n, why = nvml.attempt("nvmlDeviceGetCount")
+    if why is not None:
+        return [], f"no NVIDIA GPU found ({why})", None
+    if not n:
+        return [], "no NVIDIA GPU found (the driver reports 0 devices)", driver
+    gpus = []
+    for i in range(int(n)):
+        h, why = nvml.attempt("nvmlDeviceGetHandleByIndex", i)
+        if why is not None:
+            return [], f"no NVIDIA GPU found (GPU {i}: {why})", driver
+        name, _ = nvml.attempt("nvmlDeviceGetName", h)
+        name = str(nvml.text(name)) if name is not None else f"GPU {i}"
+        mem_info, _ = nvml.attempt("nvmlDeviceGetMemoryInfo", h)
+        mem = int(mem_info.total) if mem_info is not None else 0
+        cc, _ = nvml.attempt("nvmlDeviceGetCudaComputeCapability", h)
+        mig, _ = nvml.attempt("nvmlDeviceGetMigMode", h)
+        uuid, _ = nvml.attempt("nvmlDeviceGetUUID", h)
+        gpus.append(
+            DetectedGPU(
+                index=i,
+                name=name,
+                uuid=str(nvml.text(uuid)) if uuid is not None else "",
+                memory_total_bytes=mem,
+                compute_capability=".".join(map(str, cc)) if cc is not None else "",
+                mig_mode="n/a" if mig is None else ("enabled" if mig[0] else "disabled"),
+                catalogue_name=match_catalogue(name, mem),
             )
-        return gpus, f"{n} NVIDIA GPU(s): {gpus[0].name}", driver
-    except pynvml.NVMLError as exc:
-        return [], f"no NVIDIA GPU found ({_reason(exc)})", None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+        )
+    return gpus, f"{len(gpus)} NVIDIA GPU(s): {gpus[0].name}", driver
 
 
 def match_catalogue(nvml_name: str, memory_bytes: int = 0) -> str | None:
@@ -173,22 +157,3 @@ def detect(path: str = ".") -> NodeProfile:
         cuda_version=cuda,
         driver_version=driver,
     )
-
-
-def _s(v) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc)
-    if (
-        "Driver Not Loaded" in text
-        or "LibraryNotFound" in type(exc).__name__
-        or "NVML Shared Library Not Found" in text
-    ):
-        return (
-            "NVIDIA driver/NVML library not found"
-            if "Library" in text or "Library" in type(exc).__name__
-            else "NVIDIA driver not loaded"
-        )
-    return text or type(exc).__name__

@@ -157,15 +157,10 @@ def _max_clocks(nv, h) -> tuple:
 
 
 def _processes(nv, h) -> tuple:
+    from aiworkbook.nvml import compute_processes
     from aiworkbook.telemetry.processes import describe
 
-    # The unversioned binding calls the _v3 symbol and, on a driver without it, raises
-    # NVMLLibraryMismatchError (not an NVMLError): fall back to the _v2 binding then.
-    try:
-        procs = nv.nvmlDeviceGetComputeRunningProcesses(h)
-    except nv.NVMLLibraryMismatchError:
-        procs = nv.nvmlDeviceGetComputeRunningProcesses_v2(h)
-    return (describe(procs),)
+    return (describe(compute_processes(nv, h)),)
 
 
 GROUPS: tuple[Group, ...] = (
