@@ -70,6 +70,17 @@ def test_nvml_metric_failure_is_not_fatal():
         ("NVIDIA L4", 24 * 2**30, "L4"),
         ("NVIDIA GeForce RTX 4090", 24 * 2**30, "RTX-4090"),
         ("Tesla T4", 16 * 2**30, None),
+        ("NVIDIA H100 80GB HBM3", 85_520_809_984, "H100-SXM"),
+        ("NVIDIA L40S", 48 * 10**9, "L40S"),
+        # substrings are not tokens, and the memory must agree with the catalogue entry
+        ("NVIDIA L40", 48 * 10**9, None),
+        ("NVIDIA GH200 480GB", 102 * 10**9, None),
+        ("NVIDIA GH200 144G HBM3e", 144 * 10**9, None),
+        ("NVIDIA GB200", 186 * 10**9, None),
+        ("NVIDIA A100 80GB PCIe", 80 * 2**30, None),
+        ("NVIDIA H100 NVL", 94 * 10**9, None),
+        ("NVIDIA H100 80GB HBM3", 40 * 2**30, None),
+        ("NVIDIA H100 80GB HBM3", 0, None),
     ],
 )
 def test_match_catalogue(name, mem, expected):

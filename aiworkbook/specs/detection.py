@@ -109,22 +109,39 @@ def nvml_gpus() -> tuple[list[DetectedGPU], str, str | None]:
     return gpus, f"{len(gpus)} NVIDIA GPU(s): {gpus[0].name}", driver
 
 
+#: NVML name tokens -> catalogue entry: (tokens that must all appear, tokens that must not, entry).
+#: Whole tokens, so "L40" is not "L4", "GH200" not "H200" and "GB200" not "B200".
+_CATALOGUE_RULES: tuple[tuple[frozenset[str], frozenset[str], str], ...] = (
+    (frozenset({"H200"}), frozenset({"PCIE", "NVL"}), "H200-SXM"),
+    (frozenset({"B200"}), frozenset(), "B200"),
+    (frozenset({"H100", "PCIE"}), frozenset({"NVL"}), "H100-PCIe"),
+    (frozenset({"H100"}), frozenset({"PCIE", "NVL"}), "H100-SXM"),
+    (frozenset({"A100"}), frozenset({"PCIE"}), "A100-SXM-80GB"),
+    (frozenset({"A100"}), frozenset(), "A100-40GB"),
+    (frozenset({"L40S"}), frozenset(), "L40S"),
+    (frozenset({"L4"}), frozenset(), "L4"),
+    (frozenset({"RTX", "4090"}), frozenset(), "RTX-4090"),
+)
+
+#: How far the reported memory may be from the catalogue's usable_memory_bytes and still match.
+MEMORY_TOLERANCE = 0.10
+
+
 def match_catalogue(nvml_name: str, memory_bytes: int = 0) -> str | None:
-    """Map an NVML name ('NVIDIA H100 80GB HBM3') to a catalogue entry, or None."""
-    n = nvml_name.upper().replace("NVIDIA", "").replace("GEFORCE", "").strip()
-    rules = [
-        ("H200", "H200-SXM"),
-        ("B200", "B200"),
-        ("H100 PCIE", "H100-PCIe"),
-        ("H100", "H100-SXM"),
-        ("A100", "A100-SXM-80GB" if memory_bytes > 50 * 2**30 else "A100-40GB"),
-        ("L40S", "L40S"),
-        ("L4", "L4"),
-        ("RTX 4090", "RTX-4090"),
-    ]
-    names = {g.name for g in list_gpus()}
-    for key, cat in rules:
-        if key in n and cat in names:
+    """Map an NVML name ('NVIDIA H100 80GB HBM3') and its memory total to a catalogue entry, or None.
+
+    The name's whole tokens must match a rule, and `memory_bytes` must be within MEMORY_TOLERANCE of
+    the entry's usable_memory_bytes (so an H100 NVL, 94 GB, is not an H100-SXM); unknown memory (0)
+    matches nothing."""
+    tokens = set(re.split(r"[^A-Z0-9]+", nvml_name.upper())) - {""}
+    catalogue = {g.name: g for g in list_gpus()}
+    for need, forbid, cat in _CATALOGUE_RULES:
+        spec = catalogue.get(cat)
+        if spec is None or not need <= tokens or forbid & tokens:
+            continue
+        if memory_bytes > 0 and abs(memory_bytes - spec.usable_memory_bytes) <= (
+            MEMORY_TOLERANCE * spec.usable_memory_bytes
+        ):
             return cat
     return None
 
