@@ -43,3 +43,29 @@ def test_workload_point_decode_intensity():
     p = workload_point(s, batch=1, context=1, weights_dtype="bf16", kv_dtype="bf16")
     # batch 1 decode reads every bf16 weight once for ~2 FLOPs each: intensity ~1 FLOP/B
     assert p["intensity"] == pytest.approx(1.0, rel=0.02)
+
+
+def test_bad_model_or_shape_fails_before_anything_is_measured(monkeypatch):
+    from aiworkbook.errors import SpecError
+    from aiworkbook.proofs import roofline as RL
+
+    monkeypatch.setattr(RL, "bandwidth", lambda *a, **k: pytest.fail("measured before loading the model"))
+    with pytest.raises(SpecError):
+        prove_roofline("no-such-model", device="cpu", quick=True)
+    with pytest.raises(SpecError, match="batch"):
+        prove_roofline("tiny-llama", device="cpu", quick=True, batch=0)
+
+
+def test_workload_point_is_sizings_decode_arithmetic_also_for_moe():
+    """Mixtral at batch 1 touches 2 of its 8 experts: the step reads ~the active weights for ~2 FLOPs
+    each (~1 FLOP/B). The chart point used to divide by every expert's bytes (0.29 FLOP/B)."""
+    from aiworkbook.sizing import Workload
+    from aiworkbook.sizing.roofline import decode
+
+    s = load_model("mixtral-8x7b")
+    p = workload_point(s, batch=1, context=1)
+    assert p["intensity"] == pytest.approx(1.0, rel=0.05)
+    w = Workload(mode="infer", seq_len=1, block_size=1)
+    d = decode(s, w, get_gpu("H100-SXM"), batch=1, context=1)
+    assert p["flops"] == pytest.approx(float(d["flops"]))
+    assert p["bytes"] == pytest.approx(float(d["weight_bytes_read"] + d["kv_bytes_read"]))

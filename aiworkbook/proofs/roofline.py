@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.device import (
     check_fits,
@@ -34,7 +33,7 @@ from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
 from aiworkbook.specs import GPUSpec, ModelSpec
-from aiworkbook.units import DTYPE_BITS, MiB
+from aiworkbook.units import MiB
 
 _TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 _RANDOM_BLOCK = 16 * MiB
@@ -332,15 +331,24 @@ def workload_point(
     weights_dtype: str = "bf16",
     kv_dtype: str = "bf16",
 ) -> dict[str, float]:
-    """One decode step's arithmetic intensity: FLOPs (2·N_active·b + 4·L·a·d·ctx·b) over bytes read
-    (weights once + the batch's KV cache)."""
-    if batch < 1 or context < 1:
-        raise SpecError("batch/context", (batch, context), ">= 1")
-    flops = (
-        2.0 * spec.params_active * batch
-        + 4.0 * spec.num_layers * spec.num_heads * spec.head_dim * context * batch
+    """One decode step's arithmetic intensity, from sizing's own decode arithmetic
+    (`sizing.roofline.decode_flops_bytes`): FLOPs over the weight bytes streamed (MoE: the experts the
+    batch touches) plus the batch's KV cache."""
+    from aiworkbook.sizing import Workload
+    from aiworkbook.sizing.roofline import decode_flops_bytes
+
+    w = Workload(
+        mode="infer",
+        batch=batch,
+        concurrency=batch,
+        seq_len=context,
+        weights_dtype=weights_dtype,
+        kv_dtype=kv_dtype,
+        block_size=1,  # the cache's own tokens, no paging blocks
     )
-    nbytes = spec.params * DTYPE_BITS[weights_dtype] / 8 + batch * spec.kv_cache_bytes(context, kv_dtype)
+    work = decode_flops_bytes(spec, w, batch, context)
+    flops = float(work["flops"])
+    nbytes = float(work["weight_bytes_read"] + work["kv_bytes_read"])
     return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "batch": batch, "context": context}
 
 
@@ -401,6 +409,13 @@ def prove_roofline(
     when quick; CUDA 2048, 4096, 8192 or 4096, 8192 when quick)."""
     from tqdm.auto import tqdm
 
+    spec = None
+    point = None
+    if model is not None:  # a bad model name or shape fails before anything is measured
+        from aiworkbook.specs import load_model
+
+        spec = load_model(model) if isinstance(model, str) else model
+        point = workload_point(spec, batch=batch, context=context)
     choice = resolve_device(device)
     dev = choice.device
     flags = set(choice.flags)
@@ -438,13 +453,6 @@ def prove_roofline(
     ceilings = {"bandwidth": bw, "matmul": mm, "host_device": h2d}
     base = datasheet_spec() if dev == "cuda" else None
     cal = calibrated_spec(ceilings, dev, base)
-    point = None
-    spec = None
-    if model is not None:
-        from aiworkbook.specs import load_model
-
-        spec = load_model(model) if isinstance(model, str) else model
-        point = workload_point(spec, batch=batch, context=context)
     notes = [
         choice.reason,
         f"copy: {bw['copy_convention']}; read: {bw['read_convention']}",

@@ -124,18 +124,10 @@ def weight_bytes_read(spec, w: Workload, batch=1):
     return (total - lookup * table_b + rows * table_b) / w.tp
 
 
-def decode(
-    spec,
-    w: Workload,
-    gpu,
-    batch=None,
-    context=None,
-    mem_efficiency: float = 1.0,
-    compute_efficiency: float = 1.0,
-) -> dict:
-    """Decode step time, tokens/s and the bound at `batch` sequences of `context` tokens (arrays allowed)."""
-    import numpy as np
-
+def decode_flops_bytes(spec, w: Workload, batch=None, context=None) -> dict:
+    """One decode step's work per GPU at `batch` sequences of `context` tokens (arrays allowed):
+    FLOPs 2·N_matmul·b + 4·L·a·d·ctx·b, the weight bytes it streams (MoE: only the experts the batch
+    touches) and the KV bytes it reads. The one derivation behind `decode` and the proofs' chart point."""
     from aiworkbook.sizing.states import QUANT_BITS
 
     batch = w.concurrency if batch is None else batch
@@ -152,6 +144,29 @@ def decode(
         * batch
         / w.tp
     )
+    return {
+        "flops": flops,
+        "weight_bytes_read": wbytes,
+        "kv_bytes_read": kv,
+        "batch": batch,
+        "context": context,
+    }
+
+
+def decode(
+    spec,
+    w: Workload,
+    gpu,
+    batch=None,
+    context=None,
+    mem_efficiency: float = 1.0,
+    compute_efficiency: float = 1.0,
+) -> dict:
+    """Decode step time, tokens/s and the bound at `batch` sequences of `context` tokens (arrays allowed)."""
+    import numpy as np
+
+    work = decode_flops_bytes(spec, w, batch, context)
+    batch, wbytes, kv, flops = work["batch"], work["weight_bytes_read"], work["kv_bytes_read"], work["flops"]
     bw = gpu.memory_bandwidth_bps * mem_efficiency
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype]) * compute_efficiency
     t_mem = (wbytes + kv) / bw
