@@ -110,6 +110,7 @@ def gpu(monkeypatch):
             "empty_cache",
         ):
             monkeypatch.setattr(torch.cuda, name, getattr(g, name))
+        monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)  # timed trials read the "GPU clock"
         monkeypatch.setattr(D, "cuda_available", lambda: True)
         monkeypatch.setattr(D, "_cuda_name", lambda: "NVIDIA H200 (fake)")
         monkeypatch.setattr(D, "_BASELINE", None)
@@ -259,6 +260,18 @@ def test_kv_grid_on_cuda_records_allocator_peaks(gpu):
     assert gpu.calls["reset_peak_memory_stats"] >= 5  # warm-up + one per grid point
     assert r.inputs["dtype"] == "bf16" and "peak_allocated per grid point" in " ".join(r.notes)
     assert r.details["capacity"]["measured"] >= 1
+
+
+def test_kv_decode_is_timed_with_cuda_events(gpu):
+    """Decode steps go through time_trials: on CUDA each step is bracketed by CUDA events (the fake
+    clock advances 2.5 ms between records), not perf_counter around a synchronize."""
+    r = KV.prove_kv(
+        "tiny-llama", device="cuda", batches=(1,), contexts=(16,), new_tokens=3, budget_bytes=64 * 2**20
+    )
+    (g,) = r.details["grid"]
+    assert g["timing_method"] == "cuda-events" and g["decode_steps"] == 3
+    assert g["decode_step_s_median"] == pytest.approx(0.0025) and g["prefill_s"] == pytest.approx(0.0025)
+    assert g["tokens_cached"] == 16 + 3  # no untimed warm-up step grew the cache
 
 
 def test_prefill_keeps_only_the_last_logits():

@@ -88,3 +88,58 @@ def test_kv_quick_cpu_matches_independent_count(tmp_path):
     assert r.verdict == "pass"
     r.save(tmp_path / "kv.json")
     assert ProofResult.load(tmp_path / "kv.json").details["capacity"] == cap
+
+
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"batch": 0}, "batch"),
+        ({"seq_len": 0}, "seq_len"),
+        ({"steps": 0}, "steps"),
+        ({"steps": 1}, "steps"),
+        ({"batch": True}, "batch"),
+        ({"seq_len": 2.5}, "seq_len"),
+    ],
+)
+def test_vram_rejects_bad_shapes_instead_of_replacing_them(kw, field, monkeypatch):
+    from aiworkbook.errors import SpecError
+    from aiworkbook.proofs import vram
+
+    monkeypatch.setattr(vram, "_train", lambda *a, **k: pytest.fail("trained on a bad shape"))
+    with pytest.raises(SpecError) as exc:
+        prove_vram("tiny-llama", device="cpu", quick=True, **kw)
+    assert exc.value.field == field
+
+
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"batches": (0,)}, "batches"),
+        ({"contexts": ()}, "contexts"),
+        ({"contexts": (64, -1)}, "contexts"),
+        ({"new_tokens": 0}, "new_tokens"),
+        ({"budget_bytes": 0}, "budget_bytes"),
+    ],
+)
+def test_kv_rejects_bad_grids(kw, field):
+    from aiworkbook.errors import SpecError
+
+    with pytest.raises(SpecError) as exc:
+        prove_kv("tiny-llama", device="cpu", quick=True, **kw)
+    assert exc.value.field == field
+
+
+def test_kv_proxy_is_decided_against_the_callers_budget():
+    """The proxy used to be sized against the default budget while capacity used the caller's."""
+    from aiworkbook.proofs import kv
+
+    spec = load_model("tiny-llama")
+    budget = 22 * 2**20  # the whole model at the largest quick point needs more; a shallower proxy fits
+    big = kv._workload(2, 256, 8, "fp32")
+    assert kv._estimate(spec, big, "cpu").memory.total > budget
+    r = prove_kv("tiny-llama", device="cpu", quick=True, budget_bytes=budget)
+    assert "proxy-model" in r.flags and r.inputs["ran"] != spec.name
+    ran = next(
+        spec.scaled(num_layers=n) for n in range(1, 5) if spec.scaled(num_layers=n).name == r.inputs["ran"]
+    )
+    assert kv._estimate(ran, big, "cpu").memory.total <= budget == r.details["capacity"]["budget_bytes"]

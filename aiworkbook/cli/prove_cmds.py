@@ -10,6 +10,15 @@ import typer
 DEVICE_HELP = "auto (CUDA when present, else CPU), cpu or cuda"
 
 
+def _check_outputs(**paths: Path | None) -> None:
+    """Refuse an unwritable --json / --node-out before the proof runs, so no measurement is lost."""
+    from aiworkbook.persist import check_writable
+
+    for field, path in paths.items():
+        if path is not None:
+            check_writable(path, field)
+
+
 def _emit(result, json_path: Path | None) -> None:
     typer.echo(result.headline())
     for note in result.notes:
@@ -50,6 +59,7 @@ def register(app: typer.Typer) -> None:
         from aiworkbook.proofs.roofline import prove_roofline
         from aiworkbook.units import fmt_flops, fmt_rate
 
+        _check_outputs(json=json_file, node_out=node_out)
         r = prove_roofline(model, device=device, quick=quick, threads=threads, progress=True)
         c = r.details["ceilings"]
         bw = c["bandwidth"]
@@ -85,6 +95,7 @@ def register(app: typer.Typer) -> None:
         """Train a few AdamW steps; peak memory against the itemised estimate (±10 %)."""
         from aiworkbook.proofs.vram import prove_vram
 
+        _check_outputs(json=json_file)
         r = prove_vram(
             model,
             device=device,
@@ -111,6 +122,7 @@ def register(app: typer.Typer) -> None:
         from aiworkbook.proofs.kv import prove_kv
         from aiworkbook.units import fmt_bytes, fmt_seconds
 
+        _check_outputs(json=json_file)
         r = prove_kv(model, device=device, quick=quick, progress=True)
         for g in r.details["grid"]:
             if "kv_measured" in g:

@@ -28,8 +28,10 @@ from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.model import DecoderModel, KVCache
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
-from aiworkbook.proofs.vram import TORCH_DTYPE, allocated_prediction, default_budget, fit_proxy
+from aiworkbook.proofs.timing import time_trials
+from aiworkbook.proofs.vram import TORCH_DTYPE, allocated_prediction, check_int, fit_proxy
 from aiworkbook.specs import ModelSpec, load_model
+from aiworkbook.units import MiB
 
 TOLERANCE = 0.10
 CLIMB = 1.20  # latency "starts to climb" at the first context whose median step is 20 % above the shortest's
@@ -66,6 +68,13 @@ def _estimate(spec, w, device):
     from aiworkbook.sizing import estimate
 
     return estimate(spec, w, gpu=None, device=device)
+
+
+def default_kv_budget(device: str) -> int:
+    """90 % of free GPU memory; on the CPU half the available RAM, at most 512 MiB (the capacity
+    search allocates caches one sequence at a time up to it)."""
+    free = free_memory(device)[0]
+    return int(free * 0.9) if device == "cuda" else int(min(free * 0.5, 512 * MiB))
 
 
 def predicted_capacity(spec: ModelSpec, ctx: int, new: int, dtype: str, device: str, budget: int) -> int:
@@ -133,22 +142,36 @@ def prove_kv(
     """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate."""
     from tqdm.auto import tqdm
 
+    for field, values in (("batches", batches), ("contexts", contexts)):
+        if values is None:
+            continue
+        if not isinstance(values, list | tuple) or not values:
+            raise SpecError(field, values, "a non-empty list of integers >= 1")
+        for v in values:
+            check_int(field, v, 1)
+    check_int("new_tokens", new_tokens, 1)
+    spec = load_model(model) if isinstance(model, str) else model  # a bad name fails before any work
+    if not spec.is_decoder:
+        raise SpecError(
+            "model",
+            spec.name,
+            "a decoder: the KV-cache proof generates tokens, and this model is encoder-only",
+        )
     choice = resolve_device(device)
     dev = choice.device
-    spec = load_model(model) if isinstance(model, str) else model
     d = defaults(dev, quick)
-    batches, contexts = tuple(batches or d["batches"]), tuple(contexts or d["contexts"])
+    batches = tuple(d["batches"] if batches is None else batches)
+    contexts = tuple(d["contexts"] if contexts is None else contexts)
     new = d["new_tokens"] if new_tokens is None else new_tokens
-    if new < 1 or min(batches) < 1 or min(contexts) < 1:
-        raise SpecError("grid", (batches, contexts, new), "batches, contexts and new_tokens >= 1")
     dtype_name = d["dtype"]
     dtype = TORCH_DTYPE[dtype_name]
     flags, notes = set(choice.flags), [choice.reason]
     if budget_bytes is None:
-        free = free_memory(dev)[0]
-        budget_bytes = int(free * 0.9) if dev == "cuda" else int(min(free * 0.5, 512 * 2**20))
+        budget_bytes = default_kv_budget(dev)
+    check_int("budget_bytes", budget_bytes, 1)
     big = _workload(max(batches), max(contexts), new, dtype_name)
-    run_spec, _, proxy_note = fit_proxy(spec, big, dev, default_budget(dev, quick))
+    # one budget, in allocated bytes, for both the proxy (largest grid point) and the capacity search
+    run_spec, _, proxy_note = fit_proxy(spec, big, dev, budget_bytes, allocated=True)
     if proxy_note:
         flags.add(F.PROXY_MODEL)
         notes.append(f"{proxy_note}; the predictions are the estimates of the same proxy")
@@ -255,26 +278,25 @@ def _point(
 ) -> dict:
     est = _estimate(spec, _workload(b, ctx, new, dtype_name), dev).memory
     gen = torch.Generator(device="cpu").manual_seed(b * 1000 + ctx)
-    steps: list[float] = []
+    # time_trials: CUDA events on the GPU, perf_counter on the CPU at the thread count already set
+    # (no warm-up: each call feeds the next token, so the cache ends at exactly ctx + new tokens)
+    timed = {"device": dev, "warmup": 0, "threads": torch.get_num_threads() if dev == "cpu" else None}
     with oom_guard(f"batch {b} x context {ctx}", dev), torch.inference_mode():
         if dev == "cuda":
             torch.cuda.reset_peak_memory_stats()
         cache = KVCache(spec.num_layers)
         ids = torch.randint(0, spec.vocab_size, (b, ctx), generator=gen).to(tensor_device(dev))
-        t0 = time.perf_counter()
-        # last-position logits only (transformers' generate: logits_to_keep=1), as the estimate assumes
-        nxt = model(ids, cache=cache, logits_to_keep=1)[:, -1:].argmax(-1)
-        _sync(dev)
-        prefill = time.perf_counter() - t0
-        for _ in range(new):  # feed every generated token: the cache ends at ctx + new
-            t0 = time.perf_counter()
-            nxt = model(nxt, cache=cache, logits_to_keep=1)[:, -1:].argmax(-1)
-            _sync(dev)
-            steps.append(time.perf_counter() - t0)
+        state: dict[str, Any] = {"inp": ids}
+
+        def step() -> None:
+            # last-position logits only (transformers' generate: logits_to_keep=1), as the estimate assumes
+            state["inp"] = model(state["inp"], cache=cache, logits_to_keep=1)[:, -1:].argmax(-1)
+
+        prefill = time_trials(step, trials=1, desc="prefill", **timed).median
+        decode = time_trials(step, trials=new, desc="decode", **timed) if new else None
         kv = cache.nbytes()
         tokens = cache.length
         peak = int(torch.cuda.max_memory_allocated()) if dev == "cuda" else None
-        del cache, ids, nxt
     row: dict[str, Any] = {
         "batch": b,
         "context": ctx,
@@ -283,15 +305,16 @@ def _point(
         "kv_predicted": int(est.kv_cache),
         "kv_ratio": kv / est.kv_cache if est.kv_cache else None,
         "prefill_s": prefill,
-        "kv_formula": est.formulas.get("kv_cache", "") if hasattr(est, "formulas") else "",
+        "kv_formula": est.formulas.get("kv_cache", ""),
     }
-    if steps:
-        s = summarize(steps, n_boot=200)
+    if decode is not None:
+        s = decode.stats
         row.update(
             decode_step_s_median=s.median,
             decode_step_s_p95=s.p95,
             decode_steps=s.n,
             latency_spread_wide=s.wide,
+            timing_method=decode.method,
         )
     else:
         row.update(decode_step_s_median=prefill, decode_steps=0, latency_spread_wide=False)
@@ -315,8 +338,3 @@ def _climb(rows: list[dict]) -> dict[str, Any]:
             "climbs_at_context": knee,
         }
     return out
-
-
-def _sync(dev: str) -> None:
-    if dev == "cuda":
-        torch.cuda.synchronize()

@@ -43,6 +43,14 @@ RULE_BYTES_PER_PARAM = (
 TOLERANCE = 0.10
 
 
+def check_int(field: str, value: Any, low: int, allowed: str | None = None) -> None:
+    """A caller's shape argument: None (the default) or an integer >= low; anything else is a SpecError."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise SpecError(field, value, allowed or f"an integer >= {low}")
+
+
 def defaults(device: str, quick: bool) -> dict[str, Any]:
     """Shape and precision when the caller gives none: fp32 AdamW on the CPU, pure bf16 AdamW on CUDA."""
     if device == "cpu":
@@ -92,19 +100,31 @@ def allocated_prediction(mem, device: str) -> int:
 
 
 def fit_proxy(
-    spec: ModelSpec, w, device: str, budget: int, hint: str = "use a smaller batch or sequence"
+    spec: ModelSpec,
+    w,
+    device: str,
+    budget: int,
+    hint: str = "use a smaller batch or sequence",
+    *,
+    allocated: bool = False,
 ) -> tuple[ModelSpec, Any, str]:
     """The spec itself when its estimate fits the budget, else the deepest proxy that does (fewer layers,
-    then a smaller vocabulary); WouldNotFit when even one layer with a 1,024-token vocabulary does not."""
+    then a smaller vocabulary); WouldNotFit when even one layer with a 1,024-token vocabulary does not.
+
+    The estimate's total is compared with the budget; allocated=True compares what the allocator holds
+    (total less CUDA context and reserve), for a budget that counts allocated bytes (the KV proof's)."""
+
+    def need(e) -> int:
+        return allocated_prediction(e.memory, device) if allocated else int(e.memory.total)
+
     est = _estimate(spec, w, device)
-    if est.memory.total <= budget:
+    if need(est) <= budget:
         return spec, est, ""
     lo, hi = 1, spec.num_layers - 1
     best = None
     while lo <= hi:  # estimates grow with layers: binary search the deepest proxy that fits
         mid = (lo + hi) // 2
-        e = _estimate(spec.scaled(num_layers=mid), w, device)
-        if e.memory.total <= budget:
+        if need(_estimate(spec.scaled(num_layers=mid), w, device)) <= budget:
             best, lo = mid, mid + 1
         else:
             hi = mid - 1
@@ -116,10 +136,10 @@ def fit_proxy(
         vocab = max(1024, vocab // 2)
         proxy = spec.scaled(num_layers=1, vocab_size=vocab)
         e = _estimate(proxy, w, device)
-        if e.memory.total <= budget:
+        if need(e) <= budget:
             return proxy, e, f"proxy: 1 of {spec.num_layers} layers, vocabulary {vocab} of {spec.vocab_size}"
     check_fits(
-        int(_estimate(spec.scaled(num_layers=1, vocab_size=1024), w, device).memory.total),
+        need(_estimate(spec.scaled(num_layers=1, vocab_size=1024), w, device)),
         device,
         what=f"{spec.name} (even as a 1-layer, 1,024-token proxy)",
         budget_bytes=budget,
@@ -150,16 +170,19 @@ def prove_vram(
     check_fit=False skips the refusal (and the proxy), so an out-of-memory can happen; it is caught
     and reported as verdict "does-not-fit". Ctrl-C releases memory and re-raises KeyboardInterrupt.
     """
+    check_int("batch", batch, 1)
+    check_int("seq_len", seq_len, 1)
+    check_int("steps", steps, 2, "an integer >= 2 (the first step creates the optimizer state)")
+    spec = load_model(model) if isinstance(model, str) else model  # a bad name fails before any work
     choice = resolve_device(device)
     dev = choice.device
-    spec = load_model(model) if isinstance(model, str) else model
     d = defaults(dev, quick)
-    batch, seq_len = batch or d["batch"], seq_len or d["seq_len"]
-    precision = precision or d["precision"]
-    recipe = recipe or ("fp32-adamw" if precision in ("fp32", "bf16-mixed", "fp16-mixed") else "pure-bf16")
-    steps = steps or d["steps"]
-    if steps < 2:
-        raise SpecError("steps", steps, ">= 2 (the first step creates the optimizer state)")
+    batch = d["batch"] if batch is None else batch
+    seq_len = d["seq_len"] if seq_len is None else seq_len
+    precision = d["precision"] if precision is None else precision
+    if recipe is None:
+        recipe = "fp32-adamw" if precision in ("fp32", "bf16-mixed", "fp16-mixed") else "pure-bf16"
+    steps = d["steps"] if steps is None else steps
     w = _workload(
         batch=batch,
         seq_len=seq_len,
