@@ -61,13 +61,34 @@ def write_jsonl(path: str | os.PathLike, header: dict[str, Any], rows: Iterable[
     return atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-def read_json(path: str | os.PathLike, *, kind: str | None = None, max_version: int | None = None) -> dict:
-    """Read a JSON document, naming the file and the problem when it is missing or corrupt."""
+def read_text(path: str | os.PathLike, *, what: str = "an existing file") -> str:
+    """A UTF-8 text file, or a SpecError naming the file: missing, a folder, unreadable, not UTF-8."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError("path", str(p), "an existing file", source=str(p)) from None
+        raise SpecError("path", str(p), what, source=str(p)) from None
+    except IsADirectoryError:
+        raise SpecError("path", str(p), f"{what}, not a folder", source=str(p)) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            "path", str(p), f"a UTF-8 text file (byte {exc.start}: {exc.reason})", source=str(p)
+        ) from None
+    except OSError as exc:
+        raise SpecError("path", str(p), f"a readable file ({exc.strerror or exc})", source=str(p)) from None
+
+
+def read_json(
+    path: str | os.PathLike,
+    *,
+    kind: str | None = None,
+    max_version: int | None = None,
+    what: str = "an existing file",
+) -> dict:
+    """Read a JSON object, naming the file and the problem when it is missing, unreadable or corrupt.
+    `kind`/`max_version` check the header keys write_json puts first."""
+    p = Path(path)
+    text = read_text(p, what=what)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -76,41 +97,68 @@ def read_json(path: str | os.PathLike, *, kind: str | None = None, max_version: 
         ) from None
     if not isinstance(doc, dict):
         raise SpecError("json", type(doc).__name__, "a JSON object at the top level", source=str(p))
-    _check_header(doc, p, kind, max_version)
+    check_header(doc, p, kind, max_version)
     return doc
 
 
-def read_jsonl(path: str | os.PathLike, *, kind: str | None = None, max_version: int | None = None):
-    """Return (header, rows) of a JSONL file written by write_jsonl."""
+def read_jsonl(
+    path: str | os.PathLike,
+    *,
+    kind: str | None = None,
+    max_version: int | None = None,
+    what: str = "an existing file",
+    numbered: bool = False,
+):
+    """Return (header, rows) of a JSONL file written by write_jsonl. Blank lines are skipped; errors
+    name the line (counted from 1, blank lines included). `numbered=True` gives rows as
+    (line number, value) pairs, so a caller validating rows can name the line too."""
     p = Path(path)
-    try:
-        lines = [ln for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    except FileNotFoundError:
-        raise SpecError("path", str(p), "an existing file", source=str(p)) from None
-    if not lines:
-        raise SpecError("header", "empty file", "a JSONL file with a header line", source=str(p))
-    rows = []
-    for i, ln in enumerate(lines, start=1):
+    text = read_text(p, what=what)
+    rows: list[tuple[int, Any]] = []
+    for i, ln in enumerate(text.splitlines(), start=1):
+        if not ln.strip():
+            continue
         try:
-            rows.append(json.loads(ln))
+            rows.append((i, json.loads(ln)))
         except json.JSONDecodeError as exc:
             raise SpecError(
                 "json", f"line {i}: {exc.msg}", "one JSON object per line", source=str(p)
             ) from None
-    header = rows.pop(0)
+    if not rows:
+        raise SpecError("header", "empty file", "a JSONL file with a header line", source=str(p))
+    n0, header = rows.pop(0)
     if not isinstance(header, dict):
-        raise SpecError("header", header, "a JSON object", source=str(p))
-    _check_header(header, p, kind, max_version)
-    return header, rows
+        raise SpecError("header", f"line {n0}: {header!r}"[:200], "a JSON object", source=str(p))
+    check_header(header, p, kind, max_version, line=n0)
+    return header, (rows if numbered else [r for _, r in rows])
 
 
-def _check_header(doc: dict, p: Path, kind: str | None, max_version: int | None) -> None:
+def validation_error(exc: Any, *, source: str | None = None, prefix: str = "") -> SpecError:
+    """A pydantic ValidationError as a SpecError naming the (first) failing field, its value and
+    the rule: `field 'memory_bandwidth_bps' = -1 ...; allowed: Input should be greater than 0`."""
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    if not errors:
+        return SpecError(prefix or "value", str(exc).splitlines()[0], "a valid value", source=source)
+    err = errors[0]
+    field = ".".join(str(x) for x in err.get("loc", ())) or "value"
+    value = "(missing)" if err.get("type") == "missing" else err.get("input")
+    if prefix:
+        field = f"{prefix}.{field}"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return SpecError(field, value, f"{err.get('msg', 'a valid value')}{more}", source=source)
+
+
+def check_header(
+    doc: dict, p: str | os.PathLike, kind: str | None, max_version: int | None, *, line: int | None = None
+) -> None:
+    """`kind` must equal `kind` and `schema_version` be an int (not a bool) in 1..max_version (None: unchecked)."""
+    at = f" (line {line})" if line is not None else ""
     if kind is not None and doc.get("kind") != kind:
-        raise SpecError("kind", doc.get("kind"), f"'{kind}'", source=str(p))
+        raise SpecError("kind", doc.get("kind"), f"'{kind}'{at}", source=str(p))
     if max_version is not None:
         v = doc.get("schema_version")
-        if not isinstance(v, int) or not 1 <= v <= max_version:
-            raise SpecError("schema_version", v, f"an integer 1..{max_version}", source=str(p))
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= max_version:
+            raise SpecError("schema_version", v, f"an integer 1..{max_version}{at}", source=str(p))
 
 
 def _default(o: Any) -> Any:

@@ -98,3 +98,58 @@ def test_cli_prints_error_without_traceback(tmp_path):
     )
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and "model_type" in r.stderr and r.stderr.startswith("error:")
+
+
+def _all_loaders():
+    from aiworkbook.specs import load_gpu
+    from aiworkbook.telemetry.replay import load_trace
+
+    return (load_model, load_node_file, load_gpu, load_trace)
+
+
+def test_every_loader_names_a_non_utf8_file(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_bytes(b'{"model_type": "llama\xff"}\n')
+    for load in _all_loaders():
+        with pytest.raises(SpecError) as e:
+            load(str(p))
+        assert str(p) in str(e.value) and "UTF-8" in str(e.value), load.__name__
+
+
+def test_bad_gpu_json_names_the_field(tmp_path):
+    from aiworkbook.specs import load_gpu
+
+    doc = get_gpu("L4").model_dump(mode="json")
+    doc["memory_bandwidth_bps"] = -1
+    p = tmp_path / "gpu.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as e:
+        load_gpu(str(p))
+    assert e.value.field == "memory_bandwidth_bps" and e.value.value == -1 and str(p) in str(e.value)
+    doc["memory_bandwidth_bps"] = 1e11
+    del doc["peak_flops_dense"]
+    p.write_text(json.dumps({"details": {"calibrated_spec": doc}}))
+    with pytest.raises(SpecError) as e:
+        load_gpu(str(p))
+    assert e.value.field == "details.calibrated_spec.peak_flops_dense" and e.value.value == "(missing)"
+
+
+@pytest.mark.parametrize(
+    "header,field",
+    [
+        ({"kind": "gpu-catalogue"}, "kind"),
+        ({"schema_version": 2}, "schema_version"),
+        ({"schema_version": True}, "schema_version"),
+    ],
+)
+def test_node_file_header_is_checked(tmp_path, header, field):
+    from aiworkbook.specs import get_node
+
+    p = tmp_path / "n.json"
+    get_node("cpu-highmem").save(p)
+    assert load_node_file(p).name == "cpu-highmem"  # what save() writes reads back
+    doc = json.loads(p.read_text())
+    p.write_text(json.dumps({**doc, **header}))
+    with pytest.raises(SpecError) as e:
+        load_node_file(p)
+    assert e.value.field == field and str(p) in str(e.value)

@@ -53,6 +53,7 @@ def test_write_is_atomic_on_failure(tmp_path):
         ("[1, 2]", "json"),
         ('{"kind": "other", "schema_version": 1}', "kind"),
         ('{"kind": "k", "schema_version": 9}', "schema_version"),
+        ('{"kind": "k", "schema_version": true}', "schema_version"),
     ],
 )
 def test_corrupt_files_name_the_problem(tmp_path, text, field):
@@ -70,3 +71,15 @@ def test_jsonl_roundtrip_and_corrupt_line(tmp_path):
     p.write_text(p.read_text() + "{broken\n")
     with pytest.raises(SpecError, match="line 4"):
         read_jsonl(p)
+
+
+def test_unreadable_files_name_the_file(tmp_path):
+    """Non-UTF-8 bytes and a folder give a SpecError naming the file, from every reader."""
+    bad = tmp_path / "bin.json"
+    bad.write_bytes(b'{"kind": "k\xff"}\n')
+    for reader in (read_json, read_jsonl):
+        with pytest.raises(SpecError) as e:
+            reader(bad)
+        assert e.value.field == "path" and str(bad) in str(e.value) and "UTF-8" in str(e.value)
+        with pytest.raises(SpecError, match="not a folder"):
+            reader(tmp_path)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from functools import cache
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiworkbook.errors import SpecError
 from aiworkbook.paths import data_dir
@@ -74,9 +73,17 @@ class GPUSpec(BaseModel):
 
 @cache
 def _catalogue() -> dict[str, GPUSpec]:
+    from aiworkbook.persist import read_json, validation_error
+
     path = data_dir() / "gpus" / "gpus.json"
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    return {g["name"]: GPUSpec.model_validate(g) for g in doc["gpus"]}
+    doc = read_json(path, kind="gpu-catalogue", max_version=1)
+    out: dict[str, GPUSpec] = {}
+    for i, g in enumerate(doc["gpus"]):
+        try:
+            out[g["name"]] = GPUSpec.model_validate(g)
+        except ValidationError as exc:
+            raise validation_error(exc, source=str(path), prefix=f"gpus[{i}]") from None
+    return out
 
 
 def list_gpus() -> list[GPUSpec]:
@@ -99,13 +106,12 @@ def load_gpu(name_or_path: str | GPUSpec) -> GPUSpec:
         return name_or_path
     from pathlib import Path
 
+    from aiworkbook.persist import read_json, validation_error
+
     p = Path(str(name_or_path)).expanduser()
     if not (p.suffix == ".json" and p.is_file()):
         return get_gpu(str(name_or_path))
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SpecError("json", f"line {exc.lineno}: {exc.msg}", "valid JSON", source=str(p)) from None
+    doc = read_json(p, what="a GPU catalogue name or a GPU JSON file")
     for path in (("details", "calibrated_spec"), ("gpu_calibrated",), ()):
         node = doc
         for key in path:
@@ -113,8 +119,8 @@ def load_gpu(name_or_path: str | GPUSpec) -> GPUSpec:
         if isinstance(node, dict) and "memory_bandwidth_bps" in node:
             try:
                 return GPUSpec.model_validate(node)
-            except ValueError as exc:
-                raise SpecError("gpu", str(exc).splitlines()[0], "a valid GPUSpec", source=str(p)) from None
+            except ValidationError as exc:
+                raise validation_error(exc, source=str(p), prefix=".".join(path)) from None
     raise SpecError(
         "gpu", str(p), "a GPUSpec JSON, a calibrated node profile or a roofline proof result", source=str(p)
     )

@@ -7,7 +7,6 @@ to the unit. tests/test_params_vs_transformers.py checks that against transforme
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -383,21 +382,9 @@ def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dic
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """Read a config.json (or a folder holding one) with errors that name the file."""
+    from aiworkbook.persist import read_json
+
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(
-            "path", str(path), "a preset name (see `aiworkbook models`) or a config.json path", source=str(p)
-        ) from None
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError(
-            "json", f"line {exc.lineno} col {exc.colno}: {exc.msg}", "valid JSON", source=str(p)
-        ) from None
-    if not isinstance(cfg, dict):
-        raise SpecError("config", type(cfg).__name__, "a JSON object", source=str(p))
-    return cfg
+    return read_json(p, what="a preset name (see `aiworkbook models`) or a config.json path")

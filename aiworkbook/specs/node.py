@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import Literal
 
@@ -14,6 +13,10 @@ from aiworkbook.specs.gpu import GPUSpec, get_gpu
 
 Pattern = Literal["classical-ml-cpu", "dl-training", "llm-inference", "hybrid"]
 PATTERNS: tuple[str, ...] = ("classical-ml-cpu", "dl-training", "llm-inference", "hybrid")
+
+#: The header NodeProfile.save writes, checked by load_node_file when a file carries it.
+NODE_KIND = "node-profile"
+NODE_SCHEMA_VERSION = 1
 
 
 class DetectedGPU(BaseModel):
@@ -80,7 +83,10 @@ class NodeProfile(BaseModel):
         from aiworkbook.persist import write_json
 
         write_json(
-            path, self.model_dump(mode="json", exclude_defaults=True), kind="node-profile", schema_version=1
+            path,
+            self.model_dump(mode="json", exclude_defaults=True),
+            kind=NODE_KIND,
+            schema_version=NODE_SCHEMA_VERSION,
         )
 
 
@@ -93,27 +99,26 @@ def _reference() -> dict[str, NodeProfile]:
 
 
 def load_node_file(path) -> NodeProfile:
-    """Read a node profile JSON; a bad field raises SpecError naming the file and the field."""
+    """Read a node profile JSON; a bad field raises SpecError naming the file and the field. `kind`
+    and `schema_version`, when present (save() writes both), must be node-profile and 1."""
     from pathlib import Path
 
+    from aiworkbook.persist import check_header, read_json, validation_error
+
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError("path", str(p), "an existing node profile JSON", source=str(p)) from None
-    except json.JSONDecodeError as exc:
-        raise SpecError("json", f"line {exc.lineno}: {exc.msg}", "valid JSON", source=str(p)) from None
-    if not isinstance(doc, dict):
-        raise SpecError("json", type(doc).__name__, "a JSON object", source=str(p))
+    doc = read_json(p, what="an existing node profile JSON")
+    check_header(
+        doc,
+        p,
+        NODE_KIND if "kind" in doc else None,
+        NODE_SCHEMA_VERSION if "schema_version" in doc else None,
+    )
     doc.pop("kind", None)
     doc.pop("schema_version", None)
     try:
         node = NodeProfile.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise SpecError(
-            ".".join(str(x) for x in err["loc"]), err.get("input"), err["msg"], source=str(p)
-        ) from None
+        raise validation_error(exc, source=str(p)) from None
     if node.gpu:
         get_gpu(node.gpu)  # unknown GPU names fail here, not later
     return node

@@ -6,7 +6,6 @@ a GPU. A trace says where it came from: "recorded on <GPU>, <date>", or syntheti
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
 import time
@@ -60,35 +59,12 @@ def shipped_traces() -> list[Path]:
 def load_trace(path: str | os.PathLike) -> tuple[dict[str, Any], list[Sample]]:
     """(header, samples) of a trace file, with a clear error naming the file and the line (counted
     from 1, blank lines included) when it is not one."""
+    from aiworkbook.persist import read_jsonl
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError("path", str(p), "an existing trace file", source=str(p)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError("path", str(p), f"a readable UTF-8 trace file ({exc})", source=str(p)) from None
-    rows: list[tuple[int, Any]] = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((n, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise SpecError(
-                "json", f"line {n}: {exc.msg}", "one JSON object per line", source=str(p)
-            ) from None
-    if not rows:
-        raise SpecError("header", "empty file", "a trace header line", source=str(p))
-    n0, header = rows.pop(0)
-    if not isinstance(header, dict):
-        raise SpecError("header", f"line {n0}: {header!r}"[:200], "a JSON object", source=str(p))
-    if header.get("kind") != TRACE_KIND:
-        raise SpecError("kind", header.get("kind"), f"'{TRACE_KIND}' (line {n0})", source=str(p))
-    v = header.get("schema_version")
-    if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= TRACE_SCHEMA_VERSION:
-        raise SpecError(
-            "schema_version", v, f"an integer 1..{TRACE_SCHEMA_VERSION} (line {n0})", source=str(p)
-        )
+    header, rows = read_jsonl(
+        p, kind=TRACE_KIND, max_version=TRACE_SCHEMA_VERSION, what="an existing trace file", numbered=True
+    )
     samples = []
     for n, row in rows:
         try:
