@@ -79,6 +79,47 @@ def test_assumptions_from_node_and_validation():
         assert e.value.field == field
 
 
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(
+    "field, bad",
+    [
+        ("storage_write_bps", NAN),
+        ("storage_read_bps", INF),
+        ("gpu_mtbf_hours", NAN),
+        ("pue", INF),
+        ("bytes_per_token", NAN),
+        ("restart_s", NAN),
+        ("restart_s", INF),
+        ("restart_s", True),
+        ("usd_per_kwh", True),
+        ("usd_per_kwh", NAN),
+        ("utilization", NAN),
+        ("utilization", True),
+        ("headroom", NAN),
+        ("headroom", False),
+        ("price_per_gpu_hour", NAN),
+        ("price_per_gpu_hour", True),
+        ("train_tokens", INF),
+        ("train_tokens", NAN),
+        ("train_tokens", True),
+    ],
+)
+def test_assumptions_refuse_nan_inf_and_bools(field, bad):
+    """NaN passed `v <= 0` (always False) and True passed as a number: both reached the JSON."""
+    with pytest.raises(SpecError) as e:
+        Assumptions(**{field: bad})
+    assert e.value.field == field
+
+
+@pytest.mark.parametrize("flag", ["--write-gbps", "--read-gbps", "--mtbf-hours", "--price", "--train-tokens"])
+def test_cli_size_refuses_nan(flag, capsys):
+    assert main(["size", "llama-3-8b", "--gpu", "H100-SXM", flag, "nan", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "nan" in captured.err
+
+
 def test_cli_size_json_has_storage_cost_assumptions(capsys):
     rc = main(
         [

@@ -6,6 +6,7 @@ An Estimate lists the assumptions it used, so a reader can see which figures are
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -14,6 +15,12 @@ from aiworkbook.errors import SpecError
 #: Llama 3 (Dubey et al. 2024): 419 unexpected interruptions in 54 days on 16,384 GPUs, about
 #: 78 % of them hardware: 54 · 24 · 16,384 / 419 ≈ 50,700 GPU-hours between interruptions.
 LLAMA3_GPU_MTBF_HOURS = 50_700.0
+
+
+def _number(field: str, v: Any, allowed: str, ok) -> None:
+    """A real, finite number (not a bool, not NaN or inf) for which ok(v) holds, else a SpecError."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not ok(v):
+        raise SpecError(field, v, allowed)
 
 
 @dataclass(frozen=True)
@@ -36,21 +43,20 @@ class Assumptions:
     def __post_init__(self) -> None:
         positive = ("storage_write_bps", "storage_read_bps", "gpu_mtbf_hours", "pue", "bytes_per_token")
         for f in positive:
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
-                raise SpecError(f, v, "a number > 0")
+            _number(f, getattr(self, f), "a finite number > 0", lambda v: v > 0)
         for f in ("restart_s", "usd_per_kwh"):
-            v = getattr(self, f)
-            if not isinstance(v, int | float) or v < 0:
-                raise SpecError(f, v, "a number >= 0")
-        if not 0 < self.utilization <= 1:
-            raise SpecError("utilization", self.utilization, "a fraction in (0, 1]")
-        if not 0 <= self.headroom < 1:
-            raise SpecError("headroom", self.headroom, "a fraction in [0, 1)")
-        if self.price_per_gpu_hour is not None and self.price_per_gpu_hour < 0:
-            raise SpecError("price_per_gpu_hour", self.price_per_gpu_hour, ">= 0")
-        if self.train_tokens is not None and self.train_tokens <= 0:
-            raise SpecError("train_tokens", self.train_tokens, "> 0")
+            _number(f, getattr(self, f), "a finite number >= 0", lambda v: v >= 0)
+        _number("utilization", self.utilization, "a fraction in (0, 1]", lambda v: 0 < v <= 1)
+        _number("headroom", self.headroom, "a fraction in [0, 1)", lambda v: 0 <= v < 1)
+        if self.price_per_gpu_hour is not None:
+            _number(
+                "price_per_gpu_hour",
+                self.price_per_gpu_hour,
+                "None or a finite number >= 0",
+                lambda v: v >= 0,
+            )
+        if self.train_tokens is not None:
+            _number("train_tokens", self.train_tokens, "None or a finite number > 0", lambda v: v > 0)
 
     @classmethod
     def from_node(cls, node, **overrides: Any) -> Assumptions:
