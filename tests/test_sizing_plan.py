@@ -157,3 +157,41 @@ def test_cli_size_json_has_storage_cost_assumptions(capsys):
     assert doc["assumptions"]["storage_write_bps"] == 5e9 and doc["cost"]["run"]["train_tokens"] == 1e10
     rc = main(["size", "llama-3-8b", "--price", "-1"])
     assert rc == 2 and "price_per_gpu_hour" in capsys.readouterr().err
+
+
+def test_trainable_and_optimizer_is_the_one_count():
+    from aiworkbook.sizing.states import model_states, trainable_and_optimizer
+
+    s = load_model("tiny-llama")
+    h, a, k, d = s.hidden_size, s.num_heads, s.num_kv_heads, s.head_dim
+    r = 8
+    adapters = s.num_layers * r * ((h + a * d) + 2 * (h + k * d) + (a * d + h))  # q, k, v, o
+    lora = Workload(mode="lora", lora_rank=r)
+    assert trainable_and_optimizer(s, lora)[:2] == (adapters, 8 * adapters)  # megatron-bf16: fp32 m and v
+    assert trainable_and_optimizer(s, Workload(mode="infer"))[:2] == (0, 0)
+    assert trainable_and_optimizer(s, Workload(precision="fp32", recipe="fp32-adamw"))[:2] == (
+        s.params,
+        8 * s.params,
+    )
+    for w in (lora, Workload(recipe="adafactor"), Workload(mode="lora", recipe="adafactor")):
+        trainable, opt, _ = trainable_and_optimizer(s, w)
+        est = estimate(s, w, gpu=H100)
+        assert est.params["trainable"] == trainable == model_states(s, w).trainable
+        assert est.memory.optimizer == opt  # dp = tp = 1: nothing sharded
+        wb, mb = (2, 4)  # 16-bit weights + fp32 master in both recipes at bf16-mixed
+        assert est.storage["resumable_bytes"] == trainable * (wb + mb) + opt
+
+
+def test_cost_prices_the_storage_section_it_is_given(monkeypatch):
+    from aiworkbook.sizing import plan
+
+    calls = []
+    real = plan.storage_section
+    monkeypatch.setattr(plan, "storage_section", lambda *a, **k: calls.append(1) or real(*a, **k))
+    w = Workload(seq_len=4096, dp=8, zero=3)
+    est = estimate(L8, w, gpu=H100, assumptions=Assumptions(train_tokens=1e10))
+    assert len(calls) == 1  # was computed again inside cost_section
+    assert est.cost["run"]["waste_fraction"] == est.storage["waste_fraction"]
+    doctored = {**est.storage, "waste_fraction": 0.5}
+    c = plan.cost_section(L8, w, H100, est.roofline, est.assumptions, doctored)
+    assert c["run"]["waste_fraction"] == 0.5 and len(calls) == 1

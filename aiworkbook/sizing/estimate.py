@@ -9,6 +9,7 @@ from aiworkbook.errors import SpecError
 from aiworkbook.sizing import capacity, roofline
 from aiworkbook.sizing.assumptions import Assumptions
 from aiworkbook.sizing.memory import MemoryBreakdown, memory_breakdown
+from aiworkbook.sizing.states import trainable_and_optimizer
 from aiworkbook.sizing.workload import Workload
 
 DEVICES = ("cuda", "cpu")
@@ -102,7 +103,7 @@ def estimate(
         "params": spec.params,
         "params_active": spec.params_active,
         "params_non_embedding": spec.params_non_embedding,
-        "trainable": 0 if w.mode == "infer" else (spec.params if w.mode == "train" else _lora(spec, w)),
+        "trainable": trainable_and_optimizer(spec, w)[0],
     }
     if w.training:
         roof = roofline.train_step(spec, w, gpu)
@@ -113,6 +114,7 @@ def estimate(
         fit = capacity.fits(spec, w, gpu, device)
     from aiworkbook.sizing.plan import cost_section, storage_section
 
+    store = storage_section(spec, w, roof, assumptions)
     return Estimate(
         spec.name,
         w,
@@ -123,13 +125,7 @@ def estimate(
         _rules(spec, w, mem),
         roof,
         fit,
-        storage_section(spec, w, roof, assumptions),
-        cost_section(spec, w, gpu, roof, assumptions),
+        store,
+        cost_section(spec, w, gpu, roof, assumptions, store),
         assumptions,
     )
-
-
-def _lora(spec, w: Workload) -> int:
-    from aiworkbook.sizing.states import lora_params
-
-    return lora_params(spec, w)

@@ -17,12 +17,9 @@ def storage_section(spec, w: Workload, roof: dict[str, Any], a: Assumptions) -> 
     """Checkpoint sizes and times (always), Young/Daly and goodput for training, the loader rate."""
     gpus = w.dp * w.tp
     if w.training:
-        from aiworkbook.sizing.states import adafactor_state, lora_params
+        from aiworkbook.sizing.states import trainable_and_optimizer
 
-        trainable = spec.params if w.mode == "train" else lora_params(spec, w)
-        opt = None
-        if w.recipe == "adafactor":
-            opt = adafactor_state(spec) if w.mode == "train" else 4 * trainable
+        trainable, opt, _ = trainable_and_optimizer(spec, w)
         out = storage.checkpoint_plan(
             spec,
             w.recipe,
@@ -45,8 +42,18 @@ def storage_section(spec, w: Workload, roof: dict[str, Any], a: Assumptions) -> 
     return {"weights_bytes": int(weights), "load_s": storage.transfer_time(int(weights), a.storage_read_bps)}
 
 
-def cost_section(spec, w: Workload, gpu, roof: dict[str, Any], a: Assumptions) -> dict[str, Any]:
-    """$ per million tokens (prefill and decode apart for serving), J per million tokens, run cost."""
+def cost_section(
+    spec,
+    w: Workload,
+    gpu,
+    roof: dict[str, Any],
+    a: Assumptions,
+    storage_plan: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """$ per million tokens (prefill and decode apart for serving), J per million tokens, run cost.
+
+    `storage_plan` is the estimate's storage section (its waste fraction prices the run); computed here
+    only when not given."""
     if gpu is None:
         return {}
     price = gpu.price_per_hour_usd if a.price_per_gpu_hour is None else a.price_per_gpu_hour
@@ -60,13 +67,12 @@ def cost_section(spec, w: Workload, gpu, roof: dict[str, Any], a: Assumptions) -
         tps = roof.get("tokens_per_s")
         if not tps:
             return out
-        gpus = w.tp * w.dp
         out["usd_per_mtok_trained"] = cost.usd_per_million_tokens(price, gpus, tps)
         if watts:
             out["joules_per_mtok_trained"] = cost.joules_per_million_tokens(watts, gpus, tps, a.pue)
         if a.train_tokens:
             hours_ideal = a.train_tokens / tps / 3600.0 * gpus
-            ckpt = storage_section(spec, w, roof, a)
+            ckpt = storage_plan if storage_plan is not None else storage_section(spec, w, roof, a)
             run = cost.training_run_cost(hours_ideal, price, min(ckpt["waste_fraction"], 0.99))
             out["run"] = {
                 "train_tokens": a.train_tokens,

@@ -91,6 +91,21 @@ def lora_params(spec, w: Workload) -> int:
     return spec.num_layers * per_layer
 
 
+def trainable_and_optimizer(spec, w: Workload) -> tuple[int, int, str]:
+    """(trainable parameters, their optimizer-state bytes before sharding, the formula): every parameter
+    for full training, the adapters for LoRA/QLoRA, (0, 0, "") for inference. Adafactor's factored state
+    replaces trainable · the recipe's optimizer bytes. Model states, the checkpoint and the estimate's
+    params all read it here."""
+    if w.mode == "infer":
+        return 0, 0, ""
+    ob = recipe_bytes(w.recipe, w.precision)[2]
+    trainable = spec.params if w.mode == "train" else lora_params(spec, w)
+    if w.recipe == "adafactor":
+        opt = adafactor_state(spec) if w.mode == "train" else 4 * trainable
+        return trainable, opt, "4 B · (rows + cols) per matrix + 4 B per vector (factored second moment)"
+    return trainable, trainable * ob, f"{trainable:,} trainable · {ob} B"
+
+
 def frozen_base_bytes(spec, w: Workload) -> tuple[int, str]:
     """Weights of a frozen base: LoRA at the precision's width; QLoRA NF4 linears, bf16 for the rest."""
     if w.mode == "qlora":
@@ -133,18 +148,9 @@ def model_states(spec, w: Workload) -> States:
         f["weights"] = txt + (f" / {t} tp" if t > 1 else "")
         return States(n // t, 0, 0, 0, 0, f)
 
-    wb, gb, ob, mb = recipe_bytes(w.recipe, w.precision)
-    if w.mode == "train":
-        trainable = spec.params
-        base, base_txt = 0, ""
-    else:
-        trainable = lora_params(spec, w)
-        base, base_txt = frozen_base_bytes(spec, w)
-    opt = trainable * ob
-    opt_txt = f"{trainable:,} trainable · {ob} B"
-    if w.recipe == "adafactor":
-        opt = adafactor_state(spec) if w.mode == "train" else 4 * trainable
-        opt_txt = "4 B · (rows + cols) per matrix + 4 B per vector (factored second moment)"
+    wb, gb, _, mb = recipe_bytes(w.recipe, w.precision)
+    trainable, opt, opt_txt = trainable_and_optimizer(spec, w)
+    base, base_txt = (0, "") if w.mode == "train" else frozen_base_bytes(spec, w)
 
     def shard(n: int, stage: int) -> tuple[int, str]:
         div = dp if w.zero >= stage else 1
