@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 import urllib.request
 
 import pytest
@@ -13,7 +14,7 @@ from aiworkbook.telemetry.export import to_csv, to_dataframe, to_jsonl
 from aiworkbook.telemetry.gpu_reader import GPUReader
 from aiworkbook.telemetry.na import NA
 from aiworkbook.telemetry.openmetrics import parse_bind, render, serve
-from aiworkbook.telemetry.replay import ReplayReader, load_trace, shipped_traces, trace_header
+from aiworkbook.telemetry.replay import ReplayReader, load_trace, shipped_traces, trace_header, trace_label
 from aiworkbook.telemetry.sampler import Sampler
 
 
@@ -134,6 +135,19 @@ def test_monitor_command_replays_logs_and_records(tmp_path, capsys):
     assert header["source"] == "replay" and "synthetic" in header["gpu_status"]
     assert len(rows) == len(rec_rows) >= 3
     assert "gpu0: energy" in out.out and "samples over" in out.out
+    # a replayed synthetic trace is never labelled as a recording, here or when replayed again
+    rec_header, _ = load_trace(rec)
+    shipped, _ = load_trace(next(p for p in shipped_traces() if "synthetic" in p.name))
+    assert rec_header["replay_of"]["source"] == "synthetic"
+    assert rec_header["label"] == f"replay of: {shipped['label']}"
+    assert "recorded on" not in out.err and "replay of: synthetic trace (not measured)" in out.err
+    again = ReplayReader(rec)
+    assert again.label == rec_header["label"]
+    assert trace_header(again, 0.1, source="replay")["label"] == rec_header["label"]  # not nested
+
+
+def test_trace_label_for_a_replay_header_without_origin():
+    assert trace_label({"source": "replay", "gpu": "NVIDIA H100 80GB HBM3"}).startswith("replay of:")
 
 
 def test_monitor_rejects_bad_input(capsys):
@@ -142,8 +156,61 @@ def test_monitor_rejects_bad_input(capsys):
     assert main(["monitor", "--duration", "-1"]) == 2
 
 
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_monitor_rejects_non_finite_duration(value, capsys):
+    """--duration nan used to pass validation and loop forever with sleep(0)."""
+    t0 = time.monotonic()
+    assert main(["monitor", "--replay", "synthetic", "--duration", value, "--quiet"]) == 2
+    assert "duration" in capsys.readouterr().err and time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize("flag", ["--record", "--csv", "--jsonl"])
+@pytest.mark.parametrize("where", ["folder", "under_a_file"])
+def test_monitor_checks_outputs_before_sampling(tmp_path, capsys, flag, where):
+    """A path that cannot be written fails at once (exit 2, naming the option), not after sampling."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    target = tmp_path if where == "folder" else blocker / "out.jsonl"
+    t0 = time.monotonic()
+    rc = main(["monitor", "--replay", "synthetic", "--interval", "0.1", "--duration", "5", "--quiet",
+               "--no-host", flag, str(target)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and flag.lstrip("-") in err and time.monotonic() - t0 < 4, err
+
+
+def test_monitor_serve_on_a_bad_address_is_a_clean_error(tmp_path, capsys):
+    import socket
+
+    log = tmp_path / "log.jsonl"
+    rc = main(["monitor", "--replay", "synthetic", "--duration", "0.2", "--quiet", "--no-host",
+               "--serve", "nosuchhost.invalid:9400", "--jsonl", str(log)])  # fmt: skip
+    assert rc == 2 and "serve" in capsys.readouterr().err and not log.exists()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        rc = main(["monitor", "--replay", "synthetic", "--duration", "0.2", "--quiet", "--no-host",
+                   "--serve", f"127.0.0.1:{port}"])  # fmt: skip
+        err = capsys.readouterr().err
+    assert rc == 2 and "field 'serve'" in err and "Traceback" not in err
+
+
 def test_monitor_without_gpu_still_shows_the_host(capsys):
     with FakeNVML([DATACENTER], driver=False):
         assert main(["monitor", "--interval", "0.1", "--duration", "0.25"]) == 0
     out = capsys.readouterr().out
     assert "no NVIDIA GPU found (NVIDIA driver not loaded)" in out and "host  cpu" in out
+
+
+def test_monitor_summary_names_why_energy_is_missing(capsys):
+    from fake_nvml import NS
+
+    gpu = {
+        **DATACENTER,
+        "unsupported": {"nvmlDeviceGetTotalEnergyConsumption": NS, "nvmlDeviceGetPowerUsage": NS},
+    }
+    with FakeNVML([gpu]):
+        assert main(["monitor", "--interval", "0.1", "--duration", "0.3", "--quiet", "--no-host"]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("gpu0: energy"))
+    assert "n/a (" in line and "{" not in line and "'na'" not in line, line

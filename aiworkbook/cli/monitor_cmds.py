@@ -3,6 +3,7 @@ CSV export and a Prometheus/OpenMetrics endpoint; replays a trace where there is
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -47,8 +48,18 @@ def register(app: typer.Typer) -> None:
         from aiworkbook.telemetry.sampler import Sampler, check_interval
 
         check_interval(interval)
-        if duration is not None and duration <= 0:
-            raise SpecError("duration", duration, "a positive number of seconds")
+        if duration is not None and not (math.isfinite(duration) and duration > 0):
+            raise SpecError("duration", duration, "a positive, finite number of seconds")
+        from aiworkbook.persist import check_writable
+
+        # fail now, not after the whole recording, when an output cannot be written
+        for field, path in (("jsonl", jsonl), ("record", record), ("csv", csv)):
+            if path is not None:
+                check_writable(path, field)
+        if serve:
+            from aiworkbook.telemetry.openmetrics import parse_bind
+
+            parse_bind(serve)
         reader = None
         if replay:
             from aiworkbook.telemetry.replay import ReplayReader, shipped_traces
@@ -80,15 +91,15 @@ def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
     status = reader.status()
     names = [i.get("name", "") for i in reader.identities()] if reader.count() else []
     header = trace_header(reader, interval, source="recorded" if reader.source == "nvml" else "replay")
-    log = JsonlLog(jsonl, header) if jsonl else None
     server = None
-    if serve:
+    if serve:  # bound before any file is opened: a bad address fails with nothing written
         from aiworkbook.telemetry.openmetrics import parse_bind
         from aiworkbook.telemetry.openmetrics import serve as start_server
 
         server = start_server(sampler, *parse_bind(serve))
         bound = server.server_address
         typer.echo(f"serving metrics at http://{bound[0]}:{bound[1]}/metrics", err=True)
+    log = JsonlLog(jsonl, header) if jsonl else None
     tty = sys.stdout.isatty() and not quiet
     t_start = time.monotonic()
     last_t = None
@@ -136,6 +147,7 @@ def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
 
 
 def _print_summary(sampler, samples) -> None:
+    from aiworkbook.telemetry.na import na_reason
     from aiworkbook.telemetry.summary import Window
 
     s = Window(samples, sampler.events).summary()
@@ -143,7 +155,9 @@ def _print_summary(sampler, samples) -> None:
     for gpu, joules in s["energy_j"].items():
         shares = ", ".join(f"{k} {v:.0%}" for k, v in s["throttle_share"].get(gpu, {}).items()) or "none"
         energy = (
-            f"{joules:.1f} J ({s['energy_method'][gpu]})" if isinstance(joules, float) else f"n/a ({joules})"
+            f"{joules:.1f} J ({s['energy_method'][gpu]})"
+            if isinstance(joules, float)
+            else f"n/a ({na_reason(joules) or joules})"
         )
         typer.echo(f"{gpu}: energy {energy}; throttle reasons active: {shares}")
     for e in s["events"]:

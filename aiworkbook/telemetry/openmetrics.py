@@ -14,9 +14,9 @@ from typing import Any
 from aiworkbook.errors import SpecError
 from aiworkbook.telemetry.na import is_number
 from aiworkbook.telemetry.sample import Sample
+from aiworkbook.units import MiB
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-MiB = 2**20
 
 #: (dcgm-exporter name, type, help, sample field, scale)
 GPU_METRICS: tuple[tuple[str, str, str, str, float], ...] = (
@@ -150,7 +150,8 @@ def parse_bind(text: str) -> tuple[str, int]:
 
 def serve(sampler: Any, host: str = "127.0.0.1", port: int = 9400) -> ThreadingHTTPServer:
     """Serve GET /metrics from `sampler`'s latest sample in a daemon thread; returns the server
-    (its `server_address` has the real port when port=0; call `shutdown()` to stop)."""
+    (its `server_address` has the real port when port=0; call `shutdown()` to stop). An address that
+    cannot be bound (unknown host, port in use or privileged) raises SpecError("serve", ...)."""
     reader = sampler.gpu_reader
     identities = reader.identities() if reader.count() else []
 
@@ -170,7 +171,11 @@ def serve(sampler: Any, host: str = "127.0.0.1", port: int = 9400) -> ThreadingH
         def log_message(self, *args) -> None:  # keep the terminal table clean
             pass
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    try:
+        server = ThreadingHTTPServer((host, port), Handler)
+    except OSError as exc:  # socket.gaierror (unknown host), EADDRINUSE, EACCES (port < 1024), ...
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise SpecError("serve", f"{host}:{port}", f"a local address and a free port ({why})") from None
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="aiworkbook-metrics", daemon=True).start()
     return server

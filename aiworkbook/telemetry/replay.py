@@ -20,6 +20,13 @@ from aiworkbook.telemetry.sample import Sample
 
 
 def trace_label(header: dict[str, Any]) -> str:
+    """Where a trace came from: recorded on a GPU, synthetic, or a replay of another trace (whose own
+    label is carried forward, so a replayed synthetic trace never reads as a measurement)."""
+    if header.get("source") == "replay":
+        orig = header.get("replay_of")
+        if isinstance(orig, dict):
+            return f"replay of: {orig.get('label') or trace_label(orig)}"
+        return "replay of: an unlabelled trace (not measured here)"
     gpu = header.get("gpu") or "no GPU"
     date = str(header.get("recorded_at", "unknown date"))[:10]
     if header.get("source") == "synthetic":
@@ -27,10 +34,25 @@ def trace_label(header: dict[str, Any]) -> str:
     return f"recorded on {gpu}, {date}"
 
 
+def _replay_of(original: dict[str, Any]) -> dict[str, Any]:
+    """What a replay's header keeps of the trace it replays: the first trace's source and label
+    (a replay of a replay points at the original, not at the intermediate file)."""
+    if original.get("source") == "replay" and isinstance(original.get("replay_of"), dict):
+        return dict(original["replay_of"])
+    return {
+        "source": original.get("source"),
+        "label": original.get("label") or trace_label(original),
+        "gpu": original.get("gpu"),
+        "recorded_at": original.get("recorded_at"),
+    }
+
+
 def trace_header(
     gpu_reader: Any, interval_s: float, source: str = "recorded", note: str = ""
 ) -> dict[str, Any]:
-    """The header of a trace recorded from `gpu_reader` (identities, status, host, time)."""
+    """The header of a trace recorded from `gpu_reader` (identities, status, host, time). Recording
+    from a ReplayReader (source "replay") carries the replayed trace's source and label forward in
+    `replay_of`, and the label says "replay of: ..."."""
     from aiworkbook.telemetry.na import to_json
 
     ids = gpu_reader.identities() if gpu_reader.count() else []
@@ -45,6 +67,9 @@ def trace_header(
         "host": {"hostname": platform.node(), "os": f"{platform.system()} {platform.release()}"},
         "note": note,
     }
+    original = getattr(gpu_reader, "header", None)
+    if source == "replay" and isinstance(original, dict):
+        header["replay_of"] = _replay_of(original)
     header["label"] = trace_label(header)
     return header
 
