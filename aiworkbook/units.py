@@ -41,21 +41,32 @@ def dtype_bits(name: str, field: str = "dtype", allowed: tuple[str, ...] | None 
     return DTYPE_BITS[key]
 
 
+TiB = 2**40
+
+#: The explicit units fmt_bytes accepts (besides "auto").
+BYTE_UNITS: dict[str, int] = {"TiB": TiB, "GiB": GiB, "MiB": MiB, "KiB": KiB, "TB": TB, "GB": GB, "MB": MB}
+
+
+def _missing(x: object) -> bool:
+    """None, NaN or infinite: nothing a person should read as a number."""
+    return x is None or (isinstance(x, float) and not math.isfinite(x))
+
+
 def fmt_bytes(n: float, unit: str = "auto") -> str:
-    """Binary units (KiB..TiB) unless unit is 'GB'/'MB'/'TB' (decimal), always labelled."""
-    if n is None or (isinstance(n, float) and math.isnan(n)):
+    """Binary units (KiB..TiB) chosen by size, or the unit asked for (GiB, MiB, KiB, TiB, or decimal
+    GB/MB/TB), always labelled. None/NaN give "n/a"; an unknown unit is a SpecError."""
+    if _missing(n):
         return "n/a"
-    if unit == "GiB":
-        return f"{n / GiB:,.2f} GiB"
-    if unit == "GB":
-        return f"{n / GB:,.2f} GB"
-    if unit == "MB":
-        return f"{n / MB:,.1f} MB"
-    if unit == "TB":
-        return f"{n / TB:,.2f} TB"
+    if unit != "auto":
+        if unit not in BYTE_UNITS:
+            from aiworkbook.errors import SpecError
+
+            raise SpecError("unit", unit, "auto, " + ", ".join(BYTE_UNITS))
+        digits = 1 if unit in ("MB", "MiB", "KiB") else 2
+        return f"{n / BYTE_UNITS[unit]:,.{digits}f} {unit}"
     sign = "-" if n < 0 else ""
     a = abs(n)
-    for name, size in (("TiB", 2**40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+    for name, size in (("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
         if a >= size:
             return f"{sign}{a / size:,.2f} {name}"
     return f"{sign}{int(a)} B"
@@ -90,19 +101,35 @@ def fmt_seconds(s: float) -> str:
     return f"{s / 86400:.1f} days"
 
 
+#: The units fmt_rate accepts (besides "auto").
+RATE_UNITS: dict[str, float] = {"TB/s": TB, "GB/s": GB, "MB/s": MB, "kB/s": 1e3, "GiB/s": GiB, "MiB/s": MiB}
+
+
 def fmt_rate(bps: float, unit: str = "GB/s") -> str:
-    """Bandwidth in decimal units (GB/s = 1e9 B/s), the convention of datasheets and nccl-tests."""
-    if unit == "GiB/s":
-        return f"{bps / GiB:,.2f} GiB/s"
-    if unit == "MB/s":
-        return f"{bps / MB:,.1f} MB/s"
-    if unit == "TB/s":
-        return f"{bps / TB:,.3f} TB/s"
-    return f"{bps / GB:,.2f} GB/s"
+    """Bandwidth in decimal units (GB/s = 1e9 B/s), the convention of datasheets and nccl-tests.
+    unit="auto" picks B/s, kB/s, MB/s, GB/s or TB/s by size (host disk and network rates); binary
+    GiB/s and MiB/s on request. None/NaN give "n/a"; an unknown unit is a SpecError."""
+    if _missing(bps):
+        return "n/a"
+    if unit == "auto":
+        for name in ("TB/s", "GB/s", "MB/s", "kB/s"):
+            if abs(bps) >= RATE_UNITS[name]:
+                unit = name
+                break
+        else:
+            return f"{bps:,.0f} B/s"
+    if unit not in RATE_UNITS:
+        from aiworkbook.errors import SpecError
+
+        raise SpecError("unit", unit, "auto, " + ", ".join(RATE_UNITS))
+    digits = {"TB/s": 3, "MB/s": 1, "kB/s": 1, "MiB/s": 1}.get(unit, 2)
+    return f"{bps / RATE_UNITS[unit]:,.{digits}f} {unit}"
 
 
 def fmt_flops(f: float) -> str:
-    """FLOP/s in decimal units (TFLOP/s = 1e12)."""
+    """FLOP/s in decimal units (TFLOP/s = 1e12); None/NaN give "n/a"."""
+    if _missing(f):
+        return "n/a"
     for name, size in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9)):
         if abs(f) >= size:
             return f"{f / size:,.1f} {name}"

@@ -249,3 +249,66 @@ def test_host_cpu_is_read_at_most_every_half_second():
         now[0] += 0.1
     assert len(calls) - primed == 2  # at t=0.0 and t=0.5
     assert seen[0] == seen[4] != seen[5] == seen[9]
+
+
+@pytest.mark.parametrize(
+    "reasons,expected",
+    [
+        ([], False),
+        (["gpu_idle"], False),
+        (["applications_clocks_setting", "display_clock_setting", "sync_boost"], False),
+        (["sw_power_cap"], True),
+        (["gpu_idle", "hw_slowdown"], True),
+        (["bit_0x1000"], True),
+    ],
+)
+def test_one_throttled_definition_for_telemetry_and_proofs(reasons, expected):
+    """telemetry's environment() flag and the proofs' verdict come from gpu_metrics.is_throttled."""
+    from aiworkbook.proofs.environment import throttle_check, throttled
+    from aiworkbook.telemetry.gpu_metrics import THROTTLE_REASONS, decode_throttle, is_throttled
+
+    mask = sum(b for b, n in THROTTLE_REASONS.items() if n in reasons) | (
+        0x1000 if "bit_0x1000" in reasons else 0
+    )
+    assert sorted(decode_throttle(mask)) == sorted(reasons)  # only names the decoder produces
+    assert is_throttled(reasons) is expected
+    assert throttled({"gpus": [{"throttle_reasons": reasons}]}) is expected
+    share = {"gpu0": {r: 0.5 for r in reasons}}
+    import aiworkbook.proofs.environment as penv
+
+    orig = penv.throttle_window
+    penv.throttle_window = lambda since: share
+    try:
+        assert throttle_check({"gpus": []}, 0.0, {}) is expected
+    finally:
+        penv.throttle_window = orig
+    assert is_throttled({"na": "not supported"}) is None
+
+
+def test_monitor_table_rates_are_decimal_like_every_other_rate():
+    from aiworkbook.telemetry.sample import Sample
+    from aiworkbook.telemetry.table import render_table
+    from aiworkbook.units import fmt_rate
+
+    host = {"disk_read_bps": 2.5e6, "disk_write_bps": 1.5e9, "net_rx_bps": 800.0, "net_tx_bps": NA("x")}
+    text = render_table(Sample(t=0.0, wall=0.0, gpus=[], host=host))
+    assert f"disk r {fmt_rate(2.5e6, 'auto')} w {fmt_rate(1.5e9, 'auto')}" in text
+    assert "disk r 2.5 MB/s w 1.50 GB/s" in text and "tx n/a" in text and "MiB/s" not in text
+
+
+def test_host_facts_collected_by_one_function():
+    """detect(), telemetry's environment and the proofs' fallback share specs.detection.host_facts."""
+    from aiworkbook.proofs.environment import _host
+    from aiworkbook.specs.detection import detect, host_facts
+    from aiworkbook.telemetry.environment import host_info
+
+    facts = host_facts()
+    assert host_info().keys() == facts.keys() == _host().keys()
+    node = detect()
+    assert (node.cpu_model, node.cpu_cores, node.cpu_threads, node.ram_bytes) == (
+        facts["cpu_model"],
+        facts["cores"],
+        facts["threads"],
+        facts["ram_bytes"],
+    )
+    assert (node.torch_version, node.cuda_version) == (facts["torch_version"], facts["torch_cuda"])

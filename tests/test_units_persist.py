@@ -83,3 +83,17 @@ def test_unreadable_files_name_the_file(tmp_path):
         assert e.value.field == "path" and str(bad) in str(e.value) and "UTF-8" in str(e.value)
         with pytest.raises(SpecError, match="not a folder"):
             reader(tmp_path)
+
+
+def test_explicit_units_missing_values_and_auto_rates():
+    from aiworkbook.units import MiB, fmt_flops
+
+    assert fmt_bytes(512 * MiB, "MiB") == "512.0 MiB"  # used to fall back to auto ("512.00 MiB")
+    assert fmt_bytes(3 * 2**40, "TiB") == "3.00 TiB"
+    for fmt in (fmt_rate, fmt_flops, fmt_bytes):
+        assert fmt(None) == "n/a" and fmt(float("nan")) == "n/a"
+    assert fmt_rate(2.5e6, "auto") == "2.5 MB/s" and fmt_rate(1.2e9, "auto") == "1.20 GB/s"
+    assert fmt_rate(12.0, "auto") == "12 B/s" and fmt_rate(2 * MiB, "MiB/s") == "2.0 MiB/s"
+    for bad in (lambda: fmt_bytes(1, "GIGA"), lambda: fmt_rate(1, "Gbit/s")):
+        with pytest.raises(SpecError):
+            bad()

@@ -67,25 +67,14 @@ def matmul_flags() -> dict[str, Any]:
     return out
 
 
-#: Clock-event reasons that do not slow a busy GPU (idle, clocks pinned by settings, sync boost).
-BENIGN_REASONS = {
-    "none",
-    "gpu_idle",
-    "idle",
-    "applications_clocks_setting",
-    "clocks_event_reason_none",
-    "sync_boost",
-    "display_clock_setting",
-}
-
-
 def throttled(env: dict[str, Any]) -> bool:
-    """True when any GPU in the snapshot reports a throttle reason other than the benign ones."""
-    for g in env.get("gpus", []) or []:
-        reasons = g.get("throttle_reasons") if isinstance(g, dict) else None
-        if isinstance(reasons, list) and any(str(r).lower() not in BENIGN_REASONS for r in reasons):
-            return True
-    return False
+    """True when any GPU in the snapshot reports a throttle reason other than the benign ones
+    (telemetry.gpu_metrics.is_throttled, the one definition)."""
+    from aiworkbook.telemetry.gpu_metrics import is_throttled
+
+    return any(
+        is_throttled(g.get("throttle_reasons")) for g in env.get("gpus", []) or [] if isinstance(g, dict)
+    )
 
 
 def throttle_window(since: float) -> dict[str, dict[str, float]] | None:
@@ -109,22 +98,14 @@ def throttle_check(env: dict[str, Any], since: float | None, details: dict[str, 
     share = throttle_window(since) if since is not None else None
     if share is not None:
         details["throttle_share"] = share
-        hit = hit or any(
-            str(r).lower() not in BENIGN_REASONS and v > 0 for g in share.values() for r, v in g.items()
-        )
+        from aiworkbook.telemetry.gpu_metrics import is_throttled
+
+        hit = hit or any(is_throttled([r for r, v in g.items() if v > 0]) for g in share.values())
     return hit
 
 
 def _host() -> dict[str, Any]:
-    import os
+    """The host when telemetry failed: the same collector telemetry and detect use."""
+    from aiworkbook.specs.detection import host_facts
 
-    import psutil
-
-    from aiworkbook.specs.detection import cpu_model
-
-    return {
-        "cpu_model": cpu_model(),
-        "cores": psutil.cpu_count(logical=False) or os.cpu_count(),
-        "threads": os.cpu_count(),
-        "ram_bytes": int(psutil.virtual_memory().total),
-    }
+    return host_facts()

@@ -14,6 +14,7 @@ import shutil
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -68,6 +69,30 @@ def torch_versions() -> tuple[str | None, str | None]:
         except OSError:
             pass
     return tv, cuda
+
+
+def host_facts() -> dict[str, Any]:
+    """This host once, for every caller (detect, telemetry.environment, proofs.environment):
+    hostname, CPU model, physical cores and threads, CPU MHz, RAM, OS, Python, torch and its CUDA."""
+    tv, cuda = torch_versions()
+    freq = None
+    try:
+        f = psutil.cpu_freq()
+        freq = float(f.current) if f else None
+    except Exception:  # no cpufreq on some VMs and containers
+        pass
+    return {
+        "hostname": platform.node(),
+        "cpu_model": cpu_model(),
+        "cores": psutil.cpu_count(logical=False) or psutil.cpu_count() or 1,
+        "threads": psutil.cpu_count() or 1,
+        "cpu_freq_mhz": freq,
+        "ram_bytes": int(psutil.virtual_memory().total),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "torch_version": tv,
+        "torch_cuda": cuda,
+    }
 
 
 def nvml_gpus() -> tuple[list[DetectedGPU], str, str | None]:
@@ -149,28 +174,27 @@ def match_catalogue(nvml_name: str, memory_bytes: int = 0) -> str | None:
 def detect(path: str = ".") -> NodeProfile:
     """This machine: CPU, cores, RAM, disk free and type, GPUs (or why none), torch and CUDA."""
     gpus, status, driver = nvml_gpus()
-    tv, cuda = torch_versions()
+    host = host_facts()
     disk = shutil.disk_usage(path)
-    vm = psutil.virtual_memory()
     cat = gpus[0].catalogue_name if gpus else None
     return NodeProfile(
-        name=f"this node ({platform.node() or 'localhost'})",
+        name=f"this node ({host['hostname'] or 'localhost'})",
         description="detected",
         gpu=cat,
         gpu_count=len(gpus),
-        cpu_model=cpu_model(),
-        cpu_cores=psutil.cpu_count(logical=False) or psutil.cpu_count() or 1,
-        cpu_threads=psutil.cpu_count() or 1,
-        ram_bytes=int(vm.total),
+        cpu_model=host["cpu_model"],
+        cpu_cores=host["cores"],
+        cpu_threads=host["threads"],
+        ram_bytes=host["ram_bytes"],
         local_storage_bytes=int(disk.total),
         disk_free_bytes=int(disk.free),
         storage_type=storage_type(path),
         detected=True,
         gpus_detected=gpus,
         gpu_status=status,
-        os=f"{platform.system()} {platform.release()}",
-        python=platform.python_version(),
-        torch_version=tv,
-        cuda_version=cuda,
+        os=host["os"],
+        python=host["python"],
+        torch_version=host["torch_version"],
+        cuda_version=host["torch_cuda"],
         driver_version=driver,
     )

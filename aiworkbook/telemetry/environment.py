@@ -4,11 +4,11 @@ result says what it ran on and whether the GPU was throttled while it ran."""
 
 from __future__ import annotations
 
-import platform
 import threading
 from typing import Any
 
-from aiworkbook.telemetry.na import is_na, to_json
+from aiworkbook.telemetry.gpu_metrics import is_throttled
+from aiworkbook.telemetry.na import to_json
 
 _reader = None
 _lock = threading.Lock()
@@ -65,29 +65,10 @@ def gpu_available() -> bool:
 
 
 def host_info() -> dict[str, Any]:
-    import psutil
+    """The host (specs.detection.host_facts: the one collector detect and the proofs use too)."""
+    from aiworkbook.specs.detection import host_facts
 
-    from aiworkbook.specs.detection import cpu_model, torch_versions
-
-    tv, cuda = torch_versions()
-    freq = None
-    try:
-        f = psutil.cpu_freq()
-        freq = float(f.current) if f else None
-    except Exception:
-        pass
-    return {
-        "hostname": platform.node(),
-        "cpu_model": cpu_model(),
-        "cores": psutil.cpu_count(logical=False) or psutil.cpu_count() or 1,
-        "threads": psutil.cpu_count() or 1,
-        "cpu_freq_mhz": freq,
-        "ram_bytes": int(psutil.virtual_memory().total),
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "torch_version": tv,
-        "torch_cuda": cuda,
-    }
+    return host_facts()
 
 
 def environment() -> dict[str, Any]:
@@ -101,13 +82,7 @@ def environment() -> dict[str, Any]:
             live = reader.read(i)
             entry = dict(ident)
             entry.update({k: live.get(f) for k, f in _LIVE.items()})
-            entry["throttled"] = (
-                None
-                if is_na(entry["throttle_reasons"])
-                else any(
-                    r not in ("gpu_idle", "applications_clocks_setting") for r in entry["throttle_reasons"]
-                )
-            )
+            entry["throttled"] = is_throttled(entry["throttle_reasons"])
             gpus.append(entry)
     except Exception as exc:  # never let a proof fail because telemetry did
         status, gpus = f"no NVIDIA GPU found (telemetry error: {type(exc).__name__}: {exc})", []

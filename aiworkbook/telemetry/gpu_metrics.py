@@ -31,6 +31,22 @@ THROTTLE_REASONS: dict[int, str] = {
 }
 
 
+#: Clocks-event reasons that do not slow a busy GPU below what it was set to run at: idle, and clocks
+#: chosen by a setting (application clocks, display clocks, a sync-boost group). Every other reason
+#: decode_throttle produces (power cap, thermal, HW slowdown, board limit, unknown bits) throttles.
+BENIGN_THROTTLE: frozenset[str] = frozenset(
+    {"gpu_idle", "applications_clocks_setting", "display_clock_setting", "sync_boost"}
+)
+
+
+def is_throttled(reasons: Any) -> bool | None:
+    """True when any reason (names as decode_throttle gives them) is not benign; None when the
+    reasons could not be read (an NA or anything but a list)."""
+    if not isinstance(reasons, list | tuple):
+        return None
+    return any(str(r).lower() not in BENIGN_THROTTLE for r in reasons)
+
+
 def decode_throttle(mask: int) -> list[str]:
     """The names of the reasons set in a clocks-event mask (unknown bits as 'bit_0x...')."""
     names = [name for bit, name in THROTTLE_REASONS.items() if mask & bit]

@@ -12,8 +12,8 @@ from typing import Any
 
 from aiworkbook.telemetry.gpu_metrics import decode_throttle
 from aiworkbook.telemetry.sample import Sample
+from aiworkbook.units import GiB, MiB
 
-GiB = 2**30
 _PHASES = (("idle", 0.12), ("load", 0.08), ("prefill", 0.13), ("decode", 0.55), ("idle", 0.12))
 
 
@@ -28,7 +28,7 @@ def synthetic_trace(
         acc += share
         bounds.append((acc * n, name))
     energy_mj = 5_000_000_000
-    mem_used = 600 * 2**20
+    mem_used = 600 * MiB
     t0, wall0 = 1000.0, 1_767_225_600.0  # 2026-01-01T00:00:00Z, fixed so the file is reproducible
     samples = []
     for k in range(n):
@@ -76,7 +76,7 @@ def synthetic_trace(
             "pcie_rx_bps": round(rx, 1),
             "processes": []
             if phase == "idle" and k < n / 2
-            else [{"pid": 4242, "name": "python", "used_bytes": mem_used - 500 * 2**20}],
+            else [{"pid": 4242, "name": "python", "used_bytes": mem_used - 500 * MiB}],
             "sm_clock_max_mhz": 1980.0,
             "mem_clock_max_mhz": 2619.0,
             "nvlink_active": 18,

@@ -6,7 +6,7 @@ from typing import Any
 
 from aiworkbook.telemetry.na import is_number
 from aiworkbook.telemetry.sample import Sample
-from aiworkbook.units import fmt_bytes
+from aiworkbook.units import GiB, fmt_bytes, fmt_rate
 
 
 def _f(v: Any, fmt: str, unit: str = "") -> str:
@@ -14,7 +14,8 @@ def _f(v: Any, fmt: str, unit: str = "") -> str:
 
 
 def _rate(v: Any) -> str:
-    return f"{fmt_bytes(v)}/s" if is_number(v) else "n/a"
+    """Host disk and network rates in decimal units (kB/s, MB/s, GB/s), like every rate in the kit."""
+    return fmt_rate(v, "auto") if is_number(v) else "n/a"
 
 
 def render_table(sample: Sample, names: list[str] | None = None, status: str = "") -> str:
@@ -24,11 +25,10 @@ def render_table(sample: Sample, names: list[str] | None = None, status: str = "
     for g in sample.gpus:
         i = g.get("index", 0)
         name = (names[i] if i < len(names) else "")[:25]
+        used, total = g.get("mem_used_bytes"), g.get("mem_total_bytes")
         mem = (
-            f"{_f(g.get('mem_used_bytes', 0) / 2**30 if is_number(g.get('mem_used_bytes')) else None, '.1f')}/"
-            + (
-                f"{_f(g.get('mem_total_bytes', 0) / 2**30 if is_number(g.get('mem_total_bytes')) else None, '.1f')} GiB"
-            )
+            f"{_f(used / GiB if is_number(used) else None, '.1f')}/"
+            f"{_f(total / GiB if is_number(total) else None, '.1f')} GiB"
         )
         power = f"{_f(g.get('power_w'), '.0f')}/{_f(g.get('power_limit_w'), '.0f')} W"
         clocks = f"{_f(g.get('sm_clock_mhz'), '.0f')}/{_f(g.get('sm_clock_max_mhz'), '.0f')}"
