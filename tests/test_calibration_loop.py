@@ -75,6 +75,20 @@ def test_cli_size_with_node_file(tmp_path, capsys, roofline_result):
     assert rc == 0 and doc["cost"]["price_per_gpu_hour"] == 0.5 and doc["cost"]["decode_usd_per_mtok"] > 0
 
 
+def test_cli_size_on_a_measured_host_defaults_to_the_cpu(tmp_path, capsys, roofline_result):
+    """A calibrated CPU node used to be sized as CUDA: a context and a reserve on "one CPU (measured)"."""
+    npath = tmp_path / "node.json"
+    calibrated_node(roofline_result).save(npath)
+    for flag in ("--node", "--gpu"):
+        assert main(["size", "tiny-llama", "--mode", "infer", flag, str(npath), "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["device"] == "cpu" and doc["memory"]["cuda_context"] == doc["memory"]["reserve"] == 0
+    assert main(["size", "tiny-llama", "--node", str(npath), "--device", "cuda", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["device"] == "cuda"  # an explicit --device wins
+    assert main(["size", "tiny-llama", "--gpu", "H100-SXM", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["device"] == "cuda"
+
+
 def test_gpu_spec_without_tdp_is_unknown_power():
     g = GPUSpec.model_validate({**get_gpu("L4").model_dump(), "tdp_watts": 0})
     est = estimate(load_model("tiny-llama"), Workload(mode="infer"), gpu=g)

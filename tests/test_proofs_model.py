@@ -151,3 +151,29 @@ def test_same_loss_and_saved_bytes_as_transformers_gpt2(autocast, attention):
         loss_ours = ours(ids, labels=ids)
     assert loss_ours.item() == pytest.approx(loss_hf.item(), rel=1e-2 if autocast else 1e-5)
     assert t_ours.bytes() == pytest.approx(t_hf.bytes(), rel=0.03)
+
+
+def test_rope_base_is_read_from_the_models_config(tmp_path):
+    """ModelSpec.extra is never filled: the kit read 10,000 for every model (Llama 3: 500,000)."""
+    import json
+    from pathlib import Path
+
+    from aiworkbook.proofs.model import DEFAULT_ROPE_THETA, rope_theta
+    from aiworkbook.specs import load_model as load
+
+    assert rope_theta(load("llama-3-8b")) == 500_000.0
+    assert rope_theta(load("qwen2.5-7b")) == 1_000_000.0
+    assert rope_theta(load("llama-3-8b").scaled(num_layers=1)) == 500_000.0  # a proxy keeps its source
+    assert rope_theta(load("pythia-1.4b")) == 10_000.0  # GPT-NeoX: rotary_emb_base
+    cfg = json.loads(Path(load("tiny-llama").source).read_text())
+    cfg["rope_theta"] = 12345.0
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    spec = load(str(tmp_path / "config.json"))
+    m = DecoderModel(spec)
+    d = spec.head_dim
+    expected = 1.0 / (12345.0 ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+    torch.testing.assert_close(m.inv_freq, expected)
+    cfg.pop("rope_theta")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert rope_theta(load(str(tmp_path / "config.json"))) == DEFAULT_ROPE_THETA
+    torch.testing.assert_close(DecoderModel(spec, rope_base=99.0).inv_freq[1], torch.tensor(99.0 ** (-2 / d)))

@@ -296,6 +296,7 @@ def test_logits_and_loss_for_llama3_at_8192_tokens():
         (dict(tp=0), "tp"),
         (dict(zero=-1, dp=2), "zero"),
         (dict(zero=True, dp=2), "zero"),
+        (dict(zero=1.0, dp=2), "zero"),  # was accepted as "ZeRO-1.0"
         (dict(lora_rank=0, mode="lora"), "lora_rank"),
         (dict(lora_targets=()), "lora_targets"),
         (dict(lora_targets=("q_proj", "q_proj")), "lora_targets"),
@@ -375,6 +376,51 @@ def test_cli_bad_input_exits_2_with_one_line(argv, field, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"'{field}'" in err
+
+
+def test_size_on_a_node_with_pools_names_them_or_sizes_the_pool_picked(capsys):
+    """hybrid-pools has no GPU of its own: sizing on it said "no GPU given"."""
+    import json
+
+    assert main(["size", "llama-3-8b", "--node", "hybrid-pools"]) == 2
+    err = capsys.readouterr().err
+    assert "'pool'" in err and "train-pool (2x 8xH200)" in err and "serve-pool (4x 2xH100 PCIe)" in err
+    assert main(["size", "llama-3-8b", "--node", "hybrid-pools", "--pool", "train-pool", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["gpu"] == "H200-SXM" and doc["cost"]["price_per_gpu_hour"] == pytest.approx(60.0 / 16)
+    assert doc["assumptions"]["storage_write_bps"] == 5.0e10  # the pool's storage, not the node's
+    argv = ["size", "llama-3-8b", "--mode", "infer", "--node", "hybrid-pools", "--pool"]
+    assert main([*argv, "serve-pool (4x 2xH100 PCIe)", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpu"] == "H100-PCIe"
+    assert main([*argv, "nosuch"]) == 2 and "'pool'" in capsys.readouterr().err
+    assert main(["size", "llama-3-8b", "--node", "gpu-training-8xh100", "--pool", "x"]) == 2
+
+
+def test_max_batch_honours_its_limit_beyond_4096():
+    """The sweep was silently capped at 4,096 whatever the limit."""
+    s = load_model("tiny-llama")
+    w = Workload(seq_len=64, precision="fp32", recipe="fp32-adamw")
+    g = get_gpu("H200-SXM")
+    b = capacity.max_batch(s, w, g)
+    assert b > 4096
+    assert (
+        capacity.fits(s, w.replace(batch=b), g)["fits"]
+        and not capacity.fits(s, w.replace(batch=b + 1), g)["fits"]
+    )
+    assert capacity.max_batch(s, w, g, limit=10) == 10
+    with pytest.raises(SpecError):
+        capacity.max_batch(s, w, g, limit=0)
+
+
+def test_components_computes_the_activation_terms_once(monkeypatch):
+    from aiworkbook.sizing import activations
+    from aiworkbook.sizing.memory import components
+
+    calls = []
+    real = activations.terms
+    monkeypatch.setattr(activations, "terms", lambda *a, **k: calls.append(1) or real(*a, **k))
+    components(L8, Workload(precision="fp32", recipe="fp32-adamw"), 2, 512)
+    assert len(calls) == 1
 
 
 def test_cli_max_batched_tokens(capsys):

@@ -115,7 +115,16 @@ def size(
     node: str = typer.Option(
         None, "--node", help="Node profile (aiworkbook nodes) or its JSON: GPU, storage speed and price."
     ),
-    device: str = typer.Option("cuda", "--device", help="cuda | cpu (cpu: no context/workspace/reserve)."),
+    pool: str = typer.Option(
+        None,
+        "--pool",
+        help="With a node that has pools (hybrid): the pool to size on, by name or its first word.",
+    ),
+    device: str = typer.Option(
+        None,
+        "--device",
+        help="cuda | cpu (cpu: no context/workspace/reserve). Default: cpu for a measured host spec, else cuda.",
+    ),
     train_tokens: float = typer.Option(
         None, "--train-tokens", help="Token budget for the run cost, e.g. 1e12."
     ),
@@ -141,6 +150,12 @@ def size(
 
     spec = load_model(model)
     node_profile = get_node(node) if node else None
+    if node_profile is not None:
+        node_profile = _pick_pool(node_profile, pool, gpu_given=bool(gpu))
+    elif pool:
+        from aiworkbook.errors import SpecError
+
+        raise SpecError("pool", pool, "a pool of the node given with --node")
     base = Assumptions.from_node(node_profile) if node_profile else Assumptions()
     overrides = {
         "train_tokens": train_tokens,
@@ -151,6 +166,9 @@ def size(
     }
     assumptions = replace(base, **{k: v for k, v in overrides.items() if v is not None})
     gpu_spec = load_gpu(gpu) if gpu else None
+    if device is None:  # a measured host ("CPU (measured)") is sized as the CPU: no CUDA context or reserve
+        sized_on = gpu_spec or (node_profile.gpu_spec() if node_profile else None)
+        device = "cpu" if sized_on is not None and sized_on.vendor == "host" else "cuda"
     est = estimate(
         spec, _workload(**opts), gpu=gpu_spec, device=device, assumptions=assumptions, node=node_profile
     )
@@ -158,6 +176,30 @@ def size(
         typer.echo(json.dumps(est.to_dict(), indent=2))
         return
     _print_estimate(spec, est)
+
+
+def _pick_pool(node, pool: str | None, gpu_given: bool):
+    """The node itself, or the pool named by --pool (exact name, or the name before its " (" details).
+    A node with pools and no GPU of its own needs --pool (or --gpu): say which pools there are."""
+    from aiworkbook.errors import SpecError
+
+    names = [p.name for p in node.pools]
+    if pool is None:
+        if node.pools and node.gpu is None and node.gpu_calibrated is None and not gpu_given:
+            raise SpecError(
+                "pool",
+                None,
+                f"one of the pools of {node.name} (it has no GPU of its own): "
+                + ", ".join(repr(n) for n in names)
+                + "; pass --pool NAME (the first word is enough), or --gpu",
+            )
+        return node
+    for p in node.pools:
+        if pool in (p.name, p.name.split(" (")[0], p.name.split()[0]):
+            return p
+    raise SpecError(
+        "pool", pool, ", ".join(repr(n) for n in names) if names else f"none: {node.name} has no pools"
+    )
 
 
 def _print_estimate(spec, est) -> None:
@@ -172,10 +214,10 @@ def _print_estimate(spec, est) -> None:
     for name, n, formula in est.memory.rows():
         if name == "total":
             typer.echo("  " + "-" * 40)
-        typer.echo(f"  {name:<15} {n / 2**30:>10.2f} GiB   {formula if name != 'total' else ''}")
+        typer.echo(f"  {name:<15} {fmt_bytes(n, 'GiB'):>14}   {formula if name != 'total' else ''}")
     r = est.rules_of_thumb
     typer.echo(
-        f"  rule of thumb   {r['bytes'] / 2**30:>10.2f} GiB   {r['formula']} "
+        f"  rule of thumb   {fmt_bytes(r['bytes'], 'GiB'):>14}   {r['formula']} "
         f"({r['ratio_to_itemised']:.2f}x the itemised total)"
     )
     if est.fits.get("gpu"):

@@ -226,6 +226,37 @@ class Block(nn.Module):
         return x + m
 
 
+#: transformers' rotary base when a config does not give one
+DEFAULT_ROPE_THETA = 10000.0
+
+
+def rope_theta(spec: ModelSpec) -> float:
+    """The rotary base of the model's config: `rope_theta` (GPT-NeoX: `rotary_emb_base`), from
+    spec.extra when a loader filled it, else from the config.json the spec was read from (spec.source);
+    10,000 (transformers' default) when neither says. It changes the values, never the bytes."""
+    for cfg in (spec.extra or {}, _source_config(spec)):
+        for key in ("rope_theta", "rotary_emb_base"):
+            v = cfg.get(key)
+            if not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v) and v > 0:
+                return float(v)
+    return DEFAULT_ROPE_THETA
+
+
+def _source_config(spec: ModelSpec) -> dict:
+    from pathlib import Path
+
+    from aiworkbook.specs.model import load_config_file
+
+    src = Path(spec.source) if spec.source else None
+    if src is None or not (src.is_file() or (src / "config.json").is_file()):
+        return {}
+    try:
+        cfg = load_config_file(src)
+    except (ValueError, OSError):  # unreadable now: the default, as transformers would use
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
 class DecoderModel(nn.Module):
     """Embedding, L blocks, final norm, head, cross-entropy: the training graph the VRAM proof measures."""
 
@@ -237,6 +268,7 @@ class DecoderModel(nn.Module):
         checkpointing: str = "none",
         device=None,
         dtype: torch.dtype = torch.float32,
+        rope_base: float | None = None,
     ) -> None:
         super().__init__()
         if not spec.is_decoder:
@@ -263,7 +295,7 @@ class DecoderModel(nn.Module):
             if spec.tie_word_embeddings
             else nn.Linear(spec.hidden_size, spec.vocab_size, bias=False, **fk)
         )
-        theta = float(spec.extra.get("rope_theta", 10000.0)) if spec.extra else 10000.0
+        theta = rope_theta(spec) if rope_base is None else float(rope_base)
         inv = 1.0 / (theta ** (torch.arange(0, spec.head_dim, 2, dtype=torch.float32) / spec.head_dim))
         self.register_buffer("inv_freq", inv.to(device=device), persistent=False)
         self.tracker = None
@@ -330,11 +362,6 @@ class DecoderModel(nn.Module):
             return F.cross_entropy(
                 logits.float().view(-1, logits.shape[-1]), shift.reshape(-1), ignore_index=-100
             )
-
-
-def build(spec: ModelSpec, **kw) -> DecoderModel:
-    """The plain-torch decoder for a spec (see DecoderModel for the keyword arguments)."""
-    return DecoderModel(spec, **kw)
 
 
 def param_count(model: nn.Module) -> int:

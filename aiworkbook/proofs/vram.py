@@ -81,9 +81,7 @@ def default_budget(device: str, quick: bool) -> int:
 def _workload(**kw):
     from aiworkbook.sizing import Workload
 
-    if "dropout" in getattr(Workload, "__dataclass_fields__", {}):
-        kw["dropout"] = 0.0  # the plain-torch decoder has no dropout
-    return Workload(mode="train", **kw)
+    return Workload(mode="train", dropout=0.0, **kw)  # the plain-torch decoder has no dropout
 
 
 def _estimate(spec: ModelSpec, w, device: str):
@@ -422,7 +420,7 @@ def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, 
             "ratio_measured_over_rule": None,
         },
         "estimate": est.to_dict(),
-        "formulas": dict(getattr(mem, "formulas", {}) or {}),
+        "formulas": dict(mem.formulas),
         "loss": m.get("loss"),
     }
     if dev == "cuda":

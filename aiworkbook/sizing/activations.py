@@ -186,12 +186,12 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
     )
 
 
-def activation_bytes(spec, w: Workload, b, s, device: str = "cuda"):
+def activation_bytes(spec, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None):
     """Saved-for-backward bytes of the layers and embeddings (not the loss) for batch b, length s.
 
     Under AMP each layer adds autocast's 16-bit copies of its matrices (only the recomputed layer's
-    under full checkpointing)."""
-    t = terms(spec, w, device)
+    under full checkpointing). `t`: the workload's terms when the caller already has them."""
+    t = terms(spec, w, device) if t is None else t
     n = b * s
     full_layer = n * t.per_token_layer + n * s * t.per_token_score + t.layer_copies
     if w.checkpointing == "selective":
@@ -215,11 +215,11 @@ def logits_bytes(spec, w: Workload, b, s):
     return 4 * n * spec.vocab_size // w.tp + 4
 
 
-def head_autocast_bytes(spec, w: Workload, b, s):
+def head_autocast_bytes(spec, w: Workload, b, s, t: ActivationTerms | None = None):
     """AMP only: the LM head's 16-bit weight copy and its 16-bit cast of the fp32 final-norm output.
 
     Saved for backward by the head matmul (so they sit with the logits); 0 outside the AMP regime."""
-    t = terms(spec, w)
+    t = terms(spec, w) if t is None else t
     return (t.head_copy + b * s * t.head_input) // w.tp
 
 

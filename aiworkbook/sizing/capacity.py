@@ -111,13 +111,18 @@ def max_context(spec, w: Workload, gpu, concurrency: int | None = None, device: 
 
 
 def max_batch(spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16) -> int:
-    """Largest micro-batch (training) or concurrency (inference) within the budget at the workload's length."""
+    """Largest micro-batch (training, at most `limit`) or concurrency (inference) within the budget at
+    the workload's length."""
     if not w.training:
         return max_concurrency(spec, w, gpu, device=device)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        from aiworkbook.errors import SpecError
+
+        raise SpecError("limit", limit, "an integer >= 1")
     import numpy as np
 
     lim = budget(w, gpu)
-    b = np.arange(1, 1 + min(limit, 4096), dtype=np.int64)
+    b = np.arange(1, 1 + limit, dtype=np.int64)
     tot = components(spec, w, b, w.seq_len, device)["total"]
     ok = np.nonzero(tot <= lim)[0]
     return int(b[ok[-1]]) if ok.size else 0
@@ -140,7 +145,8 @@ def _largest(ok, hi: int) -> int:
 
 
 def gpus_needed(spec, w: Workload, gpu, device: str = "cuda") -> int | None:
-    """Smallest tensor-parallel size (a divisor of the heads, powers of two first) that fits; None if none."""
+    """Smallest tensor-parallel size in 1..MAX_TP (in order; sizes that do not split the heads, KV heads and
+    MLP evenly are skipped) that fits; None if none does."""
     from aiworkbook.errors import SpecError
 
     for t in range(1, MAX_TP + 1):

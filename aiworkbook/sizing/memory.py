@@ -94,10 +94,11 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
     )
     zero = 0 * b * s
     if w.training:
-        c["activations"] = act.activation_bytes(spec, w, b, s, device)
+        t = act.terms(spec, w, device)  # once: activations and the head's autocast copies share them
+        c["activations"] = act.activation_bytes(spec, w, b, s, device, t)
         logprobs = act.logits_bytes(spec, w, b, s)
         # AMP: the head's 16-bit weight copy and input cast are saved with the logits
-        c["logits"] = logprobs + act.head_autocast_bytes(spec, w, b, s)
+        c["logits"] = logprobs + act.head_autocast_bytes(spec, w, b, s, t)
         c["kv_cache"] = zero
         # backward through the loss: the fp32 gradient of the log-probs and the fp32 gradient of the
         # logits (log_softmax's backward) live beside the saved log-probs: 2 x 4 B per logit

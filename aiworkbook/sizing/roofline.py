@@ -3,7 +3,8 @@ through `GPUSpec.calibrated`). Times are lower bounds: efficiency factors scale 
 
 - Training: 6·N FLOPs per token plus attention 12·L·a·d·s (PaLM appendix B), N the parameters that
   multiply per token: the layers' (active ones for MoE) plus the output projection, tied or not (the
-  input lookup does no arithmetic); full recomputation adds a forward (8·N) to the hardware FLOPs.
+  input lookup does no arithmetic); these are model FLOPs (MFU's convention): recomputation's extra
+  forward is hardware work the assumed MFU absorbs.
 - Decode step: max((weight bytes + KV bytes read) / BW, FLOPs / peak); batch 1 is BW / weight bytes.
   Weight bytes are all stored weights and FLOPs 2 per active parameter (REFERENCE's convention:
   Llama-3-8B bf16 on an H100 SXM, 209 tokens/s at an empty cache; crossover peak/BW·(bytes per
@@ -46,17 +47,15 @@ def matmul_params(spec) -> int:
     return spec.params_active - spec.params_embedding - spec.params_head + head
 
 
-def training_flops_per_token(
-    spec, seq_len: int, recompute: bool = False, adapter_params: int | None = None
-) -> float:
-    """Model FLOPs per token, 6·N + 12·L·a·d·s (recomputation adds 2·N + attention forward as hardware FLOPs).
+def training_flops_per_token(spec, seq_len: int, adapter_params: int | None = None) -> float:
+    """Model FLOPs per token, 6·N + 12·L·a·d·s (MFU's numerator: recomputation is not counted).
 
     With `adapter_params` (LoRA/QLoRA) the frozen base skips its weight gradients: 4·N + 6·N_adapters.
     """
     n = matmul_params(spec)
     attn = 12 * spec.num_layers * spec.num_heads * spec.head_dim * seq_len
     f = 6 * n + attn if adapter_params is None else 4 * n + 6 * adapter_params + attn
-    return f * 4 / 3 if recompute else float(f)
+    return float(f)
 
 
 def train_step(spec, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU) -> dict:
@@ -92,20 +91,6 @@ def train_step(spec, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU) -> dict:
 def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float) -> float:
     """Model FLOPs utilisation: achieved model FLOP/s over the peak (recomputation not counted)."""
     return model_flops_per_step / step_time_s / peak_flops
-
-
-def training_days(
-    spec,
-    token_budget: float,
-    gpus: int,
-    gpu,
-    seq_len: int,
-    precision: str = "bf16",
-    mfu: float = DEFAULT_TRAIN_MFU,
-) -> float:
-    """Days to train on `token_budget` tokens with `gpus` GPUs at an MFU."""
-    flops = training_flops_per_token(spec, seq_len) * token_budget
-    return flops / (gpus * gpu.peak_flops(precision) * mfu) / 86400
 
 
 def weight_bytes_read(spec, w: Workload, batch=1):

@@ -113,7 +113,7 @@ def frozen_base_bytes(spec, w: Workload) -> tuple[int, str]:
         rest = spec.params - lin
         n = int(lin * NF4_BITS / 8) + 2 * rest
         return n, f"{lin:,} linear params · {NF4_BITS:.3f} bits NF4 + {rest:,} others · 2 B"
-    b = width(w.precision) if w.precision != "fp32" else 4
+    b = width(w.precision)
     return spec.params * b, f"{spec.params:,} params · {b} B (frozen base)"
 
 

@@ -84,7 +84,7 @@ class Workload:
         _choice("checkpointing", self.checkpointing, CHECKPOINTING)
         _int_at_least("dp", self.dp, 1)
         _int_at_least("tp", self.tp, 1)
-        if self.zero not in (0, 1, 2, 3) or isinstance(self.zero, bool):
+        if isinstance(self.zero, bool) or not isinstance(self.zero, int) or self.zero not in (0, 1, 2, 3):
             raise SpecError("zero", self.zero, "0, 1, 2 or 3 (FSDP full shard = 3)")
         _int_at_least("lora_rank", self.lora_rank, 1)
         targets = tuple(self.lora_targets)
