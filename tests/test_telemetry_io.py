@@ -214,3 +214,16 @@ def test_monitor_summary_names_why_energy_is_missing(capsys):
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("gpu0: energy"))
     assert "n/a (" in line and "{" not in line and "'na'" not in line, line
+
+
+def test_jsonl_log_is_a_live_log_readable_before_close(tmp_path):
+    from aiworkbook.telemetry.export import JsonlLog
+    from aiworkbook.telemetry.sample import Sample
+
+    path = tmp_path / "live.jsonl"
+    log = JsonlLog(path, {"source": "recorded", "gpu": None})
+    for t in (1.0, 2.0):
+        log.write(Sample(t=t, wall=t))
+    header, samples = load_trace(path)  # still open: every written sample is already there
+    assert [s.t for s in samples] == [1.0, 2.0] and header["kind"] == "aiworkbook.telemetry.trace"
+    log.close()

@@ -24,6 +24,10 @@ def to_dataframe(samples: Iterable[Sample]):
 
 
 def to_csv(samples: Iterable[Sample], path: str | os.PathLike) -> Path:
+    """A flat table for spreadsheets and pandas, written atomically. It carries no header line (a
+    comment would break plain CSV readers): its schema is the column names, `gpu<i>.<field>` and
+    `host.<field>` with the unit in the field name, as in trace schema TRACE_SCHEMA_VERSION. For a
+    schema-versioned file, record a trace (`to_jsonl`, `monitor --record`)."""
     return atomic_write_text(path, to_dataframe(samples).to_csv(index=False))
 
 
@@ -34,7 +38,10 @@ def to_jsonl(samples: Iterable[Sample], path: str | os.PathLike, header: dict[st
 
 
 class JsonlLog:
-    """Appends samples to a JSONL log as they come (flushed per line); same format as a trace."""
+    """A live log, deliberately not atomic: samples are appended as they come, one flushed line each,
+    in the trace format (header first), so another process can follow the file and a crash or
+    Ctrl-C leaves every sample written so far readable by load_trace. Use `to_jsonl` (temp file +
+    rename) for a finished trace."""
 
     def __init__(self, path: str | os.PathLike, header: dict[str, Any]) -> None:
         self.path = Path(path)
