@@ -153,3 +153,15 @@ def test_node_file_header_is_checked(tmp_path, header, field):
     with pytest.raises(SpecError) as e:
         load_node_file(p)
     assert e.value.field == field and str(p) in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["x", -1, True, 2.5])
+def test_qwen2_max_window_layers_is_validated(value):
+    cfg = {**GOOD, "model_type": "qwen2", "use_sliding_window": True, "sliding_window": 4096}
+    with pytest.raises(SpecError) as e:
+        spec_from_config({**cfg, "max_window_layers": value})
+    assert e.value.field == "max_window_layers"
+    layers = cfg["num_hidden_layers"]
+    # HF's rule: layer i slides when i >= max_window_layers (so a value >= layers: none slides)
+    assert spec_from_config({**cfg, "max_window_layers": layers + 5}).sliding_window_layers == 0
+    assert spec_from_config({**cfg, "max_window_layers": 1}).sliding_window_layers == layers - 1

@@ -182,3 +182,28 @@ def test_get_sampler_is_shared():
         assert a is b and a.interval == 0.5 and not a.running
     finally:
         reset_shared_sampler()
+
+
+def test_leaving_a_phase_removes_the_innermost_entry_of_that_name(fake):
+    s = _manual(fake)
+    with s.phase("step"):
+        with s.phase("decode"):
+            with s.phase("step"):
+                assert s.current_phase == "step"
+            assert s.current_phase == "decode"  # was "step": the outer entry had been removed
+        assert s.current_phase == "step"
+    assert s.current_phase is None
+
+
+def test_events_use_the_samplers_clock_and_hires_rings_are_built_once(fake):
+    s = Sampler(gpu_reader=GPUReader(clock=fake.clock), host=False, clock=fake.clock, hires=True)
+    s.sample_now()
+    rings = dict(s.hires)
+    assert rings
+    fake.inject_xid(0, 79)
+    fake.advance(1)
+    s.sample_now()
+    assert all(s.hires[k] is rings[k] for k in rings)
+    (event,) = [e for e in s.events if e.get("xid") == 79]
+    assert event["t"] == fake.clock()  # stamped on the sampler's time base, so windows see it
+    assert s.window(since=fake.clock() - 0.5).summary()["events"]

@@ -366,7 +366,10 @@ def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dic
     elif mt == "qwen2":
         kw.update(qkv_bias=True)
         if cfg.get("use_sliding_window") and window:
-            full = int(cfg.get("max_window_layers", L))
+            # HF: layer i slides when i >= max_window_layers, so a value >= L means no layer slides
+            full = cfg.get("max_window_layers", L)
+            if not isinstance(full, int) or isinstance(full, bool) or full < 0:
+                raise SpecError("max_window_layers", full, "an integer >= 0", source=source)
             kw.update(sliding_window=window, sliding_window_layers=max(0, L - full))
     elif mt == "gemma":
         pass

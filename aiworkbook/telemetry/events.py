@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aiworkbook.telemetry import nvml_backend
@@ -63,8 +64,13 @@ def _address(handle: Any) -> Any:
 class EventTimeline:
     """Registers every device for critical events once; `poll()` appends what arrived to `events`."""
 
-    def __init__(self, handles: list[Any], max_events: int = 10_000) -> None:
+    def __init__(
+        self, handles: list[Any], max_events: int = 10_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        """`clock` stamps each event's `t`: the sampler passes its own, so windows filter events on
+        the same time base as samples."""
         self.events: list[dict[str, Any]] = []
+        self._clock = clock
         self.status = "not started"
         self._handles = handles
         self._max = max_events
@@ -120,7 +126,7 @@ class EventTimeline:
                 )
                 ev = {
                     "wall": time.time(),
-                    "t": time.monotonic(),
+                    "t": self._clock(),
                     "gpu": self._index(data.device),
                     "type": kind,
                     "data": int(data.eventData),

@@ -121,8 +121,11 @@ class Sampler:
         finally:
             if self._sample_on_phase and self.running:
                 self.sample_now()
-            with self._lock:
-                self._phases.remove(name) if name in self._phases else None
+            with self._lock:  # this phase's own entry: the innermost (last) one with its name
+                for i in range(len(self._phases) - 1, -1, -1):
+                    if self._phases[i] == name:
+                        del self._phases[i]
+                        break
 
     # -- sampling ------------------------------------------------------------------------------
     def sample_now(self) -> Sample:
@@ -148,7 +151,7 @@ class Sampler:
                 return
             from aiworkbook.telemetry.events import EventTimeline
 
-            self._timeline = EventTimeline(handles())
+            self._timeline = EventTimeline(handles(), clock=self._clock)
         self._timeline.poll()
 
     def _poll_hires(self) -> None:
@@ -161,7 +164,9 @@ class Sampler:
                 rows = history(i, kind, self._hires_since.get(key, 0))
                 if is_na(rows) or not rows:
                     continue
-                ring = self.hires.setdefault(key, Ring(self.ring.capacity * 10))
+                ring = self.hires.get(key)
+                if ring is None:  # built once per key, not on every tick
+                    ring = self.hires[key] = Ring(self.ring.capacity * 10)
                 for row in rows:
                     ring.append(row)
                 self._hires_since[key] = rows[-1][0]
