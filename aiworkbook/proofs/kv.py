@@ -25,11 +25,11 @@ from aiworkbook.proofs.device import (
     tensor_device,
 )
 from aiworkbook.proofs.environment import capture, throttle_check
-from aiworkbook.proofs.model import DecoderModel, KVCache
+from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel, KVCache
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
-from aiworkbook.proofs.vram import TORCH_DTYPE, allocated_prediction, check_int, fit_proxy
+from aiworkbook.proofs.vram import allocated_prediction, check_int, fit_proxy
 from aiworkbook.specs import ModelSpec, load_model
 from aiworkbook.units import MiB
 
@@ -164,7 +164,7 @@ def prove_kv(
     contexts = tuple(d["contexts"] if contexts is None else contexts)
     new = d["new_tokens"] if new_tokens is None else new_tokens
     dtype_name = d["dtype"]
-    dtype = TORCH_DTYPE[dtype_name]
+    dtype = TORCH_DTYPES[dtype_name]
     flags, notes = set(choice.flags), [choice.reason]
     if budget_bytes is None:
         budget_bytes = default_kv_budget(dev)

@@ -23,6 +23,8 @@ from aiworkbook.errors import SpecError
 from aiworkbook.specs import ModelSpec
 
 ATTENTIONS = ("eager", "sdpa")
+#: torch dtypes of the precision names the proofs run at (tf32: fp32 tensors, TF32 matmuls)
+TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINTING = ("none", "selective", "full")
 
 
@@ -66,12 +68,9 @@ class KVCache:
 
     def nbytes(self) -> int:
         """Bytes of the unique storages the cache holds (the measurement, not a formula)."""
-        seen: dict[int, int] = {}
-        for t in [*self.k, *self.v]:
-            if t is not None:
-                s = t.untyped_storage()
-                seen[s.data_ptr()] = s.nbytes()
-        return sum(seen.values())
+        from aiworkbook.proofs.memory_accounting import unique_bytes
+
+        return unique_bytes([*self.k, *self.v])
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:

@@ -29,13 +29,13 @@ from aiworkbook.proofs.device import (
     resolve_device,
 )
 from aiworkbook.proofs.environment import capture, throttle_check
+from aiworkbook.proofs.model import TORCH_DTYPES
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
 from aiworkbook.specs import GPUSpec, ModelSpec
 from aiworkbook.units import MiB
 
-_TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 _RANDOM_BLOCK = 16 * MiB
 
 
@@ -238,7 +238,7 @@ def _one_matmul(device: str, name: str, n: int, trials: int, threads: int | None
 
         t = time_trials(fn, device=device, trials=trials, threads=threads, warmup=2)
     else:
-        a, b = a.to(_TORCH_DTYPES[name]), b.to(_TORCH_DTYPES[name])
+        a, b = a.to(TORCH_DTYPES[name]), b.to(TORCH_DTYPES[name])
         out = torch.empty(n, n, dtype=a.dtype, device=device)
 
         def fn():

@@ -31,15 +31,12 @@ from aiworkbook.proofs.device import (
 )
 from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.memory_accounting import SavedTensorTracker, model_states
-from aiworkbook.proofs.model import DecoderModel
+from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
 from aiworkbook.proofs.result import ProofResult
+from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # the seeds' 18 B/param, shown beside
 from aiworkbook.specs import ModelSpec, load_model
 from aiworkbook.units import fmt_bytes
 
-TORCH_DTYPE = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-RULE_BYTES_PER_PARAM = (
-    18  # the seeds' rule of thumb (Megatron bf16 with fp32 grads), shown beside, never instead
-)
 TOLERANCE = 0.10
 
 
@@ -257,7 +254,7 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
     from tqdm.auto import tqdm
 
     mixed = w.precision.endswith("-mixed")
-    dtype = torch.float32 if (mixed or w.precision == "fp32") else TORCH_DTYPE[w.precision]
+    dtype = torch.float32 if (mixed or w.precision == "fp32") else TORCH_DTYPES[w.precision]
     amp_dtype = torch.bfloat16 if w.precision.startswith("bf16") else torch.float16
     place = tensor_device(dev)  # "cuda" (CPU tests: "cpu" under a fake torch.cuda)
     out: dict[str, Any] = {}
@@ -416,7 +413,7 @@ def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, 
             "param_tensors": st.param_tensors,
         },
         "rule_18_bytes_per_param": {
-            "bytes": RULE_BYTES_PER_PARAM * spec.params,
+            "bytes": TRAIN_RULE_BYTES * spec.params,
             "ratio_measured_over_rule": None,
         },
         "estimate": est.to_dict(),
@@ -457,7 +454,7 @@ def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, 
         if w.checkpointing == "full":
             notes.append("full checkpointing: saved = kept layer inputs + one layer recomputed in backward")
     details["rule_18_bytes_per_param"]["ratio_measured_over_rule"] = measured / (
-        RULE_BYTES_PER_PARAM * spec.params
+        TRAIN_RULE_BYTES * spec.params
     )
     env = capture(dev)
     if throttle_check(env, t_start, details):

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.units import KV_DTYPES
 
 MODES = ("train", "lora", "qlora", "infer")
 PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
@@ -26,7 +27,6 @@ RECIPE_NAMES = (
 ATTENTIONS = ("eager", "sdpa", "flash")
 CHECKPOINTING = ("none", "selective", "full")
 WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
-KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 ENGINES = ("hf", "vllm", "trtllm")
 LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 #: Recipes that keep 16-bit weights: they cannot run at fp32 precision.
