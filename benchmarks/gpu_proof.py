@@ -303,7 +303,9 @@ def _nvidia_smi(out: Path) -> str:
         p = subprocess.run([exe, "-q"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"nvidia-smi -q failed: {exc}"
-    (out / "nvidia-smi-q.txt").write_text(p.stdout + (f"\n[stderr]\n{p.stderr}" if p.stderr else ""))
+    from aiworkbook.persist import atomic_write_text
+
+    atomic_write_text(out / "nvidia-smi-q.txt", p.stdout + (f"\n[stderr]\n{p.stderr}" if p.stderr else ""))
     return "nvidia-smi-q.txt" if p.returncode == 0 else f"nvidia-smi -q exit {p.returncode}"
 
 
@@ -325,6 +327,11 @@ def _table(rows: list[dict[str, Any]]) -> str:
         text = r.get("headline") or r.get("error") or ""
         lines.append(f"{r['step']:<26}{r['status']:<14}{ratio:>8}{secs:>9}{r['est_s']:>6.0f}  {text[:110]}")
     return "\n".join(lines)
+
+
+#: summary.json: {"kind": SUMMARY_KIND, "schema_version": 1, mode, device, ..., steps}, written atomically
+SUMMARY_KIND = "aiworkbook.gpu-proof-summary"
+SUMMARY_SCHEMA_VERSION = 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -446,7 +453,10 @@ def main(argv: list[str] | None = None) -> int:
             "files": extras,
             "steps": rows,
         }
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        from aiworkbook.persist import write_json
+
+        plain = json.loads(json.dumps(summary, default=str))  # anything else a step recorded, as text
+        write_json(out / "summary.json", plain, kind=SUMMARY_KIND, schema_version=SUMMARY_SCHEMA_VERSION)
         print(_table(rows))
         print(f"wrote {len(list(out.iterdir()))} files to {out} in {summary['seconds']:.0f} s; {extras}")
         if args.bundle:

@@ -2,19 +2,21 @@
 reference measured in the same run (never an absolute time judged against a constant).
 
 Each bench module exposes `run() -> list[dict]` with rows {name, value, unit, reference, ratio, note}.
-`python benchmarks/run.py [substring ...] [--json FILE]` runs the modules whose name contains a substring.
+`python benchmarks/run.py [substring ...] [--json FILE]` runs the modules whose name contains a substring;
+--json writes {"kind": "aiworkbook.bench-results", "schema_version": 1, "rows": [...]} atomically.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+BENCH_KIND = "aiworkbook.bench-results"
+BENCH_SCHEMA_VERSION = 1
 
 
 def _load(path: Path):
@@ -35,6 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("only", nargs="*", help="run only bench modules whose name contains one of these")
     ap.add_argument("--json", help="also write all rows to this JSON file")
     args = ap.parse_args(argv)
+    if args.json:
+        try:
+            from aiworkbook.persist import check_writable
+        except ImportError:  # run as a script from a checkout without an install: the package beside it
+            sys.path.insert(0, str(HERE.parent))
+            from aiworkbook.persist import check_writable
+
+        check_writable(args.json, "json")  # before the benches run, not after
     rows: list[dict] = []
     for path in sorted(HERE.glob("bench_*.py")):
         if args.only and not any(s in path.stem for s in args.only):
@@ -57,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"ref {_fmt(r.get('reference')):>10}  ratio {ratio_s:>9}  {r.get('note', '')}"
             )
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2))
+        from aiworkbook.persist import write_json
+
+        write_json(args.json, {"rows": rows}, kind=BENCH_KIND, schema_version=BENCH_SCHEMA_VERSION)
     return 1 if any(r.get("name") == "(failed)" for r in rows) else 0
 
 

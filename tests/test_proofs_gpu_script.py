@@ -40,6 +40,10 @@ def test_dry_run_writes_every_result_summary_and_trace(gp, tmp_path, fresh_sampl
     out = tmp_path / "results"
     rc = gp.main(["--dry-run", "--out", str(out), "--bundle", str(tmp_path / "b.tar.gz")])
     summary = json.loads((out / "summary.json").read_text())
+    from aiworkbook.persist import read_json
+
+    assert read_json(out / "summary.json", kind=gp.SUMMARY_KIND, max_version=1) == summary
+    assert summary["kind"] == "aiworkbook.gpu-proof-summary" and summary["schema_version"] == 1
     names = [s.name for s in gp.PLAN]
     assert [r["step"] for r in summary["steps"]] == names
     assert summary["mode"] == "dry-run-cpu" and summary["device"] == "cpu"
@@ -92,3 +96,30 @@ def test_plan_fits_the_budget(gp, capsys):
     assert sum(s.est_s for s in gp.PLAN) <= 0.6 * gp.BUDGET_S  # estimates leave room for error
     assert all(s.est_s < s.limit_s for s in gp.PLAN)
     assert "total estimate" in capsys.readouterr().out
+
+
+def test_bench_runner_json_carries_kind_and_version_and_is_checked_first(tmp_path, monkeypatch):
+    """benchmarks/run.py wrote a bare list with write_text, after every bench had run."""
+    import importlib.util
+
+    from aiworkbook.errors import SpecError
+    from aiworkbook.persist import read_json
+
+    path = SCRIPT.parent / "run.py"
+    spec = importlib.util.spec_from_file_location("bench_run", path)
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    bench = tmp_path / "bench_fake.py"
+    bench.write_text(
+        "def run():\n    return [{'name': 'x', 'value': 1.0, 'unit': 's', 'reference': 2.0, 'ratio': 0.5}]\n"
+    )
+    monkeypatch.setattr(run, "HERE", tmp_path)
+    out = tmp_path / "bench.json"
+    assert run.main(["--json", str(out)]) == 0
+    doc = read_json(out, kind=run.BENCH_KIND, max_version=run.BENCH_SCHEMA_VERSION)
+    assert doc["schema_version"] == 1 and doc["rows"] == [
+        {"bench": "bench_fake", "name": "x", "value": 1.0, "unit": "s", "reference": 2.0, "ratio": 0.5}
+    ]
+    bench.write_text("def run():\n    raise AssertionError('ran before the output path was checked')\n")
+    with pytest.raises(SpecError, match="not a folder"):
+        run.main(["--json", str(tmp_path)])
