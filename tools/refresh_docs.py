@@ -32,7 +32,9 @@ def refresh(path: Path) -> int:
             out.append(line)
             argv = [str(BIN / "aiworkbook"), *shlex.split(line[len("$ aiworkbook ") :])]
             res = subprocess.run(argv, capture_output=True, text=True, check=False)
-            shown = res.stdout if res.returncode == 0 else res.stdout + res.stderr  # progress bars go to stderr
+            shown = (
+                res.stdout if res.returncode == 0 else res.stdout + res.stderr
+            )  # progress bars go to stderr
             out.extend(shown.rstrip("\n").splitlines())
             n += 1
             continue
