@@ -11,8 +11,14 @@ from aiworkbook.specs.model import ModelSpec, load_config_file, spec_from_config
 
 
 def list_presets() -> list[str]:
+    """Preset names (the shipped catalogue does not change while the process runs)."""
+    return list(_presets())
+
+
+@cache
+def _presets() -> tuple[str, ...]:
     root = data_dir() / "models"
-    return sorted(p.parent.name for p in root.glob("*/config.json"))
+    return tuple(sorted(p.parent.name for p in root.glob("*/config.json")))
 
 
 @cache

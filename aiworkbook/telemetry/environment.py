@@ -36,9 +36,9 @@ _LIVE = {
 def _gpu_reader():
     """The live reader: the shared sampler's when it reads NVML, else one of our own (never a replay)."""
     global _reader
-    from aiworkbook.telemetry import sampler as sampler_mod
+    from aiworkbook.telemetry.sampler import existing_sampler
 
-    shared = sampler_mod._shared
+    shared = existing_sampler()
     if shared is not None and getattr(shared.gpu_reader, "source", "") == "nvml":
         return shared.gpu_reader
     with _lock:

@@ -266,6 +266,12 @@ def get_sampler(interval: float | None = None) -> Sampler:
         return _shared
 
 
+def existing_sampler() -> Sampler | None:
+    """The shared sampler if one was created, without creating it (readers that only reuse it)."""
+    with _shared_lock:
+        return _shared
+
+
 def reset_shared_sampler() -> None:
     """Stop and forget the shared sampler (tests; switching between live and replay)."""
     global _shared
