@@ -27,6 +27,7 @@ call that slips through to the real library is recorded in `fake.unstubbed`.
 
 from __future__ import annotations
 
+import collections
 import copy
 import ctypes
 import functools
@@ -194,6 +195,7 @@ class FakeNVML:
         self.now = 100.0
         self.lost: set[int] = set()
         self.calls = 0
+        self.called: collections.Counter[str] = collections.Counter()  # calls per NVML function
         self.events: list[pynvml.c_nvmlEventData_t] = []
         self.registered: dict[int, int] = {}  # device index -> registered event mask
         self.unstubbed: list[str] = []
@@ -278,6 +280,7 @@ class FakeNVML:
         @functools.wraps(real)
         def stub(*args, **kwargs):
             self.calls += 1
+            self.called[name] += 1
             if name not in ("nvmlInitWithFlags", "nvmlShutdown") and not self.driver:
                 raise _err(pynvml.NVML_ERROR_UNINITIALIZED)
             if not takes_handle:

@@ -60,23 +60,11 @@ def test_nvml_is_shut_down_at_exit_and_not_reopened_by_a_late_poll():
         import atexit
         from fake_nvml import DATACENTER, FakeNVML
         fake = FakeNVML([DATACENTER]).install()
-        counts = {"init": 0, "shutdown": 0}
-        init, shut = fake._nvmlInitWithFlags, fake._nvmlShutdown
-        def counting_init(flags):
-            counts["init"] += 1
-            return init(flags)
-        def counting_shutdown():
-            counts["shutdown"] += 1
-            return shut()
-        fake._nvmlInitWithFlags, fake._nvmlShutdown = counting_init, counting_shutdown
-        import pynvml
-        pynvml.nvmlInitWithFlags = fake._stub("nvmlInitWithFlags", fake._saved["nvmlInitWithFlags"])
-        pynvml.nvmlShutdown = fake._stub("nvmlShutdown", fake._saved["nvmlShutdown"])
 
         def report():  # registered first, so atexit runs it last
             from aiworkbook.telemetry import nvml_backend
             late = nvml_backend.call("nvmlDeviceGetCount")  # a daemon sampler's tick after the hook
-            print(counts["init"], counts["shutdown"], late)
+            print(fake.called["nvmlInitWithFlags"], fake.called["nvmlShutdown"], late)
         atexit.register(report)
 
         from aiworkbook.telemetry.sampler import Sampler
@@ -96,18 +84,6 @@ def test_detection_telemetry_and_proofs_share_one_nvml_init():
         """
         from fake_nvml import OLD_DRIVER, FakeNVML
         fake = FakeNVML([OLD_DRIVER]).install()
-        counts = {"init": 0, "shutdown": 0}
-        init, shut = fake._nvmlInitWithFlags, fake._nvmlShutdown
-        def counting_init(flags):
-            counts["init"] += 1
-            return init(flags)
-        def counting_shutdown():
-            counts["shutdown"] += 1
-            return shut()
-        fake._nvmlInitWithFlags, fake._nvmlShutdown = counting_init, counting_shutdown
-        import pynvml
-        pynvml.nvmlInitWithFlags = fake._stub("nvmlInitWithFlags", fake._saved["nvmlInitWithFlags"])
-        pynvml.nvmlShutdown = fake._stub("nvmlShutdown", fake._saved["nvmlShutdown"])
         from aiworkbook.proofs.device import nvml_reading
         from aiworkbook.specs.detection import nvml_gpus
         from aiworkbook.telemetry.gpu_reader import GPUReader
@@ -115,7 +91,7 @@ def test_detection_telemetry_and_proofs_share_one_nvml_init():
         GPUReader().read_all()
         readings = [nvml_reading(pid=4242) for _ in range(3)]
         # OLD_DRIVER lacks the _v3 process symbol: the _v2 fallback still finds the process
-        print(counts["init"], counts["shutdown"], readings[-1]["process_used"])
+        print(fake.called["nvmlInitWithFlags"], fake.called["nvmlShutdown"], readings[-1]["process_used"])
         """
     )
     assert out.split() == ["1", "0", str(OLD_DRIVER["processes"][0][1])]
