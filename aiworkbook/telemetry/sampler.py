@@ -78,11 +78,19 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self._timeline: Any = None
         self._hires_since: dict[tuple[int, str], int] = {}
+        self._subs: list[Any] = []
+        self._started_by_subs = False
 
     # -- settings ------------------------------------------------------------------------------
     @property
     def interval(self) -> float:
         return self._interval
+
+    @property
+    def read_interval(self) -> float:
+        """The cadence the reader runs at: the fastest of the sampler's own and its subscribers'."""
+        with self._lock:
+            return min([self._interval] + [s.interval for s in self._subs])
 
     @interval.setter
     def interval(self, value: float) -> None:
@@ -141,7 +149,44 @@ class Sampler:
                 self._poll_hires()
             s = Sample(t=t, wall=wall, phase=phase, gpus=gpus, host=host)
             self.ring.append(s)
-            return s
+        for sub in self.subscribers():
+            sub.offer(s)
+        return s
+
+    # -- subscribers ---------------------------------------------------------------------------
+    def subscribe(self, callback, interval: float | None = None, *, start: bool = True):
+        """Push new samples to `callback(list[Sample])` every `interval` seconds (default: the
+        sampler's), from the sampler's thread. Starts the sampler when `start` and it is not running;
+        a sampler started this way stops when its last subscriber leaves. Returns a Subscription."""
+        from aiworkbook.telemetry.subscription import Subscription
+
+        if not callable(callback):
+            raise SpecError("callback", callback, "a callable taking a list of samples")
+        sub = Subscription(
+            self, callback, check_interval(interval if interval is not None else self._interval)
+        )
+        with self._lock:
+            self._subs.append(sub)
+        if start and not self.running:
+            self.start()
+            self._started_by_subs = True
+        return sub
+
+    def unsubscribe(self, sub) -> None:
+        """End a subscription (idempotent); the last one out stops a sampler that subscribing started."""
+        sub.closed = True
+        with self._lock:
+            if sub in self._subs:
+                self._subs.remove(sub)
+            last = not self._subs and self._started_by_subs
+            if last:
+                self._started_by_subs = False
+        if last:
+            self.stop()
+
+    def subscribers(self) -> list:
+        with self._lock:
+            return list(self._subs)
 
     def _poll_events(self) -> None:
         if self._timeline is None:
@@ -181,7 +226,7 @@ class Sampler:
             except Exception as exc:  # a reader bug must not kill the shared sampler
                 self.errors += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
-            next_t += self._interval
+            next_t += self.read_interval
             delay = next_t - self._clock()
             if delay < 0:  # fell behind (slow NVML, suspended laptop): skip, do not burst
                 next_t = self._clock()

@@ -1,0 +1,127 @@
+"""Steering a running proof from another thread: progress out, cancel in, one proof at a time.
+
+A widget or the CLI hands `run(..., progress=callback, cancel=event)`; the proof calls
+`control.step(done, total, message)` between units of work, which reports progress and raises
+`Cancelled` once the event is set, so a cancel stops the proof within one unit of work (each proof
+keeps its units well under a second). Proofs change process-wide torch state (threads, matmul
+precision): `exclusive()` serialises them and restores that state afterwards; a second caller gets
+`ProofBusy` at once instead of a silent wait.
+
+No torch import here: the registry and the widgets import this module before any proof runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+#: progress(done, total, message), called from the proof's thread.
+ProgressFn = Callable[[int, int, str], None]
+
+
+class Cancelled(Exception):
+    """Raised inside a proof when its cancel event is set; the registry turns it into verdict 'interrupted'."""
+
+    def __init__(self, at: str = "") -> None:
+        self.at = at
+        super().__init__(f"cancelled{' at ' + at if at else ''}")
+
+
+class ProofBusy(RuntimeError):
+    """Another proof holds the lock: names it and how long it has run."""
+
+
+@dataclass
+class Control:
+    """What a running proof reports to and checks against. Safe to call from the proof's thread only;
+    `progress` may be any callable (its exceptions are swallowed: a broken viewer must not kill a proof)."""
+
+    progress: ProgressFn | None = None
+    cancel: threading.Event | None = None
+    done: int = 0
+    total: int = 0
+    message: str = ""
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
+
+    def check(self, at: str = "") -> None:
+        """Raise Cancelled when the cancel event is set."""
+        if self.cancelled:
+            raise Cancelled(at or self.message)
+
+    def step(self, done: int, total: int, message: str = "") -> None:
+        """Report progress (done of total units, what is running now), then honour a cancel."""
+        self.done, self.total, self.message = int(done), int(total), str(message)
+        if self.progress is not None:
+            try:
+                self.progress(self.done, self.total, self.message)
+            except Exception:  # a viewer's callback failing is the viewer's problem, not the proof's
+                pass
+        self.check(message)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+NULL = Control()
+
+_lock = threading.Lock()
+_holder: dict[str, Any] = {}
+
+
+def running() -> str | None:
+    """The name of the proof that holds the lock, or None."""
+    return _holder.get("name")
+
+
+def _torch_state() -> dict[str, Any] | None:
+    """Process-wide torch settings a proof may change; None when torch was never imported."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    state: dict[str, Any] = {"threads": torch.get_num_threads()}
+    try:
+        state["matmul_precision"] = torch.get_float32_matmul_precision()
+    except Exception:
+        pass
+    return state
+
+
+def _restore(state: dict[str, Any] | None) -> None:
+    torch = sys.modules.get("torch")
+    if state is None or torch is None:
+        return
+    if torch.get_num_threads() != state["threads"]:
+        torch.set_num_threads(state["threads"])
+    if "matmul_precision" in state:
+        try:
+            if torch.get_float32_matmul_precision() != state["matmul_precision"]:
+                torch.set_float32_matmul_precision(state["matmul_precision"])
+        except Exception:
+            pass
+
+
+@contextmanager
+def exclusive(name: str) -> Iterator[None]:
+    """Hold the one proof lock for `name`; raise ProofBusy at once when another proof holds it.
+    torch's thread count and fp32 matmul precision are restored on the way out, whatever happened."""
+    if not _lock.acquire(blocking=False):
+        other = _holder.get("name", "another proof")
+        since = time.monotonic() - _holder.get("since", time.monotonic())
+        raise ProofBusy(f"a proof is running: {other} (for {since:.0f} s); try again when it has finished")
+    _holder.update(name=name, since=time.monotonic())
+    state = _torch_state()
+    try:
+        yield
+    finally:
+        _restore(state if state is not None else _torch_state())
+        _holder.clear()
+        _lock.release()

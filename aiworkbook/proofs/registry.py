@@ -1,0 +1,239 @@
+"""The one registry of proofs: what each proves, its inputs, where it runs, how long it takes, and
+the two calls a widget needs, `plan` (the prediction and the sizes, without running) and `run`
+(with progress, cancel and the one-proof-at-a-time lock).
+
+Each proof module offers
+
+    plan(**inputs) -> Plan                              # no allocation, no timing; fast
+    run(*, control: Control, **inputs) -> ProofResult   # calls control.step(...) between units
+
+and is named here by its import path, so `import aiworkbook.proofs.registry` loads no torch.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Literal
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs.control import Cancelled, Control, ProgressFn, exclusive
+
+InputKind = Literal["model", "int", "float", "bool", "choice", "ints", "path", "str"]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input a proof takes: its kind, default, bounds or choices, and a one-line doc (for forms)."""
+
+    name: str
+    kind: InputKind
+    doc: str
+    default: Any = None
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "doc": self.doc,
+            "default": self.default,
+            "choices": list(self.choices),
+            "low": self.low,
+            "high": self.high,
+        }
+
+
+@dataclass(frozen=True)
+class ProofInfo:
+    """A registered proof. `rough_s` is a rough wall time at --quick sizes, per device."""
+
+    name: str
+    title: str
+    proves: str
+    module: str
+    inputs: tuple[InputSpec, ...] = ()
+    cpu: bool = True
+    gpu: bool = True
+    rough_s: dict[str, float] = field(default_factory=dict)
+    patterns: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "proves": self.proves,
+            "inputs": [i.to_dict() for i in self.inputs],
+            "cpu": self.cpu,
+            "gpu": self.gpu,
+            "rough_s": dict(self.rough_s),
+            "patterns": list(self.patterns),
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a proof will do and predict, before it runs: the estimate under test, the sizes it will
+    run, where, whether it fits, and roughly how long it takes."""
+
+    proof: str
+    device: str
+    predicted: float | None
+    predicted_label: str
+    unit: str
+    sizes: dict[str, Any] = field(default_factory=dict)
+    fits: bool | None = None
+    rough_s: float | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "proof": self.proof,
+            "device": self.device,
+            "predicted": self.predicted,
+            "predicted_label": self.predicted_label,
+            "unit": self.unit,
+            "sizes": dict(self.sizes),
+            "fits": self.fits,
+            "rough_s": self.rough_s,
+            "notes": list(self.notes),
+        }
+
+
+_MODEL = InputSpec("model", "model", "model preset name or a config.json path", "tiny-llama")
+_DEVICE = InputSpec(
+    "device", "choice", "where to run: CUDA when present, else the CPU", "auto", ("auto", "cpu", "cuda")
+)
+_QUICK = InputSpec("quick", "bool", "smaller sizes and fewer trials (CI, notebooks)", False)
+
+_REGISTRY: dict[str, ProofInfo] = {}
+
+
+def register(info: ProofInfo) -> ProofInfo:
+    """Add (or replace) a proof; returns it so modules can keep a reference."""
+    _REGISTRY[info.name] = info
+    return info
+
+
+for _info in (
+    ProofInfo(
+        "roofline",
+        "Device roofline",
+        "memory bandwidth and matmul rate per dtype against the datasheet; a calibrated node profile",
+        "aiworkbook.proofs.roofline",
+        (
+            InputSpec("model", "model", "optional model whose decode point is placed on the roofline"),
+            _DEVICE,
+            _QUICK,
+        ),
+        rough_s={"cpu": 20.0, "cuda": 30.0},
+        patterns=("classical-ml", "dl-training", "llm-inference", "hybrid"),
+    ),
+    ProofInfo(
+        "vram",
+        "Peak VRAM of a training step",
+        "peak memory of real AdamW steps against the itemised training estimate",
+        "aiworkbook.proofs.vram",
+        (_MODEL, _DEVICE, _QUICK),
+        rough_s={"cpu": 10.0, "cuda": 20.0},
+        patterns=("dl-training", "hybrid"),
+    ),
+    ProofInfo(
+        "kv",
+        "KV-cache bytes and capacity",
+        "KV-cache bytes over a batch x context grid and the capacity in a memory budget",
+        "aiworkbook.proofs.kv",
+        (_MODEL, _DEVICE, _QUICK),
+        rough_s={"cpu": 15.0, "cuda": 20.0},
+        patterns=("llm-inference", "hybrid"),
+    ),
+):
+    register(_info)
+
+
+def proofs() -> list[ProofInfo]:
+    """Every registered proof, in registration order."""
+    return list(_REGISTRY.values())
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def get(name: str) -> ProofInfo:
+    """The proof called `name`; a SpecError lists the known ones."""
+    if name not in _REGISTRY:
+        raise SpecError("proof", name, ", ".join(_REGISTRY))
+    return _REGISTRY[name]
+
+
+def _module(info: ProofInfo):
+    return import_module(info.module)
+
+
+def plan(name: str, **inputs: Any) -> Plan:
+    """The proof's prediction and sizes for these inputs, without running it."""
+    info = get(name)
+    return _module(info).plan(**inputs)
+
+
+def interrupted_result(
+    info: ProofInfo, inputs: dict[str, Any], exc: Cancelled, control: Control, p: Plan | None
+):
+    """A ProofResult with verdict 'interrupted' for a proof that did not build one itself."""
+    from aiworkbook.proofs.result import ProofResult
+
+    return ProofResult(
+        proof=info.name,
+        device=p.device if p is not None else str(inputs.get("device", "auto")),
+        inputs={k: v for k, v in inputs.items() if isinstance(v, str | int | float | bool | type(None))},
+        measured=None,
+        unit=p.unit if p is not None else "",
+        predicted=p.predicted if p is not None else None,
+        predicted_label=p.predicted_label if p is not None else "",
+        verdict="interrupted",
+        notes=[
+            f"{exc} after {control.elapsed():.1f} s ({control.done}/{control.total} steps done); memory released"
+        ],
+    )
+
+
+def run(
+    name: str,
+    *,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    **inputs: Any,
+):
+    """Run the proof `name` under the one proof lock (ProofBusy when another runs), reporting
+    progress(done, total, message) and honouring `cancel` (verdict 'interrupted'). Ctrl-C still
+    raises KeyboardInterrupt."""
+    info = get(name)
+    mod = _module(info)
+    control = Control(progress=progress, cancel=cancel)
+    with exclusive(name):
+        try:
+            return mod.run(control=control, **inputs)
+        except Cancelled as exc:
+            exc.__traceback__ = None  # drop the frames (and their tensors) before releasing memory
+            from aiworkbook.proofs.device import release_memory
+
+            release_memory("cuda" if _cuda_loaded() else "cpu")
+            try:
+                p = mod.plan(**inputs)
+            except Exception:
+                p = None
+            return interrupted_result(info, inputs, exc, control, p)
+
+
+def _cuda_loaded() -> bool:
+    import sys
+
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized())
+    except Exception:
+        return False
