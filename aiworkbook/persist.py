@@ -6,7 +6,9 @@ Locked profiles, proof results, reports and recorded traces all go through here.
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,30 +16,107 @@ from typing import Any
 
 from aiworkbook.errors import SpecError
 
+#: our temporaries: `.<target name>.aiwb-<pid>-<random>.tmp`, so a later run can tell its own leftovers
+#: (a SIGKILLed writer's) from another program's files, and a live writer's from a dead one's
+_TMP_TAG = ".aiwb-"
+
+
+def _umask() -> int:
+    """The process umask (read without changing it where /proc says it; else set-and-restore)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def clean_stale_temporaries(folder: str | os.PathLike, name: str) -> list[Path]:
+    """Remove `.<name>.aiwb-<pid>-*.tmp` left in `folder` by a writer that no longer runs (SIGKILL,
+    power loss); a live writer's temporary is left alone. Returns what was removed."""
+    removed: list[Path] = []
+    prefix = f".{name}{_TMP_TAG}"
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for e in entries:
+        if not (e.name.startswith(prefix) and e.name.endswith(".tmp")):
+            continue
+        pid_text = e.name[len(prefix) :].split("-", 1)[0]
+        if pid_text.isdigit() and not _pid_alive(int(pid_text)) and e.is_file(follow_symlinks=False):
+            try:
+                os.unlink(e.path)
+                removed.append(Path(e.path))
+            except OSError:
+                pass
+    return removed
+
+
+def _refuse_special(p: Path, field: str) -> None:
+    """An existing target must be a regular file: replacing /dev/null or a FIFO is never what was meant."""
+    try:
+        st = os.stat(p)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else _kind(st.st_mode)
+        raise SpecError(field, str(p), f"a regular file path, not {kind}")
+
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write to a temp file in the same folder, fsync, then rename over the target."""
+    """Write to a temp file in the same folder, fsync, then rename over the target. The file gets the
+    mode the umask gives (an existing target keeps its own); an error names `path`, never the temp."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    _refuse_special(target, "path")
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_temporaries(target.parent, target.name)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}{_TMP_TAG}{os.getpid()}-", suffix=".tmp", dir=target.parent
+        )
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from None
+    try:
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except OSError:
+            mode = 0o666 & ~_umask()
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), mode)
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, SpecError):
+            raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from None
         raise
     return target
 
 
 def check_writable(path: str | os.PathLike, field: str) -> Path:
-    """Fail before any work starts when `path` cannot be written (a folder, an unwritable parent),
-    so a long proof or recording is never lost at the end for want of a file."""
+    """Fail before any work starts when `path` cannot be written (a folder, a device or FIFO, an
+    unwritable parent, a pseudo file system such as /proc), so a long proof or recording is never lost
+    at the end for want of a file. The check creates and removes a temporary next to `path`."""
     p = Path(path)
     if p.is_dir():
         raise SpecError(field, str(p), "a file path, not a folder")
+    _refuse_special(p, field)
     parent = p.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -45,25 +124,83 @@ def check_writable(path: str | os.PathLike, field: str) -> Path:
         raise SpecError(field, str(p), f"a path whose folder can be created ({exc.strerror})") from None
     if not os.access(parent, os.W_OK):
         raise SpecError(field, str(p), f"a path in a writable folder ({parent} is not writable)")
+    try:  # os.access says yes for root and for /proc and /sys; only a real file says for sure
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}{_TMP_TAG}{os.getpid()}-", suffix=".tmp", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise SpecError(field, str(p), f"a path in a folder where files can be created ({why})") from None
     return p
+
+
+def _non_finite(obj: Any, where: str, found: list[str]) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        found.append(f"{where or '.'}: {obj!r}")
+        return None
+    if isinstance(obj, dict):
+        return {k: _non_finite(v, f"{where}.{k}" if where else str(k), found) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_non_finite(v, f"{where}[{i}]", found) for i, v in enumerate(obj)]
+    return obj
+
+
+def json_safe(obj: Any) -> tuple[Any, list[str]]:
+    """`obj` with every NaN/Infinity replaced by None (JSON null), and where each was ('a.b: inf'):
+    the standard has no NaN, and Python's bare `NaN`/`Infinity` break every other JSON reader."""
+    found: list[str] = []
+    return _non_finite(json.loads(json.dumps(obj, default=_default)), "", found), found
+
+
+def dumps_json(obj: Any, *, indent: int | None = None) -> str:
+    """Valid JSON always: non-finite numbers become null, and a top-level object says which were
+    (`"non_finite": ["roofline.x: inf", ...]`) so a null is never mistaken for a missing value."""
+    clean, found = json_safe(obj)
+    if found and isinstance(clean, dict):
+        clean["non_finite"] = found
+    return json.dumps(clean, indent=indent, allow_nan=False)
 
 
 def write_json(path: str | os.PathLike, payload: dict[str, Any], *, kind: str, schema_version: int) -> Path:
     """Write a JSON document with `kind` and `schema_version` keys first."""
     doc = {"kind": kind, "schema_version": schema_version, **payload}
-    return atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False, default=_default) + "\n")
+    return atomic_write_text(path, dumps_json(doc, indent=2) + "\n")
 
 
 def write_jsonl(path: str | os.PathLike, header: dict[str, Any], rows: Iterable[dict[str, Any]]) -> Path:
     """A JSONL file whose first line is the header (kind, schema_version, labels)."""
-    lines = [json.dumps(header, default=_default)]
-    lines.extend(json.dumps(r, default=_default) for r in rows)
+    lines = [dumps_json(header)]
+    lines.extend(dumps_json(r) for r in rows)
     return atomic_write_text(path, "\n".join(lines) + "\n")
 
 
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return name
+    return "a special file"
+
+
 def read_text(path: str | os.PathLike, *, what: str = "an existing file") -> str:
-    """A UTF-8 text file, or a SpecError naming the file: missing, a folder, unreadable, not UTF-8."""
+    """A UTF-8 text file, or a SpecError naming the file: missing, a folder, a FIFO or device (which
+    would hang or never end), unreadable, not UTF-8."""
     p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise SpecError("path", str(p), what, source=str(p)) from None
+    except OSError as exc:
+        raise SpecError("path", str(p), f"a readable file ({exc.strerror or exc})", source=str(p)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SpecError("path", str(p), f"{what}, not a folder", source=str(p))
+    if not stat.S_ISREG(st.st_mode):
+        raise SpecError("path", str(p), f"{what} (a regular file, not {_kind(st.st_mode)})", source=str(p))
     try:
         return p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -74,8 +211,21 @@ def read_text(path: str | os.PathLike, *, what: str = "an existing file") -> str
         raise SpecError(
             "path", str(p), f"a UTF-8 text file (byte {exc.start}: {exc.reason})", source=str(p)
         ) from None
+    except MemoryError:
+        raise SpecError("path", str(p), f"{what} small enough to read into memory", source=str(p)) from None
     except OSError as exc:
         raise SpecError("path", str(p), f"a readable file ({exc.strerror or exc})", source=str(p)) from None
+
+
+def _loads(text: str, p: Path, where: str = "") -> Any:
+    """json.loads naming the file; input nested too deeply is a SpecError, not a RecursionError."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = where or f"line {exc.lineno} col {exc.colno}"
+        raise SpecError("json", f"{at}: {exc.msg}", "valid JSON", source=str(p)) from None
+    except RecursionError:
+        raise SpecError("json", where or "nesting", "JSON nested less deeply", source=str(p)) from None
 
 
 def read_json(
@@ -89,12 +239,7 @@ def read_json(
     `kind`/`max_version` check the header keys write_json puts first."""
     p = Path(path)
     text = read_text(p, what=what)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError(
-            "json", f"line {exc.lineno} col {exc.colno}: {exc.msg}", "valid JSON", source=str(p)
-        ) from None
+    doc = _loads(text, p)
     if not isinstance(doc, dict):
         raise SpecError("json", type(doc).__name__, "a JSON object at the top level", source=str(p))
     check_header(doc, p, kind, max_version)
@@ -124,6 +269,8 @@ def read_jsonl(
             raise SpecError(
                 "json", f"line {i}: {exc.msg}", "one JSON object per line", source=str(p)
             ) from None
+        except RecursionError:
+            raise SpecError("json", f"line {i}", "JSON nested less deeply", source=str(p)) from None
     if not rows:
         raise SpecError("header", "empty file", "a JSONL file with a header line", source=str(p))
     n0, header = rows.pop(0)

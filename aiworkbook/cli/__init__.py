@@ -6,8 +6,10 @@ Bad input (SpecError / ValueError) prints one line on stderr and exits 2, withou
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
+import typer.main
 
 from aiworkbook.cli import monitor_cmds, prove_cmds, size_cmds, specs_cmds
 
@@ -41,46 +43,111 @@ for _mod in (specs_cmds, size_cmds, monitor_cmds, prove_cmds):
     _mod.register(app)
 
 
-def _click_modules() -> list:
-    """The exception modules of click and of typer's vendored copy (typer >= 0.20 ships its own)."""
-    mods = []
-    for name in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            mods.append(__import__(name, fromlist=["ClickException"]))
-        except ImportError:
-            pass
-    return mods
+def _exit_code(exc: BaseException) -> int | None:
+    """The code of a typer/click `Exit` (typer >= 0.20 vendors click and its own Exit class), else None."""
+    code = getattr(exc, "exit_code", None)
+    if type(exc).__name__ == "Exit" and isinstance(code, int):
+        return code
+    return None
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """Ctrl-C (130) or SIGTERM (143): one line saying what stopped and that nothing was saved (a
+    command that keeps partial results, like monitor, says so itself and exits through typer.Exit)."""
+    import signal as _signal
+
+    from aiworkbook import signals
+
+    signum = signals.received() or _signal.SIGINT
+    what = "Ctrl-C" if signum == _signal.SIGINT else _signal.Signals(signum).name
+    detail = str(exc).strip()
+    typer.echo(f"stopped by {what}{f' ({detail})' if detail else ''}; no result was saved", err=True)
+    return 128 + int(signum)
+
+
+def _plain_flags(cmd: Any) -> None:
+    """Flags (`--json`, `--quick`) take no value: show none in help, where typer would print `<bool>`
+    and so invite `--json=1`, which the parser refuses."""
+    for param in getattr(cmd, "params", ()):
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(cmd, "commands", {}).values():
+        _plain_flags(sub)
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    """Run the command without typer's standalone handling, so exceptions (KeyboardInterrupt with its
+    message included) reach main() as they are instead of as a returned code."""
+    cmd = typer.main.get_command(app)
+    _plain_flags(cmd)
+    args = list(sys.argv[1:] if argv is None else argv)
+    with cmd.make_context("aiworkbook", args) as ctx:
+        cmd.invoke(ctx)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: bad input (a usage error, a SpecError/ValueError, an unwritable path) prints one
-    line and returns 2, never a traceback."""
+    """Entry point. Bad input (a usage error, a SpecError/ValueError, an unwritable path, input nested
+    too deeply) prints one line and returns 2; Ctrl-C returns 130 and SIGTERM 143 with one line; any
+    other exception is a bug: one `internal error` line and 1 (AIWORKBOOK_DEBUG=1 shows the traceback).
+    Never two tracebacks."""
+    import errno
+    import os
+
+    from aiworkbook import signals
+
     try:
-        app(args=argv, standalone_mode=False)
-    except SystemExit as exc:  # typer.Exit inside standalone_mode=False surfaces here
-        return int(exc.code or 0)
-    except ValueError as exc:
+        with signals.terminate_as_interrupt():
+            try:
+                return _dispatch(argv)
+            except KeyboardInterrupt as exc:
+                if not isinstance(exc, signals.Terminated) and signals.received() is None:
+                    import signal as _signal
+
+                    signals.note(_signal.SIGINT)
+                return _interrupted(exc)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except ValueError as exc:  # SpecError and friends
         typer.echo(f"error: {exc}", err=True)
         return 2
-    except OSError as exc:  # a path that cannot be read or written, a port in use
+    except RecursionError:
+        typer.echo("error: input nested too deeply to read (RecursionError)", err=True)
+        return 2
+    except OSError as exc:  # a path that cannot be read or written, a disk that is full, a port in use
+        if exc.errno == errno.EPIPE:  # `aiworkbook models | head`: the reader left; say nothing
+            try:
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (the interpreter flushes it at exit)
+            except OSError:
+                pass
+            return 1
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         typer.echo(f"error: {where}{exc.strerror or exc}", err=True)
         return 2
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        return 130
-    except Exception as exc:
-        for mod in _click_modules():
-            if isinstance(exc, mod.ClickException):  # usage errors: exit_code 2
-                exc.show()
-                return exc.exit_code
-            if isinstance(exc, mod.Exit):
-                return exc.exit_code
-            if isinstance(exc, mod.Abort):
-                typer.echo("aborted", err=True)
-                return 1
-        raise
-    return 0
+    except BaseException as exc:
+        code = _exit_code(exc)
+        if code is not None:
+            return code
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # click usage errors
+            exc.show()  # type: ignore[attr-defined]
+            return exc.exit_code  # type: ignore[attr-defined]
+        if type(exc).__name__ == "Abort":
+            typer.echo("aborted", err=True)
+            return 1
+        if not isinstance(exc, Exception) or os.environ.get("AIWORKBOOK_DEBUG"):
+            raise
+        if isinstance(exc, MemoryError):
+            typer.echo(
+                "error: out of memory (MemoryError); the input is too large for this machine", err=True
+            )
+            return 1
+        msg = str(exc).splitlines()[0][:300] if str(exc) else ""
+        typer.echo(
+            f"internal error: {type(exc).__name__}{': ' + msg if msg else ''} "
+            "(a bug in aiworkbook; rerun with AIWORKBOOK_DEBUG=1 for the traceback and report it)",
+            err=True,
+        )
+        return 1
 
 
 def entry() -> None:

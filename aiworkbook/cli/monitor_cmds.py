@@ -3,9 +3,7 @@ CSV export and a Prometheus/OpenMetrics endpoint; replays a trace where there is
 
 from __future__ import annotations
 
-import math
 import sys
-import time
 from pathlib import Path
 
 import typer
@@ -45,17 +43,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Live GPU and host telemetry; logs, records a trace and serves metrics on request."""
         from aiworkbook.errors import SpecError
+        from aiworkbook.telemetry.monitor import check_duration, check_outputs
         from aiworkbook.telemetry.sampler import Sampler, check_interval
 
         check_interval(interval)
-        if duration is not None and not (math.isfinite(duration) and duration > 0):
-            raise SpecError("duration", duration, "a positive, finite number of seconds")
-        from aiworkbook.persist import check_writable
-
-        # fail now, not after the whole recording, when an output cannot be written
-        for field, path in (("jsonl", jsonl), ("record", record), ("csv", csv)):
-            if path is not None:
-                check_writable(path, field)
+        check_duration(duration)
+        # fail now, not after the whole recording, when an output cannot be written (or is not a log)
+        check_outputs(jsonl, record, csv)
         if serve:
             from aiworkbook.telemetry.openmetrics import parse_bind
 
@@ -83,7 +77,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
-    from aiworkbook.telemetry.export import JsonlLog, to_csv, to_jsonl
+    from aiworkbook import signals
+    from aiworkbook.telemetry.monitor import run_monitor
     from aiworkbook.telemetry.replay import trace_header
     from aiworkbook.telemetry.table import render_table
 
@@ -91,59 +86,58 @@ def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
     status = reader.status()
     names = [i.get("name", "") for i in reader.identities()] if reader.count() else []
     header = trace_header(reader, interval, source="recorded" if reader.source == "nvml" else "replay")
-    server = None
-    if serve:  # bound before any file is opened: a bad address fails with nothing written
-        from aiworkbook.telemetry.openmetrics import parse_bind
-        from aiworkbook.telemetry.openmetrics import serve as start_server
-
-        server = start_server(sampler, *parse_bind(serve))
-        bound = server.server_address
-        typer.echo(f"serving metrics at http://{bound[0]}:{bound[1]}/metrics", err=True)
-    log = JsonlLog(jsonl, header) if jsonl else None
     tty = sys.stdout.isatty() and not quiet
-    t_start = time.monotonic()
-    last_t = None
-    sampler.start()
+    if not tty:  # a redrawn screen shows the status on top; a scrolling log says it once
+        typer.echo(status, err=True)
+
+    def show(sample) -> None:
+        if quiet:
+            return
+        if tty:
+            typer.echo("\x1b[H\x1b[2J" + render_table(sample, names, status))
+        else:
+            typer.echo(render_table(sample, names) + "\n")
+
+    server = None
     try:
-        while True:
-            time.sleep(
-                min(interval, 0.25)
-                if duration is None
-                else min(interval, 0.25, max(0.0, t_start + duration - time.monotonic()))
-            )
-            new = (
-                sampler.samples(since=last_t)
-                if last_t is None
-                else [s for s in sampler.samples(since=last_t) if s.t > last_t]
-            )
-            for s in new:
-                if log:
-                    log.write(s)
-            if new:
-                last_t = new[-1].t
-                if not quiet:
-                    table = render_table(new[-1], names, status)
-                    typer.echo(("\x1b[H\x1b[2J" + table) if tty else table + "\n")
-            if duration is not None and time.monotonic() - t_start >= duration:
-                break
-    except KeyboardInterrupt:
-        typer.echo("stopped", err=True)
+        if serve:  # bound before any file is opened: a bad address fails with nothing written
+            from aiworkbook.telemetry.openmetrics import parse_bind
+            from aiworkbook.telemetry.openmetrics import serve as start_server
+
+            server = start_server(sampler, *parse_bind(serve))
+            bound = server.server_address
+            typer.echo(f"serving metrics at {_url(bound[0], bound[1])}", err=True)
+        run = run_monitor(
+            sampler,
+            interval=interval,
+            header=header,
+            duration=duration,
+            jsonl=jsonl,
+            record=record,
+            csv=csv,
+            on_sample=show,
+        )
     finally:
-        sampler.stop()
         if server is not None:
-            server.shutdown()
-        if log:
-            for s in sampler.samples(since=last_t):  # the samples the loop had not written yet
-                if last_t is None or s.t > last_t:
-                    log.write(s)
-            log.close()
-    samples = sampler.samples()
-    if record:
-        to_jsonl(samples, record, header)
-        typer.echo(f"recorded {len(samples)} samples to {record} ({header['label']})", err=True)
-    if csv:
-        to_csv(samples, csv)
-    _print_summary(sampler, samples)
+            with signals.deferred("stopping the metrics server"):
+                server.shutdown()
+                server.server_close()
+    with signals.deferred("printing the summary"):
+        _print_summary(sampler, run.samples)
+        kept = "; ".join(run.written) or "nothing (no --jsonl, --record or --csv given)"
+        if run.stopped_by is not None:
+            import signal
+
+            what = "Ctrl-C" if run.stopped_by == signal.SIGINT else signal.Signals(run.stopped_by).name
+            typer.echo(f"stopped by {what}; kept: {kept}", err=True)
+        elif run.written:
+            typer.echo(f"kept: {kept}", err=True)
+    if run.stopped_by is not None:
+        raise typer.Exit(128 + int(run.stopped_by))
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}/metrics" if ":" in host else f"http://{host}:{port}/metrics"
 
 
 def _print_summary(sampler, samples) -> None:

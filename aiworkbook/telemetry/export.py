@@ -37,21 +37,52 @@ def to_jsonl(samples: Iterable[Sample], path: str | os.PathLike, header: dict[st
     return write_jsonl(path, head, (s.to_json() for s in samples))
 
 
+def check_appendable(path: str | os.PathLike) -> bool:
+    """True when `path` is an existing trace log that `JsonlLog` will append to, False when it is
+    missing or empty (a new log); a SpecError for anything else, so a config or a CSV given by mistake
+    is refused before the recording starts instead of being overwritten."""
+    from aiworkbook.errors import SpecError
+    from aiworkbook.persist import check_header
+
+    p = Path(path)
+    try:
+        if not p.is_file() or p.stat().st_size == 0:
+            return False
+        with p.open("rb") as fh:
+            first = fh.readline(1 << 20)
+        head = json.loads(first.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        head = None
+    if not isinstance(head, dict) or head.get("kind") != TRACE_KIND:
+        raise SpecError(
+            "jsonl",
+            str(p),
+            "a new file, or a trace log to append to (this file is not one; nothing was changed)",
+        )
+    check_header(head, p, TRACE_KIND, TRACE_SCHEMA_VERSION, line=1)
+    return True
+
+
 class JsonlLog:
     """A live log, deliberately not atomic: samples are appended as they come, one flushed line each,
     in the trace format (header first), so another process can follow the file and a crash or
-    Ctrl-C leaves every sample written so far readable by load_trace. Use `to_jsonl` (temp file +
-    rename) for a finished trace."""
+    Ctrl-C leaves every sample written so far readable by load_trace. An existing trace log is
+    appended to (a line cut short by a crash is dropped first); any other existing file is refused.
+    Use `to_jsonl` (temp file + rename) for a finished trace."""
 
     def __init__(self, path: str | os.PathLike, header: dict[str, Any]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("w", encoding="utf-8")
-        self._write({"kind": TRACE_KIND, "schema_version": TRACE_SCHEMA_VERSION, **header})
+        self.appended = check_appendable(self.path)
+        if self.appended:
+            _drop_partial_last_line(self.path)
+        self._fh = self.path.open("a", encoding="utf-8")
+        if not self.appended:
+            self._write({"kind": TRACE_KIND, "schema_version": TRACE_SCHEMA_VERSION, **header})
         self.rows = 0
 
     def _write(self, obj: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(obj) + "\n")
+        self._fh.write(json.dumps(obj, allow_nan=False) + "\n")
         self._fh.flush()
 
     def write(self, sample: Sample) -> None:
@@ -61,3 +92,26 @@ class JsonlLog:
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
+
+
+def _drop_partial_last_line(path: Path) -> None:
+    """Cut a last line without its newline (the writer was killed mid-line), so appended rows start
+    on a line of their own and the log stays readable."""
+    with path.open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        end = fh.tell()
+        if end == 0:
+            return
+        fh.seek(end - 1)
+        if fh.read(1) == b"\n":
+            return
+        pos = end
+        while pos > 0:
+            step = min(65536, pos)
+            fh.seek(pos - step)
+            chunk = fh.read(step)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                fh.truncate(pos - step + i + 1)
+                return
+            pos -= step

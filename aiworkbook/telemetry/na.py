@@ -6,6 +6,7 @@ say "n/a (not supported on MIG)" instead of a blank, and it serialises as {"na":
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,9 +42,12 @@ def na_reason(value: Any) -> str | None:
 
 
 def to_json(value: Any) -> Any:
-    """Replace every NA inside dicts and lists by {"na": reason}, so json.dumps works."""
+    """Replace every NA inside dicts and lists by {"na": reason}, so json.dumps works; a NaN or
+    infinite reading becomes an NA too, since JSON has no such numbers."""
     if isinstance(value, NA):
         return value.to_json()
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"na": f"not a finite reading ({value!r})"}
     if isinstance(value, dict):
         return {k: to_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -52,9 +56,12 @@ def to_json(value: Any) -> Any:
 
 
 def from_json(value: Any) -> Any:
-    """The inverse of to_json: {"na": reason} becomes NA(reason) again."""
+    """The inverse of to_json: {"na": reason} becomes NA(reason) again (and so does a NaN or Infinity
+    that Python's json reads from a file written by another tool)."""
     if is_na(value):
         return NA(str(value["na"]))
+    if isinstance(value, float) and not math.isfinite(value):
+        return NA(f"not a finite reading ({value!r})")
     if isinstance(value, dict):
         return {k: from_json(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -6,6 +6,7 @@ a GPU. A trace says where it came from: "recorded on <GPU>, <date>", or syntheti
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import platform
 import time
@@ -90,6 +91,7 @@ def load_trace(path: str | os.PathLike) -> tuple[dict[str, Any], list[Sample]]:
     header, rows = read_jsonl(
         p, kind=TRACE_KIND, max_version=TRACE_SCHEMA_VERSION, what="an existing trace file", numbered=True
     )
+    _check_trace_header(header, p)
     samples = []
     for n, row in rows:
         try:
@@ -101,7 +103,10 @@ def load_trace(path: str | os.PathLike) -> tuple[dict[str, Any], list[Sample]]:
                 raise TypeError("'gpus' must be a list of objects")
             if not isinstance(row.get("host", {}), dict):
                 raise TypeError("'host' must be an object")
-            samples.append(Sample.from_json(row))
+            sample = Sample.from_json(row)
+            if not (math.isfinite(sample.t) and math.isfinite(sample.wall)):
+                raise ValueError("'t' and 'wall' must be finite numbers")
+            samples.append(sample)
         except (KeyError, TypeError, ValueError) as exc:
             what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise SpecError(
@@ -110,6 +115,25 @@ def load_trace(path: str | os.PathLike) -> tuple[dict[str, Any], list[Sample]]:
     if not samples:
         raise SpecError("rows", 0, "at least one sample", source=str(p))
     return header, samples
+
+
+def _check_trace_header(header: dict[str, Any], p: Path) -> None:
+    """The header fields a reader relies on have the types it expects (a hand-edited or hostile trace
+    fails here, naming the field, not later inside the table or the OpenMetrics endpoint)."""
+    gpus = header.get("gpus", [])
+    if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+        raise SpecError("gpus", gpus, "a list of GPU identity objects (header line)", source=str(p))
+    caps = header.get("capabilities")
+    if caps is not None and (not isinstance(caps, list) or not all(isinstance(c, dict) for c in caps)):
+        raise SpecError("capabilities", caps, "a list of objects (header line)", source=str(p))
+    for key in ("label", "source", "gpu_status"):
+        if header.get(key) is not None and not isinstance(header[key], str):
+            raise SpecError(key, header[key], "a string (header line)", source=str(p))
+    iv = header.get("interval_s")
+    if iv is not None and (
+        isinstance(iv, bool) or not isinstance(iv, int | float) or not math.isfinite(iv) or iv <= 0
+    ):
+        raise SpecError("interval_s", iv, "a positive, finite number of seconds (header line)", source=str(p))
 
 
 class ReplayReader:
