@@ -409,6 +409,10 @@ def prove_roofline(
     when quick; CUDA 2048, 4096, 8192 or 4096, 8192 when quick)."""
     from tqdm.auto import tqdm
 
+    if threads is not None:  # bounded by the machine before torch sees it (100000 threads segfault)
+        from aiworkbook.proofs.timing import bounded_threads
+
+        threads = bounded_threads(threads)
     spec = None
     point = None
     if model is not None:  # a bad model name or shape fails before anything is measured

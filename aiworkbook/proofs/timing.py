@@ -40,13 +40,39 @@ def cpu_threads(n: int | None):
 
     before = torch.get_num_threads()
     if n is not None:
-        if n < 1:
-            raise SpecError("threads", n, ">= 1")
-        torch.set_num_threads(n)
+        torch.set_num_threads(bounded_threads(n, warn=False))
     try:
         yield torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
+
+
+def machine_threads() -> int:
+    """Logical CPUs this process may run on (its affinity mask, else the machine's count)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def bounded_threads(n: int, *, warn: bool = True) -> int:
+    """`n` threads, at most the logical CPUs of this machine: 100000 threads crash torch's thread pool
+    (a segfault), and more threads than CPUs only oversubscribe. Above the count: a warning on stderr."""
+    import sys
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise SpecError("threads", n, ">= 1")
+    cores = machine_threads()
+    if n > cores:
+        if warn:
+            print(
+                f"warning: threads {n} is above the {cores} logical CPUs of this machine; using {cores}",
+                file=sys.stderr,
+            )
+        return cores
+    return n
 
 
 def default_threads() -> int:

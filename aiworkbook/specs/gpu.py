@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,7 +25,8 @@ class MIGProfile(BaseModel):
 class GPUSpec(BaseModel):
     """Datasheet figures; `calibrated` replaces them with measured ceilings (proofs.roofline)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # measured ceilings divide: NaN, Infinity, zero or negative would print `nan/s` or a negative crossover
+    model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False)
 
     name: str
     vendor: str = "NVIDIA"
@@ -33,8 +35,8 @@ class GPUSpec(BaseModel):
     memory_bytes: int = Field(gt=0, description="marketed capacity")
     usable_memory_bytes: int = Field(gt=0, description="driver-reported total")
     memory_bandwidth_bps: float = Field(gt=0)
-    peak_flops_dense: dict[str, float]
-    peak_flops_sparse: dict[str, float] = {}
+    peak_flops_dense: dict[str, Annotated[float, Field(gt=0)]]
+    peak_flops_sparse: dict[str, Annotated[float, Field(gt=0)]] = {}
     tdp_watts: float = Field(
         default=0.0, ge=0, description="board power at TDP; 0 = unknown (measured specs)"
     )

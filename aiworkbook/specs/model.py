@@ -252,6 +252,16 @@ def _get(
     return default
 
 
+def _flag(cfg: dict, key: str, default: bool, source: str) -> bool:
+    """A JSON boolean, strictly: the string "false" is refused, never read as true (null: the default)."""
+    v = cfg.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise SpecError(key, v, "true or false (a JSON boolean, not a string or number)", source=source)
+    return v
+
+
 def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dict>") -> ModelSpec:
     """Build a ModelSpec from a parsed Hugging Face config.json."""
     if not isinstance(cfg, dict):
@@ -280,7 +290,6 @@ def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dic
     elif isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0:
         raise SpecError("head_dim", head_dim, "a positive integer", source=source)
 
-    tie = cfg.get("tie_word_embeddings", _TIE_DEFAULT[mt])
     common: dict[str, Any] = dict(
         name=name or cfg.get("_name_or_path") or mt,
         model_type=mt,
@@ -290,7 +299,7 @@ def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dic
         num_kv_heads=k,
         head_dim=head_dim,
         vocab_size=V,
-        tie_word_embeddings=bool(tie),
+        tie_word_embeddings=_flag(cfg, "tie_word_embeddings", _TIE_DEFAULT[mt], source),
         source=source,
     )
 
@@ -322,10 +331,10 @@ def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dic
             learned_positions=True,
             type_vocab_size=_get(cfg, ("type_vocab_size",), source, default=2),
             is_decoder=False,
-            pooler=bool(cfg.get("add_pooling_layer", True)),
+            pooler=_flag(cfg, "add_pooling_layer", True, source),
         )
     if mt == "gpt_neox":
-        bias = bool(cfg.get("attention_bias", True))
+        bias = _flag(cfg, "attention_bias", True, source)
         return ModelSpec(
             **common,
             intermediate_size=_get(cfg, ("intermediate_size",), source),
@@ -346,9 +355,9 @@ def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dic
 
     if mt in ("llama",):
         kw.update(
-            qkv_bias=bool(cfg.get("attention_bias", False)),
-            o_bias=bool(cfg.get("attention_bias", False)),
-            mlp_bias=bool(cfg.get("mlp_bias", False)),
+            qkv_bias=_flag(cfg, "attention_bias", False, source),
+            o_bias=_flag(cfg, "attention_bias", False, source),
+            mlp_bias=_flag(cfg, "mlp_bias", False, source),
         )
     elif mt == "mistral":
         kw.update(sliding_window=window, sliding_window_layers=L if window else 0)

@@ -35,7 +35,7 @@ class DetectedGPU(BaseModel):
 class NodeProfile(BaseModel):
     """A machine. `gpu` names a catalogue entry; `pools` split a hybrid node into roles."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # rates must be finite
 
     name: str
     pattern: Pattern | None = None
