@@ -4,10 +4,9 @@
 (`memory` holds exactly the component keys, in bytes). `fit` answers the capacity questions.
 """
 
-import json
-
 import typer
 
+from aiworkbook.persist import dumps_json
 from aiworkbook.units import fmt_bytes, fmt_seconds
 
 _TIMES = ("ttft_s", "tpot_s", "step_time_s")
@@ -173,7 +172,7 @@ def size(
         spec, _workload(**opts), gpu=gpu_spec, device=device, assumptions=assumptions, node=node_profile
     )
     if as_json:
-        typer.echo(json.dumps(est.to_dict(), indent=2))
+        typer.echo(dumps_json(est.to_dict(), indent=2))
         return
     _print_estimate(spec, est)
 
@@ -266,7 +265,7 @@ def fit(
         out["max_concurrency"] = capacity.max_concurrency(spec, w, g)
         out["max_context"] = capacity.max_context(spec, w, g)
     if as_json:
-        typer.echo(json.dumps(out, indent=2))
+        typer.echo(dumps_json(out, indent=2))
         return
     for k, v in out.items():
         typer.echo(f"{k:<16} {v if v is not None else 'none'}")

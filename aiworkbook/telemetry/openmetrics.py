@@ -6,7 +6,9 @@ what Prometheus expects of a missing series. Host metrics use the `aiworkbook_ho
 
 from __future__ import annotations
 
+import math
 import platform
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -64,7 +66,14 @@ def _esc(v: Any) -> str:
 
 
 def _num(v: float) -> str:
-    return repr(float(v)) if isinstance(v, float) else str(int(v))
+    """A sample value as the exposition format spells it (NaN, +Inf, -Inf; never Python's nan/inf)."""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "+Inf" if v > 0 else "-Inf"
+        return repr(v)
+    return str(int(v))
 
 
 def render(
@@ -148,15 +157,57 @@ def parse_bind(text: str) -> tuple[str, int]:
     return host.strip("[]"), p
 
 
+#: seconds a connection may sit idle (no request line, a slow body) before its thread lets it go
+CONNECTION_TIMEOUT_S = 5.0
+#: connections served at once; more are closed at once instead of each holding a thread
+MAX_CONNECTIONS = 32
+
+
+class MetricsServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with the limits a scrape endpoint needs: IPv6 when the host is an IPv6
+    address, a cap on concurrent connections, and no traceback on stderr when a client resets (the
+    live table is on that terminal)."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):  # full: drop this one rather than add a thread
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that resets or times out is its own business
+
+
 def serve(sampler: Any, host: str = "127.0.0.1", port: int = 9400) -> ThreadingHTTPServer:
-    """Serve GET /metrics from `sampler`'s latest sample in a daemon thread; returns the server
-    (its `server_address` has the real port when port=0; call `shutdown()` to stop). An address that
+    """Serve GET and HEAD /metrics from `sampler`'s latest sample in a daemon thread; returns the
+    server (its `server_address` has the real port when port=0; call `shutdown()` to stop). IPv6
+    hosts ('::1', '[::1]') work; idle connections time out after CONNECTION_TIMEOUT_S. An address that
     cannot be bound (unknown host, port in use or privileged) raises SpecError("serve", ...)."""
     reader = sampler.gpu_reader
     identities = reader.identities() if reader.count() else []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+        timeout = CONNECTION_TIMEOUT_S
+
+        def _answer(self, with_body: bool) -> None:
             if self.path.split("?")[0] not in ("/metrics", "/"):
                 self.send_error(404, "only /metrics is served")
                 return
@@ -166,16 +217,22 @@ def serve(sampler: Any, host: str = "127.0.0.1", port: int = 9400) -> ThreadingH
             self.send_header("Content-Type", CONTENT_TYPE)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if with_body:
+                self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            self._answer(True)
+
+        def do_HEAD(self) -> None:  # noqa: N802 (http.server API)
+            self._answer(False)
 
         def log_message(self, *args) -> None:  # keep the terminal table clean
             pass
 
     try:
-        server = ThreadingHTTPServer((host, port), Handler)
-    except OSError as exc:  # socket.gaierror (unknown host), EADDRINUSE, EACCES (port < 1024), ...
-        why = exc.strerror or str(exc) or type(exc).__name__
+        server = MetricsServer((host, port), Handler)
+    except (OSError, OverflowError) as exc:  # gaierror (unknown host), EADDRINUSE, EACCES (port < 1024)
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise SpecError("serve", f"{host}:{port}", f"a local address and a free port ({why})") from None
-    server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="aiworkbook-metrics", daemon=True).start()
     return server
