@@ -101,10 +101,11 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 return _dispatch(argv)
             except KeyboardInterrupt as exc:
-                if not isinstance(exc, signals.Terminated) and signals.received() is None:
+                if signals.received() is None:
                     import signal as _signal
 
-                    signals.note(_signal.SIGINT)
+                    term = isinstance(exc, signals.Terminated)
+                    signals.note(_signal.SIGTERM if term else _signal.SIGINT)
                 return _interrupted(exc)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

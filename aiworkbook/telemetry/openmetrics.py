@@ -170,6 +170,7 @@ class MetricsServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # a burst of scrapers waits in the backlog instead of in SYN retries
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
