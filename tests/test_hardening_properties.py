@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from aiworkbook.cli import main
 from aiworkbook.paths import data_dir
 
-FAST = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 SLOW = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 TINY_CONFIG = json.loads((data_dir() / "models" / "tiny-llama" / "config.json").read_text())
@@ -27,6 +27,7 @@ TRACE = next((data_dir() / "traces").glob("*synthetic*.jsonl")).read_text().spli
 
 # JSON scalars a hand-edited or hostile file holds: wrong types, strings for booleans, huge, non-finite
 SCALARS = st.one_of(
+    st.sampled_from([0, 0.0, -1, -1.5, float("nan"), float("inf"), float("-inf"), 1e308, 2**63]),
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
@@ -59,7 +60,11 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"bare {name} in JSON output")
 
 
-def assert_contract(argv: list[str], folder: Path | None = None) -> tuple[int, str, str]:
+def assert_contract(
+    argv: list[str], folder: Path | None = None, *, finite: bool = False
+) -> tuple[int, str, str]:
+    """`finite`: the input is a hostile file; when it is accepted, every number answered is finite
+    (a NaN or zero ceiling must be refused, not turned into nulls)."""
     rc, out, err = run(argv)
     assert rc in (0, 2), (argv, rc, err[-2000:])
     assert "Traceback" not in out + err, (argv, err[-2000:])
@@ -67,7 +72,9 @@ def assert_contract(argv: list[str], folder: Path | None = None) -> tuple[int, s
     if rc == 2 and err.startswith("error:"):
         assert len(err.strip().splitlines()) == 1, (argv, err)
     if rc == 0 and "--json" in argv and out.strip():
-        json.loads(out, parse_constant=_reject_constant)
+        doc = json.loads(out, parse_constant=_reject_constant)
+        if finite and isinstance(doc, dict):
+            assert "non_finite" not in doc, (argv, doc["non_finite"])
     if folder is not None:
         left = [p.name for p in folder.rglob("*.tmp")]
         assert not left, (argv, left)
@@ -80,11 +87,16 @@ def _write(path: Path, doc: object) -> Path:
 
 
 def _mutate(base: dict, key: str, value: object, drop: bool) -> dict:
+    """A copy of `base` with `key` ('a.b' reaches into a nested object) set to `value` or dropped."""
     doc = json.loads(json.dumps(base))
+    *outer, last = key.split(".")
+    node = doc
+    for k in outer:
+        node = node.setdefault(k, {})
     if drop:
-        doc.pop(key, None)
+        node.pop(last, None)
     else:
-        doc[key] = value
+        node[last] = value
     return doc
 
 
@@ -103,33 +115,49 @@ def test_hostile_config_fields(key, value, drop, command):
         argv = [command, str(cfg), "--json"] + (
             ["--mode", "infer", "--gpu", "H100-SXM"] if command == "size" else []
         )
-        assert_contract(argv, Path(d))
-
-
-@FAST
-@given(
-    key=st.sampled_from(sorted(NODE) + ["gpu_calibrated", "interconnect_bps", "storage_write_bps"]),
-    value=VALUES,
-    drop=st.booleans(),
-)
-def test_hostile_node_files(key, value, drop):
-    with tempfile.TemporaryDirectory() as d:
-        node = _write(Path(d) / "node.json", _mutate(NODE, key, value, drop))
-        assert_contract(["size", "tiny-llama", "--mode", "infer", "--node", str(node), "--json"], Path(d))
+        assert_contract(argv, Path(d), finite=True)
 
 
 @FAST
 @given(
     key=st.sampled_from(
-        ["memory_bandwidth_bps", "peak_flops_dense", "usable_memory_bytes", "memory_bytes", "name"]
+        sorted(NODE)
+        + ["gpu_calibrated", "interconnect_bps", "storage_write_bps", "gpu_calibrated.peak_flops_dense.bf16"]
     ),
-    value=VALUES | st.dictionaries(st.sampled_from(["bf16", "fp16", "fp32"]), SCALARS, max_size=2),
+    value=VALUES,
+    drop=st.booleans(),
+)
+def test_hostile_node_files(key, value, drop):
+    with tempfile.TemporaryDirectory() as d:
+        base = {**NODE, "gpu_calibrated": GPU} if key.startswith("gpu_calibrated.") else NODE
+        node = _write(Path(d) / "node.json", _mutate(base, key, value, drop))
+        assert_contract(
+            ["size", "tiny-llama", "--mode", "infer", "--node", str(node), "--json"], Path(d), finite=True
+        )
+
+
+@FAST
+@given(
+    key=st.sampled_from(
+        [
+            "memory_bandwidth_bps",
+            "peak_flops_dense",
+            "peak_flops_dense.bf16",
+            "peak_flops_dense.fp32",
+            "usable_memory_bytes",
+            "memory_bytes",
+            "name",
+        ]
+    ),  # fmt: skip
+    value=VALUES,
     drop=st.booleans(),
 )
 def test_hostile_gpu_files(key, value, drop):
     with tempfile.TemporaryDirectory() as d:
         gpu = _write(Path(d) / "gpu.json", _mutate(GPU, key, value, drop))
-        assert_contract(["size", "tiny-llama", "--mode", "infer", "--gpu", str(gpu), "--json"], Path(d))
+        assert_contract(
+            ["size", "tiny-llama", "--mode", "infer", "--gpu", str(gpu), "--json"], Path(d), finite=True
+        )
 
 
 SIZE_FLAGS = ["--batch", "--seq", "--new-tokens", "--gpus", "--zero", "--tp", "--lora-rank", "--concurrency",
