@@ -50,7 +50,7 @@ def clean_stale_temporaries(folder: str | os.PathLike, name: str) -> list[Path]:
     removed: list[Path] = []
     prefix = f".{name}{_TMP_TAG}"
     try:
-        entries = list(os.scandir(folder))
+        entries = list(os.scandir(os.fspath(folder)))
     except OSError:
         return removed
     for e in entries:

@@ -106,7 +106,7 @@ def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
 
             server = start_server(sampler, *parse_bind(serve))
             bound = server.server_address
-            typer.echo(f"serving metrics at {_url(bound[0], bound[1])}", err=True)
+            typer.echo(f"serving metrics at {_url(str(bound[0]), int(bound[1]))}", err=True)
         run = run_monitor(
             sampler,
             interval=interval,

@@ -65,7 +65,7 @@ def _esc(v: Any) -> str:
     return str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _num(v: float) -> str:
+def _num(v: Any) -> str:
     """A sample value as the exposition format spells it (NaN, +Inf, -Inf; never Python's nan/inf)."""
     if isinstance(v, float):
         if math.isnan(v):
@@ -114,7 +114,7 @@ def render(
                 f'gpu="{i}",UUID="{_esc(ident.get("uuid", ""))}",device="nvidia{i}",'
                 f'modelName="{_esc(ident.get("name", ""))}",Hostname="{_esc(host)}"'
             )
-            rows.append(f"{name}{{{labels}}} {_num(v * scale if scale != 1 else v)}")
+            rows.append(f"{name}{{{labels}}} {_num(v * scale if scale != 1 else v)}")  # type: ignore[operator]
         if rows:
             lines += [f"# HELP {name} {help_}", f"# TYPE {name} {typ}", *rows]
     last_xid: dict[int, int] = {}
