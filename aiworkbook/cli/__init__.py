@@ -68,7 +68,12 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
 def _plain_flags(cmd: Any) -> None:
     """Flags (`--json`, `--quick`) take no value: show none in help, where typer would print `<bool>`
     and so invite `--json=1`, which the parser refuses."""
-    for param in getattr(cmd, "params", ()):
+    params = list(getattr(cmd, "params", ()))
+    try:  # --help itself is made on first use; make it now so it gets the same treatment
+        params.append(cmd.get_help_option(cmd.context_class(cmd)))
+    except Exception:  # noqa: BLE001 (cosmetic only; help still works without it)
+        pass
+    for param in params:
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
     for sub in getattr(cmd, "commands", {}).values():
