@@ -21,6 +21,16 @@ from aiworkbook.errors import SpecError
 _TMP_TAG = ".aiwb-"
 
 
+#: every file this process has written through atomic_write_text, so an interrupted command can say
+#: exactly what it kept (`aiworkbook` prints it after Ctrl-C)
+_written: list[Path] = []
+
+
+def written_since(mark: int = 0) -> list[Path]:
+    """Files written by atomic_write_text since `mark` (a previous `len(written_since())`)."""
+    return list(_written[mark:])
+
+
 def _umask() -> int:
     """The process umask (read without changing it where /proc says it; else set-and-restore)."""
     try:
@@ -101,6 +111,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
+        _written.append(target)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError) and not isinstance(exc, SpecError):

@@ -71,6 +71,24 @@ def test_every_exception_is_one_line_and_a_code(monkeypatch, capsys, exc, code, 
     assert text in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+def test_ctrl_c_after_a_file_was_written_names_it(monkeypatch, tmp_path, capsys):
+    app = typer.Typer(add_completion=False)
+
+    @app.command("write")
+    def write() -> None:
+        write_json(tmp_path / "node.json", {"x": 1}, kind="t", schema_version=1)
+        raise KeyboardInterrupt
+
+    @app.command("other")
+    def other() -> None:
+        pass
+
+    monkeypatch.setattr(cli, "app", app)
+    assert cli.main(["write"]) == 130
+    assert capsys.readouterr().err.strip() == f"stopped by Ctrl-C; kept: {tmp_path / 'node.json'}"
+    assert cli.main(["other"]) == 0
+
+
 def test_typer_exit_codes_pass_through(monkeypatch):
     _with_command(monkeypatch, typer.Exit(3))
     assert cli.main(["boom"]) == 3

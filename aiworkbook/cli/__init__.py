@@ -51,17 +51,21 @@ def _exit_code(exc: BaseException) -> int | None:
     return None
 
 
-def _interrupted(exc: KeyboardInterrupt) -> int:
-    """Ctrl-C (130) or SIGTERM (143): one line saying what stopped and that nothing was saved (a
-    command that keeps partial results, like monitor, says so itself and exits through typer.Exit)."""
+def _interrupted(exc: KeyboardInterrupt, mark: int) -> int:
+    """Ctrl-C (130) or SIGTERM (143): one line saying what stopped and which files the command had
+    written before it (a command that keeps partial results, like monitor, says so itself and exits
+    through typer.Exit)."""
     import signal as _signal
 
     from aiworkbook import signals
+    from aiworkbook.persist import written_since
 
     signum = signals.received() or _signal.SIGINT
     what = "Ctrl-C" if signum == _signal.SIGINT else _signal.Signals(signum).name
     detail = str(exc).strip()
-    typer.echo(f"stopped by {what}{f' ({detail})' if detail else ''}; no result was saved", err=True)
+    kept = written_since(mark)
+    saved = f"kept: {', '.join(map(str, kept))}" if kept else "no result was saved"
+    typer.echo(f"stopped by {what}{f' ({detail})' if detail else ''}; {saved}", err=True)
     return 128 + int(signum)
 
 
@@ -100,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     from aiworkbook import signals
+    from aiworkbook.persist import written_since
 
+    mark = len(written_since())
     try:
         with signals.terminate_as_interrupt():
             try:
@@ -111,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
                     term = isinstance(exc, signals.Terminated)
                     signals.note(_signal.SIGTERM if term else _signal.SIGINT)
-                return _interrupted(exc)
+                return _interrupted(exc, mark)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except ValueError as exc:  # SpecError and friends
