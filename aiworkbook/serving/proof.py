@@ -226,6 +226,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
                 max_batch=int(inputs.get("max_batch") or 16),
                 kv_budget_bytes=inputs.get("kv_budget_bytes"),
                 device=dev,
+                step_s=float(inputs.get("synthetic_step_s") or 0.01),
             )
             spec = engine.spec
             server = stack.enter_context(embedded_server(engine))

@@ -247,7 +247,11 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
     app.router.add_get("/v1/models", models)
     app.router.add_get("/kv", kv)
     app.router.add_get("/metrics", metrics)
-    app.router.add_get("/health", lambda r: web.json_response({"ok": True}))
+
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "engine_error": getattr(engine, "error", "")})
+
+    app.router.add_get("/health", health)
     return app
 
 
