@@ -137,34 +137,35 @@ def test_chat_and_non_streaming_and_kv_endpoints_with_the_torch_model():
     assert "aiworkbook_serve_kv_blocks_used 0" in metrics and metrics.endswith("# EOF\n")
 
 
-def test_batched_decode_equals_one_sequence_at_a_time():
+def test_paged_batched_decode_equals_the_model_one_sequence_at_a_time():
     import torch
 
     from aiworkbook.proofs.model import KVCache
     from aiworkbook.serving.backends import TorchBackend
     from aiworkbook.serving.engine import Sequence
+    from aiworkbook.serving.pool import blocks_for
     from aiworkbook.specs import load_model
 
     spec = load_model("tiny-llama")
-    be = TorchBackend(spec)
-    seqs = [Sequence(i, n, 8, None, [f"w{j}" for j in range(n)]) for i, n in enumerate((3, 9, 17))]
-    be.prefill(seqs)
-    ref = {}
-    for sid, (c, t) in be.state.items():
-        r = KVCache(spec.num_layers)
-        r.k, r.v = list(c.k), list(c.v)
-        ref[sid] = (r, t)
-    for _ in range(4):
-        got = be.decode(seqs)
+    pool = BlockPool(64, 16, 2048 * 16)
+    be = TorchBackend(spec, pool)
+    assert be.pool_bytes() == 64 * 16 * 2048  # the budget, allocated up front
+    seqs = []
+    for i, n in enumerate((3, 17, 33)):
+        s = Sequence(i, n, 8, None, [f"w{j}" for j in range(n)])
+        s.blocks = pool.try_reserve(blocks_for(n + 8, 16))
+        seqs.append(s)
+    first = be.prefill(seqs)
+    got = [first] + [be.decode(seqs) for _ in range(5)]
+    for j, s in enumerate(seqs):  # the reference: the model's own forward with a growing cache
+        ids = torch.tensor([[hash(w) % spec.vocab_size for w in s.prompt_words]])
+        cache = KVCache(spec.num_layers)
         want = []
         with torch.inference_mode():
-            for s in seqs:
-                c, t = ref[s.id]
-                tok = int(be.model(torch.tensor([[t]]), cache=c, logits_to_keep=1)[0, -1].argmax())
-                ref[s.id] = (c, tok)
-                want.append(tok)
-        assert got == want
-    assert be.kv_bytes() == sum(2 * spec.num_layers * 2 * 32 * 4 * (n + 4) for n in (3, 9, 17))
+            for _ in range(6):
+                ids = be.model(ids, cache=cache, logits_to_keep=1)[:, -1:].argmax(-1)
+                want.append(int(ids))
+        assert [step[j] for step in got] == want
 
 
 def test_only_loopback_and_bad_requests():

@@ -46,65 +46,99 @@ class SyntheticBackend:
 
 
 class TorchBackend:
-    """The plain-torch decoder (aiworkbook.proofs.model.DecoderModel) with one KVCache per sequence;
-    prompt token ids come from the request's words, so the same prompt prefills the same ids."""
+    """The plain-torch decoder (aiworkbook.proofs.model.DecoderModel) over a paged KV pool: per layer
+    one K and one V tensor of `num_blocks x block_size` token slots (the whole budget, allocated up
+    front, so the pool cannot grow into an OOM); each sequence's tokens live in the blocks the engine
+    reserved for it. Prefill runs one sequence at a time; decode runs the whole batch in one forward,
+    gathering each sequence's slots through its block table (one index per layer, no per-sequence loop).
+    Prompt token ids come from the request's words."""
 
     name = "torch"
 
     def __init__(
-        self, spec: Any, device: str = "cpu", dtype: str = "fp32", seed: int = 0, threads: int | None = 1
+        self,
+        spec: Any,
+        pool: Any,
+        device: str = "cpu",
+        dtype: str = "fp32",
+        seed: int = 0,
+        threads: int | None = 1,
     ) -> None:
         import torch
 
-        if device == "cpu" and threads:  # proxy-sized matmuls gain nothing from more threads, and the
-            torch.set_num_threads(threads)  # server's event loop needs a core (the proof lock restores it)
-
         from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
 
+        if device == "cpu" and threads:  # proxy-sized matmuls gain nothing from more threads, and the
+            torch.set_num_threads(threads)  # server's event loop needs a core (the proof lock restores it)
         torch.manual_seed(seed)
-        self.torch = torch
-        self.spec = spec
-        self.device = device
-        self.model = DecoderModel(spec, device=device, dtype=TORCH_DTYPES[dtype]).eval()
-        self.state: dict[int, Any] = {}
+        self.torch, self.spec, self.device, self.bs = torch, spec, device, pool.block_size
+        dt = TORCH_DTYPES[dtype]
+        self.model = DecoderModel(spec, device=device, dtype=dt).eval()
+        slots = pool.num_blocks * pool.block_size
+        shape = (slots, spec.num_kv_heads, spec.head_dim)
+        self.k = [torch.zeros(shape, dtype=dt, device=device) for _ in range(spec.num_layers)]
+        self.v = [torch.zeros(shape, dtype=dt, device=device) for _ in range(spec.num_layers)]
+        self.state: dict[int, list[int]] = {}  # seq id -> [tokens cached, last token]
 
-    def _ids(self, seq: Any):
-        ids = [hash(w) % self.spec.vocab_size for w in seq.prompt_words[: seq.prompt_len]]
-        ids += [0] * (seq.prompt_len - len(ids))
-        return self.torch.tensor([ids], device=self.device)
+    def pool_bytes(self) -> int:
+        """Bytes of the KV pool's tensors (what the budget bought)."""
+        return sum(t.numel() * t.element_size() for t in (*self.k, *self.v))
+
+    def _slots(self, blocks: list[int], n: int):
+        pos = self.torch.arange(n, device=self.device)
+        tab = self.torch.tensor(blocks, device=self.device)
+        return tab[pos // self.bs] * self.bs + pos % self.bs
 
     def prefill(self, seqs: list[Any]) -> list[int]:
+        """Prompts of equal length go through one forward together; each row's K/V then lands in its
+        sequence's blocks."""
         from aiworkbook.proofs.model import KVCache
 
-        out = []
-        with self.torch.inference_mode():
-            for s in seqs:
+        torch = self.torch
+        first: dict[int, int] = {}
+        groups: dict[int, list[Any]] = {}
+        for s in seqs:
+            groups.setdefault(s.prompt_len, []).append(s)
+        with torch.inference_mode():
+            for n, group in groups.items():
+                ids = []
+                for s in group:
+                    row = [hash(w) % self.spec.vocab_size for w in s.prompt_words[:n]]
+                    ids.append(row + [0] * (n - len(row)))
                 cache = KVCache(self.spec.num_layers)
-                tok = int(self.model(self._ids(s), cache=cache, logits_to_keep=1)[0, -1].argmax())
-                self.state[s.id] = (cache, tok)
-                out.append(tok)
-        return out
+                logits = self.model(torch.tensor(ids, device=self.device), cache=cache, logits_to_keep=1)
+                toks = logits[:, -1].argmax(-1).tolist()
+                for j, s in enumerate(group):
+                    slots = self._slots(s.blocks, n)
+                    for i in range(self.spec.num_layers):
+                        self.k[i][slots] = cache.k[i][j].transpose(0, 1)
+                        self.v[i][slots] = cache.v[i][j].transpose(0, 1)
+                    self.state[s.id] = [n, int(toks[j])]
+                    first[s.id] = int(toks[j])
+        return [first[s.id] for s in seqs]
 
     def decode(self, seqs: list[Any]) -> list[int]:
-        """One token for every sequence in one batched forward: each sequence's cache is padded to the
-        longest and masked, so one weight read serves the whole batch (why continuous batching pays)."""
-        torch = self.torch
-        m = self.model
-        caches = [self.state[s.id][0] for s in seqs]
-        lens = torch.tensor([c.length for c in caches], device=self.device)
-        inp = torch.tensor([[self.state[s.id][1]] for s in seqs], device=self.device)
+        """One token for every sequence in one batched forward over the paged pool."""
+        torch, m, b = self.torch, self.model, len(seqs)
+        lens = torch.tensor([self.state[s.id][0] for s in seqs], device=self.device)
+        longest = int(lens.max()) + 1
+        width = max(len(s.blocks) for s in seqs)
+        tab = torch.tensor([s.blocks + [0] * (width - len(s.blocks)) for s in seqs], device=self.device)
+        pos = torch.arange(longest, device=self.device)
+        slot_idx = tab[:, pos // self.bs] * self.bs + pos % self.bs  # [b, longest]
+        new = slot_idx[torch.arange(b, device=self.device), lens]
+        mask = (pos[None, :] <= lens[:, None])[:, None, None, :]
         with torch.inference_mode():
-            x = m.embed_tokens(inp)
-            pos = lens[:, None]
+            x = m.embed_tokens(torch.tensor([[self.state[s.id][1]] for s in seqs], device=self.device))
             rope = None
             if m.embed_positions is not None:
-                x = x + m.embed_positions(pos)
+                x = x + m.embed_positions(lens[:, None])
             else:
-                rope = m._rope(pos, x.dtype)
-            longest = int(lens.max()) + 1
-            mask = (torch.arange(longest, device=self.device)[None, :] <= lens[:, None])[:, None, None, :]
+                rope = m._rope(lens[:, None], x.dtype)
             for i, layer in enumerate(m.layers):
-                a = _batched_attention(layer.attn, layer.input_norm(x), rope, caches, i, longest, mask)
+                a = _paged_attention(
+                    layer.attn, layer.input_norm(x), rope, self.k[i], self.v[i], new, slot_idx, mask
+                )
                 if layer.four_norms:
                     a = layer.post_attn_out_norm(a)
                 x = x + a
@@ -112,23 +146,21 @@ class TorchBackend:
                 if layer.four_norms:
                     h = layer.post_mlp_out_norm(h)
                 x = x + h
-            x = m.norm(x)
             w = m.embed_tokens.weight if m.lm_head is None else m.lm_head.weight
-            toks = torch.nn.functional.linear(x, w)[:, -1].argmax(-1).tolist()
+            toks = torch.nn.functional.linear(m.norm(x), w)[:, -1].argmax(-1).tolist()
         for s, t in zip(seqs, toks, strict=True):
-            self.state[s.id] = (self.state[s.id][0], int(t))
+            st = self.state[s.id]
+            st[0], st[1] = st[0] + 1, int(t)
         return [int(t) for t in toks]
-
-    def kv_bytes(self) -> int:
-        """Bytes the live caches hold (the tensors, not a formula)."""
-        return sum(c.nbytes() for c, _ in self.state.values())
 
     def release(self, seq: Any) -> None:
         self.state.pop(seq.id, None)
 
 
-def _batched_attention(attn: Any, x: Any, rope: Any, caches: list[Any], layer: int, longest: int, mask: Any):
-    """Attention of one new token per sequence against each sequence's own cache (padded, masked)."""
+def _paged_attention(
+    attn: Any, x: Any, rope: Any, kpool: Any, vpool: Any, new: Any, slot_idx: Any, mask: Any
+):
+    """One new token per sequence: write its K/V into its slot, gather each sequence's slots, attend."""
     import torch.nn.functional as F
 
     from aiworkbook.proofs.model import _rotate_half
@@ -140,18 +172,15 @@ def _batched_attention(attn: Any, x: Any, rope: Any, caches: list[Any], layer: i
         q, k, v = attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)
     q = q.view(b, 1, attn.a, attn.d).transpose(1, 2)
     k = k.view(b, 1, attn.k, attn.d).transpose(1, 2)
-    v = v.view(b, 1, attn.k, attn.d).transpose(1, 2)
     if rope is not None:
         cos, sin = rope
         q = (q * cos) + (_rotate_half(q) * sin)
         k = (k * cos) + (_rotate_half(k) * sin)
-    kp = k.new_zeros(b, attn.k, longest, attn.d)
-    vp = v.new_zeros(b, attn.k, longest, attn.d)
-    for j, c in enumerate(caches):
-        kj, vj = c.update(layer, k[j : j + 1], v[j : j + 1])
-        n = kj.shape[2]
-        kp[j, :, :n], vp[j, :, :n] = kj[0], vj[0]
+    kpool[new] = k[:, :, 0]
+    vpool[new] = v.view(b, attn.k, attn.d)
+    keys = kpool[slot_idx].transpose(1, 2)  # [b, kv heads, longest, d]
+    vals = vpool[slot_idx].transpose(1, 2)
     out = F.scaled_dot_product_attention(
-        q, kp, vp, attn_mask=mask, scale=attn.scaling, enable_gqa=attn.a != attn.k
+        q, keys, vals, attn_mask=mask, scale=attn.scaling, enable_gqa=attn.a != attn.k
     )
     return attn.o_proj(out.transpose(1, 2).reshape(b, 1, attn.a * attn.d))

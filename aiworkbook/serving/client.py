@@ -167,6 +167,7 @@ class Load:
     length_spread: float = 0.5
     warmup: int = 2
     seed: int = 0
+    ramp_s: float = 0.0  # closed loop: worker k starts at k * ramp_s / concurrency (staggered streams)
 
     def __post_init__(self) -> None:
         if self.requests < 1:
@@ -237,8 +238,10 @@ async def run_load(
 
         next_i = load.warmup
 
-        async def worker() -> None:
+        async def worker(k: int) -> None:
             nonlocal next_i
+            if load.ramp_s > 0:
+                await asyncio.sleep(k * load.ramp_s / limit)
             while next_i < load.warmup + n:
                 i = next_i
                 next_i += 1
@@ -254,7 +257,7 @@ async def run_load(
                 asyncio.ensure_future(open_one(load.warmup + k, t0 + off)) for k, off in enumerate(offsets)
             ]
         else:
-            tasks = [asyncio.ensure_future(worker()) for _ in range(limit)]
+            tasks = [asyncio.ensure_future(worker(k)) for k in range(limit)]
         pending = set(tasks)
         while pending:
             _, pending = await asyncio.wait(pending, timeout=0.1)

@@ -83,7 +83,7 @@ def build_engine(
     budget = default_kv_budget(device, spec, dtype) if kv_budget_bytes is None else int(kv_budget_bytes)
     pool = BlockPool.from_budget(budget, kv_bytes_per_token(spec, dtype), BLOCK_SIZE)
     be = (
-        TorchBackend(spec, device=device, dtype=dtype)
+        TorchBackend(spec, pool, device=device, dtype=dtype)
         if backend == "torch"
         else SyntheticBackend(step_s=step_s, prefill_s=step_s)
     )

@@ -43,7 +43,7 @@ class Sequence:
     emit: Any  # emit(kind, payload): called from the engine thread, thread-safe
     prompt_words: list[str] = field(default_factory=list)
     generated: int = 0
-    blocks: int = 0
+    blocks: list[int] = field(default_factory=list)  # KV block ids, reserved for prompt + max_tokens
     arrived: float = field(default_factory=time.perf_counter)
     cancelled: bool = False
     told: bool = False  # the client has its 'done' (static batching tells it before the batch ends)
@@ -155,9 +155,10 @@ class Engine:
                     self.waiting.popleft()
                     continue
                 need = blocks_for(seq.prompt_len + seq.max_tokens, self.pool.block_size)
-                if not self.pool.try_reserve(need):
+                ids = self.pool.try_reserve(need)
+                if ids is None:
                     break  # FIFO: the head waits for blocks, nobody overtakes it
-                seq.blocks = need
+                seq.blocks = ids
                 self.waiting.popleft()
                 new.append(seq)
             self.counters["admitted"] += len(new)
@@ -165,7 +166,7 @@ class Engine:
 
     def _finish(self, seq: Sequence, reason: str) -> None:
         self.pool.release(seq.blocks)
-        seq.blocks = 0
+        seq.blocks = []
         self.backend.release(seq)
         self.counters["finished"] += 1
         self._tell(seq, reason)

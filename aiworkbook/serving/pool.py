@@ -30,6 +30,7 @@ class BlockPool:
         if self.block_size < 1:
             raise SpecError("block_size", self.block_size, ">= 1 token")
         self._lock = threading.Lock()
+        self._free = list(range(self.num_blocks - 1, -1, -1))  # block ids; pop() hands out the lowest
 
     @classmethod
     def from_budget(cls, budget_bytes: int, kv_bytes_per_token: int, block_size: int = 16) -> BlockPool:
@@ -47,17 +48,20 @@ class BlockPool:
         """How many sequences of `tokens` tokens the whole pool holds (the estimate's capacity)."""
         return self.num_blocks // blocks_for(tokens, self.block_size)
 
-    def try_reserve(self, n: int) -> bool:
+    def try_reserve(self, n: int) -> list[int] | None:
+        """The ids of n free blocks, now reserved; None (nothing reserved) when fewer are free."""
         with self._lock:
-            if n > self.num_blocks - self.used:
-                return False
+            if n > len(self._free):
+                return None
+            ids = [self._free.pop() for _ in range(n)]
             self.used += n
             self.peak = max(self.peak, self.used)
-            return True
+            return ids
 
-    def release(self, n: int) -> None:
+    def release(self, ids: list[int]) -> None:
         with self._lock:
-            self.used = max(0, self.used - n)
+            self._free.extend(ids)
+            self.used -= len(ids)
 
     def reset_peak(self) -> None:
         with self._lock:
