@@ -105,7 +105,7 @@ class TorchBackend:
                 for s in group:
                     row = [hash(w) % self.spec.vocab_size for w in s.prompt_words[:n]]
                     ids.append(row + [0] * (n - len(row)))
-                cache = KVCache(self.spec.num_layers)
+                cache: Any = KVCache(self.spec.num_layers)
                 logits = self.model(torch.tensor(ids, device=self.device), cache=cache, logits_to_keep=1)
                 toks = logits[:, -1].argmax(-1).tolist()
                 for j, s in enumerate(group):
@@ -119,7 +119,8 @@ class TorchBackend:
 
     def decode(self, seqs: list[Any]) -> list[int]:
         """One token for every sequence in one batched forward over the paged pool."""
-        torch, m, b = self.torch, self.model, len(seqs)
+        torch, b = self.torch, len(seqs)
+        m: Any = self.model
         lens = torch.tensor([self.state[s.id][0] for s in seqs], device=self.device)
         longest = int(lens.max()) + 1
         width = max(len(s.blocks) for s in seqs)
@@ -135,6 +136,7 @@ class TorchBackend:
                 x = x + m.embed_positions(lens[:, None])
             else:
                 rope = m._rope(lens[:, None], x.dtype)
+            layer: Any
             for i, layer in enumerate(m.layers):
                 a = _paged_attention(
                     layer.attn, layer.input_norm(x), rope, self.k[i], self.v[i], new, slot_idx, mask

@@ -52,7 +52,7 @@ def default_kv_budget(device: str, spec: Any = None, dtype: str = "fp32") -> int
     from aiworkbook.sizing import estimate
 
     free = free_memory("cuda")[0]
-    weights = int(estimate(spec, infer_workload(1, 1, dtype), gpu=None, device="cuda").memory["weights"])
+    weights = int(estimate(spec, infer_workload(1, 1, dtype), gpu=None, device="cuda").memory.weights)
     return max(0, int(free * 0.9) - weights)
 
 

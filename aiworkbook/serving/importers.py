@@ -66,8 +66,8 @@ def _vllm_row(doc: dict[str, Any]) -> dict[str, Any]:
         row.update(p50_ttft_s=t["p50"], p95_ttft_s=t["p95"], p99_ttft_s=t["p99"], n=t["n"])
         if isinstance(itls, list) and isinstance(outs, list):
             tp = [sum(itls[i]) / (outs[i] - 1) for i in ok if i < len(outs) and outs[i] > 1 and i < len(itls)]
-            p = percentiles(tp)
-            row.update(p50_tpot_s=p["p50"], p95_tpot_s=p["p95"], p99_tpot_s=p["p99"])
+            q = percentiles(tp)
+            row.update(p50_tpot_s=q["p50"], p95_tpot_s=q["p95"], p99_tpot_s=q["p99"])
     row["throughput_tok_s"] = doc.get("output_throughput")
     row["request_throughput"] = doc.get("request_throughput")
     row["errors"] = {"failed": int(doc.get("num_prompts", 0) or 0) - int(doc.get("completed", 0) or 0)}

@@ -285,7 +285,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     )
     measured = predicted = None
     label = ""
-    if embedded and s["kind"] == "concurrency" and spec is not None:
+    if embedded and s["kind"] == "concurrency" and spec is not None and engine is not None:
         from aiworkbook.serving.embedded import predicted_kv_bytes
 
         c = max(s["loads"])
@@ -300,7 +300,9 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         )
         flags.add(F.ACCOUNTED)
     samples = [r["p99_ttft_s"] for r in rows if r["p99_ttft_s"] is not None]
-    result_inputs = {k: v for k, v in inputs.items() if isinstance(v, str | int | float | bool | type(None))}
+    result_inputs: dict[str, Any] = {
+        k: v for k, v in inputs.items() if isinstance(v, str | int | float | bool | type(None))
+    }
     result_inputs.update(kind=s["kind"], loads=list(s["loads"]), requests=s["requests"])
     return ProofResult(
         proof="serving",
