@@ -137,6 +137,8 @@ def test_cli(tmp_path, capsys):
     assert ProofResult.load(out).details["sweep"][0]["load"] == 1.0
     assert main(["prove", "serving", "--quick", "--sweep", "1,x"]) == 2
     assert main(["serve", "tiny-llama", "--host", "0.0.0.0", "--duration", "0.1"]) == 2
+    assert main(["serve", "tiny-llama", "--port", "0", "--duration", "0.2", "--kv-budget-mib", "1"]) == 0
+    assert main(["serve", "tiny-llama", "--port", "0", "--duration", "0.2", "--scheduler", "fifo"]) == 2
     assert "loopback" in capsys.readouterr().err
     assert (
         main(

@@ -12,6 +12,7 @@ from aiworkbook.units import MiB
 BACKENDS = ("torch", "synthetic")
 BLOCK_SIZE = 16
 CPU_KV_BUDGET = 64 * MiB
+CUDA_KV_CAP = 8 * 1024 * MiB  # the pool is allocated up front: a proxy model needs no 100 GB of slots
 
 
 def infer_workload(concurrency: int = 1, context: int = 1, dtype: str = "fp32"):
@@ -45,7 +46,8 @@ def predicted_capacity(spec: Any, budget_bytes: int, context: int, dtype: str = 
 
 
 def default_kv_budget(device: str, spec: Any = None, dtype: str = "fp32") -> int:
-    """CPU: 64 MiB. CUDA: 90 % of free memory less the weights (the estimate's), as vLLM budgets it."""
+    """CPU: 64 MiB. CUDA: 90 % of free memory less the weights (the estimate's), as vLLM budgets it,
+    at most 8 GiB (pass kv_budget_bytes for more)."""
     if device != "cuda":
         return CPU_KV_BUDGET
     from aiworkbook.proofs.device import free_memory
@@ -53,7 +55,7 @@ def default_kv_budget(device: str, spec: Any = None, dtype: str = "fp32") -> int
 
     free = free_memory("cuda")[0]
     weights = int(estimate(spec, infer_workload(1, 1, dtype), gpu=None, device="cuda").memory.weights)
-    return max(0, int(free * 0.9) - weights)
+    return min(CUDA_KV_CAP, max(0, int(free * 0.9) - weights))
 
 
 def build_engine(
