@@ -217,7 +217,10 @@ class Engine:
                 s.emit("error", self.error)
         finally:
             for s in [*self.running, *self.waiting]:
-                s.emit("error", "server stopping")
+                try:
+                    s.emit("error", "server stopping")
+                except Exception:  # a listener gone with its event loop must not kill the shutdown
+                    pass
 
     def _step(self) -> None:
         for s in [s for s in self.running if s.cancelled]:

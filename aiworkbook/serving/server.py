@@ -174,7 +174,10 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
         q: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
         def emit(kind: str, payload: Any) -> None:
-            loop.call_soon_threadsafe(q.put_nowait, (kind, payload))
+            try:
+                loop.call_soon_threadsafe(q.put_nowait, (kind, payload))
+            except RuntimeError:  # the server's loop has closed (shutting down): nobody is listening
+                pass
 
         try:
             seq = engine.submit(len(words), max_tokens, emit, words)
