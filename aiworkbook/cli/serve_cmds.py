@@ -178,6 +178,6 @@ def _print_details(r) -> None:
         )
     slo = d.get("slo_search")
     if slo:
-        typer.echo(
-            f"  most load meeting the SLO: {slo['max_load']} ({slo['throughput_tok_s_at_max_load']} tok/s)"
-        )
+        tput = slo["throughput_tok_s_at_max_load"]
+        at = f" ({tput:.1f} tok/s)" if isinstance(tput, int | float) else ""
+        typer.echo(f"  most load meeting the SLO: {slo['max_load']}{at}")
