@@ -141,4 +141,7 @@ def register(app: typer.Typer) -> None:
             )
         _emit(r, json_file)
 
+    from aiworkbook.cli.serve_cmds import register_prove as _serving  # `prove serving`
+
+    _serving(prove)
     app.add_typer(prove, name="prove")

@@ -150,6 +150,31 @@ for _info in (
         rough_s={"cpu": 15.0, "cuda": 20.0},
         patterns=("llm-inference", "hybrid"),
     ),
+    ProofInfo(
+        "serving",
+        "Serving latency under load",
+        "TTFT/TPOT/ITL percentiles vs load with the knee, goodput under an SLO, static vs continuous "
+        "batching, and the KV pool's peak and run-out context against the estimate",
+        "aiworkbook.serving.proof",
+        (
+            _MODEL,
+            InputSpec("target", "str", "an OpenAI-compatible base URL (default: the embedded server)"),
+            InputSpec("served_model", "str", "the model name the target serves"),
+            InputSpec(
+                "scheduler", "choice", "embedded server's batching", "continuous", ("static", "continuous")
+            ),
+            InputSpec("backend", "choice", "embedded server's model", "torch", ("torch", "synthetic")),
+            InputSpec("rate", "float", "open loop: requests per second", None, low=0.0),
+            InputSpec("concurrency", "int", "closed loop: requests in flight", None, low=1),
+            InputSpec("sweep", "ints", "loads to sweep (concurrency or rate)"),
+            InputSpec("slo_ttft_ms", "float", "TTFT SLO in ms (goodput, bisection)", None, low=0.0),
+            InputSpec("slo_tpot_ms", "float", "TPOT SLO in ms", None, low=0.0),
+            _DEVICE,
+            _QUICK,
+        ),
+        rough_s={"cpu": 25.0, "cuda": 40.0},
+        patterns=("llm-inference", "hybrid"),
+    ),
 ):
     register(_info)
 

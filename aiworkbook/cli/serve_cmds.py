@@ -1,0 +1,183 @@
+"""`aiworkbook serve MODEL` (the embedded OpenAI-compatible server) and `aiworkbook prove serving`
+(latency under load against it or any OpenAI-compatible --target)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add `serve`."""
+
+    @app.command("serve")
+    def serve(
+        model: str = typer.Argument("tiny-llama", help="model preset or config.json (proxy sizes on CPU)"),
+        host: str = typer.Option("127.0.0.1", help="a loopback address"),
+        port: int = typer.Option(8000, help="port (0: a free one)"),
+        scheduler: str = typer.Option("continuous", help="continuous | static"),
+        backend: str = typer.Option("torch", help="torch (the model) | synthetic (a planted step time)"),
+        max_batch: int = typer.Option(16, help="sequences decoded together"),
+        max_queue: int = typer.Option(256, help="requests that may wait; beyond it HTTP 429"),
+        kv_budget_mib: float = typer.Option(None, help="KV pool size in MiB (default: 64 MiB on CPU)"),
+        device: str = typer.Option("cpu", help="cpu | cuda"),
+        duration: float = typer.Option(0.0, help="stop after this many seconds (0: until Ctrl-C)"),
+    ) -> None:
+        """Serve MODEL on HOST:PORT: /v1/completions, /v1/chat/completions (streaming), /kv, /metrics."""
+        from aiworkbook.serving.embedded import build_engine, embedded_server
+        from aiworkbook.units import MiB
+
+        budget = int(kv_budget_mib * MiB) if kv_budget_mib is not None else None
+        eng = build_engine(
+            model,
+            backend=backend,
+            scheduler=scheduler,
+            max_batch=max_batch,
+            max_queue=max_queue,
+            kv_budget_bytes=budget,
+            device=device,
+        )
+        with embedded_server(eng, host=host, port=port) as srv:
+            st = eng.stats()
+            typer.echo(
+                f"serving {eng.spec.name} on {srv.url}/v1 ({backend}, {scheduler} batching, max batch "
+                f"{max_batch}, KV pool {st['kv_blocks_total']} blocks x {st['kv_block_size_tokens']} tokens); "
+                "Ctrl-C stops"
+            )
+            try:
+                end = time.monotonic() + duration if duration > 0 else None
+                while end is None or time.monotonic() < end:
+                    time.sleep(0.2)
+            except KeyboardInterrupt:
+                typer.echo("stopping")
+
+
+def register_prove(prove: typer.Typer) -> None:
+    """Add `prove serving`."""
+
+    @prove.command("serving")
+    def serving(
+        model: str = typer.Argument(None, help="model for the embedded server (default tiny-llama)"),
+        target: str = typer.Option(None, "--target", help="an OpenAI-compatible base URL instead"),
+        served_model: str = typer.Option(None, "--served-model", help="model name the target serves"),
+        api: str = typer.Option("completions", help="completions | chat"),
+        scheduler: str = typer.Option("continuous", help="static | continuous (embedded server)"),
+        backend: str = typer.Option("torch", help="torch | synthetic (embedded server)"),
+        rate: float = typer.Option(None, help="open loop: requests per second (Poisson or gamma)"),
+        concurrency: int = typer.Option(None, help="closed loop: requests in flight"),
+        burstiness: float = typer.Option(1.0, help="gamma shape of the arrivals (1 = Poisson)"),
+        sweep: str = typer.Option(
+            None, help="comma-separated loads, e.g. 1,2,4,8 (rates with --sweep-kind rate)"
+        ),
+        sweep_kind: str = typer.Option(None, help="concurrency | rate"),
+        requests: int = typer.Option(None, help="measured requests per load point"),
+        prompt_tokens: int = typer.Option(None, help="prompt length"),
+        output_tokens: int = typer.Option(None, help="output length (exact: ignore_eos / min_tokens)"),
+        slo_ttft: float = typer.Option(None, "--slo-ttft", help="TTFT SLO in ms (goodput, bisection)"),
+        slo_tpot: float = typer.Option(None, "--slo-tpot", help="TPOT SLO in ms"),
+        no_compare: bool = typer.Option(False, "--no-compare", help="skip static vs continuous"),
+        no_context: bool = typer.Option(False, "--no-context", help="skip the context-length sweep"),
+        import_file: Path = typer.Option(None, "--import", help="a vllm bench serve or GuideLLM result"),
+        quick: bool = typer.Option(False, "--quick", help="4 load points, 16 requests each"),
+        json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
+    ) -> None:
+        """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
+        from aiworkbook.cli.prove_cmds import _check_outputs, _emit
+
+        _check_outputs(json=json_file)
+        if import_file is not None:
+            from aiworkbook.serving.importers import import_results
+
+            r = import_results(import_file)
+        else:
+            from aiworkbook.errors import SpecError
+            from aiworkbook.proofs import registry
+
+            loads = None
+            if sweep:
+                try:
+                    loads = [float(x) for x in sweep.split(",") if x.strip()]
+                except ValueError:
+                    raise SpecError("sweep", sweep, "comma-separated numbers, e.g. 1,2,4,8") from None
+            r = registry.run(
+                "serving",
+                progress=_progress(),
+                model=model,
+                target=target,
+                served_model=served_model,
+                api=api,
+                scheduler=scheduler,
+                backend=backend,
+                rate=rate,
+                concurrency=concurrency,
+                burstiness=burstiness,
+                sweep=loads,
+                sweep_kind=sweep_kind,
+                requests=requests,
+                prompt_tokens=prompt_tokens,
+                output_tokens=output_tokens,
+                slo_ttft_ms=slo_ttft,
+                slo_tpot_ms=slo_tpot,
+                compare=not no_compare,
+                context_sweep=not no_context,
+                quick=quick,
+            )
+        _print_details(r)
+        _emit(r, json_file)
+
+
+def _progress():
+    def show(done: int, total: int, message: str) -> None:
+        typer.echo(f"\r  [{done}/{total}] {message:<60}", nl=False, err=True)
+        if done >= total:
+            typer.echo("", err=True)
+
+    return show
+
+
+def _ms(v) -> str:
+    return f"{v * 1e3:9.1f}" if isinstance(v, int | float) else f"{'n/a':>9}"
+
+
+def _print_details(r) -> None:
+    d = r.details
+    rows = d.get("sweep") or []
+    if rows:
+        typer.echo(
+            f"  {'load':>7} {'p50 TTFT':>9} {'p95 TTFT':>9} {'p99 TTFT':>9} {'p50 TPOT':>9} "
+            f"{'p99 TPOT':>9} {'tok/s':>9} {'n':>5}  errors   (ms)"
+        )
+        for x in rows:
+            tput = x.get("throughput_tok_s")
+            typer.echo(
+                f"  {x['load']!s:>7} {_ms(x['p50_ttft_s'])} {_ms(x['p95_ttft_s'])} {_ms(x['p99_ttft_s'])} "
+                f"{_ms(x['p50_tpot_s'])} {_ms(x['p99_tpot_s'])} "
+                f"{(f'{tput:9.1f}' if isinstance(tput, int | float) else 'n/a'):>9} {x.get('n')!s:>5}  "
+                f"{x.get('errors') or ''}"
+            )
+        typer.echo(f"  knee: {d.get('knee')}")
+    s = d.get("schedulers")
+    if s:
+        ratio = s.get("throughput_ratio")
+        typer.echo(
+            f"  static vs continuous at concurrency {s['concurrency']}: {s['static']['throughput_tok_s']:.1f} vs "
+            f"{s['continuous']['throughput_tok_s']:.1f} tok/s (x{ratio:.2f}), p95 TTFT "
+            f"{_ms(s['static']['p95_ttft_s']).strip()} vs {_ms(s['continuous']['p95_ttft_s']).strip()} ms"
+        )
+    c = d.get("context_sweep")
+    if c:
+        for x in c["rows"]:
+            typer.echo(
+                f"  context {x['context']:>6}: KV peak {x['kv_bytes_peak']} B, ran {x['peak_running']} at once "
+                f"(estimate {x['capacity_predicted']}), p50 TPOT {_ms(x['p50_tpot_s']).strip()} ms"
+            )
+        typer.echo(
+            f"  pool runs out at context {c['runs_out_at_context']} (estimate: {c['predicted_runs_out_at_context']})"
+        )
+    slo = d.get("slo_search")
+    if slo:
+        tput = slo["throughput_tok_s_at_max_load"]
+        at = f" ({tput:.1f} tok/s)" if isinstance(tput, int | float) else ""
+        typer.echo(f"  most load meeting the SLO: {slo['max_load']}{at}")

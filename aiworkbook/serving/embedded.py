@@ -1,0 +1,117 @@
+"""Build the embedded server: a ModelSpec's decoder (or the synthetic stand-in) behind an Engine whose
+KV pool is sized from the sizing engine's KV bytes per token, on a free loopback port."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.serving.pool import BlockPool
+from aiworkbook.units import MiB
+
+BACKENDS = ("torch", "synthetic")
+BLOCK_SIZE = 16
+CPU_KV_BUDGET = 64 * MiB
+CUDA_KV_CAP = 8 * 1024 * MiB  # the pool is allocated up front: a proxy model needs no 100 GB of slots
+
+
+def infer_workload(concurrency: int = 1, context: int = 1, dtype: str = "fp32"):
+    from aiworkbook.sizing import Workload
+
+    return Workload(
+        mode="infer",
+        batch=concurrency,
+        concurrency=concurrency,
+        seq_len=context,
+        precision=dtype,
+        weights_dtype=dtype,
+        kv_dtype=dtype,
+        block_size=BLOCK_SIZE,
+    )
+
+
+def kv_bytes_per_token(spec: Any, dtype: str = "fp32") -> int:
+    """The sizing engine's KV bytes for one token of one sequence (all layers, K and V)."""
+    from aiworkbook.sizing.memory import kv_bytes
+
+    return int(kv_bytes(spec, infer_workload(1, BLOCK_SIZE, dtype), 1, BLOCK_SIZE)) // BLOCK_SIZE
+
+
+def predicted_capacity(spec: Any, budget_bytes: int, context: int, dtype: str = "fp32") -> int:
+    """Sequences of `context` tokens whose KV cache (sizing's kv_bytes, whole blocks) fits the budget."""
+    from aiworkbook.sizing.memory import kv_bytes
+
+    one = int(kv_bytes(spec, infer_workload(1, context, dtype), 1, context))
+    return int(budget_bytes) // one if one else 0
+
+
+def default_kv_budget(device: str, spec: Any = None, dtype: str = "fp32") -> int:
+    """CPU: 64 MiB. CUDA: 90 % of free memory less the weights (the estimate's), as vLLM budgets it,
+    at most 8 GiB (pass kv_budget_bytes for more)."""
+    if device != "cuda":
+        return CPU_KV_BUDGET
+    from aiworkbook.proofs.device import free_memory
+    from aiworkbook.sizing import estimate
+
+    free = free_memory("cuda")[0]
+    weights = int(estimate(spec, infer_workload(1, 1, dtype), gpu=None, device="cuda").memory.weights)
+    return min(CUDA_KV_CAP, max(0, int(free * 0.9) - weights))
+
+
+def build_engine(
+    model: Any = "tiny-llama",
+    *,
+    backend: str = "torch",
+    scheduler: str = "continuous",
+    max_batch: int = 16,
+    max_queue: int = 256,
+    kv_budget_bytes: int | None = None,
+    device: str = "cpu",
+    step_s: float = 0.01,
+    batch_timeout_s: float = 0.05,
+):
+    """An Engine for `model` (preset name, config path or ModelSpec) with its KV pool; the synthetic
+    backend keeps the model's KV bytes per token but sleeps `step_s` per decode step instead of computing."""
+    from aiworkbook.serving.backends import SyntheticBackend, TorchBackend
+    from aiworkbook.serving.engine import Engine
+    from aiworkbook.specs import load_model
+
+    if backend not in BACKENDS:
+        raise SpecError("backend", backend, ", ".join(BACKENDS))
+    spec = load_model(model) if isinstance(model, str) else model
+    if not spec.is_decoder:
+        raise SpecError("model", spec.name, "a decoder (the server generates tokens)")
+    dtype = "fp32" if device == "cpu" else "bf16"
+    budget = default_kv_budget(device, spec, dtype) if kv_budget_bytes is None else int(kv_budget_bytes)
+    pool = BlockPool.from_budget(budget, kv_bytes_per_token(spec, dtype), BLOCK_SIZE)
+    be = (
+        TorchBackend(spec, pool, device=device, dtype=dtype)
+        if backend == "torch"
+        else SyntheticBackend(step_s=step_s, prefill_s=step_s)
+    )
+    eng = Engine(
+        be,
+        pool,
+        scheduler=scheduler,
+        max_batch=max_batch,
+        max_queue=max_queue,
+        batch_timeout_s=batch_timeout_s,
+        max_context=spec.max_position_embeddings,
+    )
+    eng.spec = spec  # type: ignore[attr-defined]
+    eng.kv_budget_bytes = budget  # type: ignore[attr-defined]
+    return eng
+
+
+def embedded_server(engine: Any, name: str = "", host: str = "127.0.0.1", port: int = 0):
+    """A ServerThread (not started) serving `engine` under the model's name; use it with `with`."""
+    from aiworkbook.serving.server import ServerThread, make_app
+
+    return ServerThread(make_app(name or engine.spec.name, engine=engine), host, port, engine=engine)
+
+
+def predicted_kv_bytes(spec: Any, sequences: int, context: int, dtype: str = "fp32") -> int:
+    """The sizing engine's kv_cache for `sequences` sequences of `context` tokens (whole blocks)."""
+    from aiworkbook.sizing.memory import kv_bytes
+
+    return int(kv_bytes(spec, infer_workload(sequences, context, dtype), sequences, context))

@@ -1,0 +1,244 @@
+"""The embedded server's engine: one worker thread, a waiting queue with a bound, a block-based KV
+pool and two schedulers.
+
+- static: wait for `max_batch` requests (or `batch_timeout_s` after the first), run that batch until
+  its longest sequence finishes; newcomers wait for the next batch.
+- continuous: every iteration admit waiting sequences while slots and KV blocks last, prefill them,
+  then one decode step for every running sequence (Orca / vLLM iteration-level scheduling).
+
+Admission control: a sequence reserves the blocks of prompt + max_tokens when admitted, so a running
+sequence never runs out of KV mid-decode (no OOM, no preemption); when slots or blocks run out
+requests wait, and past `max_queue` waiting they are refused (the server answers HTTP 429).
+Tokens go back to each request's asyncio queue through `loop.call_soon_threadsafe`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.serving.pool import BlockPool, blocks_for
+
+SCHEDULERS = ("static", "continuous")
+
+
+class Rejected(Exception):
+    """The waiting queue is full (HTTP 429) or the request can never fit the pool (HTTP 400)."""
+
+    def __init__(self, reason: str, status: int = 429) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+@dataclass
+class Sequence:
+    id: int
+    prompt_len: int
+    max_tokens: int
+    emit: Any  # emit(kind, payload): called from the engine thread, thread-safe
+    prompt_words: list[str] = field(default_factory=list)
+    generated: int = 0
+    blocks: list[int] = field(default_factory=list)  # KV block ids, reserved for prompt + max_tokens
+    arrived: float = field(default_factory=time.perf_counter)
+    cancelled: bool = False
+    told: bool = False  # the client has its 'done' (static batching tells it before the batch ends)
+
+    @property
+    def done(self) -> bool:
+        return self.generated >= self.max_tokens
+
+
+class Engine:
+    def __init__(
+        self,
+        backend: Any,
+        pool: BlockPool,
+        *,
+        scheduler: str = "continuous",
+        max_batch: int = 16,
+        max_queue: int = 64,
+        batch_timeout_s: float = 0.05,
+        max_context: int | None = None,
+    ) -> None:
+        if scheduler not in SCHEDULERS:
+            raise SpecError("scheduler", scheduler, ", ".join(SCHEDULERS))
+        if max_batch < 1:
+            raise SpecError("max_batch", max_batch, ">= 1")
+        if max_queue < 0:
+            raise SpecError("max_queue", max_queue, ">= 0")
+        self.backend, self.pool, self.scheduler = backend, pool, scheduler
+        self.max_batch, self.max_queue, self.batch_timeout_s = max_batch, max_queue, batch_timeout_s
+        self.max_context = max_context
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.counters = {
+            "admitted": 0,
+            "finished": 0,
+            "rejected": 0,
+            "iterations": 0,
+            "tokens": 0,
+            "peak_running": 0,
+        }
+        self._ids = itertools.count()
+        self._cv = threading.Condition()
+        self._stop = False
+        self._thread = threading.Thread(target=self._loop, name="aiworkbook-serve-engine", daemon=True)
+        self.error: str = ""
+
+    # -- outside API (any thread) ---------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cv:
+            self._stop = True
+            self._cv.notify_all()
+        self._thread.join(timeout=10)
+
+    def submit(
+        self, prompt_len: int, max_tokens: int, emit, prompt_words: list[str] | None = None
+    ) -> Sequence:
+        """Queue a sequence, or raise Rejected (429: queue full; 400: larger than the pool or context)."""
+        need = blocks_for(prompt_len + max_tokens, self.pool.block_size)
+        if need > self.pool.num_blocks:
+            raise Rejected(
+                f"prompt + max_tokens = {prompt_len + max_tokens} tokens needs {need} KV blocks; "
+                f"the pool has {self.pool.num_blocks}",
+                400,
+            )
+        if self.max_context is not None and prompt_len + max_tokens > self.max_context:
+            raise Rejected(f"prompt + max_tokens exceeds the model's context of {self.max_context}", 400)
+        seq = Sequence(next(self._ids), prompt_len, max_tokens, emit, prompt_words or [])
+        with self._cv:
+            if len(self.waiting) >= self.max_queue:
+                self.counters["rejected"] += 1
+                raise Rejected(f"queue full ({self.max_queue} waiting)")
+            self.waiting.append(seq)
+            self._cv.notify_all()
+        return seq
+
+    def cancel(self, seq: Sequence) -> None:
+        """The client went away: stop generating for it (its blocks are released at the next step)."""
+        seq.cancelled = True
+
+    def reset_peaks(self) -> None:
+        """Start a new measurement window for the peaks (KV blocks, running sequences)."""
+        with self._cv:
+            self.pool.reset_peak()
+            self.counters["peak_running"] = len(self.running)
+
+    def stats(self) -> dict[str, Any]:
+        with self._cv:
+            return {
+                "scheduler": self.scheduler,
+                "backend": self.backend.name,
+                "running": len(self.running),
+                "waiting": len(self.waiting),
+                "max_batch": self.max_batch,
+                "max_queue": self.max_queue,
+                **self.counters,
+                **self.pool.to_dict(),
+            }
+
+    # -- the worker -----------------------------------------------------------------------------
+    def _admit(self, limit: int) -> list[Sequence]:
+        new: list[Sequence] = []
+        with self._cv:
+            while self.waiting and len(self.running) + len(new) < limit:
+                seq = self.waiting[0]
+                if seq.cancelled:
+                    self.waiting.popleft()
+                    continue
+                need = blocks_for(seq.prompt_len + seq.max_tokens, self.pool.block_size)
+                ids = self.pool.try_reserve(need)
+                if ids is None:
+                    break  # FIFO: the head waits for blocks, nobody overtakes it
+                seq.blocks = ids
+                self.waiting.popleft()
+                new.append(seq)
+            self.counters["admitted"] += len(new)
+        return new
+
+    def _finish(self, seq: Sequence, reason: str) -> None:
+        self.pool.release(seq.blocks)
+        seq.blocks = []
+        self.backend.release(seq)
+        self.counters["finished"] += 1
+        self._tell(seq, reason)
+
+    @staticmethod
+    def _tell(seq: Sequence, reason: str) -> None:
+        if not seq.cancelled and not seq.told:
+            seq.told = True
+            seq.emit("done", reason)
+
+    def _emit_tokens(self, seqs: list[Sequence], toks: list[int]) -> None:
+        for s, t in zip(seqs, toks, strict=True):
+            if s.done or s.cancelled:
+                continue
+            s.generated += 1
+            self.counters["tokens"] += 1
+            s.emit("token", t)
+
+    def _ready_for_static_batch(self) -> bool:
+        if not self.waiting:
+            return False
+        if len(self.waiting) >= self.max_batch:
+            return True
+        return time.perf_counter() - self.waiting[0].arrived >= self.batch_timeout_s
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                with self._cv:
+                    while not self._stop and not self.running:
+                        if self.scheduler == "continuous" and self.waiting:
+                            break
+                        if self.scheduler == "static" and self._ready_for_static_batch():
+                            break
+                        self._cv.wait(timeout=self.batch_timeout_s / 4 if self.waiting else 0.1)
+                    if self._stop:
+                        break
+                if self.scheduler == "continuous" or not self.running:
+                    new = self._admit(self.max_batch)
+                    if new:
+                        self._emit_tokens(new, self.backend.prefill(new))
+                        self.running.extend(new)
+                        self.counters["peak_running"] = max(self.counters["peak_running"], len(self.running))
+                self._step()
+        except Exception as exc:  # a backend failure: every request gets an error, the server stays up
+            self.error = f"{type(exc).__name__}: {exc}"
+            for s in [*self.running, *self.waiting]:
+                s.emit("error", self.error)
+        finally:
+            for s in [*self.running, *self.waiting]:
+                try:
+                    s.emit("error", "server stopping")
+                except Exception:  # a listener gone with its event loop must not kill the shutdown
+                    pass
+
+    def _step(self) -> None:
+        for s in [s for s in self.running if s.cancelled]:
+            self.running.remove(s)
+            self._finish(s, "cancelled")
+        active = [s for s in self.running if not s.done]
+        if active:
+            self._emit_tokens(active, self.backend.decode(active))
+            self.counters["iterations"] += 1
+        if self.scheduler == "continuous":
+            for s in [s for s in self.running if s.done]:
+                self.running.remove(s)
+                self._finish(s, "length")
+        elif all(s.done for s in self.running):  # static: the batch ends with its longest sequence
+            for s in self.running:
+                self._finish(s, "length")
+            self.running = []
+        else:  # static: finished sequences are done for the client, their slot stays idle
+            for s in self.running:
+                if s.done:
+                    self._tell(s, "length")

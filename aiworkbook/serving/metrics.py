@@ -1,0 +1,149 @@
+"""Per-request timings and the run's latency metrics, with vLLM's and MLPerf LoadGen's definitions.
+
+Every latency counts from the request's *scheduled* arrival (no coordinated omission); the queue
+time (scheduled -> actually sent) is reported apart. TTFT = first content chunk - scheduled;
+TPOT = (E2E - TTFT) / (output tokens - 1); ITL per token (a chunk carrying n tokens splits its gap
+into n equal parts); percentiles over the pooled raw samples, never averaged percentiles.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+PERCENTILES = (50, 90, 95, 99)
+
+
+@dataclass
+class RequestRecord:
+    """One request: when it was scheduled, sent, when each content chunk arrived and how many tokens
+    it carried, and how it ended (`error` is None on success, else a kind such as 'http-429')."""
+
+    scheduled: float
+    sent: float = 0.0
+    chunks: list[tuple[float, int]] = field(default_factory=list)  # (arrival time, tokens in chunk)
+    end: float = 0.0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    usage_tokens: int | None = None
+    error: str | None = None
+    detail: str = ""
+    warmup: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.chunks)
+
+    @property
+    def tokens(self) -> int:
+        """Output tokens: the server's usage count when it sent one, else the tokens seen in chunks."""
+        return self.usage_tokens if self.usage_tokens is not None else sum(n for _, n in self.chunks)
+
+    @property
+    def queue_s(self) -> float:
+        return max(0.0, self.sent - self.scheduled)
+
+    @property
+    def ttft_s(self) -> float:
+        return self.chunks[0][0] - self.scheduled
+
+    @property
+    def e2e_s(self) -> float:
+        return self.end - self.scheduled
+
+    @property
+    def tpot_s(self) -> float | None:
+        n = self.tokens
+        return (self.e2e_s - self.ttft_s) / (n - 1) if n > 1 else None
+
+    def itls(self) -> list[float]:
+        """Per-token inter-token latencies: each chunk's gap divided by the tokens it carried."""
+        out: list[float] = []
+        for (t0, _), (t1, n) in zip(self.chunks, self.chunks[1:], strict=False):
+            n = max(1, n)
+            out.extend([(t1 - t0) / n] * n)
+        return out
+
+
+def percentiles(values: list[float]) -> dict[str, Any]:
+    """p50/p90/p95/p99, mean and the sample count over pooled raw samples (None when empty)."""
+    if not values:
+        return {"n": 0, "mean": None, **{f"p{p}": None for p in PERCENTILES}}
+    x = np.asarray(values, dtype=float)
+    q = np.percentile(x, PERCENTILES)
+    return {
+        "n": int(x.size),
+        "mean": float(x.mean()),
+        **{f"p{p}": float(v) for p, v in zip(PERCENTILES, q, strict=True)},
+    }
+
+
+def summarize_run(
+    records: list[RequestRecord],
+    *,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    duration_s: float | None = None,
+) -> dict[str, Any]:
+    """The run's metrics over measured (non-warm-up) requests. Duration: first scheduled arrival to
+    the last response end, unless given. Goodput = requests meeting every SLO given, per second."""
+    recs = [r for r in records if not r.warmup]
+    ok = [r for r in recs if r.ok]
+    errors = Counter(r.error or "no-content" for r in recs if not r.ok)
+    if duration_s is None:
+        ends = [r.end for r in recs if r.end]
+        duration_s = (max(ends) - min(r.scheduled for r in recs)) if recs and ends else 0.0
+    out_tokens = sum(r.tokens for r in ok)
+    in_tokens = sum(r.prompt_tokens for r in ok)
+    tpots = [t for r in ok if (t := r.tpot_s) is not None]
+    good = [
+        r
+        for r in ok
+        if (slo_ttft_s is None or r.ttft_s <= slo_ttft_s)
+        and (slo_tpot_s is None or (r.tpot_s is None or r.tpot_s <= slo_tpot_s))
+    ]
+    per_s = (lambda v: v / duration_s) if duration_s > 0 else (lambda v: None)
+    return {
+        "requests": len(recs),
+        "completed": len(ok),
+        "errors": dict(sorted(errors.items())),
+        "rejected": int(errors.get("http-429", 0)),
+        "duration_s": duration_s,
+        "input_tokens": in_tokens,
+        "output_tokens": out_tokens,
+        "request_throughput": per_s(len(ok)),
+        "output_throughput_tok_s": per_s(out_tokens),
+        "total_throughput_tok_s": per_s(out_tokens + in_tokens),
+        "goodput_req_s": per_s(len(good)) if (slo_ttft_s or slo_tpot_s) else None,
+        "slo": {"ttft_s": slo_ttft_s, "tpot_s": slo_tpot_s},
+        "ttft_s": percentiles([r.ttft_s for r in ok]),
+        "tpot_s": percentiles(tpots),
+        "itl_s": percentiles([x for r in ok for x in r.itls()]),
+        "e2e_s": percentiles([r.e2e_s for r in ok]),
+        "queue_s": percentiles([r.queue_s for r in recs if r.sent]),
+    }
+
+
+def sweep_row(load: float, summary: dict[str, Any]) -> dict[str, Any]:
+    """One row of details['sweep'] (the keys charts.latency_chart reads), plus counts and errors."""
+    t, p = summary["ttft_s"], summary["tpot_s"]
+    return {
+        "load": load,
+        "p50_ttft_s": t["p50"],
+        "p95_ttft_s": t["p95"],
+        "p99_ttft_s": t["p99"],
+        "p50_tpot_s": p["p50"],
+        "p95_tpot_s": p["p95"],
+        "p99_tpot_s": p["p99"],
+        "throughput_tok_s": summary["output_throughput_tok_s"],
+        "request_throughput": summary["request_throughput"],
+        "goodput_req_s": summary["goodput_req_s"],
+        "p99_e2e_s": summary["e2e_s"]["p99"],
+        "p95_queue_s": summary["queue_s"]["p95"],
+        "n": t["n"],
+        "requests": summary["requests"],
+        "errors": summary["errors"],
+    }

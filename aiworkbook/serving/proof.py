@@ -1,0 +1,459 @@
+"""The serving proof: latency under load against an OpenAI-compatible server (the embedded one by
+default), with the KV pool's peak next to the sizing estimate.
+
+Per load point (concurrency or arrival rate): TTFT / TPOT / ITL / E2E percentiles over pooled raw
+samples, throughput, goodput under the SLO, errors by kind; a knee detector on p99 TTFT vs load;
+with an SLO, the most load that meets it by bisection. On the embedded server also: static vs
+continuous batching on the same mixed-length load, and a context-length sweep at fixed concurrency
+(KV growth, TPOT growth, the context where the pool runs out next to the estimate).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.registry import Plan
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.serving.client import Load, Target, run_load_sync
+from aiworkbook.serving.knee import bisect_load, find_knee
+from aiworkbook.serving.metrics import summarize_run, sweep_row
+
+TOLERANCE = 0.10
+SWEEP_KINDS = ("concurrency", "rate")
+
+
+def defaults(quick: bool) -> dict[str, Any]:
+    if quick:
+        return {
+            "loads": (1, 2, 4, 8),
+            "requests": 16,
+            "prompt_tokens": 32,
+            "output_tokens": 16,
+            "contexts": (32, 96, 224),
+            "context_concurrency": 4,
+        }
+    return {
+        "loads": (1, 2, 4, 8, 16, 32),
+        "requests": 48,
+        "prompt_tokens": 64,
+        "output_tokens": 32,
+        "contexts": (64, 192, 448, 960),
+        "context_concurrency": 8,
+    }
+
+
+def _settings(inputs: dict[str, Any]) -> dict[str, Any]:
+    quick = bool(inputs.get("quick", False))
+    d = defaults(quick)
+    rate, conc, sweep = inputs.get("rate"), inputs.get("concurrency"), inputs.get("sweep")
+    kind = inputs.get("sweep_kind") or ("rate" if rate is not None and conc is None else "concurrency")
+    if kind not in SWEEP_KINDS:
+        raise SpecError("sweep_kind", kind, ", ".join(SWEEP_KINDS))
+    if sweep:
+        loads = tuple(float(x) if kind == "rate" else int(x) for x in sweep)
+    elif kind == "rate" and rate is not None:
+        loads = (float(rate),)
+    elif conc is not None:
+        loads = (int(conc),)
+    else:
+        loads = d["loads"]
+    for x in loads:
+        if not x > 0:
+            raise SpecError("sweep", x, "loads > 0")
+    scheduler = inputs.get("scheduler") or "continuous"
+    if scheduler not in ("static", "continuous"):
+        raise SpecError("scheduler", scheduler, "static, continuous")
+    out = {
+        "quick": quick,
+        "kind": kind,
+        "loads": loads,
+        "scheduler": scheduler,
+        "requests": int(inputs.get("requests") or d["requests"]),
+        "prompt_tokens": int(inputs.get("prompt_tokens") or d["prompt_tokens"]),
+        "output_tokens": int(inputs.get("output_tokens") or d["output_tokens"]),
+        "slo_ttft_s": inputs["slo_ttft_ms"] / 1e3 if inputs.get("slo_ttft_ms") else None,
+        "slo_tpot_s": inputs["slo_tpot_ms"] / 1e3 if inputs.get("slo_tpot_ms") else None,
+        "rate": rate if kind == "concurrency" else None,
+        "concurrency": conc if kind == "rate" else None,
+        "burstiness": float(inputs.get("burstiness") or 1.0),
+        "contexts": d["contexts"],
+        "context_concurrency": d["context_concurrency"],
+        "compare": inputs.get("compare", True),
+        "context_sweep": inputs.get("context_sweep", True),
+    }
+    for key in ("requests", "prompt_tokens", "output_tokens"):
+        if out[key] < 1:
+            raise SpecError(key, out[key], ">= 1")
+    return out
+
+
+def plan(**inputs: Any) -> Plan:
+    """What the proof will run and the KV bytes the estimate predicts at the heaviest load."""
+    s = _settings(inputs)
+    target = inputs.get("target")
+    points = len(s["loads"])
+    notes = [f"{s['kind']} sweep {list(s['loads'])}, {s['requests']} requests per point"]
+    if target:
+        return Plan(
+            "serving",
+            "remote",
+            None,
+            "",
+            "s",
+            {"target": target, **_plan_sizes(s)},
+            None,
+            None,
+            tuple(notes + ["a remote server: no KV estimate to compare, verdict info"]),
+        )
+    from aiworkbook.proofs.device import resolve_device
+    from aiworkbook.serving.embedded import predicted_kv_bytes
+    from aiworkbook.specs import load_model
+
+    spec = load_model(inputs.get("model") or "tiny-llama")
+    dev = resolve_device(inputs.get("device") or "auto").device
+    predicted, label = None, ""
+    if s["kind"] == "concurrency":
+        c = int(max(s["loads"]))
+        predicted = float(predicted_kv_bytes(spec, c, s["prompt_tokens"] + s["output_tokens"]))
+        label = f"kv_cache of {c} sequences x {s['prompt_tokens'] + s['output_tokens']} tokens"
+    rough = (
+        points * (2.0 if s["quick"] else 6.0)
+        + (8.0 if s["compare"] else 0)
+        + (6.0 if s["context_sweep"] else 0)
+    )
+    return Plan(
+        "serving",
+        dev,
+        predicted,
+        label,
+        "B",
+        {"model": spec.name, **_plan_sizes(s)},
+        True,
+        rough,
+        tuple(notes),
+    )
+
+
+def _plan_sizes(s: dict[str, Any]) -> dict[str, Any]:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()}
+
+
+@contextlib.contextmanager
+def _telemetry() -> Iterator[dict[str, Any]]:
+    """The shared sampler's summary of this window (utilisation, memory, power, throttling)."""
+    out: dict[str, Any] = {}
+    sub = None
+    t0 = time.monotonic()
+    try:
+        from aiworkbook.telemetry import get_sampler
+
+        sampler = get_sampler()
+        sub = sampler.subscribe(lambda batch: None, interval=0.5)
+    except Exception as exc:  # telemetry never stops a proof
+        out["na"] = f"{type(exc).__name__}: {exc}"
+    try:
+        yield out
+    finally:
+        if sub is not None:
+            try:
+                sub.close()
+                out.update(sampler.window(since=t0).summary())
+            except Exception as exc:
+                out["na"] = f"{type(exc).__name__}: {exc}"
+
+
+def _measure(url: str, name: str, load: Load, control: Control, s: dict[str, Any], msg: str, api: str):
+    def on_done(done: int, total: int) -> None:
+        if control.progress is not None:
+            with contextlib.suppress(Exception):
+                control.progress(control.done, control.total, f"{msg}: {done}/{total} requests")
+
+    target = Target(url, name, api=api, continuous_usage=True)
+    records = run_load_sync(target, load, on_done=on_done, stop=lambda: control.cancelled)
+    control.check(msg)
+    return summarize_run(records, slo_ttft_s=s["slo_ttft_s"], slo_tpot_s=s["slo_tpot_s"])
+
+
+def _load_at(s: dict[str, Any], x: float, **over: Any) -> Load:
+    kw: dict[str, Any] = dict(
+        requests=s["requests"],
+        prompt_tokens=s["prompt_tokens"],
+        output_tokens=s["output_tokens"],
+        burstiness=s["burstiness"],
+        warmup=1,
+    )
+    if s["kind"] == "rate":
+        kw.update(rate=float(x), concurrency=s["concurrency"])
+    else:
+        kw.update(concurrency=int(x), rate=s["rate"])
+    kw.update(over)
+    return Load(**kw)
+
+
+def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
+    """Sweep the load, find the knee (and the SLO's load), compare schedulers, sweep the context."""
+    s = _settings(inputs)
+    target_url = inputs.get("target")
+    api = inputs.get("api") or "completions"
+    flags: set[str] = {F.QUEUE_TIME_INCLUDED} if s["kind"] == "rate" or s["rate"] else set()
+    notes: list[str] = []
+    details: dict[str, Any] = {"kind": s["kind"]}
+    steps = len(s["loads"]) + (1 if s["slo_ttft_s"] or s["slo_tpot_s"] else 0)
+    embedded = not target_url
+    if embedded:
+        steps += (2 if s["compare"] else 0) + (len(s["contexts"]) if s["context_sweep"] else 0)
+    spec = dev = None
+    engine = None
+    stack = contextlib.ExitStack()
+    with stack:
+        if embedded:
+            from aiworkbook.proofs.device import resolve_device
+            from aiworkbook.serving.embedded import build_engine, embedded_server
+
+            choice = resolve_device(inputs.get("device") or "auto")
+            dev = choice.device
+            flags.update(choice.flags)
+            engine = build_engine(
+                inputs.get("model") or "tiny-llama",
+                backend=inputs.get("backend") or "torch",
+                scheduler=s["scheduler"],
+                max_batch=int(inputs.get("max_batch") or 16),
+                kv_budget_bytes=inputs.get("kv_budget_bytes"),
+                device=dev,
+                step_s=float(inputs.get("synthetic_step_s") or 0.01),
+            )
+            spec = engine.spec
+            server = stack.enter_context(embedded_server(engine))
+            url, name = server.url, spec.name
+            notes.append(
+                f"embedded server on {url} ({engine.backend.name} backend, {s['scheduler']} batching, "
+                f"max batch {engine.max_batch}, KV pool {engine.pool.num_blocks} blocks of "
+                f"{engine.pool.block_size} tokens = {engine.pool.to_dict()['kv_bytes_total']} B)"
+            )
+        else:
+            url, name, dev = str(target_url), inputs.get("served_model") or "default", "remote"
+            notes.append(
+                f"target {url}, model {name}; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set"
+            )
+        rows: list[dict[str, Any]] = []
+        kv_at: dict[float, dict[str, Any]] = {}
+        done = 0
+        with _telemetry() as telemetry:
+            for x in s["loads"]:
+                msg = f"{s['kind']} {x}"
+                control.step(done, steps, msg)
+                if engine is not None:
+                    engine.reset_peaks()
+                summary = _measure(url, name, _load_at(s, x), control, s, msg, api)
+                row = sweep_row(x, summary)
+                if engine is not None:
+                    st = engine.stats()
+                    row.update(kv_bytes_peak=st["kv_bytes_peak"], peak_running=st["peak_running"])
+                    kv_at[x] = st
+                rows.append(row)
+                done += 1
+            knee = find_knee(rows, "p99_ttft_s")
+            details.update(sweep=rows, knee=knee)
+            if s["slo_ttft_s"] or s["slo_tpot_s"]:
+                control.step(done, steps, "bisection against the SLO")
+                details["slo_search"] = _slo_search(url, name, s, control, api)
+                done += 1
+            if embedded and s["compare"]:
+                details["schedulers"] = _compare(inputs, s, control, done, steps, api, dev)
+                done += 2
+            if embedded and s["context_sweep"]:
+                details["context_sweep"] = _context_sweep(inputs, s, control, done, steps, api, dev)
+                done += len(s["contexts"])
+        details["telemetry"] = telemetry
+        if engine is not None:
+            details["server"] = engine.stats()
+    control.step(steps, steps, "done")
+    if knee is not None:
+        notes.append(f"the tail bends after {s['kind']} {knee}: p99 TTFT grows {2.0:g}x faster beyond it")
+    else:
+        notes.append("no knee in this sweep: p99 TTFT did not bend")
+    n = sum(r["n"] for r in rows)
+    notes.append(
+        f"percentiles over pooled raw samples: {n} requests in all; p99 from fewer than ~270k samples "
+        "is indicative, not MLPerf-grade"
+    )
+    measured = predicted = None
+    label = ""
+    if embedded and s["kind"] == "concurrency" and spec is not None and engine is not None:
+        from aiworkbook.serving.embedded import predicted_kv_bytes
+
+        c = max(s["loads"])
+        measured = float(kv_at[c]["kv_bytes_peak"])
+        predicted = float(
+            predicted_kv_bytes(spec, min(int(c), engine.max_batch), s["prompt_tokens"] + s["output_tokens"])
+        )
+        label = f"kv_cache of {min(int(c), engine.max_batch)} sequences x {s['prompt_tokens'] + s['output_tokens']} tokens"
+        notes.append(
+            "measured = the KV pool's peak reserved bytes at the heaviest load (blocks for prompt + "
+            "max_tokens per running sequence); predicted = the sizing engine's kv_cache"
+        )
+        flags.add(F.ACCOUNTED)
+    samples = [r["p99_ttft_s"] for r in rows if r["p99_ttft_s"] is not None]
+    result_inputs: dict[str, Any] = {
+        k: v for k, v in inputs.items() if isinstance(v, str | int | float | bool | type(None))
+    }
+    result_inputs.update(kind=s["kind"], loads=list(s["loads"]), requests=s["requests"])
+    return ProofResult(
+        proof="serving",
+        device=str(dev),
+        inputs=result_inputs,
+        measured=measured,
+        unit="B",
+        predicted=predicted,
+        predicted_label=label,
+        tolerance=TOLERANCE,
+        verdict="" if measured is not None else "info",
+        samples=samples,
+        flags=sorted(flags),
+        environment=_environment(dev),
+        details=details,
+        notes=notes,
+    )
+
+
+def _environment(dev: Any) -> dict[str, Any]:
+    from aiworkbook.proofs.environment import capture
+
+    return capture(dev if dev in ("cpu", "cuda") else "cpu")
+
+
+def _slo_search(url: str, name: str, s: dict[str, Any], control: Control, api: str) -> dict[str, Any]:
+    """The most load whose p95 TTFT and p95 TPOT meet the SLO, by bisection over the sweep's range."""
+    probes: list[dict[str, Any]] = []
+
+    def meets(x: float) -> bool:
+        sm = _measure(url, name, _load_at(s, x), control, s, f"SLO probe at {x:g}", api)
+        t, p = sm["ttft_s"]["p95"], sm["tpot_s"]["p95"]
+        ok = (
+            sm["completed"] > 0
+            and (s["slo_ttft_s"] is None or (t is not None and t <= s["slo_ttft_s"]))
+            and (s["slo_tpot_s"] is None or (p is None or p <= s["slo_tpot_s"]))
+        )
+        probes.append(
+            {
+                "load": x,
+                "p95_ttft_s": t,
+                "p95_tpot_s": p,
+                "met": ok,
+                "throughput_tok_s": sm["output_throughput_tok_s"],
+            }
+        )
+        return ok
+
+    lo, hi = min(s["loads"]), max(s["loads"])
+    best, _ = bisect_load(meets, lo, hi, steps=2 if s["quick"] else 5, integer=s["kind"] == "concurrency")
+    tput = next((p["throughput_tok_s"] for p in reversed(probes) if p["load"] == best and p["met"]), None)
+    return {
+        "slo": {"ttft_s": s["slo_ttft_s"], "tpot_s": s["slo_tpot_s"]},
+        "max_load": best,
+        "throughput_tok_s_at_max_load": tput,
+        "probes": probes,
+    }
+
+
+def _compare(
+    inputs: dict[str, Any], s: dict[str, Any], control: Control, done: int, steps: int, api: str, dev: Any
+) -> dict[str, Any]:
+    """Static vs continuous batching on the same mixed-length closed-loop load."""
+    from aiworkbook.serving.embedded import build_engine, embedded_server
+
+    conc = 8 if s["quick"] else 16
+    out: dict[str, Any] = {"concurrency": conc, "length_dist": "uniform +-90 %"}
+    for i, sched in enumerate(("static", "continuous")):
+        control.step(done + i, steps, f"{sched} batching at concurrency {conc}")
+        eng = build_engine(
+            inputs.get("model") or "tiny-llama",
+            backend=inputs.get("backend") or "torch",
+            scheduler=sched,
+            max_batch=conc,
+            kv_budget_bytes=inputs.get("kv_budget_bytes"),
+            device=dev,
+        )
+        load = Load(
+            requests=max(2 * conc, s["requests"]),
+            concurrency=conc,
+            prompt_tokens=s["prompt_tokens"],
+            output_tokens=s["output_tokens"],
+            length_dist="uniform",
+            length_spread=0.9,
+            warmup=1,
+        )
+        with embedded_server(eng) as srv:
+            sm = _measure(srv.url, eng.spec.name, load, control, s, f"{sched} batching", api)
+        out[sched] = sweep_row(conc, sm) | {"iterations": eng.counters["iterations"]}
+    st, co = out["static"]["throughput_tok_s"], out["continuous"]["throughput_tok_s"]
+    out["throughput_ratio"] = co / st if st and co else None
+    return out
+
+
+def _context_sweep(
+    inputs: dict[str, Any], s: dict[str, Any], control: Control, done: int, steps: int, api: str, dev: Any
+) -> dict[str, Any]:
+    """Fixed concurrency, growing prompts, a pool sized to run out before the longest context: KV peak,
+    TPOT, and the sequences that ran at once, next to the estimate's capacity at each context."""
+    from aiworkbook.serving.embedded import (
+        build_engine,
+        embedded_server,
+        kv_bytes_per_token,
+        predicted_capacity,
+    )
+    from aiworkbook.specs import load_model
+
+    spec = load_model(inputs.get("model") or "tiny-llama")
+    conc, out_tok, ctxs = s["context_concurrency"], s["output_tokens"], s["contexts"]
+    # the pool holds `conc` sequences of the second-longest context: the longest must run out
+    budget = conc * (ctxs[-2] + out_tok) * kv_bytes_per_token(spec, "fp32" if dev == "cpu" else "bf16")
+    eng = build_engine(
+        spec,
+        backend=inputs.get("backend") or "torch",
+        scheduler="continuous",
+        max_batch=conc,
+        kv_budget_bytes=budget,
+        device=dev,
+    )
+    rows = []
+    with embedded_server(eng) as srv:
+        for i, ctx in enumerate(ctxs):
+            control.step(done + i, steps, f"context {ctx} at concurrency {conc}")
+            eng.reset_peaks()
+            load = Load(
+                requests=2 * conc, concurrency=conc, prompt_tokens=ctx, output_tokens=out_tok, warmup=0
+            )
+            sm = _measure(srv.url, spec.name, load, control, s, f"context {ctx}", api)
+            st = eng.stats()
+            cap = predicted_capacity(spec, budget, ctx + out_tok, "fp32" if dev == "cpu" else "bf16")
+            rows.append(
+                {
+                    "context": ctx + out_tok,
+                    "prompt_tokens": ctx,
+                    "kv_bytes_peak": st["kv_bytes_peak"],
+                    "peak_running": st["peak_running"],
+                    "capacity_predicted": min(cap, conc),
+                    "pool_runs_out": st["peak_running"] < conc,
+                    "predicted_runs_out": cap < conc,
+                    "p50_tpot_s": sm["tpot_s"]["p50"],
+                    "p95_ttft_s": sm["ttft_s"]["p95"],
+                    "p95_queue_s": sm["queue_s"]["p95"],
+                    "errors": sm["errors"],
+                }
+            )
+    first = next((r["context"] for r in rows if r["pool_runs_out"]), None)
+    pred = next((r["context"] for r in rows if r["predicted_runs_out"]), None)
+    return {
+        "concurrency": conc,
+        "kv_budget_bytes": budget,
+        "rows": rows,
+        "runs_out_at_context": first,
+        "predicted_runs_out_at_context": pred,
+    }

@@ -1,0 +1,320 @@
+"""The embedded OpenAI-compatible streaming server (aiohttp.web) on a loopback address.
+
+`POST /v1/completions` and `/v1/chat/completions` (streaming server-sent events ending with
+`data: [DONE]`, `stream_options.include_usage`, vLLM's `continuous_usage_stats`; `ignore_eos` and
+`min_tokens` accepted: this server always generates exactly `max_tokens`), `GET /v1/models`,
+`GET /kv` (the engine's KV pool and queue as JSON) and `GET /metrics` (the same as OpenMetrics text).
+
+Behind it either the Engine (a model behind a scheduler and a KV pool) or `FixedDelay`, a stand-in
+that answers every request after a planted time to first token and inter-token gap, with optional
+faults (a stream dropped mid-way, a malformed event): the ground truth the load generator is tested
+against.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from aiworkbook.errors import SpecError
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+FAULTS = ("drop", "malformed")
+
+
+@dataclass(frozen=True)
+class FixedDelay:
+    """A stand-in model: first token after `ttft_s`, then one chunk of `chunk_tokens` tokens every
+    `itl_s * chunk_tokens`; `fault` ('drop' or 'malformed') strikes after `fault_after` chunks."""
+
+    ttft_s: float = 0.01
+    itl_s: float = 0.005
+    chunk_tokens: int = 1
+    fault: str | None = None
+    fault_after: int = 2
+
+
+def _prompt_words(body: dict[str, Any], chat: bool) -> list[str]:
+    if chat:
+        msgs = body.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            raise SpecError("messages", msgs, "a non-empty list of {role, content}")
+        text = " ".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
+    else:
+        prompt = body.get("prompt", "")
+        text = " ".join(map(str, prompt)) if isinstance(prompt, list) else str(prompt)
+    return text.split() or ["<empty>"]
+
+
+def _max_tokens(body: dict[str, Any]) -> int:
+    v = body.get("max_tokens", body.get("max_completion_tokens", 16))
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise SpecError("max_tokens", v, "an integer >= 1")
+    return v
+
+
+class _Stream:
+    """Writes OpenAI-style chunks for one request."""
+
+    def __init__(self, resp: web.StreamResponse, model: str, chat: bool, body: dict[str, Any], prompt: int):
+        opts = body.get("stream_options") or {}
+        self.resp, self.model, self.chat, self.prompt = resp, model, chat, prompt
+        self.usage = bool(opts.get("include_usage"))
+        self.continuous = bool(opts.get("continuous_usage_stats"))
+        self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:16]
+        self.created = int(time.time())
+        self.tokens = 0
+
+    def _usage(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt,
+            "completion_tokens": self.tokens,
+            "total_tokens": self.prompt + self.tokens,
+        }
+
+    def _chunk(self, text: str | None, finish: str | None) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
+        if self.chat:
+            choice["delta"] = {"content": text} if text is not None else {}
+        else:
+            choice["text"] = text or ""
+        obj = "chat.completion.chunk" if self.chat else "text_completion"
+        d = {"id": self.id, "object": obj, "created": self.created, "model": self.model, "choices": [choice]}
+        if self.continuous and self.usage:
+            d["usage"] = self._usage()
+        return d
+
+    async def send(self, obj: dict[str, Any] | str) -> None:
+        data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
+        await self.resp.write(f"data: {data}\n\n".encode())
+
+    async def tokens_out(self, text: str, n: int) -> None:
+        self.tokens += n
+        await self.send(self._chunk(text, None))
+
+    async def finish(self, reason: str) -> None:
+        await self.send(self._chunk(None if self.chat else "", reason))
+        if self.usage:
+            obj = "chat.completion.chunk" if self.chat else "text_completion"
+            await self.send(
+                {
+                    "id": self.id,
+                    "object": obj,
+                    "created": self.created,
+                    "model": self.model,
+                    "choices": [],
+                    "usage": self._usage(),
+                }
+            )
+        await self.send("[DONE]")
+
+
+def _error(status: int, message: str, kind: str) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
+
+
+def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = None) -> web.Application:
+    """The aiohttp application: an Engine or a FixedDelay stand-in behind the OpenAI routes."""
+    if (engine is None) == (fixed is None):
+        raise SpecError("backend", "engine and fixed", "exactly one of an Engine or a FixedDelay")
+    app = web.Application()
+
+    async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
+        try:
+            body = await request.json()
+            if not isinstance(body, dict):
+                raise SpecError("body", type(body).__name__, "a JSON object")
+            words = _prompt_words(body, chat)
+            max_tokens = _max_tokens(body)
+        except (ValueError, json.JSONDecodeError) as exc:
+            return _error(400, str(exc), "invalid_request_error")
+        if fixed is not None:
+            return await _fixed(request, body, chat, len(words), max_tokens)
+        return await _engine(request, body, chat, words, max_tokens)
+
+    async def _open(request, body, chat, prompt) -> tuple[web.StreamResponse, _Stream]:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        return resp, _Stream(resp, model_name, chat, body, prompt)
+
+    async def _fixed(request, body, chat, prompt, max_tokens) -> web.StreamResponse:
+        assert fixed is not None
+        resp, st = await _open(request, body, chat, prompt)
+        await asyncio.sleep(fixed.ttft_s)
+        sent = chunks = 0
+        while sent < max_tokens:
+            if fixed.fault and chunks >= fixed.fault_after:
+                if fixed.fault == "malformed":
+                    await st.send('{"choices": [{"text": "unterminated')
+                    await st.finish("length")
+                    return resp
+                if request.transport is not None:  # 'drop': the connection dies mid-stream
+                    request.transport.close()
+                return resp
+            if chunks:
+                await asyncio.sleep(fixed.itl_s * fixed.chunk_tokens)
+            n = min(fixed.chunk_tokens, max_tokens - sent)
+            await st.tokens_out(" tok" * n, n)
+            sent += n
+            chunks += 1
+        await st.finish("length")
+        return resp
+
+    async def _engine(request, body, chat, words, max_tokens) -> web.StreamResponse:
+        from aiworkbook.serving.engine import Rejected
+
+        loop = asyncio.get_running_loop()
+        q: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+        def emit(kind: str, payload: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(q.put_nowait, (kind, payload))
+            except RuntimeError:  # the server's loop has closed (shutting down): nobody is listening
+                pass
+
+        try:
+            seq = engine.submit(len(words), max_tokens, emit, words)
+        except Rejected as exc:
+            kind = "rate_limit_exceeded" if exc.status == 429 else "invalid_request_error"
+            return _error(exc.status, str(exc), kind)
+        resp: web.StreamResponse | None = None
+        try:
+            if not body.get("stream"):
+                toks: list[str] = []
+                while (item := await q.get())[0] == "token":
+                    toks.append(f" t{item[1]}")
+                if item[0] == "error":
+                    return _error(500, str(item[1]), "server_error")
+                text = "".join(toks)
+                choice = {"index": 0, "finish_reason": item[1]}
+                choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+                usage = {
+                    "prompt_tokens": len(words),
+                    "completion_tokens": len(toks),
+                    "total_tokens": len(words) + len(toks),
+                }
+                return web.json_response(
+                    {
+                        "id": uuid.uuid4().hex,
+                        "object": "chat.completion" if chat else "text_completion",
+                        "model": model_name,
+                        "choices": [choice],
+                        "usage": usage,
+                    }
+                )
+            resp, st = await _open(request, body, chat, len(words))
+            while True:
+                kind, payload = await q.get()
+                if kind == "token":
+                    await st.tokens_out(f" t{payload}", 1)
+                elif kind == "done":
+                    await st.finish(payload)
+                    return resp
+                else:
+                    await st.send({"error": {"message": str(payload), "type": "server_error"}})
+                    return resp
+        finally:
+            engine.cancel(seq)  # a no-op once finished; stops the work when the client went away
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        return await generate(request, chat=False)
+
+    async def chat_completions(request: web.Request) -> web.StreamResponse:
+        return await generate(request, chat=True)
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": model_name, "object": "model", "owned_by": "aiworkbook"}]}
+        )
+
+    def _stats() -> dict[str, Any]:
+        return engine.stats() if engine is not None else {"backend": "fixed-delay"}
+
+    async def kv(request: web.Request) -> web.Response:
+        return web.json_response(_stats())
+
+    async def metrics(request: web.Request) -> web.Response:
+        from aiworkbook.serving.openmetrics import render
+
+        return web.Response(text=render(_stats()), content_type="text/plain", charset="utf-8")
+
+    app.router.add_post("/v1/completions", completions)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/kv", kv)
+    app.router.add_get("/metrics", metrics)
+
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "engine_error": getattr(engine, "error", "")})
+
+    app.router.add_get("/health", health)
+    return app
+
+
+class ServerThread:
+    """Runs an aiohttp app on `host:port` (port 0: a free one) in a thread with its own event loop;
+    `.url` once started; `.stop()` (or leaving the `with` block) shuts it and the engine down."""
+
+    def __init__(
+        self, app: web.Application, host: str = "127.0.0.1", port: int = 0, engine: Any = None
+    ) -> None:
+        if host not in LOOPBACK:
+            raise SpecError("host", host, "a loopback address (" + ", ".join(LOOPBACK) + ")")
+        self.app, self.host, self.port, self.engine = app, host, port, engine
+        self.loop = asyncio.new_event_loop()
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._exc: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="aiworkbook-serve", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+            self.loop.run_until_complete(self._runner.setup())
+            site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+            self.loop.run_until_complete(site.start())
+            self.port = int(self._runner.addresses[0][1])
+        except BaseException as exc:
+            self._exc = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self._runner.cleanup())
+        self.loop.close()
+
+    def start(self) -> ServerThread:
+        if self.engine is not None:
+            self.engine.start()
+        self._thread.start()
+        self._ready.wait(30)
+        if self._exc is not None:
+            if self.engine is not None:
+                self.engine.stop()
+            raise self._exc
+        return self
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+        if self.engine is not None:
+            self.engine.stop()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

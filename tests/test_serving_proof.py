@@ -1,0 +1,161 @@
+"""The serving proof through the registry (plan, run, cancel), the importers, and the CLI."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs import registry
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.serving.importers import import_results
+
+DATA = Path(__file__).parent / "data"
+ROW_KEYS = (
+    "load",
+    "p50_ttft_s",
+    "p95_ttft_s",
+    "p99_ttft_s",
+    "p50_tpot_s",
+    "p95_tpot_s",
+    "p99_tpot_s",
+    "throughput_tok_s",
+)
+
+
+def test_plan_predicts_the_kv_of_the_heaviest_load_without_running():
+    p = registry.plan("serving", quick=True, sweep=[1, 4])
+    # tiny-llama fp32: 2 KiB per token; 4 sequences of 32 + 16 tokens (three 16-token blocks)
+    assert p.predicted == 4 * 48 * 2048 and p.unit == "B"
+    remote = registry.plan("serving", target="http://127.0.0.1:9", quick=True)
+    assert remote.predicted is None and remote.device == "remote"
+    with pytest.raises(SpecError):
+        registry.plan("serving", scheduler="fifo")
+
+
+def test_run_sweeps_finds_the_planted_knee_and_compares_schedulers(tmp_path):
+    seen = []
+    r = registry.run(
+        "serving",
+        progress=lambda d, t, m: seen.append((d, t, m)),
+        quick=True,
+        backend="synthetic",
+        max_batch=2,  # the planted knee: beyond 2 in flight, requests queue for a whole request
+        synthetic_step_s=0.002,
+        sweep=[1, 2, 4, 8],
+        requests=8,
+        output_tokens=32,
+        context_sweep=False,
+        slo_ttft_ms=60.0,
+    )
+    rows = r.details["sweep"]
+    assert [x["load"] for x in rows] == [1, 2, 4, 8]
+    assert all(k in x for x in rows for k in ROW_KEYS)
+    assert r.details["knee"] == 2
+    assert rows[-1]["p99_ttft_s"] > 2 * rows[0]["p99_ttft_s"]
+    assert r.details["slo_search"]["max_load"] in (1, 2, 3, 4)
+    s = r.details["schedulers"]
+    assert s["static"]["throughput_tok_s"] > 0 and s["continuous"]["throughput_tok_s"] > 0
+    # the KV pool's peak at concurrency 8 with 2 slots: 2 sequences x 64 tokens (the estimate's too)
+    assert r.measured == r.predicted == 2 * 64 * 2048 and r.verdict == "pass"
+    assert "telemetry" in r.details and seen[-1][0] == seen[-1][1]
+    r.save(tmp_path / "s.json")
+    assert ProofResult.load(tmp_path / "s.json").details["knee"] == 2
+
+
+def test_context_sweep_runs_out_where_the_estimate_says():
+    r = registry.run("serving", quick=True, backend="synthetic", sweep=[2], requests=4, compare=False)
+    c = r.details["context_sweep"]
+    assert c["runs_out_at_context"] == c["predicted_runs_out_at_context"] == c["rows"][-1]["context"]
+    peaks = [x["kv_bytes_peak"] for x in c["rows"][:-1]]
+    assert peaks == sorted(peaks) and peaks[0] < peaks[-1]  # KV grows with the context
+
+
+def test_cancel_lands_within_a_second():
+    ev = threading.Event()
+    t0 = []
+
+    def progress(done, total, msg):
+        if msg.endswith("3/400 requests") and not ev.is_set():  # mid-way through a load point
+            t0.append(time.monotonic())
+            ev.set()
+
+    r = registry.run(
+        "serving",
+        progress=progress,
+        cancel=ev,
+        backend="synthetic",
+        sweep=[1, 2, 4],
+        requests=400,
+        compare=False,
+        context_sweep=False,
+    )
+    assert r.verdict == "interrupted"
+    assert time.monotonic() - t0[0] < 1.5
+
+
+def test_remote_target_is_info_and_counts_errors():
+    from aiworkbook.serving.server import FixedDelay, ServerThread, make_app
+
+    with ServerThread(make_app("remote-model", fixed=FixedDelay(ttft_s=0.01, itl_s=0.002))) as s:
+        r = registry.run("serving", target=s.url, served_model="remote-model", sweep=[1, 2], requests=4)
+    assert r.verdict == "info" and r.device == "remote"
+    assert [x["n"] for x in r.details["sweep"]] == [4, 4]
+    assert "schedulers" not in r.details
+
+
+def test_import_vllm_recomputes_pooled_percentiles_from_raw_samples():
+    r = import_results(DATA / "vllm_bench_serve_result.json")
+    row = r.details["sweep"][0]
+    assert r.verdict == "info" and r.details["source"]["format"] == "vllm"
+    assert row["load"] == 2.0
+    assert row["p50_ttft_s"] == pytest.approx(0.025)  # median of 10, 20, 30, 40 ms
+    assert row["p99_ttft_s"] == pytest.approx(0.0397)
+    assert row["p50_tpot_s"] == pytest.approx(0.01)  # nine 10 ms ITLs over 10 - 1 tokens
+    assert row["throughput_tok_s"] == 10.0
+
+
+def test_import_guidellm_rows_per_benchmark(tmp_path):
+    r = import_results(DATA / "guidellm_report.json")
+    rows = r.details["sweep"]
+    assert [x["load"] for x in rows] == [1.0, 4.0]
+    assert rows[1]["p99_ttft_s"] == pytest.approx(0.26) and rows[1]["errors"]["errored"] == 2
+    bad = tmp_path / "x.json"
+    bad.write_text('{"hello": 1}')
+    with pytest.raises(SpecError):
+        import_results(bad)
+
+
+def test_cli(tmp_path, capsys):
+    from aiworkbook.cli import main
+
+    out = tmp_path / "r.json"
+    assert main(["prove", "serving", "--import", str(DATA / "guidellm_report.json"), "--json", str(out)]) == 0
+    assert ProofResult.load(out).details["sweep"][0]["load"] == 1.0
+    assert main(["prove", "serving", "--quick", "--sweep", "1,x"]) == 2
+    assert main(["serve", "tiny-llama", "--host", "0.0.0.0", "--duration", "0.1"]) == 2
+    assert main(["serve", "tiny-llama", "--port", "0", "--duration", "0.2", "--kv-budget-mib", "1"]) == 0
+    assert main(["serve", "tiny-llama", "--port", "0", "--duration", "0.2", "--scheduler", "fifo"]) == 2
+    assert "loopback" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "prove",
+                "serving",
+                "--quick",
+                "--backend",
+                "synthetic",
+                "--sweep",
+                "1,2",
+                "--requests",
+                "4",
+                "--no-compare",
+                "--no-context",
+            ]
+        )
+        == 0
+    )
+    assert "knee:" in capsys.readouterr().out

@@ -1,0 +1,186 @@
+"""The load generator against the embedded server and a fixed-delay stand-in on loopback: the
+definitions hold on the wire, queueing shows in TTFT, overload is a 429 not a crash, and broken
+streams are counted errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+
+import pytest
+
+from aiworkbook.errors import SpecError
+from aiworkbook.serving.backends import SyntheticBackend
+from aiworkbook.serving.client import Load, Target, run_load_sync
+from aiworkbook.serving.engine import Engine
+from aiworkbook.serving.metrics import summarize_run
+from aiworkbook.serving.pool import BlockPool
+from aiworkbook.serving.server import FixedDelay, ServerThread, make_app
+
+
+def _fixed(**kw) -> ServerThread:
+    return ServerThread(make_app("stand-in", fixed=FixedDelay(**kw)))
+
+
+def _engine(**kw) -> tuple[Engine, ServerThread]:
+    be = kw.pop("backend", None) or SyntheticBackend(step_s=kw.pop("step_s", 0.01), prefill_s=0.01)
+    eng = Engine(be, kw.pop("pool", None) or BlockPool(256, 16, 1024), **kw)
+    return eng, ServerThread(make_app("m", engine=eng), engine=eng)
+
+
+def test_planted_ttft_and_itl_are_measured():
+    with _fixed(ttft_s=0.05, itl_s=0.01) as s:
+        recs = run_load_sync(Target(s.url, "stand-in"), Load(requests=8, concurrency=4, output_tokens=6))
+    sm = summarize_run(recs)
+    assert sm["completed"] == 8 and sm["errors"] == {}
+    assert all(r.tokens == 6 for r in recs)
+    # never below the planted delay; the upper bound is loose (a loaded CI machine), not a benchmark
+    assert 0.05 <= sm["ttft_s"]["p50"] < 0.05 + 0.05
+    assert 0.01 <= sm["tpot_s"]["p50"] < 0.01 + 0.01
+    assert sm["itl_s"]["n"] == 8 * 5
+
+
+def test_multi_token_chunks_divide_their_gap():
+    with _fixed(ttft_s=0.01, itl_s=0.01, chunk_tokens=3) as s:
+        target = Target(s.url, "stand-in", continuous_usage=True)
+        recs = run_load_sync(target, Load(requests=2, concurrency=2, output_tokens=9, warmup=0))
+    r = recs[0]
+    assert [n for _, n in r.chunks] == [3, 3, 3] and r.tokens == 9
+    itl = r.itls()
+    assert len(itl) == 6  # two gaps of three tokens each
+    assert all(0.009 <= x < 0.02 for x in itl)  # a 30 ms gap over 3 tokens: ~10 ms each
+
+
+@pytest.mark.parametrize(("fault", "kind"), [("drop", "stream-dropped"), ("malformed", "malformed-event")])
+def test_broken_streams_are_counted_errors(fault, kind):
+    with _fixed(ttft_s=0.005, itl_s=0.002, fault=fault, fault_after=2) as s:
+        recs = run_load_sync(
+            Target(s.url, "stand-in"), Load(requests=4, concurrency=2, output_tokens=8, warmup=0)
+        )
+    sm = summarize_run(recs)
+    assert sm["errors"] == {kind: 4} and sm["completed"] == 0
+
+
+def test_refused_connection_is_an_error_not_a_crash():
+    with _fixed() as s:
+        url = s.url
+    recs = run_load_sync(Target(url, "x", timeout_s=5), Load(requests=2, concurrency=1, warmup=0))
+    assert summarize_run(recs)["errors"] == {"connect-error": 2}
+
+
+def test_queueing_shows_in_ttft():
+    eng, srv = _engine(scheduler="continuous", max_batch=1, step_s=0.01)
+    with srv as s:  # 6 requests at once, one slot: the k-th waits for k-1 requests of ~5 steps each
+        recs = run_load_sync(
+            Target(s.url, "m"), Load(requests=6, rate=float("inf"), output_tokens=4, warmup=0)
+        )
+    ttft = sorted(r.ttft_s for r in recs if r.ok)
+    assert len(ttft) == 6
+    assert ttft[-1] > 5 * 4 * 0.01  # the last one queued behind five others
+    assert ttft[-1] > 4 * ttft[0]
+
+
+def test_overload_is_rejected_with_429_and_the_server_survives():
+    eng, srv = _engine(scheduler="continuous", max_batch=1, max_queue=1, step_s=0.01)
+    with srv as s:
+        recs = run_load_sync(
+            Target(s.url, "m"), Load(requests=8, rate=float("inf"), output_tokens=4, warmup=0)
+        )
+        after = run_load_sync(Target(s.url, "m"), Load(requests=1, concurrency=1, output_tokens=2, warmup=0))
+    sm = summarize_run(recs)
+    assert sm["rejected"] >= 5 and sm["completed"] >= 1
+    assert sm["completed"] + sm["rejected"] == 8
+    assert after[0].ok and eng.stats()["rejected"] == sm["rejected"]
+
+
+def test_a_request_larger_than_the_pool_is_a_400():
+    eng, srv = _engine(pool=BlockPool(2, 16, 1024))
+    with srv as s:
+        recs = run_load_sync(Target(s.url, "m"), Load(requests=1, concurrency=1, prompt_tokens=40, warmup=0))
+    assert recs[0].error == "http-400"
+
+
+def test_static_batch_waits_for_its_longest_and_continuous_does_not():
+    results = {}
+    for sched in ("static", "continuous"):
+        eng, srv = _engine(scheduler=sched, max_batch=4, step_s=0.005)
+        load = Load(
+            requests=16, concurrency=4, output_tokens=16, length_dist="uniform", length_spread=0.9, warmup=0
+        )
+        with srv as s:
+            summarize_run(run_load_sync(Target(s.url, "m"), load))
+        results[sched] = eng.counters["iterations"]
+    assert results["continuous"] < results["static"]  # fewer steps for the same tokens
+
+
+def test_chat_and_non_streaming_and_kv_endpoints_with_the_torch_model():
+    from aiworkbook.serving.embedded import build_engine, embedded_server
+
+    eng = build_engine("tiny-llama", backend="torch", max_batch=4, kv_budget_bytes=4 * 2**20)
+    with embedded_server(eng) as s:
+        recs = run_load_sync(
+            Target(s.url, "tiny-llama", api="chat"),
+            Load(requests=3, concurrency=3, prompt_tokens=12, output_tokens=5, warmup=0),
+        )
+        assert all(r.ok and r.tokens == 5 for r in recs)
+        body = json.dumps({"model": "tiny-llama", "prompt": "a b c", "max_tokens": 3}).encode()
+        req = urllib.request.Request(s.url + "/v1/completions", body, {"Content-Type": "application/json"})
+        doc = json.loads(urllib.request.urlopen(req, timeout=10).read())
+        assert doc["usage"] == {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}
+        kv = json.loads(urllib.request.urlopen(s.url + "/kv", timeout=10).read())
+        metrics = urllib.request.urlopen(s.url + "/metrics", timeout=10).read().decode()
+    # tiny-llama fp32: 2 (K, V) x 4 layers x 2 KV heads x 32 dims x 4 B = 2 KiB per token; 16-token blocks
+    assert kv["kv_bytes_per_block"] == 2048 * 16
+    assert kv["kv_blocks_total"] == 4 * 2**20 // (2048 * 16)
+    assert kv["kv_blocks_used"] == 0 and kv["kv_blocks_peak"] >= 3  # 3 x (12 + 5) tokens -> 2 blocks each
+    assert "aiworkbook_serve_kv_blocks_used 0" in metrics and metrics.endswith("# EOF\n")
+
+
+def test_paged_batched_decode_equals_the_model_one_sequence_at_a_time():
+    import torch
+
+    from aiworkbook.proofs.model import KVCache
+    from aiworkbook.serving.backends import TorchBackend
+    from aiworkbook.serving.engine import Sequence
+    from aiworkbook.serving.pool import blocks_for
+    from aiworkbook.specs import load_model
+
+    spec = load_model("tiny-llama")
+    pool = BlockPool(64, 16, 2048 * 16)
+    be = TorchBackend(spec, pool)
+    assert be.pool_bytes() == 64 * 16 * 2048  # the budget, allocated up front
+    seqs = []
+    for i, n in enumerate((3, 17, 33)):
+        s = Sequence(i, n, 8, None, [f"w{j}" for j in range(n)])
+        s.blocks = pool.try_reserve(blocks_for(n + 8, 16))
+        seqs.append(s)
+    first = be.prefill(seqs)
+    got = [first] + [be.decode(seqs) for _ in range(5)]
+    for j, s in enumerate(seqs):  # the reference: the model's own forward with a growing cache
+        ids = torch.tensor([[hash(w) % spec.vocab_size for w in s.prompt_words]])
+        cache = KVCache(spec.num_layers)
+        want = []
+        with torch.inference_mode():
+            for _ in range(6):
+                ids = be.model(ids, cache=cache, logits_to_keep=1)[:, -1:].argmax(-1)
+                want.append(int(ids))
+        assert [step[j] for step in got] == want
+
+
+def test_only_loopback_and_bad_requests():
+    with pytest.raises(SpecError):
+        ServerThread(make_app("m", fixed=FixedDelay()), host="0.0.0.0")
+    with pytest.raises(SpecError):
+        Target("ftp://x")
+    with pytest.raises(SpecError):
+        Load(requests=3)
+
+    async def bad(url):
+        import aiohttp
+
+        async with aiohttp.ClientSession() as s, s.post(url + "/v1/completions", data=b"{nope") as r:
+            return r.status
+
+    with _fixed() as s:
+        assert asyncio.run(bad(s.url)) == 400
