@@ -7,7 +7,7 @@ to the unit. tests/test_params_vs_transformers.py checks that against transforme
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ class ModelSpec:
     pooler: bool = False
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    asserted_family: str = ""  # `--family NAME`: an unknown model_type read as this family's shape
 
     # ---- counts ---------------------------------------------------------------------------
     @property
@@ -252,13 +253,29 @@ def _get(
     return default
 
 
-def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dict>") -> ModelSpec:
-    """Build a ModelSpec from a parsed Hugging Face config.json."""
+def spec_from_config(
+    cfg: dict[str, Any], *, name: str = "", source: str = "<dict>", family: str | None = None
+) -> ModelSpec:
+    """Build a ModelSpec from a parsed Hugging Face config.json (`family`: assert an unknown type's shape)."""
     if not isinstance(cfg, dict):
         raise SpecError("config", type(cfg).__name__, "a JSON object", source=source)
+    from aiworkbook.specs import families
+
     mt = cfg.get("model_type")
+    if family is not None and family != mt:
+        if family not in FAMILIES + families.known():
+            raise SpecError("family", family, ", ".join(FAMILIES + families.known()), source=source)
+        spec = spec_from_config({**cfg, "model_type": family}, name=name, source=source)
+        return replace(spec, asserted_family=family)
+    if mt in families.known():
+        return families.parse(cfg, name=name, source=source)
     if mt not in FAMILIES:
-        raise SpecError("model_type", mt, ", ".join(FAMILIES), source=source)
+        raise SpecError(
+            "model_type",
+            mt,
+            ", ".join(FAMILIES + families.known()) + " (or assert one with --family NAME)",
+            source=source,
+        )
 
     L = _get(cfg, ("num_hidden_layers", "n_layer"), source)
     h = _get(cfg, ("hidden_size", "n_embd"), source)

@@ -1,0 +1,113 @@
+"""Families beyond the original ten, one parser per concept, and the dispatch spec_from_config hooks.
+
+`parse(cfg)` reads a config whose `model_type` is one of FAMILY_PARSERS or a multimodal wrapper
+(read through its `text_config`, the vision tower counted apart). `--family NAME` (the `family`
+argument) lets a user read an unknown `model_type` as a known family's shape; the spec says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.specs.families import dense, mla, moe, vision
+from aiworkbook.specs.families.blocks import Config
+from aiworkbook.specs.families.spec import FamilySpec, KVGroup
+
+Parser = Callable[[Config, str, str], FamilySpec]
+
+FAMILY_PARSERS: dict[str, Parser] = {
+    "qwen3": dense.qwen3,
+    "qwen3_moe": moe.qwen_moe,
+    "qwen2_moe": moe.qwen_moe,
+    "gemma3_text": dense.gemma3_text,
+    "deepseek_v2": mla.deepseek,
+    "deepseek_v3": mla.deepseek,
+    "gpt_oss": moe.gpt_oss,
+    "llama4_text": moe.llama4_text,
+    "olmo2": dense.olmo2,
+    "granite": dense.llama_like,
+    "phimoe": moe.phimoe,
+    "phi": dense.phi,
+    "smollm3": dense.llama_like,
+    "starcoder2": dense.starcoder2,
+}
+
+# Keys a wrapper's text_config may omit (the transformers config class's defaults).
+TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262_208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131_072,
+        "sliding_window": 4096,
+    },
+}
+
+# wrapper model_type -> (text model_type when text_config omits it, vision counter or None)
+WRAPPERS: dict[str, tuple[str, Callable[[Config, int], int] | None]] = {
+    "gemma3": ("gemma3_text", lambda vc, ht: vision.siglip(vc) + vision.gemma3_projector(vc, ht)),
+    "llama4": ("llama4_text", vision.llama4),
+}
+
+EXAMPLES: dict[str, str] = {
+    "qwen3": "qwen3-8b",
+    "qwen3_moe": "qwen3-30b-a3b",
+    "qwen2_moe": "qwen1.5-moe-a2.7b",
+    "gemma3": "gemma-3-4b-it",
+    "gemma3_text": "gemma-3-1b-it",
+    "deepseek_v2": "deepseek-v2-lite",
+    "deepseek_v3": "deepseek-v3",
+    "gpt_oss": "gpt-oss-20b",
+    "llama4": "llama-4-scout-17b-16e",
+    "llama4_text": "llama-4-scout-17b-16e",
+    "olmo2": "olmo-2-1124-7b",
+    "granite": "granite-3.3-8b-instruct",
+    "phimoe": "phi-3.5-moe",
+    "phi": "phi-2",
+    "smollm3": "smollm3-3b",
+    "starcoder2": "starcoder2-7b",
+}
+
+
+def known() -> tuple[str, ...]:
+    return tuple(FAMILY_PARSERS) + tuple(WRAPPERS)
+
+
+def parse(cfg: dict[str, Any], *, name: str, source: str) -> FamilySpec:
+    mt = cfg.get("model_type")
+    if mt in WRAPPERS:
+        return _wrapper(cfg, mt, name=name, source=source)
+    if mt not in FAMILY_PARSERS:
+        raise SpecError("model_type", mt, ", ".join(known()), source=source)
+    return FAMILY_PARSERS[mt](Config(cfg, source), mt, name)
+
+
+def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilySpec:
+    text_mt, counter = WRAPPERS[mt]
+    tc = cfg.get("text_config")
+    if not isinstance(tc, dict):
+        raise SpecError(
+            "text_config", tc, f"a JSON object (a {mt} wrapper reads its language model there)", source=source
+        )
+    text_mt = tc.get("model_type") or text_mt
+    text = {
+        **TEXT_DEFAULTS.get(text_mt, {}),
+        **{k: v for k, v in tc.items() if v is not None},
+        "model_type": text_mt,
+    }
+    if "tie_word_embeddings" not in tc and "tie_word_embeddings" in cfg:
+        text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
+    spec = parse(text, name=name or cfg.get("_name_or_path") or mt, source=source)
+    vc = cfg.get("vision_config")
+    n_vision = counter(Config(vc, source), spec.hidden_size) if counter and isinstance(vc, dict) else 0
+    return replace(spec, model_type=mt, vision_params=n_vision)
+
+
+__all__ = ["EXAMPLES", "FAMILY_PARSERS", "WRAPPERS", "FamilySpec", "KVGroup", "known", "parse"]

@@ -1,0 +1,60 @@
+"""Vision towers of multimodal wrappers, counted apart from the language model they feed.
+
+SigLIP (Gemma 3's tower): a patch convolution with bias, a learned position table, pre-norm encoder
+layers (biased q/k/v/out, two LayerNorms, a biased two-layer MLP), a post LayerNorm and, when
+`vision_use_head`, the attention-pooling head. Gemma 3's projector adds a soft-embedding RMSNorm and
+a vision x text projection matrix.
+"""
+
+from __future__ import annotations
+
+from aiworkbook.specs.families.blocks import Config
+
+SIGLIP_DEFAULTS = {
+    "hidden_size": 768,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "num_channels": 3,
+    "image_size": 224,
+    "patch_size": 16,
+}
+
+
+def siglip(vc: Config) -> int:
+    g = {**SIGLIP_DEFAULTS, **{k: v for k, v in vc.cfg.items() if v is not None}}
+    c = Config(g, vc.source)
+    hv, iv = c.int("hidden_size"), c.int("intermediate_size")
+    p, ch = c.int("patch_size"), c.int("num_channels")
+    patches = (c.int("image_size") // p) ** 2
+    embed = ch * p * p * hv + hv + patches * hv
+    layer = 4 * (hv * hv + hv) + 2 * 2 * hv + (hv * iv + iv) + (iv * hv + hv)
+    n = embed + c.int("num_hidden_layers") * layer + 2 * hv
+    if c.bool("vision_use_head", True):
+        # probe, nn.MultiheadAttention (in_proj 3h x h + 3h, out_proj h x h + h), LayerNorm, MLP
+        n += hv + (3 * hv * hv + 3 * hv) + (hv * hv + hv) + 2 * hv + (hv * iv + iv) + (iv * hv + hv)
+    return n
+
+
+def gemma3_projector(vc: Config, text_hidden: int) -> int:
+    hv = {**SIGLIP_DEFAULTS, **vc.cfg}["hidden_size"]
+    return hv * text_hidden + hv
+
+
+def llama4(vc: Config, text_hidden: int) -> int:
+    """Llama 4's tower: unfold-linear patches, class token, position table, biased pre-norm encoder
+    layers, pre/post LayerNorms, the pixel-shuffle adapter MLP; then the projector into the text width."""
+    hv, iv = vc.int("hidden_size", default=768), vc.int("intermediate_size", default=5632)
+    p, ch, img = (
+        vc.int("patch_size", default=14),
+        vc.int("num_channels", default=3),
+        vc.int("image_size", default=448),
+    )
+    ratio = vc.cfg.get("pixel_shuffle_ratio", 0.5)
+    pin, pout = vc.int("projector_input_dim", default=4096), vc.int("projector_output_dim", default=4096)
+    bias = vc.bool("multi_modal_projector_bias", False)
+    embed = hv + ((img // p) ** 2 + 1) * hv + ch * p * p * hv + 4 * hv
+    layer = 4 * (hv * hv + hv) + (hv * iv + iv) + (iv * hv + hv) + 4 * hv
+    adapter = int(hv / ratio**2) * pin + pin * pout + ((pin + pout) if bias else 0)
+    projector = vc.int("vision_output_dim", default=pout) * text_hidden
+    return embed + vc.int("num_hidden_layers", default=34) * layer + adapter + projector
