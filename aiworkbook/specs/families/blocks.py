@@ -98,12 +98,18 @@ def assemble(
     layers: list[Layer],
     *,
     family: str,
-    embed: int,
-    head: int,
-    final: int,
+    embed: int | None = None,
+    head: int | None = None,
+    final: int | None = None,
     **kw: Any,
 ) -> FamilySpec:
-    """Add the layers up; KV layers that cache alike become one group."""
+    """Add the layers up; KV layers that cache alike become one group.
+
+    Defaults: a V x h token table, an untied V x h head, one RMSNorm weight as the final norm."""
+    table = common["vocab_size"] * common["hidden_size"]
+    embed = table if embed is None else embed
+    head = (0 if common["tie_word_embeddings"] else table) if head is None else head
+    final = common["hidden_size"] if final is None else final
     counts = Counter((ly.kv.kind, ly.kv.heads, ly.kv.width, ly.kv.window) for ly in layers)
     groups = tuple(
         KVGroup(kind, n, heads, width, window) for (kind, heads, width, window), n in counts.items()
