@@ -320,3 +320,29 @@ def test_bad_family_fields_are_spec_errors(field, value):
     cfg = {"model_type": "qwen3_moe", **T, **MOE, "num_experts": 6, field: value}
     with pytest.raises(SpecError, match=field):
         spec_from_config(cfg)
+
+
+def _cli(capsys, *args):
+    from aiworkbook.cli import main
+
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_models_lists_every_family_and_params_says_family_asserted(capsys, tmp_path):
+    from aiworkbook.specs import FAMILIES
+    from aiworkbook.specs.families import known
+
+    rc, out, _ = _cli(capsys, "models")
+    assert rc == 0
+    listed = {line.split()[0] for line in out.split("families")[1].splitlines()[1:] if line.strip()}
+    assert listed == set(FAMILIES) | set(known())
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"model_type": "my_qwen", **T}))
+    rc, _, err = _cli(capsys, "params", str(p))
+    assert rc == 2 and "--family" in err and len(err.strip().splitlines()) == 1
+    rc, out, _ = _cli(capsys, "params", str(p), "--family", "qwen3", "--json")
+    assert rc == 0 and json.loads(out)["asserted_family"] == "qwen3"
+    rc, out, _ = _cli(capsys, "params", "gemma-3-4b-it")
+    assert rc == 0 and "vision tower (apart)" in out and "KV group sliding" in out

@@ -76,6 +76,27 @@ EXAMPLES: dict[str, str] = {
 }
 
 
+def family_examples() -> dict[str, str]:
+    """Every family aiworkbook reads, with a preset (or the tiny shape the tests use) to try it on."""
+    from aiworkbook.specs.catalog import list_presets
+    from aiworkbook.specs.model import FAMILIES
+
+    presets = list_presets()
+    out: dict[str, str] = {}
+    for fam in FAMILIES:
+        out[fam] = next((p for p in presets if _preset_type(p) == fam), "-")
+    for fam in known():
+        out[fam] = EXAMPLES.get(fam, "-")
+    return out
+
+
+def _preset_type(name: str) -> str:
+    from aiworkbook.specs.catalog import load_model
+
+    spec = load_model(name)
+    return getattr(spec, "family", "") or spec.model_type
+
+
 def known() -> tuple[str, ...]:
     return tuple(FAMILY_PARSERS) + tuple(WRAPPERS)
 
@@ -110,4 +131,13 @@ def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilyS
     return replace(spec, model_type=mt, vision_params=n_vision)
 
 
-__all__ = ["EXAMPLES", "FAMILY_PARSERS", "WRAPPERS", "FamilySpec", "KVGroup", "known", "parse"]
+__all__ = [
+    "EXAMPLES",
+    "family_examples",
+    "FAMILY_PARSERS",
+    "WRAPPERS",
+    "FamilySpec",
+    "KVGroup",
+    "known",
+    "parse",
+]
