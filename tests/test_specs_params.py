@@ -197,7 +197,10 @@ def test_params_match_transformers(name, cfg):
         if tok in clean and clean[tok] >= clean.get("vocab_size", 0):
             clean[tok] = 0  # the tiny variants have small vocabularies; ids do not change the count
     hf_cfg = transformers.AutoConfig.for_model(**clean)
-    auto = transformers.AutoModel if cfg["model_type"] == "bert" else transformers.AutoModelForCausalLM
+    auto = transformers.AutoModelForCausalLM
+    if cfg["model_type"] == "bert":  # the config's architectures decide the head (MLM head vs pooler)
+        mlm = any(a.endswith("ForMaskedLM") for a in cfg.get("architectures", []))
+        auto = transformers.AutoModelForMaskedLM if mlm else transformers.AutoModel
     with torch.device("meta"):
         model = auto.from_config(hf_cfg)
     reference = sum(p.numel() for p in model.parameters())  # parameters() yields tied weights once

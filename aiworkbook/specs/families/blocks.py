@@ -85,6 +85,7 @@ class Layer:
     active: int
     linear: int
     kv: KVGroup  # layers=1; grouped when assembled
+    experts: int = 0  # the routed experts' matrix params (what MXFP4 checkpoints quantise)
 
 
 def kv_kind(layer_type: str) -> str:
@@ -123,6 +124,7 @@ def assemble(
         layer_params=sum(ly.params for ly in layers),
         layer_params_active=sum(ly.active for ly in layers),
         layer_params_linear=sum(ly.linear for ly in layers),
+        layer_params_experts=sum(ly.experts for ly in layers),
         embed_params=embed,
         head_params=head,
         final_params=final,

@@ -35,7 +35,7 @@ def _moe_layer(attn, norms, E, top, expert, router, shared, kv) -> Layer:
     """attn/expert/shared: (params, matrix params); router: params."""
     total = attn[0] + norms + E * expert[0] + router + shared[0]
     active = attn[0] + norms + top * expert[0] + router + shared[0]
-    return Layer(total, active, attn[1] + E * expert[1] + shared[1], kv)
+    return Layer(total, active, attn[1] + E * expert[1] + shared[1], kv, experts=E * expert[1])
 
 
 def qwen_moe(c: Config, mt: str, name: str) -> FamilySpec:

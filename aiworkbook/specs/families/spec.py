@@ -52,6 +52,7 @@ class FamilySpec(ModelSpec):
     layer_params: int = 0  # all decoder layers together
     layer_params_active: int = 0  # what one token touches in them (routed experts: top-k only)
     layer_params_linear: int = 0  # the layers' projection and expert matrices
+    layer_params_experts: int = 0  # the routed experts' matrices alone
     embed_params: int = 0
     head_params: int = 0
     final_params: int = 0  # final norm and anything else outside the layers and tables
