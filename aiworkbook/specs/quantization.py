@@ -51,8 +51,8 @@ def scheme_from_config(qc: Any, *, hidden: int, source: str) -> QuantScheme | No
         n = int(block[0]) * int(block[1])
         return QuantScheme(m, 8 + 32 / n, "linear", f"FP8 e4m3, fp32 scale per {block[0]}x{block[1]} block")
     if m in ("gptq", "awq"):
-        bits = int(qc.get("bits", qc.get("w_bit", 4)))
-        group = int(qc.get("group_size", qc.get("q_group_size", 128)))
+        bits = int(qc.get("bits") or qc.get("w_bit") or 4)
+        group = int(qc.get("group_size") or qc.get("q_group_size") or 128)
         return QuantScheme(
             m, _group_bits(bits, group, 16, bits, hidden), "linear", f"{m} {bits}-bit g{group}"
         )
@@ -76,7 +76,7 @@ def scheme_from_config(qc: Any, *, hidden: int, source: str) -> QuantScheme | No
     if m == "bitsandbytes":
         if qc.get("load_in_4bit"):
             double = qc.get("bnb_4bit_use_double_quant", False)
-            bits = 4 + (8 / 64 + 32 / (64 * 256) if double else 32 / 64)
-            return QuantScheme(m, bits, "linear", f"bitsandbytes {qc.get('bnb_4bit_quant_type', 'fp4')}")
+            nf4_bits = 4 + (8 / 64 + 32 / (64 * 256) if double else 32 / 64)
+            return QuantScheme(m, nf4_bits, "linear", f"bitsandbytes {qc.get('bnb_4bit_quant_type', 'fp4')}")
         return QuantScheme(m, 8 + 32 / hidden, "linear", "bitsandbytes int8 (LLM.int8)")
     raise SpecError("quantization_config.quant_method", m, ", ".join(METHODS), source=source)

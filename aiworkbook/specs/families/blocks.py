@@ -22,7 +22,7 @@ class Config:
     def has(self, key: str) -> bool:
         return self.cfg.get(key) is not None
 
-    def int(self, *keys: str, default: Any = MISSING, minimum: int = 1) -> Any:
+    def integer(self, *keys: str, default: Any = MISSING, minimum: int = 1) -> Any:
         for k in keys:
             v = self.cfg.get(k)
             if v is not None:
@@ -35,7 +35,7 @@ class Config:
             )
         return default
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         v = self.cfg.get(key)
         if v is None:
             return default
@@ -134,14 +134,14 @@ def assemble(
 
 def read_common(c: Config, mt: str, *, name: str, tie_default: bool, head_dim_default: int | None = None):
     """The fields every decoder has: (common kwargs for ModelSpec, L, h, a, k, d, V)."""
-    L = c.int("num_hidden_layers")
-    h = c.int("hidden_size")
-    a = c.int("num_attention_heads")
-    k = c.int("num_key_value_heads", default=a)
-    V = c.int("vocab_size")
+    L = c.integer("num_hidden_layers")
+    h = c.integer("hidden_size")
+    a = c.integer("num_attention_heads")
+    k = c.integer("num_key_value_heads", default=a)
+    V = c.integer("vocab_size")
     if a % k:
         raise SpecError("num_key_value_heads", k, f"a divisor of num_attention_heads ({a})", source=c.source)
-    d = c.int("head_dim", default=head_dim_default)
+    d = c.integer("head_dim", default=head_dim_default)
     if d is None:
         if h % a:
             raise SpecError(
@@ -151,7 +151,7 @@ def read_common(c: Config, mt: str, *, name: str, tie_default: bool, head_dim_de
                 source=c.source,
             )
         d = h // a
-    tie = c.bool("tie_word_embeddings", tie_default)
+    tie = c.flag("tie_word_embeddings", tie_default)
     common = dict(
         name=name or c.cfg.get("_name_or_path") or mt,
         model_type=mt,
@@ -162,14 +162,14 @@ def read_common(c: Config, mt: str, *, name: str, tie_default: bool, head_dim_de
         head_dim=d,
         vocab_size=V,
         tie_word_embeddings=tie,
-        max_position_embeddings=c.int("max_position_embeddings", default=4096),
+        max_position_embeddings=c.integer("max_position_embeddings", default=4096),
         source=c.source,
     )
     return common, L, h, a, k, d, V
 
 
 def window_of(c: Config) -> int | None:
-    return c.int("sliding_window", default=None)
+    return c.integer("sliding_window", default=None)
 
 
 def std_kv(kind: str, k: int, d: int, window: int | None) -> KVGroup:

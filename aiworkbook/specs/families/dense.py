@@ -28,9 +28,9 @@ def _types_qwen(c: Config, L: int) -> list[str]:
     if given:
         return given
     w = window_of(c)
-    if not (c.bool("use_sliding_window", False) and w):
+    if not (c.flag("use_sliding_window", False) and w):
         return ["full_attention"] * L
-    first = c.int("max_window_layers", default=28, minimum=0)
+    first = c.integer("max_window_layers", default=28, minimum=0)
     return ["sliding_attention" if i >= first else "full_attention" for i in range(L)]
 
 
@@ -43,15 +43,15 @@ def _layers(c, L, types, attn, ffn, k, d, window) -> list[Layer]:
 
 def qwen3(c: Config, mt: str, name: str) -> FamilySpec:
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False, head_dim_default=128)
-    bias = c.bool("attention_bias", False)
+    bias = c.flag("attention_bias", False)
     attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, q_norm=d, k_norm=d)
-    ffn = mlp(h, c.int("intermediate_size"))
+    ffn = mlp(h, c.integer("intermediate_size"))
     layers = _layers(c, L, _types_qwen(c, L), attn, (ffn[0] + 2 * h, ffn[1]), k, d, window_of(c))
     return assemble(
         common,
         layers,
         family=mt,
-        intermediate_size=c.int("intermediate_size"),
+        intermediate_size=c.integer("intermediate_size"),
         qkv_bias=bias,
         o_bias=bias,
     )
@@ -59,15 +59,15 @@ def qwen3(c: Config, mt: str, name: str) -> FamilySpec:
 
 def olmo2(c: Config, mt: str, name: str) -> FamilySpec:
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False)
-    bias = c.bool("attention_bias", False)
+    bias = c.flag("attention_bias", False)
     attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, q_norm=a * d, k_norm=k * d)
-    ffn = mlp(h, c.int("intermediate_size"))
+    ffn = mlp(h, c.integer("intermediate_size"))
     layers = _layers(c, L, ["full_attention"] * L, attn, (ffn[0] + 2 * h, ffn[1]), k, d, None)
     return assemble(
         common,
         layers,
         family=mt,
-        intermediate_size=c.int("intermediate_size"),
+        intermediate_size=c.integer("intermediate_size"),
         qkv_bias=bias,
         o_bias=bias,
     )
@@ -76,15 +76,15 @@ def olmo2(c: Config, mt: str, name: str) -> FamilySpec:
 def llama_like(c: Config, mt: str, name: str) -> FamilySpec:
     """granite (its multipliers scale activations, not parameters) and smollm3 (NoPE layers)."""
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=mt == "smollm3")
-    bias = c.bool("attention_bias", False)
-    mbias = c.bool("mlp_bias", False)
-    I = c.int("intermediate_size")
+    bias = c.flag("attention_bias", False)
+    mbias = c.flag("mlp_bias", False)
+    I = c.integer("intermediate_size")
     attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias)
     ffn = mlp(h, I, bias=mbias)
     types = c.layer_types(L) or ["full_attention"] * L
-    if mt == "smollm3" and not c.has("layer_types") and c.bool("use_sliding_window", False) and window_of(c):
+    if mt == "smollm3" and not c.has("layer_types") and c.flag("use_sliding_window", False) and window_of(c):
         rope = c.int_list("no_rope_layers", L) or [
-            int((i + 1) % c.int("no_rope_layer_interval", default=4) != 0) for i in range(L)
+            int((i + 1) % c.integer("no_rope_layer_interval", default=4) != 0) for i in range(L)
         ]
         types = ["sliding_attention" if not r else "full_attention" for r in rope]
     layers = _layers(c, L, types, attn, (ffn[0] + 2 * h, ffn[1]), k, d, window_of(c))
@@ -101,8 +101,8 @@ def llama_like(c: Config, mt: str, name: str) -> FamilySpec:
 
 def starcoder2(c: Config, mt: str, name: str) -> FamilySpec:
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=True)
-    bias = c.bool("use_bias", True)
-    I = c.int("intermediate_size")
+    bias = c.flag("use_bias", True)
+    I = c.integer("intermediate_size")
     attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias)
     ffn = mlp(h, I, gated=False, bias=bias)
     w = window_of(c)
@@ -125,8 +125,8 @@ def starcoder2(c: Config, mt: str, name: str) -> FamilySpec:
 def phi(c: Config, mt: str, name: str) -> FamilySpec:
     """phi-1/1.5/2: parallel attention and MLP after one LayerNorm; lm_head has a bias."""
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False)
-    I = c.int("intermediate_size")
-    qk_ln = 2 * 2 * d if c.bool("qk_layernorm", False) else 0
+    I = c.integer("intermediate_size")
+    qk_ln = 2 * 2 * d if c.flag("qk_layernorm", False) else 0
     attn = attention(h, a, k, d, qkv_bias=True, o_bias=True)
     ffn = mlp(h, I, gated=False, bias=True)
     layers = _layers(
@@ -155,12 +155,12 @@ def phi(c: Config, mt: str, name: str) -> FamilySpec:
 def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
     """Gemma 3: four norms per layer, per-head q/k norms, `sliding_window_pattern` - 1 local layers per global."""
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=True, head_dim_default=256)
-    bias = c.bool("attention_bias", False)
-    I = c.int("intermediate_size")
+    bias = c.flag("attention_bias", False)
+    I = c.integer("intermediate_size")
     attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, q_norm=d, k_norm=d)
     ffn = mlp(h, I)
-    w = c.int("sliding_window", default=4096)
-    pattern = c.int("sliding_window_pattern", "_sliding_window_pattern", default=6)
+    w = c.integer("sliding_window", default=4096)
+    pattern = c.integer("sliding_window_pattern", "_sliding_window_pattern", default=6)
     types = c.layer_types(L) or [
         "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(L)
     ]

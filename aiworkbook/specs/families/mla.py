@@ -15,12 +15,12 @@ from aiworkbook.specs.families.spec import FamilySpec, KVGroup
 
 
 def _mla(c: Config, h: int, a: int) -> tuple[int, int]:
-    q_lora = c.int("q_lora_rank", default=None)
-    kv_lora = c.int("kv_lora_rank")
-    rope = c.int("qk_rope_head_dim")
-    nope = c.int("qk_nope_head_dim")
-    v = c.int("v_head_dim")
-    bias = c.bool("attention_bias", False)
+    q_lora = c.integer("q_lora_rank", default=None)
+    kv_lora = c.integer("kv_lora_rank")
+    rope = c.integer("qk_rope_head_dim")
+    nope = c.integer("qk_nope_head_dim")
+    v = c.integer("v_head_dim")
+    bias = c.flag("attention_bias", False)
     qk = nope + rope
     if q_lora is None:
         q, q_lin = h * a * qk, h * a * qk
@@ -36,16 +36,16 @@ def _mla(c: Config, h: int, a: int) -> tuple[int, int]:
 def deepseek(c: Config, mt: str, name: str) -> FamilySpec:
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False, head_dim_default=64)
     E, top = _experts(c, "n_routed_experts")
-    Im = c.int("moe_intermediate_size")
-    I = c.int("intermediate_size")
-    first_dense = c.int("first_k_dense_replace", default=3 if mt == "deepseek_v3" else 0, minimum=0)
+    Im = c.integer("moe_intermediate_size")
+    I = c.integer("intermediate_size")
+    first_dense = c.integer("first_k_dense_replace", default=3 if mt == "deepseek_v3" else 0, minimum=0)
     shared = (
-        mlp(h, Im * c.int("n_shared_experts", default=1, minimum=0))
+        mlp(h, Im * c.integer("n_shared_experts", default=1, minimum=0))
         if c.cfg.get("n_shared_experts", 1)
         else (0, 0)
     )
     attn = _mla(c, h, a)
-    width = c.int("kv_lora_rank") + c.int("qk_rope_head_dim")
+    width = c.integer("kv_lora_rank") + c.integer("qk_rope_head_dim")
     kv = KVGroup("mla", 1, 1, width)
     layers = []
     for i in range(L):
@@ -54,7 +54,7 @@ def deepseek(c: Config, mt: str, name: str) -> FamilySpec:
         else:
             f = mlp(h, I)
             layers.append(Layer(attn[0] + 2 * h + f[0], attn[0] + 2 * h + f[0], attn[1] + f[1], kv))
-    mtp_layers = c.int("num_nextn_predict_layers", default=0, minimum=0)
+    mtp_layers = c.integer("num_nextn_predict_layers", default=0, minimum=0)
     moe_layer = _moe_layer(attn, 2 * h, E, top, mlp(h, Im), E * h, shared, kv).params
     mtp = mtp_layers * (moe_layer + 2 * h + 2 * h * h + h)
     spec = assemble(
@@ -65,7 +65,7 @@ def deepseek(c: Config, mt: str, name: str) -> FamilySpec:
         num_experts=E,
         experts_per_token=top,
         num_kv_heads=a,
-        head_dim=c.int("v_head_dim"),
+        head_dim=c.integer("v_head_dim"),
         mtp_params=mtp,
     )
     return spec

@@ -24,8 +24,8 @@ from aiworkbook.specs.families.spec import FamilySpec
 
 
 def _experts(c: Config, *keys: str) -> tuple[int, int]:
-    E = c.int(*keys)
-    top = c.int("num_experts_per_tok")
+    E = c.integer(*keys)
+    top = c.integer("num_experts_per_tok")
     if top > E:
         raise SpecError("num_experts_per_tok", top, f"1..{keys[0]} ({E})", source=c.source)
     return E, top
@@ -43,17 +43,17 @@ def qwen_moe(c: Config, mt: str, name: str) -> FamilySpec:
     q3 = mt == "qwen3_moe"
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False)
     E, top = _experts(c, "num_experts", "num_local_experts")
-    Im = c.int("moe_intermediate_size")
-    I = c.int("intermediate_size")
-    step = c.int("decoder_sparse_step", default=1)
+    Im = c.integer("moe_intermediate_size")
+    I = c.integer("intermediate_size")
+    step = c.integer("decoder_sparse_step", default=1)
     dense_only = set(c.int_list("mlp_only_layers") or [])
-    bias = c.bool("attention_bias", False) if q3 else c.bool("qkv_bias", True)
+    bias = c.flag("attention_bias", False) if q3 else c.flag("qkv_bias", True)
     attn = attention(
         h, a, k, d, qkv_bias=bias, o_bias=q3 and bias, q_norm=d if q3 else 0, k_norm=d if q3 else 0
     )
     shared = (0, 0)
-    if not q3 and c.int("shared_expert_intermediate_size", default=0, minimum=0):
-        s = mlp(h, c.int("shared_expert_intermediate_size"))
+    if not q3 and c.integer("shared_expert_intermediate_size", default=0, minimum=0):
+        s = mlp(h, c.integer("shared_expert_intermediate_size"))
         shared = (s[0] + h, s[1])  # + shared_expert_gate (1 x h)
     types, w = _types_qwen(c, L), window_of(c)
     layers = []
@@ -78,13 +78,13 @@ def qwen_moe(c: Config, mt: str, name: str) -> FamilySpec:
 def phimoe(c: Config, mt: str, name: str) -> FamilySpec:
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False)
     E, top = _experts(c, "num_local_experts")
-    I = c.int("intermediate_size")
-    bias = c.bool("attention_bias", False)
+    I = c.integer("intermediate_size")
+    bias = c.flag("attention_bias", False)
     attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias)
     w = window_of(c)
     kv = std_kv("sliding" if w else "full", k, d, w)
     layers = [_moe_layer(attn, 4 * h, E, top, mlp(h, I), E * h, (0, 0), kv) for _ in range(L)]
-    head = 0 if common["tie_word_embeddings"] else V * h + (V if c.bool("lm_head_bias", False) else 0)
+    head = 0 if common["tie_word_embeddings"] else V * h + (V if c.flag("lm_head_bias", False) else 0)
     return assemble(
         common,
         layers,
@@ -104,10 +104,10 @@ def gpt_oss(c: Config, mt: str, name: str) -> FamilySpec:
     """Attention sinks, biased q/k/v/o, biased router and experts, sliding and full layers alternating."""
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False, head_dim_default=64)
     E, top = _experts(c, "num_local_experts", "num_experts")
-    I = c.int("intermediate_size")
-    bias = c.bool("attention_bias", True)
+    I = c.integer("intermediate_size")
+    bias = c.flag("attention_bias", True)
     attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, sinks=True)
-    w = c.int("sliding_window", default=128)
+    w = c.integer("sliding_window", default=128)
     types = c.layer_types(L) or ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)]
     expert = mlp(h, I, bias=True)
     layers = [
@@ -130,14 +130,14 @@ def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
     """Interleaved MoE layers with a shared expert; chunked attention on RoPE layers, NoPE layers global."""
     common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False, head_dim_default=128)
     E, top = _experts(c, "num_local_experts")
-    I = c.int("intermediate_size")
-    Imlp = c.int("intermediate_size_mlp", default=16384)
-    bias = c.bool("attention_bias", False)
+    I = c.integer("intermediate_size")
+    Imlp = c.integer("intermediate_size_mlp", default=16384)
+    bias = c.flag("attention_bias", False)
     attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias)  # its q/k L2 norm has no weights
-    step = c.int("interleave_moe_layer_step", default=1)
+    step = c.integer("interleave_moe_layer_step", default=1)
     moe = set(c.int_list("moe_layers") or range(step - 1, L, step))
     rope = c.int_list("no_rope_layers", L) or [
-        int((i + 1) % c.int("no_rope_layer_interval", default=4) != 0) for i in range(L)
+        int((i + 1) % c.integer("no_rope_layer_interval", default=4) != 0) for i in range(L)
     ]
     chunk = c.cfg.get("attention_chunk_size", 8192)
     types = c.layer_types(L) or [

@@ -24,13 +24,13 @@ SIGLIP_DEFAULTS = {
 def siglip(vc: Config) -> int:
     g = {**SIGLIP_DEFAULTS, **{k: v for k, v in vc.cfg.items() if v is not None}}
     c = Config(g, vc.source)
-    hv, iv = c.int("hidden_size"), c.int("intermediate_size")
-    p, ch = c.int("patch_size"), c.int("num_channels")
-    patches = (c.int("image_size") // p) ** 2
+    hv, iv = c.integer("hidden_size"), c.integer("intermediate_size")
+    p, ch = c.integer("patch_size"), c.integer("num_channels")
+    patches = (c.integer("image_size") // p) ** 2
     embed = ch * p * p * hv + hv + patches * hv
     layer = 4 * (hv * hv + hv) + 2 * 2 * hv + (hv * iv + iv) + (iv * hv + hv)
-    n = embed + c.int("num_hidden_layers") * layer + 2 * hv
-    if c.bool("vision_use_head", True):
+    n = embed + c.integer("num_hidden_layers") * layer + 2 * hv
+    if c.flag("vision_use_head", True):
         # probe, nn.MultiheadAttention (in_proj 3h x h + 3h, out_proj h x h + h), LayerNorm, MLP
         n += hv + (3 * hv * hv + 3 * hv) + (hv * hv + hv) + 2 * hv + (hv * iv + iv) + (iv * hv + hv)
     return n
@@ -44,17 +44,20 @@ def gemma3_projector(vc: Config, text_hidden: int) -> int:
 def llama4(vc: Config, text_hidden: int) -> int:
     """Llama 4's tower: unfold-linear patches, class token, position table, biased pre-norm encoder
     layers, pre/post LayerNorms, the pixel-shuffle adapter MLP; then the projector into the text width."""
-    hv, iv = vc.int("hidden_size", default=768), vc.int("intermediate_size", default=5632)
+    hv, iv = vc.integer("hidden_size", default=768), vc.integer("intermediate_size", default=5632)
     p, ch, img = (
-        vc.int("patch_size", default=14),
-        vc.int("num_channels", default=3),
-        vc.int("image_size", default=448),
+        vc.integer("patch_size", default=14),
+        vc.integer("num_channels", default=3),
+        vc.integer("image_size", default=448),
     )
     ratio = vc.cfg.get("pixel_shuffle_ratio", 0.5)
-    pin, pout = vc.int("projector_input_dim", default=4096), vc.int("projector_output_dim", default=4096)
-    bias = vc.bool("multi_modal_projector_bias", False)
+    pin, pout = (
+        vc.integer("projector_input_dim", default=4096),
+        vc.integer("projector_output_dim", default=4096),
+    )
+    bias = vc.flag("multi_modal_projector_bias", False)
     embed = hv + ((img // p) ** 2 + 1) * hv + ch * p * p * hv + 4 * hv
     layer = 4 * (hv * hv + hv) + (hv * iv + iv) + (iv * hv + hv) + 4 * hv
     adapter = int(hv / ratio**2) * pin + pin * pout + ((pin + pout) if bias else 0)
-    projector = vc.int("vision_output_dim", default=pout) * text_hidden
-    return embed + vc.int("num_hidden_layers", default=34) * layer + adapter + projector
+    projector = vc.integer("vision_output_dim", default=pout) * text_hidden
+    return embed + vc.integer("num_hidden_layers", default=34) * layer + adapter + projector
