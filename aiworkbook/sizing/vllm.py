@@ -142,7 +142,7 @@ def weight_bytes(spec, s: VllmSettings) -> int:
     end stage also holds its vocabulary table (the embedding first, the head last)."""
     from aiworkbook.sizing.states import inference_weight_bytes
 
-    wd = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "bitsandbytes": "nf4"}.get(
+    wd = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "bitsandbytes": "nf4", "w8a8": "int8"}.get(
         s.quantization or "", "bf16"
     )
     if _act_bytes(s, spec) == 4 and wd == "bf16":
