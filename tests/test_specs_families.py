@@ -9,7 +9,7 @@ import pytest
 
 from aiworkbook.errors import SpecError
 from aiworkbook.paths import data_dir
-from aiworkbook.specs import list_presets, load_model, spec_from_config
+from aiworkbook.specs import list_presets, spec_from_config
 from aiworkbook.specs.families import FAMILY_PARSERS, WRAPPERS, FamilySpec
 
 T = {
@@ -193,6 +193,46 @@ TINY: list[tuple[str, dict]] = [
 ]
 
 
+TINY_WRAPPERS: list[tuple[str, dict]] = [
+    (
+        "mistral3-tiny",
+        {
+            "model_type": "mistral3",
+            "spatial_merge_size": 2,
+            "text_config": {"model_type": "mistral", **T, "head_dim": 16, "sliding_window": None},
+            "vision_config": {
+                "model_type": "pixtral",
+                "hidden_size": 48,
+                "intermediate_size": 80,
+                "num_attention_heads": 4,
+                "num_hidden_layers": 2,
+                "image_size": 64,
+                "patch_size": 8,
+                "head_dim": 12,
+            },
+        },
+    ),
+    (
+        "gemma3-tiny-with-head",
+        {
+            "model_type": "gemma3",
+            "text_config": {"model_type": "gemma3_text", **T, "head_dim": 16, "num_hidden_layers": 6},
+            "vision_config": {
+                "model_type": "siglip_vision_model",
+                "hidden_size": 48,
+                "intermediate_size": 80,
+                "num_attention_heads": 4,
+                "num_hidden_layers": 2,
+                "image_size": 64,
+                "patch_size": 8,
+                "vision_use_head": False,
+            },
+            "mm_tokens_per_image": 16,
+        },
+    ),
+]
+
+
 def _presets(kind: str) -> list[tuple[str, dict]]:
     out = []
     for name in list_presets():
@@ -266,16 +306,18 @@ def test_text_families_match_transformers(name, cfg):
     _check_kv(spec, hf_cfg)
 
 
-@pytest.mark.parametrize("name,cfg", _presets("wrapper"), ids=[n for n, _ in _presets("wrapper")])
+WRAPPED = TINY_WRAPPERS + _presets("wrapper")
+
+
+@pytest.mark.parametrize("name,cfg", WRAPPED, ids=[n for n, _ in WRAPPED])
 def test_multimodal_wrappers_text_and_vision_apart(name, cfg):
     hf_cfg, model = _hf(cfg)
-    spec = load_model(name)
+    spec = spec_from_config(cfg, name=name)
     lm = model.model.language_model if hasattr(model, "model") else model.language_model
     out = getattr(model, "lm_head", None) or lm.lm_head
     head = 0 if spec.tie_word_embeddings or lm is out or out in lm.modules() else out.weight.numel()
     assert spec.params == _n(lm) + head
-    if WRAPPERS[cfg["model_type"]][1] is not None:
-        assert spec.vision_params == _n(model) - _n(lm) - head
+    assert spec.vision_params == _n(model) - _n(lm) - head
     assert spec.model_type == cfg["model_type"]
     _check_kv(spec, hf_cfg.text_config)
 

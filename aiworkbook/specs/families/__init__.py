@@ -50,11 +50,16 @@ TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 
-# wrapper model_type -> (text model_type when text_config omits it, vision counter or None)
-WRAPPERS: dict[str, tuple[str, Callable[[Config, int], int] | None]] = {
-    "gemma3": ("gemma3_text", lambda vc, ht: vision.siglip(vc) + vision.gemma3_projector(vc, ht)),
-    "llama4": ("llama4_text", vision.llama4),
+# wrapper model_type -> (text model_type when text_config omits it, vision counter(vision config,
+# text hidden size, the wrapper's own config))
+WRAPPERS: dict[str, tuple[str, Callable[[Config, int, dict], int]]] = {
+    "gemma3": ("gemma3_text", lambda vc, ht, w: vision.siglip(vc) + vision.gemma3_projector(vc, ht)),
+    "llama4": ("llama4_text", lambda vc, ht, w: vision.llama4(vc, ht)),
+    "mistral3": ("mistral", vision.pixtral_mistral3),
 }
+
+# transformers' default for the wrapper's tie_word_embeddings when its config omits the key
+WRAPPER_TIE = {"gemma3": True, "llama4": False, "mistral3": True}
 
 EXAMPLES: dict[str, str] = {
     "qwen3": "qwen3-8b",
@@ -67,6 +72,7 @@ EXAMPLES: dict[str, str] = {
     "gpt_oss": "gpt-oss-20b",
     "llama4": "llama-4-scout-17b-16e",
     "llama4_text": "llama-4-scout-17b-16e",
+    "mistral3": "mistral-small-3.1-24b",
     "olmo2": "olmo-2-1124-7b",
     "granite": "granite-3.3-8b-instruct",
     "phimoe": "phi-3.5-moe",
@@ -123,11 +129,18 @@ def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilyS
         **{k: v for k, v in tc.items() if v is not None},
         "model_type": text_mt,
     }
-    if "tie_word_embeddings" not in tc and "tie_word_embeddings" in cfg:
-        text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
-    spec = parse(text, name=name or cfg.get("_name_or_path") or mt, source=source)
+    # transformers ties by the wrapper's own key, whose default differs per wrapper (WRAPPER_TIE)
+    text["tie_word_embeddings"] = cfg.get("tie_word_embeddings", WRAPPER_TIE[mt])
+    label = name or cfg.get("_name_or_path") or mt
+    if text_mt in FAMILY_PARSERS:
+        spec = parse(text, name=label, source=source)
+    else:  # a base family (mistral3 wraps mistral): counted by spec_from_config, grouped here
+        from aiworkbook.specs.families.spec import from_base
+        from aiworkbook.specs.model import spec_from_config
+
+        spec = from_base(spec_from_config(text, name=label, source=source), text_mt)
     vc = cfg.get("vision_config")
-    n_vision = counter(Config(vc, source), spec.hidden_size) if counter and isinstance(vc, dict) else 0
+    n_vision = counter(Config(vc, source), spec.hidden_size, cfg) if isinstance(vc, dict) else 0
     return replace(spec, model_type=mt, vision_params=n_vision)
 
 

@@ -120,3 +120,31 @@ class FamilySpec(ModelSpec):
         if self.asserted_family:
             out["asserted_family"] = self.asserted_family
         return out
+
+
+def from_base(spec: ModelSpec, family: str) -> FamilySpec:
+    """A FamilySpec with the same counts as a base-family spec (for a wrapper around one)."""
+    from dataclasses import fields
+
+    base = {f.name: getattr(spec, f.name) for f in fields(ModelSpec)}
+    L = spec.num_layers
+    idle = L * (spec.num_experts - spec.experts_per_token) * spec.expert_params if spec.num_experts else 0
+    groups = []
+    width = 2 * spec.head_dim
+    if L - spec.sliding_window_layers:
+        groups.append(KVGroup("full", L - spec.sliding_window_layers, spec.num_kv_heads, width))
+    if spec.sliding_window_layers:
+        groups.append(
+            KVGroup("sliding", spec.sliding_window_layers, spec.num_kv_heads, width, spec.sliding_window)
+        )
+    return FamilySpec(
+        **base,
+        family=family,
+        layer_params=L * spec.params_per_layer,
+        layer_params_active=L * spec.params_per_layer - idle,
+        layer_params_linear=spec.params_linear,
+        embed_params=spec.params_embedding,
+        head_params=spec.params_head,
+        final_params=spec.params_final,
+        kv_groups=tuple(groups),
+    )

@@ -61,3 +61,25 @@ def llama4(vc: Config, text_hidden: int) -> int:
     adapter = int(hv / ratio**2) * pin + pin * pout + ((pin + pout) if bias else 0)
     projector = vc.integer("vision_output_dim", default=pout) * text_hidden
     return embed + vc.integer("num_hidden_layers", default=34) * layer + adapter + projector
+
+
+PIXTRAL_DEFAULTS = {
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 24,
+    "num_channels": 3,
+    "patch_size": 16,
+}
+
+
+def pixtral_mistral3(vc: Config, text_hidden: int, wrapper: dict) -> int:
+    """Mistral 3's Pixtral tower (bias-free patch conv, RMSNorms, gated MLPs) and its projector
+    (RMSNorm, the spatial patch merger, two linears into the text width)."""
+    c = Config({**PIXTRAL_DEFAULTS, **{k: v for k, v in vc.cfg.items() if v is not None}}, vc.source)
+    hv, iv, p = c.integer("hidden_size"), c.integer("intermediate_size"), c.integer("patch_size")
+    layer = 4 * hv * hv + 3 * hv * iv + 2 * hv
+    tower = c.integer("num_channels") * p * p * hv + hv + c.integer("num_hidden_layers") * layer
+    merge = int(wrapper.get("spatial_merge_size") or 2)
+    bias = bool(wrapper.get("multimodal_projector_bias", False))
+    proj = hv + hv * hv * merge * merge + hv * text_hidden + text_hidden * text_hidden
+    return tower + proj + (2 * text_hidden if bias else 0)
