@@ -9,7 +9,7 @@ import pytest
 
 from aiworkbook.errors import SpecError
 from aiworkbook.paths import data_dir
-from aiworkbook.specs import list_presets, spec_from_config
+from aiworkbook.specs import list_presets, load_model, spec_from_config
 from aiworkbook.specs.families import FAMILY_PARSERS, WRAPPERS, FamilySpec
 
 T = {
@@ -388,3 +388,15 @@ def test_cli_models_lists_every_family_and_params_says_family_asserted(capsys, t
     assert rc == 0 and json.loads(out)["asserted_family"] == "qwen3"
     rc, out, _ = _cli(capsys, "params", "gemma-3-4b-it")
     assert rc == 0 and "vision tower (apart)" in out and "KV group sliding" in out
+
+
+def test_sizing_engine_sizes_kv_per_layer_group():
+    """The estimate's KV follows the layer groups: MLA's latent, Gemma 3's windows, TP replication."""
+    from aiworkbook.sizing import Workload, estimate
+
+    ds = load_model("deepseek-v2-lite")
+    w = Workload(mode="infer", batch=2, concurrency=2, seq_len=4096, kv_dtype="bf16")
+    assert estimate(ds, w).memory.kv_cache == 2 * ds.kv_cache_bytes(4096)  # 27 layers x 576 x 2 B a token
+    g = load_model("gemma-3-27b-it")
+    kv = estimate(g, Workload(mode="infer", batch=1, seq_len=32768)).memory.kv_cache
+    assert kv == g.kv_cache_bytes(32768) == (52 * 1024 + 10 * 32768) * 2 * 16 * 128 * 2
