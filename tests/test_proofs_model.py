@@ -10,7 +10,9 @@ from aiworkbook.proofs.memory_accounting import SavedTensorTracker, model_states
 from aiworkbook.proofs.model import DecoderModel, KVCache, param_count
 from aiworkbook.specs import list_presets, load_model
 
-DECODERS = [n for n in list_presets() if load_model(n).is_decoder]
+# The plain-torch decoder builds the original families' layer; the newer ones (aiworkbook.specs.families:
+# q/k norms, MLA, interleaved MoE) are counted exactly by the spec but not rebuilt here.
+DECODERS = [n for n in list_presets() if load_model(n).is_decoder and not hasattr(load_model(n), "kv_groups")]
 
 
 @pytest.mark.parametrize("name", DECODERS)

@@ -21,6 +21,7 @@ def register(app: typer.Typer) -> None:
 def _workload(**kw):
     from aiworkbook.sizing import Workload
 
+    kw = {k: v for k, v in kw.items() if k != "_vllm"}
     mode = kw["mode"]
     concurrency = kw.pop("concurrency") or (kw["batch"] if mode == "infer" else 1)
     gpus = kw.pop("gpus")
@@ -87,13 +88,22 @@ def _with_opts(fn):
     """Give a command the workload options of `_opts` (typer reads the merged signature)."""
     import inspect
 
+    from aiworkbook.cli.vllm_flags import apply_to_opts, vllm_flags
+
     own = [p for p in inspect.signature(fn).parameters.values() if p.name != "opts"]
     extra = list(inspect.signature(_opts).parameters.values())
-    params = [own[0], *extra, *own[1:]]
+    vllm = list(inspect.signature(vllm_flags).parameters.values())
+    params = [own[0], *extra, *vllm, *own[1:]]
 
     def wrapper(**kw):
         names = set(inspect.signature(_opts).parameters)
         opts = _opts(**{k: kw.pop(k) for k in list(kw) if k in names})
+        flags = vllm_flags(
+            **{k: kw.pop(k) for k in list(kw) if k in inspect.signature(vllm_flags).parameters}
+        )
+        if opts["engine"] == "vllm":
+            apply_to_opts(opts, flags)
+        opts["_vllm"] = flags
         return fn(opts=opts, **kw)
 
     wrapper.__signature__ = inspect.Signature(params)
@@ -171,10 +181,22 @@ def size(
     est = estimate(
         spec, _workload(**opts), gpu=gpu_spec, device=device, assumptions=assumptions, node=node_profile
     )
+    vllm = _vllm_startup(spec, gpu_spec or (node_profile.gpu_spec() if node_profile else None), opts)
     if as_json:
-        typer.echo(dumps_json(est.to_dict(), indent=2))
+        typer.echo(dumps_json({**est.to_dict(), **vllm}, indent=2))
         return
     _print_estimate(spec, est)
+    if vllm:
+        _section("vLLM start-up (its own arithmetic: what `vllm serve` logs)", vllm["vllm"])
+
+
+def _vllm_startup(spec, gpu_spec, opts: dict) -> dict:
+    """With --engine vllm and a GPU: vLLM's start-up figures (aiworkbook.sizing.vllm), else nothing."""
+    if opts.get("engine") != "vllm" or gpu_spec is None or opts.get("mode") != "infer":
+        return {}
+    from aiworkbook.cli.vllm_flags import startup_json
+
+    return startup_json(spec, gpu_spec, opts, opts["_vllm"])
 
 
 def _pick_pool(node, pool: str | None, gpu_given: bool):
@@ -264,6 +286,7 @@ def fit(
     if not w.training:
         out["max_concurrency"] = capacity.max_concurrency(spec, w, g)
         out["max_context"] = capacity.max_context(spec, w, g)
+        out.update(_vllm_startup(spec, g, opts))  # --engine vllm: vLLM's own max_concurrency and KV
     if as_json:
         typer.echo(dumps_json(out, indent=2))
         return

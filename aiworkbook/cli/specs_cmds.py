@@ -68,6 +68,11 @@ def models(as_json: bool = typer.Option(False, "--json")) -> None:
             f"{s.name:<18} {s.model_type:<9} {s.params:>16,} {s.num_layers:>6} {s.hidden_size:>6} {s.num_heads:>5} "
             f"{s.num_kv_heads:>3} {fmt_bytes(s.kv_bytes_per_token('bf16')):>14}"
         )
+    from aiworkbook.specs.families import family_examples
+
+    typer.echo("\nfamilies (model_type -> example preset):")
+    for fam, example in family_examples().items():
+        typer.echo(f"  {fam:<12} {example}")
 
 
 def gpus(as_json: bool = typer.Option(False, "--json")) -> None:
@@ -114,18 +119,30 @@ def params(
         "bf16", "--kv-dtype", help="KV-cache dtype: fp32, bf16, fp16, fp8, int8, int4."
     ),
     as_json: bool = typer.Option(False, "--json"),
+    family: str | None = typer.Option(
+        None, "--family", help="Read an unknown model_type as this known family's shape (said in the output)."
+    ),
 ) -> None:
     """Exact parameter counts and KV-cache bytes per token of a model."""
     from aiworkbook.specs import load_model
 
-    spec = load_model(model)
+    spec = load_model(model, family=family)
     summary = spec.summary(kv_dtype)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
+    extra_rows = []
+    if getattr(spec, "vision_params", 0):
+        extra_rows.append(("vision tower (apart)", f"{spec.vision_params:,}"))
+    if getattr(spec, "mtp_params", 0):
+        extra_rows.append(("MTP layers (apart)", f"{spec.mtp_params:,}"))
+    for g in getattr(spec, "kv_groups", ()):
+        win = f", window {g.window}" if g.window else ""
+        extra_rows.append((f"KV group {g.kind}", f"{g.layers} layers x {g.heads} x {g.width}{win}"))
+    asserted = f", shape asserted with --family {spec.asserted_family}" if spec.asserted_family else ""
     _table(
         [
-            ("model", f"{spec.name} ({spec.model_type})"),
+            ("model", f"{spec.name} ({spec.model_type}{asserted})"),
             ("parameters", f"{spec.params:,} ({fmt_count(spec.params)})"),
             ("non-embedding", f"{spec.params_non_embedding:,}"),
             (
@@ -154,6 +171,7 @@ def params(
                 if spec.sliding_window
                 else "none",
             ),
+            *extra_rows,
         ]
     )
 

@@ -82,7 +82,11 @@ def layer_matrix_params(spec) -> int:
 
 
 def dropout_p(spec, w: Workload) -> float:
-    return w.dropout if w.dropout is not None else _DROPOUT_DEFAULT.get(spec.model_type, 0.0)
+    if w.dropout is not None:
+        return w.dropout
+    if getattr(spec, "dropout", None) is not None:  # the config's own probabilities decide
+        return spec.dropout
+    return _DROPOUT_DEFAULT.get(spec.model_type, 0.0)
 
 
 def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:

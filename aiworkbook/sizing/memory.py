@@ -79,6 +79,13 @@ def kv_bytes(spec, w: Workload, sequences, context):
     if not spec.is_decoder:
         return 0 * sequences * context
     tokens = kv_tokens(w, context)
+    groups = getattr(spec, "kv_groups", ())  # families with layer types or MLA (specs.families)
+    if groups:
+        bits = DTYPE_BITS[w.kv_dtype]
+        per_token = [
+            (_cap(tokens, g.window) if g.window else tokens) * g.elems_per_token(w.tp) for g in groups
+        ]
+        return sequences * (sum(per_token) * bits // 8)
     heads = max(1, -(-spec.num_kv_heads // w.tp))
     per_layer_token = 2 * heads * spec.head_dim * DTYPE_BITS[w.kv_dtype]  # bits
     full = spec.num_layers - spec.sliding_window_layers

@@ -118,7 +118,13 @@ def frozen_base_bytes(spec, w: Workload) -> tuple[int, str]:
 
 
 def inference_weight_bytes(spec, weights_dtype: str) -> tuple[int, str]:
-    """Quantised linears at their bits (with scale overhead); embeddings, head and norms stay 16-bit."""
+    """Quantised linears at their bits (with scale overhead); embeddings, head and norms stay 16-bit.
+
+    A checkpoint quantised in its config (spec.quant) is sized at its own bytes unless another
+    weights dtype than the default bf16 is asked for."""
+    q = getattr(spec, "quant", None)
+    if q is not None and weights_dtype == "bf16":
+        return q.weight_bytes(spec), f"{q.label}, as the checkpoint's quantization_config stores it"
     lin = spec.params_linear
     rest = spec.params - lin
     bits = QUANT_BITS[weights_dtype]

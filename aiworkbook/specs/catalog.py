@@ -27,10 +27,14 @@ def _preset(name: str) -> ModelSpec:
     return spec_from_config(load_config_file(path), name=name, source=str(path))
 
 
-def load_model(name_or_path: str | Path) -> ModelSpec:
-    """A preset name (`llama-3-8b`), a config.json path, or a folder holding one."""
+def load_model(name_or_path: str | Path, family: str | None = None) -> ModelSpec:
+    """A preset name (`llama-3-8b`), a config.json path, or a folder holding one (`family`: see
+    spec_from_config)."""
     s = str(name_or_path)
     if s in list_presets():
+        if family is not None:
+            path = data_dir() / "models" / s / "config.json"
+            return spec_from_config(load_config_file(path), name=s, source=str(path), family=family)
         return _preset(s)
     p = Path(s).expanduser()
     if p.exists():
@@ -39,6 +43,7 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
             load_config_file(cfg_path),
             name=p.name if p.is_dir() else p.parent.name or p.stem,
             source=str(cfg_path),
+            family=family,
         )
     raise SpecError(
         "model", s, "a preset (" + ", ".join(list_presets()) + ") or a path to a config.json or its folder"

@@ -34,6 +34,9 @@ class GPUSpec(BaseModel):
     memory_type: str = ""
     memory_bytes: int = Field(gt=0, description="marketed capacity")
     usable_memory_bytes: int = Field(gt=0, description="driver-reported total")
+    cuda_memory_bytes: int | None = Field(
+        default=None, gt=0, description="what cudaMemGetInfo / torch reports as total (vLLM's total)"
+    )
     memory_bandwidth_bps: float = Field(gt=0)
     peak_flops_dense: dict[str, Annotated[float, Field(gt=0)]]
     peak_flops_sparse: dict[str, Annotated[float, Field(gt=0)]] = {}

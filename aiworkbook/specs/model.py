@@ -7,11 +7,12 @@ to the unit. tests/test_params_vs_transformers.py checks that against transforme
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.specs.quantization import QuantScheme
 from aiworkbook.units import KV_DTYPES, dtype_bits
 
 FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox", "bert")
@@ -62,6 +63,10 @@ class ModelSpec:
     pooler: bool = False
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    asserted_family: str = ""  # `--family NAME`: an unknown model_type read as this family's shape
+    dropout: float | None = None  # the config's largest dropout probability; None: not in the config
+    mlm_head: bool = False  # BERT for masked LM: transform (dense + LayerNorm) and a decoder bias
+    quant: QuantScheme | None = None  # the checkpoint's own weight quantisation (quantization_config)
 
     # ---- counts ---------------------------------------------------------------------------
     @property
@@ -125,7 +130,8 @@ class ModelSpec:
         """Parameters outside the layers and the tables: final norm, BERT embedding norm and pooler."""
         h = self.hidden_size
         if self.model_type == "bert":
-            return self.norm_params + ((h * h + h) if self.pooler else 0)
+            mlm = (h * h + h + 2 * h + self.vocab_size) if self.mlm_head else 0
+            return self.norm_params + ((h * h + h) if self.pooler else 0) + mlm
         return self.norm_params
 
     @property
@@ -262,13 +268,38 @@ def _flag(cfg: dict, key: str, default: bool, source: str) -> bool:
     return v
 
 
-def spec_from_config(cfg: dict[str, Any], *, name: str = "", source: str = "<dict>") -> ModelSpec:
-    """Build a ModelSpec from a parsed Hugging Face config.json."""
+def spec_from_config(
+    cfg: dict[str, Any], *, name: str = "", source: str = "<dict>", family: str | None = None
+) -> ModelSpec:
+    """Build a ModelSpec from a parsed Hugging Face config.json (`family`: assert an unknown type's shape)."""
+    spec = _spec_from_config(cfg, name=name, source=source, family=family)
+    from aiworkbook.specs.config_fields import apply_config_fields
+
+    return apply_config_fields(spec, cfg, source)
+
+
+def _spec_from_config(
+    cfg: dict[str, Any], *, name: str = "", source: str = "<dict>", family: str | None = None
+) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise SpecError("config", type(cfg).__name__, "a JSON object", source=source)
+    from aiworkbook.specs import families
+
     mt = cfg.get("model_type")
+    if family is not None and family != mt:
+        if family not in FAMILIES + families.known():
+            raise SpecError("family", family, ", ".join(FAMILIES + families.known()), source=source)
+        spec = spec_from_config({**cfg, "model_type": family}, name=name, source=source)
+        return replace(spec, asserted_family=family)
+    if mt in families.known():
+        return families.parse(cfg, name=name, source=source)
     if mt not in FAMILIES:
-        raise SpecError("model_type", mt, ", ".join(FAMILIES), source=source)
+        raise SpecError(
+            "model_type",
+            mt,
+            ", ".join(FAMILIES + families.known()) + " (or assert one with --family NAME)",
+            source=source,
+        )
 
     L = _get(cfg, ("num_hidden_layers", "n_layer"), source)
     h = _get(cfg, ("hidden_size", "n_embd"), source)

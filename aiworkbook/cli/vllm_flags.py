@@ -1,0 +1,99 @@
+"""vLLM's own flag names for `size` and `fit` with `--engine vllm`, and the JSON they add.
+
+The flags keep vLLM's spelling (--tensor-parallel-size, --gpu-memory-utilization, ...) so a user can
+paste a `vllm serve` command line; they also set the workbook's own options they mean (tp, context,
+concurrency, KV dtype) so the rest of the estimate agrees with them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+_DTYPES = {"auto": None, "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}
+
+
+def vllm_flags(
+    tensor_parallel_size: int = typer.Option(None, "--tensor-parallel-size", help="vLLM: TP ranks."),
+    pipeline_parallel_size: int = typer.Option(1, "--pipeline-parallel-size", help="vLLM: PP stages."),
+    gpu_memory_utilization: float = typer.Option(
+        None, "--gpu-memory-utilization", help="vLLM: fraction of the CUDA-visible total."
+    ),
+    max_model_len: int = typer.Option(None, "--max-model-len", help="vLLM: tokens per request."),
+    max_num_seqs: int = typer.Option(None, "--max-num-seqs", help="vLLM: sequences per step."),
+    max_num_batched_tokens: int = typer.Option(
+        None, "--max-num-batched-tokens", help="vLLM: tokens per step (and in the profile run)."
+    ),
+    kv_cache_dtype: str = typer.Option("auto", "--kv-cache-dtype", help="vLLM: auto | fp8 | fp8_e4m3 | ..."),
+    dtype: str = typer.Option("auto", "--dtype", help="vLLM: auto | bfloat16 | float16 | float32."),
+    quantization: str = typer.Option(None, "--quantization", help="vLLM: fp8 | awq | gptq | ..."),
+    block_size: int = typer.Option(16, "--block-size", help="vLLM: tokens per KV block."),
+    engine_version: str = typer.Option(
+        "v1",
+        "--engine-version",
+        help="vLLM engine whose start-up arithmetic applies: v1 (>= 0.8) | v0 (0.6.4-0.7).",
+    ),
+) -> dict[str, Any]:
+    return dict(
+        tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size,
+        gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        kv_cache_dtype=kv_cache_dtype,
+        dtype=dtype,
+        quantization=quantization,
+        block_size=block_size,
+        engine=engine_version,
+    )
+
+
+def apply_to_opts(opts: dict[str, Any], flags: dict[str, Any]) -> None:
+    """The workbook options the vLLM flags mean (only those the user gave)."""
+    if flags["tensor_parallel_size"] is not None:
+        opts["tp"] = flags["tensor_parallel_size"]
+    if flags["gpu_memory_utilization"] is not None:
+        opts["gpu_memory_utilization"] = flags["gpu_memory_utilization"]
+    if flags["max_num_batched_tokens"] is not None:
+        opts["max_batched_tokens"] = flags["max_num_batched_tokens"]
+    if flags["max_model_len"] is not None and opts.get("context") is None:
+        opts["context"] = flags["max_model_len"]
+    if flags["kv_cache_dtype"] not in ("auto", None):
+        opts["kv_dtype"] = "fp8" if flags["kv_cache_dtype"].startswith("fp8") else flags["kv_cache_dtype"]
+
+
+def settings(opts: dict[str, Any], flags: dict[str, Any]):
+    from aiworkbook.errors import SpecError
+    from aiworkbook.sizing.vllm import VllmSettings
+
+    if flags["dtype"] not in _DTYPES:
+        raise SpecError("dtype", flags["dtype"], ", ".join(_DTYPES))
+    return VllmSettings(
+        tensor_parallel_size=flags["tensor_parallel_size"] or opts.get("tp", 1),
+        pipeline_parallel_size=flags["pipeline_parallel_size"],
+        gpu_memory_utilization=flags["gpu_memory_utilization"] or opts.get("gpu_memory_utilization", 0.9),
+        max_model_len=flags["max_model_len"],
+        max_num_seqs=flags["max_num_seqs"],
+        max_num_batched_tokens=flags["max_num_batched_tokens"],
+        kv_cache_dtype=flags["kv_cache_dtype"],
+        dtype=_DTYPES[flags["dtype"]] or "auto",
+        quantization=flags["quantization"],
+        block_size=flags["block_size"],
+        engine=flags["engine"],
+    )
+
+
+def startup_json(spec, gpu, opts: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
+    """The stable keys `--engine vllm` adds: kv_cache_tokens, kv_cache_bytes, max_concurrency and the
+    itemised non-KV memory vLLM subtracted (under "vllm")."""
+    from aiworkbook.sizing.vllm import startup
+
+    r = startup(spec, gpu, settings(opts, flags))
+    return {
+        "kv_cache_tokens": r.kv_cache_tokens,
+        "kv_cache_bytes": r.kv_cache_bytes,
+        "max_concurrency": r.max_concurrency,
+        "vllm": r.to_dict(),
+    }

@@ -1,0 +1,317 @@
+"""vLLM's own start-up arithmetic: what `vllm serve` logs as "Available KV cache memory", "GPU KV
+cache size: N tokens" and "Maximum concurrency for L tokens per request".
+
+The worker (`determine_available_memory`) asks for `requested = total x gpu_memory_utilization`,
+where total is what CUDA reports (cudaMemGetInfo: less than nvidia-smi's figure), and subtracts the
+non-KV memory it measured around one profiling forward:
+
+    available = requested - (weights + torch peak increase of the profile run + non-torch increase)
+
+- weights: the checkpoint at its dtype or quantisation, split by tensor and pipeline parallelism;
+- the profile run: one forward of `max_num_batched_tokens` tokens (its largest live set is the MLP's:
+  the gate/up output, the activation output, the hidden state and the residual; for fused MoE the
+  per-token top-k intermediate caches), then the sampler over `min(max_num_seqs, tokens)` dummy rows
+  of fp32 logits (top-k/top-p sort values and int64 indices, probabilities, masks: 28 B per logit in
+  the V1 sampler, 40 B in V0's gather-based one), with the forward's hidden states still alive;
+- non-torch memory: CUDA/NCCL allocations outside PyTorch since the baseline (the CUDA context
+  predates it and is not counted); larger under tensor parallelism (communication buffers).
+
+CUDA graphs are captured after the KV cache is allocated and do not come out of it (V1 up to
+0.11; `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` later subtracts an estimate: option
+`cudagraph_bytes`). The KV cache is whole blocks: `num_blocks = available // page // layers` with
+`page = block_size x kv_heads_per_rank x width x bytes`; tensor parallelism splits KV heads
+(replicated when fewer heads than ranks), pipeline parallelism splits layers (the rank with most
+layers bounds the blocks), MLA's latent is one unsplit "head". Models with sliding and full layers
+follow the hybrid allocator: layers are grouped in groups of equal size (the smallest layer-type
+count, or the largest when within 1.5x), each group shares the pooled blocks and "GPU KV cache size"
+reports `num_blocks // groups x block_size`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.units import DTYPE_BITS
+
+GiB = 1 << 30
+ENGINES = ("v1", "v0")
+
+#: Memory outside PyTorch's allocator that the profile measures (bytes), by engine and tp == 1 / > 1.
+#: V1: ~0.25 GiB alone, ~2.1 GiB with tensor parallelism (REFERENCE.md, "Inference memory"); V0
+#: (0.6.4-0.6.6): 0.35 GiB alone (vllm#10517), 1.79 / 3.58 GiB on H100 at tp 1 / 2 (vllm#10511).
+NON_TORCH = {"v1": (int(0.25 * GiB), int(2.1 * GiB)), "v0": (int(0.35 * GiB), int(3.58 * GiB))}
+#: Bytes per logit the sampler keeps alive at its peak (see the module docstring).
+SAMPLER_BYTES = {"v1": 28, "v0": 40}
+
+
+@dataclass(frozen=True)
+class VllmSettings:
+    """vLLM's own flags (None: the engine's default for the GPU)."""
+
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    kv_cache_dtype: str = "auto"
+    dtype: str = "auto"
+    quantization: str | None = None
+    block_size: int = 16
+    engine: str = "v1"
+    non_torch_bytes: int | None = None  # None: NON_TORCH for the engine and tp
+    cudagraph_bytes: int = 0  # subtracted only where the engine version does (opt-in estimate)
+
+    def check(self) -> None:
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "block_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise SpecError(name, v, "an integer >= 1")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise SpecError("gpu_memory_utilization", self.gpu_memory_utilization, "0 < x <= 1")
+        for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise SpecError(name, v, "an integer >= 1 or the engine default")
+        if self.engine not in ENGINES:
+            raise SpecError("engine_version", self.engine, ", ".join(ENGINES))
+        if self.kv_cache_dtype not in ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32"):
+            raise SpecError(
+                "kv_cache_dtype", self.kv_cache_dtype, "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2"
+            )
+        if self.dtype not in ("auto", "bf16", "bfloat16", "fp16", "float16", "half", "fp32", "float32"):
+            raise SpecError("dtype", self.dtype, "auto, bfloat16, float16, float32")
+
+
+@dataclass(frozen=True)
+class VllmStartup:
+    """What vLLM logs at start-up, and the items it subtracted (bytes; one GPU of the first stage)."""
+
+    total_bytes: int
+    requested_bytes: int
+    weights_bytes: int
+    activation_peak_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    available_kv_bytes: int
+    num_blocks: int
+    kv_cache_tokens: int
+    kv_cache_bytes: int
+    max_concurrency: float
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_groups: int
+    page_bytes: int
+    formulas: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _act_bytes(s: VllmSettings, spec) -> int:
+    d = s.dtype
+    if d in ("fp32", "float32"):
+        return 4
+    return 2
+
+
+def _kv_bytes(s: VllmSettings, spec) -> float:
+    if s.kv_cache_dtype == "auto":
+        return _act_bytes(s, spec)
+    return DTYPE_BITS[{"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}.get(s.kv_cache_dtype, s.kv_cache_dtype)] / 8
+
+
+def defaults(gpu_cuda_bytes: int, gpu_name: str, engine: str, max_model_len: int) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) the engine picks when not given.
+
+    V1 (`vllm serve`): 1024 and 8192 on GPUs with >= 70 GiB that are not A100s, else 256 and 2048.
+    V0: 256, and max(max_model_len, 2048) tokens (no chunked prefill up to 32K tokens; above, chunked
+    prefill with 2048 tokens, the OpenAI server's default)."""
+    if engine == "v0":
+        return 256, (max(max_model_len, 2048) if max_model_len <= 32768 else 2048)
+    if gpu_cuda_bytes >= 70 * GiB and "a100" not in gpu_name.lower():
+        return 1024, 8192
+    return 256, 2048
+
+
+def weight_bytes(spec, s: VllmSettings) -> int:
+    """One rank's weights: everything split over tp; with pp, the layers split evenly and the busier
+    end stage also holds its vocabulary table (the embedding first, the head last)."""
+    from aiworkbook.sizing.states import inference_weight_bytes
+
+    wd = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "bitsandbytes": "nf4", "w8a8": "int8"}.get(
+        s.quantization or "", "bf16"
+    )
+    if _act_bytes(s, spec) == 4 and wd == "bf16":
+        wd = "fp32"
+    total, _ = inference_weight_bytes(spec, wd)
+    total += rope_cache_bytes(spec, s) * tp_pp(s)  # every rank holds the whole table
+    pp, tp = s.pipeline_parallel_size, s.tensor_parallel_size
+    if pp == 1:
+        return total // tp
+    width = 4 if wd == "fp32" else 2
+    end_table = max(spec.params_embedding, spec.params_head or spec.params_embedding) * width
+    layers = total - (spec.params_embedding + spec.params_head) * width
+    return (-(-layers // pp) + end_table) // tp
+
+
+def tp_pp(s: VllmSettings) -> int:
+    return s.tensor_parallel_size * s.pipeline_parallel_size
+
+
+def rope_cache_bytes(spec, s: VllmSettings) -> int:
+    """The rotary cos/sin table vLLM builds at load (max_position_embeddings x rotary dim, model
+    dtype): part of "Model loading took" (Llama 3.1's 131,072 positions: 32 MiB)."""
+    if spec.learned_positions:
+        return 0
+    return spec.max_position_embeddings * spec.head_dim * _act_bytes(s, spec)
+
+
+def profile_peak_bytes(spec, s: VllmSettings, seqs: int, tokens: int) -> tuple[int, str]:
+    """Torch peak increase of the profile run over the weights (see the module docstring)."""
+    # Three hidden-sized tensors live through the MLP: the layer's input (the model loop still
+    # references it until the layer returns), the residual, and the normalised attention output.
+    b, tp = _act_bytes(s, spec), s.tensor_parallel_size
+    h, i = spec.hidden_size, spec.intermediate_size
+    if spec.num_experts:
+        k = spec.experts_per_token
+        m = min(tokens, 32768)  # fused_moe processes at most VLLM_FUSED_MOE_CHUNK_SIZE tokens at once
+        moe = m * (k * (3 * i // tp + h) * b + 4 * spec.num_experts + 8 * k)
+        fwd = tokens * 3 * h * b + moe
+        fwd_txt = f"{tokens}·3·{h}·{b} + {m}·({k}·(3·{i}/{tp} + {h})·{b} + router)"
+    else:
+        mats = 3 if spec.gated_mlp else 2
+        fwd = tokens * (mats * i // tp + 3 * h) * b
+        fwd_txt = f"{tokens}·({mats}·{i}/{tp} + 3·{h})·{b}"
+    rows = min(seqs, tokens)
+    sampler = rows * spec.vocab_size * SAMPLER_BYTES[s.engine] + tokens * h * b
+    samp_txt = f"{rows}·{spec.vocab_size}·{SAMPLER_BYTES[s.engine]} + {tokens}·{h}·{b}"
+    if sampler > fwd:
+        return sampler, f"sampler {samp_txt} (forward {fwd_txt} is smaller)"
+    return fwd, f"forward {fwd_txt} (sampler {samp_txt} is smaller)"
+
+
+def _kv_layout(spec, s: VllmSettings) -> list[tuple[str, int, int, int | None]]:
+    """(kind, layers on the busiest pipeline stage, page bytes per layer, window) per layer type."""
+    from math import ceil
+
+    kvb = _kv_bytes(s, spec)
+    tp, pp = s.tensor_parallel_size, s.pipeline_parallel_size
+    groups = getattr(spec, "kv_groups", ())
+    out = []
+    if groups:
+        for g in groups:
+            page = int(s.block_size * g.heads_per_rank(tp) * g.width * kvb)
+            out.append((g.kind, ceil(g.layers / pp), page, g.window))
+        return out
+    heads = max(1, -(-spec.num_kv_heads // tp))
+    page = int(s.block_size * heads * 2 * spec.head_dim * kvb)
+    full = spec.num_layers - spec.sliding_window_layers
+    if full:
+        out.append(("full", ceil(full / pp), page, None))
+    if spec.sliding_window_layers:
+        out.append(("sliding", ceil(spec.sliding_window_layers / pp), page, spec.sliding_window))
+    return out
+
+
+def _max_usage_blocks(kind: str, window: int | None, s: VllmSettings, max_len: int, batched: int) -> int:
+    """Blocks one request of max_model_len needs in a layer of this kind (vLLM's max_memory_usage)."""
+    bs = s.block_size
+    if kind == "sliding" and window:
+        return -(-min(window - 1 + batched, max_len) // bs) + 1
+    if kind == "chunked" and window:
+        return -(-min(window + batched, max_len) // bs)
+    return -(-max_len // bs)
+
+
+def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
+    """vLLM's start-up figures for `spec` served on `gpu` (a GPUSpec) with settings `s`."""
+    s = s or VllmSettings()
+    s.check()
+    if not spec.is_decoder:
+        raise SpecError("model", spec.name, "a decoder (vLLM's KV cache sizing needs one)")
+    total = cuda_total_bytes(gpu)
+    max_len = s.max_model_len or spec.max_position_embeddings
+    d_seqs, d_tokens = defaults(total, gpu.name, s.engine, max_len)
+    seqs = s.max_num_seqs or d_seqs
+    tokens = s.max_num_batched_tokens or d_tokens
+    requested = int(total * s.gpu_memory_utilization)
+    weights = weight_bytes(spec, s)
+    peak, peak_txt = profile_peak_bytes(spec, s, seqs, tokens)
+    tp = s.tensor_parallel_size
+    non_torch = (
+        s.non_torch_bytes
+        if s.non_torch_bytes is not None
+        else NON_TORCH[s.engine][tp * s.pipeline_parallel_size > 1]
+    )
+    available = requested - weights - peak - non_torch - s.cudagraph_bytes
+    kv = kv_from_available(spec, s, available, max_len, tokens)
+    num_blocks, n_groups, group_size, page = (
+        kv["num_blocks"],
+        kv["kv_groups"],
+        kv["group_size"],
+        kv["page_bytes"],
+    )
+    formulas = {
+        "requested": f"{total:,} B CUDA-visible x {s.gpu_memory_utilization}",
+        "activation_peak": peak_txt,
+        "non_torch": f"{'measured' if s.non_torch_bytes is not None else 'engine default'} ({s.engine}, tp {tp})",
+        "kv": f"{num_blocks:,} blocks x {s.block_size} tokens, page {page:,} B x {group_size} layers"
+        + (f", {n_groups} groups (hybrid allocator)" if n_groups > 1 else ""),
+    }
+    return VllmStartup(
+        total_bytes=total,
+        requested_bytes=requested,
+        weights_bytes=weights,
+        activation_peak_bytes=peak,
+        non_torch_bytes=non_torch,
+        cudagraph_bytes=s.cudagraph_bytes,
+        available_kv_bytes=available,
+        num_blocks=num_blocks,
+        kv_cache_tokens=kv["kv_cache_tokens"],
+        kv_cache_bytes=num_blocks * page * group_size,
+        max_concurrency=kv["max_concurrency"],
+        max_model_len=max_len,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=tokens,
+        kv_groups=n_groups,
+        page_bytes=page,
+        formulas=formulas,
+    )
+
+
+def kv_from_available(spec, s: VllmSettings, available: int, max_len: int, tokens: int) -> dict[str, Any]:
+    """Blocks, "GPU KV cache size" tokens and "Maximum concurrency" from the bytes left for the cache."""
+    layout = _kv_layout(spec, s)
+    kinds = {k for k, *_ in layout}
+    page = max(p for _, _, p, _ in layout)
+    if len(kinds) == 1 or s.engine == "v0":  # one group: every layer holds every token
+        layers = sum(n for _, n, _, _ in layout)
+        n_groups, group_size = 1, layers
+        num_blocks = max(0, available // page // layers)
+        kind, window = ("full", None) if s.engine == "v0" else (layout[0][0], layout[0][3])
+        per_req = _max_usage_blocks(kind, window, s, max_len, tokens)
+    else:  # hybrid allocator: equal-size groups share the pooled blocks
+        counts = [n for _, n, _, _ in layout]
+        group_size = min(counts) if max(counts) >= 1.5 * min(counts) else max(counts)
+        n_groups = sum(-(-n // group_size) for n in counts)
+        num_blocks = max(0, available // page // group_size)
+        per_req = sum(
+            -(-n // group_size) * _max_usage_blocks(kind, w, s, max_len, tokens) for kind, n, _, w in layout
+        )
+    return {
+        "num_blocks": num_blocks,
+        "kv_groups": n_groups,
+        "group_size": group_size,
+        "page_bytes": page,
+        "kv_cache_tokens": num_blocks // n_groups * s.block_size,
+        "max_concurrency": num_blocks / per_req if per_req else 0.0,
+    }
+
+
+def cuda_total_bytes(gpu) -> int:
+    """What cudaMemGetInfo reports as total (the catalogue's cuda_memory_bytes), else the driver total."""
+    return getattr(gpu, "cuda_memory_bytes", None) or gpu.usable_memory_bytes

@@ -1,0 +1,156 @@
+"""Families beyond the original ten, one parser per concept, and the dispatch spec_from_config hooks.
+
+`parse(cfg)` reads a config whose `model_type` is one of FAMILY_PARSERS or a multimodal wrapper
+(read through its `text_config`, the vision tower counted apart). `--family NAME` (the `family`
+argument) lets a user read an unknown `model_type` as a known family's shape; the spec says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.specs.families import dense, mla, moe, vision
+from aiworkbook.specs.families.blocks import Config
+from aiworkbook.specs.families.spec import FamilySpec, KVGroup
+
+Parser = Callable[[Config, str, str], FamilySpec]
+
+FAMILY_PARSERS: dict[str, Parser] = {
+    "qwen3": dense.qwen3,
+    "qwen3_moe": moe.qwen_moe,
+    "qwen2_moe": moe.qwen_moe,
+    "gemma3_text": dense.gemma3_text,
+    "deepseek_v2": mla.deepseek,
+    "deepseek_v3": mla.deepseek,
+    "gpt_oss": moe.gpt_oss,
+    "llama4_text": moe.llama4_text,
+    "olmo2": dense.olmo2,
+    "granite": dense.llama_like,
+    "phimoe": moe.phimoe,
+    "phi": dense.phi,
+    "smollm3": dense.llama_like,
+    "starcoder2": dense.starcoder2,
+}
+
+# Keys a wrapper's text_config may omit (the transformers config class's defaults).
+TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262_208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131_072,
+        "sliding_window": 4096,
+    },
+}
+
+# wrapper model_type -> (text model_type when text_config omits it, vision counter(vision config,
+# text hidden size, the wrapper's own config))
+WRAPPERS: dict[str, tuple[str, Callable[[Config, int, dict], int]]] = {
+    "gemma3": ("gemma3_text", lambda vc, ht, w: vision.siglip(vc) + vision.gemma3_projector(vc, ht)),
+    "llama4": ("llama4_text", lambda vc, ht, w: vision.llama4(vc, ht)),
+    "mistral3": ("mistral", vision.pixtral_mistral3),
+}
+
+# transformers' default for the wrapper's tie_word_embeddings when its config omits the key
+WRAPPER_TIE = {"gemma3": True, "llama4": False, "mistral3": True}
+
+EXAMPLES: dict[str, str] = {
+    "qwen3": "qwen3-8b",
+    "qwen3_moe": "qwen3-30b-a3b",
+    "qwen2_moe": "qwen1.5-moe-a2.7b",
+    "gemma3": "gemma-3-4b-it",
+    "gemma3_text": "gemma-3-1b-it",
+    "deepseek_v2": "deepseek-v2-lite",
+    "deepseek_v3": "deepseek-v3",
+    "gpt_oss": "gpt-oss-20b",
+    "llama4": "llama-4-scout-17b-16e",
+    "llama4_text": "llama-4-scout-17b-16e",
+    "mistral3": "mistral-small-3.1-24b",
+    "olmo2": "olmo-2-1124-7b",
+    "granite": "granite-3.3-8b-instruct",
+    "phimoe": "phi-3.5-moe",
+    "phi": "phi-2",
+    "smollm3": "smollm3-3b",
+    "starcoder2": "starcoder2-7b",
+}
+
+
+def family_examples() -> dict[str, str]:
+    """Every family aiworkbook reads, with a preset (or the tiny shape the tests use) to try it on."""
+    from aiworkbook.specs.catalog import list_presets
+    from aiworkbook.specs.model import FAMILIES
+
+    presets = list_presets()
+    out: dict[str, str] = {}
+    for fam in FAMILIES:
+        out[fam] = next((p for p in presets if _preset_type(p) == fam), "-")
+    for fam in known():
+        out[fam] = EXAMPLES.get(fam, "-")
+    return out
+
+
+def _preset_type(name: str) -> str:
+    from aiworkbook.specs.catalog import load_model
+
+    spec = load_model(name)
+    return getattr(spec, "family", "") or spec.model_type
+
+
+def known() -> tuple[str, ...]:
+    return tuple(FAMILY_PARSERS) + tuple(WRAPPERS)
+
+
+def parse(cfg: dict[str, Any], *, name: str, source: str) -> FamilySpec:
+    mt = cfg.get("model_type")
+    if mt in WRAPPERS:
+        return _wrapper(cfg, mt, name=name, source=source)
+    if mt not in FAMILY_PARSERS:
+        raise SpecError("model_type", mt, ", ".join(known()), source=source)
+    return FAMILY_PARSERS[mt](Config(cfg, source), mt, name)
+
+
+def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilySpec:
+    text_mt, counter = WRAPPERS[mt]
+    tc = cfg.get("text_config")
+    if not isinstance(tc, dict):
+        raise SpecError(
+            "text_config", tc, f"a JSON object (a {mt} wrapper reads its language model there)", source=source
+        )
+    text_mt = tc.get("model_type") or text_mt
+    text = {
+        **TEXT_DEFAULTS.get(text_mt, {}),
+        **{k: v for k, v in tc.items() if v is not None},
+        "model_type": text_mt,
+    }
+    # transformers ties by the wrapper's own key, whose default differs per wrapper (WRAPPER_TIE)
+    text["tie_word_embeddings"] = cfg.get("tie_word_embeddings", WRAPPER_TIE[mt])
+    label = name or cfg.get("_name_or_path") or mt
+    if text_mt in FAMILY_PARSERS:
+        spec = parse(text, name=label, source=source)
+    else:  # a base family (mistral3 wraps mistral): counted by spec_from_config, grouped here
+        from aiworkbook.specs.families.spec import from_base
+        from aiworkbook.specs.model import spec_from_config
+
+        spec = from_base(spec_from_config(text, name=label, source=source), text_mt)
+    vc = cfg.get("vision_config")
+    n_vision = counter(Config(vc, source), spec.hidden_size, cfg) if isinstance(vc, dict) else 0
+    return replace(spec, model_type=mt, vision_params=n_vision)
+
+
+__all__ = [
+    "EXAMPLES",
+    "family_examples",
+    "FAMILY_PARSERS",
+    "WRAPPERS",
+    "FamilySpec",
+    "KVGroup",
+    "known",
+    "parse",
+]

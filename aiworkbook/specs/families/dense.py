@@ -1,0 +1,176 @@
+"""Dense decoders: qwen3, olmo2, granite, smollm3, starcoder2, phi (phi-2), gemma3_text.
+
+Each follows its transformers implementation: q/k norms where the family has them (per head for
+Qwen 3 and Gemma 3, over all heads for OLMo 2), LayerNorm with bias for StarCoder2 and Phi, and the
+layer types (sliding, full) the config names or the family derives.
+"""
+
+from __future__ import annotations
+
+from aiworkbook.errors import SpecError
+from aiworkbook.specs.families.blocks import (
+    Config,
+    Layer,
+    assemble,
+    attention,
+    kv_kind,
+    mlp,
+    read_common,
+    std_kv,
+    window_of,
+)
+from aiworkbook.specs.families.spec import FamilySpec
+
+
+def _types_qwen(c: Config, L: int) -> list[str]:
+    """Qwen: layer i slides when use_sliding_window and i >= max_window_layers."""
+    given = c.layer_types(L)
+    if given:
+        return given
+    w = window_of(c)
+    if not (c.flag("use_sliding_window", False) and w):
+        return ["full_attention"] * L
+    first = c.integer("max_window_layers", default=28, minimum=0)
+    return ["sliding_attention" if i >= first else "full_attention" for i in range(L)]
+
+
+def _layers(c, L, types, attn, ffn, k, d, window) -> list[Layer]:
+    return [
+        Layer(attn[0] + ffn[0], attn[0] + ffn[0], attn[1] + ffn[1], std_kv(kv_kind(t), k, d, window))
+        for t in types[:L]
+    ]
+
+
+def qwen3(c: Config, mt: str, name: str) -> FamilySpec:
+    common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False, head_dim_default=128)
+    bias = c.flag("attention_bias", False)
+    attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, q_norm=d, k_norm=d)
+    ffn = mlp(h, c.integer("intermediate_size"))
+    layers = _layers(c, L, _types_qwen(c, L), attn, (ffn[0] + 2 * h, ffn[1]), k, d, window_of(c))
+    return assemble(
+        common,
+        layers,
+        family=mt,
+        intermediate_size=c.integer("intermediate_size"),
+        qkv_bias=bias,
+        o_bias=bias,
+    )
+
+
+def olmo2(c: Config, mt: str, name: str) -> FamilySpec:
+    common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False)
+    bias = c.flag("attention_bias", False)
+    attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, q_norm=a * d, k_norm=k * d)
+    ffn = mlp(h, c.integer("intermediate_size"))
+    layers = _layers(c, L, ["full_attention"] * L, attn, (ffn[0] + 2 * h, ffn[1]), k, d, None)
+    return assemble(
+        common,
+        layers,
+        family=mt,
+        intermediate_size=c.integer("intermediate_size"),
+        qkv_bias=bias,
+        o_bias=bias,
+    )
+
+
+def llama_like(c: Config, mt: str, name: str) -> FamilySpec:
+    """granite (its multipliers scale activations, not parameters) and smollm3 (NoPE layers)."""
+    common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=mt == "smollm3")
+    bias = c.flag("attention_bias", False)
+    mbias = c.flag("mlp_bias", False)
+    I = c.integer("intermediate_size")
+    attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias)
+    ffn = mlp(h, I, bias=mbias)
+    types = c.layer_types(L) or ["full_attention"] * L
+    if mt == "smollm3" and not c.has("layer_types") and c.flag("use_sliding_window", False) and window_of(c):
+        rope = c.int_list("no_rope_layers", L) or [
+            int((i + 1) % c.integer("no_rope_layer_interval", default=4) != 0) for i in range(L)
+        ]
+        types = ["sliding_attention" if not r else "full_attention" for r in rope]
+    layers = _layers(c, L, types, attn, (ffn[0] + 2 * h, ffn[1]), k, d, window_of(c))
+    return assemble(
+        common,
+        layers,
+        family=mt,
+        intermediate_size=I,
+        qkv_bias=bias,
+        o_bias=bias,
+        mlp_bias=mbias,
+    )
+
+
+def starcoder2(c: Config, mt: str, name: str) -> FamilySpec:
+    common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=True)
+    bias = c.flag("use_bias", True)
+    I = c.integer("intermediate_size")
+    attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias)
+    ffn = mlp(h, I, gated=False, bias=bias)
+    w = window_of(c)
+    types = c.layer_types(L) or ["sliding_attention" if w else "full_attention"] * L
+    layers = _layers(c, L, types, attn, (ffn[0] + 2 * 2 * h, ffn[1]), k, d, w)
+    return assemble(
+        common,
+        layers,
+        family=mt,
+        final=2 * h,
+        intermediate_size=I,
+        qkv_bias=bias,
+        o_bias=bias,
+        mlp_bias=bias,
+        norm="layernorm",
+        gated_mlp=False,
+    )
+
+
+def phi(c: Config, mt: str, name: str) -> FamilySpec:
+    """phi-1/1.5/2: parallel attention and MLP after one LayerNorm; lm_head has a bias."""
+    common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False)
+    I = c.integer("intermediate_size")
+    qk_ln = 2 * 2 * d if c.flag("qk_layernorm", False) else 0
+    attn = attention(h, a, k, d, qkv_bias=True, o_bias=True)
+    ffn = mlp(h, I, gated=False, bias=True)
+    layers = _layers(
+        c, L, ["full_attention"] * L, (attn[0] + qk_ln, attn[1]), (ffn[0] + 2 * h, ffn[1]), k, d, None
+    )
+    if common["tie_word_embeddings"]:
+        raise SpecError(
+            "tie_word_embeddings", True, "false for phi (its lm_head has a bias)", source=c.source
+        )
+    return assemble(
+        common,
+        layers,
+        family=mt,
+        head=V * h + V,
+        final=2 * h,
+        intermediate_size=I,
+        qkv_bias=True,
+        o_bias=True,
+        mlp_bias=True,
+        norm="layernorm",
+        norms_per_layer=1,
+        gated_mlp=False,
+    )
+
+
+def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
+    """Gemma 3: four norms per layer, per-head q/k norms, `sliding_window_pattern` - 1 local layers per global."""
+    common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=True, head_dim_default=256)
+    bias = c.flag("attention_bias", False)
+    I = c.integer("intermediate_size")
+    attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, q_norm=d, k_norm=d)
+    ffn = mlp(h, I)
+    w = c.integer("sliding_window", default=4096)
+    pattern = c.integer("sliding_window_pattern", "_sliding_window_pattern", default=6)
+    types = c.layer_types(L) or [
+        "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(L)
+    ]
+    layers = _layers(c, L, types, attn, (ffn[0] + 4 * h, ffn[1]), k, d, w)
+    return assemble(
+        common,
+        layers,
+        family=mt,
+        intermediate_size=I,
+        qkv_bias=bias,
+        o_bias=bias,
+        norms_per_layer=4,
+    )

@@ -1,0 +1,150 @@
+"""FamilySpec: a ModelSpec whose layers differ from one another (MoE interleaving, MLA, layer types).
+
+The base ModelSpec multiplies one layer by the layer count. The families added since (DeepSeek's
+dense-then-MoE stack, Llama 4's interleaved experts, Gemma 3's five local layers per global one)
+need per-layer sums and a KV cache per layer group, so their parsers add the layers up here and the
+totals replace the base class's products. The representative base fields (hidden size, heads, the
+expert's intermediate size) stay filled for the activation and roofline arithmetic that reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.specs.model import ModelSpec
+from aiworkbook.units import KV_DTYPES, dtype_bits
+
+KV_KINDS = ("full", "sliding", "chunked", "mla")
+
+
+@dataclass(frozen=True)
+class KVGroup:
+    """Layers that cache alike: `heads` KV heads of `width` elements per token (K and V together).
+
+    MLA caches one latent per token (`heads` = 1, `width` = kv_lora_rank + qk_rope_head_dim) that
+    tensor parallelism does not split; sliding and chunked layers keep at most `window` tokens.
+    """
+
+    kind: str
+    layers: int
+    heads: int
+    width: int
+    window: int | None = None
+
+    def tokens_kept(self, tokens: int) -> int:
+        return min(tokens, self.window) if self.window and self.kind in ("sliding", "chunked") else tokens
+
+    def heads_per_rank(self, tp: int = 1) -> int:
+        """KV heads one tensor-parallel rank holds: split, replicated when fewer than ranks; MLA whole."""
+        return self.heads if self.kind == "mla" else max(1, -(-self.heads // tp))
+
+    def elems_per_token(self, tp: int = 1) -> int:
+        return self.layers * self.heads_per_rank(tp) * self.width
+
+
+@dataclass(frozen=True)
+class FamilySpec(ModelSpec):
+    """Exact per-layer sums for families whose layers are not all alike (fields added at the end)."""
+
+    family: str = ""
+    layer_params: int = 0  # all decoder layers together
+    layer_params_active: int = 0  # what one token touches in them (routed experts: top-k only)
+    layer_params_linear: int = 0  # the layers' projection and expert matrices
+    layer_params_experts: int = 0  # the routed experts' matrices alone
+    embed_params: int = 0
+    head_params: int = 0
+    final_params: int = 0  # final norm and anything else outside the layers and tables
+    vision_params: int = 0  # a multimodal wrapper's vision tower and projector, shown apart
+    mtp_params: int = 0  # DeepSeek's multi-token-prediction layer(s), shown apart
+    kv_groups: tuple[KVGroup, ...] = ()
+
+    @property
+    def params_per_layer(self) -> int:  # type: ignore[override]
+        return self.layer_params // self.num_layers
+
+    @property
+    def params_embedding(self) -> int:  # type: ignore[override]
+        return self.embed_params
+
+    @property
+    def params_head(self) -> int:  # type: ignore[override]
+        return self.head_params
+
+    @property
+    def params_final(self) -> int:  # type: ignore[override]
+        return self.final_params
+
+    @property
+    def params(self) -> int:  # type: ignore[override]
+        return self.embed_params + self.layer_params + self.final_params + self.head_params
+
+    @property
+    def params_active(self) -> int:  # type: ignore[override]
+        return self.params - (self.layer_params - self.layer_params_active)
+
+    @property
+    def params_linear(self) -> int:  # type: ignore[override]
+        return self.layer_params_linear
+
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16", tp: int = 1) -> int:  # type: ignore[override]
+        """Cache bytes one token adds on every layer (windows not applied), per tensor-parallel rank."""
+        bits = dtype_bits(kv_dtype, "kv_dtype", KV_DTYPES)
+        return sum(g.elems_per_token(tp) for g in self.kv_groups) * bits // 8
+
+    def kv_cache_bytes(self, tokens: int, kv_dtype: str = "bf16", tp: int = 1) -> int:  # type: ignore[override]
+        """One sequence of `tokens`: each group holds its own tokens (sliding/chunked capped)."""
+        if tokens < 0:
+            raise SpecError("tokens", tokens, ">= 0")
+        bits = dtype_bits(kv_dtype, "kv_dtype", KV_DTYPES)
+        return sum(g.tokens_kept(tokens) * g.elems_per_token(tp) for g in self.kv_groups) * bits // 8
+
+    def summary(self, kv_dtype: str = "bf16") -> dict[str, Any]:
+        out = super().summary(kv_dtype)
+        out.update(
+            family=self.family,
+            params_vision=self.vision_params,
+            params_mtp=self.mtp_params,
+            kv_layer_groups=[
+                {
+                    "kind": g.kind,
+                    "layers": g.layers,
+                    "kv_heads": g.heads,
+                    "width": g.width,
+                    "window": g.window,
+                }
+                for g in self.kv_groups
+            ],
+        )
+        if self.asserted_family:
+            out["asserted_family"] = self.asserted_family
+        return out
+
+
+def from_base(spec: ModelSpec, family: str) -> FamilySpec:
+    """A FamilySpec with the same counts as a base-family spec (for a wrapper around one)."""
+    from dataclasses import fields
+
+    base = {f.name: getattr(spec, f.name) for f in fields(ModelSpec)}
+    L = spec.num_layers
+    idle = L * (spec.num_experts - spec.experts_per_token) * spec.expert_params if spec.num_experts else 0
+    groups = []
+    width = 2 * spec.head_dim
+    if L - spec.sliding_window_layers:
+        groups.append(KVGroup("full", L - spec.sliding_window_layers, spec.num_kv_heads, width))
+    if spec.sliding_window_layers:
+        groups.append(
+            KVGroup("sliding", spec.sliding_window_layers, spec.num_kv_heads, width, spec.sliding_window)
+        )
+    return FamilySpec(
+        **base,
+        family=family,
+        layer_params=L * spec.params_per_layer,
+        layer_params_active=L * spec.params_per_layer - idle,
+        layer_params_linear=spec.params_linear,
+        embed_params=spec.params_embedding,
+        head_params=spec.params_head,
+        final_params=spec.params_final,
+        kv_groups=tuple(groups),
+    )

@@ -1,0 +1,178 @@
+"""vLLM's start-up arithmetic against start-up logs users published (tests/data/vllm_startup_cases.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiworkbook.errors import SpecError
+from aiworkbook.sizing.vllm import VllmSettings, kv_from_available, startup
+from aiworkbook.specs import get_gpu, load_model
+
+GiB = 1 << 30
+CASES = json.loads((Path(__file__).parent / "data" / "vllm_startup_cases.json").read_text())["cases"]
+ITEMS = {  # logged key -> (startup attribute, scale)
+    "weights_gib": ("weights_bytes", GiB),
+    "activation_gib": ("activation_peak_bytes", GiB),
+    "available_kv_gib": ("available_kv_bytes", GiB),
+    "num_blocks": ("num_blocks", 1),
+    "kv_cache_tokens": ("kv_cache_tokens", 1),
+    "max_concurrency": ("max_concurrency", 1),
+}
+
+
+def predict(case: dict) -> dict[str, float]:
+    """Every logged figure the model predicts, for one case (the case's measured non-torch memory used
+    where it was logged: it is what the CUDA libraries took on that machine, not a model output)."""
+    spec = load_model(case["model"])
+    gpu = get_gpu(case["gpu"])
+    if case.get("total_gib"):
+        gpu = gpu.model_copy(update={"cuda_memory_bytes": int(case["total_gib"] * GiB)})
+    logged = case["logged"]
+    nt = int(logged["non_torch_gib"] * GiB) if "non_torch_gib" in logged else None
+    s = VllmSettings(engine=case["engine"], non_torch_bytes=nt, **case["settings"])
+    if case.get("kv_only"):
+        kv = kv_from_available(
+            spec, s, int(logged["available_kv_gib"] * GiB), spec.max_position_embeddings, 8192
+        )
+        return {"kv_cache_tokens": kv["kv_cache_tokens"]}
+    r = startup(spec, gpu, s)
+    return {k: getattr(r, attr) / scale for k, (attr, scale) in ITEMS.items() if k in logged}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_published_startup_within_3_percent(case):
+    got = predict(case)
+    checked = case.get("checked", list(got))
+    assert checked, "a case must check at least one logged figure"
+    for key in checked:
+        value = got[key]
+        want = case["logged"][key]
+        assert value == pytest.approx(want, rel=0.03), (key, value, want)
+
+
+def test_cases_cite_source_and_version():
+    for c in CASES:
+        assert (
+            c["source"].startswith("https://github.com/")
+            and c["vllm_version"]
+            and c["engine"] in ("v0", "v1")
+        )
+
+
+def test_tp_replicates_kv_heads_and_mla_is_not_split():
+    gpu = get_gpu("H100-SXM")
+    llama = load_model("llama-3-8b")  # 8 KV heads
+    p = {
+        tp: kv_from_available(llama, VllmSettings(tensor_parallel_size=tp), 8 * GiB, 8192, 8192)
+        for tp in (1, 8, 16)
+    }
+    assert p[8]["page_bytes"] * 8 == p[1]["page_bytes"]  # one head per rank
+    assert p[16]["page_bytes"] == p[8]["page_bytes"]  # fewer heads than ranks: replicated, not halved
+    ds = load_model("deepseek-v2-lite")  # MLA: one latent of 512 + 64 per token and layer
+    one = kv_from_available(ds, VllmSettings(), GiB, 4096, 8192)
+    four = kv_from_available(ds, VllmSettings(tensor_parallel_size=4), GiB, 4096, 8192)
+    assert one["page_bytes"] == four["page_bytes"] == 16 * 576 * 2
+    assert startup(ds, gpu).kv_cache_tokens > 0
+
+
+def test_whole_blocks_and_pipeline_splits_layers():
+    spec = load_model("llama-3-8b")
+    page_all_layers = 16 * 8 * 128 * 2 * 2 * 32
+    kv = kv_from_available(spec, VllmSettings(), 10 * page_all_layers + page_all_layers // 2, 8192, 8192)
+    assert kv["num_blocks"] == 10 and kv["kv_cache_tokens"] == 160
+    pp2 = kv_from_available(spec, VllmSettings(pipeline_parallel_size=2), 10 * page_all_layers, 8192, 8192)
+    assert pp2["num_blocks"] == 20  # each stage holds 16 of the 32 layers
+
+
+def test_hybrid_allocator_groups_gemma3():
+    spec = load_model("gemma-3-27b-it")  # 52 sliding (window 1024) + 10 full layers
+    s = VllmSettings(max_model_len=32768, max_num_batched_tokens=8192)
+    kv = kv_from_available(spec, s, 40 * GiB, 32768, 8192)
+    assert kv["group_size"] == 10 and kv["kv_groups"] == 6 + 1
+    page = 16 * 16 * 128 * 2 * 2
+    assert kv["num_blocks"] == 40 * GiB // page // 10
+    assert kv["kv_cache_tokens"] == kv["num_blocks"] // 7 * 16
+    sliding_blocks = -(-min(1024 - 1 + 8192, 32768) // 16) + 1
+    assert kv["max_concurrency"] == pytest.approx(kv["num_blocks"] / (6 * sliding_blocks + 32768 // 16))
+
+
+def test_profile_peak_is_forward_or_sampler_whichever_larger():
+    gpu = get_gpu("H100-SXM")
+    spec = load_model("llama-3-8b")
+    few = startup(spec, gpu, VllmSettings(max_num_seqs=8, max_num_batched_tokens=16384))
+    many = startup(spec, gpu, VllmSettings(max_num_seqs=1024, max_num_batched_tokens=2048))
+    assert few.activation_peak_bytes == 16384 * (3 * 14336 + 3 * 4096) * 2
+    assert many.activation_peak_bytes == 1024 * 128256 * 28 + 2048 * 4096 * 2
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("gpu_memory_utilization", 1.5),
+        ("tensor_parallel_size", 0),
+        ("block_size", 0),
+        ("max_model_len", -1),
+        ("kv_cache_dtype", "int3"),
+        ("engine", "v9"),
+    ],
+)
+def test_bad_flags_are_spec_errors(field, value):
+    with pytest.raises(SpecError, match=field if field != "engine" else "engine_version"):
+        startup(load_model("llama-3-8b"), get_gpu("H100-SXM"), VllmSettings(**{field: value}))
+
+
+def test_encoder_refused():
+    with pytest.raises(SpecError, match="decoder"):
+        startup(load_model("bert-base-uncased"), get_gpu("H100-SXM"))
+
+
+def test_cli_fit_and_size_take_vllm_flags(capsys):
+    from aiworkbook.cli import main
+
+    rc = main(
+        [
+            "fit",
+            "llama-3.1-8b",
+            "--mode",
+            "infer",
+            "--engine",
+            "vllm",
+            "--gpu",
+            "RTX-3090",
+            "--engine-version",
+            "v0",
+            "--max-model-len",
+            "20000",
+            "--json",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["kv_cache_tokens"] == out["vllm"]["kv_cache_tokens"] > 0
+    assert {"kv_cache_bytes", "max_concurrency", "max_context", "max_batch"} <= set(out)
+    assert {"weights_bytes", "activation_peak_bytes", "non_torch_bytes"} <= set(out["vllm"])
+    rc = main(
+        [
+            "size",
+            "gpt-oss-20b",
+            "--mode",
+            "infer",
+            "--engine",
+            "vllm",
+            "--gpu",
+            "H100-SXM",
+            "--tensor-parallel-size",
+            "2",
+            "--max-model-len",
+            "32768",
+            "--kv-cache-dtype",
+            "fp8",
+            "--json",
+        ]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["vllm"]["kv_groups"] == 2 and doc["memory"]  # existing keys stay
+    rc = main(["fit", "llama-3-8b", "--mode", "infer", "--engine", "vllm", "--gpu-memory-utilization", "2"])
+    assert rc == 2 and "gpu_memory_utilization" in capsys.readouterr().err
