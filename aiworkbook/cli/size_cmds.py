@@ -1,16 +1,16 @@
-"""`aiworkbook size` and `aiworkbook fit`: the sizing engine on the command line.
+"""`aiworkbook size` and `aiworkbook fit`: thin printers over `sizing.estimate` and `capacity.report`.
 
 `size` prints the itemised memory table (GiB, labelled) or, with --json, the Estimate's stable JSON
-(`memory` holds exactly the component keys, in bytes). `fit` answers the capacity questions.
+(`memory` holds exactly the component keys, in bytes). `fit` answers the capacity questions. Every
+figure is printed in the unit its typed section declares (never guessed from a key's name).
 """
 
 import json
 
 import typer
 
-from aiworkbook.units import fmt_bytes, fmt_seconds
+from aiworkbook.units import fmt_bytes, fmt_value
 
-_TIMES = ("ttft_s", "tpot_s", "step_time_s")
 _MODEL = typer.Argument(..., help="A preset name or a path to a config.json (or its folder).")
 
 
@@ -24,8 +24,7 @@ def _workload(**kw):
 
     mode = kw["mode"]
     concurrency = kw.pop("concurrency") or (kw["batch"] if mode == "infer" else 1)
-    gpus = kw.pop("gpus")
-    return Workload(concurrency=concurrency, dp=gpus, **kw)
+    return Workload(concurrency=concurrency, **kw)
 
 
 def _opts(
@@ -36,11 +35,17 @@ def _opts(
     precision: str = typer.Option(
         "bf16-mixed", "--precision", help="fp32 | bf16 | fp16 | bf16-mixed | fp16-mixed"
     ),
-    recipe: str = typer.Option("megatron-bf16", "--recipe", help="Training recipe (see docs/sizing.md)."),
+    recipe: str = typer.Option(
+        None,
+        "--recipe",
+        help="Training recipe (see docs/sizing.md). Default: megatron-bf16, fp32-adamw at fp32.",
+    ),
     attention: str = typer.Option("sdpa", "--attention", help="eager | sdpa"),
     checkpointing: str = typer.Option("none", "--checkpointing", help="none | selective | full"),
     chunked_loss: bool = typer.Option(False, "--chunked-loss", help="Loss computed in chunks."),
-    gpus: int = typer.Option(1, "--gpus", help="Data-parallel GPUs."),
+    dp: int = typer.Option(
+        1, "--dp", "--gpus", help="Data-parallel replicas (--gpus: its old name); GPUs in all = dp x tp."
+    ),
     zero: int = typer.Option(0, "--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)."),
     tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
     lora_rank: int = typer.Option(16, "--lora-rank"),
@@ -70,7 +75,7 @@ def _opts(
         attention=attention,
         checkpointing=checkpointing,
         chunked_loss=chunked_loss,
-        gpus=gpus,
+        dp=dp,
         zero=zero,
         tp=tp,
         lora_rank=lora_rank,
@@ -146,16 +151,10 @@ def size(
     from dataclasses import replace
 
     from aiworkbook.sizing import Assumptions, estimate
-    from aiworkbook.specs import get_node, load_gpu, load_model
+    from aiworkbook.specs import load_gpu, load_model
 
     spec = load_model(model)
-    node_profile = get_node(node) if node else None
-    if node_profile is not None:
-        node_profile = _pick_pool(node_profile, pool, gpu_given=bool(gpu))
-    elif pool:
-        from aiworkbook.errors import SpecError
-
-        raise SpecError("pool", pool, "a pool of the node given with --node")
+    node_profile = _node(node, pool, gpu_given=bool(gpu))
     base = Assumptions.from_node(node_profile) if node_profile else Assumptions()
     overrides = {
         "train_tokens": train_tokens,
@@ -165,12 +164,13 @@ def size(
         "gpu_mtbf_hours": mtbf_hours,
     }
     assumptions = replace(base, **{k: v for k, v in overrides.items() if v is not None})
-    gpu_spec = load_gpu(gpu) if gpu else None
-    if device is None:  # a measured host ("CPU (measured)") is sized as the CPU: no CUDA context or reserve
-        sized_on = gpu_spec or (node_profile.gpu_spec() if node_profile else None)
-        device = "cpu" if sized_on is not None and sized_on.vendor == "host" else "cuda"
     est = estimate(
-        spec, _workload(**opts), gpu=gpu_spec, device=device, assumptions=assumptions, node=node_profile
+        spec,
+        _workload(**opts),
+        gpu=load_gpu(gpu) if gpu else None,
+        device=device,
+        assumptions=assumptions,
+        node=node_profile,
     )
     if as_json:
         typer.echo(json.dumps(est.to_dict(), indent=2))
@@ -178,28 +178,16 @@ def size(
     _print_estimate(spec, est)
 
 
-def _pick_pool(node, pool: str | None, gpu_given: bool):
-    """The node itself, or the pool named by --pool (exact name, or the name before its " (" details).
-    A node with pools and no GPU of its own needs --pool (or --gpu): say which pools there are."""
+def _node(node: str | None, pool: str | None, gpu_given: bool):
+    """The node (or its pool) named on the command line; --pool without --node is refused."""
     from aiworkbook.errors import SpecError
+    from aiworkbook.specs import get_node
 
-    names = [p.name for p in node.pools]
-    if pool is None:
-        if node.pools and node.gpu is None and node.gpu_calibrated is None and not gpu_given:
-            raise SpecError(
-                "pool",
-                None,
-                f"one of the pools of {node.name} (it has no GPU of its own): "
-                + ", ".join(repr(n) for n in names)
-                + "; pass --pool NAME (the first word is enough), or --gpu",
-            )
-        return node
-    for p in node.pools:
-        if pool in (p.name, p.name.split(" (")[0], p.name.split()[0]):
-            return p
-    raise SpecError(
-        "pool", pool, ", ".join(repr(n) for n in names) if names else f"none: {node.name} has no pools"
-    )
+    if node:
+        return get_node(node).pool(pool, gpu_given=gpu_given)
+    if pool:
+        raise SpecError("pool", pool, "a pool of the node given with --node")
+    return None
 
 
 def _print_estimate(spec, est) -> None:
@@ -210,6 +198,9 @@ def _print_estimate(spec, est) -> None:
     typer.echo(
         f"{spec.name}: {w.mode}, {spec.params:,} params, precision {w.precision}, {gpu_name}, device {est.device}"
     )
+    if est.device == "cuda":
+        gpus = w.tp * (w.dp if w.training else 1)
+        typer.echo(f"GPUs in all: {gpus} (data parallel {w.dp} x tensor parallel {w.tp})")
     typer.echo("\nmemory (GiB = 2^30 bytes)")
     for name, n, formula in est.memory.rows():
         if name == "total":
@@ -217,15 +208,14 @@ def _print_estimate(spec, est) -> None:
         typer.echo(f"  {name:<15} {fmt_bytes(n, 'GiB'):>14}   {formula if name != 'total' else ''}")
     r = est.rules_of_thumb
     typer.echo(
-        f"  rule of thumb   {fmt_bytes(r['bytes'], 'GiB'):>14}   {r['formula']} "
-        f"({r['ratio_to_itemised']:.2f}x the itemised total)"
+        f"  rule of thumb   {fmt_bytes(r.bytes, 'GiB'):>14}   {r.formula} "
+        f"({fmt_value(r.ratio_to_itemised, 'ratio')}x the itemised total)"
     )
-    if est.fits.get("gpu"):
-        f = est.fits
-        verdict = "fits" if f["fits"] else "does NOT fit"
+    f = est.fits
+    if f.gpu:
+        verdict = "fits" if f.fits else "does NOT fit"
         typer.echo(
-            f"  {verdict} on one {f['gpu']}: budget {fmt_bytes(f['budget_bytes'])}, "
-            f"headroom {fmt_bytes(f['headroom_bytes'])}"
+            f"  {verdict} on one {f.gpu}: budget {fmt_bytes(f.budget_bytes)}, headroom {fmt_bytes(f.headroom_bytes)}"
         )
     _section("roofline (times are lower bounds at the GPU's ceilings)", est.roofline)
     _section("storage", est.storage)
@@ -242,65 +232,52 @@ def _print_estimate(spec, est) -> None:
 def fit(
     model: str = _MODEL,
     opts: dict | None = None,
-    gpu: str = typer.Option("H100-SXM", "--gpu", help="Catalogue GPU (aiworkbook gpus)."),
+    gpu: str = typer.Option(
+        None,
+        "--gpu",
+        help="Catalogue GPU (aiworkbook gpus) or a JSON of measured ceilings. Default: the node's, else H100-SXM.",
+    ),
+    node: str = typer.Option(None, "--node", help="Node profile (aiworkbook nodes) or its JSON: its GPU."),
+    pool: str = typer.Option(
+        None, "--pool", help="With a node that has pools: the pool, by name or first word."
+    ),
+    device: str = typer.Option(None, "--device", help="cuda | cpu. Default: cpu for a measured host spec."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Capacity: max concurrency and context, max micro-batch, GPUs needed, cheapest GPU, MIG profile."""
     from aiworkbook.sizing import capacity
-    from aiworkbook.specs import get_gpu, load_model
+    from aiworkbook.specs import load_model
 
     spec = load_model(model)
     w = _workload(**opts)
-    w.check_against(spec)
-    g = get_gpu(gpu)
-    out = {
-        "model": spec.name,
-        "gpu": g.name,
-        "fits": capacity.fits(spec, w, g)["fits"],
-        "max_batch": capacity.max_batch(spec, w, g),
-        "gpus_needed_tp": capacity.gpus_needed(spec, w, g),
-        "cheapest_gpu": capacity.cheapest_gpu(spec, w),
-        "mig_profile": capacity.mig_profile(spec, w, g),
-    }
-    if not w.training:
-        out["max_concurrency"] = capacity.max_concurrency(spec, w, g)
-        out["max_context"] = capacity.max_context(spec, w, g)
+    node_profile = _node(node, pool, gpu_given=bool(gpu))
+    target = gpu or node_profile or "H100-SXM"
+    rep = capacity.report(spec, w, target, device=device)
     if as_json:
-        typer.echo(json.dumps(out, indent=2))
+        typer.echo(json.dumps(rep.to_dict(), indent=2))
         return
-    for k, v in out.items():
-        typer.echo(f"{k:<16} {v if v is not None else 'none'}")
+    for k, v in rep.items():
+        if k == "cheapest_gpu":
+            text = f"{v.gpus} x {v.gpu} at {fmt_value(v.usd_per_hour, '$/h')}" if v is not None else "none"
+        elif v is None:
+            text = "none"
+        else:
+            text = fmt_value(v, rep.unit(k))
+        typer.echo(f"{k:<16} {text}")
 
 
-def _section(title: str, values: dict, prefix: str = "") -> None:
-    """Print one section of an estimate, each value in its unit (nested dicts as parent.child)."""
-    rows = {k: v for k, v in values.items() if v is not None}
+def _section(title: str, section, prefix: str = "") -> None:
+    """Print one typed section of an estimate, each figure in the unit its field declares (nested
+    sections as parent.child)."""
+    from aiworkbook.sizing.sections import Section
+
+    rows = [(k, v) for k, v in section.items() if v is not None]
     if not rows:
         return
     if not prefix:
         typer.echo(f"\n{title}")
-    for k, v in rows.items():
-        if isinstance(v, dict):
+    for k, v in rows:
+        if isinstance(v, Section):
             _section(title, v, prefix=f"{prefix}{k}.")
         else:
-            typer.echo(f"  {prefix + k:<30} {_fmt_value(k, v)}")
-
-
-def _fmt_value(key: str, v) -> str:
-    from aiworkbook.units import fmt_flops, fmt_rate
-
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return str(v)
-    if key.endswith("bytes_per_s"):
-        return fmt_rate(v)
-    if key.endswith("_bytes") or key == "bytes":
-        return fmt_bytes(v)
-    if key.endswith("per_s"):
-        return f"{v:,.1f}/s"
-    if key.endswith("_s"):
-        return fmt_seconds(v)
-    if key == "peak_flops":
-        return fmt_flops(v)
-    if isinstance(v, float):
-        return f"{v:,.3g}" if abs(v) < 1e4 else f"{v:,.0f}"
-    return f"{v:,}"
+            typer.echo(f"  {prefix + k:<30} {fmt_value(v, section.unit(k))}")

@@ -330,12 +330,12 @@ def workload_point(
     context: int = 2048,
     weights_dtype: str = "bf16",
     kv_dtype: str = "bf16",
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """One decode step's arithmetic intensity, from sizing's own decode arithmetic
     (`sizing.roofline.decode_flops_bytes`): FLOPs over the weight bytes streamed (MoE: the experts the
-    batch touches) plus the batch's KV cache."""
+    batch touches) plus the batch's KV cache, and the dtype whose roof it sits under (its compute dtype)."""
     from aiworkbook.sizing import Workload
-    from aiworkbook.sizing.roofline import decode_flops_bytes
+    from aiworkbook.sizing.roofline import compute_dtype, decode_flops_bytes
 
     w = Workload(
         mode="infer",
@@ -349,14 +349,22 @@ def workload_point(
     work = decode_flops_bytes(spec, w, batch, context)
     flops = float(work["flops"])
     nbytes = float(work["weight_bytes_read"] + work["kv_bytes_read"])
-    return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "batch": batch, "context": context}
+    return {
+        "flops": flops,
+        "bytes": nbytes,
+        "intensity": flops / nbytes,
+        "batch": batch,
+        "context": context,
+        "dtype": compute_dtype(weights_dtype),
+    }
 
 
 def roofline_chart_data(
-    spec: GPUSpec, point: dict[str, float] | None = None, *, dtypes: list[str] | None = None, label: str = ""
+    spec: GPUSpec, point: dict[str, Any] | None = None, *, dtypes: list[str] | None = None, label: str = ""
 ) -> list[dict[str, Any]]:
     """Rows for a roofline chart: attainable FLOP/s = min(peak, bandwidth x intensity) per dtype, log-spaced
-    intensities, plus the workload's point (kind="workload") placed on the first dtype's roof."""
+    intensities, plus the workload's point (kind="workload") placed on its own dtype's roof (`point["dtype"]`,
+    e.g. bf16 for bf16 weights; the first dtype charted when the point names none or the GPU lacks it)."""
     dtypes = dtypes or list(spec.peak_flops_dense)
     rows: list[dict[str, Any]] = []
     bw = spec.memory_bandwidth_bps
@@ -373,12 +381,14 @@ def roofline_chart_data(
                 }
             )
     if point is not None and dtypes:
-        peak = spec.peak_flops(dtypes[0])
+        own = point.get("dtype")
+        dt = own if own in spec.peak_flops_dense else dtypes[0]
+        peak = spec.peak_flops(dt)
         ai = point["intensity"]
         rows.append(
             {
                 "kind": "workload",
-                "dtype": dtypes[0],
+                "dtype": dt,
                 "intensity": ai,
                 "attainable_flops": min(peak, bw * ai),
                 "spec": spec.name,

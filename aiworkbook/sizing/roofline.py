@@ -34,6 +34,11 @@ _COMPUTE_DTYPE = {
 DEFAULT_TRAIN_MFU = 0.4
 
 
+def compute_dtype(weights_dtype: str) -> str:
+    """The dtype whose peak bounds serving at these weights (int8/int4/nf4 dequantise to bf16)."""
+    return _COMPUTE_DTYPE[weights_dtype]
+
+
 def experts_touched(num_experts: int, top_k: int, batch):
     """Expected distinct experts per MoE layer for `batch` tokens routed uniformly to top_k of E."""
     if not num_experts:
@@ -205,4 +210,5 @@ def inference_roofline(spec, w: Workload, gpu) -> dict:
         "experts_touched_per_layer": float(
             experts_touched(spec.num_experts, spec.experts_per_token, w.concurrency)
         ),
+        "compute_dtype": compute_dtype(w.weights_dtype),
     }

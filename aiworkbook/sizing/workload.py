@@ -33,6 +33,12 @@ LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 SIXTEEN_BIT_RECIPES = ("zero-mixed", "megatron-bf16", "pure-bf16", "adamw-8bit")
 
 
+def default_recipe(precision: str) -> str:
+    """The recipe a precision implies when none is named: fp32-adamw at fp32 (16-bit recipes cannot run
+    there), megatron-bf16 otherwise."""
+    return "fp32-adamw" if precision == "fp32" else "megatron-bf16"
+
+
 def _choice(field: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise SpecError(field, value, ", ".join(allowed))
@@ -52,7 +58,7 @@ class Workload:
     seq_len: int = 2048
     new_tokens: int = 0
     precision: str = "bf16-mixed"
-    recipe: str = "megatron-bf16"
+    recipe: str | None = None  # None: megatron-bf16, or fp32-adamw at fp32 precision (default_recipe)
     attention: str = "sdpa"
     checkpointing: str = "none"
     chunked_loss: bool = False
@@ -74,6 +80,8 @@ class Workload:
     max_batched_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        if self.recipe is None:
+            object.__setattr__(self, "recipe", default_recipe(str(self.precision)))
         _choice("mode", self.mode, MODES)
         _int_at_least("batch", self.batch, 1)
         _int_at_least("seq_len", self.seq_len, 1)

@@ -42,10 +42,13 @@ class GPUSpec(BaseModel):
     scale_up_bps: float = 0.0
     l2_cache_bytes: int = 0
     compute_capability: str = ""
-    mig_profiles: list[MIGProfile] = []
+    mig_profiles: tuple[MIGProfile, ...] = ()
     price_per_hour_usd: float = Field(default=0.0, ge=0)
     source: str = ""
     measured: bool = False
+
+    def __hash__(self) -> int:  # the dict fields are compared by value: memoise results by their inputs
+        return hash((type(self).__name__, self.model_dump_json()))
 
     def peak_flops(self, dtype: str = "bf16", sparse: bool = False) -> float:
         """Peak FLOP/s for a dtype (dense unless asked); a SpecError lists the dtypes it has."""
@@ -87,7 +90,8 @@ def _catalogue() -> dict[str, GPUSpec]:
 
 
 def list_gpus() -> list[GPUSpec]:
-    return list(_catalogue().values())
+    """Copies of the catalogue's entries: changing one cannot change the catalogue."""
+    return [g.model_copy(deep=True) for g in _catalogue().values()]
 
 
 def get_gpu(name: str) -> GPUSpec:
@@ -95,7 +99,7 @@ def get_gpu(name: str) -> GPUSpec:
     norm = _norm(name)
     for key, spec in _catalogue().items():
         if _norm(key) == norm:
-            return spec
+            return spec.model_copy(deep=True)
     raise SpecError("gpu", name, ", ".join(_catalogue()))
 
 
