@@ -20,9 +20,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from aiworkbook.errors import SpecError
+from aiworkbook.sizing.workload import ATTENTIONS  # one list for the sizing, the CLI and this model
 from aiworkbook.specs import ModelSpec
 
-ATTENTIONS = ("eager", "sdpa")
+#: "flash" runs torch's SDPA, which picks the flash kernel where it can (sizing counts both alike).
+SDPA_ATTENTIONS = ("sdpa", "flash")
 #: torch dtypes of the precision names the proofs run at (tf32: fp32 tensors, TF32 matmuls)
 TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINTING = ("none", "selective", "full")
@@ -135,7 +137,7 @@ class Attention(nn.Module):
         causal = sq > 1 and past == 0
         if sq > 1 and past > 0:  # a chunk after a cached prefix: explicit bottom-right causal mask
             mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril(diagonal=past)
-        if self.attention == "sdpa":
+        if self.attention in SDPA_ATTENTIONS:
             return F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=causal, scale=self.scaling, enable_gqa=self.a != self.k
             )
@@ -339,7 +341,10 @@ class DecoderModel(nn.Module):
         else:
             rope = self._rope(positions, x.dtype)
         full = self.checkpointing == "full" and torch.is_grad_enabled()
-        for layer in self.layers:
+        from aiworkbook.proofs.control import checkpoint as cancel_point
+
+        for i, layer in enumerate(self.layers):
+            cancel_point(f"layer {i + 1} of {len(self.layers)}")  # a cancel lands within one layer
             if full:
                 from torch.utils.checkpoint import checkpoint
 

@@ -20,8 +20,10 @@ import numpy as np
 import torch
 
 from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.control import Control, report
 from aiworkbook.proofs.device import (
     check_fits,
+    free_memory,
     interruptible,
     is_oom,
     oom_guard,
@@ -30,11 +32,12 @@ from aiworkbook.proofs.device import (
 )
 from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.model import TORCH_DTYPES
+from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
 from aiworkbook.specs import GPUSpec, ModelSpec
-from aiworkbook.units import MiB
+from aiworkbook.units import MiB, fmt_bytes
 
 _RANDOM_BLOCK = 16 * MiB
 
@@ -92,11 +95,7 @@ def bandwidth(
 ) -> dict[str, Any]:
     """Copy and read-only bandwidth on one buffer size (default 4x the last-level cache, and at least
     256 MiB on the CPU, 1 GiB on CUDA, where a 256 MiB copy lasts ~0.1 ms)."""
-    if device == "cuda":
-        cache, cache_src = gpu_l2_bytes(), "torch.cuda device properties (L2)"
-    else:
-        cache, cache_src = llc_bytes()
-    size = buffer_bytes or max(4 * cache, (1024 if device == "cuda" else 256) * MiB)
+    size, cache, cache_src = _buffer_bytes(device, buffer_bytes)
     check_fits(2 * size, device, what=f"bandwidth buffers 2 x {size} B")
     with oom_guard(f"bandwidth buffers of {size} B", device):
         copy, read, nbytes = _time_copy_and_read(size, device, trials, threads)
@@ -400,6 +399,77 @@ def roofline_chart_data(
 
 
 # ---- the proof -----------------------------------------------------------------------------------
+def _buffer_bytes(device: str, buffer_bytes: int | None) -> tuple[int, int, str]:
+    """(buffer size, last-level cache bytes, where that figure came from) for the bandwidth test."""
+    if device == "cuda":
+        cache, src = gpu_l2_bytes(), "torch.cuda device properties (L2)"
+    else:
+        cache, src = llc_bytes()
+    return buffer_bytes or max(4 * cache, (1024 if device == "cuda" else 256) * MiB), cache, src
+
+
+def _shapes(device: str, quick: bool, shapes: list[int] | None) -> list[int]:
+    if shapes is not None:
+        return list(shapes)
+    if quick:
+        return [512] if device == "cpu" else [4096, 8192]
+    return [512, 1024] if device == "cpu" else [2048, 4096, 8192]
+
+
+def plan(
+    model: str | ModelSpec | None = None,
+    *,
+    device: str = "auto",
+    quick: bool = False,
+    buffer_bytes: int | None = None,
+    dtypes: list[str] | None = None,
+    shapes: list[int] | None = None,
+    batch: int = 1,
+    context: int = 2048,
+    **_: Any,
+) -> Plan:
+    """What a roofline run would measure (buffer, dtypes, shapes, trials) and its prediction (the
+    datasheet bandwidth on CUDA; none on the CPU), without allocating or timing anything."""
+    from aiworkbook.proofs.registry import get
+
+    point = None
+    if model is not None:
+        from aiworkbook.specs import load_model
+
+        spec = load_model(model) if isinstance(model, str) else model
+        point = workload_point(spec, batch=batch, context=context)
+    dev = resolve_device(device).device
+    size, cache, _src = _buffer_bytes(dev, buffer_bytes)
+    base = datasheet_spec() if dev == "cuda" else None
+    free = free_memory(dev)[0]
+    sizes: dict[str, Any] = {
+        "buffer_bytes": size,
+        "cache_bytes": cache,
+        "trials": 5 if quick else 10,
+        "dtypes": list(dtypes or matmul_dtypes(dev)),
+        "shapes": _shapes(dev, quick, shapes),
+        "workload_point": point,
+    }
+    return Plan(
+        "roofline",
+        dev,
+        base.memory_bandwidth_bps if base else None,
+        f"datasheet bandwidth of {base.name}" if base else "none on the CPU (the verdict is info)",
+        "B/s",
+        sizes=sizes,
+        fits=2 * size <= free,
+        rough_s=get("roofline").rough_s.get(dev),
+        notes=(f"two {fmt_bytes(size)} buffers against {fmt_bytes(free)} free on {dev}",),
+    )
+
+
+def run(*, control: Control, model: str | ModelSpec | None = None, **inputs: Any) -> ProofResult:
+    """prove_roofline under `control`: progress per stage, a cancel lands between timing trials."""
+    inputs.pop("progress", None)
+    with control.active():
+        return prove_roofline(model, **inputs)
+
+
 def prove_roofline(
     model: str | ModelSpec | None = None,
     *,
@@ -436,14 +506,17 @@ def prove_roofline(
     bar = tqdm(total=len(steps), desc="roofline", disable=not progress, leave=False)
     with interruptible("roofline proof", dev):
         try:
+            report(0, len(steps), "memory bandwidth")
             bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
             bar.update(1)
-            if shapes is None and quick:
-                shapes = [512] if dev == "cpu" else [4096, 8192]
-            mm = matmul_rates(dev, dtypes, shapes=shapes, trials=3 if quick else 5, threads=threads)
+            report(1, len(steps), "matmul rates")
+            mm = matmul_rates(
+                dev, dtypes, shapes=_shapes(dev, quick, shapes), trials=3 if quick else 5, threads=threads
+            )
             bar.update(1)
             h2d: dict[str, Any] = {}
             if dev == "cuda":
+                report(2, len(steps), "host<->device copies")
                 try:
                     h2d = host_device_copies(256 * MiB if quick else 1024 * MiB)
                 except (RuntimeError, ValueError) as exc:  # pinned memory refused, say: keep the rest
@@ -451,6 +524,7 @@ def prove_roofline(
                 bar.update(1)
         finally:
             bar.close()
+    report(len(steps), len(steps), "done")
     if bw["cache_resident"]:
         flags.add(F.L2_RESIDENT if dev == "cuda" else F.LLC_RESIDENT)
     st = summarize(bw["read_samples_bps"])
