@@ -108,25 +108,35 @@ class Window:
                     c[r] = c.get(r, 0) + 1
         return {k: {r: n / totals[k] for r, n in sorted(counts.get(k, {}).items())} for k in totals}
 
+    @property
+    def start_wall(self) -> float | None:
+        return self.samples[0].wall if self.samples else None
+
     def summary(self) -> dict[str, Any]:
         """JSON-safe: n_samples, duration_s, phases, metrics{key: stats}, unavailable{key: reason},
         energy_j{gpu: J or {"na"}}, energy_method, throttle_share{gpu: {reason: share}}, events."""
-        values, missing = self._series()
-        energy = self.energy_j()
-        return {
-            "n_samples": len(self.samples),
-            "duration_s": self.duration_s,
-            "start_wall": self.samples[0].wall if self.samples else None,
-            "phases": self.phases(),
-            "metrics": {k: _stats(v) for k, v in sorted(values.items())},
-            "unavailable": dict(sorted(missing.items())),
-            "energy_j": {k: (v.to_json() if isinstance(v, NA) else v) for k, (v, _m) in energy.items()},
-            "energy_method": {k: m for k, (_v, m) in energy.items()},
-            "throttle_share": self.throttle_share(),
-            "events": list(self.events),
-        }
+        return summary_of(self)
 
     def to_dataframe(self):
         from aiworkbook.telemetry.export import to_dataframe
 
         return to_dataframe(self.samples)
+
+
+def summary_of(w: Any) -> dict[str, Any]:
+    """The summary of a window, row-based (Window) or columnar (columns.ColumnWindow): both offer
+    _series, energy_j, phases, throttle_share, duration_s, start_wall and events."""
+    values, missing = w._series()
+    energy = w.energy_j()
+    return {
+        "n_samples": len(w),
+        "duration_s": w.duration_s,
+        "start_wall": w.start_wall,
+        "phases": w.phases(),
+        "metrics": {k: _stats(v) for k, v in sorted(values.items())},
+        "unavailable": dict(sorted(missing.items())),
+        "energy_j": {k: (v.to_json() if isinstance(v, NA) else v) for k, (v, _m) in energy.items()},
+        "energy_method": {k: m for k, (_v, m) in energy.items()},
+        "throttle_share": w.throttle_share(),
+        "events": list(w.events),
+    }
