@@ -9,7 +9,15 @@ import json
 
 import typer
 
-from aiworkbook.units import fmt_bytes, fmt_value
+from aiworkbook.sizing.workload import (
+    ATTENTIONS,
+    CHECKPOINTING,
+    ENGINES,
+    MODES,
+    PRECISIONS,
+    WEIGHT_DTYPES,
+)
+from aiworkbook.units import KV_DTYPES, fmt_bytes, fmt_value
 
 _MODEL = typer.Argument(..., help="A preset name or a path to a config.json (or its folder).")
 
@@ -28,20 +36,18 @@ def _workload(**kw):
 
 
 def _opts(
-    mode: str = typer.Option("train", "--mode", help="train | lora | qlora | infer"),
+    mode: str = typer.Option("train", "--mode", help=" | ".join(MODES)),
     batch: int = typer.Option(1, "--batch", help="Micro-batch (train); concurrency when --mode infer."),
     seq: int = typer.Option(2048, "--seq", help="Tokens per sequence (the prompt for infer)."),
     new_tokens: int = typer.Option(0, "--new-tokens", help="Generated tokens (infer)."),
-    precision: str = typer.Option(
-        "bf16-mixed", "--precision", help="fp32 | bf16 | fp16 | bf16-mixed | fp16-mixed"
-    ),
+    precision: str = typer.Option("bf16-mixed", "--precision", help=" | ".join(PRECISIONS)),
     recipe: str = typer.Option(
         None,
         "--recipe",
         help="Training recipe (see docs/sizing.md). Default: megatron-bf16, fp32-adamw at fp32.",
     ),
-    attention: str = typer.Option("sdpa", "--attention", help="eager | sdpa"),
-    checkpointing: str = typer.Option("none", "--checkpointing", help="none | selective | full"),
+    attention: str = typer.Option("sdpa", "--attention", help=" | ".join(ATTENTIONS)),
+    checkpointing: str = typer.Option("none", "--checkpointing", help=" | ".join(CHECKPOINTING)),
     chunked_loss: bool = typer.Option(False, "--chunked-loss", help="Loss computed in chunks."),
     dp: int = typer.Option(
         1, "--dp", "--gpus", help="Data-parallel replicas (--gpus: its old name); GPUs in all = dp x tp."
@@ -49,15 +55,13 @@ def _opts(
     zero: int = typer.Option(0, "--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)."),
     tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
     lora_rank: int = typer.Option(16, "--lora-rank"),
-    weights_dtype: str = typer.Option(
-        "bf16", "--weights-dtype", help="fp32 | bf16 | fp16 | fp8 | int8 | int4 | nf4"
-    ),
-    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="fp32 | bf16 | fp16 | fp8 | int8 | int4"),
+    weights_dtype: str = typer.Option("bf16", "--weights-dtype", help=" | ".join(WEIGHT_DTYPES)),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help=" | ".join(KV_DTYPES)),
     concurrency: int = typer.Option(0, "--concurrency", help="Served sequences (default: --batch)."),
     context: int = typer.Option(
         None, "--context", help="KV tokens per sequence (default: seq + new tokens)."
     ),
-    engine: str = typer.Option("hf", "--engine", help="hf | vllm | trtllm"),
+    engine: str = typer.Option("hf", "--engine", help=" | ".join(ENGINES)),
     gpu_util: float = typer.Option(0.9, "--gpu-util", help="Memory utilisation budget (fraction)."),
     max_batched_tokens: int = typer.Option(
         None,

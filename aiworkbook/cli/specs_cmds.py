@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from aiworkbook.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate
+from aiworkbook.units import KV_DTYPES, fmt_bytes, fmt_count, fmt_flops, fmt_rate
 
 
 def register(app: typer.Typer) -> None:
@@ -110,9 +110,7 @@ def nodes(as_json: bool = typer.Option(False, "--json")) -> None:
 
 def params(
     model: str = typer.Argument(..., help="A preset name or a path to a config.json (or its folder)."),
-    kv_dtype: str = typer.Option(
-        "bf16", "--kv-dtype", help="KV-cache dtype: fp32, bf16, fp16, fp8, int8, int4."
-    ),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype: " + ", ".join(KV_DTYPES) + "."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Exact parameter counts and KV-cache bytes per token of a model."""

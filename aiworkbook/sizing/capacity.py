@@ -124,7 +124,9 @@ def max_batch(spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16
     import numpy as np
 
     lim = budget(w, gpu)
-    b = np.arange(1, 1 + limit, dtype=np.int64)
+    # float64, not int64: at the largest shapes allowed (batch x heads x seq^2 for eager scores) int64
+    # totals wrap negative and read as fitting; float64 only rounds, far above any budget
+    b = np.arange(1, 1 + limit, dtype=np.float64)
     tot = components(spec, w, b, w.seq_len, device)["total"]
     ok = np.nonzero(tot <= lim)[0]
     return int(b[ok[-1]]) if ok.size else 0
