@@ -176,7 +176,7 @@ def fmt_value(v: object, unit: str = "") -> str:
     if unit == "$/h":
         return f"${v:,.2f}/h"
     if unit == "$/Mtok":
-        return f"${v:,.3f} per M tokens"
+        return f"${fmt_number(v)} per M tokens"
     if unit == "J/Mtok":
         return f"{fmt_number(v)} J per M tokens"
     if unit in ("tokens/s", "1/s"):

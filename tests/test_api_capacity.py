@@ -102,3 +102,22 @@ def test_catalogue_values_are_immutable_and_hashable():
 
     with pytest.raises(ValidationError):
         g.name = "x"  # frozen
+
+
+def test_calibrated_spec_marks_each_figure_measured_or_datasheet():
+    h100 = get_gpu("H100-SXM")
+    cal = h100.calibrated(memory_bandwidth_bps=3.0e12, flops={"bf16": 7.0e14})
+    assert cal.measured and cal.figure_source("memory_bandwidth_bps") == "measured"
+    assert cal.figure_source("bf16") == "measured" and cal.figure_source("fp32") == "datasheet"
+    assert cal.peak_flops("fp32") == h100.peak_flops("fp32")  # kept, and now said to be the datasheet's
+    assert cal.sources()["peak_flops_dense.fp8"] == "datasheet"
+    assert h100.sources()["memory_bandwidth_bps"] == "datasheet"
+    again = type(cal).model_validate_json(cal.model_dump_json())  # survives a node file
+    assert again.measured_figures == cal.measured_figures
+
+
+def test_fp8_weights_on_a_gpu_without_fp8_name_the_weights_dtype(capsys):
+    argv = ["size", "llama-3-8b", "--mode", "infer", "--weights-dtype", "fp8", "--gpu", "A100-SXM-80GB"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "'weights_dtype'" in err and "'dtype'" not in err

@@ -124,3 +124,17 @@ def test_workload_point_sits_on_its_own_dtype_roof():
     assert fp32[0]["bound"] == "compute"
     est = estimate(L8, Workload(mode="infer", concurrency=64, seq_len=2048), gpu=h100)
     assert est.roofline.decode_bound == "memory" and est.roofline.compute_dtype == "bf16"
+
+
+def test_encoder_only_inference_has_no_decode_no_decode_cost_no_lm_head():
+    bert = load_model("bert-base-uncased")
+    est = estimate(bert, Workload(mode="infer", concurrency=8, seq_len=512), gpu="H100-SXM")
+    assert est.memory.logits == 0 and "encoder-only" in est.memory.formulas["logits"]
+    r = est.roofline
+    assert r.ttft_s and r.ttft_s > 0
+    assert r.tpot_s is r.decode_tokens_per_s is r.batch1_tokens_per_s is r.decode_bound is None
+    assert list(est.to_dict()["roofline"]) == PINNED["infer_h100"]["roofline"]  # keys kept, values null
+    assert est.cost.decode_usd_per_mtok is None and est.cost.decode_joules_per_mtok is None
+    assert est.cost.prefill_usd_per_mtok and est.cost.prefill_usd_per_mtok > 0
+    dec = estimate(L8, Workload(mode="infer", concurrency=8, seq_len=512), gpu="H100-SXM")
+    assert dec.memory.logits > 0 and dec.cost.decode_usd_per_mtok  # decoders keep all of it

@@ -311,6 +311,7 @@ def calibrated_spec(ceilings: dict[str, Any], device: str, base: GPUSpec | None 
         l2_cache_bytes=int(ceilings["bandwidth"]["cache_bytes"]),
         source="measured by aiworkbook prove roofline (tdp_watts 0: power not measured)",
         measured=True,
+        measured_figures=("memory_bandwidth_bps", *(f"peak_flops_dense.{k}" for k in flops)),
     )
 
 

@@ -95,13 +95,14 @@ def cost_section(
             out["run"] = from_mapping(RunCost, total)
         return from_mapping(Cost, out)
     ttft = roof.get("ttft_s")
-    decode_tps = roof.get("decode_tokens_per_s")
-    if not ttft or not decode_tps:
+    decode_tps = roof.get("decode_tokens_per_s")  # None for an encoder-only model: it does not decode
+    if not ttft or (not decode_tps and spec.is_decoder):
         return from_mapping(Cost, out)
     prefill_tps = w.concurrency * w.seq_len / ttft
     out.update(cost.serving_cost(price, gpus, prefill_tps, decode_tps, a.utilization, a.headroom))
     out["prefill_tokens_per_s"] = prefill_tps
     if watts:
-        out["decode_joules_per_mtok"] = cost.joules_per_million_tokens(watts, gpus, decode_tps, a.pue)
+        if decode_tps:
+            out["decode_joules_per_mtok"] = cost.joules_per_million_tokens(watts, gpus, decode_tps, a.pue)
         out["prefill_joules_per_mtok"] = cost.joules_per_million_tokens(watts, gpus, prefill_tps, a.pue)
     return from_mapping(Cost, out)

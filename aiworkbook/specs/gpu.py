@@ -46,16 +46,20 @@ class GPUSpec(BaseModel):
     price_per_hour_usd: float = Field(default=0.0, ge=0)
     source: str = ""
     measured: bool = False
+    #: which figures are measured ("memory_bandwidth_bps", "peak_flops_dense.bf16", ...); every other
+    #: figure of a calibrated spec is still the datasheet's
+    measured_figures: tuple[str, ...] = ()
 
     def __hash__(self) -> int:  # the dict fields are compared by value: memoise results by their inputs
         return hash((type(self).__name__, self.model_dump_json()))
 
-    def peak_flops(self, dtype: str = "bf16", sparse: bool = False) -> float:
-        """Peak FLOP/s for a dtype (dense unless asked); a SpecError lists the dtypes it has."""
+    def peak_flops(self, dtype: str = "bf16", sparse: bool = False, field: str = "dtype") -> float:
+        """Peak FLOP/s for a dtype (dense unless asked); a SpecError names `field` (the caller's option,
+        e.g. weights_dtype) and lists the dtypes this GPU has."""
         table = self.peak_flops_sparse if sparse else self.peak_flops_dense
         key = {"bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(dtype, dtype)
         if key not in table:
-            raise SpecError("dtype", dtype, ", ".join(table) or "none listed", source=f"GPU {self.name}")
+            raise SpecError(field, dtype, ", ".join(table) or "none listed", source=f"GPU {self.name}")
         return table[key]
 
     def calibrated(
@@ -67,11 +71,28 @@ class GPUSpec(BaseModel):
     ) -> GPUSpec:
         """A copy whose ceilings are measured figures instead of datasheet peaks."""
         upd: dict = {"measured": True, "name": self.name + name_suffix}
+        marks = list(self.measured_figures)
         if memory_bandwidth_bps:
             upd["memory_bandwidth_bps"] = memory_bandwidth_bps
+            marks.append("memory_bandwidth_bps")
         if flops:
             upd["peak_flops_dense"] = {**self.peak_flops_dense, **flops}
+            marks += [f"peak_flops_dense.{k}" for k in flops]
+        upd["measured_figures"] = tuple(dict.fromkeys(marks))
         return self.model_copy(update=upd)
+
+    def figure_source(self, figure: str) -> str:
+        """ "measured" or "datasheet" for one figure ("memory_bandwidth_bps", "peak_flops_dense.bf16",
+        or a dtype name for its dense peak)."""
+        if figure in self.peak_flops_dense:
+            figure = f"peak_flops_dense.{figure}"
+        return "measured" if figure in self.measured_figures else "datasheet"
+
+    def sources(self) -> dict[str, str]:
+        """Every ceiling with its source: the bandwidth and each dtype's dense peak."""
+        out = {"memory_bandwidth_bps": self.figure_source("memory_bandwidth_bps")}
+        out.update({f"peak_flops_dense.{k}": self.figure_source(k) for k in self.peak_flops_dense})
+        return out
 
 
 @cache
