@@ -6,6 +6,7 @@ figure is printed in the unit its typed section declares (never guessed from a k
 """
 
 import json
+from typing import Any
 
 import typer
 
@@ -115,7 +116,7 @@ def _with_opts(fn):
 @_with_opts
 def size(
     model: str = _MODEL,
-    opts: dict | None = None,
+    opts: dict[str, Any] = {},  # noqa: B006  (filled by _with_opts from the workload options)
     gpu: str = typer.Option(
         None,
         "--gpu",
@@ -160,7 +161,7 @@ def size(
     spec = load_model(model)
     node_profile = _node(node, pool, gpu_given=bool(gpu))
     base = Assumptions.from_node(node_profile) if node_profile else Assumptions()
-    overrides = {
+    overrides: dict[str, Any] = {
         "train_tokens": train_tokens,
         "price_per_gpu_hour": price,
         "storage_write_bps": write_gbps * 1e9 if write_gbps is not None else None,
@@ -235,7 +236,7 @@ def _print_estimate(spec, est) -> None:
 @_with_opts
 def fit(
     model: str = _MODEL,
-    opts: dict | None = None,
+    opts: dict[str, Any] = {},  # noqa: B006  (filled by _with_opts from the workload options)
     gpu: str = typer.Option(
         None,
         "--gpu",

@@ -50,7 +50,7 @@ def defaults(device: str, quick: bool) -> dict[str, Any]:
     return {"batches": (1, 8, 32), "contexts": (512, 2048, 8192), "new_tokens": 32, "dtype": "bf16"}
 
 
-def _workload(b: int, ctx: int, new: int, dtype: str):
+def _workload(b: int, ctx: int, new: int, dtype: Any):
     from aiworkbook.sizing import Workload
 
     return Workload(
@@ -247,9 +247,10 @@ def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -
     `inputs` are `_prepare`'s (device, quick, batches, contexts, new_tokens, budget_bytes)."""
     from tqdm.auto import tqdm
 
-    st = _prepare(model, **inputs)  # device, quick, shapes...: see _prepare
-    run_spec, dev, new, dtype_name, budget_bytes = st.run_spec, st.dev, st.new, st.dtype_name, st.budget_bytes
-    batches, contexts, inputs, flags, notes = st.batches, st.contexts, st.inputs, st.flags, st.notes
+    setup = _prepare(model, **inputs)  # device, quick, shapes...: see _prepare
+    run_spec, dev, new, dtype_name = setup.run_spec, setup.dev, setup.new, setup.dtype_name
+    batches, contexts, flags, notes = setup.batches, setup.contexts, setup.flags, setup.notes
+    budget_bytes, inputs = setup.budget_bytes, setup.inputs
     dtype = TORCH_DTYPES[dtype_name]
     grid: list[dict[str, Any]] = []
     model_ = None
@@ -350,7 +351,11 @@ def _point(
     gen = torch.Generator(device="cpu").manual_seed(b * 1000 + ctx)
     # time_trials: CUDA events on the GPU, perf_counter on the CPU at the thread count already set
     # (no warm-up: each call feeds the next token, so the cache ends at exactly ctx + new tokens)
-    timed = {"device": dev, "warmup": 0, "threads": torch.get_num_threads() if dev == "cpu" else None}
+    timed: dict[str, Any] = {
+        "device": dev,
+        "warmup": 0,
+        "threads": torch.get_num_threads() if dev == "cpu" else None,
+    }
     with oom_guard(f"batch {b} x context {ctx}", dev), torch.inference_mode():
         if dev == "cuda":
             torch.cuda.reset_peak_memory_stats()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from contextlib import nullcontext
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -62,9 +63,10 @@ class KVCache:
         return 0 if self.k[0] is None else int(self.k[0].shape[2])
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.k[layer] is not None:
-            k = torch.cat([self.k[layer], k], dim=2)
-            v = torch.cat([self.v[layer], v], dim=2)
+        past_k, past_v = self.k[layer], self.v[layer]
+        if past_k is not None and past_v is not None:
+            k = torch.cat([past_k, k], dim=2)
+            v = torch.cat([past_v, v], dim=2)
         self.k[layer], self.v[layer] = k, v
         return k, v
 
@@ -288,7 +290,7 @@ class DecoderModel(nn.Module):
             else None
         )
         self.layers = nn.ModuleList(Block(spec, i, attention, **fk) for i in range(spec.num_layers))
-        for layer in self.layers:
+        for layer in self.blocks():
             layer.attn.selective = checkpointing == "selective"
         self.norm = _norm(spec, **fk)
         self.lm_head = (
@@ -311,12 +313,17 @@ class DecoderModel(nn.Module):
     def set_tracker(self, tracker) -> None:
         """Route checkpoint inputs (invisible to saved-tensor hooks) to a SavedTensorTracker."""
         self.tracker = tracker
-        for layer in self.layers:
+        for layer in self.blocks():
             layer.attn.tracker = tracker
+
+    def blocks(self) -> list[Block]:
+        """The decoder blocks, typed (nn.ModuleList yields plain Modules)."""
+        return [cast(Block, m) for m in self.layers]
 
     def _rope(self, positions: torch.Tensor, dtype: torch.dtype):
         # LlamaRotaryEmbedding: fp32 outer product, cat(freqs, freqs), cos/sin cast to the activations' dtype
-        freqs = positions[:, :, None].float() * self.inv_freq[None, None, :]
+        inv_freq = cast(torch.Tensor, self.inv_freq)  # a registered buffer
+        freqs = positions[:, :, None].float() * inv_freq[None, None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
 

@@ -7,6 +7,7 @@ and a later check can read it back.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,6 +142,11 @@ def _fmt(value: float | None, unit: str) -> str:
 
     if value is None:
         return "n/a"
-    return {"B": fmt_bytes, "B/s": fmt_rate, "FLOP/s": fmt_flops, "s": fmt_seconds}.get(
-        unit, lambda v: f"{v:,.4g} {unit}"
-    )(value)
+    fmts: dict[str, Callable[[float], str]] = {
+        "B": fmt_bytes,
+        "B/s": fmt_rate,
+        "FLOP/s": fmt_flops,
+        "s": fmt_seconds,
+    }
+    fmt = fmts.get(unit)
+    return fmt(value) if fmt is not None else f"{value:,.4g} {unit}"

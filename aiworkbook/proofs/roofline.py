@@ -13,6 +13,7 @@ import re
 import subprocess
 import time
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -264,8 +265,8 @@ def host_device_copies(nbytes: int = 512 * MiB, trials: int = 5) -> dict[str, fl
         for kind in ("pageable", "pinned"):
             host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=kind == "pinned")
             host.random_(0, 255)
-            h2d = time_trials(lambda h=host: dev.copy_(h), device="cuda", trials=trials)
-            d2h = time_trials(lambda h=host: h.copy_(dev), device="cuda", trials=trials)
+            h2d = time_trials(partial(dev.copy_, host), device="cuda", trials=trials)
+            d2h = time_trials(partial(host.copy_, dev), device="cuda", trials=trials)
             out[f"h2d_{kind}_bps"] = nbytes / h2d.median
             out[f"d2h_{kind}_bps"] = nbytes / d2h.median
             del host
@@ -328,8 +329,8 @@ def workload_point(
     *,
     batch: int = 1,
     context: int = 2048,
-    weights_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
+    weights_dtype: Any = "bf16",
+    kv_dtype: Any = "bf16",
 ) -> dict[str, Any]:
     """One decode step's arithmetic intensity, from sizing's own decode arithmetic
     (`sizing.roofline.decode_flops_bytes`): FLOPs over the weight bytes streamed (MoE: the experts the

@@ -324,7 +324,7 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
     out: dict[str, Any] = {}
     model = opt = None
     cuda = dev == "cuda"
-    peaks = _DevicePeaks() if cuda else None
+    peaks = _DevicePeaks()  # read on CUDA only
     try:
         with oom_guard(f"building {spec.name} ({spec.params:,} parameters) on {dev}", dev):
             if cuda:
@@ -451,7 +451,12 @@ def device_delta(m: dict[str, Any], baseline: dict[str, Any] | None, uuid: str |
     "mem_get_info": free before the model minus the lowest free reading (context already created: excluded).
     """
     same_gpu = baseline is not None and (uuid is None or baseline.get("uuid") in (None, uuid))
-    if same_gpu and m.get("nvml_used_at_peak") is not None and m.get("nvml_uuid") == baseline.get("uuid"):
+    if (
+        baseline is not None
+        and same_gpu
+        and m.get("nvml_used_at_peak") is not None
+        and m.get("nvml_uuid") == baseline.get("uuid")
+    ):
         return int(m["nvml_used_at_peak"] - baseline["used"]), "nvml-baseline"
     return int(m["device_delta_torch"]), "mem_get_info"
 

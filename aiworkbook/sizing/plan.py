@@ -11,11 +11,11 @@ from typing import Any
 
 from aiworkbook.sizing import cost, storage
 from aiworkbook.sizing.assumptions import Assumptions
-from aiworkbook.sizing.sections import Cost, Dataloader, RunCost, Storage, from_mapping
+from aiworkbook.sizing.sections import Cost, Dataloader, RunCost, Section, Storage, from_mapping
 from aiworkbook.sizing.workload import Workload
 
 
-def storage_section(spec, w: Workload, roof: Mapping[str, Any], a: Assumptions) -> Storage:
+def storage_section(spec, w: Workload, roof: Mapping[str, Any] | Section, a: Assumptions) -> Storage:
     """Checkpoint sizes and times (always), Young/Daly and goodput for training, the loader rate."""
     gpus = w.dp * w.tp
     if w.training:
@@ -54,9 +54,9 @@ def cost_section(
     spec,
     w: Workload,
     gpu,
-    roof: Mapping[str, Any],
+    roof: Mapping[str, Any] | Section,
     a: Assumptions,
-    storage_plan: Mapping[str, Any] | None = None,
+    storage_plan: Mapping[str, Any] | Section | None = None,
 ) -> Cost:
     """$ per million tokens (prefill and decode apart for serving), J per million tokens, run cost.
 

@@ -88,8 +88,9 @@ class Workload:
     )
     precision: Precision = dc_field(default="bf16-mixed", metadata={"doc": "compute precision (mixed: AMP)"})
     #: None: megatron-bf16, or fp32-adamw at fp32 precision (default_recipe)
-    recipe: Recipe | None = dc_field(
-        default=None, metadata={"doc": "optimizer and weight copies (None: follows the precision)"}
+    recipe: Recipe = dc_field(  # None given: set from the precision in __post_init__
+        default=None,  # type: ignore[arg-type]
+        metadata={"doc": "optimizer and weight copies (None: follows the precision)"},
     )
     attention: Attention = dc_field(
         default="sdpa", metadata={"doc": "eager keeps the s^2 scores; sdpa/flash do not"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -138,7 +139,7 @@ def load_gpu(name_or_path: str | GPUSpec) -> GPUSpec:
         return get_gpu(str(name_or_path))
     doc = read_json(p, what="a GPU catalogue name or a GPU JSON file")
     for path in (("details", "calibrated_spec"), ("gpu_calibrated",), ()):
-        node = doc
+        node: Any = doc
         for key in path:
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, dict) and "memory_bandwidth_bps" in node:

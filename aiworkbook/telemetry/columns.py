@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -148,7 +149,13 @@ class ColumnWindow:
     """A window of the sampler's samples read from its columns; the same answers as `summary.Window`.
     `samples` (Sample objects) is built only when asked for."""
 
-    def __init__(self, store: ColumnStore, idx: np.ndarray, events: list[dict[str, Any]], samples_fn) -> None:
+    def __init__(
+        self,
+        store: ColumnStore,
+        idx: np.ndarray,
+        events: list[dict[str, Any]],
+        samples_fn: Callable[[], list[Sample]],
+    ) -> None:
         self._cols = store.snapshot(idx)
         self.events = list(events)
         self._samples_fn = samples_fn
@@ -230,7 +237,7 @@ class ColumnWindow:
         """The same JSON-safe summary as `summary.Window.summary()`."""
         return summary_of(self)
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> Any:
         """One row per sample, the columns of `Sample.flat()` ('gpu0.power_w', 'host.cpu_pct', ...)."""
         import pandas as pd
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 #: A format spec's fill, alignment and width (kept for "n/a"); sign, grouping, precision and type dropped.
 _SPEC = re.compile(
@@ -83,6 +83,6 @@ def from_json(value: Any) -> Any:
     return value
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """A real reading (int or float, not bool, not NA)."""
     return isinstance(value, int | float) and not isinstance(value, bool)

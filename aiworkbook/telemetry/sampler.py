@@ -87,15 +87,15 @@ class Sampler:
     def interval(self) -> float:
         return self._interval
 
+    @interval.setter
+    def interval(self, value: float) -> None:
+        self._interval = check_interval(value)
+
     @property
     def read_interval(self) -> float:
         """The cadence the reader runs at: the fastest of the sampler's own and its subscribers'."""
         with self._lock:
             return min([self._interval] + [s.interval for s in self._subs])
-
-    @interval.setter
-    def interval(self, value: float) -> None:
-        self._interval = check_interval(value)
 
     @property
     def running(self) -> bool:

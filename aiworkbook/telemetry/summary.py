@@ -65,8 +65,8 @@ class Window:
                     continue
                 if is_number(v):
                     values.setdefault(key, []).append(float(v))
-                elif na_reason(v) is not None:
-                    missing[key] = na_reason(v)
+                elif (why := na_reason(v)) is not None:
+                    missing[key] = why
         return values, {k: r for k, r in missing.items() if k not in values}
 
     def energy_j(self) -> dict[str, tuple[float | NA, str]]:
@@ -75,7 +75,7 @@ class Window:
         gpu_ids = sorted({g.get("index", 0) for s in self.samples for g in s.gpus})
         for i in gpu_ids:
             rows = [(s.t, next((g for g in s.gpus if g.get("index", 0) == i), {})) for s in self.samples]
-            counters = [g.get("energy_mj") for _, g in rows]
+            counters: list[Any] = [g.get("energy_mj") for _, g in rows]
             if len(rows) < 2:
                 out[f"gpu{i}"] = (NA("fewer than 2 samples"), "none")
                 continue
@@ -84,7 +84,9 @@ class Window:
             ):
                 out[f"gpu{i}"] = ((counters[-1] - counters[0]) / 1000.0, "energy counter")
                 continue
-            pts = [(t, g.get("power_w")) for t, g in rows if is_number(g.get("power_w"))]
+            pts: list[tuple[float, Any]] = [
+                (t, g.get("power_w")) for t, g in rows if is_number(g.get("power_w"))
+            ]
             if len(pts) < 2:
                 out[f"gpu{i}"] = (NA("no energy counter and no power readings"), "none")
                 continue
