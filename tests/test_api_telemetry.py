@@ -128,3 +128,16 @@ def test_phases_are_per_consumer(fake):
         b.window("prefill")
     a.close()
     b.close()
+
+
+def test_columns_stay_exact_when_read_between_appends():
+    samples = _odd_samples()
+    ring = SampleRing(capacity=25)
+    for k, s in enumerate(samples):
+        ring.append(s)
+        if k % 7 == 0:  # a dashboard reading now and then: each read moves only the new samples
+            col, row = _both(ring)
+            assert col.summary() == row.summary()
+    col, row = _both(ring)
+    assert col.summary() == row.summary() and len(col) == 25
+    pd.testing.assert_frame_equal(col.to_dataframe(), row.to_dataframe(), check_dtype=False)

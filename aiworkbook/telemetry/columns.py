@@ -42,28 +42,92 @@ class ColumnStore:
         self.throttle: dict[int, np.ndarray] = {}  # gpu index -> tuple of reasons (None: unreadable)
         self.present: dict[int, np.ndarray] = {}  # gpu index -> the sample had this GPU
         self.has: dict[str, np.ndarray] = {}  # flat key -> the sample had this key (DataFrame columns)
+        self._pending: list[Sample] = []  # appended, not yet in the columns
 
-    # ---- writing (the sampler thread) -----------------------------------------------------
+    # ---- writing ------------------------------------------------------------------------------
     def append(self, s: Sample) -> None:
+        """Queue a sample (about a microsecond on the sampler's thread); readers move the queue into
+        the columns in one batch (`flush`), so the sampler never pays per-value numpy writes."""
         with self._lock:
-            r = self.n % self.capacity
-            self.t[r], self.wall[r], self.phase[r] = s.t, s.wall, s.phase or ""
-            for arrays in (self.values, self.reasons, self.throttle, self.present, self.has):
-                for col in arrays.values():
-                    col[r] = _empty(col)
-            for g in s.gpus:
+            self._pending.append(s)
+            if len(self._pending) >= 4 * self.capacity:  # nobody has read for a long time: bound the queue
+                self._flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        batch = pending[-self.capacity :]  # more queued than the ring holds: the oldest fall off
+        self.n += len(pending) - len(batch)
+        k = len(batch)
+        rows = np.arange(self.n, self.n + k) % self.capacity
+        self.t[rows] = [x.t for x in batch]
+        self.wall[rows] = [x.wall for x in batch]
+        self.phase[rows] = [x.phase or "" for x in batch]
+        for table in (self.values, self.reasons, self.throttle, self.present, self.has):
+            for col in table.values():
+                col[rows] = _fill(col.dtype.type if col.dtype != object else object)
+        vals: dict[str, tuple[list[int], list[Any]]] = {}
+        reasons: dict[str, tuple[list[int], list[str]]] = {}
+        throttle: dict[int, tuple[list[int], list[Any]]] = {}
+        present: dict[int, list[int]] = {}
+        for j, x in enumerate(batch):
+            for g in x.gpus:
                 i = g.get("index", 0)
-                self._col(self.present, i, bool)[r] = True
-                for k, v in g.items():
-                    if k == "index":
+                present.setdefault(i, []).append(j)
+                for name, v in g.items():
+                    if name == "index":
                         continue
-                    if k == "throttle_reasons":
-                        self._col(self.throttle, i, object)[r] = tuple(v) if isinstance(v, list) else None
-                    self._put(f"gpu{i}.{k}", k, v, r)
-            for k, v in s.host.items():
-                if k != "cpu_per_core_pct":
-                    self._put(f"host.{k}", k, v, r)
-            self.n += 1
+                    if name == "throttle_reasons":
+                        js, vs = throttle.setdefault(i, ([], []))
+                        js.append(j)
+                        vs.append(tuple(v) if isinstance(v, list) else None)
+                    self._value(vals, reasons, f"gpu{i}.{name}", name, v, j)
+            for name, v in x.host.items():
+                if name != "cpu_per_core_pct":
+                    self._value(vals, reasons, f"host.{name}", name, v, j)
+        for i, js in present.items():
+            self._col(self.present, i, bool)[rows[js]] = True
+        for i, (js, tv) in throttle.items():
+            col = self._col(self.throttle, i, object)
+            col[rows[js]] = _objects(tv)
+        for key, (js, rs) in reasons.items():
+            self._col(self.reasons, key, object)[rows[js]] = _objects(rs)
+        for key, (js, vs) in vals.items():
+            r = rows[js]
+            self._col(self.has, key, bool)[r] = True
+            text = any(isinstance(v, str) for v in vs)
+            col = self._col(self.values, key, object if text else float)
+            if text and col.dtype != object:  # a numeric column meets a string: widen it
+                col = self.values[key] = col.astype(object)
+            col[r] = _objects(vs) if col.dtype == object else vs
+        self.n += k
+
+    def _value(self, vals: dict, reasons: dict, key: str, name: str, v: Any, j: int) -> None:
+        """One value as Sample.flat() gives it (NA: NaN, its reason kept; lists counted or joined)."""
+        if isinstance(v, NA):
+            js, rs = reasons.setdefault(key, ([], []))
+            js.append(j)
+            rs.append(v.reason)
+            v = math.nan
+        elif name == "throttle_reasons" and isinstance(v, list):
+            v = "|".join(v)
+        elif name in _COUNTED and isinstance(v, list):
+            v = len(v)
+        elif isinstance(v, bool):
+            v = int(v)
+        elif is_number(v):
+            if name not in _NOT_SUMMARISED and key not in self.summarised:
+                self.summarised.add(key)
+        elif not isinstance(v, str):
+            v = math.nan
+        js, vs = vals.setdefault(key, ([], []))
+        js.append(j)
+        vs.append(v)
 
     def _col(self, table: dict, key: Any, dtype: Any) -> np.ndarray:
         col = table.get(key)
@@ -71,32 +135,11 @@ class ColumnStore:
             col = table[key] = np.full(self.capacity, _fill(dtype), dtype=dtype)
         return col
 
-    def _put(self, key: str, name: str, v: Any, r: int) -> None:
-        self._col(self.has, key, bool)[r] = True
-        if isinstance(v, NA):
-            self._col(self.reasons, key, object)[r] = v.reason
-            self._col(self.values, key, float)[r] = math.nan
-            return
-        if name == "throttle_reasons" and isinstance(v, list):
-            v = "|".join(v)
-        elif name in _COUNTED and isinstance(v, list):
-            v = len(v)
-        elif isinstance(v, bool):
-            v = int(v)
-        elif is_number(v):
-            if name not in _NOT_SUMMARISED:
-                self.summarised.add(key)
-        elif not isinstance(v, str):
-            v = math.nan
-        col = self._col(self.values, key, object if isinstance(v, str) else float)
-        if isinstance(v, str) and col.dtype != object:  # a numeric column meets a string: widen it
-            col = self.values[key] = col.astype(object)
-        col[r] = v
-
     # ---- reading ----------------------------------------------------------------------------
     def rows(self, since: float | None, until: float | None, phase: str | None) -> np.ndarray:
         """Physical row indices, oldest first, of the samples in the window."""
         with self._lock:
+            self._flush()
             lo = max(0, self.n - self.capacity)
             idx = np.arange(lo, self.n) % self.capacity
             t = self.t[idx]
@@ -127,6 +170,7 @@ class ColumnStore:
     def clear(self) -> None:
         with self._lock:
             self.n = 0
+            self._pending.clear()
             self.values.clear()
             self.summarised.clear()
             self.reasons.clear()
@@ -136,13 +180,18 @@ class ColumnStore:
 
 
 def _fill(dtype: Any) -> Any:
-    return {bool: False, float: math.nan}.get(dtype)
-
-
-def _empty(col: np.ndarray) -> Any:
-    if col.dtype == bool:
+    """The empty value of a column: False (bool), NaN (float), None (object)."""
+    if dtype in (bool, np.bool_):
         return False
-    return math.nan if col.dtype != object else None
+    return math.nan if dtype in (float, np.float64) else None
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    """An object array of exactly these values (np.array would turn a list of tuples into 2-D)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
 
 
 class ColumnWindow:
@@ -245,8 +294,15 @@ class ColumnWindow:
         if not len(self):
             return pd.DataFrame()
         data: dict[str, Any] = {"t": c["t"], "wall": c["wall"], "phase": c["phase"]}
+        created = {k: n for n, k in enumerate(c["has"])}
         first = {k: int(h.argmax()) for k, h in c["has"].items() if h.any()}  # keys in this window
-        for k in sorted(first, key=first.__getitem__):  # in order of first appearance, as pandas orders rows
+
+        def order(k: str) -> tuple[int, int, int, int]:  # as pandas orders a list of flat() dicts:
+            group, _ = k.split(".", 1)  # first appearance, then a sample's own order (GPUs, host)
+            gpu = int(group[3:]) if group.startswith("gpu") and group[3:].isdigit() else -1
+            return first[k], 1 if gpu < 0 else 0, gpu, created[k]
+
+        for k in sorted(first, key=order):
             col = c["values"][k]
             data[k] = col if col.dtype != object else np.where(pd.isna(col), np.nan, col)
         return pd.DataFrame(data)
