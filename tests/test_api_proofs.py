@@ -67,7 +67,17 @@ def test_progress_comes_from_the_proof_thread_and_reaches_the_end():
     )
     th.join(300)
     assert "error" not in out, out.get("error")
-    assert out["result"].verdict == "pass", out["result"].headline()
+    r = out["result"]
+    assert r.verdict == "pass", r.headline()
+    from aiworkbook.proofs.details import ComponentRow, VramDetails
+    from aiworkbook.proofs.result import ProofResult
+
+    assert isinstance(r.details, VramDetails) and isinstance(r.details.components[0], ComponentRow)
+    assert r.details.components[0].component == "weights" and ComponentRow.unit("measured") == "B"
+    assert r.details["components"][0]["ratio"] == r.details.components[0].ratio  # dict-shaped reads too
+    again = ProofResult.from_dict(r.to_dict())
+    assert isinstance(again.details, VramDetails) and again.to_dict() == r.to_dict()
+    assert isinstance(r.to_dict()["details"]["components"][0], dict)  # the JSON is unchanged
     assert {ident for *_, ident in seen} == {th.ident}  # called from the proof's thread
     done = [d for d, *_ in seen]
     assert done == sorted(done) and seen[-1][0] == seen[-1][1] == 2  # two steps, reported to the end
@@ -132,3 +142,15 @@ def test_prove_vram_accepts_every_attention_the_cli_lists(capsys):
     rc = main(["prove", "vram", "tiny-llama", "--device", "cpu", "--quick", "--attention", "flash"])
     assert rc == 0, capsys.readouterr().err
     assert "vram" in capsys.readouterr().out
+
+
+def test_details_of_unknown_shape_or_proof_stay_a_dict():
+    from aiworkbook.proofs.details import RooflineDetails, typed
+
+    assert typed("serving", {"sweep": [], "knee": 4}) == {"sweep": [], "knee": 4}  # another proof's own
+    assert typed("vram", {"components": [], "something_new": 1}) == {"components": [], "something_new": 1}
+    assert typed("roofline", {}) == {}  # an interrupted run keeps its empty details
+    rd = typed("roofline", {"ceilings": {"bandwidth": {}}, "chart": []})
+    assert (
+        isinstance(rd, RooflineDetails) and rd.datasheet_spec is None and rd["ceilings"] == {"bandwidth": {}}
+    )

@@ -49,12 +49,17 @@ class ProofResult:
     stats: Stats | None = None
     flags: list[str] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
-    details: dict[str, Any] = field(default_factory=dict)
+    #: typed for roofline, vram and kv (proofs.details: `r.details.components`); a dict for other proofs;
+    #: `r.details["key"]` reads either
+    details: Any = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     created: str = ""
 
     def __post_init__(self) -> None:
         self.flags = check_flags(self.flags)
+        from aiworkbook.proofs.details import typed
+
+        self.details = typed(self.proof, self.details)
         if self.tolerance < 0:
             raise SpecError("tolerance", self.tolerance, ">= 0")
         if not self.verdict:
@@ -86,7 +91,7 @@ class ProofResult:
             "stats": self.stats.to_dict() if self.stats else None,
             "flags": list(self.flags),
             "environment": self.environment,
-            "details": self.details,
+            "details": self.details.to_dict() if hasattr(self.details, "to_dict") else self.details,
             "notes": list(self.notes),
             "created": self.created,
         }
