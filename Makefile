@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 PIP := $(BIN)/python -m pip
 OUT ?= ./gpu-proof-results
 
-.PHONY: install install-test demo test lint format bench gpu-proof clean
+.PHONY: install install-test demo test lint typecheck format bench gpu-proof clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -36,12 +36,16 @@ lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy over aiworkbook/ and widgets/ ([tool.mypy] in pyproject.toml): no errors allowed.
+typecheck: install-test
+	$(BIN)/mypy
+
 format: install-test
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
 # pytest exit code 5 means "no tests collected": say so instead of failing on an empty selection.
-test: install-test lint
+test: install-test lint typecheck
 	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 0; fi; exit $$rc
 
 bench: install

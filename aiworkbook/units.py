@@ -134,3 +134,53 @@ def fmt_flops(f: float) -> str:
         if abs(f) >= size:
             return f"{f / size:,.1f} {name}"
     return f"{f:,.0f} FLOP/s"
+
+
+def fmt_number(v: float) -> str:
+    """A plain figure for people: thousands separated, never scientific notation between 1e-3 and 1e15."""
+    if _missing(v):
+        return "n/a"
+    a = abs(v)
+    if isinstance(v, int) or a >= 100:
+        return f"{v:,.0f}"
+    if a >= 1:
+        return f"{v:,.2f}"
+    if a >= 1e-3 or a == 0:
+        return f"{v:.4f}".rstrip("0").rstrip(".") if a else "0"
+    return f"{v:.3g}"
+
+
+def fmt_value(v: object, unit: str = "") -> str:
+    """One figure in its unit (the unit a typed section's field declares): bytes binary, rates decimal,
+    seconds in s (a long time also in min/h/days), fractions in %, money in $; None/NaN give n/a."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if v is None or isinstance(v, str):
+        return "n/a" if v is None else v
+    if not isinstance(v, int | float) or _missing(v):
+        return "n/a" if isinstance(v, int | float) else str(v)
+    if unit == "B":
+        return fmt_bytes(v)
+    if unit == "B/s":
+        return fmt_rate(v, "auto")
+    if unit == "FLOP/s":
+        return fmt_flops(v)
+    if unit == "FLOP":
+        return fmt_flops(v).replace("/s", "")
+    if unit == "s":
+        return f"{fmt_number(v)} s ({fmt_seconds(v)})" if abs(v) >= 120 else fmt_seconds(v)
+    if unit == "fraction":
+        return f"{v:.1%}"
+    if unit == "$":
+        return f"${v:,.2f}"
+    if unit == "$/h":
+        return f"${v:,.2f}/h"
+    if unit == "$/Mtok":
+        return f"${fmt_number(v)} per M tokens"
+    if unit == "J/Mtok":
+        return f"{fmt_number(v)} J per M tokens"
+    if unit in ("tokens/s", "1/s"):
+        return f"{fmt_number(v)}/s" if unit == "1/s" else f"{fmt_number(v)} tokens/s"
+    if unit == "ratio":
+        return f"{v:.3f}"
+    return f"{fmt_number(v)} {unit}".rstrip()

@@ -473,19 +473,13 @@ def test_idle_connections_time_out_and_resets_print_nothing(sampler, monkeypatch
     assert "Traceback" not in capfd.readouterr().err
 
 
-# ---- work owned by the API engineer (branch api): the contract, asserted here ------------------------
-@pytest.mark.xfail(
-    strict=True, reason="fixed on branch api: Workload bounds every size so products cannot overflow"
-)
+# ---- sizes that would overflow, and one list of allowed values per option ---------------------------
 def test_huge_sequence_is_refused_not_answered_wrongly(capsys):
     rc = cli.main(["fit", "llama-3-8b", "--mode", "train", "--seq", "1000000000000", "--json"])
     out = capsys.readouterr().out
     assert rc == 2 or json.loads(out)["max_batch"] in (0, None)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="fixed on branch api: one list of --attention values for parser and library"
-)
 def test_every_attention_value_named_as_allowed_is_accepted(capsys):
     assert cli.main(["prove", "vram", "tiny-llama", "--attention", "bogus"]) == 2
     allowed = capsys.readouterr().err.rsplit("allowed:", 1)[1].strip().split(", ")

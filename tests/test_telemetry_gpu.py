@@ -45,6 +45,7 @@ def test_real_gpu_api_shapes_the_fake_assumes():
     """What tests/fake_nvml.py mirrors, checked on the real driver: samples, events, MIG, memory v2."""
     from aiworkbook.telemetry import nvml_backend
     from aiworkbook.telemetry.events import EventTimeline
+    from aiworkbook.telemetry.gpu_metrics import BENIGN_THROTTLE, THROTTLE_REASONS, is_throttled
     from aiworkbook.telemetry.na import is_na
 
     reader = GPUReader()
@@ -54,13 +55,20 @@ def test_real_gpu_api_shapes_the_fake_assumes():
         assert isinstance(ident["name"], str) and ident["uuid"].startswith(("GPU-", "MIG-"))
         assert is_na(ident["mig_mode"]) or ident["mig_mode"] in ("enabled", "disabled")
         row = reader.read(i)
-        assert is_na(row["throttle_reasons"]) or isinstance(row["throttle_reasons"], list)
+        reasons = row["throttle_reasons"]  # decoded names of the clocks-event mask, or why not readable
+        if is_na(reasons):
+            assert reasons.reason, "an NA says why"
+        else:
+            known = set(THROTTLE_REASONS.values())
+            assert all(r in known or r.startswith("bit_0x") for r in reasons), reasons
+            assert is_throttled(reasons) == any(r not in BENIGN_THROTTLE for r in reasons)
         for kind in ("gpu_util", "power"):
             rows = reader.history(i, kind)
             assert is_na(rows) or all(isinstance(t, int) and isinstance(v, float) for t, v in rows)
             if not is_na(rows) and rows:  # nothing newer than the last sample: [] (NVML NotFound)
                 again = reader.history(i, kind, since_us=rows[-1][0])
-                assert is_na(again) or isinstance(again, list)
+                if not is_na(again):  # only rows newer than the last one seen
+                    assert all(t > rows[-1][0] for t, _ in again), again
     tl = EventTimeline(reader.handles())
     assert tl.status.startswith(("watching", "no device", "unavailable")), tl.status
     assert tl.poll() == [] or all("gpu" in e for e in tl.events)

@@ -1,13 +1,41 @@
-"""`aiworkbook prove roofline|vram|kv MODEL`: run a proof on this node and print it beside its estimate."""
+"""`aiworkbook prove roofline|vram|kv MODEL`: run a proof on this node and print it beside its estimate.
+
+Each command runs its proof through the registry (`proofs.registry.run`): the one proof lock, torch
+state restored, progress on a tqdm bar; Ctrl-C still raises KeyboardInterrupt.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from aiworkbook.sizing.workload import ATTENTIONS, CHECKPOINTING, PRECISIONS
+
 DEVICE_HELP = "auto (CUDA when present, else CPU), cpu or cuda"
+
+
+def run_with_bar(name: str, **inputs: Any):
+    """registry.run(name, **inputs) with a tqdm bar fed by the proof's progress(done, total, message)."""
+    from tqdm.auto import tqdm
+
+    from aiworkbook.proofs import registry
+
+    bar = tqdm(total=0, desc=name, leave=False)
+
+    def progress(done: int, total: int, message: str) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.n = done
+        bar.set_postfix_str(message, refresh=False)
+        bar.refresh()
+
+    try:
+        return registry.run(name, progress=progress, **inputs)
+    finally:
+        bar.close()
 
 
 def _check_outputs(**paths: Path | None) -> None:
@@ -56,11 +84,13 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Memory bandwidth and matmul rate per dtype; the measured ceilings as a calibrated spec."""
-        from aiworkbook.proofs.roofline import prove_roofline
         from aiworkbook.units import fmt_flops, fmt_rate
 
         _check_outputs(json=json_file, node_out=node_out)
-        r = prove_roofline(model, device=device, quick=quick, threads=threads, progress=True)
+        r = run_with_bar("roofline", model=model, device=device, quick=quick, threads=threads)
+        if r.verdict == "interrupted":
+            _emit(r, None)
+            return
         c = r.details["ceilings"]
         bw = c["bandwidth"]
         typer.echo(
@@ -87,17 +117,16 @@ def register(app: typer.Typer) -> None:
         quick: bool = typer.Option(False, "--quick", help="short sequence, two steps, 2 GiB CPU budget"),
         batch: int = typer.Option(None, help="micro-batch"),
         seq: int = typer.Option(None, help="sequence length"),
-        precision: str = typer.Option(None, help="fp32 | bf16 | fp16 | bf16-mixed | fp16-mixed"),
-        attention: str = typer.Option("sdpa", help="sdpa | eager"),
-        checkpointing: str = typer.Option("none", help="none | selective | full"),
+        precision: str = typer.Option(None, help=" | ".join(PRECISIONS)),
+        attention: str = typer.Option("sdpa", help=" | ".join(ATTENTIONS) + " (flash: SDPA's flash kernel)"),
+        checkpointing: str = typer.Option("none", help=" | ".join(CHECKPOINTING)),
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
     ) -> None:
         """Train a few AdamW steps; peak memory against the itemised estimate (±10 %)."""
-        from aiworkbook.proofs.vram import prove_vram
-
         _check_outputs(json=json_file)
-        r = prove_vram(
-            model,
+        r = run_with_bar(
+            "vram",
+            model=model,
             device=device,
             quick=quick,
             batch=batch,
@@ -105,7 +134,6 @@ def register(app: typer.Typer) -> None:
             precision=precision,
             attention=attention,
             checkpointing=checkpointing,
-            progress=True,
         )
         if "cuda" in r.details:
             typer.echo("  cuda: " + json.dumps(r.details["cuda"]))
@@ -119,12 +147,11 @@ def register(app: typer.Typer) -> None:
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
     ) -> None:
         """Generate over a batch x context grid; KV bytes, latency per token and capacity against the estimate."""
-        from aiworkbook.proofs.kv import prove_kv
         from aiworkbook.units import fmt_bytes, fmt_seconds
 
         _check_outputs(json=json_file)
-        r = prove_kv(model, device=device, quick=quick, progress=True)
-        for g in r.details["grid"]:
+        r = run_with_bar("kv", model=model, device=device, quick=quick)
+        for g in r.details.get("grid", []):
             if "kv_measured" in g:
                 typer.echo(
                     f"  batch {g['batch']:>3} ctx {g['context']:>6}: kv {fmt_bytes(g['kv_measured'])} vs "

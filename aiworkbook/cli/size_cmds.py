@@ -1,15 +1,26 @@
-"""`aiworkbook size` and `aiworkbook fit`: the sizing engine on the command line.
+"""`aiworkbook size` and `aiworkbook fit`: thin printers over `sizing.estimate` and `capacity.report`.
 
 `size` prints the itemised memory table (GiB, labelled) or, with --json, the Estimate's stable JSON
-(`memory` holds exactly the component keys, in bytes). `fit` answers the capacity questions.
+(`memory` holds exactly the component keys, in bytes). `fit` answers the capacity questions. Every
+figure is printed in the unit its typed section declares (never guessed from a key's name).
 """
+
+from typing import Any
 
 import typer
 
 from aiworkbook.persist import dumps_json
-from aiworkbook.units import fmt_bytes, fmt_seconds
+from aiworkbook.sizing.workload import (
+    ATTENTIONS,
+    CHECKPOINTING,
+    ENGINES,
+    MODES,
+    PRECISIONS,
+    WEIGHT_DTYPES,
+)
+from aiworkbook.units import KV_DTYPES, fmt_bytes, fmt_value
 
-_TIMES = ("ttft_s", "tpot_s", "step_time_s")
+_VLLM_TITLE = "vLLM start-up (its own arithmetic: what `vllm serve` logs)"
 _MODEL = typer.Argument(..., help="A preset name or a path to a config.json (or its folder).")
 
 
@@ -24,35 +35,36 @@ def _workload(**kw):
     kw = {k: v for k, v in kw.items() if k != "_vllm"}
     mode = kw["mode"]
     concurrency = kw.pop("concurrency") or (kw["batch"] if mode == "infer" else 1)
-    gpus = kw.pop("gpus")
-    return Workload(concurrency=concurrency, dp=gpus, **kw)
+    return Workload(concurrency=concurrency, **kw)
 
 
 def _opts(
-    mode: str = typer.Option("train", "--mode", help="train | lora | qlora | infer"),
+    mode: str = typer.Option("train", "--mode", help=" | ".join(MODES)),
     batch: int = typer.Option(1, "--batch", help="Micro-batch (train); concurrency when --mode infer."),
     seq: int = typer.Option(2048, "--seq", help="Tokens per sequence (the prompt for infer)."),
     new_tokens: int = typer.Option(0, "--new-tokens", help="Generated tokens (infer)."),
-    precision: str = typer.Option(
-        "bf16-mixed", "--precision", help="fp32 | bf16 | fp16 | bf16-mixed | fp16-mixed"
+    precision: str = typer.Option("bf16-mixed", "--precision", help=" | ".join(PRECISIONS)),
+    recipe: str = typer.Option(
+        None,
+        "--recipe",
+        help="Training recipe (see docs/sizing.md). Default: megatron-bf16, fp32-adamw at fp32.",
     ),
-    recipe: str = typer.Option("megatron-bf16", "--recipe", help="Training recipe (see docs/sizing.md)."),
-    attention: str = typer.Option("sdpa", "--attention", help="eager | sdpa"),
-    checkpointing: str = typer.Option("none", "--checkpointing", help="none | selective | full"),
+    attention: str = typer.Option("sdpa", "--attention", help=" | ".join(ATTENTIONS)),
+    checkpointing: str = typer.Option("none", "--checkpointing", help=" | ".join(CHECKPOINTING)),
     chunked_loss: bool = typer.Option(False, "--chunked-loss", help="Loss computed in chunks."),
-    gpus: int = typer.Option(1, "--gpus", help="Data-parallel GPUs."),
+    dp: int = typer.Option(
+        1, "--dp", "--gpus", help="Data-parallel replicas (--gpus: its old name); GPUs in all = dp x tp."
+    ),
     zero: int = typer.Option(0, "--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)."),
     tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
     lora_rank: int = typer.Option(16, "--lora-rank"),
-    weights_dtype: str = typer.Option(
-        "bf16", "--weights-dtype", help="fp32 | bf16 | fp16 | fp8 | int8 | int4 | nf4"
-    ),
-    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="fp32 | bf16 | fp16 | fp8 | int8 | int4"),
+    weights_dtype: str = typer.Option("bf16", "--weights-dtype", help=" | ".join(WEIGHT_DTYPES)),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help=" | ".join(KV_DTYPES)),
     concurrency: int = typer.Option(0, "--concurrency", help="Served sequences (default: --batch)."),
     context: int = typer.Option(
         None, "--context", help="KV tokens per sequence (default: seq + new tokens)."
     ),
-    engine: str = typer.Option("hf", "--engine", help="hf | vllm | trtllm"),
+    engine: str = typer.Option("hf", "--engine", help=" | ".join(ENGINES)),
     gpu_util: float = typer.Option(0.9, "--gpu-util", help="Memory utilisation budget (fraction)."),
     max_batched_tokens: int = typer.Option(
         None,
@@ -70,7 +82,7 @@ def _opts(
         attention=attention,
         checkpointing=checkpointing,
         chunked_loss=chunked_loss,
-        gpus=gpus,
+        dp=dp,
         zero=zero,
         tp=tp,
         lora_rank=lora_rank,
@@ -115,7 +127,7 @@ def _with_opts(fn):
 @_with_opts
 def size(
     model: str = _MODEL,
-    opts: dict | None = None,
+    opts: dict[str, Any] = {},  # noqa: B006  (filled by _with_opts from the workload options)
     gpu: str = typer.Option(
         None,
         "--gpu",
@@ -155,18 +167,12 @@ def size(
     from dataclasses import replace
 
     from aiworkbook.sizing import Assumptions, estimate
-    from aiworkbook.specs import get_node, load_gpu, load_model
+    from aiworkbook.specs import load_gpu, load_model
 
     spec = load_model(model)
-    node_profile = get_node(node) if node else None
-    if node_profile is not None:
-        node_profile = _pick_pool(node_profile, pool, gpu_given=bool(gpu))
-    elif pool:
-        from aiworkbook.errors import SpecError
-
-        raise SpecError("pool", pool, "a pool of the node given with --node")
+    node_profile = _node(node, pool, gpu_given=bool(gpu))
     base = Assumptions.from_node(node_profile) if node_profile else Assumptions()
-    overrides = {
+    overrides: dict[str, Any] = {
         "train_tokens": train_tokens,
         "price_per_gpu_hour": price,
         "storage_write_bps": write_gbps * 1e9 if write_gbps is not None else None,
@@ -175,52 +181,48 @@ def size(
     }
     assumptions = replace(base, **{k: v for k, v in overrides.items() if v is not None})
     gpu_spec = load_gpu(gpu) if gpu else None
-    if device is None:  # a measured host ("CPU (measured)") is sized as the CPU: no CUDA context or reserve
-        sized_on = gpu_spec or (node_profile.gpu_spec() if node_profile else None)
-        device = "cpu" if sized_on is not None and sized_on.vendor == "host" else "cuda"
     est = estimate(
-        spec, _workload(**opts), gpu=gpu_spec, device=device, assumptions=assumptions, node=node_profile
+        spec,
+        _workload(**opts),
+        gpu=gpu_spec,
+        device=device,
+        assumptions=assumptions,
+        node=node_profile,
     )
     vllm = _vllm_startup(spec, gpu_spec or (node_profile.gpu_spec() if node_profile else None), opts)
     if as_json:
-        typer.echo(dumps_json({**est.to_dict(), **vllm}, indent=2))
+        typer.echo(dumps_json({**est.to_dict(), **_vllm_json(vllm)}, indent=2))
         return
     _print_estimate(spec, est)
     if vllm:
-        _section("vLLM start-up (its own arithmetic: what `vllm serve` logs)", vllm["vllm"])
+        _section(_VLLM_TITLE, vllm)
 
 
-def _vllm_startup(spec, gpu_spec, opts: dict) -> dict:
-    """With --engine vllm and a GPU: vLLM's start-up figures (aiworkbook.sizing.vllm), else nothing."""
+def _vllm_startup(spec, gpu_spec, opts: dict):
+    """With --engine vllm and a GPU: vLLM's start-up figures (aiworkbook.sizing.vllm), else None."""
     if opts.get("engine") != "vllm" or gpu_spec is None or opts.get("mode") != "infer":
-        return {}
+        return None
+    from aiworkbook.cli.vllm_flags import startup_section
+
+    return startup_section(spec, gpu_spec, opts, opts["_vllm"])
+
+
+def _vllm_json(r) -> dict:
     from aiworkbook.cli.vllm_flags import startup_json
 
-    return startup_json(spec, gpu_spec, opts, opts["_vllm"])
+    return startup_json(r) if r is not None else {}
 
 
-def _pick_pool(node, pool: str | None, gpu_given: bool):
-    """The node itself, or the pool named by --pool (exact name, or the name before its " (" details).
-    A node with pools and no GPU of its own needs --pool (or --gpu): say which pools there are."""
+def _node(node: str | None, pool: str | None, gpu_given: bool):
+    """The node (or its pool) named on the command line; --pool without --node is refused."""
     from aiworkbook.errors import SpecError
+    from aiworkbook.specs import get_node
 
-    names = [p.name for p in node.pools]
-    if pool is None:
-        if node.pools and node.gpu is None and node.gpu_calibrated is None and not gpu_given:
-            raise SpecError(
-                "pool",
-                None,
-                f"one of the pools of {node.name} (it has no GPU of its own): "
-                + ", ".join(repr(n) for n in names)
-                + "; pass --pool NAME (the first word is enough), or --gpu",
-            )
-        return node
-    for p in node.pools:
-        if pool in (p.name, p.name.split(" (")[0], p.name.split()[0]):
-            return p
-    raise SpecError(
-        "pool", pool, ", ".join(repr(n) for n in names) if names else f"none: {node.name} has no pools"
-    )
+    if node:
+        return get_node(node).pool(pool, gpu_given=gpu_given)
+    if pool:
+        raise SpecError("pool", pool, "a pool of the node given with --node")
+    return None
 
 
 def _print_estimate(spec, est) -> None:
@@ -231,6 +233,9 @@ def _print_estimate(spec, est) -> None:
     typer.echo(
         f"{spec.name}: {w.mode}, {spec.params:,} params, precision {w.precision}, {gpu_name}, device {est.device}"
     )
+    if est.device == "cuda":
+        gpus = w.tp * (w.dp if w.training else 1)
+        typer.echo(f"GPUs in all: {gpus} (data parallel {w.dp} x tensor parallel {w.tp})")
     typer.echo("\nmemory (GiB = 2^30 bytes)")
     for name, n, formula in est.memory.rows():
         if name == "total":
@@ -238,15 +243,14 @@ def _print_estimate(spec, est) -> None:
         typer.echo(f"  {name:<15} {fmt_bytes(n, 'GiB'):>14}   {formula if name != 'total' else ''}")
     r = est.rules_of_thumb
     typer.echo(
-        f"  rule of thumb   {fmt_bytes(r['bytes'], 'GiB'):>14}   {r['formula']} "
-        f"({r['ratio_to_itemised']:.2f}x the itemised total)"
+        f"  rule of thumb   {fmt_bytes(r.bytes, 'GiB'):>14}   {r.formula} "
+        f"({fmt_value(r.ratio_to_itemised, 'ratio')}x the itemised total)"
     )
-    if est.fits.get("gpu"):
-        f = est.fits
-        verdict = "fits" if f["fits"] else "does NOT fit"
+    f = est.fits
+    if f.gpu:
+        verdict = "fits" if f.fits else "does NOT fit"
         typer.echo(
-            f"  {verdict} on one {f['gpu']}: budget {fmt_bytes(f['budget_bytes'])}, "
-            f"headroom {fmt_bytes(f['headroom_bytes'])}"
+            f"  {verdict} on one {f.gpu}: budget {fmt_bytes(f.budget_bytes)}, headroom {fmt_bytes(f.headroom_bytes)}"
         )
     _section("roofline (times are lower bounds at the GPU's ceilings)", est.roofline)
     _section("storage", est.storage)
@@ -262,67 +266,64 @@ def _print_estimate(spec, est) -> None:
 @_with_opts
 def fit(
     model: str = _MODEL,
-    opts: dict | None = None,
-    gpu: str = typer.Option("H100-SXM", "--gpu", help="Catalogue GPU (aiworkbook gpus)."),
+    opts: dict[str, Any] = {},  # noqa: B006  (filled by _with_opts from the workload options)
+    gpu: str = typer.Option(
+        None,
+        "--gpu",
+        help="Catalogue GPU (aiworkbook gpus) or a JSON of measured ceilings. Default: the node's, else H100-SXM.",
+    ),
+    node: str = typer.Option(None, "--node", help="Node profile (aiworkbook nodes) or its JSON: its GPU."),
+    pool: str = typer.Option(
+        None, "--pool", help="With a node that has pools: the pool, by name or first word."
+    ),
+    device: str = typer.Option(None, "--device", help="cuda | cpu. Default: cpu for a measured host spec."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Capacity: max concurrency and context, max micro-batch, GPUs needed, cheapest GPU, MIG profile."""
     from aiworkbook.sizing import capacity
-    from aiworkbook.specs import get_gpu, load_model
+    from aiworkbook.specs import load_model
 
     spec = load_model(model)
     w = _workload(**opts)
-    w.check_against(spec)
-    g = get_gpu(gpu)
-    out = {
-        "model": spec.name,
-        "gpu": g.name,
-        "fits": capacity.fits(spec, w, g)["fits"],
-        "max_batch": capacity.max_batch(spec, w, g),
-        "gpus_needed_tp": capacity.gpus_needed(spec, w, g),
-        "cheapest_gpu": capacity.cheapest_gpu(spec, w),
-        "mig_profile": capacity.mig_profile(spec, w, g),
-    }
-    if not w.training:
-        out["max_concurrency"] = capacity.max_concurrency(spec, w, g)
-        out["max_context"] = capacity.max_context(spec, w, g)
-        out.update(_vllm_startup(spec, g, opts))  # --engine vllm: vLLM's own max_concurrency and KV
+    node_profile = _node(node, pool, gpu_given=bool(gpu))
+    target = gpu or node_profile or "H100-SXM"
+    rep = capacity.report(spec, w, target, device=device)
+    vllm = None if w.training else _vllm_startup(spec, _target_gpu(target), opts)
     if as_json:
-        typer.echo(dumps_json(out, indent=2))
+        typer.echo(dumps_json({**rep.to_dict(), **_vllm_json(vllm)}, indent=2))
         return
-    for k, v in out.items():
-        typer.echo(f"{k:<16} {v if v is not None else 'none'}")
+    for k, v in rep.items():
+        if k == "cheapest_gpu":
+            text = f"{v.gpus} x {v.gpu} at {fmt_value(v.usd_per_hour, '$/h')}" if v is not None else "none"
+        elif v is None:
+            text = "none"
+        else:
+            text = fmt_value(v, rep.unit(k))
+        typer.echo(f"{k:<16} {text}")
+    if vllm:
+        _section(_VLLM_TITLE, vllm)
 
 
-def _section(title: str, values: dict, prefix: str = "") -> None:
-    """Print one section of an estimate, each value in its unit (nested dicts as parent.child)."""
-    rows = {k: v for k, v in values.items() if v is not None}
+def _target_gpu(target):
+    """The GPUSpec a fit target stands for (a name, a GPU file, or a node's GPU)."""
+    from aiworkbook.specs import load_gpu
+    from aiworkbook.specs.node import NodeProfile
+
+    return target.gpu_spec() if isinstance(target, NodeProfile) else load_gpu(target)
+
+
+def _section(title: str, section, prefix: str = "") -> None:
+    """Print one typed section of an estimate, each figure in the unit its field declares (nested
+    sections as parent.child)."""
+    from aiworkbook.sizing.sections import Section
+
+    rows = [(k, v) for k, v in section.items() if v is not None and not isinstance(v, dict)]
     if not rows:
         return
     if not prefix:
         typer.echo(f"\n{title}")
-    for k, v in rows.items():
-        if isinstance(v, dict):
+    for k, v in rows:
+        if isinstance(v, Section):
             _section(title, v, prefix=f"{prefix}{k}.")
         else:
-            typer.echo(f"  {prefix + k:<30} {_fmt_value(k, v)}")
-
-
-def _fmt_value(key: str, v) -> str:
-    from aiworkbook.units import fmt_flops, fmt_rate
-
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return str(v)
-    if key.endswith("bytes_per_s"):
-        return fmt_rate(v)
-    if key.endswith("_bytes") or key == "bytes":
-        return fmt_bytes(v)
-    if key.endswith("per_s"):
-        return f"{v:,.1f}/s"
-    if key.endswith("_s"):
-        return fmt_seconds(v)
-    if key == "peak_flops":
-        return fmt_flops(v)
-    if isinstance(v, float):
-        return f"{v:,.3g}" if abs(v) < 1e4 else f"{v:,.0f}"
-    return f"{v:,}"
+            typer.echo(f"  {prefix + k:<30} {fmt_value(v, section.unit(k))}")

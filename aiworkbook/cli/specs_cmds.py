@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from aiworkbook.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate
+from aiworkbook.units import KV_DTYPES, fmt_bytes, fmt_count, fmt_flops, fmt_rate
 
 
 def register(app: typer.Typer) -> None:
@@ -115,9 +115,7 @@ def nodes(as_json: bool = typer.Option(False, "--json")) -> None:
 
 def params(
     model: str = typer.Argument(..., help="A preset name or a path to a config.json (or its folder)."),
-    kv_dtype: str = typer.Option(
-        "bf16", "--kv-dtype", help="KV-cache dtype: fp32, bf16, fp16, fp8, int8, int4."
-    ),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="KV-cache dtype: " + ", ".join(KV_DTYPES) + "."),
     as_json: bool = typer.Option(False, "--json"),
     family: str | None = typer.Option(
         None, "--family", help="Read an unknown model_type as this known family's shape (said in the output)."
@@ -132,10 +130,11 @@ def params(
         typer.echo(json.dumps(summary, indent=2))
         return
     extra_rows = []
-    if getattr(spec, "vision_params", 0):
-        extra_rows.append(("vision tower (apart)", f"{spec.vision_params:,}"))
-    if getattr(spec, "mtp_params", 0):
-        extra_rows.append(("MTP layers (apart)", f"{spec.mtp_params:,}"))
+    vision, mtp = getattr(spec, "vision_params", 0), getattr(spec, "mtp_params", 0)  # family specs only
+    if vision:
+        extra_rows.append(("vision tower (apart)", f"{vision:,}"))
+    if mtp:
+        extra_rows.append(("MTP layers (apart)", f"{mtp:,}"))
     for g in getattr(spec, "kv_groups", ()):
         win = f", window {g.window}" if g.window else ""
         extra_rows.append((f"KV group {g.kind}", f"{g.layers} layers x {g.heads} x {g.width}{win}"))

@@ -85,12 +85,16 @@ def settings(opts: dict[str, Any], flags: dict[str, Any]):
     )
 
 
-def startup_json(spec, gpu, opts: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
-    """The stable keys `--engine vllm` adds: kv_cache_tokens, kv_cache_bytes, max_concurrency and the
-    itemised non-KV memory vLLM subtracted (under "vllm")."""
+def startup_section(spec, gpu, opts: dict[str, Any], flags: dict[str, Any]):
+    """vLLM's start-up figures (a typed section) for these command-line settings."""
     from aiworkbook.sizing.vllm import startup
 
-    r = startup(spec, gpu, settings(opts, flags))
+    return startup(spec, gpu, settings(opts, flags))
+
+
+def startup_json(r) -> dict[str, Any]:
+    """The stable keys `--engine vllm` adds: kv_cache_tokens, kv_cache_bytes, max_concurrency and the
+    itemised non-KV memory vLLM subtracted (under "vllm")."""
     return {
         "kv_cache_tokens": r.kv_cache_tokens,
         "kv_cache_bytes": r.kv_cache_bytes,

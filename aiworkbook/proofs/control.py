@@ -70,8 +70,41 @@ class Control:
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
+    @contextmanager
+    def active(self) -> Iterator[Control]:
+        """Make this the control that `checkpoint()` and `report()` reach on this thread, so inner loops
+        (timing trials, model layers, decode steps) honour a cancel without a parameter at every level."""
+        prev = getattr(_local, "control", None)
+        _local.control = self
+        try:
+            yield self
+        finally:
+            _local.control = prev
+
 
 NULL = Control()
+_local = threading.local()
+
+
+def current() -> Control | None:
+    """The control made active on this thread (None outside a proof run through the registry)."""
+    return getattr(_local, "control", None)
+
+
+def checkpoint(at: str = "") -> None:
+    """Raise Cancelled when the active control's cancel is set; no-op outside a registry run. Cheap:
+    inner loops call it once per unit of work well under a second."""
+    c = current()
+    if c is not None:
+        c.check(at)
+
+
+def report(done: int, total: int, message: str = "") -> None:
+    """Progress to the active control (then honour a cancel); no-op outside a registry run."""
+    c = current()
+    if c is not None:
+        c.step(done, total, message)
+
 
 _lock = threading.Lock()
 _holder: dict[str, Any] = {}

@@ -31,7 +31,7 @@ class DoesNotFit(RuntimeError):
 
     def __init__(self, at: str, cause: BaseException) -> None:
         self.at = at
-        self.cause = cause
+        self.cause: BaseException | None = cause
         first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
         super().__init__(f"does not fit at {at}: {first[:200]}")
 

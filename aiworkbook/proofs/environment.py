@@ -81,10 +81,10 @@ def throttle_window(since: float) -> dict[str, dict[str, float]] | None:
     """Share of samples per throttle reason since monotonic time `since`, from the shared telemetry
     sampler when it is running (None otherwise: a proof never starts the sampler itself)."""
     try:
-        from aiworkbook.telemetry import get_sampler
+        from aiworkbook.telemetry.sampler import existing_sampler
 
-        s = get_sampler()
-        if not s.running:
+        s = existing_sampler()  # reuse, never create: creating one would open NVML for nothing
+        if s is None or not s.running:
             return None
         return s.window(since=since).throttle_share()
     except Exception:

@@ -9,12 +9,14 @@ found by allocating them, against the concurrency the estimate says fits.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.control import Control, report
 from aiworkbook.proofs.device import (
     DoesNotFit,
     free_memory,
@@ -26,6 +28,7 @@ from aiworkbook.proofs.device import (
 )
 from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel, KVCache
+from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
@@ -47,7 +50,7 @@ def defaults(device: str, quick: bool) -> dict[str, Any]:
     return {"batches": (1, 8, 32), "contexts": (512, 2048, 8192), "new_tokens": 32, "dtype": "bf16"}
 
 
-def _workload(b: int, ctx: int, new: int, dtype: str):
+def _workload(b: int, ctx: int, new: int, dtype: Any):
     from aiworkbook.sizing import Workload
 
     return Workload(
@@ -99,8 +102,11 @@ def measured_capacity(
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     per_seq = 0
     n = 0
+    from aiworkbook.proofs.control import checkpoint
+
     try:
         while True:
+            checkpoint("capacity")
             now = torch.cuda.memory_allocated() if dev == "cuda" else weights + n * per_seq
             if now + per_seq + transient > budget or n >= 1 << 16:
                 return n
@@ -128,7 +134,23 @@ def measured_capacity(
         release_memory(dev)
 
 
-def prove_kv(
+@dataclass
+class _Setup:
+    """Everything decided before a kv run: the grid, the (proxy) model and the budget."""
+
+    run_spec: ModelSpec
+    dev: str
+    batches: tuple[int, ...]
+    contexts: tuple[int, ...]
+    new: int
+    dtype_name: str
+    budget_bytes: int
+    inputs: dict[str, Any]
+    flags: set[str]
+    notes: list[str]
+
+
+def _prepare(
     model: str | ModelSpec,
     *,
     device: str = "auto",
@@ -137,11 +159,8 @@ def prove_kv(
     contexts: tuple[int, ...] | None = None,
     new_tokens: int | None = None,
     budget_bytes: int | None = None,
-    progress: bool = False,
-) -> ProofResult:
-    """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate."""
-    from tqdm.auto import tqdm
-
+) -> _Setup:
+    """Validate the inputs, pick the grid and the model (or its proxy): no allocation."""
     for field, values in (("batches", batches), ("contexts", contexts)):
         if values is None:
             continue
@@ -164,7 +183,6 @@ def prove_kv(
     contexts = tuple(d["contexts"] if contexts is None else contexts)
     new = d["new_tokens"] if new_tokens is None else new_tokens
     dtype_name = d["dtype"]
-    dtype = TORCH_DTYPES[dtype_name]
     flags, notes = set(choice.flags), [choice.reason]
     if budget_bytes is None:
         budget_bytes = default_kv_budget(dev)
@@ -185,6 +203,55 @@ def prove_kv(
         "budget_bytes": budget_bytes,
         "quick": quick,
     }
+    return _Setup(run_spec, dev, batches, contexts, new, dtype_name, budget_bytes, inputs, flags, notes)
+
+
+def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
+    """The grid a kv run would measure and the KV bytes predicted at its largest point, without running;
+    `fits` False (the reason in notes) when not even a proxy fits the budget."""
+    from aiworkbook.proofs.device import WouldNotFit
+    from aiworkbook.proofs.registry import get
+
+    inputs.pop("progress", None)
+    label = "kv_cache at the largest grid point"
+    try:
+        st = _prepare(model, **inputs)
+    except WouldNotFit as exc:
+        dev = resolve_device(inputs.get("device", "auto")).device
+        return Plan("kv", dev, None, label, "B", fits=False, notes=(str(exc),))
+    w = _workload(max(st.batches), max(st.contexts), st.new, st.dtype_name)
+    kv = _estimate(st.run_spec, w, st.dev).memory.kv_cache
+    sizes = {k: st.inputs[k] for k in ("ran", "batches", "contexts", "new_tokens", "dtype", "budget_bytes")}
+    return Plan(
+        "kv",
+        st.dev,
+        float(kv),
+        f"{label} (batch {max(st.batches)} x {max(st.contexts)}+{st.new} tokens)",
+        "B",
+        sizes=sizes,
+        fits=True,
+        rough_s=get("kv").rough_s.get(st.dev),
+        notes=tuple(st.notes),
+    )
+
+
+def run(*, control: Control, model: str | ModelSpec = "tiny-llama", **inputs: Any) -> ProofResult:
+    """prove_kv under `control`: progress per grid point, a cancel lands within one decode step."""
+    inputs.pop("progress", None)
+    with control.active():
+        return prove_kv(model, **inputs)
+
+
+def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -> ProofResult:
+    """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate.
+    `inputs` are `_prepare`'s (device, quick, batches, contexts, new_tokens, budget_bytes)."""
+    from tqdm.auto import tqdm
+
+    setup = _prepare(model, **inputs)  # device, quick, shapes...: see _prepare
+    run_spec, dev, new, dtype_name = setup.run_spec, setup.dev, setup.new, setup.dtype_name
+    batches, contexts, flags, notes = setup.batches, setup.contexts, setup.flags, setup.notes
+    budget_bytes, inputs = setup.budget_bytes, setup.inputs
+    dtype = TORCH_DTYPES[dtype_name]
     grid: list[dict[str, Any]] = []
     model_ = None
     t_start = time.monotonic()
@@ -194,11 +261,15 @@ def prove_kv(
                 model_ = DecoderModel(run_spec, device=tensor_device(dev), dtype=dtype).eval()
             _point(model_, run_spec, 1, min(contexts), 2, dtype_name, dev)  # warm-up, discarded
             points = [(b, c) for b in batches for c in contexts]
-            for b, ctx in tqdm(points, desc=f"kv {run_spec.name}", disable=not progress, leave=False):
+            for i, (b, ctx) in enumerate(
+                tqdm(points, desc=f"kv {run_spec.name}", disable=not progress, leave=False)
+            ):
+                report(i, len(points) + 1, f"batch {b} x context {ctx}")
                 try:
                     grid.append(_point(model_, run_spec, b, ctx, new, dtype_name, dev))
                 except DoesNotFit as exc:
                     grid.append({"batch": b, "context": ctx, "does_not_fit": str(exc)})
+            report(len(points), len(points) + 1, "capacity in the budget")
             big_est = _estimate(run_spec, _workload(1, max(contexts), new, dtype_name), dev).memory
             transient = int(big_est.activations + big_est.logits + big_est.workspace)
             cap_measured = measured_capacity(
@@ -280,7 +351,11 @@ def _point(
     gen = torch.Generator(device="cpu").manual_seed(b * 1000 + ctx)
     # time_trials: CUDA events on the GPU, perf_counter on the CPU at the thread count already set
     # (no warm-up: each call feeds the next token, so the cache ends at exactly ctx + new tokens)
-    timed = {"device": dev, "warmup": 0, "threads": torch.get_num_threads() if dev == "cpu" else None}
+    timed: dict[str, Any] = {
+        "device": dev,
+        "warmup": 0,
+        "threads": torch.get_num_threads() if dev == "cpu" else None,
+    }
     with oom_guard(f"batch {b} x context {ctx}", dev), torch.inference_mode():
         if dev == "cuda":
             torch.cuda.reset_peak_memory_stats()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -45,7 +46,7 @@ class SavedTensorTracker:
         self._exclude = {k[:2] for k in (_storage_key(t) for t in exclude) if k is not None}
         self.storages: dict[tuple[str, int], tuple[int, str]] = {}
         self._phase = "activations"
-        self._ctx = None
+        self._ctx: Any = None
 
     def _record(self, t: torch.Tensor) -> None:
         key = _storage_key(t)
@@ -111,7 +112,7 @@ class ModelStates:
 def model_states(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None) -> ModelStates:
     """Count what the objects hold right now (call it after optimizer.step(), before zero_grad)."""
     params = list({id(p): p for p in model.parameters()}.values())
-    opt_tensors = []
+    opt_tensors: list[Any] = []
     if optimizer is not None:
         for state in optimizer.state.values():
             opt_tensors.extend(v for v in state.values() if isinstance(v, torch.Tensor))

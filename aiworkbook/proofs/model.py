@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import math
 from contextlib import nullcontext
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from aiworkbook.errors import SpecError
+from aiworkbook.sizing.workload import ATTENTIONS  # one list for the sizing, the CLI and this model
 from aiworkbook.specs import ModelSpec
 
-ATTENTIONS = ("eager", "sdpa")
+#: "flash" runs torch's SDPA, which picks the flash kernel where it can (sizing counts both alike).
+SDPA_ATTENTIONS = ("sdpa", "flash")
 #: torch dtypes of the precision names the proofs run at (tf32: fp32 tensors, TF32 matmuls)
 TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINTING = ("none", "selective", "full")
@@ -60,9 +63,10 @@ class KVCache:
         return 0 if self.k[0] is None else int(self.k[0].shape[2])
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.k[layer] is not None:
-            k = torch.cat([self.k[layer], k], dim=2)
-            v = torch.cat([self.v[layer], v], dim=2)
+        past_k, past_v = self.k[layer], self.v[layer]
+        if past_k is not None and past_v is not None:
+            k = torch.cat([past_k, k], dim=2)
+            v = torch.cat([past_v, v], dim=2)
         self.k[layer], self.v[layer] = k, v
         return k, v
 
@@ -135,7 +139,7 @@ class Attention(nn.Module):
         causal = sq > 1 and past == 0
         if sq > 1 and past > 0:  # a chunk after a cached prefix: explicit bottom-right causal mask
             mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril(diagonal=past)
-        if self.attention == "sdpa":
+        if self.attention in SDPA_ATTENTIONS:
             return F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=causal, scale=self.scaling, enable_gqa=self.a != self.k
             )
@@ -286,7 +290,7 @@ class DecoderModel(nn.Module):
             else None
         )
         self.layers = nn.ModuleList(Block(spec, i, attention, **fk) for i in range(spec.num_layers))
-        for layer in self.layers:
+        for layer in self.blocks():
             layer.attn.selective = checkpointing == "selective"
         self.norm = _norm(spec, **fk)
         self.lm_head = (
@@ -309,12 +313,17 @@ class DecoderModel(nn.Module):
     def set_tracker(self, tracker) -> None:
         """Route checkpoint inputs (invisible to saved-tensor hooks) to a SavedTensorTracker."""
         self.tracker = tracker
-        for layer in self.layers:
+        for layer in self.blocks():
             layer.attn.tracker = tracker
+
+    def blocks(self) -> list[Block]:
+        """The decoder blocks, typed (nn.ModuleList yields plain Modules)."""
+        return [cast(Block, m) for m in self.layers]
 
     def _rope(self, positions: torch.Tensor, dtype: torch.dtype):
         # LlamaRotaryEmbedding: fp32 outer product, cat(freqs, freqs), cos/sin cast to the activations' dtype
-        freqs = positions[:, :, None].float() * self.inv_freq[None, None, :]
+        inv_freq = cast(torch.Tensor, self.inv_freq)  # a registered buffer
+        freqs = positions[:, :, None].float() * inv_freq[None, None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
 
@@ -339,7 +348,10 @@ class DecoderModel(nn.Module):
         else:
             rope = self._rope(positions, x.dtype)
         full = self.checkpointing == "full" and torch.is_grad_enabled()
-        for layer in self.layers:
+        from aiworkbook.proofs.control import checkpoint as cancel_point
+
+        for i, layer in enumerate(self.layers):
+            cancel_point(f"layer {i + 1} of {len(self.layers)}")  # a cancel lands within one layer
             if full:
                 from torch.utils.checkpoint import checkpoint
 

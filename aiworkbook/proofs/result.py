@@ -7,6 +7,7 @@ and a later check can read it back.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,12 +49,17 @@ class ProofResult:
     stats: Stats | None = None
     flags: list[str] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
-    details: dict[str, Any] = field(default_factory=dict)
+    #: typed for roofline, vram and kv (proofs.details: `r.details.components`); a dict for other proofs;
+    #: `r.details["key"]` reads either
+    details: Any = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     created: str = ""
 
     def __post_init__(self) -> None:
         self.flags = check_flags(self.flags)
+        from aiworkbook.proofs.details import typed
+
+        self.details = typed(self.proof, self.details)
         if self.tolerance < 0:
             raise SpecError("tolerance", self.tolerance, ">= 0")
         if not self.verdict:
@@ -85,7 +91,7 @@ class ProofResult:
             "stats": self.stats.to_dict() if self.stats else None,
             "flags": list(self.flags),
             "environment": self.environment,
-            "details": self.details,
+            "details": self.details.to_dict() if hasattr(self.details, "to_dict") else self.details,
             "notes": list(self.notes),
             "created": self.created,
         }
@@ -141,6 +147,11 @@ def _fmt(value: float | None, unit: str) -> str:
 
     if value is None:
         return "n/a"
-    return {"B": fmt_bytes, "B/s": fmt_rate, "FLOP/s": fmt_flops, "s": fmt_seconds}.get(
-        unit, lambda v: f"{v:,.4g} {unit}"
-    )(value)
+    fmts: dict[str, Callable[[float], str]] = {
+        "B": fmt_bytes,
+        "B/s": fmt_rate,
+        "FLOP/s": fmt_flops,
+        "s": fmt_seconds,
+    }
+    fmt = fmts.get(unit)
+    return fmt(value) if fmt is not None else f"{value:,.4g} {unit}"

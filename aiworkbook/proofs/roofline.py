@@ -13,6 +13,7 @@ import re
 import subprocess
 import time
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ import numpy as np
 import torch
 
 from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.control import Control, report
 from aiworkbook.proofs.device import (
     check_fits,
+    free_memory,
     interruptible,
     is_oom,
     oom_guard,
@@ -30,11 +33,12 @@ from aiworkbook.proofs.device import (
 )
 from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.model import TORCH_DTYPES
+from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
 from aiworkbook.specs import GPUSpec, ModelSpec
-from aiworkbook.units import MiB
+from aiworkbook.units import MiB, fmt_bytes
 
 _RANDOM_BLOCK = 16 * MiB
 
@@ -92,11 +96,7 @@ def bandwidth(
 ) -> dict[str, Any]:
     """Copy and read-only bandwidth on one buffer size (default 4x the last-level cache, and at least
     256 MiB on the CPU, 1 GiB on CUDA, where a 256 MiB copy lasts ~0.1 ms)."""
-    if device == "cuda":
-        cache, cache_src = gpu_l2_bytes(), "torch.cuda device properties (L2)"
-    else:
-        cache, cache_src = llc_bytes()
-    size = buffer_bytes or max(4 * cache, (1024 if device == "cuda" else 256) * MiB)
+    size, cache, cache_src = _buffer_bytes(device, buffer_bytes)
     check_fits(2 * size, device, what=f"bandwidth buffers 2 x {size} B")
     with oom_guard(f"bandwidth buffers of {size} B", device):
         copy, read, nbytes = _time_copy_and_read(size, device, trials, threads)
@@ -265,8 +265,8 @@ def host_device_copies(nbytes: int = 512 * MiB, trials: int = 5) -> dict[str, fl
         for kind in ("pageable", "pinned"):
             host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=kind == "pinned")
             host.random_(0, 255)
-            h2d = time_trials(lambda h=host: dev.copy_(h), device="cuda", trials=trials)
-            d2h = time_trials(lambda h=host: h.copy_(dev), device="cuda", trials=trials)
+            h2d = time_trials(partial(dev.copy_, host), device="cuda", trials=trials)
+            d2h = time_trials(partial(host.copy_, dev), device="cuda", trials=trials)
             out[f"h2d_{kind}_bps"] = nbytes / h2d.median
             out[f"d2h_{kind}_bps"] = nbytes / d2h.median
             del host
@@ -312,6 +312,7 @@ def calibrated_spec(ceilings: dict[str, Any], device: str, base: GPUSpec | None 
         l2_cache_bytes=int(ceilings["bandwidth"]["cache_bytes"]),
         source="measured by aiworkbook prove roofline (tdp_watts 0: power not measured)",
         measured=True,
+        measured_figures=("memory_bandwidth_bps", *(f"peak_flops_dense.{k}" for k in flops)),
     )
 
 
@@ -328,14 +329,14 @@ def workload_point(
     *,
     batch: int = 1,
     context: int = 2048,
-    weights_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-) -> dict[str, float]:
+    weights_dtype: Any = "bf16",
+    kv_dtype: Any = "bf16",
+) -> dict[str, Any]:
     """One decode step's arithmetic intensity, from sizing's own decode arithmetic
     (`sizing.roofline.decode_flops_bytes`): FLOPs over the weight bytes streamed (MoE: the experts the
-    batch touches) plus the batch's KV cache."""
+    batch touches) plus the batch's KV cache, and the dtype whose roof it sits under (its compute dtype)."""
     from aiworkbook.sizing import Workload
-    from aiworkbook.sizing.roofline import decode_flops_bytes
+    from aiworkbook.sizing.roofline import compute_dtype, decode_flops_bytes
 
     w = Workload(
         mode="infer",
@@ -349,14 +350,22 @@ def workload_point(
     work = decode_flops_bytes(spec, w, batch, context)
     flops = float(work["flops"])
     nbytes = float(work["weight_bytes_read"] + work["kv_bytes_read"])
-    return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "batch": batch, "context": context}
+    return {
+        "flops": flops,
+        "bytes": nbytes,
+        "intensity": flops / nbytes,
+        "batch": batch,
+        "context": context,
+        "dtype": compute_dtype(weights_dtype),
+    }
 
 
 def roofline_chart_data(
-    spec: GPUSpec, point: dict[str, float] | None = None, *, dtypes: list[str] | None = None, label: str = ""
+    spec: GPUSpec, point: dict[str, Any] | None = None, *, dtypes: list[str] | None = None, label: str = ""
 ) -> list[dict[str, Any]]:
     """Rows for a roofline chart: attainable FLOP/s = min(peak, bandwidth x intensity) per dtype, log-spaced
-    intensities, plus the workload's point (kind="workload") placed on the first dtype's roof."""
+    intensities, plus the workload's point (kind="workload") placed on its own dtype's roof (`point["dtype"]`,
+    e.g. bf16 for bf16 weights; the first dtype charted when the point names none or the GPU lacks it)."""
     dtypes = dtypes or list(spec.peak_flops_dense)
     rows: list[dict[str, Any]] = []
     bw = spec.memory_bandwidth_bps
@@ -373,12 +382,14 @@ def roofline_chart_data(
                 }
             )
     if point is not None and dtypes:
-        peak = spec.peak_flops(dtypes[0])
+        own = point.get("dtype")
+        dt = own if own in spec.peak_flops_dense else dtypes[0]
+        peak = spec.peak_flops(dt)
         ai = point["intensity"]
         rows.append(
             {
                 "kind": "workload",
-                "dtype": dtypes[0],
+                "dtype": dt,
                 "intensity": ai,
                 "attainable_flops": min(peak, bw * ai),
                 "spec": spec.name,
@@ -390,6 +401,77 @@ def roofline_chart_data(
 
 
 # ---- the proof -----------------------------------------------------------------------------------
+def _buffer_bytes(device: str, buffer_bytes: int | None) -> tuple[int, int, str]:
+    """(buffer size, last-level cache bytes, where that figure came from) for the bandwidth test."""
+    if device == "cuda":
+        cache, src = gpu_l2_bytes(), "torch.cuda device properties (L2)"
+    else:
+        cache, src = llc_bytes()
+    return buffer_bytes or max(4 * cache, (1024 if device == "cuda" else 256) * MiB), cache, src
+
+
+def _shapes(device: str, quick: bool, shapes: list[int] | None) -> list[int]:
+    if shapes is not None:
+        return list(shapes)
+    if quick:
+        return [512] if device == "cpu" else [4096, 8192]
+    return [512, 1024] if device == "cpu" else [2048, 4096, 8192]
+
+
+def plan(
+    model: str | ModelSpec | None = None,
+    *,
+    device: str = "auto",
+    quick: bool = False,
+    buffer_bytes: int | None = None,
+    dtypes: list[str] | None = None,
+    shapes: list[int] | None = None,
+    batch: int = 1,
+    context: int = 2048,
+    **_: Any,
+) -> Plan:
+    """What a roofline run would measure (buffer, dtypes, shapes, trials) and its prediction (the
+    datasheet bandwidth on CUDA; none on the CPU), without allocating or timing anything."""
+    from aiworkbook.proofs.registry import get
+
+    point = None
+    if model is not None:
+        from aiworkbook.specs import load_model
+
+        spec = load_model(model) if isinstance(model, str) else model
+        point = workload_point(spec, batch=batch, context=context)
+    dev = resolve_device(device).device
+    size, cache, _src = _buffer_bytes(dev, buffer_bytes)
+    base = datasheet_spec() if dev == "cuda" else None
+    free = free_memory(dev)[0]
+    sizes: dict[str, Any] = {
+        "buffer_bytes": size,
+        "cache_bytes": cache,
+        "trials": 5 if quick else 10,
+        "dtypes": list(dtypes or matmul_dtypes(dev)),
+        "shapes": _shapes(dev, quick, shapes),
+        "workload_point": point,
+    }
+    return Plan(
+        "roofline",
+        dev,
+        base.memory_bandwidth_bps if base else None,
+        f"datasheet bandwidth of {base.name}" if base else "none on the CPU (the verdict is info)",
+        "B/s",
+        sizes=sizes,
+        fits=2 * size <= free,
+        rough_s=get("roofline").rough_s.get(dev),
+        notes=(f"two {fmt_bytes(size)} buffers against {fmt_bytes(free)} free on {dev}",),
+    )
+
+
+def run(*, control: Control, model: str | ModelSpec | None = None, **inputs: Any) -> ProofResult:
+    """prove_roofline under `control`: progress per stage, a cancel lands between timing trials."""
+    inputs.pop("progress", None)
+    with control.active():
+        return prove_roofline(model, **inputs)
+
+
 def prove_roofline(
     model: str | ModelSpec | None = None,
     *,
@@ -430,14 +512,17 @@ def prove_roofline(
     bar = tqdm(total=len(steps), desc="roofline", disable=not progress, leave=False)
     with interruptible("roofline proof", dev):
         try:
+            report(0, len(steps), "memory bandwidth")
             bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
             bar.update(1)
-            if shapes is None and quick:
-                shapes = [512] if dev == "cpu" else [4096, 8192]
-            mm = matmul_rates(dev, dtypes, shapes=shapes, trials=3 if quick else 5, threads=threads)
+            report(1, len(steps), "matmul rates")
+            mm = matmul_rates(
+                dev, dtypes, shapes=_shapes(dev, quick, shapes), trials=3 if quick else 5, threads=threads
+            )
             bar.update(1)
             h2d: dict[str, Any] = {}
             if dev == "cuda":
+                report(2, len(steps), "host<->device copies")
                 try:
                     h2d = host_device_copies(256 * MiB if quick else 1024 * MiB)
                 except (RuntimeError, ValueError) as exc:  # pinned memory refused, say: keep the rest
@@ -445,6 +530,7 @@ def prove_roofline(
                 bar.update(1)
         finally:
             bar.close()
+    report(len(steps), len(steps), "done")
     if bw["cache_resident"]:
         flags.add(F.L2_RESIDENT if dev == "cuda" else F.LLC_RESIDENT)
     st = summarize(bw["read_samples_bps"])

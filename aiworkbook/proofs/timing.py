@@ -102,14 +102,18 @@ def time_trials(
     if device not in ("cpu", "cuda"):
         raise SpecError("device", device, "cpu, cuda")
     threads = threads if threads is not None else (default_threads() if device == "cpu" else None)
+    from aiworkbook.proofs.control import checkpoint
+
     samples: list[float] = []
     with cpu_threads(threads) as used:
         for _ in range(warmup):
+            checkpoint(desc)
             fn()
         _sync(device)
         bar = _bar(trials, desc, progress)
         try:
             for _ in range(trials):
+                checkpoint(desc)  # a cancel lands between trials (each well under a second)
                 samples.append(_one(fn, device))
                 bar.update(1)
         finally:

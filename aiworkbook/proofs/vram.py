@@ -10,12 +10,14 @@ vocabulary), and the prediction is made for the same proxy.
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.control import Control, report
 from aiworkbook.proofs.device import (
     DoesNotFit,
     check_fits,
@@ -32,6 +34,7 @@ from aiworkbook.proofs.device import (
 from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.memory_accounting import SavedTensorTracker, model_states
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
+from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # the seeds' 18 B/param, shown beside
 from aiworkbook.specs import ModelSpec, load_model
@@ -143,7 +146,24 @@ def fit_proxy(
     raise AssertionError("unreachable")  # check_fits raised
 
 
-def prove_vram(
+@dataclass
+class _Setup:
+    """Everything decided before a vram run: shapes, the (proxy) model, its estimate and the prediction."""
+
+    spec: ModelSpec
+    run_spec: ModelSpec
+    w: Any
+    dev: str
+    est: Any
+    predicted: int
+    steps: int
+    budget_bytes: int
+    inputs: dict[str, Any]
+    flags: set[str]
+    notes: list[str]
+
+
+def _prepare(
     model: str | ModelSpec,
     *,
     device: str = "auto",
@@ -158,13 +178,8 @@ def prove_vram(
     budget_bytes: int | None = None,
     check_fit: bool = True,
     proxy: bool = True,
-    progress: bool = False,
-) -> ProofResult:
-    """Train a few steps and compare peak memory with the itemised estimate (tolerance ±10 %).
-
-    check_fit=False skips the refusal (and the proxy), so an out-of-memory can happen; it is caught
-    and reported as verdict "does-not-fit". Ctrl-C releases memory and re-raises KeyboardInterrupt.
-    """
+) -> _Setup:
+    """Validate the inputs, pick the shapes and the model (or its proxy) and predict: no allocation."""
     check_int("batch", batch, 1)
     check_int("seq_len", seq_len, 1)
     check_int("steps", steps, 2, "an integer >= 2 (the first step creates the optimizer state)")
@@ -188,7 +203,6 @@ def prove_vram(
     )
     flags = set(choice.flags)
     notes = [choice.reason]
-    nvml_before = nvml_baseline() if dev == "cuda" else None
     if budget_bytes is None:
         budget_bytes = default_budget(dev, quick)
     inputs = {
@@ -222,10 +236,60 @@ def prove_vram(
     inputs["ran"] = run_spec.name
     inputs["params"] = run_spec.params
     predicted = allocated_prediction(est.memory, dev)
+    return _Setup(spec, run_spec, w, dev, est, predicted, steps, budget_bytes, inputs, flags, notes)
+
+
+def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
+    """The prediction (allocated bytes at the peak) and the shapes a vram run would use, without running.
+    `fits` False (with the reason in notes) when not even a proxy fits the budget."""
+    from aiworkbook.proofs.device import WouldNotFit
+    from aiworkbook.proofs.registry import get
+
+    inputs.pop("progress", None)
+    device = inputs.get("device", "auto")
+    try:
+        st = _prepare(model, **inputs)
+    except WouldNotFit as exc:
+        dev = resolve_device(device).device
+        return Plan("vram", dev, None, "itemised estimate (allocated)", "B", fits=False, notes=(str(exc),))
+    sizes = {
+        k: st.inputs[k] for k in ("ran", "params", "batch", "seq_len", "precision", "steps", "budget_bytes")
+    }
+    return Plan(
+        "vram",
+        st.dev,
+        float(st.predicted),
+        "itemised estimate (allocated)",
+        "B",
+        sizes=sizes,
+        fits=True,
+        rough_s=get("vram").rough_s.get(st.dev),
+        notes=tuple(st.notes),
+    )
+
+
+def run(*, control: Control, model: str | ModelSpec = "tiny-llama", **inputs: Any) -> ProofResult:
+    """prove_vram under `control`: progress per training step, a cancel lands within one layer."""
+    inputs.pop("progress", None)
+    with control.active():
+        return prove_vram(model, **inputs)
+
+
+def prove_vram(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -> ProofResult:
+    """Train a few steps and compare peak memory with the itemised estimate (tolerance ±10 %).
+
+    `inputs` are `_prepare`'s (device, quick, batch, seq_len, precision, recipe, attention, checkpointing,
+    steps, budget_bytes, check_fit, proxy). check_fit=False skips the refusal (and the proxy), so an out-of-memory can happen; it is caught
+    and reported as verdict "does-not-fit". Ctrl-C releases memory and re-raises KeyboardInterrupt.
+    """
+    st = _prepare(model, **inputs)  # device, quick, shapes...: see _prepare
+    run_spec, w, dev, est, predicted = st.run_spec, st.w, st.dev, st.est, st.predicted
+    flags, notes, inputs = st.flags, st.notes, st.inputs
+    nvml_before = nvml_baseline() if dev == "cuda" else None
     t_start = _now()
     try:
         with interruptible(f"vram proof of {run_spec.name}", dev):
-            m = _train(run_spec, w, dev, steps, progress)
+            m = _train(run_spec, w, dev, st.steps, progress)
     except DoesNotFit as exc:
         return ProofResult(
             proof="vram",
@@ -260,7 +324,7 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
     out: dict[str, Any] = {}
     model = opt = None
     cuda = dev == "cuda"
-    peaks = _DevicePeaks() if cuda else None
+    peaks = _DevicePeaks()  # read on CUDA only
     try:
         with oom_guard(f"building {spec.name} ({spec.params:,} parameters) on {dev}", dev):
             if cuda:
@@ -276,6 +340,7 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
         gen = torch.Generator(device="cpu").manual_seed(0)
         bar = tqdm(range(steps), desc=f"vram {spec.name}", disable=not progress, leave=False)
         for step in bar:
+            report(step, steps, f"training step {step + 1} of {steps}")
             with oom_guard(f"step {step + 1}, batch {w.batch} x {w.seq_len} tokens", dev):
                 ids = torch.randint(0, spec.vocab_size, (w.batch, w.seq_len), generator=gen).to(place)
                 amp = torch.autocast(place, dtype=amp_dtype) if mixed else nullcontext()
@@ -294,6 +359,7 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
                 opt.zero_grad(set_to_none=True)
                 out["loss"] = float(loss.detach())
                 del loss
+        report(steps, steps, "training done")
         out.update(states=states, saved=tracker.by_phase(), saved_total=tracker.bytes())
         if w.checkpointing == "full":
             out["recompute_layer"] = _one_layer_saved(model, spec, w, place, amp_dtype if mixed else None)
@@ -385,7 +451,12 @@ def device_delta(m: dict[str, Any], baseline: dict[str, Any] | None, uuid: str |
     "mem_get_info": free before the model minus the lowest free reading (context already created: excluded).
     """
     same_gpu = baseline is not None and (uuid is None or baseline.get("uuid") in (None, uuid))
-    if same_gpu and m.get("nvml_used_at_peak") is not None and m.get("nvml_uuid") == baseline.get("uuid"):
+    if (
+        baseline is not None
+        and same_gpu
+        and m.get("nvml_used_at_peak") is not None
+        and m.get("nvml_uuid") == baseline.get("uuid")
+    ):
         return int(m["nvml_used_at_peak"] - baseline["used"]), "nvml-baseline"
     return int(m["device_delta_torch"]), "mem_get_info"
 

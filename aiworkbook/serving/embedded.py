@@ -15,7 +15,8 @@ CPU_KV_BUDGET = 64 * MiB
 CUDA_KV_CAP = 8 * 1024 * MiB  # the pool is allocated up front: a proxy model needs no 100 GB of slots
 
 
-def infer_workload(concurrency: int = 1, context: int = 1, dtype: str = "fp32"):
+def infer_workload(concurrency: int = 1, context: int = 1, dtype: Any = "fp32"):
+    """An inference Workload for the pool (dtype: one of Workload's precisions; Workload validates it)."""
     from aiworkbook.sizing import Workload
 
     return Workload(

@@ -258,8 +258,9 @@ def inference_activation_bytes(spec, w: Workload, batch, seq):
 
 
 def inference_logits_bytes(spec, w: Workload, batch):
-    """Last-position logits in fp32 for sampling, one row per sequence."""
-    return 4 * batch * spec.vocab_size
+    """Last-position logits in fp32 for sampling, one row per sequence; none for an encoder-only model
+    (no LM head: it does not sample)."""
+    return 4 * batch * spec.vocab_size if spec.is_decoder else 0 * batch
 
 
 def formulas(spec, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:

@@ -7,10 +7,11 @@ An Estimate lists the assumptions it used, so a reader can see which figures are
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.sizing.sections import Section, figure
 
 #: Llama 3 (Dubey et al. 2024): 419 unexpected interruptions in 54 days on 16,384 GPUs, about
 #: 78 % of them hardware: 54 · 24 · 16,384 / 419 ≈ 50,700 GPU-hours between interruptions.
@@ -24,21 +25,21 @@ def _number(field: str, v: Any, allowed: str, ok) -> None:
 
 
 @dataclass(frozen=True)
-class Assumptions:
+class Assumptions(Section):
     """Inputs that are not properties of the model or the GPU; override any of them."""
 
-    storage_write_bps: float = 2.0e9  # one NVMe-class checkpoint target, decimal bytes/s
-    storage_read_bps: float = 4.0e9
-    gpu_mtbf_hours: float = LLAMA3_GPU_MTBF_HOURS
-    restart_s: float = 600.0  # reschedule + reload before training resumes
-    price_per_gpu_hour: float | None = None  # None: the GPU catalogue's illustrative price
-    utilization: float = 0.7  # share of wall time the serving GPUs do useful work
-    headroom: float = 0.3  # idle capacity kept for latency (seeds: 20-40 %)
-    pue: float = 1.3  # facility power over IT power
-    usd_per_kwh: float = 0.15
-    train_tokens: float | None = None  # a token budget for the run cost, e.g. 1e12
-    bytes_per_token: int = 4  # input pipeline: stored bytes per training token (int32 ids)
-    source: str = "defaults"
+    storage_write_bps: float = figure("B/s", "checkpoint write speed (one NVMe-class target)", default=2.0e9)
+    storage_read_bps: float = figure("B/s", "checkpoint read speed", default=4.0e9)
+    gpu_mtbf_hours: float = figure("h", "one GPU's mean time between failures", default=LLAMA3_GPU_MTBF_HOURS)
+    restart_s: float = figure("s", "reschedule + reload before training resumes", default=600.0)
+    price_per_gpu_hour: float | None = figure("$/h", "None: the GPU catalogue's illustrative price")
+    utilization: float = figure("fraction", "share of wall time serving GPUs do useful work", default=0.7)
+    headroom: float = figure("fraction", "idle capacity kept for latency (seeds: 20-40 %)", default=0.3)
+    pue: float = figure("ratio", "facility power over IT power", default=1.3)
+    usd_per_kwh: float = figure("$", "price of one kWh", default=0.15)
+    train_tokens: float | None = figure("tokens", "a token budget for the run cost, e.g. 1e12")
+    bytes_per_token: int = figure("B", "stored bytes per training token (int32 ids)", default=4)
+    source: str = figure("", "where these figures come from", default="defaults")
 
     def __post_init__(self) -> None:
         positive = ("storage_write_bps", "storage_read_bps", "gpu_mtbf_hours", "pue", "bytes_per_token")
@@ -69,6 +70,3 @@ class Assumptions:
         if node.price_per_hour_usd and node.gpu_count:
             kw["price_per_gpu_hour"] = node.price_per_hour_usd / node.gpu_count
         return replace(cls(**kw), **overrides)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)

@@ -9,8 +9,10 @@ after weights and runtime buffers.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from aiworkbook.sizing.memory import COMPONENTS, components, kv_bytes
+from aiworkbook.sizing.sections import CapacityReport, CheapestGPU
 from aiworkbook.sizing.workload import Workload
 
 MAX_TP = 64
@@ -19,9 +21,9 @@ MAX_TP = 64
 def _gpu(gpu):
     if gpu is None or not isinstance(gpu, str):
         return gpu
-    from aiworkbook.specs import get_gpu
+    from aiworkbook.specs import load_gpu
 
-    return get_gpu(gpu)
+    return load_gpu(gpu)  # a catalogue name or a GPU JSON file (measured ceilings)
 
 
 def budget(w: Workload, gpu) -> int:
@@ -122,7 +124,9 @@ def max_batch(spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16
     import numpy as np
 
     lim = budget(w, gpu)
-    b = np.arange(1, 1 + limit, dtype=np.int64)
+    # float64, not int64: at the largest shapes allowed (batch x heads x seq^2 for eager scores) int64
+    # totals wrap negative and read as fitting; float64 only rounds, far above any budget
+    b = np.arange(1, 1 + limit, dtype=np.float64)
     tot = components(spec, w, b, w.seq_len, device)["total"]
     ok = np.nonzero(tot <= lim)[0]
     return int(b[ok[-1]]) if ok.size else 0
@@ -185,3 +189,38 @@ def mig_profile(spec, w: Workload, gpu, device: str = "cuda") -> str | None:
         if total <= p.memory_bytes * w.gpu_memory_utilization:
             return p.name
     return None
+
+
+def report(spec, w: Workload, target: Any, device: str | None = None) -> CapacityReport:
+    """The capacity answers of `aiworkbook fit` for one GPU kind: `target` is a catalogue name, a GPU
+    JSON file, a GPUSpec, or a NodeProfile (its calibrated GPU when measured, else its catalogue one).
+    `device` None: cpu for a measured host spec, else cuda (as `estimate`)."""
+    from aiworkbook.errors import SpecError
+    from aiworkbook.sizing.estimate import default_device
+    from aiworkbook.specs.node import NodeProfile
+
+    if isinstance(target, NodeProfile):
+        gpu = target.gpu_spec()
+        if gpu is None:
+            raise SpecError("gpu", None, f"a GPU: node {target.name} has none (pass --gpu or --pool)")
+    else:
+        gpu = _gpu(target)
+    if gpu is None:
+        raise SpecError("gpu", None, "a catalogue GPU, a GPU JSON file or a node")
+    dev = default_device(gpu) if device is None else device
+    w.check_against(spec)
+    cheap = cheapest_gpu(spec, w, dev)
+    infer = not w.training
+    return CapacityReport(
+        model=spec.name,
+        gpu=gpu.name,
+        fits=bool(fits(spec, w, gpu, dev)["fits"]),
+        max_batch=max_batch(spec, w, gpu, dev),
+        gpus_needed_tp=gpus_needed(spec, w, gpu, dev),
+        cheapest_gpu=CheapestGPU(**cheap) if cheap is not None else None,
+        mig_profile=mig_profile(spec, w, gpu, dev),
+        max_concurrency=max_concurrency(spec, w, gpu, device=dev) if infer else None,
+        max_context=max_context(spec, w, gpu, device=dev) if infer else None,
+        mode="infer" if infer else "train",
+        device=dev,
+    )

@@ -18,19 +18,24 @@ def serving_cost(
     price_per_gpu_hour: float,
     gpus: int,
     prefill_tokens_per_s: float,
-    decode_tokens_per_s: float,
+    decode_tokens_per_s: float | None,
     utilization: float = 0.7,
     headroom: float = 0.3,
 ) -> dict:
-    """$ per million prompt and generated tokens; `headroom` is idle capacity kept for latency (seeds: 20-40 %)."""
+    """$ per million prompt and generated tokens; `headroom` is idle capacity kept for latency (seeds: 20-40 %).
+    decode_tokens_per_s None (an encoder-only model generates nothing): no decode figure."""
     if not 0 <= headroom < 1:
         raise SpecError("headroom", headroom, "a fraction in [0, 1)")
     eff = utilization * (1 - headroom)
-    return {
-        "prefill_usd_per_mtok": usd_per_million_tokens(price_per_gpu_hour, gpus, prefill_tokens_per_s, eff),
-        "decode_usd_per_mtok": usd_per_million_tokens(price_per_gpu_hour, gpus, decode_tokens_per_s, eff),
-        "effective_utilization": eff,
+    out = {
+        "prefill_usd_per_mtok": usd_per_million_tokens(price_per_gpu_hour, gpus, prefill_tokens_per_s, eff)
     }
+    if decode_tokens_per_s:
+        out["decode_usd_per_mtok"] = usd_per_million_tokens(
+            price_per_gpu_hour, gpus, decode_tokens_per_s, eff
+        )
+    out["effective_utilization"] = eff
+    return out
 
 
 def joules_per_million_tokens(watts_per_gpu: float, gpus: int, tokens_per_s, pue: float = 1.0):

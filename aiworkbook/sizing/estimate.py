@@ -9,6 +9,7 @@ from aiworkbook.errors import SpecError
 from aiworkbook.sizing import capacity, roofline
 from aiworkbook.sizing.assumptions import Assumptions
 from aiworkbook.sizing.memory import MemoryBreakdown, memory_breakdown
+from aiworkbook.sizing.sections import Cost, Fits, Roofline, RulesOfThumb, Storage, from_mapping
 from aiworkbook.sizing.states import trainable_and_optimizer
 from aiworkbook.sizing.workload import Workload
 
@@ -20,7 +21,8 @@ INFER_RULE_BYTES = 6
 
 @dataclass(frozen=True)
 class Estimate:
-    """What sizing predicts for a workload on a GPU: itemised memory, rules of thumb, roofline, fit."""
+    """What sizing predicts for a workload on a GPU: itemised memory, rules of thumb, roofline, fit,
+    storage and cost, each a typed section (`est.roofline.tpot_s`, units in `Roofline.unit("tpot_s")`)."""
 
     model: str
     workload: Workload
@@ -28,11 +30,11 @@ class Estimate:
     device: str
     memory: MemoryBreakdown
     params: dict[str, int]
-    rules_of_thumb: dict[str, Any]
-    roofline: dict[str, Any]
-    fits: dict[str, Any] = field(default_factory=dict)
-    storage: dict[str, Any] = field(default_factory=dict)
-    cost: dict[str, Any] = field(default_factory=dict)
+    rules_of_thumb: RulesOfThumb
+    roofline: Roofline
+    fits: Fits = field(default_factory=Fits)
+    storage: Storage = field(default_factory=Storage)
+    cost: Cost = field(default_factory=Cost)
     assumptions: Assumptions = field(default_factory=Assumptions)
 
     def to_dict(self) -> dict[str, Any]:
@@ -45,58 +47,75 @@ class Estimate:
             "memory": self.memory.as_dict(),
             "formulas": dict(self.memory.formulas),
             "params": dict(self.params),
-            "rules_of_thumb": dict(self.rules_of_thumb),
-            "roofline": {k: _plain(v) for k, v in self.roofline.items()},
-            "fits": dict(self.fits),
-            "storage": _plain_tree(self.storage),
-            "cost": _plain_tree(self.cost),
+            "rules_of_thumb": self.rules_of_thumb.to_dict(),
+            "roofline": self.roofline.to_dict(),
+            "fits": self.fits.to_dict(),
+            "storage": self.storage.to_dict(),
+            "cost": self.cost.to_dict(),
             "assumptions": self.assumptions.to_dict(),
         }
 
 
-def _plain(v):
-    return v.item() if hasattr(v, "item") else v
-
-
-def _plain_tree(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: _plain_tree(v) if isinstance(v, dict) else _plain(v) for k, v in d.items()}
-
-
-def _rules(spec, w: Workload, mem: MemoryBreakdown) -> dict[str, Any]:
+def _rules(spec, w: Workload, mem: MemoryBreakdown) -> RulesOfThumb:
     if w.training:
         rule = TRAIN_RULE_BYTES * spec.params // (w.tp * (w.dp if w.zero == 3 else 1)) + mem.activations
         name, txt = "train_18B_per_param", f"18 B · {spec.params:,} params + activations"
     else:
         rule = INFER_RULE_BYTES * spec.params // w.tp + mem.kv_cache
         name, txt = "infer_6B_per_param", f"6 B · {spec.params:,} params + KV cache"
-    return {
-        "rule": name,
-        "formula": txt,
-        "bytes": int(rule),
-        "itemised_total": mem.total,
-        "difference_bytes": int(rule - mem.total),
-        "ratio_to_itemised": rule / mem.total if mem.total else None,
-    }
+    return RulesOfThumb(
+        rule=name,
+        formula=txt,
+        bytes=int(rule),
+        itemised_total=int(mem.total),
+        difference_bytes=int(rule - mem.total),
+        ratio_to_itemised=rule / mem.total if mem.total else None,
+    )
+
+
+def default_device(gpu, node=None) -> str:
+    """cpu for a measured host spec (vendor "host") or a node without GPUs (the CPU-only reference node):
+    no CUDA context, workspace or reserve; else cuda."""
+    if gpu is not None:
+        return "cpu" if getattr(gpu, "vendor", "") == "host" else "cuda"
+    if (
+        node is not None
+        and not node.gpu
+        and not node.gpu_count
+        and node.gpu_calibrated is None
+        and not node.pools
+    ):
+        return "cpu"
+    return "cuda"
 
 
 def estimate(
-    spec, w: Workload, gpu=None, device: str = "cuda", assumptions: Assumptions | None = None, node=None
+    spec,
+    w: Workload,
+    gpu=None,
+    device: str | None = None,
+    assumptions: Assumptions | None = None,
+    node=None,
 ) -> Estimate:
-    """Size `w` for model `spec` (a ModelSpec) on `gpu` (a name, a GPUSpec or None).
+    """Size `w` for model `spec` (a ModelSpec) on `gpu` (a catalogue name, a GPU JSON path, a GPUSpec
+    or None).
 
     `node` (a NodeProfile) supplies the GPU when `gpu` is None (its calibrated one when it has measured
     ceilings) and the storage speed and price for the storage and cost sections; `assumptions` overrides.
+    `device` None: cpu for a measured host spec (the CPU-only reference node), else cuda.
     """
     if node is not None:
         gpu = gpu if gpu is not None else node.gpu_spec()
         assumptions = assumptions or Assumptions.from_node(node)
     assumptions = assumptions or Assumptions()
+    if isinstance(gpu, str):
+        from aiworkbook.specs import load_gpu
+
+        gpu = load_gpu(gpu)
+    if device is None:
+        device = default_device(gpu, node)
     if device not in DEVICES:
         raise SpecError("device", device, ", ".join(DEVICES))
-    if isinstance(gpu, str):
-        from aiworkbook.specs import get_gpu
-
-        gpu = get_gpu(gpu)
     w.check_against(spec)
     mem = memory_breakdown(spec, w, device)
     params = {
@@ -106,12 +125,12 @@ def estimate(
         "trainable": trainable_and_optimizer(spec, w)[0],
     }
     if w.training:
-        roof = roofline.train_step(spec, w, gpu)
+        roof = from_mapping(Roofline, roofline.train_step(spec, w, gpu), mode="train")
+    elif gpu is not None:
+        roof = from_mapping(Roofline, roofline.inference_roofline(spec, w, gpu), mode="infer")
     else:
-        roof = roofline.inference_roofline(spec, w, gpu) if gpu is not None else {}
-    fit: dict[str, Any] = {"gpu": None, "fits": None}
-    if gpu is not None:
-        fit = capacity.fits(spec, w, gpu, device)
+        roof = Roofline(mode="none")
+    fit = from_mapping(Fits, capacity.fits(spec, w, gpu, device)) if gpu is not None else Fits()
     from aiworkbook.sizing.plan import cost_section, storage_section
 
     store = storage_section(spec, w, roof, assumptions)

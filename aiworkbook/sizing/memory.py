@@ -158,7 +158,11 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
         f["activations"] = f"one layer's prefill transient: {who} · per-token width · {e} B" + (
             " + fp32 scores" if (w.engine == "hf" and not w.flash) else ""
         )
-        f["logits"] = f"4 B · {b} seqs · {spec.vocab_size:,} vocab (last-position fp32 logits)"
+        f["logits"] = (
+            f"4 B · {b} seqs · {spec.vocab_size:,} vocab (last-position fp32 logits)"
+            if spec.is_decoder
+            else "0 (encoder-only: no LM head, nothing sampled)"
+        )
         heads = max(1, -(-spec.num_kv_heads // w.tp))
         window = (
             f", {spec.sliding_window_layers} layers capped at {spec.sliding_window}"

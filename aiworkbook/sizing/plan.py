@@ -6,21 +6,23 @@ storage.py and cost.py for the formulas themselves.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aiworkbook.sizing import cost, storage
 from aiworkbook.sizing.assumptions import Assumptions
+from aiworkbook.sizing.sections import Cost, Dataloader, RunCost, Section, Storage, from_mapping
 from aiworkbook.sizing.workload import Workload
 
 
-def storage_section(spec, w: Workload, roof: dict[str, Any], a: Assumptions) -> dict[str, Any]:
+def storage_section(spec, w: Workload, roof: Mapping[str, Any] | Section, a: Assumptions) -> Storage:
     """Checkpoint sizes and times (always), Young/Daly and goodput for training, the loader rate."""
     gpus = w.dp * w.tp
     if w.training:
         from aiworkbook.sizing.states import trainable_and_optimizer
 
         trainable, opt, _ = trainable_and_optimizer(spec, w)
-        out = storage.checkpoint_plan(
+        plan = storage.checkpoint_plan(
             spec,
             w.recipe,
             w.precision,
@@ -33,40 +35,46 @@ def storage_section(spec, w: Workload, roof: dict[str, Any], a: Assumptions) -> 
             opt,
         )
         step = roof.get("step_time_s")
+        loader = None
         if step:
-            out["dataloader"] = storage.dataloader_rate(w.batch * w.dp, step, w.seq_len * a.bytes_per_token)
-        return out
+            rate = storage.dataloader_rate(w.batch * w.dp, step, w.seq_len * a.bytes_per_token)
+            loader = from_mapping(Dataloader, rate)
+        return from_mapping(Storage, plan, mode="train", dataloader=loader)
     from aiworkbook.sizing.states import inference_weight_bytes
 
     weights, _ = inference_weight_bytes(spec, w.weights_dtype)  # the served artefact, at its dtype
-    return {"weights_bytes": int(weights), "load_s": storage.transfer_time(int(weights), a.storage_read_bps)}
+    return Storage(
+        mode="infer",
+        weights_bytes=int(weights),
+        load_s=storage.transfer_time(int(weights), a.storage_read_bps),
+    )
 
 
 def cost_section(
     spec,
     w: Workload,
     gpu,
-    roof: dict[str, Any],
+    roof: Mapping[str, Any] | Section,
     a: Assumptions,
-    storage_plan: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    storage_plan: Mapping[str, Any] | Section | None = None,
+) -> Cost:
     """$ per million tokens (prefill and decode apart for serving), J per million tokens, run cost.
 
     `storage_plan` is the estimate's storage section (its waste fraction prices the run); computed here
     only when not given."""
     if gpu is None:
-        return {}
+        return Cost()
     price = gpu.price_per_hour_usd if a.price_per_gpu_hour is None else a.price_per_gpu_hour
     watts = gpu.tdp_watts or None  # at TDP: an upper bound on power
     gpus = w.tp * (w.dp if w.training else 1)
     out: dict[str, Any] = {"price_per_gpu_hour": price or None, "gpus": gpus, "watts_per_gpu_at_tdp": watts}
     if not price:  # a measured spec has no list price: say so instead of printing $0
         out["note"] = "no price for this GPU: pass a price per GPU-hour (--price) for $ figures"
-        return out
+        return from_mapping(Cost, out)
     if w.training:
         tps = roof.get("tokens_per_s")
         if not tps:
-            return out
+            return from_mapping(Cost, out)
         out["usd_per_mtok_trained"] = cost.usd_per_million_tokens(price, gpus, tps)
         if watts:
             out["joules_per_mtok_trained"] = cost.joules_per_million_tokens(watts, gpus, tps, a.pue)
@@ -74,7 +82,7 @@ def cost_section(
             hours_ideal = a.train_tokens / tps / 3600.0 * gpus
             ckpt = storage_plan if storage_plan is not None else storage_section(spec, w, roof, a)
             run = cost.training_run_cost(hours_ideal, price, min(ckpt["waste_fraction"], 0.99))
-            out["run"] = {
+            total = {
                 "train_tokens": a.train_tokens,
                 "days": run["gpu_hours"] / gpus / 24.0,
                 **run,
@@ -82,17 +90,19 @@ def cost_section(
             }
             if watts:
                 kwh = watts * gpus * a.pue * run["gpu_hours"] / gpus / 1000.0
-                out["run"]["energy_kwh"] = kwh
-                out["run"]["energy_usd"] = kwh * a.usd_per_kwh
-        return out
+                total["energy_kwh"] = kwh
+                total["energy_usd"] = kwh * a.usd_per_kwh
+            out["run"] = from_mapping(RunCost, total)
+        return from_mapping(Cost, out)
     ttft = roof.get("ttft_s")
-    decode_tps = roof.get("decode_tokens_per_s")
-    if not ttft or not decode_tps:
-        return out
+    decode_tps = roof.get("decode_tokens_per_s")  # None for an encoder-only model: it does not decode
+    if not ttft or (not decode_tps and spec.is_decoder):
+        return from_mapping(Cost, out)
     prefill_tps = w.concurrency * w.seq_len / ttft
     out.update(cost.serving_cost(price, gpus, prefill_tps, decode_tps, a.utilization, a.headroom))
     out["prefill_tokens_per_s"] = prefill_tps
     if watts:
-        out["decode_joules_per_mtok"] = cost.joules_per_million_tokens(watts, gpus, decode_tps, a.pue)
+        if decode_tps:
+            out["decode_joules_per_mtok"] = cost.joules_per_million_tokens(watts, gpus, decode_tps, a.pue)
         out["prefill_joules_per_mtok"] = cost.joules_per_million_tokens(watts, gpus, prefill_tps, a.pue)
-    return out
+    return from_mapping(Cost, out)

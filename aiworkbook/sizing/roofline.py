@@ -34,6 +34,11 @@ _COMPUTE_DTYPE = {
 DEFAULT_TRAIN_MFU = 0.4
 
 
+def compute_dtype(weights_dtype: str) -> str:
+    """The dtype whose peak bounds serving at these weights (int8/int4/nf4 dequantise to bf16)."""
+    return _COMPUTE_DTYPE[weights_dtype]
+
+
 def experts_touched(num_experts: int, top_k: int, batch):
     """Expected distinct experts per MoE layer for `batch` tokens routed uniformly to top_k of E."""
     if not num_experts:
@@ -72,7 +77,7 @@ def train_step(spec, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU) -> dict:
     per_token = training_flops_per_token(spec, w.seq_len, adapter_params=adapters)
     tokens = w.batch * w.seq_len
     model_flops = per_token * tokens / w.tp
-    peak = gpu.peak_flops(w.precision) if gpu else None
+    peak = gpu.peak_flops(w.precision, field="precision") if gpu else None
     out = {
         "flops_per_token": per_token,
         "model_flops_per_gpu_step": model_flops,
@@ -153,7 +158,7 @@ def decode(
     work = decode_flops_bytes(spec, w, batch, context)
     batch, wbytes, kv, flops = work["batch"], work["weight_bytes_read"], work["kv_bytes_read"], work["flops"]
     bw = gpu.memory_bandwidth_bps * mem_efficiency
-    peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype]) * compute_efficiency
+    peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype], field="weights_dtype") * compute_efficiency
     t_mem = (wbytes + kv) / bw
     t_cmp = flops / peak
     t = np.maximum(t_mem, t_cmp)
@@ -170,7 +175,7 @@ def decode(
 
 def crossover_batch(spec, w: Workload, gpu) -> float:
     """Batch above which decode is compute-bound (KV reads ignored): weight bytes·peak / (BW·2·N)."""
-    peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype])
+    peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype], field="weights_dtype")
     wbytes = weight_bytes_read(spec, w.replace(tp=1))
     return wbytes * peak / (gpu.memory_bandwidth_bps * 2 * matmul_params(spec))
 
@@ -188,12 +193,24 @@ def prefill_time(
     head = spec.vocab_size * spec.hidden_size if spec.is_decoder else 0
     n = matmul_params(spec)
     flops = batch * (2 * (n - head) * s + 2 * head + 2 * L * a * d * s * s) / w.tp
-    peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype]) * compute_efficiency
+    peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype], field="weights_dtype") * compute_efficiency
     return max(flops / peak, weight_bytes_read(spec, w) / gpu.memory_bandwidth_bps)
 
 
 def inference_roofline(spec, w: Workload, gpu) -> dict:
-    """TTFT, TPOT and decode throughput at the workload's concurrency, with the crossover batch."""
+    """TTFT, TPOT and decode throughput at the workload's concurrency, with the crossover batch. An
+    encoder-only model does not decode: its TTFT is the forward pass, every decode figure None."""
+    if not spec.is_decoder:
+        return {
+            "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency),
+            "tpot_s": None,
+            "decode_tokens_per_s": None,
+            "decode_bound": None,
+            "batch1_tokens_per_s": None,
+            "crossover_batch": None,
+            "experts_touched_per_layer": None,
+            "compute_dtype": compute_dtype(w.weights_dtype),
+        }
     dec = decode(spec, w, gpu)
     return {
         "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency),
@@ -205,4 +222,5 @@ def inference_roofline(spec, w: Workload, gpu) -> dict:
         "experts_touched_per_layer": float(
             experts_touched(spec.num_experts, spec.experts_per_token, w.concurrency)
         ),
+        "compute_dtype": compute_dtype(w.weights_dtype),
     }

@@ -29,10 +29,11 @@ reports `num_blocks // groups x block_size`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.sizing.sections import Section, figure
 from aiworkbook.units import DTYPE_BITS
 
 GiB = 1 << 30
@@ -86,29 +87,26 @@ class VllmSettings:
 
 
 @dataclass(frozen=True)
-class VllmStartup:
-    """What vLLM logs at start-up, and the items it subtracted (bytes; one GPU of the first stage)."""
+class VllmStartup(Section):
+    """What vLLM logs at start-up, and the items it subtracted (one GPU of the first stage)."""
 
-    total_bytes: int
-    requested_bytes: int
-    weights_bytes: int
-    activation_peak_bytes: int
-    non_torch_bytes: int
-    cudagraph_bytes: int
-    available_kv_bytes: int
-    num_blocks: int
-    kv_cache_tokens: int
-    kv_cache_bytes: int
-    max_concurrency: float
-    max_model_len: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    kv_groups: int
-    page_bytes: int
-    formulas: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    total_bytes: int = figure("B", "CUDA-visible memory of one GPU (cudaMemGetInfo total)")
+    requested_bytes: int = figure("B", "total x gpu_memory_utilization")
+    weights_bytes: int = figure("B", "weights on one GPU (vLLM's 'Model loading took')")
+    activation_peak_bytes: int = figure("B", "torch peak of the profile run (forward or sampler)")
+    non_torch_bytes: int = figure("B", "memory outside PyTorch's allocator (NCCL, CUDA runtime)")
+    cudagraph_bytes: int = figure("B", "CUDA graphs subtracted (0 where captured after the KV cache)")
+    available_kv_bytes: int = figure("B", "vLLM's 'Available KV cache memory'")
+    num_blocks: int = figure("", "KV blocks allocated")
+    kv_cache_tokens: int = figure("tokens", "vLLM's 'GPU KV cache size: N tokens'")
+    kv_cache_bytes: int = figure("B", "bytes the KV blocks take")
+    max_concurrency: float = figure("ratio", "vLLM's 'Maximum concurrency for L tokens per request'")
+    max_model_len: int = figure("tokens", "context per request (--max-model-len)")
+    max_num_seqs: int = figure("", "sequences per step (--max-num-seqs)")
+    max_num_batched_tokens: int = figure("tokens", "tokens per step (--max-num-batched-tokens)")
+    kv_groups: int = figure("", "KV cache groups (hybrid allocator)")
+    page_bytes: int = figure("B", "bytes of one block across the layers of a group")
+    formulas: dict[str, str] = field(default_factory=dict, metadata={"unit": "", "doc": "formula per item"})
 
 
 def _act_bytes(s: VllmSettings, spec) -> int:

@@ -7,30 +7,51 @@ A Workload is independent of the model; `check_against(spec)` adds the checks th
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import field as dc_field
+from typing import Any, Literal, get_args
 
 from aiworkbook.errors import SpecError
 from aiworkbook.units import KV_DTYPES
 
-MODES = ("train", "lora", "qlora", "infer")
-PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
-RECIPE_NAMES = (
-    "fp32-adamw",
-    "zero-mixed",
-    "megatron-bf16",
-    "pure-bf16",
-    "adamw-8bit",
-    "sgd-momentum",
-    "adafactor",
-)
-ATTENTIONS = ("eager", "sdpa", "flash")
-CHECKPOINTING = ("none", "selective", "full")
-WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
-ENGINES = ("hf", "vllm", "trtllm")
-LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+Mode = Literal["train", "lora", "qlora", "infer"]
+Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"]
+Recipe = Literal[
+    "fp32-adamw", "zero-mixed", "megatron-bf16", "pure-bf16", "adamw-8bit", "sgd-momentum", "adafactor"
+]
+Attention = Literal["eager", "sdpa", "flash"]
+Checkpointing = Literal["none", "selective", "full"]
+WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
+KVDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+Engine = Literal["hf", "vllm", "trtllm"]
+LoraModule = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+#: One list of allowed values per option, shared by the CLI's help and parser and the library.
+MODES: tuple[str, ...] = get_args(Mode)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+RECIPE_NAMES: tuple[str, ...] = get_args(Recipe)
+ATTENTIONS: tuple[str, ...] = get_args(Attention)
+CHECKPOINTING: tuple[str, ...] = get_args(Checkpointing)
+WEIGHT_DTYPES: tuple[str, ...] = get_args(WeightDtype)
+ENGINES: tuple[str, ...] = get_args(Engine)
+LORA_MODULES: tuple[str, ...] = get_args(LoraModule)
+assert get_args(KVDtype) == KV_DTYPES
 #: Recipes that keep 16-bit weights: they cannot run at fp32 precision.
 SIXTEEN_BIT_RECIPES = ("zero-mixed", "megatron-bf16", "pure-bf16", "adamw-8bit")
+
+#: Upper bounds of the sizes, so that no product the sizing forms (batch x seq^2 x heads for eager
+#: attention scores, tokens x vocabulary for logits) can leave exact float64/int64 territory: a
+#: 16M-token sequence, a million sequences or GPUs are far past any real run.
+MAX_TOKENS = 1 << 24
+MAX_BATCH = 1 << 20
+MAX_GPUS = 1 << 20
+MAX_TP = 1 << 10
+
+
+def default_recipe(precision: str) -> str:
+    """The recipe a precision implies when none is named: fp32-adamw at fp32 (16-bit recipes cannot run
+    there), megatron-bf16 otherwise."""
+    return "fp32-adamw" if precision == "fp32" else "megatron-bf16"
 
 
 def _choice(field: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -38,55 +59,109 @@ def _choice(field: str, value: Any, allowed: tuple[str, ...]) -> None:
         raise SpecError(field, value, ", ".join(allowed))
 
 
-def _int_at_least(field: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise SpecError(field, value, f"an integer >= {low}")
+def _int_in(field: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SpecError(field, value, f"an integer from {low:,} to {high:,}")
+
+
+def _doc(doc: str, low: float | None = None, high: float | None = None) -> Any:
+    return dc_field(metadata={"doc": doc, "low": low, "high": high})
 
 
 @dataclass(frozen=True)
 class Workload:
-    """Mode, shape, precision, recipe and sharding of one run (train, LoRA, QLoRA or inference)."""
+    """Mode, shape, precision, recipe and sharding of one run (train, LoRA, QLoRA or inference).
 
-    mode: str = "train"
-    batch: int = 1
-    seq_len: int = 2048
-    new_tokens: int = 0
-    precision: str = "bf16-mixed"
-    recipe: str = "megatron-bf16"
-    attention: str = "sdpa"
-    checkpointing: str = "none"
-    chunked_loss: bool = False
-    dp: int = 1
-    zero: int = 0
-    tp: int = 1
-    lora_rank: int = 16
-    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
-    weights_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    concurrency: int = 1
-    context: int | None = None
-    block_size: int = 16
-    engine: str = "hf"
-    gpu_memory_utilization: float = 0.9
-    dropout: float | None = None  # None: the family's default (GPT-2/BERT 0.1, Llama-style 0)
+    Each field carries a one-line doc and its bounds (`Workload.fields()`, for forms); `allowed(name,
+    ...)` lists the values a field may still take given the others (and a model)."""
+
+    mode: Mode = dc_field(default="train", metadata={"doc": "train, LoRA or QLoRA fine-tuning, or inference"})
+    batch: int = dc_field(
+        default=1, metadata={"doc": "micro-batch per GPU (training)", "low": 1, "high": MAX_BATCH}
+    )
+    seq_len: int = dc_field(
+        default=2048,
+        metadata={"doc": "tokens per sequence (the prompt for inference)", "low": 1, "high": MAX_TOKENS},
+    )
+    new_tokens: int = dc_field(
+        default=0, metadata={"doc": "generated tokens (inference)", "low": 0, "high": MAX_TOKENS}
+    )
+    precision: Precision = dc_field(default="bf16-mixed", metadata={"doc": "compute precision (mixed: AMP)"})
+    #: None: megatron-bf16, or fp32-adamw at fp32 precision (default_recipe)
+    recipe: Recipe = dc_field(  # None given: set from the precision in __post_init__
+        default=None,  # type: ignore[arg-type]
+        metadata={"doc": "optimizer and weight copies (None: follows the precision)"},
+    )
+    attention: Attention = dc_field(
+        default="sdpa", metadata={"doc": "eager keeps the s^2 scores; sdpa/flash do not"}
+    )
+    checkpointing: Checkpointing = dc_field(default="none", metadata={"doc": "activation recomputation"})
+    chunked_loss: bool = dc_field(default=False, metadata={"doc": "loss computed in chunks (no full logits)"})
+    dp: int = dc_field(
+        default=1, metadata={"doc": "data-parallel replicas (training)", "low": 1, "high": MAX_GPUS}
+    )
+    zero: int = dc_field(
+        default=0, metadata={"doc": "ZeRO stage 0-3 (FSDP full shard = 3)", "low": 0, "high": 3}
+    )
+    tp: int = dc_field(
+        default=1, metadata={"doc": "tensor-parallel size (divides the heads)", "low": 1, "high": MAX_TP}
+    )
+    lora_rank: int = dc_field(default=16, metadata={"doc": "LoRA rank", "low": 1, "high": 1 << 16})
+    lora_targets: tuple[LoraModule, ...] = dc_field(
+        default=("q_proj", "k_proj", "v_proj", "o_proj"), metadata={"doc": "modules LoRA adapts"}
+    )
+    weights_dtype: WeightDtype = dc_field(
+        default="bf16", metadata={"doc": "stored weights (quantised: inference)"}
+    )
+    kv_dtype: KVDtype = dc_field(default="bf16", metadata={"doc": "KV-cache element type"})
+    concurrency: int = dc_field(
+        default=1, metadata={"doc": "sequences served at once (inference)", "low": 1, "high": MAX_BATCH}
+    )
+    context: int | None = dc_field(
+        default=None,
+        metadata={
+            "doc": "KV tokens per sequence (None: seq_len + new_tokens)",
+            "low": 1,
+            "high": 2 * MAX_TOKENS,
+        },
+    )
+    block_size: int = dc_field(
+        default=16, metadata={"doc": "paged-KV block, tokens", "low": 1, "high": 1 << 16}
+    )
+    engine: Engine = dc_field(default="hf", metadata={"doc": "serving engine whose memory rules apply"})
+    gpu_memory_utilization: float = dc_field(
+        default=0.9, metadata={"doc": "share of GPU memory the workload may use", "low": 0.0, "high": 1.0}
+    )
+    dropout: float | None = dc_field(
+        default=None,
+        metadata={"doc": "None: the family's default (GPT-2/BERT 0.1, Llama 0)", "low": 0.0, "high": 1.0},
+    )
     #: Prompt tokens one prefill forward processes (vLLM max_num_batched_tokens, TensorRT-LLM
     #: max_num_tokens). None: the engine's default (vLLM/TensorRT-LLM 8192; hf: every prompt at once).
-    max_batched_tokens: int | None = None
+    max_batched_tokens: int | None = dc_field(
+        default=None,
+        metadata={
+            "doc": "prompt tokens per prefill forward (None: the engine's)",
+            "low": 1,
+            "high": MAX_BATCH * MAX_TOKENS,
+        },
+    )
 
     def __post_init__(self) -> None:
+        if self.recipe is None:
+            object.__setattr__(self, "recipe", default_recipe(str(self.precision)))
         _choice("mode", self.mode, MODES)
-        _int_at_least("batch", self.batch, 1)
-        _int_at_least("seq_len", self.seq_len, 1)
-        _int_at_least("new_tokens", self.new_tokens, 0)
+        for f in fields(self):  # every integer size within its bounds (None where optional)
+            low, high = f.metadata.get("low"), f.metadata.get("high")
+            v = getattr(self, f.name)
+            if isinstance(low, int) and isinstance(high, int) and f.name != "zero" and v is not None:
+                _int_in(f.name, v, low, high)
         _choice("precision", self.precision, PRECISIONS)
         _choice("recipe", self.recipe, RECIPE_NAMES)
         _choice("attention", self.attention, ATTENTIONS)
         _choice("checkpointing", self.checkpointing, CHECKPOINTING)
-        _int_at_least("dp", self.dp, 1)
-        _int_at_least("tp", self.tp, 1)
         if isinstance(self.zero, bool) or not isinstance(self.zero, int) or self.zero not in (0, 1, 2, 3):
             raise SpecError("zero", self.zero, "0, 1, 2 or 3 (FSDP full shard = 3)")
-        _int_at_least("lora_rank", self.lora_rank, 1)
         targets = tuple(self.lora_targets)
         object.__setattr__(self, "lora_targets", targets)
         if not targets:
@@ -97,13 +172,7 @@ class Workload:
             raise SpecError("lora_targets", targets, "each module at most once")
         _choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
         _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
-        _int_at_least("concurrency", self.concurrency, 1)
-        if self.context is not None:
-            _int_at_least("context", self.context, 1)
-        _int_at_least("block_size", self.block_size, 1)
         _choice("engine", self.engine, ENGINES)
-        if self.max_batched_tokens is not None:
-            _int_at_least("max_batched_tokens", self.max_batched_tokens, 1)
         if not isinstance(self.chunked_loss, bool):
             raise SpecError("chunked_loss", self.chunked_loss, "True or False")
         u = self.gpu_memory_utilization
@@ -202,3 +271,89 @@ class Workload:
         d = asdict(self)
         d["lora_targets"] = list(self.lora_targets)
         return d
+
+    # ---- schema ---------------------------------------------------------------------------
+    @classmethod
+    def fields(cls) -> list[dict[str, Any]]:
+        """One entry per field, for a form: name, type (int, float, bool, choice, choices), default,
+        low/high bounds, the allowed values of a choice and a one-line doc."""
+        return [_describe(f) for f in fields(cls)]
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The fields as a JSON Schema (pydantic's, from the Literal annotations) with each field's doc
+        as its description and its bounds as minimum/maximum."""
+        from pydantic import TypeAdapter
+
+        schema = TypeAdapter(cls).json_schema()
+        for f in fields(cls):
+            prop = schema["properties"][f.name]
+            prop["description"] = f.metadata.get("doc", "")
+            if f.metadata.get("low") is not None:
+                prop["minimum"], prop["maximum"] = f.metadata["low"], f.metadata["high"]
+        return schema
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "mode": MODES,
+    "precision": PRECISIONS,
+    "recipe": RECIPE_NAMES,
+    "attention": ATTENTIONS,
+    "checkpointing": CHECKPOINTING,
+    "weights_dtype": WEIGHT_DTYPES,
+    "kv_dtype": KV_DTYPES,
+    "engine": ENGINES,
+    "lora_targets": LORA_MODULES,
+}
+
+
+def _describe(f: Any) -> dict[str, Any]:
+    d = {"name": f.name, "doc": f.metadata.get("doc", ""), "default": f.default}
+    if f.name in _CHOICES:
+        d["type"] = "choices" if f.name == "lora_targets" else "choice"
+        d["choices"] = list(_CHOICES[f.name])
+        if f.name == "lora_targets":
+            d["default"] = list(f.default)
+    elif f.name in ("gpu_memory_utilization", "dropout"):
+        d["type"] = "float"
+    elif f.name == "chunked_loss":
+        d["type"] = "bool"
+    else:
+        d["type"] = "int"
+    d["optional"] = f.default is None
+    d["low"], d["high"] = f.metadata.get("low"), f.metadata.get("high")
+    return d
+
+
+def allowed(name: str, spec: Any = None, **others: Any) -> list[Any] | tuple[int, int]:
+    """The values field `name` may still take given the other fields (`others`, the Workload's other
+    settings) and, optionally, a model: the choices that build a valid Workload (e.g. recipes valid
+    for a precision), tensor-parallel sizes that divide the model's heads (with `spec`), or the
+    (low, high) range of an integer field. A SpecError names an unknown field."""
+    names = [f.name for f in fields(Workload)]
+    if name not in names:
+        raise SpecError("field", name, ", ".join(names))
+    meta = {f.name: f.metadata for f in fields(Workload)}[name]
+    if name in _CHOICES and name != "lora_targets":
+        candidates: list[Any] = list(_CHOICES[name])
+    elif name == "lora_targets":
+        return [m for m in LORA_MODULES if _ok(spec, others, name, (m,))]
+    elif name == "zero":
+        candidates = [0, 1, 2, 3]
+    elif name == "tp" and spec is not None:
+        candidates = list(range(1, MAX_TP + 1))
+    elif name == "chunked_loss":
+        candidates = [False, True]
+    else:
+        return (meta["low"], meta["high"])
+    return [v for v in candidates if _ok(spec, others, name, v)]
+
+
+def _ok(spec: Any, others: dict[str, Any], name: str, value: Any) -> bool:
+    try:
+        w = Workload(**{**others, name: value})
+        if spec is not None:
+            w.check_against(spec)
+    except SpecError:
+        return False
+    return True

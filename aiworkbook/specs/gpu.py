@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -47,17 +47,24 @@ class GPUSpec(BaseModel):
     scale_up_bps: float = 0.0
     l2_cache_bytes: int = 0
     compute_capability: str = ""
-    mig_profiles: list[MIGProfile] = []
+    mig_profiles: tuple[MIGProfile, ...] = ()
     price_per_hour_usd: float = Field(default=0.0, ge=0)
     source: str = ""
     measured: bool = False
+    #: which figures are measured ("memory_bandwidth_bps", "peak_flops_dense.bf16", ...); every other
+    #: figure of a calibrated spec is still the datasheet's
+    measured_figures: tuple[str, ...] = ()
 
-    def peak_flops(self, dtype: str = "bf16", sparse: bool = False) -> float:
-        """Peak FLOP/s for a dtype (dense unless asked); a SpecError lists the dtypes it has."""
+    def __hash__(self) -> int:  # the dict fields are compared by value: memoise results by their inputs
+        return hash((type(self).__name__, self.model_dump_json()))
+
+    def peak_flops(self, dtype: str = "bf16", sparse: bool = False, field: str = "dtype") -> float:
+        """Peak FLOP/s for a dtype (dense unless asked); a SpecError names `field` (the caller's option,
+        e.g. weights_dtype) and lists the dtypes this GPU has."""
         table = self.peak_flops_sparse if sparse else self.peak_flops_dense
         key = {"bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(dtype, dtype)
         if key not in table:
-            raise SpecError("dtype", dtype, ", ".join(table) or "none listed", source=f"GPU {self.name}")
+            raise SpecError(field, dtype, ", ".join(table) or "none listed", source=f"GPU {self.name}")
         return table[key]
 
     def calibrated(
@@ -69,11 +76,28 @@ class GPUSpec(BaseModel):
     ) -> GPUSpec:
         """A copy whose ceilings are measured figures instead of datasheet peaks."""
         upd: dict = {"measured": True, "name": self.name + name_suffix}
+        marks = list(self.measured_figures)
         if memory_bandwidth_bps:
             upd["memory_bandwidth_bps"] = memory_bandwidth_bps
+            marks.append("memory_bandwidth_bps")
         if flops:
             upd["peak_flops_dense"] = {**self.peak_flops_dense, **flops}
+            marks += [f"peak_flops_dense.{k}" for k in flops]
+        upd["measured_figures"] = tuple(dict.fromkeys(marks))
         return self.model_copy(update=upd)
+
+    def figure_source(self, figure: str) -> str:
+        """ "measured" or "datasheet" for one figure ("memory_bandwidth_bps", "peak_flops_dense.bf16",
+        or a dtype name for its dense peak)."""
+        if figure in self.peak_flops_dense:
+            figure = f"peak_flops_dense.{figure}"
+        return "measured" if figure in self.measured_figures else "datasheet"
+
+    def sources(self) -> dict[str, str]:
+        """Every ceiling with its source: the bandwidth and each dtype's dense peak."""
+        out = {"memory_bandwidth_bps": self.figure_source("memory_bandwidth_bps")}
+        out.update({f"peak_flops_dense.{k}": self.figure_source(k) for k in self.peak_flops_dense})
+        return out
 
 
 @cache
@@ -92,7 +116,8 @@ def _catalogue() -> dict[str, GPUSpec]:
 
 
 def list_gpus() -> list[GPUSpec]:
-    return list(_catalogue().values())
+    """Copies of the catalogue's entries: changing one cannot change the catalogue."""
+    return [g.model_copy(deep=True) for g in _catalogue().values()]
 
 
 def get_gpu(name: str) -> GPUSpec:
@@ -100,7 +125,7 @@ def get_gpu(name: str) -> GPUSpec:
     norm = _norm(name)
     for key, spec in _catalogue().items():
         if _norm(key) == norm:
-            return spec
+            return spec.model_copy(deep=True)
     raise SpecError("gpu", name, ", ".join(_catalogue()))
 
 
@@ -118,7 +143,7 @@ def load_gpu(name_or_path: str | GPUSpec) -> GPUSpec:
         return get_gpu(str(name_or_path))
     doc = read_json(p, what="a GPU catalogue name or a GPU JSON file")
     for path in (("details", "calibrated_spec"), ("gpu_calibrated",), ()):
-        node = doc
+        node: Any = doc
         for key in path:
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, dict) and "memory_bandwidth_bps" in node:

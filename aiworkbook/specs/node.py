@@ -54,12 +54,12 @@ class NodeProfile(BaseModel):
     storage_read_bps: float = Field(default=0.0, ge=0)
     storage_write_bps: float = Field(default=0.0, ge=0)
     price_per_hour_usd: float = Field(default=0.0, ge=0)
-    pools: list[NodeProfile] = []
+    pools: tuple[NodeProfile, ...] = ()
     #: measured ceilings (aiworkbook prove roofline) that replace the catalogue's datasheet peaks
     gpu_calibrated: GPUSpec | None = None
     # detected-only facts
     detected: bool = False
-    gpus_detected: list[DetectedGPU] = []
+    gpus_detected: tuple[DetectedGPU, ...] = ()
     gpu_status: str = ""
     disk_free_bytes: int | None = None
     os: str = ""
@@ -68,11 +68,36 @@ class NodeProfile(BaseModel):
     cuda_version: str | None = None
     driver_version: str | None = None
 
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.model_dump_json()))
+
     def gpu_spec(self) -> GPUSpec | None:
         """The calibrated (measured) spec when there is one, else the catalogue entry."""
         if self.gpu_calibrated is not None:
             return self.gpu_calibrated
         return get_gpu(self.gpu) if self.gpu else None
+
+    def pool(self, name: str | None = None, *, gpu_given: bool = False) -> NodeProfile:
+        """The pool called `name` (its exact name, the name before its " (" details, or its first word);
+        with no name, this node itself, unless it has pools and no GPU of its own (and no GPU is given
+        elsewhere): then a SpecError lists the pools to choose from."""
+        names = [p.name for p in self.pools]
+        if name is None:
+            if self.pools and self.gpu is None and self.gpu_calibrated is None and not gpu_given:
+                raise SpecError(
+                    "pool",
+                    None,
+                    f"one of the pools of {self.name} (it has no GPU of its own): "
+                    + ", ".join(repr(n) for n in names)
+                    + "; pass --pool NAME (the first word is enough), or --gpu",
+                )
+            return self
+        for p in self.pools:
+            if name in (p.name, p.name.split(" (")[0], p.name.split()[0]):
+                return p
+        raise SpecError(
+            "pool", name, ", ".join(repr(n) for n in names) if names else f"none: {self.name} has no pools"
+        )
 
     def calibrated(self, measured: GPUSpec) -> NodeProfile:
         """This node with measured ceilings: the one loop of the design, through data."""
@@ -125,7 +150,8 @@ def load_node_file(path) -> NodeProfile:
 
 
 def list_nodes() -> list[NodeProfile]:
-    return list(_reference().values())
+    """Copies of the reference profiles: changing one cannot change the reference."""
+    return [n.model_copy(deep=True) for n in _reference().values()]
 
 
 def get_node(name: str) -> NodeProfile:
@@ -134,7 +160,7 @@ def get_node(name: str) -> NodeProfile:
 
     nodes = _reference()
     if name in nodes:
-        return nodes[name]
+        return nodes[name].model_copy(deep=True)
     if str(name).endswith(".json") and Path(name).is_file():
         return load_node_file(name)
     raise SpecError("node", name, ", ".join(nodes) + ", or a node profile .json file")

@@ -7,8 +7,14 @@ say "n/a (not supported on MIG)" instead of a blank, and it serialises as {"na":
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
+
+#: A format spec's fill, alignment and width (kept for "n/a"); sign, grouping, precision and type dropped.
+_SPEC = re.compile(
+    r"^(?:(?P<fill>.)?(?P<align>[<>^=]))?[+\- ]?(?:z)?#?0?(?P<width>\d+)?[,_]?(?:\.\d+)?[a-zA-Z%]?$"
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,20 @@ class NA:
 
     def __str__(self) -> str:
         return f"n/a ({self.reason})"
+
+    def __format__(self, spec: str) -> str:
+        """Any numeric format prints "n/a" (width and alignment kept): f"{v:.1f}" on a table row."""
+        if not spec:
+            return str(self)
+        m = _SPEC.match(spec)
+        if m is None:
+            return "n/a"
+        align = m["align"] if m["align"] in ("<", "^", ">") else ">"  # right, as the numbers it stands for
+        return format("n/a", f"{m['fill'] or ''}{align}{m['width'] or ''}")
+
+    def __float__(self) -> float:
+        """NaN, so charts and numpy read a missing metric as a gap (float(v), np.asarray(..., float))."""
+        return math.nan
 
     def to_json(self) -> dict[str, str]:
         return {"na": self.reason}
@@ -69,6 +89,6 @@ def from_json(value: Any) -> Any:
     return value
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """A real reading (int or float, not bool, not NA)."""
     return isinstance(value, int | float) and not isinstance(value, bool)

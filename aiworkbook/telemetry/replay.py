@@ -183,7 +183,7 @@ class ReplayReader:
         out = []
         for g in self.trace[0].gpus:
             reasons = {
-                grp.name: next((na_reason(g.get(f)) for f in grp.fields if na_reason(g.get(f))), "ok")
+                grp.name: next((str(na_reason(g.get(f))) for f in grp.fields if na_reason(g.get(f))), "ok")
                 for grp in GROUPS
             }
             out.append(reasons)

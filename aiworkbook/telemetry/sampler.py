@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.telemetry.columns import ColumnWindow, SampleRing
 from aiworkbook.telemetry.na import is_na
 from aiworkbook.telemetry.ring import Ring
 from aiworkbook.telemetry.sample import Sample
@@ -58,7 +59,7 @@ class Sampler:
         from aiworkbook.telemetry.host_reader import HostReader
 
         self._interval = check_interval(interval)
-        self.ring: Ring[Sample] = Ring(capacity)
+        self.ring: SampleRing = SampleRing(capacity)  # by sample and by column (telemetry.columns)
         self.gpu_reader = gpu_reader if gpu_reader is not None else GPUReader(clock=clock)
         self.host_reader = (
             host_reader if host_reader is not None else (HostReader(clock=clock) if host else None)
@@ -86,15 +87,15 @@ class Sampler:
     def interval(self) -> float:
         return self._interval
 
+    @interval.setter
+    def interval(self, value: float) -> None:
+        self._interval = check_interval(value)
+
     @property
     def read_interval(self) -> float:
         """The cadence the reader runs at: the fastest of the sampler's own and its subscribers'."""
         with self._lock:
             return min([self._interval] + [s.interval for s in self._subs])
-
-    @interval.setter
-    def interval(self, value: float) -> None:
-        self._interval = check_interval(value)
 
     @property
     def running(self) -> bool:
@@ -273,13 +274,22 @@ class Sampler:
 
     def window(
         self, since: float | None = None, until: float | None = None, phase: str | None = None
-    ) -> Window:
-        """Samples (and events) from monotonic time `since` to `until`, optionally of one phase."""
+    ) -> ColumnWindow:
+        """Samples (and events) from monotonic time `since` to `until`, optionally of one phase, read
+        from the columns (summary and DataFrame in milliseconds; `.samples` built when asked for)."""
         ev = [
             e
             for e in self.events
             if (since is None or e["t"] >= since) and (until is None or e["t"] <= until)
         ]
+        idx = self.ring.columns.rows(since, until, phase)
+        return ColumnWindow(self.ring.columns, idx, ev, lambda: self.samples(since, until, phase))
+
+    def row_window(
+        self, since: float | None = None, until: float | None = None, phase: str | None = None
+    ) -> Window:
+        """The row-based window (summary.Window) over the same samples: the reference for the columns."""
+        ev = self.window(since, until, phase).events
         return Window(self.samples(since, until, phase), ev)
 
     def latest(self) -> Sample | None:

@@ -8,10 +8,14 @@ consumer leaving never changes another's cadence.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from aiworkbook.errors import SpecError
 from aiworkbook.telemetry.sample import Sample
 
 Callback = Callable[[list[Sample]], Any]
@@ -19,7 +23,10 @@ Callback = Callable[[list[Sample]], Any]
 
 class Subscription:
     """One consumer of the sampler. `close()` (or the sampler's `unsubscribe`) ends it; a callback that
-    raises is counted in `errors` and keeps its subscription."""
+    raises is counted in `errors` and keeps its subscription.
+
+    Phases are per consumer: `with sub.phase("prefill"):` tags the samples delivered to this consumer
+    (and records the span, for `sub.window("prefill")`) without tagging anyone else's."""
 
     def __init__(self, sampler: Any, callback: Callback, interval: float) -> None:
         self.sampler = sampler
@@ -32,12 +39,59 @@ class Subscription:
         self._last: float | None = None
         self._lock = threading.Lock()
         self.closed = False
+        self._phases: list[str] = []
+        #: (phase, start, end) on the sampler's clock, oldest first; end None while the phase is open
+        self.spans: list[tuple[str, float, float | None]] = []
+
+    @property
+    def current_phase(self) -> str | None:
+        with self._lock:
+            return self._phases[-1] if self._phases else None
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[Subscription]:
+        """Tag this consumer's samples with `name` inside the block (the innermost phase wins)."""
+        if not isinstance(name, str) or not name:
+            raise SpecError("phase", name, "a non-empty string")
+        clock = self.sampler._clock
+        with self._lock:
+            self._phases.append(name)
+            self.spans.append((name, clock(), None))
+            span = len(self.spans) - 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                for i in range(len(self._phases) - 1, -1, -1):
+                    if self._phases[i] == name:
+                        del self._phases[i]
+                        break
+                self.spans[span] = (name, self.spans[span][1], clock())
+
+    def window(self, phase: str):
+        """The sampler's window over this consumer's latest span of `phase`, [start, end) on the sampler's
+        clock (SpecError if never entered)."""
+        with self._lock:
+            spans = [sp for sp in self.spans if sp[0] == phase]
+        if not spans:
+            raise SpecError(
+                "phase", phase, "a phase this subscriber entered: " + ", ".join(self.phase_names())
+            )
+        _, start, end = spans[-1]
+        until = None if end is None else math.nextafter(end, -math.inf)
+        return self.sampler.window(since=start, until=until)
+
+    def phase_names(self) -> list[str]:
+        with self._lock:
+            return list(dict.fromkeys(sp[0] for sp in self.spans))
 
     def offer(self, sample: Sample) -> None:
         """Called by the sampler after each sample; delivers a batch once `interval` has passed."""
         if self.closed:
             return
         with self._lock:
+            if self._phases:  # this consumer's own phase, not the sampler's
+                sample = dataclasses.replace(sample, phase=self._phases[-1])
             self._pending.append(sample)
             due = self._last is None or sample.t - self._last >= self.interval - 1e-9
             if not due:

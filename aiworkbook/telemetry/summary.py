@@ -65,8 +65,8 @@ class Window:
                     continue
                 if is_number(v):
                     values.setdefault(key, []).append(float(v))
-                elif na_reason(v) is not None:
-                    missing[key] = na_reason(v)
+                elif (why := na_reason(v)) is not None:
+                    missing[key] = why
         return values, {k: r for k, r in missing.items() if k not in values}
 
     def energy_j(self) -> dict[str, tuple[float | NA, str]]:
@@ -75,7 +75,7 @@ class Window:
         gpu_ids = sorted({g.get("index", 0) for s in self.samples for g in s.gpus})
         for i in gpu_ids:
             rows = [(s.t, next((g for g in s.gpus if g.get("index", 0) == i), {})) for s in self.samples]
-            counters = [g.get("energy_mj") for _, g in rows]
+            counters: list[Any] = [g.get("energy_mj") for _, g in rows]
             if len(rows) < 2:
                 out[f"gpu{i}"] = (NA("fewer than 2 samples"), "none")
                 continue
@@ -84,7 +84,9 @@ class Window:
             ):
                 out[f"gpu{i}"] = ((counters[-1] - counters[0]) / 1000.0, "energy counter")
                 continue
-            pts = [(t, g.get("power_w")) for t, g in rows if is_number(g.get("power_w"))]
+            pts: list[tuple[float, Any]] = [
+                (t, g.get("power_w")) for t, g in rows if is_number(g.get("power_w"))
+            ]
             if len(pts) < 2:
                 out[f"gpu{i}"] = (NA("no energy counter and no power readings"), "none")
                 continue
@@ -108,25 +110,35 @@ class Window:
                     c[r] = c.get(r, 0) + 1
         return {k: {r: n / totals[k] for r, n in sorted(counts.get(k, {}).items())} for k in totals}
 
+    @property
+    def start_wall(self) -> float | None:
+        return self.samples[0].wall if self.samples else None
+
     def summary(self) -> dict[str, Any]:
         """JSON-safe: n_samples, duration_s, phases, metrics{key: stats}, unavailable{key: reason},
         energy_j{gpu: J or {"na"}}, energy_method, throttle_share{gpu: {reason: share}}, events."""
-        values, missing = self._series()
-        energy = self.energy_j()
-        return {
-            "n_samples": len(self.samples),
-            "duration_s": self.duration_s,
-            "start_wall": self.samples[0].wall if self.samples else None,
-            "phases": self.phases(),
-            "metrics": {k: _stats(v) for k, v in sorted(values.items())},
-            "unavailable": dict(sorted(missing.items())),
-            "energy_j": {k: (v.to_json() if isinstance(v, NA) else v) for k, (v, _m) in energy.items()},
-            "energy_method": {k: m for k, (_v, m) in energy.items()},
-            "throttle_share": self.throttle_share(),
-            "events": list(self.events),
-        }
+        return summary_of(self)
 
     def to_dataframe(self):
         from aiworkbook.telemetry.export import to_dataframe
 
         return to_dataframe(self.samples)
+
+
+def summary_of(w: Any) -> dict[str, Any]:
+    """The summary of a window, row-based (Window) or columnar (columns.ColumnWindow): both offer
+    _series, energy_j, phases, throttle_share, duration_s, start_wall and events."""
+    values, missing = w._series()
+    energy = w.energy_j()
+    return {
+        "n_samples": len(w),
+        "duration_s": w.duration_s,
+        "start_wall": w.start_wall,
+        "phases": w.phases(),
+        "metrics": {k: _stats(v) for k, v in sorted(values.items())},
+        "unavailable": dict(sorted(missing.items())),
+        "energy_j": {k: (v.to_json() if isinstance(v, NA) else v) for k, (v, _m) in energy.items()},
+        "energy_method": {k: m for k, (_v, m) in energy.items()},
+        "throttle_share": w.throttle_share(),
+        "events": list(w.events),
+    }
