@@ -109,6 +109,20 @@ _DEVICE = InputSpec(
 )
 _QUICK = InputSpec("quick", "bool", "smaller sizes and fewer trials (CI, notebooks)", False)
 
+_DIR = InputSpec("dir", "path", "directory the proof writes its files in (removed afterwards)", None)
+_MODEL_OPT = InputSpec("model", "model", "model whose weights + AdamW state are saved (else size_mb)", None)
+_SIZE_MB = InputSpec("size_mb", "float", "bytes to save in MiB when no model is given", None, low=0.001)
+_FORMAT = InputSpec(
+    "format",
+    "choice",
+    "format whose figure is the headline",
+    "safetensors",
+    ("safetensors", "torch", "dcp", "dcp-async"),
+)
+_FORMATS = InputSpec(
+    "formats", "str", "comma-separated formats to measure", "safetensors,torch,dcp,dcp-async"
+)
+
 _REGISTRY: dict[str, ProofInfo] = {}
 
 
@@ -148,6 +162,40 @@ for _info in (
         "aiworkbook.proofs.kv",
         (_MODEL, _DEVICE, _QUICK),
         rough_s={"cpu": 15.0, "cuda": 20.0},
+        patterns=("llm-inference", "hybrid"),
+    ),
+    ProofInfo(
+        "checkpoint",
+        "Checkpoint write",
+        "durable save of model + optimizer state (torch.save, safetensors, DCP sync/async) against plain "
+        "sequential I/O and the assumed storage speed; the measured write time in Young/Daly",
+        "aiworkbook.proofs.checkpoint",
+        (_MODEL_OPT, _SIZE_MB, _DIR, _FORMAT, _FORMATS, _QUICK),
+        rough_s={"cpu": 10.0, "cuda": 10.0},
+        patterns=("dl-training", "hybrid"),
+    ),
+    ProofInfo(
+        "restore",
+        "Checkpoint restore",
+        "cold-cache restore of model + optimizer state, every tensor checked against the saved one",
+        "aiworkbook.proofs.restore",
+        (_MODEL_OPT, _SIZE_MB, _DIR, _FORMAT, _QUICK),
+        rough_s={"cpu": 5.0, "cuda": 5.0},
+        patterns=("dl-training", "hybrid"),
+    ),
+    ProofInfo(
+        "coldstart",
+        "Cold start",
+        "checkpoint on disk to the first forward pass on the device (load, build, transfer, warm-up)",
+        "aiworkbook.proofs.coldstart",
+        (
+            _MODEL,
+            _DIR,
+            InputSpec("dtype", "choice", "weights dtype", "bf16", ("fp32", "bf16", "fp16")),
+            _DEVICE,
+            _QUICK,
+        ),
+        rough_s={"cpu": 5.0, "cuda": 10.0},
         patterns=("llm-inference", "hybrid"),
     ),
 ):
