@@ -198,6 +198,33 @@ for _info in (
         rough_s={"cpu": 5.0, "cuda": 10.0},
         patterns=("llm-inference", "hybrid"),
     ),
+    ProofInfo(
+        "dataload",
+        "Dataset read and input wait",
+        "DataLoader throughput cold and warm (workers, pin_memory, prefetch) and the input-wait fraction of "
+        "a training loop against the 10 % red flag, beside synthetic on-device data",
+        "aiworkbook.proofs.dataload",
+        (
+            _DIR,
+            InputSpec("shards", "int", "shard files to generate", None, low=1),
+            InputSpec("samples_per_shard", "int", "samples per shard", None, low=1),
+            InputSpec("sample_kb", "float", "KiB per sample", None, low=0.001),
+            InputSpec("batch", "int", "samples per batch", 16, low=1),
+            InputSpec("workers", "str", "DataLoader worker counts to sweep, comma-separated", None),
+            InputSpec(
+                "compute",
+                "choice",
+                "compute step: calibrated sleep or a real model step",
+                "sleep",
+                ("sleep", "model"),
+            ),
+            InputSpec("step_ms", "float", "sleep step in ms", 5.0, low=0.0),
+            _DEVICE,
+            _QUICK,
+        ),
+        rough_s={"cpu": 10.0, "cuda": 10.0},
+        patterns=("dl-training", "hybrid"),
+    ),
 ):
     register(_info)
 
