@@ -225,6 +225,25 @@ for _info in (
         rough_s={"cpu": 10.0, "cuda": 10.0},
         patterns=("dl-training", "hybrid"),
     ),
+    ProofInfo(
+        "host",
+        "CPU node: fit, RAM headroom, Parquet",
+        "host memory bandwidth, a HistGradientBoosting fit's rows/s over threads 1..N, peak RSS beside the "
+        "data's in-memory size, and Parquet reads cold and warm",
+        "aiworkbook.proofs.hostnode",
+        (
+            _DIR,
+            InputSpec("rows", "int", "rows of generated tabular data", None, low=100),
+            InputSpec("cols", "int", "feature columns", None, low=3),
+            InputSpec("iterations", "int", "boosting iterations (trees)", None, low=1),
+            InputSpec("threads", "int", "most threads to sweep (default: every CPU)", None, low=1),
+            _QUICK,
+        ),
+        cpu=True,
+        gpu=False,
+        rough_s={"cpu": 10.0},
+        patterns=("classical-ml",),
+    ),
 ):
     register(_info)
 
