@@ -244,6 +244,21 @@ for _info in (
         rough_s={"cpu": 10.0},
         patterns=("classical-ml",),
     ),
+    ProofInfo(
+        "allreduce",
+        "All-reduce bus bandwidth",
+        "all-reduce under torchrun (gloo on CPU, NCCL on GPU): algbw and busbw over a size sweep, a "
+        "correctness check and per-rank step times for stragglers",
+        "aiworkbook.proofs.allreduce",
+        (
+            InputSpec("ranks", "int", "processes on this node (GPUs on CUDA)", 2, low=1),
+            InputSpec("sizes", "str", "message sizes in KiB, comma-separated", None),
+            _DEVICE,
+            _QUICK,
+        ),
+        rough_s={"cpu": 15.0, "cuda": 20.0},
+        patterns=("dl-training", "hybrid"),
+    ),
 ):
     register(_info)
 
