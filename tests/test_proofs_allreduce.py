@@ -66,3 +66,12 @@ def test_bad_inputs():
         A.parse_sizes("0", "cpu", True)
     assert A.parse_sizes("4,1024", "cpu", False) == [4096, 1024 * 1024]
     assert registry.plan("allreduce", ranks=1, device="cpu", quick=True).sizes["backend"] == "gloo"
+
+
+def test_allreduce_cli_with_one_rank_says_not_applicable(capsys):
+    from aiworkbook.cli import main
+
+    assert (
+        main(["prove", "allreduce", "--ranks", "1", "--sizes", "4", "--iters", "2", "--device", "cpu"]) == 0
+    )
+    assert "not applicable" in capsys.readouterr().out

@@ -89,3 +89,14 @@ def test_cancel_and_bad_inputs(tmp_path):
 def test_plan_sizes(tmp_path):
     p = registry.plan("dataload", quick=True, shards=3, samples_per_shard=10, sample_kb=2, workers="0,2,4")
     assert p.sizes["dataset_bytes"] == 3 * 10 * 2048 and p.sizes["configs"] == 3 and p.predicted == 0.10
+
+
+def test_dataload_cli(tmp_path, capsys):
+    from aiworkbook.cli import main
+
+    assert (
+        main(["prove", "dataload", "--dir", str(tmp_path), "--quick", "--workers", "0", "--device", "cpu"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "dataload on cpu" in out and "workers  0" in out and "input wait" in out

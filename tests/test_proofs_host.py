@@ -60,3 +60,25 @@ def test_cancel_and_bad_input(tmp_path):
         H.plan(rows=10)
     with pytest.raises(SpecError, match="threads"):
         H.run(dir=str(tmp_path), quick=True, threads=0, control=NULL)
+
+
+def test_host_cli(tmp_path, capsys):
+    from aiworkbook.cli import main
+
+    argv = [
+        "prove",
+        "host",
+        "--dir",
+        str(tmp_path),
+        "--rows",
+        "2000",
+        "--cols",
+        "4",
+        "--iterations",
+        "5",
+        "--threads",
+        "1",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "host on cpu" in out and "1 threads:" in out

@@ -142,3 +142,4 @@ def register(app: typer.Typer) -> None:
         _emit(r, json_file)
 
     app.add_typer(prove, name="prove")
+    __import__("aiworkbook.cli.prove_storage_cmds", fromlist=["register_prove"]).register_prove(prove)
