@@ -15,6 +15,7 @@ import json
 import os
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +75,9 @@ def model_state(spec, seed: int = 0) -> dict[str, torch.Tensor]:
     for n, t in model.state_dict().items():
         out[f"model.{n}"] = t.clone() if t.data_ptr() in seen else t  # safetensors refuses shared storage
         seen.add(t.data_ptr())
-    for p, st in opt.state.items():
+    for param, st in opt.state.items():
         for k, v in st.items():
-            out[f"optim.{names[id(p)]}.{k}"] = v if torch.is_tensor(v) else torch.tensor(v)
+            out[f"optim.{names[id(param)]}.{k}"] = v if torch.is_tensor(v) else torch.tensor(v)
     return out
 
 
@@ -87,7 +88,7 @@ def state_bytes(state: dict[str, torch.Tensor]) -> int:
 def digest(t: torch.Tensor) -> str:
     """blake2b of the tensor's bytes (dtype and shape recorded beside it in the manifest)."""
     b = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
-    return hashlib.blake2b(memoryview(b), digest_size=16).hexdigest()
+    return hashlib.blake2b(b.tobytes() if not b.flags.c_contiguous else b.data, digest_size=16).hexdigest()
 
 
 def touch(t: torch.Tensor) -> int:
@@ -191,9 +192,14 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
             dcp.save(state, checkpoint_id=str(tmp))
             return None
         t0 = time.perf_counter()
-        fut = dcp.async_save(state, checkpoint_id=str(tmp))
+        resp = dcp.async_save(state, checkpoint_id=str(tmp))
         stall = time.perf_counter() - t0
-        fut.result()
+        from concurrent.futures import Future
+
+        # a Future, or (newer torch with a stager) an AsyncSaveResponse holding staging + upload futures
+        futures = [resp] if isinstance(resp, Future) else [resp.staging_completion, resp.upload_completion]
+        for fut in futures:
+            fut.result()
         return stall
 
 
@@ -377,17 +383,24 @@ def parse_formats(formats: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
     return out
 
 
+def _stepper(control: Control, total: int, message: str) -> Callable[[int], None]:
+    def step(done: int) -> None:
+        control.step(done, total, message)
+
+    return step
+
+
 def baseline(work: Path, nbytes: int, trials: int, control: Control) -> dict[str, Any]:
     """Plain sequential write (fsynced) and cold read of the same size in the same directory."""
     writes, reads, cold = [], [], []
     path = work / "baseline.bin"
     for i in range(trials):
         msg = f"baseline: sequential write {i + 1}/{trials}"
-        writes.append(fsio.write_sequential(path, nbytes, lambda d, m=msg: control.step(d, nbytes, m)))
+        writes.append(fsio.write_sequential(path, nbytes, _stepper(control, nbytes, msg)))
         ok, why = fsio.drop_cache(path)
         cold.append((ok, why))
         msg = f"baseline: sequential read {i + 1}/{trials}"
-        reads.append(fsio.read_sequential(path, lambda d, m=msg: control.step(d, nbytes, m)))
+        reads.append(fsio.read_sequential(path, _stepper(control, nbytes, msg)))
         path.unlink()
     return {
         "bytes": nbytes,

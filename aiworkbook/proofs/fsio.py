@@ -44,7 +44,7 @@ def fsync_tree(root: str | os.PathLike) -> int:
     """fsync every file under `root`, then every directory bottom-up; returns the files' total bytes."""
     total = 0
     dirs = []
-    for d, _sub, files in os.walk(root):
+    for d, _sub, files in os.walk(str(root)):
         dirs.append(d)
         for f in files:
             p = os.path.join(d, f)
