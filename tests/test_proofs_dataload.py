@@ -29,8 +29,8 @@ def test_a_fast_loader_under_a_long_step_passes(tmp_path):
         dir=str(tmp_path),
         quick=True,
         workers="0",
-        step_ms=100,
-        steps=5,
+        step_ms=300,  # 16 cold 4 KiB reads per step take ~2 ms here; a loaded shared disk stays well under 30 ms
+        steps=3,
         sample_kb=4,
         device="cpu",
     )
@@ -59,9 +59,11 @@ def test_a_loader_slower_than_the_step_is_a_red_flag(tmp_path):
 
 
 def test_sweep_reports_cold_and_warm_epochs_per_config(tmp_path):
-    r = registry.run("dataload", dir=str(tmp_path), quick=True, workers="0,1", device="cpu", step_ms=1)
+    r = registry.run(
+        "dataload", dir=str(tmp_path), quick=True, workers="0,1", prefetch="1,3", device="cpu", step_ms=1
+    )
     rows = r.details["sweep"]
-    assert [x["workers"] for x in rows] == [0, 1]
+    assert [(x["workers"], x["prefetch"]) for x in rows] == [(0, None), (1, 1), (1, 3)]
     for x in rows:
         for kind in ("cold", "warm"):
             assert x[kind]["samples_per_s"] > 0
@@ -82,6 +84,10 @@ def test_cancel_and_bad_inputs(tmp_path):
         D.run(dir=str(tmp_path), compute="gpu-magic")
     with pytest.raises(SpecError, match="workers"):
         D.plan(workers="-1")
+    with pytest.raises(SpecError, match="prefetch"):
+        D.plan(prefetch="0")
+    with pytest.raises(SpecError, match="workers"):
+        D.plan(workers="two")
     with pytest.raises(SpecError, match="steps"):
         D.run(dir=str(tmp_path), shards=1, samples_per_shard=4, batch=4)
 
@@ -99,4 +105,4 @@ def test_dataload_cli(tmp_path, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "dataload on cpu" in out and "workers  0" in out and "input wait" in out
+    assert "dataload on cpu" in out and "workers  0 pin False prefetch  -" in out and "input wait" in out

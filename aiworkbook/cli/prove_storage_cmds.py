@@ -113,7 +113,7 @@ def register_prove(prove: typer.Typer) -> None:
         sample_kb: float = typer.Option(None, "--sample-kb", help="KiB per sample"),
         batch: int = typer.Option(16, help="samples per batch"),
         workers: str = typer.Option(None, help="worker counts to sweep, e.g. 0,2,4"),
-        prefetch: int = typer.Option(2, help="batches prefetched per worker"),
+        prefetch: str = typer.Option("2", help="batches prefetched per worker to sweep, e.g. 2,4"),
         compute: str = typer.Option("sleep", help="sleep (calibrated) or model (a real step)"),
         step_ms: float = typer.Option(5.0, "--step-ms", help="sleep step in ms"),
         steps: int = typer.Option(None, help="training-loop steps"),
@@ -130,7 +130,7 @@ def register_prove(prove: typer.Typer) -> None:
         )  # fmt: skip
         for x in r.details.get("sweep", []):
             typer.echo(
-                f"  workers {x['workers']:>2} pin {x['pin_memory']!s:<5}: cold {x['cold']['samples_per_s']:,.0f} "
+                f"  workers {x['workers']:>2} pin {x['pin_memory']!s:<5} prefetch {x['prefetch'] or '-'!s:>2}: cold {x['cold']['samples_per_s']:,.0f} "
                 f"samples/s ({fmt_rate(x['cold']['bytes_per_s'])}), warm {x['warm']['samples_per_s']:,.0f} "
                 f"samples/s ({fmt_rate(x['warm']['bytes_per_s'])})"
             )

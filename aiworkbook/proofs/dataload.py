@@ -228,17 +228,28 @@ def _sizes(
     return sh, per, size
 
 
+def _ints(value: str | int | list[int], field: str, low: int) -> list[int]:
+    """'0,2,4', 3 or [0, 2] as a list of ints >= low; anything else is a SpecError naming the field."""
+    try:
+        items = [int(v) for v in (str(value).split(",") if isinstance(value, str | int) else value)]
+    except ValueError:
+        items = []
+    if not items or any(v < low for v in items):
+        raise SpecError(field, value, f"integers >= {low}, comma-separated")
+    return items
+
+
 def _configs(
-    workers: str | list[int] | None, quick: bool, device: str, prefetch: int
+    workers: str | list[int] | None, quick: bool, device: str, prefetch: str | int | list[int]
 ) -> list[tuple[int, bool, int]]:
+    """(workers, pin_memory, prefetch) to sweep; prefetch varies only where there are workers."""
     if workers is None:
         ws = [0, 2] if quick else sorted({0, 1, 2, min(4, os.cpu_count() or 1), min(8, os.cpu_count() or 1)})
     else:
-        ws = [int(w) for w in (workers.split(",") if isinstance(workers, str) else workers)]
-    if any(w < 0 for w in ws):
-        raise SpecError("workers", workers, "integers >= 0")
+        ws = _ints(workers, "workers", 0)
+    pfs = _ints(prefetch, "prefetch", 1)
     pins = [False, True] if device == "cuda" and not quick else [device == "cuda"]
-    return [(w, p, prefetch) for w in ws for p in pins]
+    return [(w, p, f) for w in ws for p in pins for f in (pfs if w else pfs[:1])]
 
 
 def plan(
@@ -247,7 +258,7 @@ def plan(
     samples_per_shard: int | None = None,
     sample_kb: float | None = None,
     workers: str | None = None,
-    prefetch: int = 2,
+    prefetch: str | int = 2,
     device: str = "auto",
     quick: bool = False,
     dir: str | None = None,
@@ -286,7 +297,7 @@ def run(
     sample_kb: float | None = None,
     batch: int = 16,
     workers: str | None = None,
-    prefetch: int = 2,
+    prefetch: str | int = 2,
     compute: str = "sleep",
     step_ms: float = 5.0,
     steps: int | None = None,
@@ -296,11 +307,11 @@ def run(
 ) -> ProofResult:
     if compute not in COMPUTES:
         raise SpecError("compute", compute, ", ".join(COMPUTES))
-    if batch < 1 or prefetch < 1 or step_ms < 0 or not 0 < threshold < 1:
+    if batch < 1 or step_ms < 0 or not 0 < threshold < 1:
         raise SpecError(
-            "batch/prefetch/step_ms/threshold",
-            (batch, prefetch, step_ms, threshold),
-            "batch, prefetch >= 1; step_ms >= 0; 0 < threshold < 1",
+            "batch/step_ms/threshold",
+            (batch, step_ms, threshold),
+            "batch >= 1; step_ms >= 0; 0 < threshold < 1",
         )
     choice = resolve_device(device)
     dev = choice.device
@@ -322,7 +333,9 @@ def run(
             try:
                 for f in files:
                     fsio.drop_cache(f)
-                dl = loader(ds, batch, best["workers"], best["pin_memory"], prefetch, shuffle=True)
+                dl = loader(
+                    ds, batch, best["workers"], best["pin_memory"], best["prefetch"] or 2, shuffle=True
+                )
                 real = train_loop(dl, step, n_steps, dev, control, "training loop on the DataLoader")
                 synth = train_loop(
                     _synthetic(batch, size, dev),
@@ -344,7 +357,7 @@ def run(
         flags.append(F.CACHE_COLD)
     notes = [
         f"input wait {frac:.1%} of the step window ({real['steps']} steps, {compute} step of {step_ms:g} ms, "
-        f"loader workers={best['workers']} pin={best['pin_memory']}); synthetic on-device data "
+        f"loader workers={best['workers']} pin={best['pin_memory']} prefetch={best['prefetch']}); synthetic on-device data "
         f"{synth['input_wait_fraction']:.1%}; red flag above {threshold:.0%}",
         f"GPU utilisation in the window: {util.get('mean_pct', util.get('why'))}",
     ]

@@ -211,6 +211,7 @@ for _info in (
             InputSpec("sample_kb", "float", "KiB per sample", None, low=0.001),
             InputSpec("batch", "int", "samples per batch", 16, low=1),
             InputSpec("workers", "str", "DataLoader worker counts to sweep, comma-separated", None),
+            InputSpec("prefetch", "str", "prefetch factors to sweep (with workers), comma-separated", "2"),
             InputSpec(
                 "compute",
                 "choice",
