@@ -179,3 +179,25 @@ def test_coldstart_runs_to_first_logits(tmp_path):
     assert set(ph) == {"load_s", "build_s", "transfer_s", "first_forward_s"}
     assert r.measured == pytest.approx(sum(ph.values()))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_restore_reads_a_kept_checkpoint_as_it_is(tmp_path):
+    r = registry.run(
+        "checkpoint", size_mb=2, dir=str(tmp_path), formats="torch", format="torch", quick=True, keep=True
+    )
+    assert (tmp_path / "torch" / "LATEST").read_text() == "step-0"
+    p = registry.plan("restore", dir=str(tmp_path), format="torch", quick=True)
+    assert p.sizes["existing"].endswith("step-0")
+    got = registry.run("restore", dir=str(tmp_path), format="torch", quick=True)
+    assert got.details["existing"] is True and got.details["formats"][0]["integrity"] == "ok"
+    assert got.details["formats"][0]["bytes"] == r.details["formats"][0]["bytes"]
+    # a flipped byte in the kept checkpoint is caught
+    shard = next((tmp_path / "torch" / "step-0").glob("shard-*"))
+    import torch as _t
+
+    part = _t.load(shard, weights_only=True)
+    part["model.w0"][3] = 42.0
+    _t.save(part, shard)
+    bad = registry.run("restore", dir=str(tmp_path), format="torch", quick=True)
+    assert bad.details["formats"][0]["mismatched"] == ["model.w0"] and bad.verdict == "fail"
+    assert any("integrity FAILED" in n for n in bad.notes)

@@ -62,13 +62,14 @@ def register_prove(prove: typer.Typer) -> None:
         formats: str = typer.Option("safetensors,torch,dcp,dcp-async", help="formats to measure"),
         trials: int = typer.Option(None, help="saves and restores per format"),
         gpus: int = typer.Option(1024, help="GPUs of the job for the Young/Daly interval"),
+        keep: bool = typer.Option(False, "--keep", help="leave one checkpoint in --dir for `prove restore`"),
         quick: bool = typer.Option(False, "--quick", help="32 MiB, one trial"),
         json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
     ) -> None:
         """Durable checkpoint writes per format beside plain sequential I/O; Young/Daly at the measured time."""
         r = _run(
             "checkpoint", json_file, dir=str(dir), model=model, size_mb=size_mb, format=format,
-            formats=formats, trials=trials, gpus=gpus, quick=quick,
+            formats=formats, trials=trials, gpus=gpus, quick=quick, keep=keep,
         )  # fmt: skip
         _formats(r, fmt_bytes, fmt_rate)
 
@@ -82,7 +83,7 @@ def register_prove(prove: typer.Typer) -> None:
         quick: bool = typer.Option(False, "--quick", help="32 MiB, one trial"),
         json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
     ) -> None:
-        """Cold-cache restore throughput; every tensor checked against the saved one."""
+        """Cold-cache restore throughput; every tensor checked. Restores the checkpoint in --dir when there is one."""
         r = _run(
             "restore", json_file, dir=str(dir), model=model, size_mb=size_mb, format=format, trials=trials,
             quick=quick,
@@ -181,6 +182,8 @@ def _formats(r, fmt_bytes, fmt_rate) -> None:
             f"read {fmt_rate(b['read_bps'])}"
         )
     for x in r.details.get("formats", []):
+        if "write_bps" not in x:  # an existing checkpoint, restored only
+            continue
         typer.echo(
             f"  {x['format']:<12} {fmt_bytes(x['bytes']):>10}: write {fmt_rate(x['write_bps'])} "
             f"({x['write_vs_baseline']:.2f}x), stall {x['stall_s']:.3f} s, restore {fmt_rate(x['read_bps'])} "
