@@ -75,3 +75,10 @@ def test_allreduce_cli_with_one_rank_says_not_applicable(capsys):
         main(["prove", "allreduce", "--ranks", "1", "--sizes", "4", "--iters", "2", "--device", "cpu"]) == 0
     )
     assert "not applicable" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_nccl_on_one_gpu_checks_the_sum_and_says_not_applicable():
+    r = registry.run("allreduce", ranks=1, sizes="1024", iters=3, device="cuda")
+    assert r.details["backend"] == "nccl" and r.details["incorrect"] == []
+    assert r.details["sweep"][0]["busbw_bps"] is None and r.measured is None

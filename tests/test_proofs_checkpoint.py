@@ -201,3 +201,9 @@ def test_restore_reads_a_kept_checkpoint_as_it_is(tmp_path):
     bad = registry.run("restore", dir=str(tmp_path), format="torch", quick=True)
     assert bad.details["formats"][0]["mismatched"] == ["model.w0"] and bad.verdict == "fail"
     assert any("integrity FAILED" in n for n in bad.notes)
+
+
+@pytest.mark.gpu
+def test_coldstart_on_cuda_counts_the_transfer(tmp_path):
+    r = registry.run("coldstart", model="tiny-llama", dir=str(tmp_path), quick=True, device="cuda")
+    assert r.device == "cuda" and r.details["phases_median_s"]["transfer_s"] > 0

@@ -106,3 +106,11 @@ def test_dataload_cli(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert "dataload on cpu" in out and "workers  0 pin False prefetch  -" in out and "input wait" in out
+
+
+@pytest.mark.gpu
+def test_dataload_on_cuda_pins_memory_and_reads_gpu_utilisation(tmp_path):
+    r = registry.run("dataload", dir=str(tmp_path), quick=True, workers="0,2", compute="model", device="cuda")
+    assert r.device == "cuda" and all(x["pin_memory"] for x in r.details["sweep"])
+    util = r.details["gpu_utilisation"]
+    assert util["available"] is True or util["why"].startswith("not available")
