@@ -50,6 +50,16 @@ def test_model_state_holds_weights_and_adamw_moments():
     assert C.state_bytes(state) == pytest.approx(12 * spec.params, rel=0.001)  # fp32 weights + m + v
 
 
+def test_an_async_save_lets_the_loop_run_until_wait(tmp_path):
+    state = C.synthetic_state(8 * 2**20)
+    pending = C.start_save(tmp_path, state, "dcp-async", 3)
+    assert pending.futures and not (tmp_path / "dcp-async" / "LATEST").exists()  # not published before wait
+    s = pending.wait()
+    assert pending.done() and s["stall_s"] <= s["write_s"]
+    assert C.restore_latest(tmp_path, "dcp-async")[1] == []
+    assert [p.name for p in (tmp_path / "dcp-async").iterdir() if p.name.startswith(fsio.TMP_PREFIX)] == []
+
+
 def test_only_the_newest_checkpoints_are_kept(tmp_path):
     state = C.synthetic_state(2**20)
     for step in range(4):
@@ -97,6 +107,11 @@ def test_proof_reports_every_format_beside_the_baseline(tmp_path):
     assert "fsynced" in r.flags
     async_row = next(f for f in r.details["formats"] if f["format"] == "dcp-async")
     assert async_row["stall_s"] <= async_row["write_s"]
+    for f in r.details["formats"]:
+        loop = f["loop"]
+        assert loop["loop_stall_s"] >= 0 and loop["step_s"] > 0
+        if f["format"] != "dcp-async":  # a sync save: the loop step waits for the whole durable write
+            assert loop["overlapped_steps"] == 0 and loop["checkpoint_step_s"] > loop["step_s"]
     yd = r.details["young_daly"]
     assert 0 < yd["young_interval_s"] and 0 <= yd["waste_fraction"] <= 1
     assert r.details["baseline"]["write_bps"] > 0

@@ -186,6 +186,6 @@ def _formats(r, fmt_bytes, fmt_rate) -> None:
             continue
         typer.echo(
             f"  {x['format']:<12} {fmt_bytes(x['bytes']):>10}: write {fmt_rate(x['write_bps'])} "
-            f"({x['write_vs_baseline']:.2f}x), stall {x['stall_s']:.3f} s, restore {fmt_rate(x['read_bps'])} "
+            f"({x['write_vs_baseline']:.2f}x), loop stall {x['loop_stall_s']:.3f} s, restore {fmt_rate(x['read_bps'])} "
             f"({x['read_vs_baseline']:.2f}x), integrity {x['integrity']}"
         )

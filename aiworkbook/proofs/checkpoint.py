@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 import warnings
 from collections.abc import Callable
@@ -136,30 +137,76 @@ def save_checkpoint(
     Returns write_s (until files, folder and rename are durable), stall_s (how long the caller was
     blocked: the whole write for sync formats, until async_save returned for dcp-async), bytes, path.
     `keep` older checkpoints survive (the previous one is kept until the new one is durable)."""
+    return start_save(root, state, fmt, step, control=control, manifest=manifest, keep=keep).wait()
+
+
+def start_save(
+    root: str | os.PathLike,
+    state: dict[str, torch.Tensor],
+    fmt: str,
+    step: int,
+    *,
+    control: Control = NULL,
+    manifest: dict[str, Any] | None = None,
+    keep: int = 1,
+) -> PendingSave:
+    """Begin a save: sync formats write here; dcp-async returns once async_save has staged the state,
+    and the write goes on in DCP's thread. `.wait()` makes it durable, renames it and moves LATEST."""
     _check_format(fmt)
     base = Path(root) / fmt
     base.mkdir(parents=True, exist_ok=True)
-    final = base / f"step-{step}"
     man = manifest if manifest is not None else make_manifest(state)
-    with fsio.scratch(base, f"step-{step}-") as tmp:
-        t0 = time.perf_counter()
-        stall = _write(tmp, state, fmt, control)
-        atomic_write_text(tmp / MANIFEST, json.dumps(man))
-        fsio.publish(tmp, final)
-        write_s = time.perf_counter() - t0
-    atomic_write_text(base / "LATEST", final.name)
-    fsio.fsync_path(base)
-    steps = sorted((p for p in base.glob("step-*") if p.is_dir()), key=lambda p: int(p.name[5:]))
-    for old in steps[: max(0, len(steps) - 1 - keep)]:
-        import shutil
+    tmp = base / f"{fsio.TMP_PREFIX}step-{step}-{os.urandom(4).hex()}"
+    tmp.mkdir()
+    t0 = time.perf_counter()
+    try:
+        futures = _write(tmp, state, fmt, control)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return PendingSave(tmp, base / f"step-{step}", man, futures, t0, time.perf_counter() - t0, keep)
 
-        shutil.rmtree(old, ignore_errors=True)
-    return {
-        "path": str(final),
-        "bytes": fsio.tree_bytes(final),
-        "write_s": write_s,
-        "stall_s": write_s if stall is None else stall,
-    }
+
+class PendingSave:
+    """A save under way: `done()` says whether its background write finished; `wait()` publishes it."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        final: Path,
+        man: dict[str, Any],
+        futures: list[Any],
+        t0: float,
+        blocked: float,
+        keep: int,
+    ) -> None:
+        self.tmp, self.final, self.man, self.futures = tmp, final, man, futures
+        self.t0, self.blocked, self.keep = t0, blocked, keep
+
+    def done(self) -> bool:
+        return all(f.done() for f in self.futures)
+
+    def wait(self) -> dict[str, Any]:
+        try:
+            for fut in self.futures:
+                fut.result()
+            atomic_write_text(self.tmp / MANIFEST, json.dumps(self.man))
+            fsio.publish(self.tmp, self.final)
+            write_s = time.perf_counter() - self.t0
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        base = self.final.parent
+        atomic_write_text(base / "LATEST", self.final.name)
+        fsio.fsync_path(base)
+        steps = sorted((p for p in base.glob("step-*") if p.is_dir()), key=lambda p: int(p.name[5:]))
+        for old in steps[: max(0, len(steps) - 1 - self.keep)]:
+            shutil.rmtree(old, ignore_errors=True)
+        return {
+            "path": str(self.final),
+            "bytes": fsio.tree_bytes(self.final),
+            "write_s": write_s,
+            "stall_s": self.blocked if self.futures else write_s,
+        }
 
 
 def make_manifest(state: dict[str, torch.Tensor]) -> dict[str, Any]:
@@ -169,7 +216,8 @@ def make_manifest(state: dict[str, torch.Tensor]) -> dict[str, Any]:
     }
 
 
-def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control) -> float | None:
+def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control) -> list[Any]:
+    """Write the files; returns the futures still running (dcp-async) or []."""
     parts = shards(state)
     if fmt in ("safetensors", "torch"):
         for i, part in enumerate(parts):
@@ -182,7 +230,7 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
             else:
                 torch.save(part, path)
             fsio.fsync_path(path)  # torch.save does not fsync; safetensors neither
-        return None
+        return []
     import torch.distributed.checkpoint as dcp
 
     control.step(0, 1, f"{fmt}: one call to torch.distributed.checkpoint")
@@ -190,17 +238,12 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
         warnings.simplefilter("ignore", UserWarning)  # "assuming the intent is to save in a single process"
         if fmt == "dcp":
             dcp.save(state, checkpoint_id=str(tmp))
-            return None
-        t0 = time.perf_counter()
+            return []
         resp = dcp.async_save(state, checkpoint_id=str(tmp))
-        stall = time.perf_counter() - t0
         from concurrent.futures import Future
 
         # a Future, or (newer torch with a stager) an AsyncSaveResponse holding staging + upload futures
-        futures = [resp] if isinstance(resp, Future) else [resp.staging_completion, resp.upload_completion]
-        for fut in futures:
-            fut.result()
-        return stall
+        return [resp] if isinstance(resp, Future) else [resp.staging_completion, resp.upload_completion]
 
 
 def latest(root: str | os.PathLike, fmt: str) -> Path:
@@ -426,6 +469,54 @@ def timed_restore(
     return seconds, verify(loaded, man), cold
 
 
+def loop_stall(
+    work: Path,
+    state: dict[str, torch.Tensor],
+    man: dict[str, Any],
+    fmt: str,
+    control: Control = NULL,
+    max_steps: int = 2000,
+) -> dict[str, Any]:
+    """The stall a training loop sees: a fixed CPU step (matmuls) timed alone, then with a save after
+    it. A sync save stalls the step by its whole write; an async one by its staging, then slows the
+    steps that overlap its background write (extra time over the median step), and whatever is left
+    at the end is waited for. loop_stall_s is the sum."""
+    a = torch.randn(256, 256) / 16
+
+    def step() -> float:
+        t0 = time.perf_counter()
+        b = a
+        for _ in range(8):
+            b = torch.tanh(b @ a)
+        return time.perf_counter() - t0
+
+    alone = [step() for _ in range(9)][2:]
+    med = summarize(alone).median
+    t0 = time.perf_counter()
+    step()
+    pending = start_save(work / "loop", state, fmt, 0, control=control, manifest=man)
+    if not pending.futures:
+        pending.wait()  # a sync save: the loop waits until it is durable
+    ckpt_step = time.perf_counter() - t0
+    overlapped: list[float] = []
+    while pending.futures and not pending.done() and len(overlapped) < max_steps:
+        overlapped.append(step())
+        control.check("training loop during an async save")
+    t1 = time.perf_counter()
+    if pending.futures:
+        pending.wait()
+    tail = time.perf_counter() - t1
+    extra = sum(max(0.0, x - med) for x in overlapped)
+    return {
+        "step_s": med,
+        "checkpoint_step_s": ckpt_step,
+        "overlapped_steps": len(overlapped),
+        "overlapped_extra_s": extra,
+        "tail_wait_s": tail,
+        "loop_stall_s": max(0.0, ckpt_step - med) + extra + tail,
+    }
+
+
 def measure_format(
     work: Path, state: dict[str, torch.Tensor], man: dict[str, Any], fmt: str, trials: int, control: Control
 ) -> dict[str, Any]:
@@ -445,12 +536,15 @@ def measure_format(
         bad.extend(differ)
         cold.append(c)
     ws, rs = summarize(writes).median, summarize(reads).median
+    loop = loop_stall(work, state, man, fmt, control)
     return {
         "format": fmt,
         "bytes": nbytes,
         "write_s": ws,
         "write_bps": nbytes / ws,
         "stall_s": summarize(stalls).median,
+        "loop_stall_s": loop["loop_stall_s"],
+        "loop": loop,
         "restore_s": rs,
         "read_bps": nbytes / rs,
         "write_samples_s": writes,
@@ -573,7 +667,8 @@ def result(
     notes.append(
         f"{fmt}: {fmt_bytes(row['bytes'])} written in {row['write_s']:.3f} s ({fmt_rate(row['write_bps'])}, "
         f"{row['write_vs_baseline']:.2f}x plain sequential), restored cold in {row['restore_s']:.3f} s "
-        f"({fmt_rate(row['read_bps'])}, {row['read_vs_baseline']:.2f}x), training-loop stall {row['stall_s']:.3f} s"
+        f"({fmt_rate(row['read_bps'])}, {row['read_vs_baseline']:.2f}x), caller blocked {row['stall_s']:.3f} s, "
+        f"training-loop stall {row['loop_stall_s']:.3f} s"
     )
     yd = young_daly(row["write_s"] * est["resumable_bytes"] / m["bytes"], row["restore_s"], est, gpus)
     notes.append(
