@@ -170,7 +170,16 @@ for _info in (
         "durable save of model + optimizer state (torch.save, safetensors, DCP sync/async) against plain "
         "sequential I/O and the assumed storage speed; the measured write time in Young/Daly",
         "aiworkbook.proofs.checkpoint",
-        (_MODEL_OPT, _SIZE_MB, _DIR, _FORMAT, _FORMATS, _QUICK),
+        (
+            _MODEL_OPT,
+            _SIZE_MB,
+            _DIR,
+            _FORMAT,
+            _FORMATS,
+            InputSpec("gpus", "int", "GPUs of the job, for the Young/Daly interval", 1024, low=1),
+            InputSpec("keep", "bool", "leave one checkpoint in dir for the restore proof", False),
+            _QUICK,
+        ),
         rough_s={"cpu": 10.0, "cuda": 10.0},
         patterns=("dl-training", "hybrid"),
     ),
