@@ -156,7 +156,11 @@ def start_save(
     base = Path(root) / fmt
     base.mkdir(parents=True, exist_ok=True)
     man = manifest if manifest is not None else make_manifest(state)
-    tmp = base / f"{fsio.TMP_PREFIX}step-{step}-{os.urandom(4).hex()}"
+    tag = os.urandom(4).hex()
+    tmp = base / f"{fsio.TMP_PREFIX}step-{step}-{tag}"
+    final = base / f"step-{step}"
+    if final.exists():  # a re-saved step gets a new folder: the old one stays until LATEST has moved
+        final = base / f"step-{step}.{tag}"
     tmp.mkdir()
     t0 = time.perf_counter()
     try:
@@ -164,7 +168,12 @@ def start_save(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return PendingSave(tmp, base / f"step-{step}", man, futures, t0, time.perf_counter() - t0, keep)
+    return PendingSave(tmp, final, man, futures, t0, time.perf_counter() - t0, keep)
+
+
+def _step_order(p: Path) -> tuple[int, int]:
+    """Oldest first: by step number, then by when the folder was published (a re-saved step)."""
+    return int(p.name[5:].split(".")[0]), p.stat().st_mtime_ns
 
 
 class PendingSave:
@@ -198,7 +207,7 @@ class PendingSave:
         base = self.final.parent
         atomic_write_text(base / "LATEST", self.final.name)
         fsio.fsync_path(base)
-        steps = sorted((p for p in base.glob("step-*") if p.is_dir()), key=lambda p: int(p.name[5:]))
+        steps = sorted((p for p in base.glob("step-*") if p.is_dir()), key=_step_order)
         for old in steps[: max(0, len(steps) - 1 - self.keep)]:
             shutil.rmtree(old, ignore_errors=True)
         return {
@@ -494,10 +503,12 @@ def loop_stall(
     med = summarize(alone).median
     t0 = time.perf_counter()
     step()
+    s0 = time.perf_counter()
     pending = start_save(work / "loop", state, fmt, 0, control=control, manifest=man)
     if not pending.futures:
         pending.wait()  # a sync save: the loop waits until it is durable
     ckpt_step = time.perf_counter() - t0
+    blocked = time.perf_counter() - s0
     overlapped: list[float] = []
     while pending.futures and not pending.done() and len(overlapped) < max_steps:
         overlapped.append(step())
@@ -510,10 +521,11 @@ def loop_stall(
     return {
         "step_s": med,
         "checkpoint_step_s": ckpt_step,
+        "blocked_s": blocked,
         "overlapped_steps": len(overlapped),
         "overlapped_extra_s": extra,
         "tail_wait_s": tail,
-        "loop_stall_s": max(0.0, ckpt_step - med) + extra + tail,
+        "loop_stall_s": max(blocked, ckpt_step - med) + extra + tail,
     }
 
 

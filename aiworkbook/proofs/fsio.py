@@ -141,20 +141,13 @@ def scratch(directory: Path, name: str = "") -> Iterator[Path]:
 
 
 def publish(tmp: Path, final: Path) -> None:
-    """Atomically move a finished, fsynced folder to its final name and make the rename durable."""
-    fsync_tree(tmp)
+    """Atomically move a finished, fsynced folder to its (new) final name and make the rename durable.
+    An existing `final` is refused: replacing it would leave a moment with neither folder."""
     if final.exists():
-        _swap(tmp, final)
-    else:
-        os.replace(tmp, final)
-    fsync_path(final.parent)
-
-
-def _swap(tmp: Path, final: Path) -> None:
-    old = final.with_name(f"{TMP_PREFIX}old-{uuid.uuid4().hex[:8]}")
-    os.replace(final, old)
+        raise FileExistsError(f"{final} exists; publish under a new name")
+    fsync_tree(tmp)
     os.replace(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
+    fsync_path(final.parent)
 
 
 def write_sequential(
