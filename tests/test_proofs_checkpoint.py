@@ -181,6 +181,13 @@ def test_a_disk_too_small_is_refused_before_writing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_state_larger_than_ram_is_refused_before_allocating(tmp_path):
+    with pytest.raises(SpecError, match="RAM available"):
+        C.measure(model="llama-3-70b", dir=str(tmp_path))  # 12 B/param: ~840 GB
+    assert registry.plan("checkpoint", model="llama-3-70b", dir=str(tmp_path)).fits is False
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bad_inputs_are_spec_errors(tmp_path):
     with pytest.raises(SpecError, match="format"):
         C.parse_formats("zip")

@@ -401,6 +401,10 @@ def plan(
         while not d.exists() and d != d.parent:
             d = d.parent
         fits = shutil.disk_usage(d).free >= need * 1.05
+    import psutil
+
+    if 2 * nbytes > psutil.virtual_memory().available:
+        fits = False  # the state and one loaded copy must fit in host RAM
     write_s = nbytes / est["assumed_write_bps"]
     read_s = nbytes / est["assumed_read_bps"]
     return Plan(
@@ -587,6 +591,8 @@ def measure(
     n = trials or (1 if quick else 3)
     if n < 1:
         raise SpecError("trials", n, ">= 1")
+    what = model or f"{size_mb} MiB"
+    fsio.check_ram(2 * nbytes, "model" if spec is not None else "size_mb", what)  # the state + one load
     fsio.check_free(d, (4 if keep else 3) * nbytes)
     state = model_state(spec) if spec is not None else synthetic_state(nbytes)
     nbytes = state_bytes(state)

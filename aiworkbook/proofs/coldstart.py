@@ -78,6 +78,7 @@ def run(
     est = _estimate(spec, dtype)
     d = fsio.resolve_dir(dir)
     fsio.check_free(d, est["weights_bytes"])
+    fsio.check_ram(2 * est["weights_bytes"], "model", model)  # the built model + the loaded state dict
     n = trials or (1 if quick else 3)
     tdt = TORCH_DTYPES[dtype]
     rows, cold = [], []

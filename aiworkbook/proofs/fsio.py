@@ -106,6 +106,18 @@ def check_free(directory: str | os.PathLike, need_bytes: int, *, margin: float =
     return free
 
 
+def check_ram(need_bytes: int, field: str, what: str) -> int:
+    """Refuse before allocating when host RAM available is below `need_bytes`; returns what is available."""
+    import psutil
+
+    avail = psutil.virtual_memory().available
+    if need_bytes > avail:
+        raise SpecError(
+            field, what, f"a size whose {fmt_bytes(need_bytes)} fit the {fmt_bytes(avail)} of RAM available"
+        )
+    return avail
+
+
 def resolve_dir(directory: str | os.PathLike | None, *, create: bool = True) -> Path:
     """The directory the user chose, resolved; created when missing; must be a writable directory."""
     if directory is None or str(directory) == "":
