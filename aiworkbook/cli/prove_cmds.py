@@ -172,3 +172,4 @@ def register(app: typer.Typer) -> None:
 
     _serving(prove)
     app.add_typer(prove, name="prove")
+    __import__("aiworkbook.cli.prove_storage_cmds", fromlist=["register_prove"]).register_prove(prove)

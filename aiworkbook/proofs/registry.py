@@ -109,6 +109,20 @@ _DEVICE = InputSpec(
 )
 _QUICK = InputSpec("quick", "bool", "smaller sizes and fewer trials (CI, notebooks)", False)
 
+_DIR = InputSpec("dir", "path", "directory the proof writes its files in (removed afterwards)", None)
+_MODEL_OPT = InputSpec("model", "model", "model whose weights + AdamW state are saved (else size_mb)", None)
+_SIZE_MB = InputSpec("size_mb", "float", "bytes to save in MiB when no model is given", None, low=0.001)
+_FORMAT = InputSpec(
+    "format",
+    "choice",
+    "format whose figure is the headline",
+    "safetensors",
+    ("safetensors", "torch", "dcp", "dcp-async"),
+)
+_FORMATS = InputSpec(
+    "formats", "str", "comma-separated formats to measure", "safetensors,torch,dcp,dcp-async"
+)
+
 _REGISTRY: dict[str, ProofInfo] = {}
 
 
@@ -130,7 +144,7 @@ for _info in (
             _QUICK,
         ),
         rough_s={"cpu": 20.0, "cuda": 30.0},
-        patterns=("classical-ml", "dl-training", "llm-inference", "hybrid"),
+        patterns=("classical-ml-cpu", "dl-training", "llm-inference", "hybrid"),
     ),
     ProofInfo(
         "vram",
@@ -174,6 +188,111 @@ for _info in (
         ),
         rough_s={"cpu": 25.0, "cuda": 40.0},
         patterns=("llm-inference", "hybrid"),
+    ),
+    ProofInfo(
+        "checkpoint",
+        "Checkpoint write",
+        "durable save of model + optimizer state (torch.save, safetensors, DCP sync/async) against plain "
+        "sequential I/O and the assumed storage speed; the measured write time in Young/Daly",
+        "aiworkbook.proofs.checkpoint",
+        (
+            _MODEL_OPT,
+            _SIZE_MB,
+            _DIR,
+            _FORMAT,
+            _FORMATS,
+            InputSpec("gpus", "int", "GPUs of the job, for the Young/Daly interval", 1024, low=1),
+            InputSpec("keep", "bool", "leave one checkpoint in dir for the restore proof", False),
+            _QUICK,
+        ),
+        rough_s={"cpu": 10.0, "cuda": 10.0},
+        patterns=("dl-training", "hybrid"),
+    ),
+    ProofInfo(
+        "restore",
+        "Checkpoint restore",
+        "cold-cache restore of model + optimizer state, every tensor checked against the saved one",
+        "aiworkbook.proofs.restore",
+        (_MODEL_OPT, _SIZE_MB, _DIR, _FORMAT, _QUICK),
+        rough_s={"cpu": 5.0, "cuda": 5.0},
+        patterns=("dl-training", "hybrid"),
+    ),
+    ProofInfo(
+        "coldstart",
+        "Cold start",
+        "checkpoint on disk to the first forward pass on the device (load, build, transfer, warm-up)",
+        "aiworkbook.proofs.coldstart",
+        (
+            _MODEL,
+            _DIR,
+            InputSpec("dtype", "choice", "weights dtype", "bf16", ("fp32", "bf16", "fp16")),
+            _DEVICE,
+            _QUICK,
+        ),
+        rough_s={"cpu": 5.0, "cuda": 10.0},
+        patterns=("llm-inference", "hybrid"),
+    ),
+    ProofInfo(
+        "dataload",
+        "Dataset read and input wait",
+        "DataLoader throughput cold and warm (workers, pin_memory, prefetch) and the input-wait fraction of "
+        "a training loop against the 10 % red flag, beside synthetic on-device data",
+        "aiworkbook.proofs.dataload",
+        (
+            _DIR,
+            InputSpec("shards", "int", "shard files to generate", None, low=1),
+            InputSpec("samples_per_shard", "int", "samples per shard", None, low=1),
+            InputSpec("sample_kb", "float", "KiB per sample", None, low=0.001),
+            InputSpec("batch", "int", "samples per batch", 16, low=1),
+            InputSpec("workers", "str", "DataLoader worker counts to sweep, comma-separated", None),
+            InputSpec("prefetch", "str", "prefetch factors to sweep (with workers), comma-separated", "2"),
+            InputSpec(
+                "compute",
+                "choice",
+                "compute step: calibrated sleep or a real model step",
+                "sleep",
+                ("sleep", "model"),
+            ),
+            InputSpec("step_ms", "float", "sleep step in ms", 5.0, low=0.0),
+            _DEVICE,
+            _QUICK,
+        ),
+        rough_s={"cpu": 10.0, "cuda": 10.0},
+        patterns=("dl-training", "hybrid"),
+    ),
+    ProofInfo(
+        "host",
+        "CPU node: fit, RAM headroom, Parquet",
+        "host memory bandwidth, a HistGradientBoosting fit's rows/s over threads 1..N, peak RSS beside the "
+        "data's in-memory size, and Parquet reads cold and warm",
+        "aiworkbook.proofs.hostnode",
+        (
+            _DIR,
+            InputSpec("rows", "int", "rows of generated tabular data", None, low=100),
+            InputSpec("cols", "int", "feature columns", None, low=3),
+            InputSpec("iterations", "int", "boosting iterations (trees)", None, low=1),
+            InputSpec("threads", "int", "most threads to sweep (default: every CPU)", None, low=1),
+            _QUICK,
+        ),
+        cpu=True,
+        gpu=False,
+        rough_s={"cpu": 10.0},
+        patterns=("classical-ml-cpu",),
+    ),
+    ProofInfo(
+        "allreduce",
+        "All-reduce bus bandwidth",
+        "all-reduce under torchrun (gloo on CPU, NCCL on GPU): algbw and busbw over a size sweep, a "
+        "correctness check and per-rank step times for stragglers",
+        "aiworkbook.proofs.allreduce",
+        (
+            InputSpec("ranks", "int", "processes on this node (GPUs on CUDA)", 2, low=1),
+            InputSpec("sizes", "str", "message sizes in KiB, comma-separated", None),
+            _DEVICE,
+            _QUICK,
+        ),
+        rough_s={"cpu": 15.0, "cuda": 20.0},
+        patterns=("dl-training", "hybrid"),
     ),
 ):
     register(_info)

@@ -1,0 +1,191 @@
+"""`aiworkbook prove checkpoint|restore|coldstart|dataload|host|allreduce`: the storage, input-pipeline,
+CPU-node and multi-GPU proofs, run through the proof registry (plan first, progress, Ctrl-C cleans up)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+DIR_HELP = "directory the proof writes its files in (only there; removed afterwards)"
+JSON_HELP = "write the ProofResult JSON here"
+
+
+def _run(name: str, json_file: Path | None, **inputs: Any):
+    """Check --json, show the plan, run with a progress bar, print the result; a failure is one line."""
+    from tqdm.auto import tqdm
+
+    from aiworkbook.cli.prove_cmds import _check_outputs, _emit
+    from aiworkbook.proofs import registry
+
+    _check_outputs(json=json_file)
+    inputs = {k: v for k, v in inputs.items() if v is not None}
+    p = registry.plan(name, **inputs)
+    for note in p.notes:
+        typer.echo(f"plan: {note}")
+    if p.fits is False:
+        typer.echo(
+            f"plan: {name} may not fit here ({p.sizes}); the proof checks again before writing", err=True
+        )
+    bar = tqdm(total=0, desc=name, leave=False)
+    last: list[tuple[int, int, str]] = []
+
+    def progress(done: int, total: int, message: str) -> None:
+        if last and last[-1] == (done, total, message):
+            return  # a proof polling a subprocess reports the same step many times
+        last[:] = [(done, total, message)]
+        bar.total, bar.n = total, done
+        bar.set_description(message[:60], refresh=True)
+
+    try:
+        r = registry.run(name, progress=progress, **inputs)
+    except RuntimeError as exc:
+        typer.echo(f"error: {name}: {str(exc).strip().splitlines()[0]}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        bar.close()
+    _emit(r, json_file)
+    return r
+
+
+def register_prove(prove: typer.Typer) -> None:
+    """Add the storage, data, host and all-reduce proofs to the `prove` group."""
+    from aiworkbook.units import fmt_bytes, fmt_rate
+
+    @prove.command("checkpoint")
+    def checkpoint(
+        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        model: str = typer.Option(None, help="save this model's weights + AdamW state (else --size-mb)"),
+        size_mb: float = typer.Option(None, "--size-mb", help="MiB of state to save when no model is given"),
+        format: str = typer.Option("safetensors", "--format", help="headline format"),
+        formats: str = typer.Option("safetensors,torch,dcp,dcp-async", help="formats to measure"),
+        trials: int = typer.Option(None, help="saves and restores per format"),
+        gpus: int = typer.Option(1024, help="GPUs of the job for the Young/Daly interval"),
+        keep: bool = typer.Option(False, "--keep", help="leave one checkpoint in --dir for `prove restore`"),
+        quick: bool = typer.Option(False, "--quick", help="32 MiB, one trial"),
+        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+    ) -> None:
+        """Durable checkpoint writes per format beside plain sequential I/O; Young/Daly at the measured time."""
+        r = _run(
+            "checkpoint", json_file, dir=str(dir), model=model, size_mb=size_mb, format=format,
+            formats=formats, trials=trials, gpus=gpus, quick=quick, keep=keep,
+        )  # fmt: skip
+        _formats(r, fmt_bytes, fmt_rate)
+
+    @prove.command("restore")
+    def restore(
+        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        model: str = typer.Option(None, help="model whose weights + AdamW state are restored"),
+        size_mb: float = typer.Option(None, "--size-mb", help="MiB of state when no model is given"),
+        format: str = typer.Option("safetensors", "--format", help="safetensors, torch, dcp or dcp-async"),
+        trials: int = typer.Option(None, help="restores"),
+        quick: bool = typer.Option(False, "--quick", help="32 MiB, one trial"),
+        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+    ) -> None:
+        """Cold-cache restore throughput; every tensor checked. Restores the checkpoint in --dir when there is one."""
+        r = _run(
+            "restore", json_file, dir=str(dir), model=model, size_mb=size_mb, format=format, trials=trials,
+            quick=quick,
+        )  # fmt: skip
+        _formats(r, fmt_bytes, fmt_rate)
+
+    @prove.command("coldstart")
+    def coldstart(
+        model: str = typer.Argument("tiny-llama", help="model preset"),
+        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dtype: str = typer.Option("bf16", help="fp32, bf16 or fp16 weights"),
+        device: str = typer.Option("auto", help="auto, cpu or cuda"),
+        trials: int = typer.Option(None, help="cold starts"),
+        quick: bool = typer.Option(False, "--quick", help="one cold start"),
+        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+    ) -> None:
+        """Checkpoint on disk to the first forward pass: load, build, transfer, warm-up."""
+        _run(
+            "coldstart", json_file, model=model, dir=str(dir), dtype=dtype, device=device, trials=trials,
+            quick=quick,
+        )  # fmt: skip
+
+    @prove.command("dataload")
+    def dataload(
+        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        shards: int = typer.Option(None, help="shard files to generate"),
+        samples_per_shard: int = typer.Option(None, "--samples-per-shard", help="samples per shard"),
+        sample_kb: float = typer.Option(None, "--sample-kb", help="KiB per sample"),
+        batch: int = typer.Option(16, help="samples per batch"),
+        workers: str = typer.Option(None, help="worker counts to sweep, e.g. 0,2,4"),
+        prefetch: str = typer.Option("2", help="batches prefetched per worker to sweep, e.g. 2,4"),
+        compute: str = typer.Option("sleep", help="sleep (calibrated) or model (a real step)"),
+        step_ms: float = typer.Option(5.0, "--step-ms", help="sleep step in ms"),
+        steps: int = typer.Option(None, help="training-loop steps"),
+        threshold: float = typer.Option(0.10, help="red flag above this input-wait fraction"),
+        device: str = typer.Option("auto", help="auto, cpu or cuda"),
+        quick: bool = typer.Option(False, "--quick", help="a few hundred KB, two configs"),
+        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+    ) -> None:
+        """DataLoader throughput cold and warm; the input-wait fraction of a training loop."""
+        r = _run(
+            "dataload", json_file, dir=str(dir), shards=shards, samples_per_shard=samples_per_shard,
+            sample_kb=sample_kb, batch=batch, workers=workers, prefetch=prefetch, compute=compute,
+            step_ms=step_ms, steps=steps, threshold=threshold, device=device, quick=quick,
+        )  # fmt: skip
+        for x in r.details.get("sweep", []):
+            typer.echo(
+                f"  workers {x['workers']:>2} pin {x['pin_memory']!s:<5} prefetch {x['prefetch'] or '-'!s:>2}: cold {x['cold']['samples_per_s']:,.0f} "
+                f"samples/s ({fmt_rate(x['cold']['bytes_per_s'])}), warm {x['warm']['samples_per_s']:,.0f} "
+                f"samples/s ({fmt_rate(x['warm']['bytes_per_s'])})"
+            )
+
+    @prove.command("host")
+    def host(
+        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        rows: int = typer.Option(None, help="rows of generated tabular data"),
+        cols: int = typer.Option(None, help="feature columns"),
+        iterations: int = typer.Option(None, help="boosting iterations"),
+        threads: int = typer.Option(None, help="most threads to sweep (default: every CPU)"),
+        quick: bool = typer.Option(False, "--quick", help="20,000 rows, 10 trees"),
+        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+    ) -> None:
+        """CPU node: memory bandwidth, HistGradientBoosting rows/s over threads, peak RSS, Parquet reads."""
+        r = _run(
+            "host", json_file, dir=str(dir), rows=rows, cols=cols, iterations=iterations, threads=threads,
+            quick=quick,
+        )  # fmt: skip
+        for x in r.details.get("scaling", []):
+            typer.echo(
+                f"  {x['threads']:>3} threads: {x['rows_per_s']:,.0f} row-iterations/s ({x['speedup']:.2f}x)"
+            )
+
+    @prove.command("allreduce")
+    def allreduce(
+        ranks: int = typer.Option(2, help="processes on this node (GPUs on CUDA)"),
+        sizes: str = typer.Option(None, help="message sizes in KiB, comma-separated"),
+        iters: int = typer.Option(None, help="timed iterations per size"),
+        device: str = typer.Option("auto", help="auto, cpu (gloo) or cuda (NCCL)"),
+        quick: bool = typer.Option(False, "--quick", help="three small sizes"),
+        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+    ) -> None:
+        """All-reduce under torchrun: algbw and busbw per size, correctness, per-rank step times."""
+        r = _run("allreduce", json_file, ranks=ranks, sizes=sizes, iters=iters, device=device, quick=quick)
+        for x in r.details.get("sweep", []):
+            bus = fmt_rate(x["busbw_bps"]) if x["busbw_bps"] is not None else x["busbw_note"]
+            typer.echo(
+                f"  {fmt_bytes(x['bytes']):>10}: {x['time_s'] * 1e3:9.3f} ms  algbw {fmt_rate(x['algbw_bps'])}  busbw {bus}"
+            )
+
+
+def _formats(r, fmt_bytes, fmt_rate) -> None:
+    b = r.details.get("baseline")
+    if b:
+        typer.echo(
+            f"  {'plain sequential':<12} {fmt_bytes(b['bytes']):>10}: write {fmt_rate(b['write_bps'])}, "
+            f"read {fmt_rate(b['read_bps'])}"
+        )
+    for x in r.details.get("formats", []):
+        if "write_bps" not in x:  # an existing checkpoint, restored only
+            continue
+        typer.echo(
+            f"  {x['format']:<12} {fmt_bytes(x['bytes']):>10}: write {fmt_rate(x['write_bps'])} "
+            f"({x['write_vs_baseline']:.2f}x), loop stall {x['loop_stall_s']:.3f} s, restore {fmt_rate(x['read_bps'])} "
+            f"({x['read_vs_baseline']:.2f}x), integrity {x['integrity']}"
+        )

@@ -1,0 +1,726 @@
+"""Checkpoint proof: save a model + optimizer state durably in three formats (torch.save, safetensors,
+torch.distributed.checkpoint sync and async), restore it from a cold page cache, check every tensor
+against the saved one, and set the figures beside plain sequential I/O of the same size in the same
+directory and beside the estimate's storage section (size, write time, Young/Daly interval).
+
+A checkpoint is a folder `<root>/<format>/step-<n>` written under a temporary name, fsynced (files and
+folder) and renamed; `<root>/<format>/LATEST` (written atomically) names the newest one. A save killed
+at any point leaves the previous checkpoint and its LATEST untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from aiworkbook.errors import SpecError
+from aiworkbook.persist import atomic_write_text
+from aiworkbook.proofs import flags as F
+from aiworkbook.proofs import fsio
+from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.registry import Plan
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.proofs.stats import summarize
+from aiworkbook.units import MiB, fmt_bytes, fmt_rate
+
+FORMATS = ("safetensors", "torch", "dcp", "dcp-async")
+MANIFEST = "manifest.json"
+QUICK_BYTES = 32 * MiB
+SHARD_BYTES = 64 * MiB  # one file per shard: a cancel lands between shards
+_TENSOR_BYTES = 4 * MiB  # synthetic state: tensors of this size
+
+
+# ---- the state ------------------------------------------------------------------------------------
+def synthetic_state(nbytes: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random fp32 'weights' plus AdamW's exp_avg and exp_avg_sq for each (1/3 of the bytes each)."""
+    if nbytes < 3 * 4:
+        raise SpecError("size_bytes", nbytes, ">= 12 bytes")
+    gen = torch.Generator().manual_seed(seed)
+    per = nbytes // 3 // 4  # fp32 elements per role
+    out: dict[str, torch.Tensor] = {}
+    i = 0
+    while per > 0:
+        n = min(per, _TENSOR_BYTES // 4)
+        out[f"model.w{i}"] = torch.randn(n, generator=gen)
+        out[f"optim.w{i}.exp_avg"] = torch.randn(n, generator=gen)
+        out[f"optim.w{i}.exp_avg_sq"] = torch.rand(n, generator=gen)
+        per -= n
+        i += 1
+    out["optim.step"] = torch.tensor(1.0)
+    return out
+
+
+def model_state(spec, seed: int = 0) -> dict[str, torch.Tensor]:
+    """A DecoderModel (fp32, CPU) and its AdamW state after one step, flattened to name -> tensor."""
+    from aiworkbook.proofs.model import DecoderModel
+
+    torch.manual_seed(seed)
+    model = DecoderModel(spec)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    opt.step()
+    names = {id(p): n for n, p in model.named_parameters()}
+    out: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+    for n, t in model.state_dict().items():
+        out[f"model.{n}"] = t.clone() if t.data_ptr() in seen else t  # safetensors refuses shared storage
+        seen.add(t.data_ptr())
+    for param, st in opt.state.items():
+        for k, v in st.items():
+            out[f"optim.{names[id(param)]}.{k}"] = v if torch.is_tensor(v) else torch.tensor(v)
+    return out
+
+
+def state_bytes(state: dict[str, torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in state.values())
+
+
+def digest(t: torch.Tensor) -> str:
+    """blake2b of the tensor's bytes (dtype and shape recorded beside it in the manifest)."""
+    b = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
+    return hashlib.blake2b(b.tobytes() if not b.flags.c_contiguous else b.data, digest_size=16).hexdigest()
+
+
+def touch(t: torch.Tensor) -> int:
+    """Read every byte (a lazily mapped tensor is loaded only once touched): a wrapping sum of 8-byte
+    words (~10 GB/s; a uint8 sum in torch runs at ~0.1 GB/s and would time the checksum, not the disk)."""
+    import numpy as np
+
+    b = t.detach().reshape(-1).view(torch.uint8).numpy()
+    n = b.size - b.size % 8
+    return int(b[:n].view(np.uint64).sum(dtype=np.uint64)) + int(b[n:].sum())
+
+
+def shards(state: dict[str, torch.Tensor], shard_bytes: int = SHARD_BYTES) -> list[dict[str, torch.Tensor]]:
+    out: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for k, t in state.items():
+        n = t.numel() * t.element_size()
+        if out[-1] and size + n > shard_bytes:
+            out.append({})
+            size = 0
+        out[-1][k] = t
+        size += n
+    return out
+
+
+# ---- save and load --------------------------------------------------------------------------------
+def _check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise SpecError("format", fmt, ", ".join(FORMATS))
+    return fmt
+
+
+def save_checkpoint(
+    root: str | os.PathLike,
+    state: dict[str, torch.Tensor],
+    fmt: str,
+    step: int,
+    *,
+    control: Control = NULL,
+    manifest: dict[str, Any] | None = None,
+    keep: int = 1,
+) -> dict[str, Any]:
+    """Save `state` atomically as `<root>/<fmt>/step-<step>` and point LATEST at it.
+
+    Returns write_s (until files, folder and rename are durable), stall_s (how long the caller was
+    blocked: the whole write for sync formats, until async_save returned for dcp-async), bytes, path.
+    `keep` older checkpoints survive (the previous one is kept until the new one is durable)."""
+    return start_save(root, state, fmt, step, control=control, manifest=manifest, keep=keep).wait()
+
+
+def start_save(
+    root: str | os.PathLike,
+    state: dict[str, torch.Tensor],
+    fmt: str,
+    step: int,
+    *,
+    control: Control = NULL,
+    manifest: dict[str, Any] | None = None,
+    keep: int = 1,
+) -> PendingSave:
+    """Begin a save: sync formats write here; dcp-async returns once async_save has staged the state,
+    and the write goes on in DCP's thread. `.wait()` makes it durable, renames it and moves LATEST."""
+    _check_format(fmt)
+    base = Path(root) / fmt
+    base.mkdir(parents=True, exist_ok=True)
+    man = manifest if manifest is not None else make_manifest(state)
+    tag = os.urandom(4).hex()
+    tmp = base / f"{fsio.TMP_PREFIX}step-{step}-{tag}"
+    final = base / f"step-{step}"
+    if final.exists():  # a re-saved step gets a new folder: the old one stays until LATEST has moved
+        final = base / f"step-{step}.{tag}"
+    tmp.mkdir()
+    t0 = time.perf_counter()
+    try:
+        futures = _write(tmp, state, fmt, control)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return PendingSave(tmp, final, man, futures, t0, time.perf_counter() - t0, keep)
+
+
+def _step_order(p: Path) -> tuple[int, int]:
+    """Oldest first: by step number, then by when the folder was published (a re-saved step)."""
+    return int(p.name[5:].split(".")[0]), p.stat().st_mtime_ns
+
+
+class PendingSave:
+    """A save under way: `done()` says whether its background write finished; `wait()` publishes it."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        final: Path,
+        man: dict[str, Any],
+        futures: list[Any],
+        t0: float,
+        blocked: float,
+        keep: int,
+    ) -> None:
+        self.tmp, self.final, self.man, self.futures = tmp, final, man, futures
+        self.t0, self.blocked, self.keep = t0, blocked, keep
+
+    def done(self) -> bool:
+        return all(f.done() for f in self.futures)
+
+    def wait(self) -> dict[str, Any]:
+        try:
+            for fut in self.futures:
+                fut.result()
+            atomic_write_text(self.tmp / MANIFEST, json.dumps(self.man))
+            fsio.publish(self.tmp, self.final)
+            write_s = time.perf_counter() - self.t0
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        base = self.final.parent
+        atomic_write_text(base / "LATEST", self.final.name)
+        fsio.fsync_path(base)
+        steps = sorted((p for p in base.glob("step-*") if p.is_dir()), key=_step_order)
+        for old in steps[: max(0, len(steps) - 1 - self.keep)]:
+            shutil.rmtree(old, ignore_errors=True)
+        return {
+            "path": str(self.final),
+            "bytes": fsio.tree_bytes(self.final),
+            "write_s": write_s,
+            "stall_s": self.blocked if self.futures else write_s,
+        }
+
+
+def make_manifest(state: dict[str, torch.Tensor]) -> dict[str, Any]:
+    return {
+        k: {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "blake2b": digest(t)}
+        for k, t in state.items()
+    }
+
+
+def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control) -> list[Any]:
+    """Write the files; returns the futures still running (dcp-async) or []."""
+    parts = shards(state)
+    if fmt in ("safetensors", "torch"):
+        for i, part in enumerate(parts):
+            control.step(i, len(parts), f"{fmt}: shard {i + 1}/{len(parts)}")
+            path = tmp / f"shard-{i:05d}.{'safetensors' if fmt == 'safetensors' else 'pt'}"
+            if fmt == "safetensors":
+                from safetensors.torch import save_file
+
+                save_file(part, str(path))
+            else:
+                torch.save(part, path)
+            fsio.fsync_path(path)  # torch.save does not fsync; safetensors neither
+        return []
+    import torch.distributed.checkpoint as dcp
+
+    control.step(0, 1, f"{fmt}: one call to torch.distributed.checkpoint")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "assuming the intent is to save in a single process"
+        if fmt == "dcp":
+            dcp.save(state, checkpoint_id=str(tmp))
+            return []
+        resp = dcp.async_save(state, checkpoint_id=str(tmp))
+        from concurrent.futures import Future
+
+        # a Future, or (newer torch with a stager) an AsyncSaveResponse holding staging + upload futures
+        return [resp] if isinstance(resp, Future) else [resp.staging_completion, resp.upload_completion]
+
+
+def latest(root: str | os.PathLike, fmt: str) -> Path:
+    """The folder LATEST names; SpecError when there is no complete checkpoint."""
+    base = Path(root) / _check_format(fmt)
+    try:
+        name = (base / "LATEST").read_text().strip()
+    except OSError:
+        raise SpecError(
+            "dir", str(root), f"a folder holding a {fmt} checkpoint (no {base / 'LATEST'})"
+        ) from None
+    return base / name
+
+
+def load_checkpoint(
+    path: str | os.PathLike,
+    fmt: str,
+    *,
+    control: Control = NULL,
+    template: dict[str, torch.Tensor] | None = None,
+) -> dict[str, torch.Tensor]:
+    """Load every tensor of a checkpoint folder and touch each byte (lazy mmap loads count only when
+    read). DCP loads in place into `template` (built from the manifest when not given)."""
+    _check_format(fmt)
+    p = Path(path)
+    if fmt in ("safetensors", "torch"):
+        out: dict[str, torch.Tensor] = {}
+        files = sorted(p.glob("shard-*"))
+        for i, f in enumerate(files):
+            control.step(i, len(files), f"load {fmt}: shard {i + 1}/{len(files)}")
+            if fmt == "safetensors":
+                from safetensors.torch import load_file
+
+                part = load_file(str(f))
+            else:
+                part = torch.load(f, weights_only=True)
+            for t in part.values():
+                touch(t)
+            out.update(part)
+        return out
+    import torch.distributed.checkpoint as dcp
+
+    tpl = template if template is not None else empty_like_manifest(read_manifest(p))
+    control.step(0, 1, f"load {fmt}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        dcp.load(tpl, checkpoint_id=str(p))
+    for t in tpl.values():
+        touch(t)
+    return tpl
+
+
+def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
+    return json.loads((Path(path) / MANIFEST).read_text())
+
+
+def empty_like_manifest(man: dict[str, Any]) -> dict[str, torch.Tensor]:
+    return {k: torch.empty(v["shape"], dtype=getattr(torch, v["dtype"])) for k, v in man.items()}
+
+
+def verify(loaded: dict[str, torch.Tensor], man: dict[str, Any]) -> list[str]:
+    """Names whose restored tensor differs from the saved one (missing, extra, dtype, shape or bytes)."""
+    bad = sorted(set(man) ^ set(loaded))
+    for k, m in man.items():
+        t = loaded.get(k)
+        if t is None:
+            continue
+        if (
+            str(t.dtype).removeprefix("torch.") != m["dtype"]
+            or list(t.shape) != m["shape"]
+            or digest(t) != m["blake2b"]
+        ):
+            bad.append(k)
+    return bad
+
+
+def restore_latest(root: str | os.PathLike, fmt: str) -> tuple[Path, list[str]]:
+    """Load the checkpoint LATEST names and check it; (its folder, tensors that differ)."""
+    p = latest(root, fmt)
+    return p, verify(load_checkpoint(p, fmt), read_manifest(p))
+
+
+# ---- the proof ------------------------------------------------------------------------------------
+def _inputs(model: str | None, size_mb: float | None, quick: bool) -> tuple[Any, int]:
+    """(ModelSpec or None, bytes to save): a model when named, else a byte budget."""
+    if model:
+        from aiworkbook.specs import load_model
+
+        spec = load_model(model)
+        return spec, spec.params * 12  # fp32 weights + AdamW m, v: what model_state saves
+    if size_mb is None:
+        return None, QUICK_BYTES if quick else 512 * MiB
+    if not size_mb > 0:
+        raise SpecError("size_mb", size_mb, "> 0 (MiB to save)")
+    return None, int(size_mb * MiB)
+
+
+def estimate_storage(spec, nbytes: int) -> dict[str, Any]:
+    """The estimate's storage section (fp32 AdamW training, the state this proof saves) and assumptions."""
+    from aiworkbook.sizing.assumptions import Assumptions
+
+    a = Assumptions()
+    out: dict[str, Any] = {
+        "assumed_write_bps": a.storage_write_bps,
+        "assumed_read_bps": a.storage_read_bps,
+        "gpu_mtbf_s": a.gpu_mtbf_hours * 3600.0,
+        "restart_s": a.restart_s,
+    }
+    if spec is not None:
+        from aiworkbook.sizing.estimate import estimate
+        from aiworkbook.sizing.workload import Workload
+
+        st = estimate(
+            spec, Workload(mode="train", precision="fp32", recipe="fp32-adamw"), None, "cpu"
+        ).storage
+        out.update(resumable_bytes=st["resumable_bytes"], write_s=st["write_s"], restore_s=st["restore_s"])
+    else:
+        out.update(
+            resumable_bytes=nbytes,
+            write_s=nbytes / a.storage_write_bps,
+            restore_s=nbytes / a.storage_read_bps,
+        )
+    return out
+
+
+def plan(
+    *,
+    model: str | None = None,
+    size_mb: float | None = None,
+    dir: str | None = None,
+    formats: str = "safetensors,torch,dcp,dcp-async",
+    trials: int | None = None,
+    quick: bool = False,
+    **_: Any,
+) -> Plan:
+    spec, nbytes = _inputs(model, size_mb, quick)
+    fmts = parse_formats(formats)
+    n = trials or (1 if quick else 3)
+    est = estimate_storage(spec, nbytes)
+    need = 2 * nbytes + nbytes  # the previous checkpoint, the new one, the baseline file
+    fits = None
+    if dir:
+        import shutil
+
+        d = Path(dir).expanduser()
+        while not d.exists() and d != d.parent:
+            d = d.parent
+        fits = shutil.disk_usage(d).free >= need * 1.05
+    import psutil
+
+    if 2 * nbytes > psutil.virtual_memory().available:
+        fits = False  # the state and one loaded copy must fit in host RAM
+    write_s = nbytes / est["assumed_write_bps"]
+    read_s = nbytes / est["assumed_read_bps"]
+    return Plan(
+        proof="checkpoint",
+        device="cpu",
+        predicted=est["assumed_write_bps"],
+        predicted_label="assumed storage write speed",
+        unit="B/s",
+        sizes={
+            "state_bytes": nbytes,
+            "formats": list(fmts),
+            "trials": n,
+            "disk_needed_bytes": need,
+            "estimate_resumable_bytes": est["resumable_bytes"],
+            "estimate_write_s": est["write_s"],
+        },
+        fits=fits,
+        rough_s=(len(fmts) + 1) * n * (write_s + read_s) + 2.0,
+        notes=(
+            f"{fmt_bytes(nbytes)} per checkpoint, {len(fmts)} formats + a plain sequential baseline, "
+            f"{n} trial(s) each; needs {fmt_bytes(need)} free in the directory",
+            f"at the assumed {fmt_rate(est['assumed_write_bps'])} write a save takes ~{write_s:.2f} s",
+        ),
+    )
+
+
+def parse_formats(formats: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    items = formats.split(",") if isinstance(formats, str) else list(formats)
+    out = tuple(_check_format(f.strip()) for f in items if f.strip())
+    if not out:
+        raise SpecError("formats", formats, ", ".join(FORMATS))
+    return out
+
+
+def _stepper(control: Control, total: int, message: str) -> Callable[[int], None]:
+    def step(done: int) -> None:
+        control.step(done, total, message)
+
+    return step
+
+
+def baseline(work: Path, nbytes: int, trials: int, control: Control) -> dict[str, Any]:
+    """Plain sequential write (fsynced) and cold read of the same size in the same directory."""
+    writes, reads, cold = [], [], []
+    path = work / "baseline.bin"
+    for i in range(trials):
+        msg = f"baseline: sequential write {i + 1}/{trials}"
+        writes.append(fsio.write_sequential(path, nbytes, _stepper(control, nbytes, msg)))
+        ok, why = fsio.drop_cache(path)
+        cold.append((ok, why))
+        msg = f"baseline: sequential read {i + 1}/{trials}"
+        reads.append(fsio.read_sequential(path, _stepper(control, nbytes, msg)))
+        path.unlink()
+    return {
+        "bytes": nbytes,
+        "write_s": summarize(writes).median,
+        "read_s": summarize(reads).median,
+        "write_bps": nbytes / summarize(writes).median,
+        "read_bps": nbytes / summarize(reads).median,
+        "cache_cold": all(c[0] for c in cold),
+        "cold_note": next((c[1] for c in cold if not c[0]), ""),
+    }
+
+
+def timed_restore(
+    path: str | os.PathLike, fmt: str, man: dict[str, Any], control: Control = NULL
+) -> tuple[float, list[str], tuple[bool, str]]:
+    """One cold restore: evict the folder from the page cache, load and touch every tensor (timed),
+    then compare each with the manifest (not timed). Returns (seconds, differing names, (cold, why not))."""
+    cold = fsio.drop_cache(path)
+    template = empty_like_manifest(man) if fmt.startswith("dcp") else None  # allocated before the clock
+    t0 = time.perf_counter()
+    loaded = load_checkpoint(path, fmt, control=control, template=template)
+    seconds = time.perf_counter() - t0
+    return seconds, verify(loaded, man), cold
+
+
+def loop_stall(
+    work: Path,
+    state: dict[str, torch.Tensor],
+    man: dict[str, Any],
+    fmt: str,
+    control: Control = NULL,
+    max_steps: int = 2000,
+) -> dict[str, Any]:
+    """The stall a training loop sees: a fixed CPU step (matmuls) timed alone, then with a save after
+    it. A sync save stalls the step by its whole write; an async one by its staging, then slows the
+    steps that overlap its background write (extra time over the median step), and whatever is left
+    at the end is waited for. loop_stall_s is the sum."""
+    a = torch.randn(256, 256) / 16
+
+    def step() -> float:
+        t0 = time.perf_counter()
+        b = a
+        for _ in range(8):
+            b = torch.tanh(b @ a)
+        return time.perf_counter() - t0
+
+    alone = [step() for _ in range(9)][2:]
+    med = summarize(alone).median
+    t0 = time.perf_counter()
+    step()
+    s0 = time.perf_counter()
+    pending = start_save(work / "loop", state, fmt, 0, control=control, manifest=man)
+    if not pending.futures:
+        pending.wait()  # a sync save: the loop waits until it is durable
+    ckpt_step = time.perf_counter() - t0
+    blocked = time.perf_counter() - s0
+    overlapped: list[float] = []
+    while pending.futures and not pending.done() and len(overlapped) < max_steps:
+        overlapped.append(step())
+        control.check("training loop during an async save")
+    t1 = time.perf_counter()
+    if pending.futures:
+        pending.wait()
+    tail = time.perf_counter() - t1
+    extra = sum(max(0.0, x - med) for x in overlapped)
+    return {
+        "step_s": med,
+        "checkpoint_step_s": ckpt_step,
+        "blocked_s": blocked,
+        "overlapped_steps": len(overlapped),
+        "overlapped_extra_s": extra,
+        "tail_wait_s": tail,
+        "loop_stall_s": max(blocked, ckpt_step - med) + extra + tail,
+    }
+
+
+def measure_format(
+    work: Path, state: dict[str, torch.Tensor], man: dict[str, Any], fmt: str, trials: int, control: Control
+) -> dict[str, Any]:
+    """Save `trials` times (each a new step, the previous kept until durable), restore each cold, verify."""
+    writes, stalls, reads, bad, cold = [], [], [], [], []
+    nbytes = 0
+    warm = {"w": torch.zeros(4)}  # first-call costs (imports, DCP planners, thread pools) stay off the clock
+    save_checkpoint(work / "warmup", warm, fmt, 0, manifest=make_manifest(warm))
+    load_checkpoint(latest(work / "warmup", fmt), fmt)
+    for i in range(trials):
+        s = save_checkpoint(work, state, fmt, i, control=control, manifest=man)
+        writes.append(s["write_s"])
+        stalls.append(s["stall_s"])
+        nbytes = s["bytes"]
+        seconds, differ, c = timed_restore(s["path"], fmt, man, control)
+        reads.append(seconds)
+        bad.extend(differ)
+        cold.append(c)
+    ws, rs = summarize(writes).median, summarize(reads).median
+    loop = loop_stall(work, state, man, fmt, control)
+    return {
+        "format": fmt,
+        "bytes": nbytes,
+        "write_s": ws,
+        "write_bps": nbytes / ws,
+        "stall_s": summarize(stalls).median,
+        "loop_stall_s": loop["loop_stall_s"],
+        "loop": loop,
+        "restore_s": rs,
+        "read_bps": nbytes / rs,
+        "write_samples_s": writes,
+        "restore_samples_s": reads,
+        "integrity": "ok" if not bad else f"{len(set(bad))} tensors differ",
+        "mismatched": sorted(set(bad))[:10],
+        "cache_cold": all(c[0] for c in cold),
+        "cold_note": next((c[1] for c in cold if not c[0]), ""),
+    }
+
+
+def measure(
+    *,
+    model: str | None = None,
+    size_mb: float | None = None,
+    dir: str | None = None,
+    formats: str = "safetensors,torch,dcp,dcp-async",
+    trials: int | None = None,
+    quick: bool = False,
+    control: Control = NULL,
+    keep: bool = False,
+) -> dict[str, Any]:
+    """Every format and the baseline in one scratch folder inside `dir` (removed afterwards). `keep`
+    leaves one checkpoint of the first format as `<dir>/<format>/step-0` (for `prove restore`)."""
+    d = fsio.resolve_dir(dir)
+    spec, nbytes = _inputs(model, size_mb, quick)
+    fmts = parse_formats(formats)
+    n = trials or (1 if quick else 3)
+    if n < 1:
+        raise SpecError("trials", n, ">= 1")
+    what = model or f"{size_mb} MiB"
+    fsio.check_ram(2 * nbytes, "model" if spec is not None else "size_mb", what)  # the state + one load
+    fsio.check_free(d, (4 if keep else 3) * nbytes)
+    state = model_state(spec) if spec is not None else synthetic_state(nbytes)
+    nbytes = state_bytes(state)
+    man = make_manifest(state)
+    rows = []
+    with fsio.scratch(d, "checkpoint-") as work:
+        base = baseline(work, nbytes, n, control)
+        for fmt in fmts:
+            rows.append(measure_format(work, state, man, fmt, n, control))
+    if keep:
+        save_checkpoint(d, state, fmts[0], 0, control=control, manifest=man)
+    return {
+        "spec": spec,
+        "bytes": nbytes,
+        "baseline": base,
+        "formats": rows,
+        "dir": str(d),
+        "fs": fsio.fs_type(d),
+    }
+
+
+def _flags(m: dict[str, Any]) -> list[str]:
+    out = [F.FSYNCED]
+    if m["baseline"]["cache_cold"] and all(r["cache_cold"] for r in m["formats"]):
+        out.append(F.CACHE_COLD)
+    return out
+
+
+def _notes(m: dict[str, Any]) -> list[str]:
+    notes = []
+    cold = [m["baseline"].get("cold_note")] + [r.get("cold_note") for r in m["formats"]]
+    why = next((c for c in cold if c), "")
+    if why:
+        notes.append(f"reads are NOT cache-cold: {why}")
+    bad = [r["format"] for r in m["formats"] if r["integrity"] != "ok"]
+    if bad:
+        notes.append("integrity FAILED for " + ", ".join(bad))
+    return notes
+
+
+def young_daly(write_s: float, restore_s: float, est: dict[str, Any], gpus: int = 1) -> dict[str, Any]:
+    """The measured write time fed into Young/Daly for a job of `gpus` GPUs at the assumed MTBF."""
+    from aiworkbook.sizing import storage as S
+
+    m = S.system_mtbf(est["gpu_mtbf_s"], gpus)
+    tau = S.daly_interval(write_s, m)
+    return {
+        "gpus": gpus,
+        "system_mtbf_s": m,
+        "write_s": write_s,
+        "young_interval_s": S.young_interval(write_s, m),
+        "daly_interval_s": tau,
+        "waste_fraction": S.waste_fraction(write_s, tau, m, est["restart_s"] + restore_s),
+    }
+
+
+def run(
+    *, control: Control = NULL, format: str = "safetensors", gpus: int = 1024, **inputs: Any
+) -> ProofResult:
+    """The checkpoint proof: durable write throughput of `format` against the assumed storage speed."""
+    fmt = _check_format(format)
+    fmts = parse_formats(inputs.pop("formats", "safetensors,torch,dcp,dcp-async"))
+    fmts = (fmt, *(f for f in fmts if f != fmt))  # the headline format first: the one `keep` leaves
+    m = measure(formats=",".join(fmts), control=control, **inputs)
+    return result("checkpoint", m, fmt, gpus, inputs, restore=False)
+
+
+def result(
+    proof: str, m: dict[str, Any], fmt: str, gpus: int, inputs: dict[str, Any], *, restore: bool
+) -> ProofResult:
+    """A ProofResult for the checkpoint (write) or restore (read) view of one measurement."""
+    est = estimate_storage(m["spec"], m["bytes"])
+    row = next(r for r in m["formats"] if r["format"] == fmt)
+    base = m["baseline"]
+    for r in m["formats"]:
+        r["write_vs_baseline"] = r["write_bps"] / base["write_bps"]
+        r["read_vs_baseline"] = r["read_bps"] / base["read_bps"]
+    at_measured = {
+        "estimate_resumable_bytes": est["resumable_bytes"],
+        "saved_bytes": m["bytes"],
+        "size_ratio": m["bytes"] / est["resumable_bytes"] if est["resumable_bytes"] else None,
+        "estimate_write_s_assumed": est["write_s"],
+        "estimate_write_s_at_measured": est["resumable_bytes"] / row["write_bps"],
+        "estimate_restore_s_at_measured": est["resumable_bytes"] / row["read_bps"],
+    }
+    key, pred = ("read_bps", est["assumed_read_bps"]) if restore else ("write_bps", est["assumed_write_bps"])
+    samples = row["restore_samples_s" if restore else "write_samples_s"]
+    rates = [row["bytes"] / s for s in samples]
+    notes = _notes(m)
+    notes.append(
+        f"{fmt}: {fmt_bytes(row['bytes'])} written in {row['write_s']:.3f} s ({fmt_rate(row['write_bps'])}, "
+        f"{row['write_vs_baseline']:.2f}x plain sequential), restored cold in {row['restore_s']:.3f} s "
+        f"({fmt_rate(row['read_bps'])}, {row['read_vs_baseline']:.2f}x), caller blocked {row['stall_s']:.3f} s, "
+        f"training-loop stall {row['loop_stall_s']:.3f} s"
+    )
+    yd = young_daly(row["write_s"] * est["resumable_bytes"] / m["bytes"], row["restore_s"], est, gpus)
+    notes.append(
+        f"Young/Daly with the measured write time scaled to the estimate's {fmt_bytes(est['resumable_bytes'])} "
+        f"on {gpus} GPUs: checkpoint every {yd['daly_interval_s'] / 60:.1f} min, waste {yd['waste_fraction']:.2%}"
+    )
+    if m["fs"] in fsio.MEMORY_FS:
+        notes.append(f"{m['dir']} is on {m['fs']}: these are memory speeds, not storage speeds")
+    return ProofResult(
+        proof=proof,
+        device="cpu",
+        inputs={
+            k: v
+            for k, v in {**inputs, "format": fmt, "gpus": gpus}.items()
+            if isinstance(v, str | int | float | bool | type(None))
+        },
+        measured=row[key],
+        unit="B/s",
+        predicted=pred,
+        predicted_label=f"assumed storage {'read' if restore else 'write'} speed",
+        verdict="fail"
+        if any(r["integrity"] != "ok" for r in m["formats"])
+        else "",  # "": against the estimate
+        samples=rates,
+        stats=summarize(rates),
+        flags=_flags(m),
+        environment=capture("cpu"),
+        details={
+            "formats": m["formats"],
+            "baseline": base,
+            "estimate": at_measured,
+            "young_daly": yd,
+            "dir": m["dir"],
+            "fs": m["fs"],
+        },
+        notes=notes,
+    )

@@ -1,0 +1,168 @@
+"""Cold start: from a weights checkpoint on disk (page cache dropped) to the first forward pass on the
+device: read + touch, build the model, copy to the device, first forward (warm-up) — the number that
+decides whether scale-from-zero is possible.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from aiworkbook.proofs import flags as F
+from aiworkbook.proofs import fsio
+from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.device import resolve_device
+from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
+from aiworkbook.proofs.registry import Plan
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.proofs.stats import summarize
+from aiworkbook.specs import load_model
+from aiworkbook.units import fmt_bytes, fmt_rate
+
+PHASES = ("load_s", "build_s", "transfer_s", "first_forward_s")
+
+
+def _estimate(spec, dtype: str) -> dict[str, Any]:
+    from aiworkbook.sizing.estimate import estimate
+    from aiworkbook.sizing.workload import Workload
+
+    st = estimate(
+        spec,
+        Workload(mode="infer", weights_dtype=dtype, precision="fp32" if dtype == "fp32" else dtype),
+        None,
+        "cpu",
+    ).storage
+    return dict(st)
+
+
+def plan(
+    *, model: str = "tiny-llama", dtype: str = "bf16", device: str = "auto", quick: bool = False, **_: Any
+) -> Plan:
+    spec = load_model(model)
+    est = _estimate(spec, dtype)
+    return Plan(
+        proof="coldstart",
+        device=resolve_device(device).device,
+        predicted=est["load_s"],
+        predicted_label="estimate's weight load time (weights / assumed read speed)",
+        unit="s",
+        sizes={"weights_bytes": est["weights_bytes"], "dtype": dtype, "trials": 1 if quick else 3},
+        rough_s=3 * est["load_s"] + 2.0,
+        notes=(f"{fmt_bytes(est['weights_bytes'])} of {dtype} weights read cold, built, moved and run once",),
+    )
+
+
+def run(
+    *,
+    control: Control = NULL,
+    model: str = "tiny-llama",
+    dir: str | None = None,
+    dtype: str = "bf16",
+    device: str = "auto",
+    trials: int | None = None,
+    quick: bool = False,
+) -> ProofResult:
+    from safetensors.torch import load_file, save_file
+
+    from aiworkbook.errors import SpecError
+    from aiworkbook.proofs.checkpoint import touch
+
+    if dtype not in ("fp32", "bf16", "fp16"):
+        raise SpecError("dtype", dtype, "fp32, bf16, fp16")
+    choice = resolve_device(device)
+    dev = choice.device
+    spec = load_model(model)
+    est = _estimate(spec, dtype)
+    d = fsio.resolve_dir(dir)
+    fsio.check_free(d, est["weights_bytes"])
+    fsio.check_ram(2 * est["weights_bytes"], "model", model)  # the built model + the loaded state dict
+    n = trials or (1 if quick else 3)
+    tdt = TORCH_DTYPES[dtype]
+    rows, cold = [], []
+    with fsio.scratch(d, "coldstart-") as work:
+        control.step(0, n + 1, "writing the weights checkpoint")
+        src = DecoderModel(spec, dtype=tdt)
+        path = work / "model.safetensors"
+        save_file({k: v.contiguous() for k, v in src.state_dict().items()}, str(path))
+        fsio.fsync_path(path)
+        del src
+        with torch.device(
+            "meta"
+        ):  # torch's one-time meta-device set-up (~3 s once per process) stays off the
+            DecoderModel(spec, dtype=tdt)  # clock: process start-up and imports are not counted either
+        ids = torch.randint(0, spec.vocab_size, (1, 8))
+        for i in range(n):
+            control.step(i + 1, n + 1, f"cold start {i + 1}/{n}")
+            cold.append(fsio.drop_cache(path))
+            t0 = time.perf_counter()
+            sd = load_file(str(path))
+            for t in sd.values():
+                touch(t)
+            t1 = time.perf_counter()
+            with torch.device("meta"):
+                m = DecoderModel(spec, dtype=tdt)
+            m.load_state_dict(sd, assign=True)
+            m.inv_freq = _inv_freq(spec)  # a non-persistent buffer: not in the checkpoint
+            t2 = time.perf_counter()
+            m = m.to(dev)
+            _sync(dev)
+            t3 = time.perf_counter()
+            with torch.no_grad():
+                out = m(ids.to(dev))
+            _sync(dev)
+            t4 = time.perf_counter()
+            if not torch.isfinite(out.float()).all():
+                raise RuntimeError("the first forward pass produced non-finite logits")
+            rows.append(dict(zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True)))
+            del m, sd, out
+    totals = [sum(r.values()) for r in rows]
+    med = {k: summarize([r[k] for r in rows]).median for k in PHASES}
+    flags = [*choice.flags]
+    if all(c[0] for c in cold):
+        flags.append(F.CACHE_COLD)
+    notes = [
+        f"{fmt_bytes(est['weights_bytes'])} from disk to first logits: load {med['load_s']:.3f} s "
+        f"({fmt_rate(est['weights_bytes'] / med['load_s'])}), build {med['build_s']:.3f} s, "
+        f"transfer {med['transfer_s']:.3f} s, first forward {med['first_forward_s']:.3f} s"
+    ]
+    why = next((c[1] for c in cold if not c[0]), "")
+    if why:
+        notes.append(f"reads are NOT cache-cold: {why}")
+    return ProofResult(
+        proof="coldstart",
+        device=dev,
+        inputs={"model": model, "dtype": dtype, "device": device, "trials": n, "quick": quick, "dir": str(d)},
+        measured=summarize(totals).median,
+        unit="s",
+        predicted=est["load_s"],
+        predicted_label="estimate's weight load time (weights / assumed read speed)",
+        verdict="info",  # the estimate predicts the read only; build, transfer and warm-up are shown beside it
+        samples=totals,
+        stats=summarize(totals),
+        flags=flags,
+        environment=capture(dev),
+        details={
+            "phases_median_s": med,
+            "load_vs_estimate": med["load_s"] / est["load_s"],
+            "trials": rows,
+            "weights_bytes": est["weights_bytes"],
+            "fs": fsio.fs_type(d),
+        },
+        notes=notes,
+    )
+
+
+def _inv_freq(spec) -> torch.Tensor:
+    """The rotary frequencies (a non-persistent buffer, so not in the checkpoint) rebuilt off the meta device."""
+    from aiworkbook.proofs.model import rope_theta
+
+    theta = rope_theta(spec)
+    return 1.0 / (theta ** (torch.arange(0, spec.head_dim, 2, dtype=torch.float32) / spec.head_dim))
+
+
+def _sync(dev: str) -> None:
+    if dev == "cuda":
+        torch.cuda.synchronize()

@@ -1,0 +1,206 @@
+"""Honest file I/O for the storage proofs: durable writes (fsync of file and directory), cold reads
+(posix_fadvise DONTNEED after fsync), a scratch directory that refuses paths outside the one the user
+chose and removes its temporary files on success, failure and Ctrl-C, and a disk-space check before
+the first byte is written.
+
+Why: `torch.save` does not fsync and the page cache makes a re-read look like RAM; a figure counts
+only when the bytes are on storage (REFERENCE "Measuring honestly").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from aiworkbook.errors import SpecError
+from aiworkbook.units import MiB, fmt_bytes
+
+CHUNK = 16 * MiB  # one write/read unit: well under a second on any disk, so a cancel lands quickly
+TMP_PREFIX = ".aiwb-tmp-"
+#: file systems whose "reads" never leave memory: a cold read there is a memory read
+MEMORY_FS = ("tmpfs", "ramfs", "devtmpfs", "overlay-tmpfs")
+
+
+class DiskFull(SpecError):
+    """The directory's free space is smaller than what the proof would write."""
+
+
+def fsync_path(path: str | os.PathLike) -> None:
+    """fsync a file or a directory (a directory fsync makes its new entries and renames durable)."""
+    flags = os.O_RDONLY | (os.O_DIRECTORY if Path(path).is_dir() and hasattr(os, "O_DIRECTORY") else 0)
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(root: str | os.PathLike) -> int:
+    """fsync every file under `root`, then every directory bottom-up; returns the files' total bytes."""
+    total = 0
+    dirs = []
+    for d, _sub, files in os.walk(str(root)):
+        dirs.append(d)
+        for f in files:
+            p = os.path.join(d, f)
+            fsync_path(p)
+            total += os.path.getsize(p)
+    for d in reversed(dirs):
+        fsync_path(d)
+    return total
+
+
+def drop_cache(path: str | os.PathLike) -> tuple[bool, str]:
+    """Evict a file (or every file under a directory) from the page cache: fsync, then
+    posix_fadvise(DONTNEED). Returns (done, why not). Not possible on platforms without posix_fadvise
+    or on memory file systems (tmpfs), where there is no storage to read from."""
+    if not hasattr(os, "posix_fadvise"):
+        return False, "os.posix_fadvise is not available on this platform"
+    fs = fs_type(path)
+    if fs in MEMORY_FS:
+        return False, f"{path} is on {fs}: reads come from memory whatever the cache says"
+    paths = [Path(path)] if Path(path).is_file() else [p for p in Path(path).rglob("*") if p.is_file()]
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # DONTNEED leaves dirty pages in place: they must be clean first
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError as exc:
+            return False, f"posix_fadvise failed on {p}: {exc}"
+        finally:
+            os.close(fd)
+    return True, ""
+
+
+def fs_type(path: str | os.PathLike) -> str:
+    """The file system type holding `path` (longest matching mount point), '' when unknown."""
+    try:
+        import psutil
+
+        target = os.path.realpath(path)
+        best, kind = "", ""
+        for part in psutil.disk_partitions(all=True):
+            mp = part.mountpoint
+            if (target == mp or target.startswith(mp.rstrip("/") + "/")) and len(mp) > len(best):
+                best, kind = mp, part.fstype
+        return kind
+    except Exception:
+        return ""
+
+
+def check_free(directory: str | os.PathLike, need_bytes: int, *, margin: float = 1.05) -> int:
+    """Refuse before writing when the directory's free space is below `need_bytes` (x margin); returns
+    the free bytes."""
+    free = shutil.disk_usage(directory).free
+    if need_bytes * margin > free:
+        raise DiskFull(
+            "dir",
+            str(directory),
+            f"a directory with at least {fmt_bytes(need_bytes * margin)} free (has {fmt_bytes(free)})",
+        )
+    return free
+
+
+def check_ram(need_bytes: int, field: str, what: str) -> int:
+    """Refuse before allocating when host RAM available is below `need_bytes`; returns what is available."""
+    import psutil
+
+    avail = psutil.virtual_memory().available
+    if need_bytes > avail:
+        raise SpecError(
+            field, what, f"a size whose {fmt_bytes(need_bytes)} fit the {fmt_bytes(avail)} of RAM available"
+        )
+    return avail
+
+
+def resolve_dir(directory: str | os.PathLike | None, *, create: bool = True) -> Path:
+    """The directory the user chose, resolved; created when missing; must be a writable directory."""
+    if directory is None or str(directory) == "":
+        raise SpecError("dir", directory, "a directory to write the proof's files in (--dir PATH)")
+    d = Path(directory).expanduser().resolve()
+    if d.exists() and not d.is_dir():
+        raise SpecError("dir", str(directory), "a directory, not a file")
+    if create:
+        d.mkdir(parents=True, exist_ok=True)
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise SpecError("dir", str(directory), "a directory this user can write")
+    return d
+
+
+def inside(directory: Path, path: str | os.PathLike) -> Path:
+    """`path` (relative to `directory` or absolute) resolved; a path outside the directory is refused."""
+    p = Path(path)
+    p = (p if p.is_absolute() else directory / p).resolve()
+    if p != directory and directory not in p.parents:
+        raise SpecError("path", str(path), f"a path inside {directory}")
+    return p
+
+
+@contextmanager
+def scratch(directory: Path, name: str = "") -> Iterator[Path]:
+    """A temporary folder inside `directory`, removed afterwards whatever happens (Ctrl-C included)."""
+    tmp = directory / f"{TMP_PREFIX}{name}{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def publish(tmp: Path, final: Path) -> None:
+    """Atomically move a finished, fsynced folder to its (new) final name and make the rename durable.
+    An existing `final` is refused: replacing it would leave a moment with neither folder."""
+    if final.exists():
+        raise FileExistsError(f"{final} exists; publish under a new name")
+    fsync_tree(tmp)
+    os.replace(tmp, final)
+    fsync_path(final.parent)
+
+
+def write_sequential(
+    path: Path, nbytes: int, step: Callable[[int], None] | None = None, chunk: int = CHUNK
+) -> float:
+    """Plain sequential write of `nbytes` of random data in chunks, fsynced (file and directory).
+    Returns seconds until durable. The buffer is made before the clock starts."""
+    import numpy as np
+
+    buf = np.random.default_rng(0).integers(0, 256, size=min(chunk, max(nbytes, 1)), dtype=np.uint8).data
+    done = 0
+    t0 = time.perf_counter()
+    with open(path, "wb", buffering=0) as f:
+        while done < nbytes:
+            n = min(len(buf), nbytes - done)
+            f.write(buf[:n])
+            done += n
+            if step is not None:
+                step(done)
+        os.fsync(f.fileno())
+    fsync_path(path.parent)
+    return time.perf_counter() - t0
+
+
+def read_sequential(path: Path, step: Callable[[int], None] | None = None, chunk: int = CHUNK) -> float:
+    """Plain sequential read of a whole file in chunks into one reused buffer; seconds."""
+    buf = bytearray(chunk)
+    view = memoryview(buf)
+    done = 0
+    t0 = time.perf_counter()
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            n = f.readinto(view)
+            if not n:
+                break
+            done += n
+            if step is not None:
+                step(done)
+    return time.perf_counter() - t0
+
+
+def tree_bytes(root: str | os.PathLike) -> int:
+    p = Path(root)
+    return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())

@@ -1,0 +1,244 @@
+"""CPU node proof (the classical-ML pattern): host memory bandwidth, a real gradient-boosted fit
+(scikit-learn's HistGradientBoosting) on generated tabular data with rows/s against threads 1..N and
+peak RSS beside the data's in-memory size (the seeds' "RAM headroom for feature engineering"), and
+Parquet columnar read throughput (pyarrow) cold and warm.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs import flags as F
+from aiworkbook.proofs import fsio
+from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.registry import Plan
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.units import MiB, fmt_bytes, fmt_rate
+
+ITER_CHUNK = 5  # boosting iterations per unit of work (warm_start continues the fit): cancel lands between
+
+
+def data_bytes(rows: int, cols: int) -> int:
+    """In-memory size of the generated table: float64 features + a float64 target."""
+    return rows * (cols + 1) * 8
+
+
+def make_table(rows: int, cols: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Features N(0, 1); a non-linear target with noise, so boosting has something to learn."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, cols))
+    y = np.sin(x[:, 0]) + x[:, 1] * x[:, 2 % cols] + 0.1 * rng.standard_normal(rows)
+    return x, y
+
+
+def thread_counts(n: int | None = None) -> list[int]:
+    """1, 2, 4, ... up to the CPU count, and the CPU count itself."""
+    top = n or os.cpu_count() or 1
+    out, t = [], 1
+    while t < top:
+        out.append(t)
+        t *= 2
+    return [*out, top]
+
+
+class PeakRSS:
+    """Samples this process's RSS every few ms in a thread; `peak` is the highest seen."""
+
+    def __init__(self, interval: float = 0.005) -> None:
+        import psutil
+
+        self._proc = psutil.Process()
+        self.interval = interval
+        self.peak = self._proc.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, self._proc.memory_info().rss)
+
+    def __enter__(self) -> PeakRSS:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._proc.memory_info().rss)
+
+
+def fit(x: np.ndarray, y: np.ndarray, threads: int, iterations: int, control: Control, label: str) -> float:
+    """Seconds for a HistGradientBoostingRegressor fit of `iterations` trees on `threads` OpenMP threads."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
+
+    model = HistGradientBoostingRegressor(max_iter=0, early_stopping=False, warm_start=True, random_state=0)
+    elapsed = 0.0
+    with threadpool_limits(limits=threads):
+        done = 0
+        while done < iterations:
+            done = min(iterations, done + ITER_CHUNK)
+            model.set_params(max_iter=done)
+            t0 = time.perf_counter()
+            model.fit(x, y)
+            elapsed += time.perf_counter() - t0
+            control.step(done, iterations, label)
+    if model.n_iter_ != iterations:
+        raise RuntimeError(f"the fit ran {model.n_iter_} iterations, not {iterations}")
+    return elapsed
+
+
+def parquet_read(directory: Path, x: np.ndarray, control: Control) -> dict[str, Any]:
+    """Write the table as Parquet (fsynced), then read it cold (cache dropped) and warm."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = directory / "table.parquet"
+    table = pa.table({f"f{i}": x[:, i] for i in range(x.shape[1])})
+    pq.write_table(table, path)
+    fsio.fsync_path(path)
+    fsio.fsync_path(directory)
+    out: dict[str, Any] = {"file_bytes": path.stat().st_size, "table_bytes": table.nbytes}
+    ok, why = fsio.drop_cache(path)
+    out["cache_cold"], out["cold_note"] = ok, why
+    for kind in ("cold", "warm"):
+        control.step(0 if kind == "cold" else 1, 2, f"parquet {kind} read")
+        t0 = time.perf_counter()
+        got = pq.read_table(path)
+        dt = time.perf_counter() - t0
+        if got.num_rows != x.shape[0]:
+            raise RuntimeError("the Parquet table read back a different row count")
+        out[kind] = {"seconds": dt, "file_bps": out["file_bytes"] / dt, "table_bps": out["table_bytes"] / dt}
+    return out
+
+
+def _sizes(quick: bool, rows: int | None, cols: int | None, iterations: int | None) -> tuple[int, int, int]:
+    r = rows or (20_000 if quick else 1_000_000)
+    c = cols or (20 if quick else 50)
+    it = iterations or (10 if quick else 50)
+    for name, v, low in (("rows", r, 100), ("cols", c, 3), ("iterations", it, 1)):
+        if v < low:
+            raise SpecError(name, v, f">= {low}")
+    return r, c, it
+
+
+def plan(
+    *,
+    rows: int | None = None,
+    cols: int | None = None,
+    iterations: int | None = None,
+    threads: int | None = None,
+    quick: bool = False,
+    **_: Any,
+) -> Plan:
+    r, c, it = _sizes(quick, rows, cols, iterations)
+    import psutil
+
+    need = data_bytes(r, c)
+    avail = psutil.virtual_memory().available
+    ts = thread_counts(threads)
+    return Plan(
+        proof="host",
+        device="cpu",
+        predicted=float(need),
+        predicted_label="data in-memory size (rows x (cols + 1) x 8 B)",
+        unit="B",
+        sizes={
+            "rows": r,
+            "cols": c,
+            "iterations": it,
+            "threads": ts,
+            "data_bytes": need,
+            "available_ram": avail,
+        },
+        fits=3 * need < avail,
+        rough_s=len(ts) * r * it * 2e-7 + 5.0,
+        notes=(f"{r:,} rows x {c} columns ({fmt_bytes(need)}), {it} trees on threads {ts}",),
+    )
+
+
+def run(
+    *,
+    control: Control = NULL,
+    dir: str | None = None,
+    rows: int | None = None,
+    cols: int | None = None,
+    iterations: int | None = None,
+    threads: int | None = None,
+    quick: bool = False,
+) -> ProofResult:
+    from aiworkbook.proofs.roofline import bandwidth
+
+    r, c, it = _sizes(quick, rows, cols, iterations)
+    if threads is not None and threads < 1:
+        raise SpecError("threads", threads, ">= 1")
+    d = fsio.resolve_dir(dir)
+    need = data_bytes(r, c)
+    fsio.check_free(d, need)
+    control.step(0, 1, "host memory bandwidth")
+    bw = bandwidth(
+        "cpu", buffer_bytes=(64 if quick else 512) * MiB, trials=3 if quick else 10, threads=threads
+    )
+    import psutil
+
+    wx, wy = make_table(500, c)  # imports and OpenMP start-up kept out of the RSS growth and the clock
+    fit(wx, wy, 1, 1, NULL, "warm-up")
+    del wx, wy
+    before = psutil.Process().memory_info().rss
+    with PeakRSS() as peak:
+        x, y = make_table(r, c)
+        scaling = []
+        for t in thread_counts(threads):
+            s = fit(x, y, t, it, control, f"HistGradientBoosting fit on {t} thread(s)")
+            scaling.append({"threads": t, "seconds": s, "rows_per_s": r * it / s})
+    grown = peak.peak - before
+    with fsio.scratch(d, "host-") as work:
+        pq = parquet_read(work, x, control)
+    del x, y
+    base = scaling[0]["rows_per_s"]
+    for row in scaling:
+        row["speedup"] = row["rows_per_s"] / base
+    top = scaling[-1]
+    flags = [F.LLC_RESIDENT] if bw["cache_resident"] else []
+    if pq["cache_cold"]:
+        flags.append(F.CACHE_COLD)
+    notes = [
+        f"peak RSS grew {fmt_bytes(grown)} for {fmt_bytes(need)} of data ({grown / need:.2f}x: the headroom a fit needs)",
+        f"HistGradientBoosting: {top['rows_per_s']:,.0f} row-iterations/s on {top['threads']} threads, "
+        f"{top['speedup']:.2f}x one thread",
+        f"host memory: copy {fmt_rate(bw['copy_bps'])} (traffic), read {fmt_rate(bw['read_bps'])}",
+        f"Parquet {fmt_bytes(pq['file_bytes'])}: cold {fmt_rate(pq['cold']['file_bps'])}, "
+        f"warm {fmt_rate(pq['warm']['file_bps'])} (file bytes/s)",
+    ]
+    if not pq["cache_cold"]:
+        notes.append(f"the cold Parquet read is NOT cache-cold: {pq['cold_note']}")
+    return ProofResult(
+        proof="host",
+        device="cpu",
+        inputs={"rows": r, "cols": c, "iterations": it, "threads": threads, "quick": quick, "dir": str(d)},
+        measured=float(grown),
+        unit="B",
+        predicted=float(need),
+        predicted_label="data in-memory size (rows x (cols + 1) x 8 B)",
+        verdict="info",  # a fit needs more than its data; the ratio is the headroom, not an error
+        flags=flags,
+        environment=capture("cpu"),
+        details={
+            "scaling": scaling,
+            "peak_rss_bytes": peak.peak,
+            "rss_before_bytes": before,
+            "rss_growth_bytes": grown,
+            "data_bytes": need,
+            "bandwidth": {k: v for k, v in bw.items() if not k.endswith("samples_bps")},
+            "parquet": pq,
+        },
+        notes=notes,
+    )

@@ -1,0 +1,125 @@
+"""Restore proof: cold-cache restore throughput, every tensor checked against the saved one.
+
+When `<dir>/<format>/LATEST` exists (a checkpoint left by `prove checkpoint --keep`, or by
+`checkpoint.save_checkpoint` in a training script) that checkpoint is restored as it is; otherwise the
+proof saves the same state as the checkpoint proof first, so a restore always reads a checkpoint it
+can verify. Either way it is set beside a plain sequential cold read of the same size, same folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from aiworkbook.proofs import checkpoint as C
+from aiworkbook.proofs import flags as F
+from aiworkbook.proofs import fsio
+from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.registry import Plan
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.proofs.stats import summarize
+from aiworkbook.units import fmt_bytes, fmt_rate
+
+
+def existing(dir: str | None, fmt: str) -> Path | None:
+    """The checkpoint LATEST names in `dir` for `fmt`, or None."""
+    if not dir:
+        return None
+    try:
+        p = C.latest(Path(dir).expanduser(), fmt)
+    except Exception:
+        return None
+    return p if p.is_dir() else None
+
+
+def plan(**inputs: Any) -> Plan:
+    fmt = C._check_format(inputs.get("format", "safetensors"))
+    p = C.plan(**{k: v for k, v in inputs.items() if k != "format"})
+    est = C.estimate_storage(
+        *C._inputs(inputs.get("model"), inputs.get("size_mb"), bool(inputs.get("quick")))
+    )
+    found = existing(inputs.get("dir"), fmt)
+    sizes = dict(p.sizes)
+    if found is not None:
+        sizes.update(state_bytes=fsio.tree_bytes(found), existing=str(found))
+    how = f"restores {found} as it is" if found is not None else "saves a checkpoint first, then restores it"
+    return replace(
+        p,
+        proof="restore",
+        predicted=est["assumed_read_bps"],
+        predicted_label="assumed storage read speed",
+        sizes=sizes,
+        notes=(*p.notes, f"{how}, cold, at the assumed {fmt_rate(est['assumed_read_bps'])}"),
+    )
+
+
+def run(
+    *, control: Control = NULL, format: str = "safetensors", gpus: int = 1024, **inputs: Any
+) -> ProofResult:
+    fmt = C._check_format(format)
+    found = existing(inputs.get("dir"), fmt)
+    if found is not None:
+        return _restore_existing(found, fmt, inputs, control)
+    fmts = C.parse_formats(inputs.pop("formats", fmt))
+    fmts = (fmt, *(f for f in fmts if f != fmt))
+    m = C.measure(formats=",".join(fmts), control=control, **inputs)
+    return C.result("restore", m, fmt, gpus, inputs, restore=True)
+
+
+def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Control) -> ProofResult:
+    d = fsio.resolve_dir(inputs.get("dir"))
+    n = inputs.get("trials") or (1 if inputs.get("quick") else 3)
+    man = C.read_manifest(path)
+    nbytes = fsio.tree_bytes(path)
+    fsio.check_free(d, nbytes)  # the baseline file
+    reads, bad, cold = [], [], []
+    for _ in range(n):
+        seconds, differ, c = C.timed_restore(path, fmt, man, control)
+        reads.append(seconds)
+        bad.extend(differ)
+        cold.append(c)
+    with fsio.scratch(d, "restore-") as work:
+        base = C.baseline(work, nbytes, n, control)
+    est = C.estimate_storage(None, nbytes)
+    rates = [nbytes / s for s in reads]
+    rs = summarize(reads).median
+    flags = [F.FSYNCED]
+    if all(c[0] for c in cold) and base["cache_cold"]:
+        flags.append(F.CACHE_COLD)
+    notes = [
+        f"{path}: {fmt_bytes(nbytes)} restored cold in {rs:.3f} s ({fmt_rate(nbytes / rs)}, "
+        f"{nbytes / rs / base['read_bps']:.2f}x plain sequential), integrity "
+        + ("ok" if not bad else f"FAILED for {len(set(bad))} tensors")
+    ]
+    why = next((c[1] for c in cold if not c[0]), "") or base["cold_note"]
+    if why:
+        notes.append(f"reads are NOT cache-cold: {why}")
+    row = {
+        "format": fmt,
+        "path": str(path),
+        "bytes": nbytes,
+        "restore_s": rs,
+        "read_bps": nbytes / rs,
+        "read_vs_baseline": nbytes / rs / base["read_bps"],
+        "restore_samples_s": reads,
+        "integrity": "ok" if not bad else f"{len(set(bad))} tensors differ",
+        "mismatched": sorted(set(bad))[:10],
+    }
+    return ProofResult(
+        proof="restore",
+        device="cpu",
+        inputs={"dir": str(d), "format": fmt, "trials": n, "existing": str(path)},
+        measured=nbytes / rs,
+        unit="B/s",
+        predicted=est["assumed_read_bps"],
+        predicted_label="assumed storage read speed",
+        verdict="fail" if bad else "",
+        samples=rates,
+        stats=summarize(rates),
+        flags=flags,
+        environment=capture("cpu"),
+        details={"formats": [row], "baseline": base, "existing": True, "fs": fsio.fs_type(d)},
+        notes=notes,
+    )
