@@ -168,8 +168,8 @@ def register(app: typer.Typer) -> None:
             )
         _emit(r, json_file)
 
-    from aiworkbook.cli.serve_cmds import register_prove as _serving  # `prove serving`
+    from aiworkbook.cli import prove_storage_cmds, serve_cmds
 
-    _serving(prove)
+    serve_cmds.register_prove(prove)  # `prove serving`
+    prove_storage_cmds.register_prove(prove)  # checkpoint, restore, coldstart, dataload, host, allreduce
     app.add_typer(prove, name="prove")
-    __import__("aiworkbook.cli.prove_storage_cmds", fromlist=["register_prove"]).register_prove(prove)

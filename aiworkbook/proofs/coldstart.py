@@ -25,7 +25,7 @@ from aiworkbook.units import fmt_bytes, fmt_rate
 PHASES = ("load_s", "build_s", "transfer_s", "first_forward_s")
 
 
-def _estimate(spec, dtype: str) -> dict[str, Any]:
+def _estimate(spec, dtype: Any) -> dict[str, Any]:
     from aiworkbook.sizing.estimate import estimate
     from aiworkbook.sizing.workload import Workload
 
