@@ -80,6 +80,16 @@ def test_only_the_newest_checkpoints_are_kept(tmp_path):
     assert sorted(p.name for p in (tmp_path / "torch").iterdir()) == ["LATEST", "step-2", "step-3"]
 
 
+def test_a_restarted_job_saving_a_lower_step_keeps_the_checkpoint_latest_names(tmp_path):
+    """A job restarted from scratch saves step 2 after step 5: pruning by step number must not delete
+    the folder LATEST has just moved to (the random-kill test met this)."""
+    state = C.synthetic_state(2**20)
+    for step in (4, 5, 2):
+        C.save_checkpoint(tmp_path, state, "torch", step, keep=1)
+    path, bad = C.restore_latest(tmp_path, "torch")
+    assert path.name == "step-2" and path.is_dir() and bad == []
+
+
 _SAVER = textwrap.dedent(
     """
     import sys

@@ -207,8 +207,9 @@ class PendingSave:
         base = self.final.parent
         atomic_write_text(base / "LATEST", self.final.name)
         fsio.fsync_path(base)
-        steps = sorted((p for p in base.glob("step-*") if p.is_dir()), key=_step_order)
-        for old in steps[: max(0, len(steps) - 1 - self.keep)]:
+        # the one LATEST names is never pruned, even when a restarted job saves a lower step number
+        steps = sorted((p for p in base.glob("step-*") if p.is_dir() and p != self.final), key=_step_order)
+        for old in steps[: max(0, len(steps) - self.keep)]:
             shutil.rmtree(old, ignore_errors=True)
         return {
             "path": str(self.final),
