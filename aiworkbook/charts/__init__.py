@@ -1,0 +1,1 @@
+"""aiworkbook.charts: pure Altair builders (data in, chart out; no Jupyter import)."""
