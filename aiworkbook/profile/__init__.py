@@ -1,0 +1,1 @@
+"""LockedProfile: the decision written down (lock), checked again (check) and reported (report)."""
