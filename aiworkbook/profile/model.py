@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -36,11 +37,13 @@ class Tolerance(BaseModel):
     pass_within: float = Field(default=DEFAULT_PASS, ge=0, allow_inf_nan=False)
     fail_beyond: float = Field(default=DEFAULT_FAIL, ge=0, allow_inf_nan=False)
 
-    @model_validator(mode="after")
-    def _ordered(self) -> Tolerance:
-        if self.fail_beyond < self.pass_within:
-            raise ValueError(f"fail_beyond ({self.fail_beyond}) must be >= pass_within ({self.pass_within})")
-        return self
+    @field_validator("fail_beyond")
+    @classmethod
+    def _ordered(cls, v: float, info: ValidationInfo) -> float:
+        low = info.data.get("pass_within")
+        if low is not None and v < low:
+            raise ValueError(f"must be >= pass_within ({low})")
+        return v
 
 
 class WorkloadEntry(BaseModel):
