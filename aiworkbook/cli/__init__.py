@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from aiworkbook.cli import app_cmds, monitor_cmds, prove_cmds, size_cmds, specs_cmds
+from aiworkbook.cli import app_cmds, monitor_cmds, profile_cmds, prove_cmds, size_cmds, specs_cmds
 
 app = typer.Typer(
     name="aiworkbook",
@@ -37,7 +37,7 @@ def _root(
     """Size AI infrastructure and prove the sizing on this node."""
 
 
-for _mod in (specs_cmds, size_cmds, monitor_cmds, prove_cmds, app_cmds):
+for _mod in (specs_cmds, size_cmds, monitor_cmds, prove_cmds, app_cmds, profile_cmds):
     _mod.register(app)
 
 
