@@ -15,7 +15,10 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +75,7 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     url: str = ""
     port: int = 0
+    ip: str = "127.0.0.1"
 
 
 def launch(
@@ -125,12 +129,43 @@ def launch(
     host = f"[{ip}]" if ":" in ip else ip
     url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
     env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0"}
-    return Launch(argv=argv, env=env, url=url, port=port)
+    return Launch(argv=argv, env=env, url=url, port=port, ip=ip)
 
 
 def start(spec: Launch, **popen_kwargs) -> subprocess.Popen:
     """Start Voilà as a child process with the launch's environment."""
     return subprocess.Popen(spec.argv, env={**os.environ, **spec.env}, **popen_kwargs)
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """Terminate Voilà (it shuts its kernels down), killing it if it does not exit in time."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def serving(spec: Launch, timeout: float = 60.0) -> Iterator[subprocess.Popen]:
+    """Voilà running for `spec` while the block runs (listening when the block starts), stopped after.
+    A server that fails to start raises OSError with the last line of its log."""
+    log = tempfile.TemporaryFile(mode="w+")  # Voilà's log: shown only when it fails to start
+    proc = start(spec, stdout=subprocess.DEVNULL, stderr=log, text=True)
+    try:
+        try:
+            wait_listening(proc, spec.ip, spec.port, timeout)
+        except (OSError, TimeoutError) as exc:
+            stop(proc)
+            log.seek(0)
+            last = log.read().strip().splitlines()[-1:] or [""]
+            raise OSError(f"{exc} {last[0]}".strip()) from None
+        yield proc
+    finally:
+        stop(proc)
+        log.close()
 
 
 def wait_listening(proc: subprocess.Popen, ip: str, port: int, timeout: float = 60.0) -> None:
@@ -188,29 +223,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(spec.url)
             return
         import signal
-        import tempfile
 
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally below: stop Voilà too
-        log = tempfile.TemporaryFile(mode="w+")  # Voilà's log: shown only when it fails to start
-        proc = start(spec, stdout=subprocess.DEVNULL, stderr=log, text=True)
-        try:
-            try:
-                wait_listening(proc, ip, spec.port)
-            except (OSError, TimeoutError) as exc:
-                proc.terminate()
-                proc.wait(timeout=10)
-                log.seek(0)
-                last = log.read().strip().splitlines()[-1:] or [""]
-                raise OSError(f"{exc} {last[0]}".strip()) from None
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # leave through serving(): stop Voilà too
+        with serving(spec) as proc:
             proofs = "allowed, one at a time" if allow_proofs else "off"
             typer.echo(f"{dashboard} dashboard: {spec.url}  (proofs {proofs}; Ctrl-C stops it)")
             sys.stdout.flush()
             proc.wait()
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-            log.close()
