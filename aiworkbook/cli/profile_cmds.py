@@ -62,8 +62,18 @@ def read_workloads(path: str) -> list[dict[str, Any]]:
         if not isinstance(item, dict) or "model" not in item or "workload" not in item:
             raise SpecError("workload", str(item)[:80], "an object with model and workload keys", source=path)
         name = item.get("name") or (p.stem if len(items) == 1 else f"{p.stem}-{i + 1}")
-        out.append({**item, "name": name})
+        entry = {k: item[k] for k in ("model", "workload", "gpu", "device") if k in item}
+        entry["assumptions"] = _explicit_assumptions(item.get("assumptions") or {})
+        out.append({**entry, "name": name})
     return out
+
+
+def _explicit_assumptions(given: dict[str, Any]) -> dict[str, Any]:
+    """The assumptions a workload file sets away from the defaults (`size --json` lists them all)."""
+    from aiworkbook.sizing import Assumptions
+
+    defaults = Assumptions().to_dict()
+    return {k: v for k, v in given.items() if k != "source" and k in defaults and v != defaults[k]}
 
 
 def lock_cmd(

@@ -51,6 +51,7 @@ def as_entry(item: Any, default_name: str) -> WorkloadEntry:
         "gpu": item.get("gpu"),
         "device": item.get("device", "cuda"),
         "workload": w,
+        "assumptions": dict(item.get("assumptions") or {}),
     }
     from pydantic import ValidationError
 
@@ -167,8 +168,12 @@ def _estimate(e: WorkloadEntry, declared: Any) -> dict[str, Any]:
     node = declared
     if declared is not None and declared.pools and not e.gpu:
         node = _pool_for(declared, e)
+    from aiworkbook.sizing import Assumptions
+
+    a = Assumptions.from_node(node, **e.assumptions) if node is not None else Assumptions(**e.assumptions)
+    spec = load_model(e.model)
     return estimate(
-        load_model(e.model), e.to_workload(), gpu=e.gpu or None, device=e.device, node=node
+        spec, e.to_workload(), gpu=e.gpu or None, device=e.device, assumptions=a, node=node
     ).to_dict()
 
 

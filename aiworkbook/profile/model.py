@@ -55,6 +55,8 @@ class WorkloadEntry(BaseModel):
     gpu: str | None = None
     device: str = "cuda"
     workload: dict[str, Any]
+    #: Assumptions overrides (price, storage speed, train_tokens for the run cost ...), on top of the node's
+    assumptions: dict[str, Any] = {}
 
     @field_validator("workload")
     @classmethod
@@ -65,6 +67,19 @@ class WorkloadEntry(BaseModel):
             Workload(**v)
         except TypeError as exc:
             raise ValueError(f"not a Workload: {exc}") from None
+        except SpecError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    @field_validator("assumptions")
+    @classmethod
+    def _valid_assumptions(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from aiworkbook.sizing import Assumptions
+
+        try:
+            Assumptions(**v)
+        except TypeError as exc:
+            raise ValueError(f"not Assumptions: {exc}") from None
         except SpecError as exc:
             raise ValueError(str(exc)) from None
         return v
