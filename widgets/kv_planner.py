@@ -13,8 +13,6 @@ from aiworkbook.errors import SpecError
 
 from .base import Background, Composite, chart_view, dropdown, value_html
 
-#: vLLM's --kv-cache-dtype names for the KV dtypes it supports ("auto" = the model's dtype).
-VLLM_KV_DTYPES = {"bf16": "auto", "fp16": "auto", "fp8": "fp8"}
 FIELDS = ("model", "gpu", "engine", "kv_dtype", "context", "concurrency", "gpu_memory_utilization", "tp")
 
 
@@ -51,22 +49,19 @@ def plan(inputs: dict[str, Any]) -> dict[str, Any]:
         "kv_per_seq_bytes": int(kv_bytes(spec, w, 1, ctx)),
         "kv_budget_bytes": capacity.kv_budget(spec, w, gpu),
         "fits": capacity.fits(spec, w, gpu),
+        "vllm_args": _vllm_command(spec, w, gpu),
     }
 
 
-def vllm_args(model: str, w: Any, max_seqs: int) -> str:
-    """The `vllm serve` arguments for this plan (formatting only: each flag names a Workload field)."""
-    kv = VLLM_KV_DTYPES.get(w.kv_dtype)
-    args = [
-        f"vllm serve {model}",
-        f"--max-model-len {w.context_len}",
-        f"--max-num-seqs {max(1, max_seqs)}",
-        f"--gpu-memory-utilization {w.gpu_memory_utilization:g}",
-        f"--tensor-parallel-size {w.tp}",
-        f"--block-size {w.block_size}",
-    ]
-    args.append(f"--kv-cache-dtype {kv}" if kv else f"# kv dtype {w.kv_dtype} is not a vLLM --kv-cache-dtype")
-    return " \\\n    ".join(args)
+def _vllm_command(spec: Any, w: Any, gpu: Any) -> str:
+    """`vllm serve` arguments from aiworkbook.profile.snippets (max-num-seqs = the KV capacity), or why
+    there are none (e.g. the context does not fit once)."""
+    from aiworkbook.profile.snippets import vllm_args
+
+    try:
+        return vllm_args(spec, w, gpu, mig=False).command()
+    except SpecError as exc:
+        return f"# {exc}"
 
 
 class KVPlanner(Composite):
@@ -195,7 +190,7 @@ class KVPlanner(Composite):
             f"{html.escape(self.t('kv_budget'))}: {fmt_bytes(p['kv_budget_bytes'], 'GiB')}<br>"
             f"{n} × {ctx:,}: {self.t('fits') if p['fits']['fits'] else self.t('does_not_fit')}"
         )
-        args = vllm_args(spec.name, w, p["max_concurrency"])
+        args = p["vllm_args"]
         self.args.value = f"<b>{html.escape(self.t('vllm_args'))}</b><pre>{html.escape(args)}</pre>"
         self.chart.chart = heatmap_chart(spec, w, p["gpu"], p["batches"], p["lengths"])
         self.status.value = ""
