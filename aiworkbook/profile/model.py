@@ -58,28 +58,17 @@ class WorkloadEntry(BaseModel):
     #: Assumptions overrides (price, storage speed, train_tokens for the run cost ...), on top of the node's
     assumptions: dict[str, Any] = {}
 
-    @field_validator("workload")
+    @field_validator("workload", "assumptions")
     @classmethod
-    def _valid_workload(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from aiworkbook.sizing import Workload
+    def _builds(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """The dict must build a sizing Workload / Assumptions (their own checks, as one message)."""
+        from aiworkbook.sizing import Assumptions, Workload
 
+        target = Workload if info.field_name == "workload" else Assumptions
         try:
-            Workload(**v)
+            target(**v)
         except TypeError as exc:
-            raise ValueError(f"not a Workload: {exc}") from None
-        except SpecError as exc:
-            raise ValueError(str(exc)) from None
-        return v
-
-    @field_validator("assumptions")
-    @classmethod
-    def _valid_assumptions(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from aiworkbook.sizing import Assumptions
-
-        try:
-            Assumptions(**v)
-        except TypeError as exc:
-            raise ValueError(f"not Assumptions: {exc}") from None
+            raise ValueError(f"not {target.__name__} fields: {exc}") from None
         except SpecError as exc:
             raise ValueError(str(exc)) from None
         return v
