@@ -74,6 +74,13 @@ class GPUMonitor(Composite):
         self._subscribe()
         self.ready()
 
+    def _gpu_name(self) -> str | None:
+        try:
+            ids = self.sampler.gpu_reader.identities()
+            return str(ids[0]["name"]) if ids else None
+        except Exception:
+            return None
+
     def _gpu_count(self) -> int:
         try:
             return int(self.sampler.gpu_reader.count())
@@ -129,9 +136,7 @@ class GPUMonitor(Composite):
         if not samples:
             return
         frame = to_dataframe(samples)
-        gpu_name = None
-        if samples[-1].gpus:
-            gpu_name = str(samples[-1].gpus[0].get("name", "")) or None
+        gpu_name = self._gpu_name() if self.has_gpu else None
         for m, view in self.charts.items():
             try:
                 view.chart = telemetry_chart(frame, m, header=self._header, gpu=gpu_name)

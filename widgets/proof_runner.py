@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
@@ -30,7 +31,13 @@ def fmt_value(value: float | None, unit: str) -> str:
 
     if value is None:
         return "n/a"
-    fmt = {"B": fmt_bytes, "B/s": fmt_rate, "FLOP/s": fmt_flops, "s": fmt_seconds}.get(unit)
+    formatters: dict[str, Callable[[float], str]] = {
+        "B": fmt_bytes,
+        "B/s": fmt_rate,
+        "FLOP/s": fmt_flops,
+        "s": fmt_seconds,
+    }
+    fmt = formatters.get(unit)
     return fmt(value) if fmt else f"{value:,.4g} {unit}"
 
 
