@@ -9,7 +9,9 @@ keeps its last good state.
 from __future__ import annotations
 
 import asyncio
+import collections
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -46,13 +48,45 @@ def kernel_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def on_loop(loop: asyncio.AbstractEventLoop | None, fn: Callable[[], None]) -> None:
-    """Run `fn` on the kernel's loop (widget updates from a worker thread), or here when there is none
-    (headless tests: no kernel, nothing to send)."""
-    if loop is not None and not loop.is_closed():
-        loop.call_soon_threadsafe(fn)
-    else:
-        fn()
+class Delivery:
+    """Work handed from worker threads to the kernel's event loop, run there in order (widget updates
+    reach the frontend from the loop, never from a thread). Without a loop (headless tests, scripts)
+    it runs at once on the posting thread. `wait_for` lets a cell on the loop's thread wait for a
+    result without deadlocking: it runs the pending work itself while it waits."""
+
+    def __init__(self) -> None:
+        self._loop = kernel_loop()
+        self._pending: collections.deque[Callable[[], None]] = collections.deque()
+        self._lock = threading.Lock()
+
+    def post(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            self._pending.append(fn)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.drain)
+        else:
+            self.drain()
+
+    def drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self._pending:
+                    return
+                fn = self._pending.popleft()
+            fn()
+
+    def wait_for(self, event: threading.Event, timeout: float) -> bool:
+        """Wait until `event` is set, running posted work meanwhile when called on the loop's thread."""
+        deadline = time.monotonic() + timeout
+        here = self._loop is not None and kernel_loop() is self._loop
+        while not event.is_set():
+            if time.monotonic() > deadline:
+                return False
+            if here:
+                self.drain()
+            event.wait(0.02)
+        return True
 
 
 class Background:
@@ -64,6 +98,7 @@ class Background:
         self._lock = threading.Lock()
         self._delivered = threading.Event()
         self._delivered.set()
+        self.delivery = Delivery()
 
     def submit(
         self, compute: Callable[[], Any], apply: Callable[[Any], None], fail: Callable[[BaseException], None]
@@ -72,7 +107,6 @@ class Background:
             self._generation += 1
             gen = self._generation
             self._delivered.clear()
-        loop = kernel_loop()
 
         def deliver(fut: Future) -> None:
             try:
@@ -88,13 +122,12 @@ class Background:
                     self._delivered.set()
 
         fut = self._pool.submit(compute)
-        fut.add_done_callback(lambda f: on_loop(loop, lambda: deliver(f)))
+        fut.add_done_callback(lambda f: self.delivery.post(lambda: deliver(f)))
         return fut
 
     def wait(self, timeout: float = 30.0) -> bool:
-        """Block until the newest request's result is applied (tests, scripts; never from a callback
-        on the kernel's loop, which is where the result is applied)."""
-        return self._delivered.wait(timeout)
+        """Block until the newest request's result is shown (tests, scripts, a notebook cell)."""
+        return self.delivery.wait_for(self._delivered, timeout)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

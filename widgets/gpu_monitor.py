@@ -18,7 +18,7 @@ import traitlets
 
 from aiworkbook.errors import SpecError
 
-from .base import Composite, chart_view, html_table, kernel_loop, on_loop, value_html
+from .base import Composite, Delivery, chart_view, html_table, value_html
 
 GPU_METRICS = ("util_gpu_pct", "mem_used_bytes", "power_w", "temp_gpu_c")
 HOST_METRICS = ("cpu_pct", "ram_used_bytes")
@@ -57,7 +57,8 @@ class GPUMonitor(Composite):
         self.metrics = GPU_METRICS if self.has_gpu else HOST_METRICS
         self._samples: collections.deque[Any] = collections.deque(maxlen=max(2, int(window_s / interval) + 1))
         self._lock = threading.Lock()
-        self._loop = kernel_loop()
+        self._delivery = Delivery()
+        self._refresh_pending = False
         self._sub: Any = None
         self._header: dict[str, Any] | None = None
         self.headline = value_html(
@@ -105,7 +106,10 @@ class GPUMonitor(Composite):
         """On the sampler's thread: keep the samples, then redraw on the kernel's loop."""
         with self._lock:
             self._samples.extend(batch)
-        on_loop(self._loop, self.guarded(self.refresh))
+            if self._refresh_pending:  # one redraw queued is enough: it reads the newest window
+                return
+            self._refresh_pending = True
+        self._delivery.post(self.guarded(self.refresh))
 
     def _paused(self, change: dict[str, Any]) -> None:
         if change["new"]:
@@ -133,6 +137,7 @@ class GPUMonitor(Composite):
 
         with self._lock:
             samples = list(self._samples)
+            self._refresh_pending = False
         if not samples:
             return
         frame = to_dataframe(samples)

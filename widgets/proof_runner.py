@@ -19,7 +19,7 @@ import traitlets
 
 from aiworkbook.errors import SpecError
 
-from .base import Composite, chart_view, dropdown, html_table, kernel_loop, on_loop, value_html
+from .base import Composite, Delivery, chart_view, dropdown, html_table, value_html
 
 #: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
 FORM_KINDS = ("model", "int", "float", "bool", "choice", "ints")
@@ -110,7 +110,7 @@ class ProofRunner(Composite):
 
         self.registry = registry
         self.allow_run = bool(allow_run)
-        self._loop = kernel_loop()
+        self._delivery = Delivery()
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
         self._done = threading.Event()
@@ -227,18 +227,18 @@ class ProofRunner(Composite):
         from aiworkbook.proofs.control import ProofBusy
 
         def progress(done: int, total: int, message: str) -> None:
-            on_loop(self._loop, lambda: self._progress(done, total, message))
+            self._delivery.post(lambda: self._progress(done, total, message))
 
         try:
             result = self.registry.run(name, progress=progress, cancel=cancel, **inputs)
         except ProofBusy as busy:
             message = f"{self.t('busy')} ({busy})"
-            on_loop(self._loop, lambda: self._finish(None, message))
+            self._delivery.post(lambda: self._finish(None, message))
         except Exception as exc:  # shown in the widget, never a traceback
             err = exc
-            on_loop(self._loop, lambda: self._finish(None, None, err))
+            self._delivery.post(lambda: self._finish(None, None, err))
         else:
-            on_loop(self._loop, lambda: self._finish(result))
+            self._delivery.post(lambda: self._finish(result))
 
     def _progress(self, done: int, total: int, message: str) -> None:
         self.progress.value = done / total if total else 0.0
@@ -280,7 +280,7 @@ class ProofRunner(Composite):
 
     def wait(self, timeout: float = 600.0) -> bool:
         """Block until the running proof has ended and its outcome is shown (tests, scripts)."""
-        return self._done.wait(timeout)
+        return self._delivery.wait_for(self._done, timeout)
 
     def close(self) -> None:
         self._cancel.set()
