@@ -99,11 +99,16 @@ def lock(
     within; drift up to 2.5x that), a (pass, fail) pair or {"pass_within", "fail_beyond"};
     `inputs` override the re-run inputs per golden name.
     """
+    from pydantic import ValidationError
+
     from aiworkbook.patterns import Answers
     from aiworkbook.patterns.catalog import check_pattern
+    from aiworkbook.patterns.i18n import check_lang
+    from aiworkbook.persist import validation_error
     from aiworkbook.specs import detect, get_node
 
     check_pattern(pattern)
+    check_lang(lang)
     declared = get_node(node) if isinstance(node, str) else node
     if detected is True:
         detected = detect()
@@ -126,17 +131,21 @@ def lock(
         if unknown:
             raise SpecError("inputs", sorted(unknown), ", ".join(g.name for g in golden) or "(no results)")
     fp = _fingerprint(first_env, detected, declared)
-    return LockedProfile(
-        pattern=pattern,  # type: ignore[arg-type]
-        lang=lang,
-        answers=Answers.parse(answers).to_dict() if answers else {},
-        node=NodeSection(declared=declared, detected=detected, fingerprint=fp),
-        workloads=entries,
-        estimates=estimates,
-        proofs=golden,
-        tolerances={k: to_tolerance(k, v) for k, v in (tolerances or {}).items()},
-        notes=list(notes),
-    )
+    tols = {k: to_tolerance(k, v) for k, v in (tolerances or {}).items()}
+    try:
+        return LockedProfile(
+            pattern=pattern,  # type: ignore[arg-type]
+            lang=lang,
+            answers=Answers.parse(answers).to_dict() if answers else {},
+            node=NodeSection(declared=declared, detected=detected, fingerprint=fp),
+            workloads=entries,
+            estimates=estimates,
+            proofs=golden,
+            tolerances=tols,
+            notes=list(notes),
+        )
+    except ValidationError as exc:
+        raise validation_error(exc) from None
 
 
 def to_tolerance(name: str, v: Any) -> Tolerance:
