@@ -228,3 +228,27 @@ def test_telemetry_chart_unknown_metric_lists_known_ones():
     _, samples = load_trace(shipped_traces()[0])
     with pytest.raises(SpecError, match="power_w"):
         telemetry_chart(samples, "no_such_metric")
+
+
+def test_enable_offline_caches_the_bundle(tmp_path):
+    """The offline JavaScript is bundled once and reused by later kernels (same text, from the cache)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import altair as alt; from aiworkbook.charts.render import enable_offline; enable_offline(); "
+        "import hashlib; print(alt.JupyterChart._is_offline, hashlib.sha256(alt.JupyterChart._esm.encode()).hexdigest())"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    ]
+    (cached,) = list((tmp_path / "aiworkbook").glob("jupyterchart-*.js"))
+    import hashlib
+
+    digest = hashlib.sha256(cached.read_text(encoding="utf-8").encode()).hexdigest()
+    assert runs[0] == runs[1] == f"True {digest}\n"
