@@ -197,6 +197,10 @@ def test_monitor_subscribes_charts_live_samples_and_unsubscribes_on_close():
         assert len(s.subscribers()) == 1 and s.running and m.value == "live"
         m.close()
         assert not s.subscribers() and not s.running
+        m2 = GPUMonitor(interval=0.5, sampler=s)
+        assert s.running
+        m2.comm.handle_close({"content": {"data": {}}})  # the page went away: the frontend closed the comm
+        assert not s.subscribers() and not s.running
 
 
 def test_monitor_without_gpu_says_so_and_offers_the_recorded_trace():

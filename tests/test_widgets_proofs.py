@@ -141,3 +141,20 @@ def test_tiny_llama_vram_quick_on_cpu_through_the_widget():
     r.cancel()
     assert r.wait(60) and r.result["verdict"] == "interrupted"
     r.close()
+
+
+def test_result_chart_follows_the_proofs_details():
+    from aiworkbook.widgets import ProofRunner
+    from test_charts import _sweep
+
+    from aiworkbook.charts import proofs_chart
+    from aiworkbook.proofs.roofline import roofline_chart_data
+    from aiworkbook.specs import get_gpu
+
+    base = ProofResult("serving", "cpu", {}, 1.0, "s", 1.0, "ttft")
+    base.details = {"sweep": _sweep(), "knee": 4}
+    assert "knee at 4" in ProofRunner._chart(base, proofs_chart).to_dict()["title"]
+    base.details = {"chart": roofline_chart_data(get_gpu("L4"))}
+    assert "roofline" in ProofRunner._chart(base, proofs_chart).to_dict()["title"]
+    base.details = {}
+    assert ProofRunner._chart(base, proofs_chart).to_dict()["title"] == "Estimate vs measured"

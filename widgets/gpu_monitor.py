@@ -73,6 +73,9 @@ class GPUMonitor(Composite):
         buttons = [self.pause] + ([] if self.has_gpu else [self.recorded])
         self.children = [self.headline, self.error_area, W.HBox(buttons), *self.charts.values(), self.details]
         self._subscribe()
+        comm = getattr(self, "comm", None)
+        if comm is not None and hasattr(comm, "on_close"):  # the page went away: stop polling for it
+            comm.on_close(lambda _msg: self._unsubscribe())
         self.ready()
 
     def _gpu_name(self) -> str | None:

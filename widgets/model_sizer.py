@@ -317,6 +317,8 @@ class ModelSizer(Composite):
             headroom=fmt_bytes(fit["headroom_bytes"], "GiB"),
             headroom_word=self.t("headroom"),
         )
+        if cost.get("decode_usd_per_mtok") is not None:
+            line += f", ${cost['decode_usd_per_mtok']:,.2f} {self.t('per_mtok')}"
         self.headline.value = f"<b>{line}</b>"
         self.chart.chart = memory_chart(est)
         rule = d["rules_of_thumb"]

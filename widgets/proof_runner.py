@@ -274,9 +274,20 @@ class ProofRunner(Composite):
             + "".join(f"<br><small>{html.escape(n)}</small>" for n in r.notes)
         )
         self.progress.bar_style = "success" if r.verdict == "pass" else "warning"
-        if r.measured is not None or r.predicted is not None:
-            self.chart.chart = proofs_chart([r])
+        self.chart.chart = self._chart(r, proofs_chart)
         self.result = r.to_dict()
+
+    @staticmethod
+    def _chart(r: Any, default: Any) -> Any:
+        """The proof's own chart when its details carry one (roofline rows, a latency sweep), else
+        estimate vs measured."""
+        from aiworkbook.charts import latency_chart, roofline_chart
+
+        if isinstance(r.details.get("chart"), list) and r.details["chart"]:
+            return roofline_chart(r.details["chart"])
+        if isinstance(r.details.get("sweep"), list) and r.details["sweep"]:
+            return latency_chart(r.details["sweep"], knee=r.details.get("knee"))
+        return default([r])
 
     def wait(self, timeout: float = 600.0) -> bool:
         """Block until the running proof has ended and its outcome is shown (tests, scripts)."""
