@@ -39,9 +39,7 @@ class Fingerprint(BaseModel):
     @classmethod
     def from_environment(cls, env: dict[str, Any]) -> Fingerprint:
         """From a ProofResult.environment (aiworkbook.proofs.environment.capture)."""
-        gpus = [g for g in env.get("gpus", []) or [] if isinstance(g, dict)]
-        host = env.get("host") if isinstance(env.get("host"), dict) else {}
-        tor = env.get("torch") if isinstance(env.get("torch"), dict) else {}
+        gpus, host, tor = env_parts(env)
         first = gpus[0] if gpus else {}
         return cls(
             gpu=_known(first.get("name")),
@@ -61,6 +59,13 @@ class Fingerprint(BaseModel):
     def describe(self) -> str:
         gpu = f"{self.gpu_count} x {self.gpu}" if self.gpu else "no GPU"
         return f"{gpu}, driver {self.driver or 'n/a'}, CUDA {self.cuda or 'n/a'}, torch {self.torch or 'n/a'}, CPU {self.cpu or 'n/a'}"
+
+
+def env_parts(env: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """(GPUs, host, torch) of a ProofResult.environment, each empty where missing or not available."""
+    gpus = [g for g in env.get("gpus", []) or [] if isinstance(g, dict)]
+    host, tor = env.get("host"), env.get("torch")
+    return gpus, host if isinstance(host, dict) else {}, tor if isinstance(tor, dict) else {}
 
 
 def describe_changes(changes: dict[str, tuple[Any, Any]]) -> str:

@@ -11,6 +11,7 @@ import html as _html
 from typing import Any
 
 from aiworkbook.patterns import get_pattern, recommend, text
+from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
 from aiworkbook.proofs.flags import FLAGS
@@ -305,9 +306,7 @@ def _environment(prof: LockedProfile, t: _Texts) -> list[Block]:
     rows = []
     for g in prof.proofs:
         env = g.result.get("environment") or {}
-        tor = env.get("torch") if isinstance(env.get("torch"), dict) else {}
-        host = env.get("host") if isinstance(env.get("host"), dict) else {}
-        gpus = [x for x in env.get("gpus", []) or [] if isinstance(x, dict)]
+        gpus, host, tor = env_parts(env)
         rows.append(
             (
                 g.name,
