@@ -120,6 +120,11 @@ def launch(
         f"--MappingKernelManager.cull_interval={CULL_INTERVAL_S}",
         "--MappingKernelManager.cull_connected=False",
         "--MappingKernelManager.cull_busy=False",
+        # A closed page shuts its kernel down through a beacon POST that Voilà sends without the
+        # _xsrf field it never set (voila-dashboards/voila#1458): it gets 403 and the kernel lives on
+        # (a live monitor never idles, so culling never ends it). The POST can only end a kernel whose
+        # random id the sender knows; loopback by default, a token when shared.
+        "--Voila.tornado_settings=disable_check_xsrf=True",
     ]
     if preheat:
         argv += ["--preheat_kernel=True", f"--pool_size={preheat}"]

@@ -81,6 +81,15 @@ def open_dashboard(browser: Any, url: str, *, wait: bool = True) -> Any:
     return page
 
 
+def close_page(page: Any) -> None:
+    """Leave the page as a viewer does (navigating away fires Voilà's unload beacon, which shuts its
+    kernel down), then close it. Playwright's bare close() fires no unload events."""
+    try:
+        page.goto("about:blank", timeout=30_000)
+    finally:
+        page.close()
+
+
 def wait_ready(page: Any) -> None:
     page.wait_for_selector("#loading", state="hidden", timeout=RENDER_TIMEOUT_MS)
     page.wait_for_selector(".aiwb-ready", timeout=RENDER_TIMEOUT_MS)

@@ -9,7 +9,7 @@ import re
 import time
 
 import pytest
-from conftest import RENDER_TIMEOUT_MS, open_dashboard, shot, wait_ready
+from conftest import RENDER_TIMEOUT_MS, close_page, open_dashboard, shot, wait_ready
 
 pytestmark = pytest.mark.browser
 
@@ -56,7 +56,7 @@ def test_dashboard_renders(browser, servers, name):
         assert VOILA_ERROR not in page.content()
         shot(page, f"{name}-rendered")
     finally:
-        page.close()
+        close_page(page)
 
 
 def test_sizing_control_change_shows_the_library_numbers(browser, servers):
@@ -81,7 +81,7 @@ def test_sizing_control_change_shows_the_library_numbers(browser, servers):
         assert headroom16 in headline.text_content() and headroom16 != headroom
         shot(page, "sizing-concurrency-16")
     finally:
-        page.close()
+        close_page(page)
 
 
 def test_sizing_bad_value_shows_an_error_and_the_page_keeps_working(browser, servers):
@@ -107,7 +107,7 @@ def test_sizing_bad_value_shows_an_error_and_the_page_keeps_working(browser, ser
         assert headroom12 in headline.text_content()
         error.wait_for(state="hidden", timeout=ANSWER_TIMEOUT_MS)
     finally:
-        page.close()
+        close_page(page)
 
 
 def test_monitor_updates(browser, servers):
@@ -126,7 +126,7 @@ def test_monitor_updates(browser, servers):
             pytest.fail("the monitor's chart did not change in 30 s")
         shot(page, "monitor-live")
     finally:
-        page.close()
+        close_page(page)
 
 
 def _kernels(proc) -> list:
@@ -147,7 +147,7 @@ def test_closing_the_page_ends_its_kernel_and_sampler_subscription(browser, serv
     page = open_dashboard(browser, spec.url)
     kernels = _kernels(proc)
     assert len(kernels) == 1  # this viewer's kernel, sampling for its monitor
-    page.close(run_before_unload=True)
+    close_page(page)  # leaving the page fires Voilà's shutdown beacon (beforeunload)
     deadline = time.monotonic() + 30
     while kernels[0].is_running() and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -175,4 +175,4 @@ def test_ten_viewers_at_once_all_render_and_answer(browser, servers):
         shot(pages[-1], "sizing-tenth-viewer")
     finally:
         for p in pages:
-            p.close()
+            close_page(p)
