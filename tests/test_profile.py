@@ -279,3 +279,14 @@ def test_check_uses_a_given_runner(prof):
     assert [n for n, _ in seen] == ["kv", "roofline"]
     assert seen[0][1] == {"model": "tiny-llama", "quick": True, "device": "cuda"}
     assert rep.exit_code == 0
+
+
+def test_a_golden_proof_that_cannot_run_here_is_an_error(prof):
+    def runner(name, **inputs):
+        if name == "kv":
+            raise SpecError("model", inputs["model"], "a preset on this install")
+        return result(name, 8e11, "B/s")
+
+    rep = check(prof, runner=runner)
+    assert [c.status for c in rep.checks] == ["error", "pass"]
+    assert "could not run: SpecError" in rep.checks[0].message and rep.exit_code == 2

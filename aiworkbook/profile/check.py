@@ -2,7 +2,7 @@
 each with the locked figure: pass, drift or fail with the ratio, and which fingerprint part changed.
 
 Exit codes for CI (`aiworkbook check`): 0 every proof passed (drift too, unless strict), 1 a
-regression, 2 unusable input (a golden proof without a result)."""
+regression, 2 unusable input (a golden proof without a result, or one that could not run here)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from aiworkbook.profile.fingerprint import Fingerprint, describe_changes
 from aiworkbook.profile.lock import as_result
 from aiworkbook.profile.model import GoldenProof, LockedProfile, Tolerance
 
-Status = Literal["pass", "drift", "fail", "missing"]
+Status = Literal["pass", "drift", "fail", "missing", "error"]
 Runner = Callable[..., Any]
 
 
@@ -70,7 +70,7 @@ class CheckReport:
     @property
     def exit_code(self) -> int:
         statuses = {c.status for c in self.checks}
-        if "missing" in statuses or not self.checks:
+        if statuses & {"missing", "error"} or not self.checks:
             return 2
         if "fail" in statuses or (self.strict and "drift" in statuses):
             return 1
@@ -166,8 +166,8 @@ def check(
     `results` (ProofResults, dicts or paths) are matched to golden proofs by proof name, in order;
     without them and with `rerun`, each golden proof runs again through `runner(proof, **inputs)`
     (default `aiworkbook.proofs.registry.run`, the one proof lock) with the inputs stored in the
-    profile. A golden proof left without a result is 'missing' (exit code 2). `strict` makes drift
-    a regression (exit 1)."""
+    profile. A golden proof left without a result is 'missing', one that raised while re-running is
+    'error' (both exit code 2: nothing was checked). `strict` makes drift a regression (exit 1)."""
     goldens = list(profile.proofs)
     pairs: list[tuple[GoldenProof, Any | None]] = []
     unmatched: list[str] = []
@@ -182,24 +182,28 @@ def check(
         unmatched = [r.proof for i, r in enumerate(pool) if i not in taken]
     elif rerun:
         run = runner or _registry_run
-        pairs = [(g, run(g.proof, **g.inputs)) for g in goldens]
+        for g in goldens:
+            try:
+                pairs.append((g, run(g.proof, **g.inputs)))
+            except Exception as exc:  # a proof that cannot run here is reported, never a traceback in CI
+                pairs.append((g, f"could not run: {type(exc).__name__}: {exc}"))
     else:
         pairs = [(g, None) for g in goldens]
     checks = []
     for g, r in pairs:
-        if r is None:
+        if r is None or isinstance(r, str):
             locked = g.to_result()
             checks.append(
                 ProofCheck(
                     name=g.name,
                     proof=g.proof,
-                    status="missing",
+                    status="missing" if r is None else "error",
                     ratio=None,
                     locked=locked.measured,
                     measured=None,
                     unit=locked.unit,
                     tolerance=profile.tolerance(g.name),
-                    message="no result given for this golden proof",
+                    message=r or "no result given for this golden proof",
                 )
             )
         else:
