@@ -138,3 +138,15 @@ def test_unknown_language_and_pattern():
         recommend({"model_kind": "llm", "phase": "training"}, lang="fr")
     with pytest.raises(SpecError, match="classical-ml-cpu"):
         get_pattern("quantum")
+
+
+def test_patterns_and_profile_import_without_torch_or_jupyter():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, aiworkbook.patterns, aiworkbook.profile; "
+        "print(sorted(m for m in ('torch', 'ipywidgets', 'IPython', 'altair') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
