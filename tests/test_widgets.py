@@ -310,3 +310,17 @@ def test_widgets_import_cheaply_and_lazily():
     code = "import sys, aiworkbook.widgets; print('ipywidgets' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_sizer_model_family_form(sizer):
+    from aiworkbook.specs import spec_from_config
+
+    sizer.source.value = "family"  # the form starts from Llama-3-8B's architecture
+    assert sizer.wait(120) and sizer.error == ""
+    assert sizer.result["params"]["params"] == load_model("llama-3-8b").params
+    sizer.family_fields["num_hidden_layers"].value = 16
+    assert sizer.wait(120)
+    cfg = {"model_type": "llama", **{k: w.value for k, w in sizer.family_fields.items()}}
+    assert sizer.result["params"]["params"] == spec_from_config(cfg).params
+    sizer.family_fields["num_key_value_heads"].value = 7
+    assert_error(sizer, "num_key_value_heads")

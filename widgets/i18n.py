@@ -37,6 +37,7 @@ EN: dict[str, str] = {
     # model sizer
     "source": "Model from",
     "preset": "preset",
+    "family": "model family",
     "pasted": "pasted config.json",
     "uploaded": "uploaded config.json",
     "config": "config.json",
@@ -130,6 +131,7 @@ NL: dict[str, str] = {
     "gpu_status": "GPU-status",
     "source": "Model uit",
     "preset": "voorinstelling",
+    "family": "modelfamilie",
     "pasted": "geplakte config.json",
     "uploaded": "geüploade config.json",
     "config": "config.json",
@@ -219,6 +221,7 @@ DE: dict[str, str] = {
     "gpu_status": "GPU-Status",
     "source": "Modell aus",
     "preset": "Vorgabe",
+    "family": "Modellfamilie",
     "pasted": "eingefügte config.json",
     "uploaded": "hochgeladene config.json",
     "config": "config.json",

@@ -32,6 +32,16 @@ CHOICE_FIELDS = (
 )
 INT_FIELDS = ("batch", "seq_len", "new_tokens", "concurrency", "tp", "dp")
 MAX_CONFIG_BYTES = 1 << 20
+#: The architecture fields of a "model family" form (Hugging Face config.json names).
+FAMILY_FIELDS = (
+    "num_hidden_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+)
 
 
 def choices() -> dict[str, tuple[Any, ...]]:
@@ -113,10 +123,31 @@ class ModelSizer(Composite):
         defaults.update(workload)
         t = self.t
         self.source = W.ToggleButtons(
-            options=[(t("preset"), "preset"), (t("pasted"), "pasted"), (t("uploaded"), "uploaded")],
+            options=[
+                (t("preset"), "preset"),
+                (t("family"), "family"),
+                (t("pasted"), "pasted"),
+                (t("uploaded"), "uploaded"),
+            ],
             value="preset",
         )
         self.preset = dropdown(list_presets(), model if model in list_presets() else None, t("preset"))
+        from aiworkbook.paths import data_dir
+        from aiworkbook.specs import FAMILIES
+        from aiworkbook.specs.model import load_config_file
+
+        start = load_config_file(data_dir() / "models" / "llama-3-8b" / "config.json")
+        self.family = dropdown(FAMILIES, "llama", t("family"))
+        self.family_fields = {
+            k: W.BoundedIntText(
+                value=int(start[k]),
+                min=1,
+                max=10_000_000,
+                description=k,
+                style={"description_width": "initial"},
+            )
+            for k in FAMILY_FIELDS
+        }
         self.config_text = W.Textarea(placeholder='{"model_type": "llama", ...}', description=t("config"))
         self.upload = W.FileUpload(accept=".json", multiple=False, description=t("upload"))
         self.gpu = dropdown([g.name for g in list_gpus()], gpu, t("gpu"))
@@ -137,7 +168,14 @@ class ModelSizer(Composite):
         self.rule = W.HTML("")
         self.fits_table = W.HTML("")
         self.cost = value_html("")
-        for w in (self.source, self.preset, self.gpu, *self.controls.values()):
+        for w in (
+            self.source,
+            self.preset,
+            self.family,
+            *self.family_fields.values(),
+            self.gpu,
+            *self.controls.values(),
+        ):
             w.observe(self.guarded(self._changed), names="value")
         self.config_text.observe(self.guarded(self._changed), names="value")
         self.upload.observe(self.guarded(self._uploaded), names="value")
@@ -153,7 +191,13 @@ class ModelSizer(Composite):
             self.source,
             self.preset,
             form,
-            W.Accordion([W.VBox([self.config_text, self.upload])], titles=(t("config"),)),
+            W.Accordion(
+                [
+                    W.VBox([self.family, *self.family_fields.values()]),
+                    W.VBox([self.config_text, self.upload]),
+                ],
+                titles=(t("family"), t("config")),
+            ),
             self.fits_table,
         ]
         self.guarded(self._changed)()
@@ -169,13 +213,18 @@ class ModelSizer(Composite):
         src = self.source.value
         if src == "preset":
             return load_model(self.preset.value)
+        if src == "family":
+            from aiworkbook.specs import spec_from_config
+
+            cfg = {"model_type": self.family.value, **{k: w.value for k, w in self.family_fields.items()}}
+            return spec_from_config(cfg, name=f"{self.family.value}-custom", source="<family form>")
         if src == "pasted":
             return spec_from_text(self.config_text.value, "pasted")
         if src == "uploaded":
             if self._spec is None:
                 raise SpecError("upload", "nothing uploaded", "a config.json file")
             return self._spec
-        raise SpecError("source", src, "preset, pasted, uploaded")
+        raise SpecError("source", src, "preset, family, pasted, uploaded")
 
     def _uploaded(self, change: dict[str, Any]) -> None:
         files = change["new"]
