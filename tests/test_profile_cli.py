@@ -181,3 +181,21 @@ def test_lock_bad_workload_file(tmp_path, capsys):
         ]
     )
     assert code == 2 and "model and workload" in capsys.readouterr().err
+
+
+def test_lock_takes_the_recommended_pattern(files, capsys):
+    out = files / "rec.json"
+    args = [
+        "lock",
+        "--no-detect",
+        "--answer",
+        "model_kind=tabular",
+        "--answer",
+        "phase=training",
+        "-o",
+        str(out),
+    ]
+    assert main(args) == 0
+    assert load_profile(out).pattern == "classical-ml-cpu"
+    assert main(["lock", "--no-detect", "-o", str(files / "none.json")]) == 2
+    assert "questionnaire answers" in capsys.readouterr().err

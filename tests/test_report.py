@@ -158,6 +158,7 @@ def test_cli_report_writes_both(prof, tmp_path, capsys):
     prof.save(path)
     assert main(["report", str(path), "--md", str(tmp_path / "r.md"), "--lang", "de"]) == 0
     assert (tmp_path / "r.md").read_text().startswith("# Festgeschriebenes")
+    assert (tmp_path / "r.md").stat().st_mode & 0o044, "readable by others (the umask's mode, not 0600)"
     assert main(["report", str(path)]) == 2
     assert "--html FILE" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing.json"), "--md", str(tmp_path / "x.md")]) == 2

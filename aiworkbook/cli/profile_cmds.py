@@ -78,7 +78,9 @@ def _explicit_assumptions(given: dict[str, Any]) -> dict[str, Any]:
 
 def lock_cmd(
     pattern: str = typer.Option(
-        ..., "--pattern", help="classical-ml-cpu | dl-training | llm-inference | hybrid"
+        None,
+        "--pattern",
+        help="classical-ml-cpu | dl-training | llm-inference | hybrid (default: what --answer recommends)",
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Where to write the locked profile (JSON)."),
     node: str = typer.Option(None, "--node", help="The declared reference node (data/nodes name or a JSON)."),
@@ -160,9 +162,16 @@ def report_cmd(
         if path is not None:
             check_writable(path, field)
     prof = load_profile(profile)
-    if html is not None:
-        atomic_write_text(html, render_html(prof, lang=lang))
-        typer.echo(f"HTML report -> {html}")
-    if md is not None:
-        atomic_write_text(md, render_markdown(prof, lang=lang))
-        typer.echo(f"Markdown report -> {md}")
+    for path, render, what in ((html, render_html, "HTML"), (md, render_markdown, "Markdown")):
+        if path is not None:
+            _shareable(atomic_write_text(path, render(prof, lang=lang)))
+            typer.echo(f"{what} report -> {path}")
+
+
+def _shareable(path: Path) -> None:
+    """A report is for others to read: the umask's mode, not the temp file's 0600."""
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)

@@ -78,7 +78,7 @@ def rerun_inputs(result) -> dict[str, Any]:
 
 
 def lock(
-    pattern: str,
+    pattern: str | None,
     *,
     workloads: Iterable[Any] = (),
     results: Iterable[Any] = (),
@@ -90,7 +90,7 @@ def lock(
     lang: str = "en",
     notes: Iterable[str] = (),
 ) -> LockedProfile:
-    """Lock a profile.
+    """Lock a profile. `pattern` None: the one `answers` (the questionnaire) recommend.
 
     `node`: the declared reference node (a name from data/nodes, a node JSON or a NodeProfile);
     `detected`: True detects this node, a NodeProfile uses it, None skips it; `workloads` are sized
@@ -107,6 +107,12 @@ def lock(
     from aiworkbook.persist import validation_error
     from aiworkbook.specs import detect, get_node
 
+    if pattern is None:
+        if not answers:
+            raise SpecError("pattern", None, "a pattern id, or questionnaire answers that recommend one")
+        from aiworkbook.patterns import recommend
+
+        pattern = recommend(answers, lang).pattern.id
     check_pattern(pattern)
     check_lang(lang)
     declared = get_node(node) if isinstance(node, str) else node
