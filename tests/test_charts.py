@@ -24,8 +24,8 @@ from aiworkbook.units import GiB
 
 
 def rows_of(chart) -> list[dict]:
-    """Every inline data row in the chart's Vega-Lite spec (inline values and top-level datasets)."""
-    spec = chart.to_dict()
+    """Every inline data row in a chart's Vega-Lite spec, or in a spec dict (inline values and datasets)."""
+    spec = chart if isinstance(chart, dict) else chart.to_dict()
     out: list[dict] = []
 
     def walk(node):

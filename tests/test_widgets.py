@@ -189,8 +189,14 @@ def test_monitor_subscribes_charts_live_samples_and_unsubscribes_on_close():
         assert m.result["gpu"] is True and m.result["samples"] >= 1
         title = m.charts["power_w"].chart.to_dict()["title"]
         assert "live on NVIDIA H100 80GB HBM3" in title
-        values = [r["value"] for r in rows_of(m.charts["power_w"].chart)]
+        values = [r["value"] for r in rows_of(m.charts["power_w"].spec)]  # the spec on screen
         assert values and set(values) == {DATACENTER["power_mw"] / 1000}
+        n = len(values)
+        deadline = time.monotonic() + 10
+        while len(rows_of(m.charts["power_w"].spec)) <= n and time.monotonic() < deadline:
+            time.sleep(0.1)  # later ticks swap new rows into the same spec
+        assert len(rows_of(m.charts["power_w"].spec)) > n
+        assert "live on NVIDIA H100 80GB HBM3" in m.charts["power_w"].spec["title"]
         m.pause.value = True
         assert not s.subscribers() and not s.running and m.value == "paused"
         m.pause.value = False

@@ -55,10 +55,14 @@ class GPUMonitor(Composite):
         self.interval = float(interval)
         self.has_gpu = self._gpu_count() > 0 if gpu is None else gpu
         self.metrics = GPU_METRICS if self.has_gpu else HOST_METRICS
-        self._samples: collections.deque[Any] = collections.deque(maxlen=max(2, int(window_s / interval) + 1))
+        size = max(2, int(window_s / interval) + 1)
+        self._samples: collections.deque[Any] = collections.deque(maxlen=size)
+        # each sample flattened once, on arrival (Sample.flat: the row of telemetry.export.to_dataframe)
+        self._flat: collections.deque[dict[str, Any]] = collections.deque(maxlen=size)
         self._lock = threading.Lock()
         self._delivery = Delivery()
         self._refresh_pending = False
+        self._specs: dict[Any, tuple[tuple[str, str], dict[str, Any]]] = {}
         self._sub: Any = None
         self._header: dict[str, Any] | None = None
         self.headline = value_html(
@@ -109,6 +113,7 @@ class GPUMonitor(Composite):
         """On the sampler's thread: keep the samples, then redraw on the kernel's loop."""
         with self._lock:
             self._samples.extend(batch)
+            self._flat.extend(x.flat() for x in batch)
             if self._refresh_pending:  # one redraw queued is enough: it reads the newest window
                 return
             self._refresh_pending = True
@@ -135,24 +140,41 @@ class GPUMonitor(Composite):
     # -- drawing -------------------------------------------------------------------------------
     def refresh(self) -> None:
         """Redraw the charts from the samples in the window (called on the kernel's loop)."""
-        from aiworkbook.charts import telemetry_chart
-        from aiworkbook.telemetry.export import to_dataframe
+        import pandas as pd
 
         with self._lock:
             samples = list(self._samples)
+            flat = list(self._flat)
             self._refresh_pending = False
         if not samples:
             return
-        frame = to_dataframe(samples)
+        frame = pd.DataFrame(
+            flat
+        )  # what telemetry.export.to_dataframe(samples) builds, without re-flattening
         gpu_name = self._gpu_name() if self.has_gpu else None
+        source = self._header.get("label", "") if self._header else self.t("live")
         for m, view in self.charts.items():
             try:
-                view.chart = telemetry_chart(frame, m, header=self._header, gpu=gpu_name)
+                self._draw(m, view, frame, source, gpu_name)
             except SpecError:
                 continue  # this reader does not report the metric
         self.details.value = self._details(samples[-1])
-        source = self._header.get("label", "") if self._header else self.t("live")
         self.result = {"gpu": self.has_gpu, "samples": len(samples), "source": source}
+
+    def _draw(self, metric: str, view: Any, frame: Any, source: str, gpu_name: str | None) -> None:
+        """The first draw of a metric (per source) builds and validates the chart; later ticks only swap
+        its data rows into the same spec, skipping Altair's schema validation of every row (which cost
+        most of a redraw's CPU at 2 Hz)."""
+        from aiworkbook.charts import telemetry_chart
+        from aiworkbook.charts.telemetry import telemetry_rows
+
+        key = (metric, source)
+        base = self._specs.get(view.model_id if hasattr(view, "model_id") else id(view))
+        if base is None or base[0] != key or "values" not in base[1].get("data", {}):
+            view.chart = telemetry_chart(frame, metric, header=self._header, gpu=gpu_name)
+            self._specs[view.model_id if hasattr(view, "model_id") else id(view)] = (key, view.spec)
+            return
+        view.spec = {**base[1], "data": {"values": telemetry_rows(frame, metric)}}
 
     def _details(self, s: Any) -> str:
         """Throttle reasons and processes of the latest sample, per GPU."""
@@ -188,6 +210,8 @@ class GPUMonitor(Composite):
         with self._lock:
             self._samples.clear()
             self._samples.extend(samples)
+            self._flat.clear()
+            self._flat.extend(x.flat() for x in samples)
         self._header = header
         if not self.has_gpu:  # the trace has GPU metrics: chart them
             self.charts = {m: chart_view() for m in GPU_METRICS}
