@@ -54,6 +54,10 @@ def test_dashboard_renders(browser, servers, name):
     try:
         assert page.locator(".aiwb-ready").count() >= 1
         assert VOILA_ERROR not in page.content()
+        if name == "report":  # served without --allow-proofs: plans only, no run button
+            runner = page.locator(".aiwb-proof-runner").first
+            assert _label("runs_off") in runner.text_content()
+            assert runner.locator("button", has_text=_label("run")).count() == 0
         shot(page, f"{name}-rendered")
     finally:
         close_page(page)
