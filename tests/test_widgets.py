@@ -330,3 +330,11 @@ def test_sizer_model_family_form(sizer):
     assert sizer.result["params"]["params"] == spec_from_config(cfg).params
     sizer.family_fields["num_key_value_heads"].value = 7
     assert_error(sizer, "num_key_value_heads")
+
+
+def test_results_are_observable(sizer):
+    seen = []
+    sizer.observe(lambda change: seen.append(change["new"]["workload"]["concurrency"]), names="result")
+    sizer.value = {"concurrency": 12}
+    assert sizer.wait(120)
+    assert seen == [12]
