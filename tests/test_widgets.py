@@ -303,6 +303,11 @@ def test_profile_locker_locks_and_checks_through_the_library():
     p.results = [ProofResult("kv", "cpu", {"model": "tiny-llama"}, 2.0e6, "B", 1.0e6, "KV bytes")]
     p.check_button.click()
     assert p.result["report"]["exit_code"] == 1 and "[fail]" in p.details.value
+    p.report_button.click()
+    assert p.error == "" and 'download="report.html"' in p.download.value
+    from aiworkbook.profile.report import render_html
+
+    assert p.result == {"action": "report", "bytes": len(render_html(p.profile).encode())}
     bad = {"name": "p.json", "type": "", "size": 4, "content": memoryview(b"{bad")}
     p.upload.value = ({**bad, "last_modified": _dt.datetime.now(_dt.timezone.utc)},)
     assert_error(p, "profile")

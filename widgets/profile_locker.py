@@ -62,6 +62,8 @@ class ProfileLocker(Composite):
         self.node = dropdown(["", *nodes], node or "", self.t("node"))
         self.lock_button = W.Button(description=self.t("lock"), icon="lock", button_style="primary")
         self.check_button = W.Button(description=self.t("check"), icon="check")
+        self.report_button = W.Button(description=self.t("report"), icon="file")
+        self.report_button.on_click(self.guarded(lambda _b: self.report()))
         self.upload = W.FileUpload(accept=".json", multiple=False, description=self.t("profile"))
         self.lock_button.on_click(self.guarded(lambda _b: self.lock()))
         self.check_button.on_click(self.guarded(lambda _b: self.check()))
@@ -73,7 +75,7 @@ class ProfileLocker(Composite):
         self.download = W.HTML("")
         self.children = [
             W.HBox([self.pattern, self.node]),
-            W.HBox([self.lock_button, self.check_button, self.upload]),
+            W.HBox([self.lock_button, self.check_button, self.report_button, self.upload]),
             self.error_area,
             self.headline,
             self.details,
@@ -151,6 +153,19 @@ class ProfileLocker(Composite):
         self.profile = profile_from_dict(doc, source=str(f.get("name", "upload")))
         self.headline.value = f"{html.escape(self.t('profile'))}: {html.escape(self.profile.pattern)}"
         self.error = ""
+
+    def report(self) -> str:
+        """The stakeholder report of the profile (aiworkbook.profile.report: offline HTML, inline SVG
+        charts), offered as a download."""
+        from aiworkbook.profile.report import render_html
+
+        if self.profile is None:
+            raise SpecError("profile", "none", "lock a profile or upload one first")
+        page = render_html(self.profile, self.lang)
+        self.download.value = download_link(page, "report.html", "text/html", self.t("download"))
+        self.error = ""
+        self.result = {"action": "report", "bytes": len(page.encode())}
+        return page
 
     def check(self) -> Any:
         """Check the results held against the profile (no proof re-runs from a dashboard)."""
