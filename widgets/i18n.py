@@ -36,6 +36,7 @@ EN: dict[str, str] = {
     "gpu_status": "GPU status",
     # model sizer
     "source": "Model from",
+    "model": "Model",
     "preset": "preset",
     "family": "model family",
     "pasted": "pasted config.json",
@@ -130,6 +131,7 @@ NL: dict[str, str] = {
     "price": "Prijs per uur",
     "gpu_status": "GPU-status",
     "source": "Model uit",
+    "model": "Model",
     "preset": "voorinstelling",
     "family": "modelfamilie",
     "pasted": "geplakte config.json",
@@ -220,6 +222,7 @@ DE: dict[str, str] = {
     "price": "Preis pro Stunde",
     "gpu_status": "GPU-Status",
     "source": "Modell aus",
+    "model": "Modell",
     "preset": "Vorgabe",
     "family": "Modellfamilie",
     "pasted": "eingefügte config.json",

@@ -90,7 +90,7 @@ class KVPlanner(Composite):
         self._syncing = False
         t = self.t
         self.controls: dict[str, W.ValueWidget] = {
-            "model": dropdown(list_presets(), model, "model"),
+            "model": dropdown(list_presets(), model, t("model")),
             "gpu": dropdown([g.name for g in list_gpus()], gpu, t("gpu")),
             "engine": dropdown(ENGINES, engine, t("engine")),
             "kv_dtype": dropdown(KV_DTYPES, "bf16", t("kv_dtype")),
