@@ -163,3 +163,12 @@ def test_cli_report_writes_both(prof, tmp_path, capsys):
     assert "--html FILE" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing.json"), "--md", str(tmp_path / "x.md")]) == 2
     assert not (tmp_path / "x.md").exists()
+
+
+def test_reasons_only_for_the_recommended_pattern():
+    answers = {"model_kind": "tabular", "phase": "training"}
+    md = render_markdown(lock("dl-training", detected=None, answers=answers))
+    assert text("reason.tabular") not in md
+    assert text("report.recommended_other").format(pattern=text("pattern.classical-ml-cpu.title")) in md
+    md = render_markdown(lock("classical-ml-cpu", detected=None, answers=answers), lang="de")
+    assert text("reason.tabular", "de") in md

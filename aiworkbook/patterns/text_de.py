@@ -188,4 +188,5 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.charts_in_html": "Die Diagramme stehen im HTML-Bericht.",
     "report.placement": "Läuft auf",
     "report.value": "Wert",
+    "report.recommended_other": "Der Fragebogen empfahl {pattern}; dieses Profil schreibt ein anderes Muster fest.",
 }

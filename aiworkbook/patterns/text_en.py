@@ -192,4 +192,5 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.charts_in_html": "Charts are in the HTML report.",
     "report.placement": "Runs on",
     "report.value": "Value",
+    "report.recommended_other": "The questionnaire recommended {pattern}; this profile locks another pattern.",
 }

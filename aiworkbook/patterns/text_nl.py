@@ -188,4 +188,5 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.charts_in_html": "De grafieken staan in het HTML-rapport.",
     "report.placement": "Draait op",
     "report.value": "Waarde",
+    "report.recommended_other": "De vragenlijst raadde {pattern} aan; dit profiel legt een ander patroon vast.",
 }

@@ -57,7 +57,10 @@ def _decision(prof: LockedProfile, t: _Texts) -> list[Block]:
     ]
     if prof.answers:
         rec = recommend(prof.answers, t.lang)
-        out += [h(3, t("report.reasons")), ul(rec.reasons)]
+        if rec.pattern.id == prof.pattern:
+            out += [h(3, t("report.reasons")), ul(rec.reasons)]
+        else:
+            out.append(p(t("report.recommended_other").format(pattern=rec.pattern.title)))
     out += [
         h(3, t("report.use_when")),
         ul(pat.use_when),
