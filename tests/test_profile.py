@@ -223,7 +223,9 @@ def test_missing_or_unusable_results(prof):
     assert [c.status for c in rep.checks] == ["pass", "missing"] and rep.exit_code == 2
     assert check(prof, rerun=False).exit_code == 2
     rep = check(prof, [result("kv", None, verdict="interrupted"), result("roofline", 8e11, "B/s")])
-    assert rep.checks[0].status == "fail" and "interrupted" in rep.checks[0].message
+    assert rep.checks[0].status == "error" and "interrupted" in rep.checks[0].message and rep.exit_code == 2
+    rep = check(prof, [result("kv", None, verdict="does-not-fit"), result("roofline", 8e11, "B/s")])
+    assert rep.checks[0].status == "fail" and "does-not-fit" in rep.checks[0].message and rep.exit_code == 1
     rep = check(prof, [result("kv", 1e9, unit="s"), result("roofline", 8e11, "B/s")])
     assert rep.checks[0].status == "fail" and "unit" in rep.checks[0].message
     rep = check(prof, [result("kv"), result("roofline", 8e11, "B/s"), result("vram")])
@@ -290,3 +292,19 @@ def test_a_golden_proof_that_cannot_run_here_is_an_error(prof):
     rep = check(prof, runner=runner)
     assert [c.status for c in rep.checks] == ["error", "pass"]
     assert "could not run: SpecError" in rep.checks[0].message and rep.exit_code == 2
+
+
+def test_check_passes_progress_and_cancel_to_the_registry(monkeypatch):
+    import threading
+
+    from aiworkbook.proofs import registry
+
+    install_fake_proof(monkeypatch)
+    p = lock("classical-ml-cpu", detected=None, results=[registry.run(FAKE, device="cpu")])
+    steps = []
+    assert check(p, progress=lambda done, total, msg: steps.append((done, total, msg))).exit_code == 0
+    assert steps and steps[-1][:2] == (1, 1)
+    cancel = threading.Event()
+    cancel.set()
+    rep = check(p, cancel=cancel)
+    assert rep.checks[0].status == "error" and "interrupted" in rep.checks[0].message and rep.exit_code == 2

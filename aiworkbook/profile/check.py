@@ -126,7 +126,9 @@ def compare(profile: LockedProfile, golden: GoldenProof, result: Any) -> ProofCh
     )
     if result.proof != golden.proof:
         return ProofCheck(status="fail", ratio=None, message=f"result is of proof '{result.proof}'", **common)
-    if result.measured is None or result.verdict in ("interrupted", "does-not-fit"):
+    if result.verdict == "interrupted":  # nothing was checked: unusable, not a regression
+        return ProofCheck(status="error", ratio=None, message="interrupted: nothing measured", **common)
+    if result.measured is None or result.verdict == "does-not-fit":
         return ProofCheck(
             status="fail", ratio=None, message=f"no measurement (verdict {result.verdict})", **common
         )
@@ -147,26 +149,22 @@ def compare(profile: LockedProfile, golden: GoldenProof, result: Any) -> ProofCh
     return ProofCheck(status=status, ratio=ratio, message="; ".join(notes), **common)
 
 
-def _registry_run(name: str, **inputs: Any):
-    from aiworkbook.proofs import registry
-
-    return registry.run(name, **inputs)
-
-
 def check(
     profile: LockedProfile,
     results: Iterable[Any] | None = None,
     *,
     rerun: bool = True,
     runner: Runner | None = None,
+    progress: Any = None,
+    cancel: Any = None,
     strict: bool = False,
 ) -> CheckReport:
     """Check every golden proof of `profile`.
 
     `results` (ProofResults, dicts or paths) are matched to golden proofs by proof name, in order;
     without them and with `rerun`, each golden proof runs again through `runner(proof, **inputs)`
-    (default `aiworkbook.proofs.registry.run`, the one proof lock) with the inputs stored in the
-    profile. A golden proof left without a result is 'missing', one that raised while re-running is
+    (default `aiworkbook.proofs.registry.run`, the one proof lock, with `progress(done, total,
+    message)` and the `cancel` event a widget passes) with the inputs stored in the profile. A golden proof left without a result is 'missing', one that raised while re-running is
     'error' (both exit code 2: nothing was checked). `strict` makes drift a regression (exit 1)."""
     goldens = list(profile.proofs)
     pairs: list[tuple[GoldenProof, Any | None]] = []
@@ -181,7 +179,13 @@ def check(
             pairs.append((g, pool[idx] if idx is not None else None))
         unmatched = [r.proof for i, r in enumerate(pool) if i not in taken]
     elif rerun:
-        run = runner or _registry_run
+        if runner is None:
+            from aiworkbook.proofs import registry
+
+            def run(name: str, **inputs: Any) -> Any:
+                return registry.run(name, progress=progress, cancel=cancel, **inputs)
+        else:
+            run = runner
         for g in goldens:
             try:
                 pairs.append((g, run(g.proof, **g.inputs)))
