@@ -7,9 +7,11 @@ Screenshots go to tests/browser/artifacts/ (gitignored), kept as test artifacts.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,10 @@ class Servers:
             from aiworkbook.cli.app_cmds import launch, serving
 
             spec = launch(name)
+            if os.environ.get("AIWORKBOOK_TEST_TRACEBACKS") == "1":  # debugging a failing page
+                spec = replace(
+                    spec, argv=[a.replace("show_tracebacks=False", "show_tracebacks=True") for a in spec.argv]
+                )
             proc = self._stack.enter_context(serving(spec))
             self.running[name] = (spec, proc)
         return self.running[name]
