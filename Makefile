@@ -27,10 +27,9 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
+# Serves the sizing dashboard on 127.0.0.1 and prints its URL; runs until Ctrl-C (CI runs `make test`).
 demo: install
-	$(BIN)/aiworkbook env
-	$(BIN)/aiworkbook params llama-3-8b
-	$(BIN)/aiworkbook size llama-3-8b --mode infer --batch 8 --seq 4096 --new-tokens 512 --gpu H100-SXM
+	$(BIN)/aiworkbook app sizing $(DEMO_ARGS)
 
 lint: install-test
 	$(BIN)/ruff check .

@@ -11,7 +11,15 @@ from typing import Any
 import typer
 import typer.main
 
-from aiworkbook.cli import monitor_cmds, prove_cmds, serve_cmds, size_cmds, specs_cmds
+from aiworkbook.cli import (
+    app_cmds,
+    monitor_cmds,
+    profile_cmds,
+    prove_cmds,
+    serve_cmds,
+    size_cmds,
+    specs_cmds,
+)
 
 app = typer.Typer(
     name="aiworkbook",
@@ -39,7 +47,7 @@ def _root(
     """Size AI infrastructure and prove the sizing on this node."""
 
 
-for _mod in (specs_cmds, size_cmds, monitor_cmds, prove_cmds, serve_cmds):
+for _mod in (specs_cmds, size_cmds, monitor_cmds, prove_cmds, serve_cmds, app_cmds, profile_cmds):
     _mod.register(app)
 
 

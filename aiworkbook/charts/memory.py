@@ -1,0 +1,81 @@
+"""Memory breakdown: one stacked bar by component (the formula in each tooltip), the rule of thumb
+beside it, and the GPU budget as a line when the estimate names a GPU."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+
+from aiworkbook.charts.theme import HEIGHT, finish, gib, scale
+from aiworkbook.sizing.memory import COMPONENTS
+from aiworkbook.units import fmt_bytes
+
+ITEMISED = "itemised"
+RULE = "rule of thumb"
+
+
+def memory_rows(estimate: Any) -> list[dict[str, Any]]:
+    """Rows of the chart from an Estimate (or its to_dict()): one per non-zero component, one for the rule."""
+    d = estimate.to_dict() if hasattr(estimate, "to_dict") else dict(estimate)
+    mem, formulas, rule = d["memory"], d.get("formulas", {}), d.get("rules_of_thumb") or {}
+    rows = [
+        {
+            "bar": ITEMISED,
+            "component": c,
+            "order": i,
+            "bytes": int(mem[c]),
+            "gib": gib(mem[c]),
+            "formula": formulas.get(c, ""),
+        }
+        for i, c in enumerate(COMPONENTS)
+        if mem.get(c)
+    ]
+    if rule.get("bytes") is not None:
+        rows.append(
+            {
+                "bar": RULE,
+                "component": str(rule.get("rule", RULE)),
+                "order": len(COMPONENTS),
+                "bytes": int(rule["bytes"]),
+                "gib": gib(rule["bytes"]),
+                "formula": str(rule.get("formula", "")),
+            }
+        )
+    return rows
+
+
+def memory_chart(estimate: Any) -> alt.LayerChart:
+    """Stacked bar of GiB per component with its formula as tooltip, the rule-of-thumb bar beside it,
+    and a dashed line at the GPU's budget (utilisation x usable memory) when the estimate has a GPU."""
+    d = estimate.to_dict() if hasattr(estimate, "to_dict") else dict(estimate)
+    rows = memory_rows(d)
+    names = [r["component"] for r in rows]
+    bars = (
+        alt.Chart(alt.Data(values=rows))
+        .mark_bar()
+        .encode(
+            x=alt.X("bar:N", title=None, sort=[ITEMISED, RULE], axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("sum(gib):Q", title="GiB (2^30 bytes)", stack="zero"),
+            color=alt.Color("component:N", scale=scale(names), sort=names, title="component"),
+            order=alt.Order("order:Q"),
+            tooltip=[
+                alt.Tooltip("component:N"),
+                alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
+                alt.Tooltip("bytes:Q", format=","),
+                alt.Tooltip("formula:N"),
+            ],
+        )
+    )
+    layers: list[Any] = [bars]
+    fits = d.get("fits") or {}
+    if fits.get("budget_bytes"):
+        budget = [{"gib": gib(fits["budget_bytes"]), "label": f"budget on {fits.get('gpu')}"}]
+        layers.append(
+            alt.Chart(alt.Data(values=budget))
+            .mark_rule(strokeDash=[6, 4], color="#000000")
+            .encode(y="gib:Q", tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", format=",.2f")])
+        )
+    gpu = f" on {d['gpu']}" if d.get("gpu") else ""
+    title = f"{d.get('model', 'model')}: {fmt_bytes(d['memory']['total'], 'GiB')} per GPU{gpu}"
+    return finish(alt.layer(*layers).properties(width=220, height=HEIGHT), title)

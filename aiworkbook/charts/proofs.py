@@ -1,0 +1,77 @@
+"""Estimate vs measured, one pair of bars per proof, both relative to the estimate (units differ
+between proofs), the measured bar coloured by verdict, the raw figures and honesty flags in the tooltip."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+
+from aiworkbook.charts.theme import ESTIMATE_COLOUR, HEIGHT, finish, verdict_scale
+
+ESTIMATE = "estimate"
+MEASURED = "measured"
+
+
+def proof_rows(results: list[Any]) -> list[dict[str, Any]]:
+    """Two rows per ProofResult (or its to_dict()): the estimate at 1.0 and the measured ratio."""
+    rows = []
+    for i, r in enumerate(results):
+        d = r.to_dict() if hasattr(r, "to_dict") else dict(r)
+        name = f"{d['proof']} ({d.get('device', '')})" if d.get("device") else d["proof"]
+        if sum(1 for x in results if _name(x) == d["proof"]) > 1:
+            name = f"{name} #{i + 1}"
+        common = {
+            "proof": name,
+            "unit": d.get("unit", ""),
+            "predicted": d.get("predicted"),
+            "predicted_label": d.get("predicted_label", ""),
+            "measured": d.get("measured"),
+            "ratio": d.get("ratio"),
+            "tolerance": d.get("tolerance"),
+            "verdict": d.get("verdict", ""),
+            "flags": ", ".join(d.get("flags", [])) or "none",
+        }
+        has_estimate = bool(d.get("predicted"))
+        rows.append({**common, "kind": ESTIMATE, "relative": 1.0 if has_estimate else None})
+        rows.append({**common, "kind": MEASURED, "relative": d.get("ratio")})
+    return rows
+
+
+def _name(r: Any) -> str:
+    return r.proof if hasattr(r, "proof") else r["proof"]
+
+
+def proofs_chart(results: list[Any]) -> alt.LayerChart:
+    """Per proof: the estimate (1.0) and measured / estimate, the tolerance band around 1 as a tick.
+
+    Proofs without an estimate (verdict info) keep their row with the measured figure in the tooltip.
+    """
+    rows = proof_rows(results)
+    tooltip = [
+        alt.Tooltip("proof:N"),
+        alt.Tooltip("kind:N"),
+        alt.Tooltip("verdict:N"),
+        alt.Tooltip("predicted_label:N", title="estimate of"),
+        alt.Tooltip("predicted:Q", title="estimate", format=",.4~g"),
+        alt.Tooltip("measured:Q", format=",.4~g"),
+        alt.Tooltip("unit:N"),
+        alt.Tooltip("ratio:Q", title="measured / estimate", format=".3f"),
+        alt.Tooltip("tolerance:Q", format=".0%"),
+        alt.Tooltip("flags:N", title="honesty flags"),
+    ]
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        y=alt.Y("proof:N", title=None),
+        yOffset=alt.YOffset("kind:N", sort=[ESTIMATE, MEASURED]),
+        tooltip=tooltip,
+    )
+    est = base.transform_filter(alt.datum.kind == ESTIMATE).mark_bar(color=ESTIMATE_COLOUR)
+    meas = base.transform_filter(alt.datum.kind == MEASURED).mark_bar()
+    x = alt.X("relative:Q", title="relative to the estimate (estimate = 1)")
+    one = alt.Chart(alt.Data(values=[{"x": 1.0}])).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
+    chart = alt.layer(
+        est.encode(x=x),
+        meas.encode(x=x, color=alt.Color("verdict:N", scale=verdict_scale(), title="verdict")),
+        one,
+    ).properties(width=360, height=max(HEIGHT // 2, 48 * max(1, len(results))))
+    return finish(chart, "Estimate vs measured")

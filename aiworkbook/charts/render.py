@@ -1,0 +1,74 @@
+"""Rendering without a network: SVG through vl-convert (reports, tests) and offline Jupyter charts.
+
+Altair's default HTML loads vega from a CDN, which never loads in CI or behind a firewall.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+def to_svg(chart: Any) -> str:
+    """The chart as a standalone SVG string, rendered in-process by vl-convert (no browser, no CDN)."""
+    import vl_convert as vlc
+
+    return vlc.vegalite_to_svg(chart.to_dict(), vl_version=_vl_version())
+
+
+def _vl_version() -> str | None:
+    """Altair's Vega-Lite version as vl-convert names it ("v6.4.1" -> "6.4"); None (vl-convert's
+    default) when this vl-convert does not bundle it."""
+    import altair as alt
+    import vl_convert as vlc
+
+    major, minor = alt.SCHEMA_VERSION.lstrip("v").split(".")[:2]
+    version = f"{major}.{minor}"
+    return version if version in vlc.get_vegalite_versions() else None
+
+
+def enable_offline(cache: bool = True) -> None:
+    """Make `alt.JupyterChart` load its JavaScript from the installed packages (call once per kernel).
+
+    vl-convert bundles that JavaScript on each call (seconds of CPU at every kernel start); with
+    `cache` the bundle is kept under $XDG_CACHE_HOME/aiworkbook (or ~/.cache/aiworkbook), keyed by the
+    source, the Vega-Lite version and vl-convert's version, so later kernels start faster."""
+    import altair as alt
+    import vl_convert as vlc
+
+    if not cache:
+        alt.JupyterChart.enable_offline()
+        return
+    original = vlc.javascript_bundle
+
+    version = getattr(vlc, "__version__", "unknown")
+
+    def cached_bundle(snippet: str, vl_version: str | None = None) -> str:
+        import hashlib
+
+        key = hashlib.sha256(f"{version}|{vl_version}|{snippet}".encode()).hexdigest()[:32]
+        path = _cache_dir() / f"jupyterchart-{key}.js"
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError:
+            pass
+        bundle = original(snippet, vl_version=vl_version)
+        try:
+            from aiworkbook.persist import atomic_write_text
+
+            atomic_write_text(path, bundle)
+        except OSError:
+            pass  # a read-only home: no cache, same result
+        return bundle
+
+    vlc.javascript_bundle = cached_bundle  # type: ignore[assignment]
+    try:
+        alt.JupyterChart.enable_offline()
+    finally:
+        vlc.javascript_bundle = original  # type: ignore[assignment]
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aiworkbook"

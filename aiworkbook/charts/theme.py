@@ -1,0 +1,63 @@
+"""One look for every chart: a colour-blind-safe palette (Okabe & Ito 2008), verdict colours, GiB axes.
+
+Colours carry meaning only together with a label or a tooltip, never alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+
+from aiworkbook.units import GiB
+
+#: Okabe-Ito: distinguishable under the common colour-vision deficiencies.
+PALETTE = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#D55E00",  # vermillion
+    "#F0E442",  # yellow
+    "#000000",  # black
+    "#999999",  # grey
+    "#882255",  # wine (Tol), an eleventh hue for long stacks
+    "#44AA99",  # teal (Tol)
+)
+#: Verdict -> colour: pass blue, fail vermillion (not red/green), the rest neutral.
+VERDICT_COLOURS: dict[str, str] = {
+    "pass": "#0072B2",
+    "fail": "#D55E00",
+    "info": "#999999",
+    "does-not-fit": "#CC79A7",
+    "interrupted": "#E69F00",
+}
+ESTIMATE_COLOUR = "#999999"
+WIDTH = 420
+HEIGHT = 260
+
+
+def scale(domain: list[str] | tuple[str, ...]) -> alt.Scale:
+    """A categorical colour scale over `domain` with the palette, in order (stable colours per name)."""
+    return alt.Scale(domain=list(domain), range=[PALETTE[i % len(PALETTE)] for i in range(len(domain))])
+
+
+def verdict_scale() -> alt.Scale:
+    return alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values()))
+
+
+def gib(n: float | int | None) -> float | None:
+    """Bytes as GiB (2**30) for an axis; None stays None."""
+    return None if n is None else float(n) / GiB
+
+
+def finish(chart: Any, title: str | None = None) -> Any:
+    """The shared configuration: font sizes, no chart border, a title when given."""
+    if title is not None:
+        chart = chart.properties(title=title)
+    return (
+        chart.configure_view(strokeWidth=0)
+        .configure_axis(labelFontSize=11, titleFontSize=12)
+        .configure_legend(labelFontSize=11, titleFontSize=12)
+    )

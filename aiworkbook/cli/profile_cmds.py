@@ -1,0 +1,177 @@
+"""`aiworkbook lock`, `check` and `report`: the decision as a file, the golden-workload check for CI
+(exit 0 pass, 1 regression, 2 unusable input) and the stakeholder report (HTML, Markdown)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from aiworkbook.errors import SpecError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("lock")(lock_cmd)
+    app.command("check")(check_cmd)
+    app.command("report")(report_cmd)
+
+
+def _pairs(items: list[str], field: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(field, item, "KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _tolerance(name: str, text: str) -> tuple[float, float] | float:
+    """'0.05' (drift up to 2.5x) or '0.05:0.2' (pass within, fail beyond)."""
+    try:
+        parts = [float(x) for x in text.split(":")]
+    except ValueError:
+        raise SpecError(f"tolerance.{name}", text, "a fraction, or PASS:FAIL fractions (0.05:0.2)") from None
+    if len(parts) == 1:
+        return parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise SpecError(f"tolerance.{name}", text, "a fraction, or PASS:FAIL fractions (0.05:0.2)")
+
+
+def read_workloads(path: str) -> list[dict[str, Any]]:
+    """Workloads from a JSON file: one {model, workload[, name, gpu, device]} (the output of
+    `aiworkbook size --json` is one), a list of them, or {"workloads": [...]}."""
+    from aiworkbook.persist import read_text
+
+    p = Path(path)
+    text = read_text(p, what="an existing workload JSON")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            "json", f"line {exc.lineno} col {exc.colno}: {exc.msg}", "valid JSON", source=path
+        ) from None
+    if isinstance(doc, dict) and "workloads" in doc:
+        doc = doc["workloads"]
+    items = doc if isinstance(doc, list) else [doc]
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "model" not in item or "workload" not in item:
+            raise SpecError("workload", str(item)[:80], "an object with model and workload keys", source=path)
+        name = item.get("name") or (p.stem if len(items) == 1 else f"{p.stem}-{i + 1}")
+        entry = {k: item[k] for k in ("model", "workload", "gpu", "device") if k in item}
+        entry["assumptions"] = _explicit_assumptions(item.get("assumptions") or {})
+        out.append({**entry, "name": name})
+    return out
+
+
+def _explicit_assumptions(given: dict[str, Any]) -> dict[str, Any]:
+    """The assumptions a workload file sets away from the defaults (`size --json` lists them all)."""
+    from aiworkbook.sizing import Assumptions
+
+    defaults = Assumptions().to_dict()
+    return {k: v for k, v in given.items() if k != "source" and k in defaults and v != defaults[k]}
+
+
+def lock_cmd(
+    pattern: str = typer.Option(
+        None,
+        "--pattern",
+        help="classical-ml-cpu | dl-training | llm-inference | hybrid (default: what --answer recommends)",
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="Where to write the locked profile (JSON)."),
+    node: str = typer.Option(None, "--node", help="The declared reference node (data/nodes name or a JSON)."),
+    workload: list[str] = typer.Option(
+        [], "--workload", help="Workload JSON (`size --json` output); repeat."
+    ),
+    result: list[str] = typer.Option([], "--result", help="Proof result JSON (`prove ... --json`); repeat."),
+    tolerance: list[str] = typer.Option([], "--tolerance", help="PROOF=0.05 or PROOF=0.05:0.2; repeat."),
+    answer: list[str] = typer.Option([], "--answer", help="Questionnaire answer KEY=VALUE; repeat."),
+    lang: str = typer.Option("en", "--lang", help="Report language: en | nl | de."),
+    note: list[str] = typer.Option([], "--note", help="A note to keep with the profile; repeat."),
+    detect: bool = typer.Option(True, "--detect/--no-detect", help="Record the detected node as well."),
+) -> None:
+    """Lock a profile: a pattern, workloads sized on the node and the proof results as golden proofs."""
+    from aiworkbook.persist import check_writable
+    from aiworkbook.profile import lock
+
+    check_writable(out, "out")
+    workloads = [w for path in workload for w in read_workloads(path)]
+    tolerances = {k: _tolerance(k, v) for k, v in _pairs(tolerance, "tolerance").items()}
+    prof = lock(
+        pattern,
+        node=node,
+        detected=True if detect else None,
+        workloads=workloads,
+        results=result,
+        tolerances=tolerances,
+        answers=_pairs(answer, "answer") or None,
+        lang=lang,
+        notes=note,
+    )
+    prof.save(out)
+    typer.echo(
+        f"locked {prof.pattern} profile: {len(prof.workloads)} workload(s), {len(prof.proofs)} golden "
+        f"proof(s) [{', '.join(p.name for p in prof.proofs)}] on {prof.node.fingerprint.describe()} -> {out}"
+    )
+
+
+def check_cmd(
+    profile: Path = typer.Argument(..., help="A locked profile (aiworkbook lock)."),
+    results: list[str] = typer.Option(
+        None, "--results", help="Proof result JSON files to check instead of re-running; repeat."
+    ),
+    strict: bool = typer.Option(False, "--strict", help="Treat drift as a regression (exit 1)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the check as JSON."),
+) -> None:
+    """Re-run the golden proofs here (or take --results) and compare: exit 0 pass, 1 regression, 2 unusable."""
+    from aiworkbook.profile import check, load_profile
+
+    prof = load_profile(profile)
+    rep = check(prof, results or None, strict=strict)
+    for w in rep.warnings():
+        typer.echo(f"warning: {w}", err=True)
+    if as_json:
+        typer.echo(json.dumps(rep.to_dict(), indent=2))
+    else:
+        for c in rep.checks:
+            typer.echo(c.line())
+        summary = {0: "all golden proofs pass", 1: "regression", 2: "unusable input"}[rep.exit_code]
+        typer.echo(f"{summary} (exit {rep.exit_code})")
+    # SystemExit, not typer.Exit: under standalone_mode=False click returns Exit's code instead of exiting
+    raise SystemExit(rep.exit_code)
+
+
+def report_cmd(
+    profile: Path = typer.Argument(..., help="A locked profile (aiworkbook lock)."),
+    html: Path = typer.Option(None, "--html", help="Write a standalone offline HTML report here."),
+    md: Path = typer.Option(None, "--md", help="Write a Markdown report here."),
+    lang: str = typer.Option(None, "--lang", help="en | nl | de (default: the profile's)."),
+) -> None:
+    """A stakeholder report: decision, node, memory, estimate vs measured, charts, cost, deployment."""
+    from aiworkbook.persist import atomic_write_text, check_writable
+    from aiworkbook.profile import load_profile
+    from aiworkbook.profile.report import render_html, render_markdown
+
+    if html is None and md is None:
+        raise SpecError("report", "no output", "--html FILE and/or --md FILE")
+    for path, field in ((html, "html"), (md, "md")):
+        if path is not None:
+            check_writable(path, field)
+    prof = load_profile(profile)
+    for path, render, what in ((html, render_html, "HTML"), (md, render_markdown, "Markdown")):
+        if path is not None:
+            _shareable(atomic_write_text(path, render(prof, lang=lang)))
+            typer.echo(f"{what} report -> {path}")
+
+
+def _shareable(path: Path) -> None:
+    """A report is for others to read: the umask's mode, not the temp file's 0600."""
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)

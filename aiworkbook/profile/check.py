@@ -1,0 +1,219 @@
+"""check(): re-run a locked profile's golden proofs on this node (or take given results) and compare
+each with the locked figure: pass, drift or fail with the ratio, and which fingerprint part changed.
+
+Exit codes for CI (`aiworkbook check`): 0 every proof passed (drift too, unless strict), 1 a
+regression, 2 unusable input (a golden proof without a result, or one that could not run here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from aiworkbook.profile.fingerprint import Fingerprint, describe_changes
+from aiworkbook.profile.lock import as_result
+from aiworkbook.profile.model import GoldenProof, LockedProfile, Tolerance
+
+Status = Literal["pass", "drift", "fail", "missing", "error"]
+Runner = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ProofCheck:
+    """One golden proof checked: status, now/locked ratio, both figures and what changed underneath."""
+
+    name: str
+    proof: str
+    status: Status
+    ratio: float | None
+    locked: float | None
+    measured: float | None
+    unit: str
+    tolerance: Tolerance
+    estimate_ratio: float | None = None
+    flags: tuple[str, ...] = ()
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    message: str = ""
+
+    def line(self) -> str:
+        ratio = f"ratio {self.ratio:.3f}" if self.ratio is not None else "no ratio"
+        band = f"(pass ±{self.tolerance.pass_within:.0%}, fail beyond ±{self.tolerance.fail_beyond:.0%})"
+        extra = f"; {self.message}" if self.message else ""
+        return f"[{self.status}] {self.name}: {ratio} now/locked {band}{extra}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "proof": self.proof,
+            "status": self.status,
+            "ratio": self.ratio,
+            "locked": self.locked,
+            "measured": self.measured,
+            "unit": self.unit,
+            "tolerance": self.tolerance.model_dump(),
+            "estimate_ratio": self.estimate_ratio,
+            "flags": list(self.flags),
+            "changes": {k: list(v) for k, v in self.changes.items()},
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Every golden proof's check, the fingerprint parts that changed, and results that matched none."""
+
+    checks: tuple[ProofCheck, ...]
+    fingerprint_changes: dict[str, tuple[Any, Any]]
+    unmatched: tuple[str, ...] = ()
+    strict: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        statuses = {c.status for c in self.checks}
+        if statuses & {"missing", "error"} or not self.checks:
+            return 2
+        if "fail" in statuses or (self.strict and "drift" in statuses):
+            return 1
+        return 0
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.fingerprint_changes:
+            parts = ", ".join(self.fingerprint_changes)
+            out.append(
+                f"fingerprint changed ({parts}): {describe_changes(self.fingerprint_changes)}; "
+                "a difference may come from the change, not a regression"
+            )
+        out += [f"result for '{u}' matches no golden proof: ignored" for u in self.unmatched]
+        if not self.checks:
+            out.append("the profile has no golden proofs to check")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "exit_code": self.exit_code,
+            "checks": [c.to_dict() for c in self.checks],
+            "fingerprint_changes": {k: list(v) for k, v in self.fingerprint_changes.items()},
+            "unmatched": list(self.unmatched),
+            "warnings": self.warnings(),
+        }
+
+
+def classify(ratio: float, tol: Tolerance) -> Status:
+    """pass when |ratio - 1| <= pass_within, drift up to fail_beyond, fail beyond."""
+    dev = abs(ratio - 1)
+    if dev <= tol.pass_within:
+        return "pass"
+    return "drift" if dev <= tol.fail_beyond else "fail"
+
+
+def compare(profile: LockedProfile, golden: GoldenProof, result: Any) -> ProofCheck:
+    """Compare one new result with its golden proof."""
+    locked = golden.to_result()
+    tol = profile.tolerance(golden.name)
+    env = result.environment or {}
+    changes = profile.node.fingerprint.diff(Fingerprint.from_environment(env)) if env else {}
+    common = dict(
+        name=golden.name,
+        proof=golden.proof,
+        locked=locked.measured,
+        measured=result.measured,
+        unit=locked.unit,
+        tolerance=tol,
+        estimate_ratio=result.ratio,
+        flags=tuple(result.flags),
+        changes=changes,
+    )
+    if result.proof != golden.proof:
+        return ProofCheck(status="fail", ratio=None, message=f"result is of proof '{result.proof}'", **common)
+    if result.verdict == "interrupted":  # nothing was checked: unusable, not a regression
+        return ProofCheck(status="error", ratio=None, message="interrupted: nothing measured", **common)
+    if result.measured is None or result.verdict == "does-not-fit":
+        return ProofCheck(
+            status="fail", ratio=None, message=f"no measurement (verdict {result.verdict})", **common
+        )
+    if result.unit != locked.unit:
+        return ProofCheck(
+            status="fail", ratio=None, message=f"unit {result.unit!r}, locked {locked.unit!r}", **common
+        )
+    if not locked.measured:
+        return ProofCheck(status="fail", ratio=None, message="the locked figure is zero", **common)
+    ratio = result.measured / locked.measured
+    status = classify(ratio, tol)
+    notes = []
+    if changes:
+        notes.append(f"fingerprint: {describe_changes(changes)}")
+    new_flags = sorted(set(result.flags) - set(locked.flags))
+    if new_flags:
+        notes.append("new flags: " + ", ".join(new_flags))
+    return ProofCheck(status=status, ratio=ratio, message="; ".join(notes), **common)
+
+
+def check(
+    profile: LockedProfile,
+    results: Iterable[Any] | None = None,
+    *,
+    rerun: bool = True,
+    runner: Runner | None = None,
+    progress: Any = None,
+    cancel: Any = None,
+    strict: bool = False,
+) -> CheckReport:
+    """Check every golden proof of `profile`.
+
+    `results` (ProofResults, dicts or paths) are matched to golden proofs by proof name, in order;
+    without them and with `rerun`, each golden proof runs again through `runner(proof, **inputs)`
+    (default `aiworkbook.proofs.registry.run`, the one proof lock, with `progress(done, total,
+    message)` and the `cancel` event a widget passes) with the inputs stored in the profile. A golden proof left without a result is 'missing', one that raised while re-running is
+    'error' (both exit code 2: nothing was checked). `strict` makes drift a regression (exit 1)."""
+    goldens = list(profile.proofs)
+    pairs: list[tuple[GoldenProof, Any | None]] = []
+    unmatched: list[str] = []
+    if results is not None:
+        pool = [as_result(r) for r in results]
+        taken: set[int] = set()
+        for g in goldens:
+            idx = next((i for i, r in enumerate(pool) if i not in taken and r.proof == g.proof), None)
+            if idx is not None:
+                taken.add(idx)
+            pairs.append((g, pool[idx] if idx is not None else None))
+        unmatched = [r.proof for i, r in enumerate(pool) if i not in taken]
+    elif rerun:
+        if runner is None:
+            from aiworkbook.proofs import registry
+
+            def run(name: str, **inputs: Any) -> Any:
+                return registry.run(name, progress=progress, cancel=cancel, **inputs)
+        else:
+            run = runner
+        for g in goldens:
+            try:
+                pairs.append((g, run(g.proof, **g.inputs)))
+            except Exception as exc:  # a proof that cannot run here is reported, never a traceback in CI
+                pairs.append((g, f"could not run: {type(exc).__name__}: {exc}"))
+    else:
+        pairs = [(g, None) for g in goldens]
+    checks = []
+    for g, r in pairs:
+        if r is None or isinstance(r, str):
+            locked = g.to_result()
+            checks.append(
+                ProofCheck(
+                    name=g.name,
+                    proof=g.proof,
+                    status="missing" if r is None else "error",
+                    ratio=None,
+                    locked=locked.measured,
+                    measured=None,
+                    unit=locked.unit,
+                    tolerance=profile.tolerance(g.name),
+                    message=r or "no result given for this golden proof",
+                )
+            )
+        else:
+            checks.append(compare(profile, g, r))
+    changes: dict[str, tuple[Any, Any]] = {}
+    for c in checks:
+        for k, v in c.changes.items():
+            changes.setdefault(k, v)
+    return CheckReport(tuple(checks), changes, tuple(unmatched), strict)

@@ -1,0 +1,218 @@
+"""LockedProfile: the decision written down (pattern, node, workloads, estimates, golden proofs,
+tolerances), validated by pydantic, written atomically and read back with a clear error."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from typing import Any
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from aiworkbook.errors import SpecError
+from aiworkbook.profile.fingerprint import Fingerprint
+from aiworkbook.specs.node import NodeProfile, Pattern
+
+KIND = "aiworkbook.locked-profile"
+SCHEMA_VERSION = 1
+#: Default tolerance of a golden proof: pass within 10 %, drift up to 25 %, fail beyond.
+DEFAULT_PASS = 0.10
+DEFAULT_FAIL = 0.25
+
+
+class Tolerance(BaseModel):
+    """How far a re-measured figure may move from the locked one: |now/locked - 1| <= pass_within
+    passes, <= fail_beyond drifts, beyond fails."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    pass_within: float = Field(default=DEFAULT_PASS, ge=0, allow_inf_nan=False)
+    fail_beyond: float = Field(default=DEFAULT_FAIL, ge=0, allow_inf_nan=False)
+
+    @field_validator("fail_beyond")
+    @classmethod
+    def _ordered(cls, v: float, info: ValidationInfo) -> float:
+        low = info.data.get("pass_within")
+        if low is not None and v < low:
+            raise ValueError(f"must be >= pass_within ({low})")
+        return v
+
+
+class WorkloadEntry(BaseModel):
+    """One workload: a model (preset or config path), its shape (Workload.to_dict()) and the GPU sized."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    gpu: str | None = None
+    device: str = "cuda"
+    workload: dict[str, Any]
+    #: Assumptions overrides (price, storage speed, train_tokens for the run cost ...), on top of the node's
+    assumptions: dict[str, Any] = {}
+
+    @field_validator("workload", "assumptions")
+    @classmethod
+    def _builds(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """The dict must build a sizing Workload / Assumptions (their own checks, as one message)."""
+        from aiworkbook.sizing import Assumptions, Workload
+
+        target = Workload if info.field_name == "workload" else Assumptions
+        try:
+            target(**v)
+        except TypeError as exc:
+            raise ValueError(f"not {target.__name__} fields: {exc}") from None
+        except SpecError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    def to_workload(self):
+        from aiworkbook.sizing import Workload
+
+        return Workload(**self.workload)
+
+
+class GoldenProof(BaseModel):
+    """A proof result locked as the reference, with the inputs that re-run it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str = Field(min_length=1)
+    proof: str = Field(min_length=1)
+    inputs: dict[str, Any] = {}
+    result: dict[str, Any]
+
+    @field_validator("result")
+    @classmethod
+    def _valid_result(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from aiworkbook.proofs.result import ProofResult
+
+        try:
+            ProofResult.from_dict(v)
+        except (SpecError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"not a proof result: {exc}") from None
+        return v
+
+    def to_result(self):
+        from aiworkbook.proofs.result import ProofResult
+
+        return ProofResult.from_dict(self.result)
+
+
+class NodeSection(BaseModel):
+    """The node as declared (a reference profile) and as detected, and the detected fingerprint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    declared: NodeProfile | None = None
+    detected: NodeProfile | None = None
+    fingerprint: Fingerprint
+
+
+class LockedProfile(BaseModel):
+    """Pattern, node, workloads, estimates (Estimate.to_dict() by workload name), golden proofs
+    (ProofResult.to_dict()), tolerances per proof, the questionnaire's answers and notes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    created: AwareDatetime = Field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
+    pattern: Pattern
+    lang: str = "en"
+    answers: dict[str, Any] = {}
+    node: NodeSection
+    workloads: list[WorkloadEntry] = []
+    estimates: dict[str, dict[str, Any]] = {}
+    proofs: list[GoldenProof] = []
+    tolerances: dict[str, Tolerance] = {}
+    notes: list[str] = []
+
+    @field_validator("created")
+    @classmethod
+    def _utc(cls, v: _dt.datetime) -> _dt.datetime:
+        return v.astimezone(_dt.timezone.utc)
+
+    @field_validator("lang")
+    @classmethod
+    def _lang(cls, v: str) -> str:
+        from aiworkbook.patterns import LANGS
+
+        if v not in LANGS:
+            raise ValueError(f"one of {', '.join(LANGS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LockedProfile:
+        names = [p.name for p in self.proofs]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"golden proof names must be unique (repeated: {', '.join(sorted(dup))})")
+        extra = set(self.tolerances) - set(names)
+        if extra:
+            raise ValueError(f"tolerances for unknown proofs: {', '.join(sorted(extra))}")
+        wl = [w.name for w in self.workloads]
+        if len(set(wl)) != len(wl):
+            raise ValueError("workload names must be unique")
+        stray = set(self.estimates) - set(wl)
+        if stray:
+            raise ValueError(f"estimates for unknown workloads: {', '.join(sorted(stray))}")
+        return self
+
+    def tolerance(self, name: str) -> Tolerance:
+        """The tolerance of golden proof `name` (the default when none was set)."""
+        return self.tolerances.get(name, Tolerance())
+
+    def golden(self, name: str) -> GoldenProof:
+        for p in self.proofs:
+            if p.name == name:
+                return p
+        raise SpecError("proof", name, ", ".join(p.name for p in self.proofs) or "(no golden proofs)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically (temp file + fsync + rename), with kind and schema_version first."""
+        from aiworkbook.persist import write_json
+
+        write_json(path, self.to_dict(), kind=KIND, schema_version=SCHEMA_VERSION)
+
+
+def load_profile(path: str | os.PathLike) -> LockedProfile:
+    """Read a locked profile; a missing, corrupt, truncated or hand-broken file, another kind or an
+    unknown schema version raises SpecError naming the file and what is wrong."""
+    from aiworkbook.persist import read_json, validation_error
+
+    src = str(path)
+    doc = read_json(path, what="an existing locked profile JSON")
+    if doc.get("kind") != KIND:
+        raise SpecError("kind", doc.get("kind"), f"'{KIND}' (a file written by aiworkbook lock)", source=src)
+    v = doc.get("schema_version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise SpecError("schema_version", v, f"an integer 1..{SCHEMA_VERSION}", source=src)
+    if v > SCHEMA_VERSION:
+        raise SpecError(
+            "schema_version",
+            v,
+            f"1..{SCHEMA_VERSION} (this profile was written by a newer aiworkbook: upgrade to read it)",
+            source=src,
+        )
+    body = {k: val for k, val in doc.items() if k not in ("kind", "schema_version")}
+    try:
+        return LockedProfile.model_validate(body)
+    except ValidationError as exc:
+        raise validation_error(exc, source=src) from None
+
+
+def profile_from_dict(doc: dict[str, Any], *, source: str | None = None) -> LockedProfile:
+    """Validate a profile held in memory (a widget's state); errors as SpecError naming the field."""
+    from aiworkbook.persist import validation_error
+
+    body = {k: val for k, val in doc.items() if k not in ("kind", "schema_version")}
+    try:
+        return LockedProfile.model_validate(body)
+    except ValidationError as exc:
+        raise validation_error(exc, source=source) from None

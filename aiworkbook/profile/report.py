@@ -1,0 +1,413 @@
+"""Stakeholder reports from a LockedProfile: standalone offline HTML (inline SVG charts rendered by
+vl-convert, no script, no CDN, A4 print CSS) and Markdown, in English, Dutch or German.
+
+Sections: the decision, the node, workloads with the itemised memory, estimate vs measured per
+proof with verdicts and honesty flags, latency under concurrency, the roofline, cost, deployment
+snippets and the environment."""
+
+from __future__ import annotations
+
+import html as _html
+from typing import Any
+
+from aiworkbook.patterns import get_pattern, recommend, text
+from aiworkbook.profile.fingerprint import env_parts
+from aiworkbook.profile.model import LockedProfile
+from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
+from aiworkbook.proofs.flags import FLAGS
+from aiworkbook.proofs.result import _fmt as fmt_value
+from aiworkbook.units import fmt_bytes
+
+
+def build(profile: LockedProfile, lang: str | None = None, *, charts: bool = True) -> list[Block]:
+    """Every block of the report, in order. `charts=False` skips rendering (Markdown)."""
+    lang = lang or profile.lang
+    t = _Texts(lang)
+    out: list[Block] = [h(1, t("report.title")), *_decision(profile, t)]
+    out += _node(profile, t)
+    out += _workloads(profile, t, charts)
+    out += _proofs(profile, t, charts)
+    out += _latency(profile, t, charts)
+    out += _roofline(profile, t, charts)
+    out += _cost(profile, t)
+    out += _deployment(profile, t)
+    out += _environment(profile, t)
+    if profile.notes:
+        out += [h(2, t("report.notes")), ul(profile.notes)]
+    return out
+
+
+class _Texts:
+    def __init__(self, lang: str) -> None:
+        self.lang = lang
+
+    def __call__(self, key: str) -> str:
+        return text(key, self.lang)
+
+
+# ---- sections ------------------------------------------------------------------------------------
+def _decision(prof: LockedProfile, t: _Texts) -> list[Block]:
+    pat = get_pattern(prof.pattern, t.lang)
+    created = prof.created.strftime("%Y-%m-%d %H:%M UTC")
+    out = [
+        p(f"{t('report.pattern')}: {pat.title} · {t('report.created')}: {created}", "aiwb-meta"),
+        *[p(line, "aiwb-value aiwb-headline") for line in headlines(prof, t)],
+        h(2, f"{t('report.decision')}: {pat.title}"),
+        p(pat.summary),
+    ]
+    if prof.answers:
+        rec = recommend(prof.answers, t.lang)
+        if rec.pattern.id == prof.pattern:
+            out += [h(3, t("report.reasons")), ul(rec.reasons)]
+        else:
+            out.append(p(t("report.recommended_other").format(pattern=rec.pattern.title)))
+    out += [
+        h(3, t("report.use_when")),
+        ul(pat.use_when),
+        h(3, t("report.infrastructure")),
+        ul(pat.infrastructure),
+        h(3, t("report.track")),
+        ul(pat.target_labels().values()),
+        h(3, t("report.red_flags")),
+        ul(pat.red_flags),
+    ]
+    return out
+
+
+def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
+    """The answer first, one line per workload: model, shape, fit on which GPU, headroom, $/Mtok."""
+    lines = []
+    for w in prof.workloads:
+        est = prof.estimates.get(w.name, {})
+        wl = est.get("workload", w.workload)
+        if wl.get("mode") == "infer":
+            ctx = wl.get("context") or wl.get("seq_len", 0) + wl.get("new_tokens", 0)
+            shape = f"{wl.get('concurrency')} × {ctx:,} tokens"
+        else:
+            shape = f"{wl.get('mode')} {wl.get('batch')} × {wl.get('seq_len'):,} tokens"
+        parts = [f"{w.name} — {w.model}, {shape}"]
+        fit = est.get("fits") or {}
+        if fit.get("gpu"):
+            verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
+            gpus = max(1, int(wl.get("tp", 1)) * int(wl.get("dp", 1)))
+            parts.append(f"{verdict}: {gpus} × {fit['gpu']}")
+            parts.append(f"{fmt_bytes(fit['headroom_bytes'])} {t('report.headroom')}")
+        cost = est.get("cost") or {}
+        if cost.get("decode_usd_per_mtok") is not None:
+            parts.append(f"{cost['decode_usd_per_mtok']:.2f} {t('report.usd_per_mtok')}")
+        lines.append(", ".join(parts))
+    return lines
+
+
+def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
+    out = [h(2, t("report.node"))]
+    rows = []
+    for label, node in (
+        (t("report.declared"), prof.node.declared),
+        (t("report.detected"), prof.node.detected),
+    ):
+        if node is None:
+            continue
+        rows.append((label, node.name, *_node_cells(node)))
+        rows += [(f"{label} · pool", pool.name, *_node_cells(pool)) for pool in node.pools]
+    if rows:
+        out.append(table(("", "name", "GPU", "CPU", "RAM", "storage", "USD/h"), rows))
+    out.append(p(f"{t('report.fingerprint')}: {prof.node.fingerprint.describe()}", "aiwb-fingerprint"))
+    return out
+
+
+def _node_cells(node: Any) -> tuple[str, ...]:
+    gpu = f"{node.gpu_count} × {node.gpu}" if node.gpu else (node.gpu_status or "—")
+    cpu = f"{node.cpu_model or '?'} ({node.cpu_cores} cores)"
+    disk = (
+        f"{fmt_bytes(node.local_storage_bytes)} {node.storage_type}".strip()
+        if node.local_storage_bytes
+        else "—"
+    )
+    price = f"{node.price_per_hour_usd:,.2f}" if node.price_per_hour_usd else "—"
+    return gpu, cpu, fmt_bytes(node.ram_bytes), disk, price
+
+
+def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
+    if not prof.workloads:
+        return []
+    out = [h(2, t("report.workloads"))]
+    for w in prof.workloads:
+        est = prof.estimates.get(w.name)
+        if not est:
+            continue
+        wl = est["workload"]
+        out.append(h(3, f"{w.name}: {est['model']} ({wl['mode']}) · {est.get('gpu') or est['device']}"))
+        mem, formulas = est["memory"], est.get("formulas", {})
+        rows = [(c, fmt_bytes(v), formulas.get(c, "")) for c, v in mem.items() if v or c == "total"]
+        out.append(table((t("report.component"), "GiB", t("report.formula")), rows, "aiwb-memory"))
+        rule = est.get("rules_of_thumb") or {}
+        if rule:
+            out.append(p(f"{t('report.rule_of_thumb')}: {rule['formula']} = {fmt_bytes(rule['bytes'])}"))
+        if charts:
+            from aiworkbook.charts import memory_chart
+
+            out.append(_chart("memory", f"{t('report.memory')}: {w.name}", lambda est=est: memory_chart(est)))
+    return out
+
+
+def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
+    out = [h(2, t("report.proofs"))]
+    if not prof.proofs:
+        return [*out, p(t("report.no_proofs"))]
+    rows, flags = [], set()
+    for g in prof.proofs:
+        r = g.result
+        ratio = f"{r['ratio']:.3f}" if r.get("ratio") is not None else "—"
+        tol = prof.tolerance(g.name)
+        rows.append(
+            (
+                g.name,
+                _estimate_cell(r),
+                fmt_value(r.get("measured"), r.get("unit", "")),
+                ratio,
+                r.get("verdict", ""),
+                ", ".join(r.get("flags", [])) or "—",
+                f"±{tol.pass_within:.0%} / ±{tol.fail_beyond:.0%}",
+            )
+        )
+        flags.update(r.get("flags", []))
+    header = (
+        t("report.proof"),
+        t("report.estimate"),
+        t("report.measured"),
+        t("report.ratio"),
+        t("report.verdict"),
+        t("report.flags"),
+        t("report.tolerance"),
+    )
+    out.append(table(header, rows, "aiwb-proofs"))
+    if flags:
+        out += [h(3, t("report.flags")), ul(f"{f}: {FLAGS.get(f, '')}" for f in sorted(flags))]
+    if charts:
+        from aiworkbook.charts import proofs_chart
+
+        results = [g.result for g in prof.proofs]
+        out.append(_chart("proofs", t("report.proofs"), lambda: proofs_chart(results)))
+    return out
+
+
+def _estimate_cell(r: dict[str, Any]) -> str:
+    if r.get("predicted") is None:
+        return "—"
+    value = fmt_value(r.get("predicted"), r.get("unit", ""))
+    return f"{r['predicted_label']}: {value}" if r.get("predicted_label") else value
+
+
+def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
+    out = [h(2, t("report.latency"))]
+    sweeps = [g for g in prof.proofs if isinstance(g.result.get("details", {}).get("sweep"), list)]
+    if not sweeps:
+        return [*out, p(t("report.no_serving"))]
+    for g in sweeps:
+        det = g.result["details"]
+        rows = [
+            (
+                r["load"],
+                *(fmt_value(r.get(k), "s") for k in ("p50_ttft_s", "p95_ttft_s", "p99_ttft_s")),
+                *(fmt_value(r.get(k), "s") for k in ("p95_tpot_s", "p99_tpot_s")),
+                f"{r.get('throughput_tok_s', 0):,.0f}",
+            )
+            for r in det["sweep"]
+        ]
+        out.append(table(("load", "p50 TTFT", "p95 TTFT", "p99 TTFT", "p95 TPOT", "p99 TPOT", "tok/s"), rows))
+        if charts:
+            from aiworkbook.charts import latency_chart
+
+            out.append(
+                _chart(
+                    "latency",
+                    f"{t('report.latency')}: {g.name}",
+                    lambda d=det: latency_chart(d["sweep"], d.get("knee")),
+                )
+            )
+    return out
+
+
+def roofline_rows(prof: LockedProfile) -> list[dict[str, Any]] | None:
+    """A roofline proof's measured chart rows, else the datasheet roofline of the first estimated GPU
+    with the first inference workload's decode point on it (None when neither exists)."""
+    for g in prof.proofs:
+        rows = g.result.get("details", {}).get("chart")
+        if g.proof == "roofline" and isinstance(rows, list) and rows:
+            return rows
+    est = next((e for e in prof.estimates.values() if e.get("gpu")), None)
+    if est is None:
+        return None
+    from aiworkbook.proofs.roofline import roofline_chart_data, workload_point
+    from aiworkbook.specs import get_gpu, load_model
+
+    entry = next(w for w in prof.workloads if prof.estimates.get(w.name) is est)
+    wl = est["workload"]
+    point = None
+    if wl["mode"] == "infer":
+        ctx = wl.get("context") or wl["seq_len"] + wl["new_tokens"]
+        point = workload_point(load_model(entry.model), batch=wl["concurrency"], context=ctx)
+    return roofline_chart_data(get_gpu(est["gpu"]), point, label=entry.name)
+
+
+def _roofline(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
+    out = [h(2, t("report.roofline"))]
+    if not charts:
+        return [*out, p(t("report.charts_in_html"))]
+    rows = roofline_rows(prof)
+    if rows is None:
+        return [*out, p(t("report.no_roofline"))]
+    from aiworkbook.charts import roofline_chart
+
+    return [*out, _chart("roofline", t("report.roofline"), lambda: roofline_chart(rows))]
+
+
+def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
+    rows = []
+    for name, est in prof.estimates.items():
+        c = est.get("cost") or {}
+        mtok = c.get("decode_usd_per_mtok", c.get("usd_per_mtok_trained"))
+        run = (c.get("run") or {}).get("usd")
+        note = c.get("note", "")
+        rows.append(
+            (
+                name,
+                f"{mtok:,.3f}" if mtok is not None else "—",
+                f"{c['prefill_usd_per_mtok']:,.3f}" if c.get("prefill_usd_per_mtok") is not None else "—",
+                f"{run:,.0f}" if run is not None else "—",
+                f"{c.get('price_per_gpu_hour') or 0:,.2f} × {c.get('gpus', '—')}"
+                + (f" ({note})" if note else ""),
+            )
+        )
+    if not rows:
+        return []
+    header = ("", t("report.usd_per_mtok"), "prefill USD/Mtok", t("report.usd_per_run"), "USD/GPU-h × GPUs")
+    return [h(2, t("report.cost")), table(header, rows, "aiwb-cost")]
+
+
+def _deployment(prof: LockedProfile, t: _Texts) -> list[Block]:
+    from aiworkbook.profile.snippets import k8s_yaml, snippets
+
+    out = []
+    for w in prof.workloads:
+        est = prof.estimates.get(w.name)
+        if not est:
+            continue
+        s = snippets(w, est)
+        out.append(h(3, w.name + (f" · {t('report.placement')} {s['on']}" if s.get("on") else "")))
+        if "vllm" in s:
+            out.append(code(s["vllm"].command(), "bash"))
+        if "k8s" in s:
+            out.append(code(k8s_yaml(s["k8s"]), "yaml"))
+        if "note" in s:
+            out.append(p(s["note"]))
+    return [h(2, t("report.deployment")), *out] if out else []
+
+
+def _environment(prof: LockedProfile, t: _Texts) -> list[Block]:
+    rows = []
+    for g in prof.proofs:
+        env = g.result.get("environment") or {}
+        gpus, host, tor = env_parts(env)
+        rows.append(
+            (
+                g.name,
+                g.result.get("device", ""),
+                ", ".join(str(x.get("name")) for x in gpus) or env.get("gpu_status", "—") or "—",
+                str(gpus[0].get("driver")) if gpus else "—",
+                f"{tor.get('version', host.get('torch_version', '—'))} / CUDA {tor.get('cuda') or '—'}",
+                str(host.get("cpu_model", "—")),
+                str(tor.get("num_threads", "—")),
+                g.result.get("created", ""),
+            )
+        )
+    out = [h(2, t("report.environment")), p(f"{t('report.fingerprint')}: {prof.node.fingerprint.describe()}")]
+    if rows:
+        out.append(table(("proof", "device", "GPU", "driver", "torch", "CPU", "threads", "run at"), rows))
+    return out
+
+
+def _chart(name: str, title: str, make: Any) -> Block:
+    from aiworkbook.charts import to_svg
+
+    return chart(name, title, to_svg(make()))
+
+
+# ---- renderers -------------------------------------------------------------------------------------
+_CSS = """
+@page { size: A4; margin: 14mm 12mm; }
+body { font: 10.5pt/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1b1b;
+       max-width: 190mm; margin: 0 auto; padding: 8mm; }
+h1 { font-size: 18pt; margin: 0 0 4pt; } h2 { font-size: 13.5pt; margin: 16pt 0 6pt;
+     border-bottom: 1px solid #bbb; padding-bottom: 2pt; } h3 { font-size: 11pt; margin: 10pt 0 4pt; }
+table { border-collapse: collapse; width: 100%; margin: 4pt 0 8pt; font-size: 9pt; }
+th, td { border: 1px solid #ccc; padding: 2pt 4pt; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; } .aiwb-headline { font-size: 11.5pt; font-weight: 600; margin: 2pt 0; }
+.aiwb-meta { color: #555; } figure { margin: 6pt 0; } figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: 9pt; color: #555; } pre { background: #f6f6f6; padding: 6pt; font-size: 8.5pt;
+     white-space: pre-wrap; border: 1px solid #ddd; }
+@media print { body { padding: 0; max-width: none; } h2, h3 { break-after: avoid; }
+  figure, table, pre { break-inside: avoid; } a { color: inherit; text-decoration: none; } }
+"""
+
+
+def render_html(profile: LockedProfile, lang: str | None = None) -> str:
+    """One self-contained HTML page: inline CSS and SVG, no script, nothing fetched from a network."""
+    lang = lang or profile.lang
+    esc = _html.escape
+    body = []
+    for b in build(profile, lang, charts=True):
+        cls = f' class="{esc(b.css)}"' if b.css else ""
+        if b.kind in ("h1", "h2", "h3"):
+            body.append(f"<{b.kind}>{esc(b.text)}</{b.kind}>")
+        elif b.kind == "p":
+            body.append(f"<p{cls}>{esc(b.text)}</p>")
+        elif b.kind == "ul":
+            body.append(f"<ul{cls}>" + "".join(f"<li>{esc(i)}</li>" for i in b.items) + "</ul>")
+        elif b.kind == "table":
+            head = "".join(f"<th>{esc(c)}</th>" for c in b.header)
+            rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in b.rows)
+            body.append(f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        elif b.kind == "chart":
+            body.append(
+                f'<figure class="aiwb-chart" data-chart="{esc(b.meta["chart"])}">{b.svg}'
+                f"<figcaption>{esc(b.text)}</figcaption></figure>"
+            )
+        elif b.kind == "code":
+            body.append(f"<pre><code>{esc(b.text)}</code></pre>")
+    title = f"{text('report.title', lang)}: {get_pattern(profile.pattern, lang).title}"
+    return (
+        f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
+        f'<body class="aiwb-report aiwb-ready">\n' + "\n".join(body) + "\n</body>\n</html>\n"
+    )
+
+
+def render_markdown(profile: LockedProfile, lang: str | None = None) -> str:
+    """The same report as Markdown (tables, lists, code blocks); the charts stay in the HTML."""
+    lang = lang or profile.lang
+    out: list[str] = []
+    for b in build(profile, lang, charts=False):
+        if b.kind in ("h1", "h2", "h3"):
+            out.append("#" * int(b.kind[1]) + " " + b.text)
+        elif b.kind == "p":
+            out.append(f"**{_md(b.text)}**" if "aiwb-headline" in b.css else _md(b.text))
+        elif b.kind == "ul":
+            out.append("\n".join(f"- {_md(i)}" for i in b.items))
+        elif b.kind == "table":
+            lines = ["| " + " | ".join(_cell(c) for c in b.header) + " |", "|" + "---|" * len(b.header)]
+            lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in b.rows]
+            out.append("\n".join(lines))
+        elif b.kind == "code":
+            out.append(f"```{b.meta.get('lang', '')}\n{b.text}\n```")
+    return "\n\n".join(out) + "\n"
+
+
+def _md(s: str) -> str:
+    return s.replace("*", "\\*").replace("_", "\\_")
+
+
+def _cell(s: str) -> str:
+    return _md(s).replace("|", "\\|").replace("\n", " ")

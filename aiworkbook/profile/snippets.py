@@ -1,0 +1,167 @@
+"""Deployment snippets derived from the sizing: vLLM arguments whose --max-num-seqs is the KV
+capacity that sizing.capacity estimates, and a Kubernetes resources block (a whole GPU count, or
+the smallest MIG slice that holds the workload)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiworkbook.errors import SpecError
+
+
+@dataclass(frozen=True)
+class VllmArgs:
+    """`vllm serve` arguments for one inference workload on one GPU type."""
+
+    model: str
+    tensor_parallel_size: int
+    gpu_memory_utilization: float
+    max_model_len: int
+    max_num_seqs: int
+    kv_cache_dtype: str | None = None
+
+    def args(self) -> list[str]:
+        out = [
+            f"--tensor-parallel-size={self.tensor_parallel_size}",
+            f"--gpu-memory-utilization={self.gpu_memory_utilization:g}",
+            f"--max-model-len={self.max_model_len}",
+            f"--max-num-seqs={self.max_num_seqs}",
+        ]
+        if self.kv_cache_dtype:
+            out.append(f"--kv-cache-dtype={self.kv_cache_dtype}")
+        return out
+
+    def command(self) -> str:
+        return " \\\n  ".join([f"vllm serve {self.model}", *self.args()])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "max_model_len": self.max_model_len,
+            "max_num_seqs": self.max_num_seqs,
+            "kv_cache_dtype": self.kv_cache_dtype,
+        }
+
+
+def vllm_workload(spec: Any, w: Any, gpu: Any) -> Any:
+    """The workload as vLLM would run it: engine vllm, at its tensor-parallel size, or the smallest
+    one that fits when it does not (SpecError when no size does)."""
+    from aiworkbook.sizing import capacity
+
+    if w.training:
+        raise SpecError("mode", w.mode, "infer (vLLM serves inference workloads)")
+    wv = w.replace(engine="vllm")
+    if not capacity.fits(spec, wv, gpu)["fits"]:
+        tp = capacity.gpus_needed(spec, wv, gpu)
+        if tp is None:
+            raise SpecError("gpu", getattr(gpu, "name", gpu), f"a GPU on which {spec.name} fits at some tp")
+        wv = wv.replace(tp=tp)
+    return wv
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the workload runs: the workload as deployed (tp, engine), the GPU or MIG slice it gets
+    (a GPUSpec whose memory is the slice's), and the Kubernetes resource name and count."""
+
+    workload: Any
+    gpu: Any
+    resource: str
+    count: int
+
+
+def mig_slice(gpu: Any, profile: str) -> Any:
+    """A GPUSpec for one MIG slice: the slice's memory, the parent's other figures (capacity only)."""
+    p = next(m for m in gpu.mig_profiles if m.name == profile)
+    return gpu.model_copy(
+        update={
+            "name": f"{gpu.name} MIG {p.name}",
+            "memory_bytes": p.memory_bytes,
+            "usable_memory_bytes": p.memory_bytes,
+            "mig_profiles": [],
+        }
+    )
+
+
+def placement(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> Placement:
+    """The smallest resource that holds the workload: a MIG slice smaller than the whole GPU when one
+    does (`mig`, tp 1, MIG 'mixed' strategy), else whole GPUs (tp for serving, tp x dp for training)."""
+    from aiworkbook.sizing import capacity
+    from aiworkbook.specs import get_gpu
+
+    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    if not w.training:
+        w = vllm_workload(spec, w, g)
+    elif not capacity.fits(spec, w, g)["fits"]:
+        raise SpecError("workload", f"{w.mode} batch {w.batch}", f"a training workload that fits on {g.name}")
+    count = w.tp * (w.dp if w.training else 1)
+    if mig and count == 1 and g.mig_profiles:
+        name = capacity.mig_profile(spec, w, g)
+        largest = max(p.memory_bytes for p in g.mig_profiles)
+        if name is not None and next(p for p in g.mig_profiles if p.name == name).memory_bytes < largest:
+            return Placement(w, mig_slice(g, name), f"nvidia.com/mig-{name}", 1)
+    return Placement(w, g, "nvidia.com/gpu", count)
+
+
+def vllm_args(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> VllmArgs:
+    """Arguments that match the KV capacity of the placement: --max-num-seqs is
+    capacity.max_concurrency at --max-model-len = the workload's context (prompt + new tokens), on the
+    GPU or MIG slice that k8s_resources asks for."""
+    from aiworkbook.sizing import capacity
+
+    if w.training:
+        raise SpecError("mode", w.mode, "infer (vLLM serves inference workloads)")
+    pl = placement(spec, w, gpu, mig=mig)
+    wv = pl.workload
+    seqs = capacity.max_concurrency(spec, wv, pl.gpu, context=wv.context_len)
+    if seqs < 1:
+        raise SpecError("context", wv.context_len, f"a context whose KV cache fits once on {pl.gpu.name}")
+    return VllmArgs(
+        model=spec.name,
+        tensor_parallel_size=wv.tp,
+        gpu_memory_utilization=wv.gpu_memory_utilization,
+        max_model_len=wv.context_len,
+        max_num_seqs=seqs,
+        kv_cache_dtype="fp8" if wv.kv_dtype == "fp8" else None,
+    )
+
+
+def k8s_resources(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> dict[str, Any]:
+    """A pod's resources block for the placement: `nvidia.com/mig-<profile>: 1` or `nvidia.com/gpu: n`."""
+    pl = placement(spec, w, gpu, mig=mig)
+    return {"limits": {pl.resource: pl.count}}
+
+
+def k8s_yaml(resources: dict[str, Any]) -> str:
+    """The resources block as YAML (two levels: limits, then resource names)."""
+    lines = ["resources:"]
+    for section, items in resources.items():
+        lines.append(f"  {section}:")
+        lines += [f"    {name}: {value}" for name, value in items.items()]
+    return "\n".join(lines)
+
+
+def snippets(entry: Any, est: dict[str, Any], *, mig: bool = True) -> dict[str, Any]:
+    """Both snippets for a profile's workload entry and its estimate dict: `vllm` (VllmArgs, inference
+    only), `k8s` (resources block) and `on` (the GPU or MIG slice); `note` says why one is missing."""
+    from aiworkbook.specs import load_model
+
+    out: dict[str, Any] = {"workload": entry.name}
+    gpu = est.get("gpu")
+    if not gpu:
+        out["note"] = "no GPU sized for this workload"
+        return out
+    spec = load_model(entry.model)
+    w = entry.to_workload()
+    try:
+        pl = placement(spec, w, gpu, mig=mig)
+        out["on"] = pl.gpu.name
+        out["k8s"] = {"limits": {pl.resource: pl.count}}
+        if not w.training:
+            out["vllm"] = vllm_args(spec, w, gpu, mig=mig)
+    except SpecError as exc:
+        out["note"] = str(exc)
+    return out

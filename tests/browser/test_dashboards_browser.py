@@ -1,0 +1,183 @@
+"""The dashboards in a real browser (Debian Chromium + Playwright) against `aiworkbook app`'s Voilà:
+each renders, a changed control shows what the library computes, a bad value shows an error and the
+page keeps working, the monitor updates, a closed page ends its kernel (and the kernel's sampler
+subscription), and ten viewers at once all render and answer."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from conftest import RENDER_TIMEOUT_MS, close_page, open_dashboard, shot, wait_ready
+
+pytestmark = pytest.mark.browser
+
+VOILA_ERROR = "There was an error when executing cell"
+ANSWER_TIMEOUT_MS = 60_000
+
+
+def _expected_headline_parts(concurrency: int) -> tuple[str, str]:
+    """What the library says for Llama-3-8B, `concurrency` x (4,096 + 512) tokens on an H100 SXM."""
+    from aiworkbook.sizing import Workload, estimate
+    from aiworkbook.specs import load_model
+    from aiworkbook.units import fmt_bytes
+
+    w = Workload(mode="infer", concurrency=concurrency, seq_len=4096, new_tokens=512)
+    est = estimate(load_model("llama-3-8b"), w, gpu="H100-SXM")
+    return f"{concurrency} × 4,608 tokens", fmt_bytes(est.fits["headroom_bytes"], "GiB")
+
+
+def _int_field(page, widget_css: str, label: str):
+    """The <input> of the IntText labelled `label` inside the composite `widget_css`."""
+    box = page.locator(f"{widget_css} .widget-inline-hbox").filter(
+        has=page.locator("label", has_text=re.compile(rf"^{re.escape(label)}$"))
+    )
+    return box.locator("input").first
+
+
+def _set(field, value: str) -> None:
+    field.fill(value)
+    field.press("Enter")
+
+
+def _label(key: str) -> str:
+    from aiworkbook.widgets.i18n import label
+
+    return label(key, "en")
+
+
+@pytest.mark.parametrize("name", ["sizing", "monitor", "report"])
+def test_dashboard_renders(browser, servers, name):
+    spec, _ = servers.get(name)
+    page = open_dashboard(browser, spec.url)
+    try:
+        assert page.locator(".aiwb-ready").count() >= 1
+        assert VOILA_ERROR not in page.content()
+        if name == "report":  # served without --allow-proofs: plans only, no run button
+            runner = page.locator(".aiwb-proof-runner").first
+            assert _label("runs_off") in runner.text_content()
+            assert runner.locator("button", has_text=_label("run")).count() == 0
+        shot(page, f"{name}-rendered")
+    finally:
+        close_page(page)
+
+
+def test_sizing_control_change_shows_the_library_numbers(browser, servers):
+    spec, _ = servers.get("sizing")
+    page = open_dashboard(browser, spec.url)
+    try:
+        headline = page.locator(".aiwb-model-sizer .aiwb-value").first
+        shape, headroom = _expected_headline_parts(8)
+        page.wait_for_function(
+            "([el, s]) => el.textContent.includes(s)",
+            arg=[headline.element_handle(), shape],
+            timeout=ANSWER_TIMEOUT_MS,
+        )
+        assert headroom in headline.text_content()
+        _set(_int_field(page, ".aiwb-model-sizer", _label("concurrency")), "16")
+        shape16, headroom16 = _expected_headline_parts(16)
+        page.wait_for_function(
+            "([el, s]) => el.textContent.includes(s)",
+            arg=[headline.element_handle(), shape16],
+            timeout=ANSWER_TIMEOUT_MS,
+        )
+        assert headroom16 in headline.text_content() and headroom16 != headroom
+        shot(page, "sizing-concurrency-16")
+    finally:
+        close_page(page)
+
+
+def test_sizing_bad_value_shows_an_error_and_the_page_keeps_working(browser, servers):
+    spec, _ = servers.get("sizing")
+    page = open_dashboard(browser, spec.url)
+    try:
+        error = page.locator(".aiwb-model-sizer .aiwb-error").first
+        tp = _int_field(page, ".aiwb-model-sizer", _label("tp"))
+        _set(tp, "3")  # 32 heads do not split over 3 GPUs: the library refuses it
+        error.wait_for(state="visible", timeout=ANSWER_TIMEOUT_MS)
+        assert "tp" in error.text_content() and "divisor" in error.text_content()
+        assert VOILA_ERROR not in page.content() and "Traceback" not in page.content()
+        shot(page, "sizing-bad-tp")
+        _set(tp, "1")
+        _set(_int_field(page, ".aiwb-model-sizer", _label("concurrency")), "12")
+        shape12, headroom12 = _expected_headline_parts(12)
+        headline = page.locator(".aiwb-model-sizer .aiwb-value").first
+        page.wait_for_function(
+            "([el, s]) => el.textContent.includes(s)",
+            arg=[headline.element_handle(), shape12],
+            timeout=ANSWER_TIMEOUT_MS,
+        )
+        assert headroom12 in headline.text_content()
+        error.wait_for(state="hidden", timeout=ANSWER_TIMEOUT_MS)
+    finally:
+        close_page(page)
+
+
+def test_monitor_updates(browser, servers):
+    spec, _ = servers.get("monitor")
+    page = open_dashboard(browser, spec.url)
+    try:
+        chart = page.locator(".aiwb-gpu-monitor canvas, .aiwb-gpu-monitor svg.marks").first
+        chart.wait_for(timeout=ANSWER_TIMEOUT_MS)
+        before = chart.screenshot()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # samples arrive at 2 Hz: the line grows
+            time.sleep(1.0)
+            if chart.screenshot() != before:
+                break
+        else:
+            pytest.fail("the monitor's chart did not change in 30 s")
+        shot(page, "monitor-live")
+    finally:
+        close_page(page)
+
+
+def _kernels(proc) -> list:
+    import psutil
+
+    return [
+        p
+        for p in psutil.Process(proc.pid).children(recursive=True)
+        if any("ipykernel" in part for part in p.cmdline())
+    ]
+
+
+def test_closing_the_page_ends_its_kernel_and_sampler_subscription(browser, servers):
+    spec, proc = servers.get("monitor")
+    deadline = time.monotonic() + 30
+    while _kernels(proc) and time.monotonic() < deadline:  # earlier tests' pages are closed: wait them out
+        time.sleep(0.5)
+    page = open_dashboard(browser, spec.url)
+    kernels = _kernels(proc)
+    assert len(kernels) == 1  # this viewer's kernel, sampling for its monitor
+    close_page(page)  # leaving the page fires Voilà's shutdown beacon (beforeunload)
+    deadline = time.monotonic() + 30
+    while kernels[0].is_running() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not kernels[0].is_running(), "the kernel (and its sampler subscription) outlived the page"
+
+
+def test_ten_viewers_at_once_all_render_and_answer(browser, servers):
+    spec, _ = servers.get("sizing")
+    pages = [open_dashboard(browser, spec.url, wait=False) for _ in range(10)]
+    try:
+        for p in pages:
+            wait_ready(p)
+            body = p.inner_text("body")
+            assert VOILA_ERROR not in body and "Traceback" not in body, body[-3000:]
+        for i, p in enumerate(pages):
+            _set(_int_field(p, ".aiwb-model-sizer", _label("concurrency")), str(20 + i))
+        for i, p in enumerate(pages):
+            shape, headroom = _expected_headline_parts(20 + i)
+            headline = p.locator(".aiwb-model-sizer .aiwb-value").first
+            p.wait_for_function(
+                "([el, s]) => el.textContent.includes(s)",
+                arg=[headline.element_handle(), shape],
+                timeout=RENDER_TIMEOUT_MS,
+            )
+            assert headroom in headline.text_content()
+        shot(pages[-1], "sizing-tenth-viewer")
+    finally:
+        for p in pages:
+            close_page(p)

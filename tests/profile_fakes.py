@@ -1,0 +1,84 @@
+"""Test helpers for locked profiles: proof results with an environment, and a fake golden proof
+registered in the real registry (so check() re-runs through registry.run and its proof lock)."""
+
+from __future__ import annotations
+
+import copy
+import sys
+import types
+from typing import Any
+
+from aiworkbook.proofs import registry
+from aiworkbook.proofs.result import ProofResult
+from aiworkbook.sizing import Workload
+
+ENV: dict[str, Any] = {
+    "gpus": [{"name": "NVIDIA L40S", "driver": "550.54.15", "throttle_reasons": []}],
+    "gpu_status": "1 NVIDIA GPU(s): NVIDIA L40S",
+    "host": {"cpu_model": "AMD EPYC 9354", "torch_version": "2.5.1", "torch_cuda": "12.4"},
+    "torch": {"version": "2.5.1", "cuda": "12.4"},
+}
+
+CHAT = {
+    "name": "chat",
+    "model": "llama-3-8b",
+    "workload": Workload(mode="infer", seq_len=4096, new_tokens=512, concurrency=8, engine="vllm"),
+}
+
+
+def env(**changes: Any) -> dict[str, Any]:
+    """ENV with some fingerprint parts changed: driver=, gpu=, torch=, cpu=."""
+    e = copy.deepcopy(ENV)
+    if "driver" in changes:
+        e["gpus"][0]["driver"] = changes["driver"]
+    if "gpu" in changes:
+        e["gpus"][0]["name"] = changes["gpu"]
+    if "torch" in changes:
+        e["torch"]["version"] = changes["torch"]
+    if "cpu" in changes:
+        e["host"]["cpu_model"] = changes["cpu"]
+    return e
+
+
+def result(proof: str = "kv", measured: float = 1.0e9, unit: str = "B", **kw: Any) -> ProofResult:
+    kw.setdefault("environment", env())
+    kw.setdefault("predicted", 1.0e9)
+    kw.setdefault("device", "cuda")
+    kw.setdefault("inputs", {"model": "tiny-llama", "quick": True, "ran": "tiny-llama"})
+    return ProofResult(proof=proof, measured=measured, unit=unit, **kw)
+
+
+FAKE = "golden-fake"
+
+
+def install_fake_proof(monkeypatch, measured: float = 100.0, environment: dict | None = None) -> list[dict]:
+    """Register proof FAKE (module in sys.modules); returns the list of inputs each run received."""
+    calls: list[dict] = []
+    mod = types.ModuleType("aiwb_fake_golden_proof")
+
+    def plan(**inputs: Any) -> registry.Plan:
+        return registry.Plan(FAKE, "cpu", None, "", "s")
+
+    def run(*, control, **inputs: Any) -> ProofResult:
+        calls.append(dict(inputs))
+        control.step(1, 1, "measured")
+        return ProofResult(
+            proof=FAKE,
+            device="cpu",
+            inputs=dict(inputs),
+            measured=inputs.get("scale", 1.0) * measured,
+            unit="s",
+            environment=environment if environment is not None else env(),
+        )
+
+    mod.plan, mod.run = plan, run
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    info = registry.ProofInfo(
+        FAKE,
+        "fake golden proof",
+        "a figure the test controls",
+        mod.__name__,
+        (registry.InputSpec("scale", "float", "multiplies the figure", 1.0), registry._DEVICE),
+    )
+    monkeypatch.setitem(registry._REGISTRY, FAKE, info)
+    return calls

@@ -1,0 +1,160 @@
+"""ProofRunner headless: the plan shows before running, progress and the result arrive, cancel yields
+'interrupted', ProofBusy is a message, bad inputs are errors in the widget.
+
+This module doubles as a tiny registered proof (plan/run below), so the runner is exercised through
+the real registry, lock and Control without torch."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from aiworkbook.proofs import registry
+from aiworkbook.proofs.control import exclusive
+from aiworkbook.proofs.registry import InputSpec, Plan, ProofInfo
+from aiworkbook.proofs.result import ProofResult
+
+NAME = "widget-test"
+BYTES_PER_STEP = 20.0
+
+
+def plan(*, steps: int = 5, delay: float = 0.0, device: str = "cpu", **_: object) -> Plan:
+    return Plan(NAME, device, BYTES_PER_STEP * steps, "steps x 20 B", "B", {"steps": steps}, True, 0.1)
+
+
+def run(*, control, steps: int = 5, delay: float = 0.0, device: str = "cpu", **_: object) -> ProofResult:
+    for i in range(steps):
+        time.sleep(delay)
+        control.step(i + 1, steps, f"step {i + 1}")
+    return ProofResult(
+        NAME,
+        device,
+        {"steps": steps},
+        BYTES_PER_STEP * steps * 1.02,
+        "B",
+        BYTES_PER_STEP * steps,
+        "steps x 20 B",
+        flags=["accounted"],
+    )
+
+
+@pytest.fixture
+def runner():
+    registry.register(
+        ProofInfo(
+            NAME,
+            "Widget test proof",
+            "that the runner drives plan, run, progress and cancel",
+            __name__,
+            (
+                InputSpec("steps", "int", "units of work", 5, low=1, high=1000),
+                InputSpec("delay", "float", "seconds per unit", 0.0, low=0.0, high=1.0),
+                InputSpec("out", "path", "never offered to a viewer"),
+            ),
+        )
+    )
+    from aiworkbook.widgets import ProofRunner
+
+    r = ProofRunner(proof=NAME)
+    yield r
+    r.close()
+    registry._REGISTRY.pop(NAME, None)
+
+
+def test_plan_shows_before_running_and_paths_are_not_offered(runner):
+    assert "aiwb-ready" in runner._dom_classes and "aiwb-proof-runner" in runner._dom_classes
+    assert set(runner.inputs) == {"steps", "delay"}
+    assert runner.plan["predicted"] == plan(steps=5).predicted
+    runner.inputs["steps"].value = 8
+    assert runner.plan["predicted"] == plan(steps=8).predicted
+    assert runner.value == {"proof": NAME, "inputs": {"steps": 8, "delay": 0.0}}
+    assert "160 B" in runner.plan_view.value
+
+
+def test_run_reports_progress_and_the_result(runner):
+    runner.inputs["steps"].value = 4
+    runner.run()
+    assert runner.wait(30)
+    assert runner.result["verdict"] == "pass" and runner.result["flags"] == ["accounted"]
+    assert runner.result["measured"] == pytest.approx(BYTES_PER_STEP * 4 * 1.02)
+    assert runner.progress.value == 1.0 and "4/4" in runner.progress_text.value
+    assert "[pass]" in runner.outcome.value and "accounted" in runner.outcome.value
+    assert not runner.run_button.disabled and runner.cancel_button.disabled
+
+
+def test_cancel_yields_interrupted(runner):
+    runner.inputs["steps"].value = 200
+    runner.inputs["delay"].value = 0.05
+    runner.run()
+    time.sleep(0.2)
+    runner.cancel_button.click()
+    assert runner.wait(10)
+    assert runner.result["verdict"] == "interrupted"
+    assert runner.progress.value < 1.0
+
+
+def test_busy_is_a_message_not_a_traceback(runner):
+    with exclusive("someone-else"):
+        runner.run()
+        assert runner.wait(10)
+    assert "someone-else" in runner.error and "aiwb-error" in runner.error_area._dom_classes
+    assert runner.error_area.layout.display != "none"
+    runner.run()  # the widget keeps working
+    assert runner.wait(10) and runner.result["verdict"] == "pass" and runner.error == ""
+
+
+def test_bad_inputs_show_errors_and_the_widget_keeps_working(runner):
+    runner.inputs["steps"].value = 0  # below the InputSpec's low
+    assert "steps" in runner.error
+    runner.run_button.click()  # the bad value is refused before a thread starts
+    assert runner._thread is None and "steps" in runner.error
+    runner.inputs["steps"].value = 2
+    assert runner.error == "" and runner.plan["predicted"] == plan(steps=2).predicted
+
+
+def test_runs_off_shows_plans_only():
+    from aiworkbook.widgets import ProofRunner
+
+    r = ProofRunner(allow_run=False)
+    assert r.plan or r.error  # a plan (or its error) is shown
+    r.run_button.click()
+    assert r._thread is None
+    r.close()
+
+
+@pytest.mark.skipif(
+    not hasattr(__import__("aiworkbook.proofs.vram", fromlist=["x"]), "plan"),
+    reason="aiworkbook.proofs.vram has no registry plan/run yet (the API engineer's branch adds them)",
+)
+def test_tiny_llama_vram_quick_on_cpu_through_the_widget():
+    from aiworkbook.widgets import ProofRunner
+
+    r = ProofRunner(proof="vram", model="tiny-llama", quick=True, device="cpu")
+    assert (
+        r.plan["predicted"] == registry.plan("vram", model="tiny-llama", quick=True, device="cpu").predicted
+    )
+    r.run()
+    assert r.wait(300)
+    assert r.result["proof"] == "vram" and r.result["verdict"] in ("pass", "fail", "info")
+    r.run()
+    r.cancel()
+    assert r.wait(60) and r.result["verdict"] == "interrupted"
+    r.close()
+
+
+def test_result_chart_follows_the_proofs_details():
+    from aiworkbook.widgets import ProofRunner
+    from test_charts import _sweep
+
+    from aiworkbook.charts import proofs_chart
+    from aiworkbook.proofs.roofline import roofline_chart_data
+    from aiworkbook.specs import get_gpu
+
+    base = ProofResult("serving", "cpu", {}, 1.0, "s", 1.0, "ttft")
+    base.details = {"sweep": _sweep(), "knee": 4}
+    assert "knee at 4" in ProofRunner._chart(base, proofs_chart).to_dict()["title"]
+    base.details = {"chart": roofline_chart_data(get_gpu("L4"))}
+    assert "roofline" in ProofRunner._chart(base, proofs_chart).to_dict()["title"]
+    base.details = {}
+    assert ProofRunner._chart(base, proofs_chart).to_dict()["title"] == "Estimate vs measured"

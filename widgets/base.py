@@ -1,0 +1,216 @@
+"""What every composite shares: its CSS classes, a visible error area, validated callbacks, chart
+slots and background work whose results reach the widgets from the kernel's event loop.
+
+A Voilà viewer can fire any callback with any value, so every callback goes through `guarded`: a
+SpecError (or any other error) becomes one line in the error area, never a traceback, and the widget
+keeps its last good state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import ipywidgets as W
+import traitlets
+
+from .i18n import check_lang, label
+
+_offline_done = False
+_offline_lock = threading.Lock()
+
+
+def chart_view(chart: Any = None) -> Any:
+    """An `alt.JupyterChart` showing `chart`, with Altair's JavaScript served from the installed
+    packages (no CDN): `aiworkbook.charts.render.enable_offline` runs once per kernel."""
+    global _offline_done
+    import altair as alt
+
+    from aiworkbook.charts.render import enable_offline
+
+    with _offline_lock:
+        if not _offline_done:
+            enable_offline()
+            _offline_done = True
+    return alt.JupyterChart(chart if chart is not None else alt.Chart(alt.Data(values=[])).mark_point())
+
+
+def kernel_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop of the kernel when called on its thread (widget callbacks, cells), else None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class Delivery:
+    """Work handed from worker threads to the kernel's event loop, run there in order (widget updates
+    reach the frontend from the loop, never from a thread). Without a loop (headless tests, scripts)
+    it runs at once on the posting thread. `wait_for` lets a cell on the loop's thread wait for a
+    result without deadlocking: it runs the pending work itself while it waits."""
+
+    def __init__(self) -> None:
+        self._loop = kernel_loop()
+        self._pending: collections.deque[Callable[[], None]] = collections.deque()
+        self._lock = threading.Lock()
+
+    def post(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            self._pending.append(fn)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.drain)
+        else:
+            self.drain()
+
+    def drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self._pending:
+                    return
+                fn = self._pending.popleft()
+            fn()
+
+    def wait_for(self, event: threading.Event, timeout: float) -> bool:
+        """Wait until `event` is set, running posted work meanwhile when called on the loop's thread."""
+        deadline = time.monotonic() + timeout
+        here = self._loop is not None and kernel_loop() is self._loop
+        while not event.is_set():
+            if time.monotonic() > deadline:
+                return False
+            if here:
+                self.drain()
+            event.wait(0.02)
+        return True
+
+
+class Background:
+    """One worker thread per widget; the newest request wins (results of superseded ones are dropped)."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aiwb")
+        self._generation = 0
+        self._lock = threading.Lock()
+        self._delivered = threading.Event()
+        self._delivered.set()
+        self.delivery = Delivery()
+
+    def submit(
+        self, compute: Callable[[], Any], apply: Callable[[Any], None], fail: Callable[[BaseException], None]
+    ) -> Future:
+        with self._lock:
+            self._generation += 1
+            gen = self._generation
+            self._delivered.clear()
+
+        def deliver(fut: Future) -> None:
+            try:
+                if gen != self._generation:
+                    return
+                exc = fut.exception()
+                if exc is not None:
+                    fail(exc)
+                else:
+                    apply(fut.result())
+            finally:
+                if gen == self._generation:
+                    self._delivered.set()
+
+        fut = self._pool.submit(compute)
+        fut.add_done_callback(lambda f: self.delivery.post(lambda: deliver(f)))
+        return fut
+
+    def wait(self, timeout: float = 30.0) -> bool:
+        """Block until the newest request's result is shown (tests, scripts, a notebook cell)."""
+        return self.delivery.wait_for(self._delivered, timeout)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Composite(W.VBox):
+    """A composite widget: `aiwb-<name>` on the box, `aiwb-error` on its error area, `aiwb-ready` last.
+
+    Subclasses build their children, then call `self.ready()`. `error` is the text shown in the error
+    area (empty: hidden); `result` is the observable outcome (a dict, replaced as a whole).
+    """
+
+    css: str = "composite"
+    error = traitlets.Unicode("")
+    result = traitlets.Dict()
+
+    def __init__(self, lang: str = "en", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lang = check_lang(lang)
+        self.add_class("aiwb-widget")
+        self.add_class(f"aiwb-{self.css}")
+        self.error_area = W.HTML("", layout=W.Layout(display="none"))
+        self.error_area.add_class("aiwb-error")
+        self.status = W.HTML("")
+        self.status.add_class("aiwb-status")
+
+    def t(self, key: str, **fmt: Any) -> str:
+        """The label `key` in this widget's language."""
+        return label(key, self.lang, **fmt)
+
+    @traitlets.observe("error")
+    def _show_error(self, change: dict[str, Any]) -> None:
+        import html
+
+        msg = change["new"]
+        self.error_area.value = f"<b>{html.escape(self.t('error'))}</b> {html.escape(msg)}" if msg else ""
+        self.error_area.layout.display = "" if msg else "none"
+
+    def show_error(self, exc: BaseException) -> None:
+        """One line for people: a SpecError's message (field, value, allowed) or the error's own text."""
+        from aiworkbook.errors import SpecError
+
+        self.error = str(exc) if isinstance(exc, SpecError) else f"{type(exc).__name__}: {exc}"
+
+    def guarded(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` as a callback that never raises: errors go to the error area."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # a viewer can send anything: show it, keep working
+                self.show_error(exc)
+                return None
+
+        return call
+
+    def ready(self) -> None:
+        """Mark the composite built (browser tests wait for `.aiwb-ready`); call last."""
+        self.add_class("aiwb-ready")
+
+
+def value_html(text: str) -> W.HTML:
+    """A headline number area (`aiwb-value`)."""
+    w = W.HTML(text)
+    w.add_class("aiwb-value")
+    return w
+
+
+def dropdown(options: Any, value: Any = None, description: str = "", **kw: Any) -> W.Dropdown:
+    opts = list(options)
+    return W.Dropdown(
+        options=opts,
+        value=value if value is not None else (opts[0] if opts else None),
+        description=description,
+        style={"description_width": "initial"},
+        **kw,
+    )
+
+
+def html_table(header: list[str], rows: list[list[str]], css: str = "") -> str:
+    """A small HTML table; every cell is escaped."""
+    import html
+
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="aiwb-table {css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'

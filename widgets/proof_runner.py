@@ -1,0 +1,298 @@
+"""ProofRunner: choose a proof from the registry, see its plan (the prediction and sizes) before it
+runs, run it on a worker thread with a progress bar and a cancel button, then the estimate next to
+the measurement with the verdict and the honesty flags.
+
+The proof runs under the registry's one proof lock: a second run anywhere in the process gets
+ProofBusy, shown as a message. Progress arrives on the proof's thread and is applied on the kernel's
+event loop.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+import traitlets
+
+from aiworkbook.errors import SpecError
+
+from .base import Composite, Delivery, chart_view, dropdown, html_table, value_html
+
+#: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
+FORM_KINDS = ("model", "int", "float", "bool", "choice", "ints")
+
+
+def fmt_value(value: float | None, unit: str) -> str:
+    """A figure in its unit for people (units.py does the work)."""
+    from aiworkbook.units import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
+
+    if value is None:
+        return "n/a"
+    formatters: dict[str, Callable[[float], str]] = {
+        "B": fmt_bytes,
+        "B/s": fmt_rate,
+        "FLOP/s": fmt_flops,
+        "s": fmt_seconds,
+    }
+    fmt = formatters.get(unit)
+    return fmt(value) if fmt else f"{value:,.4g} {unit}"
+
+
+def input_widget(spec: Any) -> W.ValueWidget | None:
+    """A control for one registry InputSpec, or None for kinds a viewer may not set."""
+    from aiworkbook.specs import list_presets
+
+    style = {"description_width": "initial"}
+    if spec.kind == "model":
+        return W.Dropdown(
+            options=["", *list_presets()], value=spec.default or "", description=spec.name, style=style
+        )
+    if spec.kind == "choice":
+        return W.Dropdown(options=list(spec.choices), value=spec.default, description=spec.name, style=style)
+    if spec.kind == "bool":
+        return W.Checkbox(value=bool(spec.default), description=spec.name)
+    if spec.kind == "int":
+        return W.IntText(
+            value=spec.default if spec.default is not None else 0, description=spec.name, style=style
+        )
+    if spec.kind == "float":
+        return W.FloatText(
+            value=spec.default if spec.default is not None else 0.0, description=spec.name, style=style
+        )
+    if spec.kind == "ints":
+        default = ",".join(map(str, spec.default)) if spec.default else ""
+        return W.Text(value=default, description=spec.name, placeholder="1,2,4", style=style)
+    return None
+
+
+def parse_input(spec: Any, value: Any) -> Any:
+    """A form value as the proof's input (None when left empty), checked against the spec's bounds."""
+    if spec.kind == "model":
+        return value or None
+    if spec.kind == "ints":
+        if not str(value).strip():
+            return None
+        try:
+            out = [int(x) for x in str(value).replace(" ", "").split(",") if x]
+        except ValueError:
+            raise SpecError(spec.name, value, "integers separated by commas") from None
+        for x in out:
+            _bounds(spec, x)
+        return out
+    if spec.kind in ("int", "float"):
+        _bounds(spec, value)
+    if spec.kind == "choice" and value not in spec.choices:
+        raise SpecError(spec.name, value, ", ".join(spec.choices))
+    return value
+
+
+def _bounds(spec: Any, x: Any) -> None:
+    if spec.low is not None and x < spec.low or spec.high is not None and x > spec.high:
+        raise SpecError(spec.name, x, f"[{spec.low}, {spec.high}]")
+
+
+class ProofRunner(Composite):
+    """`value`: {"proof": name, "inputs": {...}}; `plan`: the registry's Plan as a dict (before running);
+    `result`: the ProofResult as a dict once a run ends. `allow_run=False` shows plans only."""
+
+    css = "proof-runner"
+    value = traitlets.Dict()
+    plan = traitlets.Dict()
+
+    def __init__(
+        self, proof: str | None = None, allow_run: bool = True, lang: str = "en", **inputs: Any
+    ) -> None:
+        super().__init__(lang=lang)
+        from aiworkbook.proofs import registry
+
+        self.registry = registry
+        self.allow_run = bool(allow_run)
+        self._delivery = Delivery()
+        self._thread: threading.Thread | None = None
+        self._cancel = threading.Event()
+        self._done = threading.Event()
+        self._done.set()
+        names = list(registry.names())
+        self.proof = dropdown(names, proof if proof in names else names[0], self.t("proof"))
+        self.proof.observe(self.guarded(self._proof_changed), names="value")
+        self.form = W.VBox([])
+        self.inputs: dict[str, W.ValueWidget] = {}
+        self.proves = W.HTML("")
+        self.plan_view = value_html("")
+        self.run_button = W.Button(description=self.t("run"), button_style="primary", icon="play")
+        self.cancel_button = W.Button(description=self.t("cancel"), icon="stop", disabled=True)
+        self.run_button.on_click(self.guarded(lambda _b: self.run()))
+        self.cancel_button.on_click(self.guarded(lambda _b: self.cancel()))
+        self.progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, description="")
+        self.progress_text = W.HTML("")
+        self.outcome = value_html("")
+        self.chart = chart_view()
+        buttons = [self.run_button, self.cancel_button] if self.allow_run else [W.HTML(self.t("runs_off"))]
+        self.children = [
+            self.proof,
+            self.proves,
+            self.form,
+            self.error_area,
+            self.plan_view,
+            W.HBox(buttons),
+            W.HBox([self.progress, self.progress_text]),
+            self.outcome,
+            self.chart,
+        ]
+        self.guarded(self._proof_changed)()
+        self.guarded(self._set_inputs)(inputs)
+        self.ready()
+
+    # -- form and plan -------------------------------------------------------------------------
+    def _info(self) -> Any:
+        return self.registry.get(self.proof.value)
+
+    def _proof_changed(self, change: dict[str, Any] | None = None) -> None:
+        info = self._info()
+        self.proves.value = f"<b>{html.escape(info.title)}</b>: {html.escape(info.proves)}"
+        self.inputs = {}
+        for spec in info.inputs:
+            w = input_widget(spec)
+            if w is not None:
+                w.observe(self.guarded(self._replan), names="value")
+                self.inputs[spec.name] = w
+        self.form.children = list(self.inputs.values())
+        self._replan()
+
+    def _set_inputs(self, inputs: dict[str, Any]) -> None:
+        for k, v in inputs.items():
+            if k not in self.inputs:
+                raise SpecError("input", k, ", ".join(self.inputs))
+            self.inputs[k].value = ",".join(map(str, v)) if isinstance(v, list | tuple) else v
+
+    def current_inputs(self) -> dict[str, Any]:
+        """The form's values as the proof's inputs (empty ones left out: the proof's defaults apply)."""
+        specs = {s.name: s for s in self._info().inputs}
+        out = {}
+        for k, w in self.inputs.items():
+            v = parse_input(specs[k], w.value)
+            if v is not None:
+                out[k] = v
+        return out
+
+    def _replan(self, change: dict[str, Any] | None = None) -> None:
+        inputs = self.current_inputs()
+        self.value = {"proof": self.proof.value, "inputs": inputs}
+        p = self.registry.plan(self.proof.value, **inputs)
+        self.plan = p.to_dict()
+        fits = "" if p.fits is None else (self.t("fits") if p.fits else self.t("does_not_fit"))
+        rough = self.t("rough", seconds=p.rough_s) if p.rough_s else ""
+        sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in p.notes)
+        self.plan_view.value = (
+            f"<b>{html.escape(self.t('plan'))}</b> ({html.escape(p.device)}): {self.t('predicted')} "
+            f"{html.escape(p.predicted_label)} = <b>{fmt_value(p.predicted, p.unit)}</b> "
+            f"{html.escape(fits)} {html.escape(rough)}<br><small>{html.escape(sizes)}</small>"
+            + (f"<ul>{notes}</ul>" if notes else "")
+        )
+        self.error = ""
+
+    # -- running -------------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def run(self) -> None:
+        """Start the chosen proof on a worker thread (no-op while one runs here)."""
+        if not self.allow_run:
+            raise SpecError("run", "disabled", "a dashboard started with --allow-proofs")
+        if self.running:
+            return
+        name, inputs = self.proof.value, self.current_inputs()
+        self.registry.plan(name, **inputs)  # bad inputs fail here, before the thread starts
+        self._cancel = threading.Event()
+        self._done.clear()
+        self.error = ""
+        self.outcome.value = ""
+        self.progress.value = 0.0
+        self.progress.bar_style = ""
+        self.run_button.disabled, self.cancel_button.disabled = True, False
+        self._thread = threading.Thread(target=self._work, args=(name, inputs, self._cancel), daemon=True)
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Ask the running proof to stop (it lands within about a second, verdict 'interrupted')."""
+        self._cancel.set()
+        self.cancel_button.disabled = True
+
+    def _work(self, name: str, inputs: dict[str, Any], cancel: threading.Event) -> None:
+        from aiworkbook.proofs.control import ProofBusy
+
+        def progress(done: int, total: int, message: str) -> None:
+            self._delivery.post(lambda: self._progress(done, total, message))
+
+        try:
+            result = self.registry.run(name, progress=progress, cancel=cancel, **inputs)
+        except ProofBusy as busy:
+            message = f"{self.t('busy')} ({busy})"
+            self._delivery.post(lambda: self._finish(None, message))
+        except Exception as exc:  # shown in the widget, never a traceback
+            err = exc
+            self._delivery.post(lambda: self._finish(None, None, err))
+        else:
+            self._delivery.post(lambda: self._finish(result))
+
+    def _progress(self, done: int, total: int, message: str) -> None:
+        self.progress.value = done / total if total else 0.0
+        self.progress_text.value = html.escape(f"{done}/{total} {message}")
+
+    def _finish(self, result: Any, message: str | None = None, exc: BaseException | None = None) -> None:
+        try:
+            self.run_button.disabled, self.cancel_button.disabled = False, True
+            if exc is not None:
+                self.show_error(exc)
+                self.progress.bar_style = "danger"
+                return
+            if result is None:
+                self.error = message or ""
+                return
+            self._show_result(result)
+        finally:
+            self._done.set()
+
+    def _show_result(self, r: Any) -> None:
+        from aiworkbook.charts import proofs_chart
+        from aiworkbook.proofs.flags import FLAGS
+
+        colour = {"pass": "#0072B2", "fail": "#D55E00"}.get(r.verdict, "#555555")
+        flags = [[f, FLAGS.get(f, "")] for f in r.flags]
+        ratio = f"{r.ratio:.3f}" if r.ratio is not None else "n/a"
+        self.outcome.value = (
+            f'<b style="color:{colour}">[{html.escape(r.verdict)}]</b> '
+            f"{self.t('measured')} <b>{fmt_value(r.measured, r.unit)}</b> vs {self.t('predicted')} "
+            f"{html.escape(r.predicted_label)} <b>{fmt_value(r.predicted, r.unit)}</b> "
+            f"(ratio {ratio}, ±{r.tolerance:.0%}) on {html.escape(r.device)}"
+            + (html_table([self.t("flags"), ""], flags) if flags else "")
+            + "".join(f"<br><small>{html.escape(n)}</small>" for n in r.notes)
+        )
+        self.progress.bar_style = "success" if r.verdict == "pass" else "warning"
+        self.chart.chart = self._chart(r, proofs_chart)
+        self.result = r.to_dict()
+
+    @staticmethod
+    def _chart(r: Any, default: Any) -> Any:
+        """The proof's own chart when its details carry one (roofline rows, a latency sweep), else
+        estimate vs measured."""
+        from aiworkbook.charts import latency_chart, roofline_chart
+
+        if isinstance(r.details.get("chart"), list) and r.details["chart"]:
+            return roofline_chart(r.details["chart"])
+        if isinstance(r.details.get("sweep"), list) and r.details["sweep"]:
+            return latency_chart(r.details["sweep"], knee=r.details.get("knee"))
+        return default([r])
+
+    def wait(self, timeout: float = 600.0) -> bool:
+        """Block until the running proof has ended and its outcome is shown (tests, scripts)."""
+        return self._delivery.wait_for(self._done, timeout)
+
+    def close(self) -> None:
+        self._cancel.set()
+        super().close()
