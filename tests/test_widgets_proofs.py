@@ -123,10 +123,6 @@ def test_runs_off_shows_plans_only():
     r.close()
 
 
-@pytest.mark.skipif(
-    not hasattr(__import__("aiworkbook.proofs.vram", fromlist=["x"]), "plan"),
-    reason="aiworkbook.proofs.vram has no registry plan/run yet (the API engineer's branch adds them)",
-)
 def test_tiny_llama_vram_quick_on_cpu_through_the_widget():
     from aiworkbook.widgets import ProofRunner
 
@@ -136,7 +132,7 @@ def test_tiny_llama_vram_quick_on_cpu_through_the_widget():
     )
     r.run()
     assert r.wait(300)
-    assert r.result["proof"] == "vram" and r.result["verdict"] in ("pass", "fail", "info")
+    assert r.result["proof"] == "vram" and r.result["verdict"] == "pass"  # CPU accounting: exact to 10 %
     r.run()
     r.cancel()
     assert r.wait(60) and r.result["verdict"] == "interrupted"
