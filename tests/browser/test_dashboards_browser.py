@@ -167,7 +167,9 @@ def test_ten_viewers_at_once_all_render_and_answer(browser, servers):
             body = p.inner_text("body")
             assert VOILA_ERROR not in body and "Traceback" not in body, body[-3000:]
         for i, p in enumerate(pages):
-            _set(_int_field(p, ".aiwb-model-sizer", _label("concurrency")), str(20 + i))
+            field = _int_field(p, ".aiwb-model-sizer", _label("concurrency"))
+            field.wait_for(timeout=RENDER_TIMEOUT_MS)  # ten pages render their inputs slowly on 2 cores
+            _set(field, str(20 + i))
         for i, p in enumerate(pages):
             shape, headroom = _expected_headline_parts(20 + i)
             headline = p.locator(".aiwb-model-sizer .aiwb-value").first
