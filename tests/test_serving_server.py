@@ -41,6 +41,18 @@ def test_planted_ttft_and_itl_are_measured():
     assert sm["itl_s"]["n"] == 8 * 5
 
 
+def test_the_load_runs_from_a_thread_that_already_runs_an_event_loop():
+    """A Jupyter cell runs inside the kernel's event loop, where asyncio.run refuses to start."""
+    import asyncio
+
+    async def cell():
+        with _fixed(ttft_s=0.01, itl_s=0.005) as s:
+            return run_load_sync(Target(s.url, "stand-in"), Load(requests=2, concurrency=2, output_tokens=3))
+
+    recs = asyncio.run(cell())
+    assert summarize_run(recs)["completed"] == 2
+
+
 def test_multi_token_chunks_divide_their_gap():
     with _fixed(ttft_s=0.01, itl_s=0.01, chunk_tokens=3) as s:
         target = Target(s.url, "stand-in", continuous_usage=True)

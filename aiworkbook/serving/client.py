@@ -276,8 +276,16 @@ async def run_load(
 
 
 def run_load_sync(target: Target, load: Load, **kw: Any) -> list[RequestRecord]:
-    """run_load in a fresh event loop on this thread (the CLI and proofs; not from inside a loop)."""
-    return asyncio.run(run_load(target, load, **kw))
+    """run_load in a fresh event loop: on this thread, or, when this thread already runs a loop (a
+    Jupyter kernel's cell), on a worker thread this call waits for (asyncio.run refuses nested loops)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run_load(target, load, **kw))
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aiworkbook-load") as pool:
+        return pool.submit(asyncio.run, run_load(target, load, **kw)).result()
 
 
 def fetch_json(url: str, timeout_s: float = 5.0) -> dict[str, Any] | None:
