@@ -140,7 +140,9 @@ def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         out.append(h(3, f"{w.name}: {est['model']} ({wl['mode']}) · {est.get('gpu') or est['device']}"))
         mem, formulas = est["memory"], est.get("formulas", {})
         rows = [(c, fmt_bytes(v), formulas.get(c, "")) for c, v in mem.items() if v or c == "total"]
-        out.append(table((t("report.component"), t("report.bytes"), t("report.formula")), rows, "aiwb-memory"))
+        out.append(
+            table((t("report.component"), t("report.bytes"), t("report.formula")), rows, "aiwb-memory")
+        )
         rule = est.get("rules_of_thumb") or {}
         if rule:
             out.append(p(f"{t('report.rule_of_thumb')}: {rule['formula']} = {fmt_bytes(rule['bytes'])}"))
