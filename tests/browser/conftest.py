@@ -1,4 +1,4 @@
-"""Browser fixtures: Debian's Chromium driven by Playwright, one Voilà server per dashboard per session.
+"""Browser fixtures: Debian's Chromium driven by Playwright, one Voilà server per dashboard for the module (a session-wide Playwright would leave its event loop running on the main thread for every later test).
 
 Playwright's own browser download does not work here: CI installs `chromium` (apt) first (.ci/run).
 Screenshots go to tests/browser/artifacts/ (gitignored), kept as test artifacts.
@@ -32,7 +32,7 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 RENDER_TIMEOUT_MS = 120_000  # a cold kernel on 2 shared cores: 8-15 s alone, much more under load
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
         pytest.fail(
@@ -71,7 +71,7 @@ class Servers:
         self._stack.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def servers() -> Iterator[Servers]:
     s = Servers()
     yield s
