@@ -139,6 +139,14 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
             return await _fixed(request, body, chat, len(words), max_tokens)
         return await _engine(request, body, chat, words, max_tokens)
 
+    async def _sleep_until(due: float) -> None:
+        """Sleep to the loop-clock deadline `due`, not past it: asyncio.sleep wakes up to a millisecond
+        late (the selector's timeout is rounded up), which a planted delay must not add to the
+        harness overhead it is used to measure. The last 2 ms yield to the loop instead of sleeping."""
+        loop = asyncio.get_running_loop()
+        while (left := due - loop.time()) > 0:
+            await asyncio.sleep(left - 0.002 if left > 0.002 else 0)
+
     async def _open(request, body, chat, prompt) -> tuple[web.StreamResponse, _Stream]:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
@@ -146,8 +154,9 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
 
     async def _fixed(request, body, chat, prompt, max_tokens) -> web.StreamResponse:
         assert fixed is not None
+        due = asyncio.get_running_loop().time() + fixed.ttft_s  # planted from the request's arrival
         resp, st = await _open(request, body, chat, prompt)
-        await asyncio.sleep(fixed.ttft_s)
+        await _sleep_until(due)
         sent = chunks = 0
         while sent < max_tokens:
             if fixed.fault and chunks >= fixed.fault_after:
@@ -159,7 +168,8 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
                     request.transport.close()
                 return resp
             if chunks:
-                await asyncio.sleep(fixed.itl_s * fixed.chunk_tokens)
+                due += fixed.itl_s * fixed.chunk_tokens
+                await _sleep_until(due)
             n = min(fixed.chunk_tokens, max_tokens - sent)
             await st.tokens_out(" tok" * n, n)
             sent += n
