@@ -23,6 +23,7 @@ TITLES: dict[str, str] = {
     "processes": "processes",
     "cpu_pct": "host CPU (%)",
     "mem_used_pct": "host memory used (%)",
+    "ram_used_bytes": "host memory used (GiB)",
 }
 
 
