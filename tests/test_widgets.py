@@ -343,3 +343,23 @@ def test_results_are_observable(sizer):
     sizer.value = {"concurrency": 12}
     assert sizer.wait(120)
     assert seen == [12]
+
+
+def test_workers_start_only_after_the_modules_they_import_are_loaded():
+    """A dashboard's second widget built while the first one's worker imports numpy got a partially
+    initialised numpy inside Altair (an error cell under load): Background preloads on its own thread."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from aiworkbook.widgets import KVPlanner, ModelSizer\n"
+        "from aiworkbook.widgets.base import PRELOAD\n"
+        "s = ModelSizer()\n"
+        "assert all(m in sys.modules for m in PRELOAD)\n"
+        "k = KVPlanner(); s.wait(); k.wait()\n"
+        "assert not s.error and not k.error, (s.error, k.error)\n"
+    )
+    for _ in range(3):  # before the fix most runs of this failed; each run is a fresh interpreter
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]

@@ -89,10 +89,38 @@ class Delivery:
         return True
 
 
+#: Modules a widget's worker thread imports lazily. They are imported on the constructing thread
+#: first: Altair (through narwhals) reads numpy and pandas from sys.modules without the import lock, so
+#: a worker importing numpy while a cell builds a chart handed Altair a partially initialised numpy
+#: ("partially initialized module 'numpy' has no attribute 'ndarray'"), which a dashboard showed as an
+#: error cell under load.
+PRELOAD = (
+    "numpy",
+    "pandas",
+    "altair",
+    "aiworkbook.sizing",
+    "aiworkbook.sizing.capacity",
+    "aiworkbook.sizing.estimate",
+    "aiworkbook.sizing.plan",
+    "aiworkbook.sizing.sweep",
+    "aiworkbook.charts",
+    "aiworkbook.profile.snippets",
+)
+
+
+def preload() -> None:
+    """Import PRELOAD on this thread (idempotent, cheap once loaded)."""
+    from importlib import import_module
+
+    for name in PRELOAD:
+        import_module(name)
+
+
 class Background:
     """One worker thread per widget; the newest request wins (results of superseded ones are dropped)."""
 
     def __init__(self) -> None:
+        preload()  # before any worker exists: see PRELOAD
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aiwb")
         self._generation = 0
         self._lock = threading.Lock()
