@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
@@ -19,26 +18,12 @@ import traitlets
 
 from aiworkbook.errors import SpecError
 
+#: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
+from aiworkbook.units import fmt_value  # noqa: E402  one formatter for figures by unit
+
 from .base import Composite, Delivery, chart_view, dropdown, html_table, value_html
 
-#: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
 FORM_KINDS = ("model", "int", "float", "bool", "choice", "ints")
-
-
-def fmt_value(value: float | None, unit: str) -> str:
-    """A figure in its unit for people (units.py does the work)."""
-    from aiworkbook.units import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
-
-    if value is None:
-        return "n/a"
-    formatters: dict[str, Callable[[float], str]] = {
-        "B": fmt_bytes,
-        "B/s": fmt_rate,
-        "FLOP/s": fmt_flops,
-        "s": fmt_seconds,
-    }
-    fmt = formatters.get(unit)
-    return fmt(value) if fmt else f"{value:,.4g} {unit}"
 
 
 def input_widget(spec: Any) -> W.ValueWidget | None:

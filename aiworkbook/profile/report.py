@@ -15,8 +15,7 @@ from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
 from aiworkbook.proofs.flags import FLAGS
-from aiworkbook.proofs.result import _fmt as fmt_value
-from aiworkbook.units import fmt_bytes
+from aiworkbook.units import fmt_bytes, fmt_value
 
 
 def build(profile: LockedProfile, lang: str | None = None, *, charts: bool = True) -> list[Block]:

@@ -7,7 +7,6 @@ and a later check can read it back.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,15 +142,6 @@ class ProofResult:
 
 
 def _fmt(value: float | None, unit: str) -> str:
-    from aiworkbook.units import fmt_bytes, fmt_flops, fmt_rate, fmt_seconds
+    from aiworkbook.units import fmt_value
 
-    if value is None:
-        return "n/a"
-    fmts: dict[str, Callable[[float], str]] = {
-        "B": fmt_bytes,
-        "B/s": fmt_rate,
-        "FLOP/s": fmt_flops,
-        "s": fmt_seconds,
-    }
-    fmt = fmts.get(unit)
-    return fmt(value) if fmt is not None else f"{value:,.4g} {unit}"
+    return fmt_value(value, unit)
