@@ -17,12 +17,11 @@ import ipywidgets as W
 import traitlets
 
 from aiworkbook.errors import SpecError
-
-#: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
-from aiworkbook.units import fmt_value  # noqa: E402  one formatter for figures by unit
+from aiworkbook.units import fmt_value
 
 from .base import Composite, Delivery, chart_view, dropdown, html_table, value_html
 
+#: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
 FORM_KINDS = ("model", "int", "float", "bool", "choice", "ints")
 
 
