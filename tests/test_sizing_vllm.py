@@ -33,11 +33,12 @@ def predict(case: dict) -> dict[str, float]:
     logged = case["logged"]
     nt = int(logged["non_torch_gib"] * GiB) if "non_torch_gib" in logged else None
     s = VllmSettings(engine=case["engine"], non_torch_bytes=nt, **case["settings"])
-    if case.get("kv_only"):
+    if case.get("kv_only"):  # the KV arithmetic from the logged available memory
+        max_len = s.max_model_len or spec.max_position_embeddings
         kv = kv_from_available(
-            spec, s, int(logged["available_kv_gib"] * GiB), spec.max_position_embeddings, 8192
+            spec, s, int(logged["available_kv_gib"] * GiB), max_len, s.max_num_batched_tokens or 8192
         )
-        return {"kv_cache_tokens": kv["kv_cache_tokens"]}
+        return {k: kv[k] for k in ("kv_cache_tokens", "max_concurrency") if k in logged}
     r = startup(spec, gpu, s)
     return {k: getattr(r, attr) / scale for k, (attr, scale) in ITEMS.items() if k in logged}
 
@@ -46,20 +47,19 @@ def predict(case: dict) -> dict[str, float]:
 def test_published_startup_within_3_percent(case):
     got = predict(case)
     checked = case.get("checked", list(got))
-    assert checked, "a case must check at least one logged figure"
+    outside = case.get("outside", [])
+    assert checked or (outside and case.get("not_modelled")), "a case checks a figure or says why not"
     for key in checked:
         value = got[key]
         want = case["logged"][key]
         assert value == pytest.approx(want, rel=0.03), (key, value, want)
+    for key in outside:  # a 'not modelled' label stays true: promote the case once it is within 3 %
+        assert got[key] != pytest.approx(case["logged"][key], rel=0.03), (key, got[key])
 
 
 def test_cases_cite_source_and_version():
     for c in CASES:
-        assert (
-            c["source"].startswith("https://github.com/")
-            and c["vllm_version"]
-            and c["engine"] in ("v0", "v1")
-        )
+        assert c["source"].startswith("https://") and c["vllm_version"] and c["engine"] in ("v0", "v1")
 
 
 def test_tp_replicates_kv_heads_and_mla_is_not_split():
@@ -176,3 +176,35 @@ def test_cli_fit_and_size_take_vllm_flags(capsys):
     assert rc == 0 and doc["vllm"]["kv_groups"] == 2 and doc["memory"]  # existing keys stay
     rc = main(["fit", "llama-3-8b", "--mode", "infer", "--engine", "vllm", "--gpu-memory-utilization", "2"])
     assert rc == 2 and "gpu_memory_utilization" in capsys.readouterr().err
+
+
+def test_engine_version_sets_default_utilization():
+    spec, gpu = load_model("llama-3-8b"), get_gpu("H100-SXM")
+    total = gpu.cuda_memory_bytes
+    assert startup(spec, gpu, VllmSettings()).requested_bytes == int(total * 0.9)
+    assert startup(spec, gpu, VllmSettings(engine="v1-092")).requested_bytes == int(total * 0.92)
+    given = VllmSettings(engine="v1-092", gpu_memory_utilization=0.5)
+    assert startup(spec, gpu, given).requested_bytes == int(total * 0.5)
+    # the V1 generation's profile and defaults apply to both V1 versions
+    a, b = startup(spec, gpu, VllmSettings()), startup(spec, gpu, VllmSettings(engine="v1-092"))
+    assert (
+        (a.activation_peak_bytes, a.max_num_seqs)
+        == (b.activation_peak_bytes, b.max_num_seqs)
+        == (
+            a.activation_peak_bytes,
+            1024,
+        )
+    )
+
+
+def test_fit_json_keeps_both_concurrency_figures(capsys):
+    from aiworkbook.cli import main
+
+    args = ["fit", "llama-3-8b", "--mode", "infer", "--engine", "vllm", "--gpu", "H100-SXM", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["max_concurrency"] == out["vllm_max_concurrency"] == out["vllm"]["max_concurrency"]
+    assert isinstance(out["workbook_max_concurrency"], int) and out["workbook_max_concurrency"] > 0
+    assert main(args[:-1] + ["--engine-version", "v1-092", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["vllm"]["requested_bytes"] > out["vllm"]["requested_bytes"]  # 0.92 of the total, not 0.9

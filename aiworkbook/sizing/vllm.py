@@ -37,7 +37,15 @@ from aiworkbook.sizing.sections import Section, figure
 from aiworkbook.units import DTYPE_BITS
 
 GiB = 1 << 30
-ENGINES = ("v1", "v0")
+#: Engine versions whose start-up semantics differ. "v1": the V1 engine from 0.8 on with the long-standing
+#: default `gpu_memory_utilization` 0.9; "v1-092": V1 releases whose CacheConfig defaults it to 0.92
+#: (vllm/config/cache.py, `Field(default=0.92, gt=0, le=1)` at commit 002f10e0cfa1373a19a0d2756598a34b700d20e5;
+#: public quotes place it in v0.25.0 and v0.30.0; the first release with 0.92 is not pinned here);
+#: "v0": the V0 engine of 0.6.4-0.7 (its profile and sampler differ, see NON_TORCH and SAMPLER_BYTES).
+ENGINES = ("v1", "v1-092", "v0")
+#: The default `--gpu-memory-utilization` per engine version (0.9: vllm/config.py and the engine-args
+#: docs up to 0.2x, vllm-project/vllm#2162; 0.92: the CacheConfig above).
+DEFAULT_UTILIZATION = {"v1": 0.9, "v1-092": 0.92, "v0": 0.9}
 
 #: Memory outside PyTorch's allocator that the profile measures (bytes), by engine and tp == 1 / > 1.
 #: V1: ~0.25 GiB alone, ~2.1 GiB with tensor parallelism (REFERENCE.md, "Inference memory"); V0
@@ -53,7 +61,7 @@ class VllmSettings:
 
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float | None = None  # None: DEFAULT_UTILIZATION of the engine version
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -65,19 +73,31 @@ class VllmSettings:
     non_torch_bytes: int | None = None  # None: NON_TORCH for the engine and tp
     cudagraph_bytes: int = 0  # subtracted only where the engine version does (opt-in estimate)
 
+    @property
+    def family(self) -> str:
+        """ "v0" or "v1": the engine generation whose profile, sampler and defaults apply."""
+        return "v0" if self.engine == "v0" else "v1"
+
+    @property
+    def utilization(self) -> float:
+        """--gpu-memory-utilization as given, else the engine version's default."""
+        if self.gpu_memory_utilization is None:
+            return DEFAULT_UTILIZATION[self.engine]
+        return self.gpu_memory_utilization
+
     def check(self) -> None:
         for name in ("tensor_parallel_size", "pipeline_parallel_size", "block_size"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise SpecError(name, v, "an integer >= 1")
-        if not 0 < self.gpu_memory_utilization <= 1:
+        if self.engine not in ENGINES:
+            raise SpecError("engine_version", self.engine, ", ".join(ENGINES))
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise SpecError("gpu_memory_utilization", self.gpu_memory_utilization, "0 < x <= 1")
         for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise SpecError(name, v, "an integer >= 1 or the engine default")
-        if self.engine not in ENGINES:
-            raise SpecError("engine_version", self.engine, ", ".join(ENGINES))
         if self.kv_cache_dtype not in ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32"):
             raise SpecError(
                 "kv_cache_dtype", self.kv_cache_dtype, "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2"
@@ -185,8 +205,8 @@ def profile_peak_bytes(spec, s: VllmSettings, seqs: int, tokens: int) -> tuple[i
         fwd = tokens * (mats * i // tp + 3 * h) * b
         fwd_txt = f"{tokens}·({mats}·{i}/{tp} + 3·{h})·{b}"
     rows = min(seqs, tokens)
-    sampler = rows * spec.vocab_size * SAMPLER_BYTES[s.engine] + tokens * h * b
-    samp_txt = f"{rows}·{spec.vocab_size}·{SAMPLER_BYTES[s.engine]} + {tokens}·{h}·{b}"
+    sampler = rows * spec.vocab_size * SAMPLER_BYTES[s.family] + tokens * h * b
+    samp_txt = f"{rows}·{spec.vocab_size}·{SAMPLER_BYTES[s.family]} + {tokens}·{h}·{b}"
     if sampler > fwd:
         return sampler, f"sampler {samp_txt} (forward {fwd_txt} is smaller)"
     return fwd, f"forward {fwd_txt} (sampler {samp_txt} is smaller)"
@@ -233,17 +253,17 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         raise SpecError("model", spec.name, "a decoder (vLLM's KV cache sizing needs one)")
     total = cuda_total_bytes(gpu)
     max_len = s.max_model_len or spec.max_position_embeddings
-    d_seqs, d_tokens = defaults(total, gpu.name, s.engine, max_len)
+    d_seqs, d_tokens = defaults(total, gpu.name, s.family, max_len)
     seqs = s.max_num_seqs or d_seqs
     tokens = s.max_num_batched_tokens or d_tokens
-    requested = int(total * s.gpu_memory_utilization)
+    requested = int(total * s.utilization)
     weights = weight_bytes(spec, s)
     peak, peak_txt = profile_peak_bytes(spec, s, seqs, tokens)
     tp = s.tensor_parallel_size
     non_torch = (
         s.non_torch_bytes
         if s.non_torch_bytes is not None
-        else NON_TORCH[s.engine][tp * s.pipeline_parallel_size > 1]
+        else NON_TORCH[s.family][tp * s.pipeline_parallel_size > 1]
     )
     available = requested - weights - peak - non_torch - s.cudagraph_bytes
     kv = kv_from_available(spec, s, available, max_len, tokens)
@@ -254,7 +274,7 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         kv["page_bytes"],
     )
     formulas = {
-        "requested": f"{total:,} B CUDA-visible x {s.gpu_memory_utilization}",
+        "requested": f"{total:,} B CUDA-visible x {s.utilization}",
         "activation_peak": peak_txt,
         "non_torch": f"{'measured' if s.non_torch_bytes is not None else 'engine default'} ({s.engine}, tp {tp})",
         "kv": f"{num_blocks:,} blocks x {s.block_size} tokens, page {page:,} B x {group_size} layers"
@@ -286,11 +306,11 @@ def kv_from_available(spec, s: VllmSettings, available: int, max_len: int, token
     layout = _kv_layout(spec, s)
     kinds = {k for k, *_ in layout}
     page = max(p for _, _, p, _ in layout)
-    if len(kinds) == 1 or s.engine == "v0":  # one group: every layer holds every token
+    if len(kinds) == 1 or s.family == "v0":  # one group: every layer holds every token
         layers = sum(n for _, n, _, _ in layout)
         n_groups, group_size = 1, layers
         num_blocks = max(0, available // page // layers)
-        kind, window = ("full", None) if s.engine == "v0" else (layout[0][0], layout[0][3])
+        kind, window = ("full", None) if s.family == "v0" else (layout[0][0], layout[0][3])
         per_req = _max_usage_blocks(kind, window, s, max_len, tokens)
     else:  # hybrid allocator: equal-size groups share the pooled blocks
         counts = [n for _, n, _, _ in layout]
