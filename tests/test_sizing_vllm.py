@@ -208,3 +208,33 @@ def test_fit_json_keeps_both_concurrency_figures(capsys):
     assert main(args[:-1] + ["--engine-version", "v1-092", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["vllm"]["requested_bytes"] > out["vllm"]["requested_bytes"]  # 0.92 of the total, not 0.9
+
+
+def test_catalogue_cuda_visible_memory_and_fallback():
+    from aiworkbook.sizing.vllm import cuda_total_bytes
+    from aiworkbook.specs import list_gpus
+
+    gpus = {g.name: g for g in list_gpus()}
+    for name in (
+        "RTX-3090",
+        "RTX-4090",
+        "RTX-5090",
+        "L4",
+        "A10G",
+        "L40S",
+        "RTX-6000-Ada",
+        "H200-SXM",
+        "B200",
+        "GB200",
+    ):
+        assert name in gpus, name
+    for g in gpus.values():
+        if (
+            g.cuda_memory_bytes is not None
+        ):  # CUDA sees less than the driver's total (its context, reservations)
+            assert g.cuda_memory_bytes < g.usable_memory_bytes and "CUDA-visible" in g.source, g.name
+            assert cuda_total_bytes(g) == g.cuda_memory_bytes
+        else:  # no public figure: say so, and vLLM's total falls back to the driver total (an overstatement)
+            assert "no public figure" in g.source and cuda_total_bytes(g) == g.usable_memory_bytes, g.name
+    for name in ("A10G", "RTX-6000-Ada", "GB200"):
+        assert "no public figure" in gpus[name].source and "nvidia" in gpus[name].source.lower()
