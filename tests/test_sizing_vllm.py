@@ -238,3 +238,12 @@ def test_catalogue_cuda_visible_memory_and_fallback():
             assert "no public figure" in g.source and cuda_total_bytes(g) == g.usable_memory_bytes, g.name
     for name in ("A10G", "RTX-6000-Ada", "GB200"):
         assert "no public figure" in gpus[name].source and "nvidia" in gpus[name].source.lower()
+
+
+def test_current_engine_reports_group_aware_tokens():
+    spec = load_model("gemma-3-27b-it")  # hybrid: the two ways of reporting "GPU KV cache size" differ
+    old = kv_from_available(spec, VllmSettings(), 40 * GiB, 32768, 8192)
+    new = kv_from_available(spec, VllmSettings(engine="v1-092"), 40 * GiB, 32768, 8192)
+    assert new["num_blocks"] == old["num_blocks"] and new["max_concurrency"] == old["max_concurrency"]
+    assert old["kv_cache_tokens"] == old["num_blocks"] // 7 * 16
+    assert new["kv_cache_tokens"] == int(new["max_concurrency"] * 32768) > old["kv_cache_tokens"]

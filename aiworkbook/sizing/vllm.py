@@ -38,9 +38,12 @@ from aiworkbook.units import DTYPE_BITS
 
 GiB = 1 << 30
 #: Engine versions whose start-up semantics differ. "v1": the V1 engine from 0.8 on with the long-standing
-#: default `gpu_memory_utilization` 0.9; "v1-092": V1 releases whose CacheConfig defaults it to 0.92
-#: (vllm/config/cache.py, `Field(default=0.92, gt=0, le=1)` at commit 002f10e0cfa1373a19a0d2756598a34b700d20e5;
-#: public quotes place it in v0.25.0 and v0.30.0; the first release with 0.92 is not pinned here);
+#: default `gpu_memory_utilization` 0.9 and "GPU KV cache size" = blocks // groups x block_size
+#: (kv_cache_utils._report_kv_cache_config at commit 001cabc1be16a59a70d720ed61a13b678c060a18);
+#: "v1-092": the current source: CacheConfig defaults the utilisation to 0.92 (vllm/config/cache.py,
+#: `Field(default=0.92, gt=0, le=1)` at commit 002f10e0cfa1373a19a0d2756598a34b700d20e5; public quotes
+#: place it in v0.25.0 and v0.30.0) and "GPU KV cache size" is the group-aware int(max_concurrency x
+#: max_model_len) (get_kv_cache_capacity); the first release of either change is not pinned here;
 #: "v0": the V0 engine of 0.6.4-0.7 (its profile and sampler differ, see NON_TORCH and SAMPLER_BYTES).
 ENGINES = ("v1", "v1-092", "v0")
 #: The default `--gpu-memory-utilization` per engine version (0.9: vllm/config.py and the engine-args
@@ -320,13 +323,17 @@ def kv_from_available(spec, s: VllmSettings, available: int, max_len: int, token
         per_req = sum(
             -(-n // group_size) * _max_usage_blocks(kind, w, s, max_len, tokens) for kind, n, _, w in layout
         )
+    concurrency = num_blocks / per_req if per_req else 0.0
+    # "GPU KV cache size": whole blocks per group up to the 0.2x releases; the current source reports
+    # the group-aware capacity int(max_concurrency x max_model_len) (kv_cache_utils.get_kv_cache_capacity)
+    tokens = int(concurrency * max_len) if s.engine == "v1-092" else num_blocks // n_groups * s.block_size
     return {
         "num_blocks": num_blocks,
         "kv_groups": n_groups,
         "group_size": group_size,
         "page_bytes": page,
-        "kv_cache_tokens": num_blocks // n_groups * s.block_size,
-        "max_concurrency": num_blocks / per_req if per_req else 0.0,
+        "kv_cache_tokens": tokens,
+        "max_concurrency": concurrency,
     }
 
 
