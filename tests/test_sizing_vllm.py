@@ -27,7 +27,7 @@ def predict(case: dict) -> dict[str, float]:
     """Every logged figure the model predicts, for one case (the case's measured non-torch memory used
     where it was logged: it is what the CUDA libraries took on that machine, not a model output)."""
     spec = load_model(case["model"])
-    gpu = get_gpu(case["gpu"])
+    gpu = get_gpu(case.get("gpu", "H100-SXM"))  # a KV-only case may not name its GPU: it is not used
     if case.get("total_gib"):
         gpu = gpu.model_copy(update={"cuda_memory_bytes": int(case["total_gib"] * GiB)})
     logged = case["logged"]
