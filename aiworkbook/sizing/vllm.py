@@ -24,7 +24,8 @@ CUDA graphs are captured after the KV cache is allocated and do not come out of 
 layers bounds the blocks), MLA's latent is one unsplit "head". Models with sliding and full layers
 follow the hybrid allocator: layers are grouped in groups of equal size (the smallest layer-type
 count, or the largest when within 1.5x), each group shares the pooled blocks and "GPU KV cache size"
-reports `num_blocks // groups x block_size`.
+reports `num_blocks // groups x block_size` (engine "v1"; the current source, "v1-092", reports the
+group-aware `int(max_concurrency x max_model_len)` and defaults the utilisation to 0.92: ENGINES).
 """
 
 from __future__ import annotations
