@@ -9,10 +9,11 @@ import pytest
 
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing.vllm import VllmSettings, kv_from_available, startup
-from aiworkbook.specs import get_gpu, load_model
+from aiworkbook.specs import get_gpu, load_model, spec_from_config
 
 GiB = 1 << 30
-CASES = json.loads((Path(__file__).parent / "data" / "vllm_startup_cases.json").read_text())["cases"]
+DATA = Path(__file__).parent / "data"
+CASES = json.loads((DATA / "vllm_startup_cases.json").read_text())["cases"]
 ITEMS = {  # logged key -> (startup attribute, scale)
     "weights_gib": ("weights_bytes", GiB),
     "activation_gib": ("activation_peak_bytes", GiB),
@@ -23,10 +24,17 @@ ITEMS = {  # logged key -> (startup attribute, scale)
 }
 
 
+def _model(case: dict):
+    """A preset, or a published config.json kept with the test data (a model no preset ships)."""
+    if "config" in case:
+        return spec_from_config(json.loads((DATA / case["config"]).read_text()), name=case["config"])
+    return load_model(case["model"])
+
+
 def predict(case: dict) -> dict[str, float]:
     """Every logged figure the model predicts, for one case (the case's measured non-torch memory used
     where it was logged: it is what the CUDA libraries took on that machine, not a model output)."""
-    spec = load_model(case["model"])
+    spec = _model(case)
     gpu = get_gpu(case.get("gpu", "H100-SXM"))  # a KV-only case may not name its GPU: it is not used
     if case.get("total_gib"):
         gpu = gpu.model_copy(update={"cuda_memory_bytes": int(case["total_gib"] * GiB)})
