@@ -255,3 +255,22 @@ def test_current_engine_reports_group_aware_tokens():
     assert new["num_blocks"] == old["num_blocks"] and new["max_concurrency"] == old["max_concurrency"]
     assert old["kv_cache_tokens"] == old["num_blocks"] // 7 * 16
     assert new["kv_cache_tokens"] == int(new["max_concurrency"] * 32768) > old["kv_cache_tokens"]
+
+
+def test_batch_defaults_by_usage_context_and_gpu():
+    spec = load_model("llama-3-8b")
+    h100, a100 = get_gpu("H100-SXM"), get_gpu("A100-40GB")
+    got = {
+        (g.name, u): (r.max_num_seqs, r.max_num_batched_tokens)
+        for g in (h100, a100)
+        for u in ("serve", "llm")
+        for r in [startup(spec, g, VllmSettings(usage=u))]
+    }
+    assert got == {
+        ("H100-SXM", "serve"): (1024, 8192),
+        ("H100-SXM", "llm"): (1024, 16384),
+        ("A100-40GB", "serve"): (256, 2048),
+        ("A100-40GB", "llm"): (256, 8192),
+    }
+    with pytest.raises(SpecError, match="usage"):
+        startup(spec, h100, VllmSettings(usage="batch"))

@@ -50,6 +50,8 @@ ENGINES = ("v1", "v1-092", "v0")
 #: The default `--gpu-memory-utilization` per engine version (0.9: vllm/config.py and the engine-args
 #: docs up to 0.2x, vllm-project/vllm#2162; 0.92: the CacheConfig above).
 DEFAULT_UTILIZATION = {"v1": 0.9, "v1-092": 0.92, "v0": 0.9}
+#: vLLM's usage contexts whose batch defaults differ: `vllm serve` and the offline `LLM` class.
+USAGES = ("serve", "llm")
 
 #: Memory outside PyTorch's allocator that the profile measures (bytes), by engine and tp == 1 / > 1.
 #: V1: ~0.25 GiB alone, ~2.1 GiB with tensor parallelism (REFERENCE.md, "Inference memory"); V0
@@ -74,6 +76,7 @@ class VllmSettings:
     quantization: str | None = None
     block_size: int = 16
     engine: str = "v1"
+    usage: str = "serve"  # vLLM's usage context: `vllm serve` or the offline `LLM` class ("llm")
     non_torch_bytes: int | None = None  # None: NON_TORCH for the engine and tp
     cudagraph_bytes: int = 0  # subtracted only where the engine version does (opt-in estimate)
 
@@ -102,6 +105,8 @@ class VllmSettings:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise SpecError(name, v, "an integer >= 1 or the engine default")
+        if self.usage not in USAGES:
+            raise SpecError("usage", self.usage, ", ".join(USAGES))
         if self.kv_cache_dtype not in ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32"):
             raise SpecError(
                 "kv_cache_dtype", self.kv_cache_dtype, "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2"
@@ -146,17 +151,22 @@ def _kv_bytes(s: VllmSettings, spec) -> float:
     return DTYPE_BITS[{"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}.get(s.kv_cache_dtype, s.kv_cache_dtype)] / 8
 
 
-def defaults(gpu_cuda_bytes: int, gpu_name: str, engine: str, max_model_len: int) -> tuple[int, int]:
+def defaults(
+    gpu_cuda_bytes: int, gpu_name: str, engine: str, max_model_len: int, usage: str = "serve"
+) -> tuple[int, int]:
     """(max_num_seqs, max_num_batched_tokens) the engine picks when not given.
 
-    V1 (`vllm serve`): 1024 and 8192 on GPUs with >= 70 GiB that are not A100s, else 256 and 2048.
-    V0: 256, and max(max_model_len, 2048) tokens (no chunked prefill up to 32K tokens; above, chunked
-    prefill with 2048 tokens, the OpenAI server's default)."""
+    V1, by usage context (vllm/engine/arg_utils.py, the batch-defaults table, unchanged up to v0.30.0):
+    on GPUs with >= 70 GiB that are not A100s, `vllm serve` 1024 and 8192, the offline `LLM` class
+    1024 and 16384; on others 256 and 2048 (serve), 256 and 8192 (`LLM`). V0: 256, and
+    max(max_model_len, 2048) tokens (no chunked prefill up to 32K tokens; above, chunked prefill with
+    2048 tokens, the OpenAI server's default)."""
     if engine == "v0":
         return 256, (max(max_model_len, 2048) if max_model_len <= 32768 else 2048)
-    if gpu_cuda_bytes >= 70 * GiB and "a100" not in gpu_name.lower():
-        return 1024, 8192
-    return 256, 2048
+    big = gpu_cuda_bytes >= 70 * GiB and "a100" not in gpu_name.lower()
+    seqs = 1024 if big else 256
+    tokens = {("serve", True): 8192, ("llm", True): 16384, ("serve", False): 2048, ("llm", False): 8192}
+    return seqs, tokens[(usage, big)]
 
 
 def weight_bytes(spec, s: VllmSettings) -> int:
@@ -257,7 +267,7 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         raise SpecError("model", spec.name, "a decoder (vLLM's KV cache sizing needs one)")
     total = cuda_total_bytes(gpu)
     max_len = s.max_model_len or spec.max_position_embeddings
-    d_seqs, d_tokens = defaults(total, gpu.name, s.family, max_len)
+    d_seqs, d_tokens = defaults(total, gpu.name, s.family, max_len, s.usage)
     seqs = s.max_num_seqs or d_seqs
     tokens = s.max_num_batched_tokens or d_tokens
     requested = int(total * s.utilization)
