@@ -9,10 +9,11 @@ import pytest
 
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing.vllm import VllmSettings, kv_from_available, startup
-from aiworkbook.specs import get_gpu, load_model
+from aiworkbook.specs import get_gpu, load_model, spec_from_config
 
 GiB = 1 << 30
-CASES = json.loads((Path(__file__).parent / "data" / "vllm_startup_cases.json").read_text())["cases"]
+DATA = Path(__file__).parent / "data"
+CASES = json.loads((DATA / "vllm_startup_cases.json").read_text())["cases"]
 ITEMS = {  # logged key -> (startup attribute, scale)
     "weights_gib": ("weights_bytes", GiB),
     "activation_gib": ("activation_peak_bytes", GiB),
@@ -23,21 +24,29 @@ ITEMS = {  # logged key -> (startup attribute, scale)
 }
 
 
+def _model(case: dict):
+    """A preset, or a published config.json kept with the test data (a model no preset ships)."""
+    if "config" in case:
+        return spec_from_config(json.loads((DATA / case["config"]).read_text()), name=case["config"])
+    return load_model(case["model"])
+
+
 def predict(case: dict) -> dict[str, float]:
     """Every logged figure the model predicts, for one case (the case's measured non-torch memory used
     where it was logged: it is what the CUDA libraries took on that machine, not a model output)."""
-    spec = load_model(case["model"])
-    gpu = get_gpu(case["gpu"])
+    spec = _model(case)
+    gpu = get_gpu(case.get("gpu", "H100-SXM"))  # a KV-only case may not name its GPU: it is not used
     if case.get("total_gib"):
         gpu = gpu.model_copy(update={"cuda_memory_bytes": int(case["total_gib"] * GiB)})
     logged = case["logged"]
     nt = int(logged["non_torch_gib"] * GiB) if "non_torch_gib" in logged else None
     s = VllmSettings(engine=case["engine"], non_torch_bytes=nt, **case["settings"])
-    if case.get("kv_only"):
+    if case.get("kv_only"):  # the KV arithmetic from the logged available memory
+        max_len = s.max_model_len or spec.max_position_embeddings
         kv = kv_from_available(
-            spec, s, int(logged["available_kv_gib"] * GiB), spec.max_position_embeddings, 8192
+            spec, s, int(logged["available_kv_gib"] * GiB), max_len, s.max_num_batched_tokens or 8192
         )
-        return {"kv_cache_tokens": kv["kv_cache_tokens"]}
+        return {k: kv[k] for k in ("kv_cache_tokens", "max_concurrency") if k in logged}
     r = startup(spec, gpu, s)
     return {k: getattr(r, attr) / scale for k, (attr, scale) in ITEMS.items() if k in logged}
 
@@ -46,20 +55,19 @@ def predict(case: dict) -> dict[str, float]:
 def test_published_startup_within_3_percent(case):
     got = predict(case)
     checked = case.get("checked", list(got))
-    assert checked, "a case must check at least one logged figure"
+    outside = case.get("outside", [])
+    assert checked or (outside and case.get("not_modelled")), "a case checks a figure or says why not"
     for key in checked:
         value = got[key]
         want = case["logged"][key]
         assert value == pytest.approx(want, rel=0.03), (key, value, want)
+    for key in outside:  # a 'not modelled' label stays true: promote the case once it is within 3 %
+        assert got[key] != pytest.approx(case["logged"][key], rel=0.03), (key, got[key])
 
 
 def test_cases_cite_source_and_version():
     for c in CASES:
-        assert (
-            c["source"].startswith("https://github.com/")
-            and c["vllm_version"]
-            and c["engine"] in ("v0", "v1")
-        )
+        assert c["source"].startswith("https://") and c["vllm_version"] and c["engine"] in ("v0", "v1")
 
 
 def test_tp_replicates_kv_heads_and_mla_is_not_split():
@@ -176,3 +184,93 @@ def test_cli_fit_and_size_take_vllm_flags(capsys):
     assert rc == 0 and doc["vllm"]["kv_groups"] == 2 and doc["memory"]  # existing keys stay
     rc = main(["fit", "llama-3-8b", "--mode", "infer", "--engine", "vllm", "--gpu-memory-utilization", "2"])
     assert rc == 2 and "gpu_memory_utilization" in capsys.readouterr().err
+
+
+def test_engine_version_sets_default_utilization():
+    spec, gpu = load_model("llama-3-8b"), get_gpu("H100-SXM")
+    total = gpu.cuda_memory_bytes
+    assert startup(spec, gpu, VllmSettings()).requested_bytes == int(total * 0.9)
+    assert startup(spec, gpu, VllmSettings(engine="v1-092")).requested_bytes == int(total * 0.92)
+    given = VllmSettings(engine="v1-092", gpu_memory_utilization=0.5)
+    assert startup(spec, gpu, given).requested_bytes == int(total * 0.5)
+    # the V1 generation's profile and defaults apply to both V1 versions
+    a, b = startup(spec, gpu, VllmSettings()), startup(spec, gpu, VllmSettings(engine="v1-092"))
+    assert (
+        (a.activation_peak_bytes, a.max_num_seqs)
+        == (b.activation_peak_bytes, b.max_num_seqs)
+        == (
+            a.activation_peak_bytes,
+            1024,
+        )
+    )
+
+
+def test_fit_json_keeps_both_concurrency_figures(capsys):
+    from aiworkbook.cli import main
+
+    args = ["fit", "llama-3-8b", "--mode", "infer", "--engine", "vllm", "--gpu", "H100-SXM", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["max_concurrency"] == out["vllm_max_concurrency"] == out["vllm"]["max_concurrency"]
+    assert isinstance(out["workbook_max_concurrency"], int) and out["workbook_max_concurrency"] > 0
+    assert main(args[:-1] + ["--engine-version", "v1-092", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["vllm"]["requested_bytes"] > out["vllm"]["requested_bytes"]  # 0.92 of the total, not 0.9
+
+
+def test_catalogue_cuda_visible_memory_and_fallback():
+    from aiworkbook.sizing.vllm import cuda_total_bytes
+    from aiworkbook.specs import list_gpus
+
+    gpus = {g.name: g for g in list_gpus()}
+    for name in (
+        "RTX-3090",
+        "RTX-4090",
+        "RTX-5090",
+        "L4",
+        "A10G",
+        "L40S",
+        "RTX-6000-Ada",
+        "H200-SXM",
+        "B200",
+        "GB200",
+    ):
+        assert name in gpus, name
+    for g in gpus.values():
+        if (
+            g.cuda_memory_bytes is not None
+        ):  # CUDA sees less than the driver's total (its context, reservations)
+            assert g.cuda_memory_bytes < g.usable_memory_bytes and "CUDA-visible" in g.source, g.name
+            assert cuda_total_bytes(g) == g.cuda_memory_bytes
+        else:  # no public figure: say so, and vLLM's total falls back to the driver total (an overstatement)
+            assert "no public figure" in g.source and cuda_total_bytes(g) == g.usable_memory_bytes, g.name
+    for name in ("A10G", "RTX-6000-Ada", "GB200"):
+        assert "no public figure" in gpus[name].source and "nvidia" in gpus[name].source.lower()
+
+
+def test_current_engine_reports_group_aware_tokens():
+    spec = load_model("gemma-3-27b-it")  # hybrid: the two ways of reporting "GPU KV cache size" differ
+    old = kv_from_available(spec, VllmSettings(), 40 * GiB, 32768, 8192)
+    new = kv_from_available(spec, VllmSettings(engine="v1-092"), 40 * GiB, 32768, 8192)
+    assert new["num_blocks"] == old["num_blocks"] and new["max_concurrency"] == old["max_concurrency"]
+    assert old["kv_cache_tokens"] == old["num_blocks"] // 7 * 16
+    assert new["kv_cache_tokens"] == int(new["max_concurrency"] * 32768) > old["kv_cache_tokens"]
+
+
+def test_batch_defaults_by_usage_context_and_gpu():
+    spec = load_model("llama-3-8b")
+    h100, a100 = get_gpu("H100-SXM"), get_gpu("A100-40GB")
+    got = {
+        (g.name, u): (r.max_num_seqs, r.max_num_batched_tokens)
+        for g in (h100, a100)
+        for u in ("serve", "llm")
+        for r in [startup(spec, g, VllmSettings(usage=u))]
+    }
+    assert got == {
+        ("H100-SXM", "serve"): (1024, 8192),
+        ("H100-SXM", "llm"): (1024, 16384),
+        ("A100-40GB", "serve"): (256, 2048),
+        ("A100-40GB", "llm"): (256, 8192),
+    }
+    with pytest.raises(SpecError, match="usage"):
+        startup(spec, h100, VllmSettings(usage="batch"))

@@ -290,7 +290,10 @@ def fit(
     rep = capacity.report(spec, w, target, device=device)
     vllm = None if w.training else _vllm_startup(spec, _target_gpu(target), opts)
     if as_json:
-        typer.echo(dumps_json({**rep.to_dict(), **_vllm_json(vllm)}, indent=2))
+        doc = rep.to_dict()
+        # vLLM's figure takes the `max_concurrency` key; the workbook's own stays under its own name
+        doc["workbook_max_concurrency"] = doc.get("max_concurrency")
+        typer.echo(dumps_json({**doc, **_vllm_json(vllm)}, indent=2))
         return
     for k, v in rep.items():
         if k == "cheapest_gpu":

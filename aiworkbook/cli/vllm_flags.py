@@ -32,7 +32,8 @@ def vllm_flags(
     engine_version: str = typer.Option(
         "v1",
         "--engine-version",
-        help="vLLM engine whose start-up arithmetic applies: v1 (>= 0.8) | v0 (0.6.4-0.7).",
+        help="vLLM engine whose start-up arithmetic applies: v1 (>= 0.8, default utilisation 0.9) | "
+        "v1-092 (releases defaulting --gpu-memory-utilization to 0.92, e.g. 0.25-0.30) | v0 (0.6.4-0.7).",
     ),
 ) -> dict[str, Any]:
     return dict(
@@ -73,7 +74,7 @@ def settings(opts: dict[str, Any], flags: dict[str, Any]):
     return VllmSettings(
         tensor_parallel_size=flags["tensor_parallel_size"] or opts.get("tp", 1),
         pipeline_parallel_size=flags["pipeline_parallel_size"],
-        gpu_memory_utilization=flags["gpu_memory_utilization"] or opts.get("gpu_memory_utilization", 0.9),
+        gpu_memory_utilization=_utilization(opts, flags),
         max_model_len=flags["max_model_len"],
         max_num_seqs=flags["max_num_seqs"],
         max_num_batched_tokens=flags["max_num_batched_tokens"],
@@ -85,6 +86,15 @@ def settings(opts: dict[str, Any], flags: dict[str, Any]):
     )
 
 
+def _utilization(opts: dict[str, Any], flags: dict[str, Any]) -> float | None:
+    """--gpu-memory-utilization, else a --gpu-util the user changed, else None: the engine version's
+    own default (0.9, or 0.92 for --engine-version v1-092)."""
+    if flags["gpu_memory_utilization"] is not None:
+        return flags["gpu_memory_utilization"]
+    own = opts.get("gpu_memory_utilization")
+    return None if own in (None, 0.9) else own
+
+
 def startup_section(spec, gpu, opts: dict[str, Any], flags: dict[str, Any]):
     """vLLM's start-up figures (a typed section) for these command-line settings."""
     from aiworkbook.sizing.vllm import startup
@@ -93,11 +103,13 @@ def startup_section(spec, gpu, opts: dict[str, Any], flags: dict[str, Any]):
 
 
 def startup_json(r) -> dict[str, Any]:
-    """The stable keys `--engine vllm` adds: kv_cache_tokens, kv_cache_bytes, max_concurrency and the
+    """The stable keys `--engine vllm` adds: kv_cache_tokens, kv_cache_bytes, max_concurrency (vLLM's
+    "Maximum concurrency"; also under vllm_max_concurrency, which never means anything else) and the
     itemised non-KV memory vLLM subtracted (under "vllm")."""
     return {
         "kv_cache_tokens": r.kv_cache_tokens,
         "kv_cache_bytes": r.kv_cache_bytes,
         "max_concurrency": r.max_concurrency,
+        "vllm_max_concurrency": r.max_concurrency,
         "vllm": r.to_dict(),
     }

@@ -24,7 +24,8 @@ CUDA graphs are captured after the KV cache is allocated and do not come out of 
 layers bounds the blocks), MLA's latent is one unsplit "head". Models with sliding and full layers
 follow the hybrid allocator: layers are grouped in groups of equal size (the smallest layer-type
 count, or the largest when within 1.5x), each group shares the pooled blocks and "GPU KV cache size"
-reports `num_blocks // groups x block_size`.
+reports `num_blocks // groups x block_size` (engine "v1"; the current source, "v1-092", reports the
+group-aware `int(max_concurrency x max_model_len)` and defaults the utilisation to 0.92: ENGINES).
 """
 
 from __future__ import annotations
@@ -37,7 +38,20 @@ from aiworkbook.sizing.sections import Section, figure
 from aiworkbook.units import DTYPE_BITS
 
 GiB = 1 << 30
-ENGINES = ("v1", "v0")
+#: Engine versions whose start-up semantics differ. "v1": the V1 engine from 0.8 on with the long-standing
+#: default `gpu_memory_utilization` 0.9 and "GPU KV cache size" = blocks // groups x block_size
+#: (kv_cache_utils._report_kv_cache_config at commit 001cabc1be16a59a70d720ed61a13b678c060a18);
+#: "v1-092": the current source: CacheConfig defaults the utilisation to 0.92 (vllm/config/cache.py,
+#: `Field(default=0.92, gt=0, le=1)` at commit 002f10e0cfa1373a19a0d2756598a34b700d20e5; public quotes
+#: place it in v0.25.0 and v0.30.0) and "GPU KV cache size" is the group-aware int(max_concurrency x
+#: max_model_len) (get_kv_cache_capacity); the first release of either change is not pinned here;
+#: "v0": the V0 engine of 0.6.4-0.7 (its profile and sampler differ, see NON_TORCH and SAMPLER_BYTES).
+ENGINES = ("v1", "v1-092", "v0")
+#: The default `--gpu-memory-utilization` per engine version (0.9: vllm/config.py and the engine-args
+#: docs up to 0.2x, vllm-project/vllm#2162; 0.92: the CacheConfig above).
+DEFAULT_UTILIZATION = {"v1": 0.9, "v1-092": 0.92, "v0": 0.9}
+#: vLLM's usage contexts whose batch defaults differ: `vllm serve` and the offline `LLM` class.
+USAGES = ("serve", "llm")
 
 #: Memory outside PyTorch's allocator that the profile measures (bytes), by engine and tp == 1 / > 1.
 #: V1: ~0.25 GiB alone, ~2.1 GiB with tensor parallelism (REFERENCE.md, "Inference memory"); V0
@@ -53,7 +67,7 @@ class VllmSettings:
 
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float | None = None  # None: DEFAULT_UTILIZATION of the engine version
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -62,22 +76,37 @@ class VllmSettings:
     quantization: str | None = None
     block_size: int = 16
     engine: str = "v1"
+    usage: str = "serve"  # vLLM's usage context: `vllm serve` or the offline `LLM` class ("llm")
     non_torch_bytes: int | None = None  # None: NON_TORCH for the engine and tp
     cudagraph_bytes: int = 0  # subtracted only where the engine version does (opt-in estimate)
+
+    @property
+    def family(self) -> str:
+        """ "v0" or "v1": the engine generation whose profile, sampler and defaults apply."""
+        return "v0" if self.engine == "v0" else "v1"
+
+    @property
+    def utilization(self) -> float:
+        """--gpu-memory-utilization as given, else the engine version's default."""
+        if self.gpu_memory_utilization is None:
+            return DEFAULT_UTILIZATION[self.engine]
+        return self.gpu_memory_utilization
 
     def check(self) -> None:
         for name in ("tensor_parallel_size", "pipeline_parallel_size", "block_size"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise SpecError(name, v, "an integer >= 1")
-        if not 0 < self.gpu_memory_utilization <= 1:
+        if self.engine not in ENGINES:
+            raise SpecError("engine_version", self.engine, ", ".join(ENGINES))
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise SpecError("gpu_memory_utilization", self.gpu_memory_utilization, "0 < x <= 1")
         for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise SpecError(name, v, "an integer >= 1 or the engine default")
-        if self.engine not in ENGINES:
-            raise SpecError("engine_version", self.engine, ", ".join(ENGINES))
+        if self.usage not in USAGES:
+            raise SpecError("usage", self.usage, ", ".join(USAGES))
         if self.kv_cache_dtype not in ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32"):
             raise SpecError(
                 "kv_cache_dtype", self.kv_cache_dtype, "auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2"
@@ -122,17 +151,22 @@ def _kv_bytes(s: VllmSettings, spec) -> float:
     return DTYPE_BITS[{"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}.get(s.kv_cache_dtype, s.kv_cache_dtype)] / 8
 
 
-def defaults(gpu_cuda_bytes: int, gpu_name: str, engine: str, max_model_len: int) -> tuple[int, int]:
+def defaults(
+    gpu_cuda_bytes: int, gpu_name: str, engine: str, max_model_len: int, usage: str = "serve"
+) -> tuple[int, int]:
     """(max_num_seqs, max_num_batched_tokens) the engine picks when not given.
 
-    V1 (`vllm serve`): 1024 and 8192 on GPUs with >= 70 GiB that are not A100s, else 256 and 2048.
-    V0: 256, and max(max_model_len, 2048) tokens (no chunked prefill up to 32K tokens; above, chunked
-    prefill with 2048 tokens, the OpenAI server's default)."""
+    V1, by usage context (vllm/engine/arg_utils.py, the batch-defaults table, unchanged up to v0.30.0):
+    on GPUs with >= 70 GiB that are not A100s, `vllm serve` 1024 and 8192, the offline `LLM` class
+    1024 and 16384; on others 256 and 2048 (serve), 256 and 8192 (`LLM`). V0: 256, and
+    max(max_model_len, 2048) tokens (no chunked prefill up to 32K tokens; above, chunked prefill with
+    2048 tokens, the OpenAI server's default)."""
     if engine == "v0":
         return 256, (max(max_model_len, 2048) if max_model_len <= 32768 else 2048)
-    if gpu_cuda_bytes >= 70 * GiB and "a100" not in gpu_name.lower():
-        return 1024, 8192
-    return 256, 2048
+    big = gpu_cuda_bytes >= 70 * GiB and "a100" not in gpu_name.lower()
+    seqs = 1024 if big else 256
+    tokens = {("serve", True): 8192, ("llm", True): 16384, ("serve", False): 2048, ("llm", False): 8192}
+    return seqs, tokens[(usage, big)]
 
 
 def weight_bytes(spec, s: VllmSettings) -> int:
@@ -185,8 +219,8 @@ def profile_peak_bytes(spec, s: VllmSettings, seqs: int, tokens: int) -> tuple[i
         fwd = tokens * (mats * i // tp + 3 * h) * b
         fwd_txt = f"{tokens}·({mats}·{i}/{tp} + 3·{h})·{b}"
     rows = min(seqs, tokens)
-    sampler = rows * spec.vocab_size * SAMPLER_BYTES[s.engine] + tokens * h * b
-    samp_txt = f"{rows}·{spec.vocab_size}·{SAMPLER_BYTES[s.engine]} + {tokens}·{h}·{b}"
+    sampler = rows * spec.vocab_size * SAMPLER_BYTES[s.family] + tokens * h * b
+    samp_txt = f"{rows}·{spec.vocab_size}·{SAMPLER_BYTES[s.family]} + {tokens}·{h}·{b}"
     if sampler > fwd:
         return sampler, f"sampler {samp_txt} (forward {fwd_txt} is smaller)"
     return fwd, f"forward {fwd_txt} (sampler {samp_txt} is smaller)"
@@ -233,17 +267,17 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         raise SpecError("model", spec.name, "a decoder (vLLM's KV cache sizing needs one)")
     total = cuda_total_bytes(gpu)
     max_len = s.max_model_len or spec.max_position_embeddings
-    d_seqs, d_tokens = defaults(total, gpu.name, s.engine, max_len)
+    d_seqs, d_tokens = defaults(total, gpu.name, s.family, max_len, s.usage)
     seqs = s.max_num_seqs or d_seqs
     tokens = s.max_num_batched_tokens or d_tokens
-    requested = int(total * s.gpu_memory_utilization)
+    requested = int(total * s.utilization)
     weights = weight_bytes(spec, s)
     peak, peak_txt = profile_peak_bytes(spec, s, seqs, tokens)
     tp = s.tensor_parallel_size
     non_torch = (
         s.non_torch_bytes
         if s.non_torch_bytes is not None
-        else NON_TORCH[s.engine][tp * s.pipeline_parallel_size > 1]
+        else NON_TORCH[s.family][tp * s.pipeline_parallel_size > 1]
     )
     available = requested - weights - peak - non_torch - s.cudagraph_bytes
     kv = kv_from_available(spec, s, available, max_len, tokens)
@@ -254,7 +288,7 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         kv["page_bytes"],
     )
     formulas = {
-        "requested": f"{total:,} B CUDA-visible x {s.gpu_memory_utilization}",
+        "requested": f"{total:,} B CUDA-visible x {s.utilization}",
         "activation_peak": peak_txt,
         "non_torch": f"{'measured' if s.non_torch_bytes is not None else 'engine default'} ({s.engine}, tp {tp})",
         "kv": f"{num_blocks:,} blocks x {s.block_size} tokens, page {page:,} B x {group_size} layers"
@@ -286,11 +320,11 @@ def kv_from_available(spec, s: VllmSettings, available: int, max_len: int, token
     layout = _kv_layout(spec, s)
     kinds = {k for k, *_ in layout}
     page = max(p for _, _, p, _ in layout)
-    if len(kinds) == 1 or s.engine == "v0":  # one group: every layer holds every token
+    if len(kinds) == 1 or s.family == "v0":  # one group: every layer holds every token
         layers = sum(n for _, n, _, _ in layout)
         n_groups, group_size = 1, layers
         num_blocks = max(0, available // page // layers)
-        kind, window = ("full", None) if s.engine == "v0" else (layout[0][0], layout[0][3])
+        kind, window = ("full", None) if s.family == "v0" else (layout[0][0], layout[0][3])
         per_req = _max_usage_blocks(kind, window, s, max_len, tokens)
     else:  # hybrid allocator: equal-size groups share the pooled blocks
         counts = [n for _, n, _, _ in layout]
@@ -300,13 +334,17 @@ def kv_from_available(spec, s: VllmSettings, available: int, max_len: int, token
         per_req = sum(
             -(-n // group_size) * _max_usage_blocks(kind, w, s, max_len, tokens) for kind, n, _, w in layout
         )
+    concurrency = num_blocks / per_req if per_req else 0.0
+    # "GPU KV cache size": whole blocks per group up to the 0.2x releases; the current source reports
+    # the group-aware capacity int(max_concurrency x max_model_len) (kv_cache_utils.get_kv_cache_capacity)
+    tokens = int(concurrency * max_len) if s.engine == "v1-092" else num_blocks // n_groups * s.block_size
     return {
         "num_blocks": num_blocks,
         "kv_groups": n_groups,
         "group_size": group_size,
         "page_bytes": page,
-        "kv_cache_tokens": num_blocks // n_groups * s.block_size,
-        "max_concurrency": num_blocks / per_req if per_req else 0.0,
+        "kv_cache_tokens": tokens,
+        "max_concurrency": concurrency,
     }
 
 

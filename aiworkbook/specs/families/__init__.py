@@ -56,10 +56,13 @@ WRAPPERS: dict[str, tuple[str, Callable[[Config, int, dict], int]]] = {
     "gemma3": ("gemma3_text", lambda vc, ht, w: vision.siglip(vc) + vision.gemma3_projector(vc, ht)),
     "llama4": ("llama4_text", lambda vc, ht, w: vision.llama4(vc, ht)),
     "mistral3": ("mistral", vision.pixtral_mistral3),
+    "kimi_vl": ("deepseek_v3", vision.moonvit_kimi_vl),
 }
 
 # transformers' default for the wrapper's tie_word_embeddings when its config omits the key
-WRAPPER_TIE = {"gemma3": True, "llama4": False, "mistral3": True}
+# (None: the text_config's own key decides, False when absent: Kimi-VL's language model is a
+# DeepseekV3ForCausalLM built from its text_config, and its checkpoint keeps a separate lm_head)
+WRAPPER_TIE: dict[str, bool | None] = {"gemma3": True, "llama4": False, "mistral3": True, "kimi_vl": None}
 
 EXAMPLES: dict[str, str] = {
     "qwen3": "qwen3-8b",
@@ -130,7 +133,10 @@ def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilyS
         "model_type": text_mt,
     }
     # transformers ties by the wrapper's own key, whose default differs per wrapper (WRAPPER_TIE)
-    text["tie_word_embeddings"] = cfg.get("tie_word_embeddings", WRAPPER_TIE[mt])
+    own = WRAPPER_TIE[mt]
+    text["tie_word_embeddings"] = cfg.get(
+        "tie_word_embeddings", own if own is not None else bool(tc.get("tie_word_embeddings", False))
+    )
     label = name or cfg.get("_name_or_path") or mt
     if text_mt in FAMILY_PARSERS:
         spec = parse(text, name=label, source=source)

@@ -3,7 +3,7 @@
 SigLIP (Gemma 3's tower): a patch convolution with bias, a learned position table, pre-norm encoder
 layers (biased q/k/v/out, two LayerNorms, a biased two-layer MLP), a post LayerNorm and, when
 `vision_use_head`, the attention-pooling head. Gemma 3's projector adds a soft-embedding RMSNorm and
-a vision x text projection matrix.
+a vision x text projection matrix. Kimi-VL's MoonViT and projector: see `moonvit_kimi_vl`.
 """
 
 from __future__ import annotations
@@ -83,3 +83,39 @@ def pixtral_mistral3(vc: Config, text_hidden: int, wrapper: dict) -> int:
     bias = bool(wrapper.get("multimodal_projector_bias", False))
     proj = hv + hv * hv * merge * merge + hv * text_hidden + text_hidden * text_hidden
     return tower + proj + (2 * text_hidden if bias else 0)
+
+
+MOONVIT_DEFAULTS = {
+    "hidden_size": 1152,
+    "intermediate_size": 4304,
+    "num_hidden_layers": 27,
+    "patch_size": 14,
+    "init_pos_emb_height": 64,
+    "init_pos_emb_width": 64,
+    "merge_kernel_size": [2, 2],
+}
+
+
+def moonvit_kimi_vl(vc: Config, text_hidden: int, wrapper: dict) -> int:
+    """Kimi-VL's MoonViT tower and projector, from the published modeling_kimi_vl.py (restated in
+    vLLM's models/moonvit.py and NVIDIA-NeMo/Automodel's kimivl/model.py; transformers has no kimi_vl):
+    a biased 3-channel patch conv, a learned height x width x hidden position table, layers of two
+    LayerNorms, a biased fused wqkv (3h) and wo, a biased two-layer GELU MLP, a final LayerNorm; the
+    projector: a LayerNorm over the vision width, then linear_1 (h*kh*kw square, biased) and linear_2
+    into the text width (biased), after merging kh x kw patches."""
+    c = Config({**MOONVIT_DEFAULTS, **{k: v for k, v in vc.cfg.items() if v is not None}}, vc.source)
+    hv, iv, p = c.integer("hidden_size"), c.integer("intermediate_size"), c.integer("patch_size")
+    table = c.integer("init_pos_emb_height") * c.integer("init_pos_emb_width") * hv
+    layer = 2 * 2 * hv + (hv * 3 * hv + 3 * hv) + (hv * hv + hv) + (hv * iv + iv) + (iv * hv + hv)
+    tower = 3 * p * p * hv + hv + table + c.integer("num_hidden_layers") * layer + 2 * hv
+    merge = c.cfg["merge_kernel_size"]
+    if not (
+        isinstance(merge, (list, tuple))
+        and len(merge) == 2
+        and all(isinstance(k, int) and k > 0 for k in merge)
+    ):
+        from aiworkbook.errors import SpecError
+
+        raise SpecError("merge_kernel_size", merge, "two positive integers [kh, kw]", source=vc.source)
+    m = hv * merge[0] * merge[1]
+    return tower + 2 * hv + (m * m + m) + (m * text_hidden + text_hidden)
