@@ -67,6 +67,9 @@ def test_models_gpus_nodes_list_catalogues(capsys):
     assert rc == 0 and [m["preset"] for m in json.loads(out)] == list_presets()
     rc, out, _ = run(capsys, "gpus")
     assert rc == 0 and all(g.name in out for g in list_gpus())
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    for g in list_gpus():  # an unpublished TDP (GB200's) is a dash, never "0W"
+        assert (f"{g.tdp_watts:.0f}W" if g.tdp_watts else "—") in rows[g.name] and " 0W" not in rows[g.name]
     rc, out, _ = run(capsys, "nodes", "--json")
     assert rc == 0 and {n["pattern"] for n in json.loads(out)} == {
         "classical-ml-cpu",

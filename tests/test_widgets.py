@@ -56,6 +56,8 @@ def test_sizer_shows_the_library_estimate(sizer):
         g.name: capacity.gpus_needed(spec, w, g) for g in list_gpus()
     }
     assert "47.05 GiB" in sizer.headline.value and "aiwb-value" in classes(sizer.headline)
+    unpriced = [g.name for g in list_gpus() if not g.price_per_hour_usd]  # shown as a dash, not $0.00
+    assert unpriced and "$0.00" not in sizer.fits_table.value
     rows = rows_of(sizer.chart.chart)
     assert sum(row["bytes"] for row in rows if row.get("bar") == "itemised") == est["memory"]["total"]
 

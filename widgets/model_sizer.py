@@ -378,7 +378,11 @@ class ModelSizer(Composite):
         )
         self.cost.value = self._cost_html(cost)
         rows = [
-            [r["gpu"], r["gpus"] if r["gpus"] is not None else "—", f"${r['price_per_gpu_hour']:,.2f}"]
+            [
+                r["gpu"],
+                r["gpus"] if r["gpus"] is not None else "—",
+                f"${r['price_per_gpu_hour']:,.2f}" if r["price_per_gpu_hour"] else "—",
+            ]
             for r in out["fits_on"]
         ]
         best = out["cheapest"]

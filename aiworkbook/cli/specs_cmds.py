@@ -90,7 +90,7 @@ def gpus(as_json: bool = typer.Option(False, "--json")) -> None:
         typer.echo(
             f"{g.name:<14} {fmt_bytes(g.memory_bytes):>12} {fmt_bytes(g.usable_memory_bytes):>12} "
             f"{fmt_rate(g.memory_bandwidth_bps, 'TB/s'):>11} {fmt_flops(g.peak_flops_dense.get('bf16', 0)):>14} "
-            f"{g.tdp_watts:>5.0f}W  {len(g.mig_profiles) and max(p.max_instances for p in g.mig_profiles) or 'no'}"
+            f"{(f'{g.tdp_watts:.0f}W' if g.tdp_watts else '—'):>6}  {len(g.mig_profiles) and max(p.max_instances for p in g.mig_profiles) or 'no'}"
         )
 
 
