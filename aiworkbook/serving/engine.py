@@ -96,6 +96,7 @@ class Engine:
             "tokens": 0,
             "peak_running": 0,
         }
+        self.busy_s = 0.0  # seconds inside backend forwards (the engine's own time, not the server's)
         self._ids = itertools.count()
         self._cv = threading.Condition()
         self._stop = False
@@ -155,6 +156,7 @@ class Engine:
                 "max_queue": self.max_queue,
                 "max_batched_tokens": self.max_batched_tokens,
                 **self.counters,
+                "busy_s": self.busy_s,
                 **self.pool.to_dict(),
             }
 
@@ -195,7 +197,9 @@ class Engine:
 
     def _forward(self, work: list[tuple[Sequence, int]]) -> None:
         """One backend forward; prompt progress, and each token that comes back goes to its client."""
+        t0 = time.perf_counter()
         toks = self.backend.step(work)
+        self.busy_s += time.perf_counter() - t0
         self.counters["iterations"] += 1
         for (s, n), t in zip(work, toks, strict=True):
             if s.prefilled < s.prompt_len:
