@@ -116,6 +116,19 @@ def _alternate(backend: str) -> tuple[dict, dict, list[float]]:
     return med(runs["static"]), med(runs["continuous"]), ratios
 
 
+def _row(
+    name: str, value: float, ref: float, unit: str, scale: float, ratio: float | None, note: str
+) -> dict:
+    return {
+        "name": name,
+        "value": value * scale,
+        "unit": unit,
+        "reference": ref * scale,
+        "ratio": value / ref if ratio is None else ratio,
+        "note": note,
+    }
+
+
 def run() -> list[dict]:
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD.format(ttft=PLANTED_S)],
@@ -156,75 +169,71 @@ def run() -> list[dict]:
     ]
     static, cont, ratios = _alternate("torch")
     rounds = ", ".join(f"{r:.2f}" for r in ratios)
-    rows.append(
-        {
-            "name": "continuous vs static batching, tok/s, conc 16",
-            "value": cont["output_throughput_tok_s"],
-            "unit": "tok/s",
-            "reference": static["output_throughput_tok_s"],
-            "ratio": float(np.median(ratios)),
-            "note": f"tiny-llama torch, out 32+-90 %; median of {ROUNDS} alternating rounds ({rounds}); "
-            "bar: ratio >= 1.5",
-        }
-    )
-    rows.append(
-        {
-            "name": "continuous vs static batching, p95 TTFT, conc 16",
-            "value": cont["p95_ttft_s"] * 1e3,
-            "unit": "ms",
-            "reference": static["p95_ttft_s"] * 1e3,
-            "ratio": cont["p95_ttft_s"] / static["p95_ttft_s"],
-            "note": f"bar: ratio <= 1 (equal or better); medians of {ROUNDS} rounds, n={cont['n']}/{static['n']}",
-        }
-    )
-    rows.append(
-        {
-            "name": "continuous vs static batching, output tokens per forward",
-            "value": cont["tokens_per_forward"],
-            "unit": "tok/fwd",
-            "reference": static["tokens_per_forward"],
-            "ratio": cont["tokens_per_forward"] / static["tokens_per_forward"],
-            "note": "batch occupancy: the throughput ratio if a forward cost the same whatever it carries "
-            "(memory-bound decode, a GPU's regime); independent of CPU contention",
-        }
-    )
-    rows.append(
-        {
-            "name": "continuous vs static batching, ms per forward",
-            "value": cont["s_per_forward"] * 1e3,
-            "unit": "ms",
-            "reference": static["s_per_forward"] * 1e3,
-            "ratio": cont["s_per_forward"] / static["s_per_forward"],
-            "note": "what a fuller forward costs here (fp32 matmuls on one CPU thread are compute-bound per "
-            f"token); engine busy {cont['busy_share']:.0%} / {static['busy_share']:.0%} of the run; throughput "
-            "ratio = tokens-per-forward ratio / this ratio x busy-share ratio",
-        }
-    )
-    rows.append(
-        {
-            "name": "continuous vs static batching, engine CPU per token",
-            "value": cont["cpu_s_per_token"] * 1e3,
-            "unit": "ms CPU",
-            "reference": static["cpu_s_per_token"] * 1e3,
-            "ratio": cont["cpu_s_per_token"] / static["cpu_s_per_token"],
-            "note": "the engine thread's CPU time in forwards per output token (other users' load does not "
-            "inflate it): 1 / ratio is the throughput ratio of the forwards alone",
-        }
-    )
     s_static, s_cont, s_ratios = _alternate("synthetic")
+    # (name, key, unit, scale, ratio or None for cont / static, note): continuous is the value, static the reference
+    specs = [
+        (
+            "tok/s, conc 16",
+            "output_throughput_tok_s",
+            "tok/s",
+            1,
+            float(np.median(ratios)),
+            f"tiny-llama torch, out 32+-90 %; median of {ROUNDS} alternating rounds ({rounds}); bar: ratio >= 1.5",
+        ),
+        (
+            "p95 TTFT, conc 16",
+            "p95_ttft_s",
+            "ms",
+            1e3,
+            None,
+            f"bar: ratio <= 1 (equal or better); medians of {ROUNDS} rounds, n={cont['n']}/{static['n']}",
+        ),
+        (
+            "output tokens per forward",
+            "tokens_per_forward",
+            "tok/fwd",
+            1,
+            None,
+            "batch occupancy: the throughput ratio if a forward cost the same whatever it carries "
+            "(memory-bound decode, a GPU's regime); independent of CPU contention",
+        ),
+        (
+            "ms per forward",
+            "s_per_forward",
+            "ms",
+            1e3,
+            None,
+            "what a fuller forward costs here (fp32 matmuls on one CPU thread are compute-bound per token); "
+            f"engine busy {cont['busy_share']:.0%} / {static['busy_share']:.0%} of the run; throughput ratio = "
+            "tokens-per-forward ratio / this ratio x busy-share ratio",
+        ),
+        (
+            "engine CPU per token",
+            "cpu_s_per_token",
+            "ms CPU",
+            1e3,
+            None,
+            "the engine thread's CPU time in forwards per output token (other users' load does not inflate "
+            "it): 1 / ratio is the throughput ratio of the forwards alone",
+        ),
+    ]
+    for name, key, unit, scale, ratio, note in specs:
+        rows.append(
+            _row(f"continuous vs static batching, {name}", cont[key], static[key], unit, scale, ratio, note)
+        )
     rows.append(
-        {
-            "name": "continuous vs static, synthetic 10 ms/forward, conc 16",
-            "value": s_cont["output_throughput_tok_s"],
-            "unit": "tok/s",
-            "reference": s_static["output_throughput_tok_s"],
-            "ratio": float(np.median(s_ratios)),
-            "note": "the same scheduler and load when a forward costs the same whatever it carries (a GPU's "
+        _row(
+            "continuous vs static, synthetic 10 ms/forward, conc 16",
+            s_cont["output_throughput_tok_s"],
+            s_static["output_throughput_tok_s"],
+            "tok/s",
+            1,
+            float(np.median(s_ratios)),
+            "the same scheduler and load when a forward costs the same whatever it carries (a GPU's "
             f"memory-bound decode); p95 TTFT {s_cont['p95_ttft_s'] * 1e3:.0f} vs "
-            f"{s_static['p95_ttft_s'] * 1e3:.0f} ms; rounds "
-            + ", ".join(f"{r:.2f}" for r in s_ratios)
-            + "; not the bar (that is the torch model's)",
-        }
+            f"{s_static['p95_ttft_s'] * 1e3:.0f} ms; rounds {', '.join(f'{r:.2f}' for r in s_ratios)}; "
+            "not the bar (that is the torch model's)",
+        )
     )
     return rows
 
