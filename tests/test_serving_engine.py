@@ -143,3 +143,42 @@ def test_mixed_chunked_forward_equals_separate_prefill_and_decode_and_the_plain_
     assert len(chunks) >= 4 and sum(chunks) == 50  # the 50-token prompt went in several chunks
     assert all(sum(n for _, n, _ in f) <= 16 for f in rec.forwards)  # the budget held
     assert eng.pool.used == 0 and be.state.keys() >= {0, 1, 2, 3} and rec.backend.state == {}
+
+
+@pytest.mark.parametrize("family", ["gpt2", "phi-3-mini-4k", "mixtral-8x7b"])
+def test_chunked_engine_matches_the_plain_forward_across_families(family):
+    """Fused q/k/v with learned positions and a tied head (GPT-2), fused q/k/v with RoPE (Phi-3), GQA
+    with routed experts (Mixtral), shrunk to a few thousand parameters: same tokens as the plain forward."""
+    import dataclasses
+
+    import torch
+
+    from aiworkbook.serving.backends import TorchBackend
+    from aiworkbook.specs import load_model
+
+    spec = load_model(family)
+    gqa = spec.num_kv_heads < spec.num_heads
+    spec = dataclasses.replace(
+        spec,
+        num_layers=2,
+        hidden_size=64,
+        num_heads=4,
+        num_kv_heads=2 if gqa else 4,
+        head_dim=16,
+        intermediate_size=128,
+        vocab_size=512,
+        max_position_embeddings=256,
+        num_experts=4 if spec.num_experts else 0,
+    )
+    pool = BlockPool(32, 16, 1)
+    be = TorchBackend(spec, pool)
+    eng = Engine(be, pool, max_batch=4, max_batched_tokens=8)
+    tokens: dict[int, list] = {}
+    prompts = (3, 20)
+    _drive(eng, {0: [(n, 4, (_collect(tokens, i), _words(n, f"s{i}-"))) for i, n in enumerate(prompts)]})
+    for i, n in enumerate(prompts):
+        ids = [hash(w) % spec.vocab_size for w in _words(n, f"s{i}-")]
+        with torch.inference_mode():
+            for _ in range(4):
+                ids.append(int(be.model(torch.tensor([ids]))[0, -1].argmax()))
+        assert tokens[i] == ids[n:]
