@@ -182,3 +182,42 @@ def test_chunked_engine_matches_the_plain_forward_across_families(family):
             for _ in range(4):
                 ids.append(int(be.model(torch.tensor([ids]))[0, -1].argmax()))
         assert tokens[i] == ids[n:]
+
+
+def test_static_batch_is_rectangular_padding_rows_change_no_tokens():
+    """Static batching carries a finished sequence as a padding row (n == 0) in every decode forward
+    until the longest ends: the rows are computed (Orca's waste), each client has its answer at once,
+    and the tokens equal the plain forward's (a padding row writes only inside its own reservation)."""
+    import torch
+
+    pool = BlockPool(64, 16, 2048 * 16)
+    rec = Recording(_torch_backend(pool))
+    eng = Engine(rec, pool, scheduler="static", max_batch=3, batch_timeout_s=0.0)
+    lengths = {0: (5, 2), 1: (17, 7), 2: (9, 4)}  # id: (prompt, max tokens)
+    tokens: dict[int, list] = {}
+    told: list[int] = []
+    for i, (n, new) in lengths.items():
+
+        def emit(kind, payload, i=i):
+            if kind == "token":
+                tokens.setdefault(i, []).append(payload)
+            elif kind == "done":
+                told.append(i)
+
+        eng.submit(n, new, emit, _words(n, f"p{i}-"))
+    for _ in range(20):
+        eng._static_step()
+        if not eng.running and not eng.waiting:
+            break
+    decode = [f for f in rec.forwards if all(not p for *_, p in f)]
+    assert [len(f) for f in decode] == [3] * 6  # the longest's 7 tokens: the prefill's, then 6 steps
+    assert [sum(n == 0 for _, n, _ in f) for f in decode] == [0, 1, 1, 2, 2, 2]  # finished rows padded
+    assert told == [0, 2, 1]  # each client is answered when its sequence ends, not with the batch
+    vocab = rec.backend.spec.vocab_size
+    for i, (n, new) in lengths.items():
+        ids = [hash(w) % vocab for w in _words(n, f"p{i}-")]
+        with torch.inference_mode():
+            for _ in range(new):
+                ids.append(int(rec.backend.model(torch.tensor([ids]))[0, -1].argmax()))
+        assert tokens[i] == ids[n:]
+    assert eng.pool.used == 0 and rec.backend.state == {}

@@ -26,7 +26,8 @@ class Backend(Protocol):
 class SyntheticBackend:
     """A stand-in model: one forward costs `step_s + per_seq_s * decode rows + prefill_s_per_token *
     prompt tokens` (decode is memory-bound: one weight read serves the batch; prompt tokens add compute).
-    A prompt item is one whose sequence has `prefilled < prompt_len` (the engine's Sequence)."""
+    A prompt item is one whose sequence has `prefilled < prompt_len` (the engine's Sequence); a padding
+    row (n == 0, a static batch's finished sequence) costs a decode row and yields nothing."""
 
     name = "synthetic"
 
@@ -39,7 +40,7 @@ class SyntheticBackend:
         prompt = sum(n for s, n in work if s.prefilled < s.prompt_len)
         rows = sum(1 for s, _ in work if s.prefilled >= s.prompt_len)
         time.sleep(self.step_s + self.per_seq_s * rows + self.prefill_s_per_token * prompt)
-        return [1 if s.prefilled + n >= s.prompt_len else None for s, n in work]
+        return [1 if n and s.prefilled + n >= s.prompt_len else None for s, n in work]
 
     def release(self, seq: Any) -> None:
         pass
@@ -54,7 +55,10 @@ class TorchBackend:
     token's K/V is written to its sequence's slots, then attention reads each sequence's own slots through
     its block table with a per-sequence causal mask (the varlen attention of vLLM's paged kernels, here
     two padded SDPA calls per layer: one-token items together, multi-token chunks together).
-    Prompt token ids come from the request's words."""
+    Prompt token ids come from the request's words. An item with n == 0 is a static batch's padding
+    row (a finished sequence the rectangular batch still carries, as a static batcher such as HF
+    `generate` computes finished rows until the longest ends): it is computed like a decode token of its
+    last token, written to the same slot each time (its sequence advances no further), and yields nothing."""
 
     name = "torch"
 
@@ -90,6 +94,8 @@ class TorchBackend:
     def _token_ids(self, s: Any, n: int) -> list[int]:
         """The ids of the sequence's next n tokens: prompt words while in the prompt, else its last token."""
         cached, last = self.state.setdefault(s.id, [0, 0])
+        if n == 0:  # a padding row: the finished sequence's last token again
+            return [last]
         if cached >= s.prompt_len:
             if n != 1:
                 raise ValueError(f"sequence {s.id} is decoding: one token per step, not {n}")
@@ -103,11 +109,14 @@ class TorchBackend:
         """One forward over every item's new tokens; one-token items first, then multi-token chunks, each
         group laid out contiguously in the flat token batch."""
         torch, m = self.torch, self.model
-        order = [i for i, (_, n) in enumerate(work) if n == 1] + [i for i, (_, n) in enumerate(work) if n > 1]
-        items = [work[i] for i in order]
+        order = [i for i, (_, n) in enumerate(work) if n <= 1] + [i for i, (_, n) in enumerate(work) if n > 1]
+        pad = {id(work[i][0]) for i in order if work[i][1] == 0}
         ids: list[int] = []
-        for s, n in items:
-            ids += self._token_ids(s, n)
+        for i in order:
+            ids += self._token_ids(*work[i])
+        items = [(s, max(n, 1)) for s, n in (work[i] for i in order)]
+        # a padding row writes its last token at the next position without advancing: that slot lies
+        # inside the sequence's reservation (prompt + max_tokens; the last token is never cached)
         starts = [self.state[s.id][0] for s, _ in items]
         ndec = sum(1 for _, n in items if n == 1)
         groups = [
@@ -157,6 +166,8 @@ class TorchBackend:
             toks = torch.nn.functional.linear(m.norm(last), w).argmax(-1).tolist()
         out: list[int | None] = [None] * len(work)
         for k, ((s, n), c, t) in enumerate(zip(items, starts, toks, strict=True)):
+            if id(s) in pad:  # nothing cached anew, no token
+                continue
             st = self.state[s.id]
             st[0] = c + n
             if st[0] >= s.prompt_len:  # the prompt is complete (or this was a decode token): a token

@@ -3,7 +3,9 @@ pool and two schedulers. Every backend call is one forward pass over a list of (
 
 - static: wait for `max_batch` requests (or `batch_timeout_s` after the first), prefill the batch's
   prompts in one forward, then decode it until its longest sequence finishes; newcomers wait for the
-  next batch.
+  next batch. The batch is rectangular, as in HF `generate` or FasterTransformer: a sequence that has
+  finished stays in every decode forward as a padding row (work item n == 0) until the longest ends;
+  its client has its answer at once, but its row's compute is spent (Orca's argument).
 - continuous: every iteration is ONE forward over a mixed batch (vLLM V1 / Sarathi-Serve): a decode
   token for every running sequence past its prompt, then prompt chunks of sequences still prefilling,
   then newly admitted sequences' prompts, within a budget of `max_batched_tokens` tokens per forward
@@ -202,7 +204,7 @@ class Engine:
         self.busy_s += time.perf_counter() - t0
         self.counters["iterations"] += 1
         for (s, n), t in zip(work, toks, strict=True):
-            if s.prefilled < s.prompt_len:
+            if n and s.prefilled < s.prompt_len:
                 s.prefilled += n
                 self.counters["prompt_tokens"] += n
             if t is None or s.done or s.cancelled:
@@ -285,9 +287,8 @@ class Engine:
             if new:
                 self._forward([(s, s.prompt_len) for s in new])
                 self._running_more(new)
-        active = [s for s in self.running if not s.done]
-        if active:
-            self._forward([(s, 1) for s in active])
+        if any(not s.done for s in self.running):  # the batch is rectangular: finished rows ride as padding
+            self._forward([(s, 0 if s.done else 1) for s in self.running])
         if all(s.done for s in self.running):  # the batch ends with its longest sequence
             for s in self.running:
                 self._finish(s, "length")
