@@ -139,7 +139,9 @@ def test_cli(tmp_path, capsys):
     assert main(["serve", "tiny-llama", "--host", "0.0.0.0", "--duration", "0.1"]) == 2
     assert main(["serve", "tiny-llama", "--port", "0", "--duration", "0.2", "--kv-budget-mib", "1"]) == 0
     assert main(["serve", "tiny-llama", "--port", "0", "--duration", "0.2", "--scheduler", "fifo"]) == 2
-    assert "loopback" in capsys.readouterr().err
+    assert main(["serve", "tiny-llama", "--port", "0", "--duration", "0.1", "--max-batched-tokens", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "loopback" in err and "max_batched_tokens" in err
     assert (
         main(
             [

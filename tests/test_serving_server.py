@@ -24,7 +24,7 @@ def _fixed(**kw) -> ServerThread:
 
 
 def _engine(**kw) -> tuple[Engine, ServerThread]:
-    be = kw.pop("backend", None) or SyntheticBackend(step_s=kw.pop("step_s", 0.01), prefill_s=0.01)
+    be = kw.pop("backend", None) or SyntheticBackend(step_s=kw.pop("step_s", 0.01))
     eng = Engine(be, kw.pop("pool", None) or BlockPool(256, 16, 1024), **kw)
     return eng, ServerThread(make_app("m", engine=eng), engine=eng)
 
@@ -147,37 +147,6 @@ def test_chat_and_non_streaming_and_kv_endpoints_with_the_torch_model():
     assert kv["kv_blocks_total"] == 4 * 2**20 // (2048 * 16)
     assert kv["kv_blocks_used"] == 0 and kv["kv_blocks_peak"] >= 3  # 3 x (12 + 5) tokens -> 2 blocks each
     assert "aiworkbook_serve_kv_blocks_used 0" in metrics and metrics.endswith("# EOF\n")
-
-
-def test_paged_batched_decode_equals_the_model_one_sequence_at_a_time():
-    import torch
-
-    from aiworkbook.proofs.model import KVCache
-    from aiworkbook.serving.backends import TorchBackend
-    from aiworkbook.serving.engine import Sequence
-    from aiworkbook.serving.pool import blocks_for
-    from aiworkbook.specs import load_model
-
-    spec = load_model("tiny-llama")
-    pool = BlockPool(64, 16, 2048 * 16)
-    be = TorchBackend(spec, pool)
-    assert be.pool_bytes() == 64 * 16 * 2048  # the budget, allocated up front
-    seqs = []
-    for i, n in enumerate((3, 17, 33)):
-        s = Sequence(i, n, 8, None, [f"w{j}" for j in range(n)])
-        s.blocks = pool.try_reserve(blocks_for(n + 8, 16))
-        seqs.append(s)
-    first = be.prefill(seqs)
-    got = [first] + [be.decode(seqs) for _ in range(5)]
-    for j, s in enumerate(seqs):  # the reference: the model's own forward with a growing cache
-        ids = torch.tensor([[hash(w) % spec.vocab_size for w in s.prompt_words]])
-        cache = KVCache(spec.num_layers)
-        want = []
-        with torch.inference_mode():
-            for _ in range(6):
-                ids = be.model(ids, cache=cache, logits_to_keep=1)[:, -1:].argmax(-1)
-                want.append(int(ids))
-        assert [step[j] for step in got] == want
 
 
 def test_only_loopback_and_bad_requests():

@@ -21,6 +21,10 @@ def register(app: typer.Typer) -> None:
         backend: str = typer.Option("torch", help="torch (the model) | synthetic (a planted step time)"),
         max_batch: int = typer.Option(16, help="sequences decoded together"),
         max_queue: int = typer.Option(256, help="requests that may wait; beyond it HTTP 429"),
+        max_batched_tokens: int = typer.Option(
+            None,
+            help="tokens per continuous-batching forward; longer prompts prefill in chunks (default 2048)",
+        ),
         kv_budget_mib: float = typer.Option(None, help="KV pool size in MiB (default: 64 MiB on CPU)"),
         device: str = typer.Option("cpu", help="cpu | cuda"),
         duration: float = typer.Option(0.0, help="stop after this many seconds (0: until Ctrl-C)"),
@@ -38,6 +42,7 @@ def register(app: typer.Typer) -> None:
             max_queue=max_queue,
             kv_budget_bytes=budget,
             device=device,
+            max_batched_tokens=max_batched_tokens,
         )
         with embedded_server(eng, host=host, port=port) as srv:
             st = eng.stats()

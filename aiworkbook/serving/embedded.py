@@ -70,11 +70,13 @@ def build_engine(
     device: str = "cpu",
     step_s: float = 0.01,
     batch_timeout_s: float = 0.05,
+    max_batched_tokens: int | None = None,
 ):
     """An Engine for `model` (preset name, config path or ModelSpec) with its KV pool; the synthetic
-    backend keeps the model's KV bytes per token but sleeps `step_s` per decode step instead of computing."""
+    backend keeps the model's KV bytes per token but sleeps `step_s` per forward instead of computing.
+    max_batched_tokens: tokens per continuous-batching forward (default: the engine's, vLLM V1's 2048)."""
     from aiworkbook.serving.backends import SyntheticBackend, TorchBackend
-    from aiworkbook.serving.engine import Engine
+    from aiworkbook.serving.engine import MAX_BATCHED_TOKENS, Engine
     from aiworkbook.specs import load_model
 
     if backend not in BACKENDS:
@@ -88,7 +90,7 @@ def build_engine(
     be = (
         TorchBackend(spec, pool, device=device, dtype=dtype)
         if backend == "torch"
-        else SyntheticBackend(step_s=step_s, prefill_s=step_s)
+        else SyntheticBackend(step_s=step_s)
     )
     eng = Engine(
         be,
@@ -98,6 +100,9 @@ def build_engine(
         max_queue=max_queue,
         batch_timeout_s=batch_timeout_s,
         max_context=spec.max_position_embeddings,
+        max_batched_tokens=max(max_batch, MAX_BATCHED_TOKENS)
+        if max_batched_tokens is None
+        else max_batched_tokens,
     )
     eng.spec = spec  # type: ignore[attr-defined]
     eng.kv_budget_bytes = budget  # type: ignore[attr-defined]

@@ -1,10 +1,16 @@
 """The embedded server's engine: one worker thread, a waiting queue with a bound, a block-based KV
-pool and two schedulers.
+pool and two schedulers. Every backend call is one forward pass over a list of (sequence, n tokens).
 
-- static: wait for `max_batch` requests (or `batch_timeout_s` after the first), run that batch until
-  its longest sequence finishes; newcomers wait for the next batch.
-- continuous: every iteration admit waiting sequences while slots and KV blocks last, prefill them,
-  then one decode step for every running sequence (Orca / vLLM iteration-level scheduling).
+- static: wait for `max_batch` requests (or `batch_timeout_s` after the first), prefill the batch's
+  prompts in one forward, then decode it until its longest sequence finishes; newcomers wait for the
+  next batch. The batch is rectangular, as in HF `generate` or FasterTransformer: a sequence that has
+  finished stays in every decode forward as a padding row (work item n == 0) until the longest ends;
+  its client has its answer at once, but its row's compute is spent (Orca's argument).
+- continuous: every iteration is ONE forward over a mixed batch (vLLM V1 / Sarathi-Serve): a decode
+  token for every running sequence past its prompt, then prompt chunks of sequences still prefilling,
+  then newly admitted sequences' prompts, within a budget of `max_batched_tokens` tokens per forward
+  (vLLM's max_num_batched_tokens); a prompt longer than what is left of the budget is prefilled in
+  chunks over several iterations (chunked prefill). Admitting never costs a forward of its own.
 
 Admission control: a sequence reserves the blocks of prompt + max_tokens when admitted, so a running
 sequence never runs out of KV mid-decode (no OOM, no preemption); when slots or blocks run out
@@ -25,6 +31,8 @@ from aiworkbook.errors import SpecError
 from aiworkbook.serving.pool import BlockPool, blocks_for
 
 SCHEDULERS = ("static", "continuous")
+#: tokens per continuous-batching forward: vLLM V1's max_num_batched_tokens below 70 GiB GPUs
+MAX_BATCHED_TOKENS = 2048
 
 
 class Rejected(Exception):
@@ -43,6 +51,7 @@ class Sequence:
     emit: Any  # emit(kind, payload): called from the engine thread, thread-safe
     prompt_words: list[str] = field(default_factory=list)
     generated: int = 0
+    prefilled: int = 0  # prompt tokens in the KV cache (a chunked prefill takes several forwards)
     blocks: list[int] = field(default_factory=list)  # KV block ids, reserved for prompt + max_tokens
     arrived: float = field(default_factory=time.perf_counter)
     cancelled: bool = False
@@ -64,6 +73,7 @@ class Engine:
         max_queue: int = 64,
         batch_timeout_s: float = 0.05,
         max_context: int | None = None,
+        max_batched_tokens: int = MAX_BATCHED_TOKENS,
     ) -> None:
         if scheduler not in SCHEDULERS:
             raise SpecError("scheduler", scheduler, ", ".join(SCHEDULERS))
@@ -71,6 +81,9 @@ class Engine:
             raise SpecError("max_batch", max_batch, ">= 1")
         if max_queue < 0:
             raise SpecError("max_queue", max_queue, ">= 0")
+        if max_batched_tokens < max_batch:  # every running sequence's decode token must fit a forward
+            raise SpecError("max_batched_tokens", max_batched_tokens, f">= max_batch ({max_batch})")
+        self.max_batched_tokens = max_batched_tokens
         self.backend, self.pool, self.scheduler = backend, pool, scheduler
         self.max_batch, self.max_queue, self.batch_timeout_s = max_batch, max_queue, batch_timeout_s
         self.max_context = max_context
@@ -80,10 +93,12 @@ class Engine:
             "admitted": 0,
             "finished": 0,
             "rejected": 0,
-            "iterations": 0,
+            "iterations": 0,  # forward passes
+            "prompt_tokens": 0,
             "tokens": 0,
             "peak_running": 0,
         }
+        self.busy_s = 0.0  # seconds inside backend forwards (the engine's own time, not the server's)
         self._ids = itertools.count()
         self._cv = threading.Condition()
         self._stop = False
@@ -141,15 +156,18 @@ class Engine:
                 "waiting": len(self.waiting),
                 "max_batch": self.max_batch,
                 "max_queue": self.max_queue,
+                "max_batched_tokens": self.max_batched_tokens,
                 **self.counters,
+                "busy_s": self.busy_s,
                 **self.pool.to_dict(),
             }
 
     # -- the worker -----------------------------------------------------------------------------
-    def _admit(self, limit: int) -> list[Sequence]:
+    def _admit(self, limit: int, budget: int | None = None) -> list[Sequence]:
+        """FIFO admission while slots (`limit`), KV blocks and (continuous) forward tokens last."""
         new: list[Sequence] = []
         with self._cv:
-            while self.waiting and len(self.running) + len(new) < limit:
+            while self.waiting and len(self.running) + len(new) < limit and (budget is None or budget > 0):
                 seq = self.waiting[0]
                 if seq.cancelled:
                     self.waiting.popleft()
@@ -161,6 +179,8 @@ class Engine:
                 seq.blocks = ids
                 self.waiting.popleft()
                 new.append(seq)
+                if budget is not None:
+                    budget -= seq.prompt_len
             self.counters["admitted"] += len(new)
         return new
 
@@ -177,9 +197,17 @@ class Engine:
             seq.told = True
             seq.emit("done", reason)
 
-    def _emit_tokens(self, seqs: list[Sequence], toks: list[int]) -> None:
-        for s, t in zip(seqs, toks, strict=True):
-            if s.done or s.cancelled:
+    def _forward(self, work: list[tuple[Sequence, int]]) -> None:
+        """One backend forward; prompt progress, and each token that comes back goes to its client."""
+        t0 = time.perf_counter()
+        toks = self.backend.step(work)
+        self.busy_s += time.perf_counter() - t0
+        self.counters["iterations"] += 1
+        for (s, n), t in zip(work, toks, strict=True):
+            if n and s.prefilled < s.prompt_len:
+                s.prefilled += n
+                self.counters["prompt_tokens"] += n
+            if t is None or s.done or s.cancelled:
                 continue
             s.generated += 1
             self.counters["tokens"] += 1
@@ -204,13 +232,10 @@ class Engine:
                         self._cv.wait(timeout=self.batch_timeout_s / 4 if self.waiting else 0.1)
                     if self._stop:
                         break
-                if self.scheduler == "continuous" or not self.running:
-                    new = self._admit(self.max_batch)
-                    if new:
-                        self._emit_tokens(new, self.backend.prefill(new))
-                        self.running.extend(new)
-                        self.counters["peak_running"] = max(self.counters["peak_running"], len(self.running))
-                self._step()
+                if self.scheduler == "continuous":
+                    self._iterate()
+                else:
+                    self._static_step()
         except Exception as exc:  # a backend failure: every request gets an error, the server stays up
             self.error = f"{type(exc).__name__}: {exc}"
             for s in [*self.running, *self.waiting]:
@@ -222,23 +247,53 @@ class Engine:
                 except Exception:  # a listener gone with its event loop must not kill the shutdown
                     pass
 
-    def _step(self) -> None:
+    def _drop_cancelled(self) -> None:
         for s in [s for s in self.running if s.cancelled]:
             self.running.remove(s)
             self._finish(s, "cancelled")
-        active = [s for s in self.running if not s.done]
-        if active:
-            self._emit_tokens(active, self.backend.decode(active))
-            self.counters["iterations"] += 1
-        if self.scheduler == "continuous":
-            for s in [s for s in self.running if s.done]:
-                self.running.remove(s)
-                self._finish(s, "length")
-        elif all(s.done for s in self.running):  # static: the batch ends with its longest sequence
+
+    def _running_more(self, new: list[Sequence]) -> None:
+        self.running.extend(new)
+        self.counters["peak_running"] = max(self.counters["peak_running"], len(self.running))
+
+    def _iterate(self) -> None:
+        """Continuous batching: one forward over decode tokens, pending prompt chunks and new prompts."""
+        self._drop_cancelled()
+        budget = self.max_batched_tokens
+        work = [(s, 1) for s in self.running if s.prefilled >= s.prompt_len and not s.done]
+        budget -= len(work)
+        for s in self.running:  # sequences admitted earlier whose prompt is still being prefilled
+            if s.prefilled < s.prompt_len and budget > 0:
+                n = min(s.prompt_len - s.prefilled, budget)
+                work.append((s, n))
+                budget -= n
+        new = self._admit(self.max_batch, budget)
+        for s in new:
+            n = min(s.prompt_len, budget)
+            work.append((s, n))
+            budget -= n
+        self._running_more(new)
+        if work:
+            self._forward(work)
+        for s in [s for s in self.running if s.done]:
+            self.running.remove(s)
+            self._finish(s, "length")
+
+    def _static_step(self) -> None:
+        """Static batching: a new batch's prompts in one forward, then one decode step of the batch."""
+        self._drop_cancelled()
+        if not self.running:
+            new = self._admit(self.max_batch)
+            if new:
+                self._forward([(s, s.prompt_len) for s in new])
+                self._running_more(new)
+        if any(not s.done for s in self.running):  # the batch is rectangular: finished rows ride as padding
+            self._forward([(s, 0 if s.done else 1) for s in self.running])
+        if all(s.done for s in self.running):  # the batch ends with its longest sequence
             for s in self.running:
                 self._finish(s, "length")
             self.running = []
-        else:  # static: finished sequences are done for the client, their slot stays idle
+        else:  # finished sequences are done for the client, their slot stays idle
             for s in self.running:
                 if s.done:
                     self._tell(s, "length")
