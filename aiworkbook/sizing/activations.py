@@ -16,11 +16,13 @@ modules through `saved_tensors_hooks` in tests/test_sizing_activations.py). Per 
 
 Fine-tuning options (each removes a named tensor, never a share):
 
-- `compile` (torch.compile, Inductor's min-cut partitioner): an element-wise chain is fused and only
-  its inputs are saved; the chain is recomputed in backward. RMSNorm keeps its 16-bit input and the fp32
-  1/rms (e·h + 4, not 4h + 2·e·h + 4), LayerNorm its input and mean/rstd; SwiGLU keeps gate and up (not
-  act(gate) nor the product: 2·I·e); a GELU MLP keeps the fc output only; AMP's 16-bit casts of the
-  norms' outputs are recomputed. q, k, v, the attention output and the log-sum-exp stay (SDPA's inputs).
+- `compile` (torch.compile, Inductor's partitioner): an element-wise chain is fused; what a matmul or
+  SDPA reads is still saved (their backward reads it and they cannot fuse with its producer), the
+  chain's inputs and statistics are saved, and the intermediates inside the chain are recomputed. RMSNorm
+  keeps its 16-bit input, fp32 1/rms and its output (2·e·h + 4: the fp32 up-cast copy goes), SwiGLU
+  keeps gate, up and the product (3·I·e: act(gate) goes), a GELU MLP its fc output and the activation
+  (gelu_new's inner tensors go); under AMP the norm's fp32 normalised value goes (its 16-bit casts stay:
+  matmuls read them). q, k, v, the attention output and the log-sum-exp stay (SDPA's inputs).
 - `activation_offload`: saved tensors go to host memory; the GPU keeps the layers in flight (the one
   being copied out or prefetched and the one computing: IN_FLIGHT_LAYERS) and the recomputed layer.
 - `loss_chunks` C (torchtune's CEWithChunkedOutputLoss, 8): the head's 16-bit output is split along
@@ -117,9 +119,11 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
 
     fused = w.compile  # torch.compile: element-wise chains save their inputs only
     rms = spec.norm == "rmsnorm"
-    if fused:  # the input (fp32 residual under AMP) and the fp32 statistics; the rest is recomputed
-        xw = 4 if amp else e
-        norm, norm_txt = xw * h + (4 if rms else 8), f"{xw}·{h} + {4 if rms else 8} (compiled)"
+    if fused:  # input and fp32 statistics; the output only where a matmul reads it (not under AMP: casts)
+        if amp:
+            norm, norm_txt = 4 * h + (4 if rms else 8), f"4·{h} + {4 if rms else 8} (compiled)"
+        else:
+            norm, norm_txt = 2 * e * h + (4 if rms else 8), f"2·{e}·{h} + {4 if rms else 8} (compiled)"
     elif rms:  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
         norm, norm_txt = 4 * h + 2 * e * h + 4, (f"8·{h} + 4" if amp else f"4·{h} + 2·{e}·{h} + 4")
     else:  # AMP: fp32 input + mean/rstd (the fp32 output is not saved: its readers save casts)
@@ -155,9 +159,9 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
             score = a * (sm + ((m + e) if p > 0 else 0))
         attn_txt = f"4·{a}·{d}·{e} + {a}·s·{score // a}"
     casts = 0
-    # compiled: a gated MLP keeps gate and up (act(gate) and the product are recomputed), a GELU MLP
-    # its fc output (the activation feeding the down projection is recomputed)
-    per_mlp = (2 if spec.gated_mlp else 1) if fused else (4 if spec.gated_mlp else 2)
+    # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
+    # recomputed), a GELU MLP its fc output and the activation the down projection reads
+    per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
     if spec.num_experts:
         mlp_n = per_mlp * spec.experts_per_token
         mlp = mlp_n * i * e + 8 * spec.num_experts
@@ -183,7 +187,7 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
     if w.mode in ("lora", "qlora"):  # each adapter's B saves A's rank-wide output (A shares x)
         layer += len(w.lora_modules(spec)) * w.lora_rank * e
     casts_txt = ""
-    if amp and not fused:  # compiled: the casts are recomputed from the saved fp32 input
+    if amp:
         layer += casts * 2 * h
         casts_txt = f" + {casts}·2·{h} autocast casts of fp32 norm outputs"
     parts = (

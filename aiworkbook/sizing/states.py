@@ -11,7 +11,11 @@ The recipe is a setting, not a constant (REFERENCE.md table). Bytes per trainabl
 | adamw-8bit    | 2       | 2     | 2 (m, v int8)    | 4      |
 | sgd-momentum  | w       | w     | 4 (momentum)     | 4 if mixed |
 | adafactor     | w       | w     | 4·(rows + cols) per matrix, 4 per vector | 4 if mixed |
-| paged-adamw-8bit | w    | w     | 2 + 8/256 (int8 m, v + fp32 absmax per 256) | 4 if mixed |
+| blockwise-adamw-8bit | w | w     | 2 + 8/256 (int8 m, v + fp32 absmax per 256) | 4 if mixed |
+| paged-adamw-8bit | w    | w     | as blockwise-adamw-8bit, in unified memory | 4 if mixed |
+
+blockwise-adamw-8bit is torchao's AdamW8bit or bitsandbytes' AdamW8bit on the model's own weights (no
+master copy at a 16-bit precision, unlike the adamw-8bit recipe's fixed fp32 master).
 
 paged-adamw-8bit is bitsandbytes' PagedAdamW8bit: its state lives in CUDA unified memory
 (cudaMallocManaged), outside PyTorch's caching allocator, so the driver pages it to the host when the
@@ -77,7 +81,8 @@ def recipe_bytes(recipe: str, precision: str) -> tuple[int, int, int, int]:
         return _FIXED[recipe]
     w = width(precision)
     master = 4 if precision.endswith("-mixed") else 0
-    return (w, w, {"sgd-momentum": 4, "paged-adamw-8bit": 2}.get(recipe, 0), master)
+    opt = {"sgd-momentum": 4, "blockwise-adamw-8bit": 2, "paged-adamw-8bit": 2}.get(recipe, 0)
+    return (w, w, opt, master)
 
 
 def adafactor_state(spec) -> int:
@@ -144,7 +149,7 @@ def trainable_and_optimizer(spec, w: Workload) -> tuple[int, int, str]:
     if w.recipe == "adafactor":
         opt = adafactor_state(spec) if w.mode == "train" else 4 * trainable
         return trainable, opt, "4 B · (rows + cols) per matrix + 4 B per vector (factored second moment)"
-    if w.recipe == "paged-adamw-8bit":
+    if w.recipe in ("blockwise-adamw-8bit", "paged-adamw-8bit"):
         small = _small_tensor_params(spec, w)
         big = trainable - small
         opt = ob * big + 2 * 4 * -(-big // BNB_BLOCK) + 8 * small
@@ -255,15 +260,23 @@ def zero3_unit_params(spec) -> int:
     return max(spec.params_per_layer, spec.vocab_size * spec.hidden_size)
 
 
+#: Units FSDP holds gathered at once: the one computing and the next, prefetched (forward and backward
+#: prefetch, FSDP's defaults); their gradients are reduced one unit at a time.
+GATHERED_UNITS = 2
+
+
 def zero3_gather_bytes(spec, w: Workload) -> int:
     """ZeRO-3's working set beyond the shards: one unit's gathered weights and its unsharded gradients
     before the reduce-scatter, (weights + grads bytes) · unit parameters / tp. 0 below ZeRO-3 unless
-    FSDP offloads to the CPU (then the gathered unit is all the GPU holds of the model, even on one GPU)."""
+    FSDP offloads to the CPU: then the gathered units are all the GPU holds of the model, even on one
+    GPU, and the prefetched next unit is counted too (GATHERED_UNITS; the existing ZeRO-3 term without
+    offload keeps its one unit, as DeepSpeed's estimator does)."""
     if (w.zero < 3 and not w.fsdp_cpu_offload) or not w.training:
         return 0
     wb, gb, _, _ = recipe_bytes(w.recipe, w.precision)
+    units = GATHERED_UNITS if w.fsdp_cpu_offload else 1
     if w.mode == "train":
-        return (wb + gb) * zero3_unit_params(spec) // w.tp
+        return (units * wb + gb) * zero3_unit_params(spec) // w.tp
     # LoRA/QLoRA: the frozen base unit is gathered at its dtype, no gradients for it
     base, _ = frozen_base_bytes(spec, w)
-    return base * zero3_unit_params(spec) // max(spec.params, 1) // w.tp
+    return units * base * zero3_unit_params(spec) // max(spec.params, 1) // w.tp

@@ -24,6 +24,7 @@ Recipe = Literal[
     "adamw-8bit",
     "sgd-momentum",
     "adafactor",
+    "blockwise-adamw-8bit",
     "paged-adamw-8bit",
 ]
 Attention = Literal["eager", "sdpa", "flash"]
