@@ -40,6 +40,7 @@ def test_allowed_lists_what_the_other_fields_leave():
         "fp32-adamw",
         "sgd-momentum",
         "adafactor",
+        "blockwise-adamw-8bit",
         "paged-adamw-8bit",
     ]
     assert allowed("recipe") == list(RECIPE_NAMES)
