@@ -175,3 +175,70 @@ def test_published_finetune_peaks_within_10_percent(case):
     err = pred / case["published_gib"] - 1
     print(f"{case['id']}: predicted {pred:.2f} GiB, published {case['published_gib']} GiB, {err:+.1%}")
     assert abs(err) <= 0.10, f"{case['id']}: {pred:.2f} GiB vs {case['published_gib']} ({err:+.1%})"
+
+
+class _Lora:
+    """A LoRA adapter around a frozen nn.Linear: base(x) + B(A(x)) (what PEFT and torchtune compute)."""
+
+    @staticmethod
+    def wrap(model, targets, rank):
+        torch = pytest.importorskip("torch")
+
+        class Lora(torch.nn.Module):
+            def __init__(self, base):
+                super().__init__()
+                self.base = base
+                self.A = torch.nn.Linear(base.in_features, rank, bias=False)
+                self.B = torch.nn.Linear(rank, base.out_features, bias=False)
+
+            def forward(self, x):
+                return self.base(x) + self.B(self.A(x))
+
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for layer in model.model.layers:
+            for parent in (layer.self_attn, layer.mlp):
+                for name in targets:
+                    if hasattr(parent, name):
+                        setattr(parent, name, Lora(getattr(parent, name)))
+        return model
+
+
+@pytest.mark.parametrize(
+    "targets,precision,layers",
+    [
+        (("q_proj", "v_proj"), "fp32", 2),
+        (("q_proj", "k_proj", "v_proj", "o_proj"), "fp32", 2),
+        ("all-linear", "fp32", 2),
+        (("down_proj",), "fp32", 2),
+        (("q_proj", "v_proj"), "bf16", 3),
+        (("gate_proj", "up_proj", "down_proj"), "bf16", 3),
+        (("o_proj",), "bf16", 3),
+    ],
+)
+def test_frozen_base_saves_only_what_adapters_need_as_transformers_does(targets, precision, layers):
+    """A frozen projection keeps no input (only its weight's gradient would need it), a frozen norm weight
+    no normalised value, and the first layer records nothing before its first adapter: counted against
+    the tensors autograd saves in a transformers Llama with adapters (exact to the byte)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from hf_tiny import hf_forward, saved_bytes, tiny_llama
+
+    from aiworkbook.specs import spec_from_config
+
+    b, s, r = 2, 128 if precision == "fp32" else 64, 8
+    mods = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    model = _Lora.wrap(tiny_llama("sdpa", layers=layers), mods if targets == "all-linear" else targets, r)
+    if precision == "bf16":
+        model = model.to(torch.bfloat16)
+    w = Workload(
+        mode="lora",
+        precision=precision,
+        recipe="pure-bf16" if precision == "bf16" else "fp32-adamw",
+        batch=b,
+        seq_len=s,
+        lora_rank=r,
+        lora_targets=targets,
+    )
+    est = estimate(spec_from_config(model.config.to_dict()), w, device="cpu")
+    assert est.memory.activations + est.memory.logits == saved_bytes(model, hf_forward(model, b, s))["total"]

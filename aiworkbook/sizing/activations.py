@@ -82,6 +82,7 @@ class ActivationTerms:
     head_copy: int = 0  # B: autocast's 16-bit copy of the LM head matrix (AMP only)
     head_input: int = 0  # B per token: the head's 16-bit cast of the fp32 final-norm output (AMP only)
     selective_extra: int = 0  # B per token per layer: AMP keeps RoPE'd q and k in fp32 at the checkpoint
+    first_layer_free: int = 0  # B per token LoRA's first layer does not record before its first adapter
 
 
 def autocast_fp32_weights(w: Workload) -> bool:
@@ -107,6 +108,51 @@ def dropout_p(spec, w: Workload) -> float:
     if getattr(spec, "dropout", None) is not None:  # the config's own probabilities decide
         return spec.dropout
     return _DROPOUT_DEFAULT.get(spec.model_type, 0.0)
+
+
+def _frozen_base_drops(spec, w: Workload, e: int, fused: bool) -> tuple[int, int, str]:
+    """LoRA/QLoRA: bytes per token per layer (and outside the layers) autograd does not save because the
+    base is frozen. A matmul saves its input only for its weight's gradient, so a frozen projection
+    without an adapter keeps nothing (an adapter's A reads the same tensor and keeps it); a frozen
+    RMSNorm weight does not keep the normalised value it multiplies; the frozen embedding keeps no ids
+    and the frozen head no final-norm output. Pre-norm dense blocks; MoE experts are left as trained."""
+    if w.mode not in ("lora", "qlora"):
+        return 0, 0, ""
+    mods = set(w.lora_modules(spec))
+    h, i = spec.hidden_size, spec.intermediate_size
+    mid = e * h if spec.norm == "rmsnorm" and not fused else 0  # the normalised value the weight scales
+    layer = spec.norms_per_layer * mid
+    if spec.norms_per_layer == 2 and spec.model_type != "gpt2":
+        if not mods & {"q_proj", "k_proj", "v_proj"}:
+            layer += e * h  # the first norm's output: only frozen q, k, v read it
+        if not mods & {"gate_proj", "up_proj"}:
+            layer += e * h  # the second norm's output: only frozen gate/up read it
+        if not spec.num_experts and "down_proj" not in mods:
+            layer += i * e  # the tensor the down projection reads
+    token = mid + e * h + 8  # final norm's normalised value and output (frozen head), input ids
+    return layer, token, f" − {layer} frozen base (inputs of frozen projections, normalised values)"
+
+
+def _grad_free_prefix(spec, w: Workload, norm: int, attn: int, mlp: int, e: int) -> int:
+    """LoRA/QLoRA: bytes per token the first layer does not save before its first adapter. The frozen
+    embedding's output needs no gradient, so nothing upstream of the first adapter is recorded: the
+    first norm's internals (q/k/v adapters), the attention too (o_proj), the second norm's internals
+    (gate/up), the MLP but the tensor down's adapter reads (down_proj). Pre-norm dense blocks only."""
+    if w.mode not in ("lora", "qlora") or spec.norms_per_layer != 2 or spec.model_type == "gpt2":
+        return 0
+    if spec.num_experts:
+        return 0
+    mods = set(w.lora_modules(spec))
+    h, a, d, i = spec.hidden_size, spec.num_heads, spec.head_dim, spec.intermediate_size
+    mid = e * h if spec.norm == "rmsnorm" and not w.compile else 0
+    inner = norm - mid - e * h  # input and statistics of a norm
+    if mods & {"q_proj", "k_proj", "v_proj"}:
+        return inner
+    if "o_proj" in mods:  # the attention output copy o_proj's adapter reads stays
+        return inner + attn - a * d * e
+    if mods & {"gate_proj", "up_proj"}:
+        return inner + attn + inner
+    return inner + attn + inner + mlp - i * e  # down_proj: only the tensor it reads
 
 
 def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
@@ -184,6 +230,9 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
     casts += 1 if mt == "gpt2" else 3  # fused c_attn, or q, k, v
     drop = 2 * h * m
     layer = spec.norms_per_layer * norm + attn + mlp + drop
+    frozen_layer, frozen_token, frozen_txt = (0, 0, "") if amp else _frozen_base_drops(spec, w, e, fused)
+    prefix = 0 if amp else _grad_free_prefix(spec, w, norm, attn, mlp, e)
+    layer -= frozen_layer
     if w.mode in ("lora", "qlora"):  # each adapter's B saves A's rank-wide output (A shares x)
         layer += len(w.lora_modules(spec)) * w.lora_rank * e
     casts_txt = ""
@@ -194,17 +243,18 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
         f"{spec.norms_per_layer}·({norm_txt}) + {attn_txt} + {mlp_txt}"
         + (f" + 2·{h}·{m} masks" if m else "")
         + casts_txt
+        + frozen_txt
     )
 
     emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
-    per_token = norm + 8 + (h * emb_mask)  # final norm, input ids, embedding dropout mask
+    per_token = norm + 8 + (h * emb_mask) - frozen_token  # final norm, input ids, embedding dropout mask
     if spec.is_decoder:
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
     if mt in _ROPE:
         per_seq += 2 * d * (4 if amp else e)  # cos/sin at the embeddings' dtype (fp32 under AMP)
     if not amp:
-        return ActivationTerms(layer, score, per_token, per_seq, h * e, parts)
+        return ActivationTerms(layer, score, per_token, per_seq, h * e, parts, first_layer_free=prefix)
     head = 2 * spec.vocab_size * h if spec.is_decoder else 0
     return ActivationTerms(
         layer,
@@ -251,7 +301,13 @@ def activation_bytes(spec, w: Workload, b, s, device: str = "cuda", t: Activatio
     n = b * s
     kept, once = _layer_split(spec, w, n, s, t)
     layers = _resident_layers(spec, w) * kept + once
+    if w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
+        layers = layers - n * t.first_layer_free
     return layers // w.tp + n * t.per_token + s * t.per_seq_position
+
+
+def _first_layer_offloaded(spec, w: Workload) -> bool:
+    return w.activation_offload and spec.num_layers > IN_FLIGHT_LAYERS
 
 
 def offloaded_activation_bytes(
@@ -262,7 +318,10 @@ def offloaded_activation_bytes(
         return 0 * b * s
     t = terms(spec, w, device) if t is None else t
     kept, _ = _layer_split(spec, w, b * s, s, t)
-    return (spec.num_layers - _resident_layers(spec, w)) * kept // w.tp
+    moved = (spec.num_layers - _resident_layers(spec, w)) * kept
+    if w.checkpointing != "full" and _first_layer_offloaded(spec, w):
+        moved = moved - b * s * t.first_layer_free
+    return moved // w.tp
 
 
 def logits_bytes(spec, w: Workload, b, s):
@@ -377,6 +436,8 @@ def formulas(spec, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:
         core = f"{L} layers · ({n:,} tokens · {t.per_token_layer:,} B [{t.parts}]{score}{copies})"
     if w.activation_offload:
         core = f"activation offload, {L} of {spec.num_layers} layers in flight on the GPU: " + core
+    if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
+        core += f" − {n:,} · {t.first_layer_free} B not recorded before the first adapter (frozen embedding)"
     act = (
         f"{core}{tp} + {n:,} · {t.per_token} B ids/labels/final norm + {s} · {t.per_seq_position} B positions"
     )
