@@ -33,6 +33,8 @@ WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
 KVDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 Engine = Literal["hf", "vllm", "trtllm"]
 LoraModule = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+#: What `lora_targets` holds: modules, or PEFT's "all-linear" alone.
+LoraTarget = Literal[LoraModule, "all-linear"]
 
 #: One list of allowed values per option, shared by the CLI's help and parser and the library.
 MODES: tuple[str, ...] = get_args(Mode)
@@ -120,7 +122,7 @@ class Workload:
     )
     compile: bool = dc_field(
         default=False,
-        metadata={"doc": "torch.compile: fused element-wise chains (norms, SwiGLU) save only their inputs"},
+        metadata={"doc": "torch.compile: fused element-wise chains (norms, SwiGLU) keep no intermediates"},
     )
     optimizer_in_backward: bool = dc_field(
         default=False,
@@ -146,7 +148,7 @@ class Workload:
         default=1, metadata={"doc": "tensor-parallel size (divides the heads)", "low": 1, "high": MAX_TP}
     )
     lora_rank: int = dc_field(default=16, metadata={"doc": "LoRA rank", "low": 1, "high": 1 << 16})
-    lora_targets: tuple[LoraModule, ...] = dc_field(
+    lora_targets: tuple[LoraTarget, ...] = dc_field(
         default=("q_proj", "k_proj", "v_proj", "o_proj"),
         metadata={"doc": "modules LoRA adapts (or all-linear: every block linear, not the head)"},
     )
