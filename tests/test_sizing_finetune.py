@@ -20,7 +20,8 @@ from aiworkbook.units import GiB
 
 L8 = load_model("llama-3.1-8b")
 GPT2 = load_model("gpt2")
-CASES = json.loads((Path(__file__).parent / "data" / "finetune_memory_cases.json").read_text())
+DATA = Path(__file__).parent / "data"
+CASES = json.loads((DATA / "finetune_memory_cases.json").read_text())
 TRAIN = Workload(mode="train", batch=2, seq_len=2048, precision="bf16", recipe="pure-bf16")
 
 
@@ -156,7 +157,8 @@ def predicted_gib(case) -> float:
     wl = dict(case["workload"])
     if isinstance(wl.get("lora_targets"), list):
         wl["lora_targets"] = tuple(wl["lora_targets"])
-    m = estimate(load_model(case["model"]), Workload(**wl)).memory
+    spec = load_model(str(DATA / case["config"])) if "config" in case else load_model(case["model"])
+    m = estimate(spec, Workload(**wl)).memory
     return (m.total - m.cuda_context - m.reserve) / GiB
 
 
