@@ -36,7 +36,13 @@ def test_every_field_has_a_doc_a_type_and_bounds_or_choices():
 
 
 def test_allowed_lists_what_the_other_fields_leave():
-    assert allowed("recipe", precision="fp32") == ["fp32-adamw", "sgd-momentum", "adafactor"]
+    assert allowed("recipe", precision="fp32") == [
+        "fp32-adamw",
+        "sgd-momentum",
+        "adafactor",
+        "blockwise-adamw-8bit",
+        "paged-adamw-8bit",
+    ]
     assert allowed("recipe") == list(RECIPE_NAMES)
     assert allowed("tp", L8) == [1, 2, 4, 8, 16, 32]  # divides 32 heads, 8 KV heads, the MLP
     assert allowed("weights_dtype", mode="train") == ["fp32", "bf16", "fp16"]

@@ -73,9 +73,14 @@ def test_lora_adapters_pay_the_full_recipe_and_the_base_is_frozen():
     assert m.memory.weights == 2 * P8 + 2 * adapters  # frozen bf16 base + bf16 adapters
     assert m.memory.gradients == 4 * adapters and m.memory.optimizer == 8 * adapters
     assert m.memory.master_weights == 4 * adapters
-    # activations of the whole base: more than full training's, by the adapters' rank-r outputs
+    # activations: the adapters' rank-r outputs added; what only the frozen base's own gradients would
+    # need goes (each frozen norm weight's normalised value, the second norm's output that only frozen
+    # gate/up read; the final norm's value and output, the ids; the first norm's input and 1/rms, recorded
+    # before any adapter): tests/test_sizing_finetune.py checks these against transformers
     full = _mem(L8, attention="sdpa").activations
-    assert m.memory.activations - full == L * 2048 * 3 * r * 2
+    n, e = 2048, 2
+    frozen = L * n * (2 * e * h + e * h) + n * (2 * e * h + 8) + n * (4 * h + 4)
+    assert full - m.memory.activations == frozen - L * n * 3 * r * e
 
 
 def test_qlora_nf4_base_is_4_127_bits_per_linear_and_bf16_elsewhere():

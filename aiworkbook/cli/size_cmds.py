@@ -51,7 +51,29 @@ def _opts(
     ),
     attention: str = typer.Option("sdpa", "--attention", help=" | ".join(ATTENTIONS)),
     checkpointing: str = typer.Option("none", "--checkpointing", help=" | ".join(CHECKPOINTING)),
-    chunked_loss: bool = typer.Option(False, "--chunked-loss", help="Loss computed in chunks."),
+    chunked_loss: bool = typer.Option(
+        False, "--chunked-loss", help="Fused linear + cross-entropy over 1,024-token chunks."
+    ),
+    loss_chunks: int = typer.Option(
+        None, "--loss-chunks", help="Head output up-cast to fp32 one of N chunks at a time (torchtune: 8)."
+    ),
+    compile_: bool = typer.Option(
+        False, "--compile", help="torch.compile: fused element-wise chains save only what matmuls read."
+    ),
+    optimizer_in_backward: bool = typer.Option(
+        False, "--optimizer-in-backward", help="Optimizer step per parameter in backward (one gradient live)."
+    ),
+    activation_offload: bool = typer.Option(
+        False,
+        "--activation-offload",
+        help="Saved activations on the host; the GPU keeps the layers in flight.",
+    ),
+    fsdp_cpu_offload: bool = typer.Option(
+        False, "--fsdp-cpu-offload", help="FSDP CPU offload: weights, grads, optimizer on the host."
+    ),
+    lora_targets: str = typer.Option(
+        None, "--lora-targets", help="Comma-separated modules LoRA adapts, or all-linear (default q,k,v,o)."
+    ),
     dp: int = typer.Option(
         1, "--dp", "--gpus", help="Data-parallel replicas (--gpus: its old name); GPUs in all = dp x tp."
     ),
@@ -82,6 +104,12 @@ def _opts(
         attention=attention,
         checkpointing=checkpointing,
         chunked_loss=chunked_loss,
+        loss_chunks=loss_chunks,
+        compile=compile_,
+        optimizer_in_backward=optimizer_in_backward,
+        activation_offload=activation_offload,
+        fsdp_cpu_offload=fsdp_cpu_offload,
+        **({"lora_targets": tuple(x.strip() for x in lora_targets.split(","))} if lora_targets else {}),
         dp=dp,
         zero=zero,
         tp=tp,
@@ -241,6 +269,9 @@ def _print_estimate(spec, est) -> None:
         if name == "total":
             typer.echo("  " + "-" * 40)
         typer.echo(f"  {name:<15} {fmt_bytes(n, 'GiB'):>14}   {formula if name != 'total' else ''}")
+    if est.memory.host_bytes:
+        moved = ", ".join(f"{k} {fmt_bytes(v, 'GiB')}" for k, v in est.memory.host.items() if v)
+        typer.echo(f"  host (off GPU)  {fmt_bytes(est.memory.host_bytes, 'GiB'):>14}   {moved}")
     r = est.rules_of_thumb
     typer.echo(
         f"  rule of thumb   {fmt_bytes(r.bytes, 'GiB'):>14}   {r.formula} "

@@ -14,6 +14,23 @@ modules through `saved_tensors_hooks` in tests/test_sizing_activations.py). Per 
 - Dropout masks are one byte on CUDA (bool) and full width on CPU (float).
 - The loss keeps fp32 log-probabilities: 4·b·s·V (chunked: one chunk of 1024 tokens).
 
+Fine-tuning options (each removes a named tensor, never a share):
+
+- `compile` (torch.compile, Inductor's partitioner): an element-wise chain is fused; what a matmul or
+  SDPA reads is still saved (their backward reads it and they cannot fuse with its producer), the
+  chain's inputs and statistics are saved, and the intermediates inside the chain are recomputed. RMSNorm
+  keeps its 16-bit input, fp32 1/rms and its output (2·e·h + 4: the fp32 up-cast copy goes), SwiGLU
+  keeps gate, up and the product (3·I·e: act(gate) goes), a GELU MLP its fc output and the activation
+  (gelu_new's inner tensors go); under AMP the norm's fp32 normalised value goes (its 16-bit casts stay:
+  matmuls read them). q, k, v, the attention output and the log-sum-exp stay (SDPA's inputs).
+- `activation_offload`: saved tensors go to host memory; the GPU keeps the layers in flight (the one
+  being copied out or prefetched and the one computing: IN_FLIGHT_LAYERS) and the recomputed layer.
+- `loss_chunks` C (torchtune's CEWithChunkedOutputLoss, 8): the head's 16-bit output is split along
+  the sequence and each chunk is up-cast to fp32 alone. Eager, every chunk's fp32 log-probs are still
+  saved (4·n·V) and only the backward transient shrinks to one chunk; compiled, the chunk's up-cast is
+  recomputed in backward, so the 16-bit logits (e·n·V) are kept and one chunk's fp32 gradient is the
+  transient (4·n/C·V).
+
 e is the activation width: 4 at fp32, 2 at 16-bit or mixed precision. b and s may be numpy arrays.
 
 PyTorch AMP (fp32 working weights under torch.autocast, the `fp32-adamw` recipe at a `*-mixed`
@@ -43,6 +60,9 @@ from aiworkbook.sizing.states import recipe_bytes, width
 from aiworkbook.sizing.workload import Workload
 
 LOSS_CHUNK_TOKENS = 1024
+#: Layers whose saved tensors stay on the GPU under activation offloading: one copied out (or prefetched
+#: back) on the side stream while the next one computes (torchtune's OffloadActivations, use_streams).
+IN_FLIGHT_LAYERS = 2
 _UPCAST_SOFTMAX = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3")
 _ROPE = _UPCAST_SOFTMAX + ("gpt_neox",)
 _DROPOUT_DEFAULT = {"gpt2": 0.1, "bert": 0.1}
@@ -62,6 +82,7 @@ class ActivationTerms:
     head_copy: int = 0  # B: autocast's 16-bit copy of the LM head matrix (AMP only)
     head_input: int = 0  # B per token: the head's 16-bit cast of the fp32 final-norm output (AMP only)
     selective_extra: int = 0  # B per token per layer: AMP keeps RoPE'd q and k in fp32 at the checkpoint
+    first_layer_free: int = 0  # B per token LoRA's first layer does not record before its first adapter
 
 
 def autocast_fp32_weights(w: Workload) -> bool:
@@ -89,6 +110,51 @@ def dropout_p(spec, w: Workload) -> float:
     return _DROPOUT_DEFAULT.get(spec.model_type, 0.0)
 
 
+def _frozen_base_drops(spec, w: Workload, e: int, fused: bool) -> tuple[int, int, str]:
+    """LoRA/QLoRA: bytes per token per layer (and outside the layers) autograd does not save because the
+    base is frozen. A matmul saves its input only for its weight's gradient, so a frozen projection
+    without an adapter keeps nothing (an adapter's A reads the same tensor and keeps it); a frozen
+    RMSNorm weight does not keep the normalised value it multiplies; the frozen embedding keeps no ids
+    and the frozen head no final-norm output. Pre-norm dense blocks; MoE experts are left as trained."""
+    if w.mode not in ("lora", "qlora"):
+        return 0, 0, ""
+    mods = set(w.lora_modules(spec))
+    h, i = spec.hidden_size, spec.intermediate_size
+    mid = e * h if spec.norm == "rmsnorm" and not fused else 0  # the normalised value the weight scales
+    layer = spec.norms_per_layer * mid
+    if spec.norms_per_layer == 2 and spec.model_type != "gpt2":
+        if not mods & {"q_proj", "k_proj", "v_proj"}:
+            layer += e * h  # the first norm's output: only frozen q, k, v read it
+        if not mods & {"gate_proj", "up_proj"}:
+            layer += e * h  # the second norm's output: only frozen gate/up read it
+        if not spec.num_experts and "down_proj" not in mods:
+            layer += i * e  # the tensor the down projection reads
+    token = mid + e * h + 8  # final norm's normalised value and output (frozen head), input ids
+    return layer, token, f" − {layer} frozen base (inputs of frozen projections, normalised values)"
+
+
+def _grad_free_prefix(spec, w: Workload, norm: int, attn: int, mlp: int, e: int) -> int:
+    """LoRA/QLoRA: bytes per token the first layer does not save before its first adapter. The frozen
+    embedding's output needs no gradient, so nothing upstream of the first adapter is recorded: the
+    first norm's internals (q/k/v adapters), the attention too (o_proj), the second norm's internals
+    (gate/up), the MLP but the tensor down's adapter reads (down_proj). Pre-norm dense blocks only."""
+    if w.mode not in ("lora", "qlora") or spec.norms_per_layer != 2 or spec.model_type == "gpt2":
+        return 0
+    if spec.num_experts:
+        return 0
+    mods = set(w.lora_modules(spec))
+    h, a, d, i = spec.hidden_size, spec.num_heads, spec.head_dim, spec.intermediate_size
+    mid = e * h if spec.norm == "rmsnorm" and not w.compile else 0
+    inner = norm - mid - e * h  # input and statistics of a norm
+    if mods & {"q_proj", "k_proj", "v_proj"}:
+        return inner
+    if "o_proj" in mods:  # the attention output copy o_proj's adapter reads stays
+        return inner + attn - a * d * e
+    if mods & {"gate_proj", "up_proj"}:
+        return inner + attn + inner
+    return inner + attn + inner + mlp - i * e  # down_proj: only the tensor it reads
+
+
 def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
     e = width(w.precision)
     amp = autocast_fp32_weights(w)
@@ -97,7 +163,14 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
     mt = spec.model_type
 
-    if spec.norm == "rmsnorm":  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
+    fused = w.compile  # torch.compile: element-wise chains save their inputs only
+    rms = spec.norm == "rmsnorm"
+    if fused:  # input and fp32 statistics; the output only where a matmul reads it (not under AMP: casts)
+        if amp:
+            norm, norm_txt = 4 * h + (4 if rms else 8), f"4·{h} + {4 if rms else 8} (compiled)"
+        else:
+            norm, norm_txt = 2 * e * h + (4 if rms else 8), f"2·{e}·{h} + {4 if rms else 8} (compiled)"
+    elif rms:  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
         norm, norm_txt = 4 * h + 2 * e * h + 4, (f"8·{h} + 4" if amp else f"4·{h} + 2·{e}·{h} + 4")
     else:  # AMP: fp32 input + mean/rstd (the fp32 output is not saved: its readers save casts)
         norm, norm_txt = 2 * e * h + 8, (f"4·{h} + 8" if amp else f"2·{e}·{h} + 8")
@@ -132,28 +205,36 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
             score = a * (sm + ((m + e) if p > 0 else 0))
         attn_txt = f"4·{a}·{d}·{e} + {a}·s·{score // a}"
     casts = 0
+    # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
+    # recomputed), a GELU MLP its fc output and the activation the down projection reads
+    per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
     if spec.num_experts:
-        mlp_n = 4 * spec.experts_per_token
+        mlp_n = per_mlp * spec.experts_per_token
         mlp = mlp_n * i * e + 8 * spec.num_experts
-        mlp_txt = f"{spec.experts_per_token}·4·{i}·{e} + router"
+        mlp_txt = f"{spec.experts_per_token}·{per_mlp}·{i}·{e} + router"
         casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
     elif spec.gated_mlp:
-        mlp, mlp_txt = 4 * i * e, f"4·{i}·{e}"
+        mlp, mlp_txt = per_mlp * i * e, f"{per_mlp}·{i}·{e}"
         casts = 2  # gate, up
-    elif mt == "gpt2":
+    elif mt == "gpt2" and not fused:
         if amp and device == "cuda":  # CUDA autocast runs pow in fp32 (CPU does not)
             mlp, mlp_txt = 16 * i, f"16·{i} (gelu_new, fp32 pow under CUDA autocast)"
         else:
             mlp, mlp_txt = 5 * i * e, f"5·{i}·{e} (gelu_new)"
         casts = 1  # c_fc
     else:
-        mlp, mlp_txt = 2 * i * e, f"2·{i}·{e}"
-        casts = 1  # fc1
+        mlp, mlp_txt = per_mlp * i * e, f"{per_mlp}·{i}·{e}"
+        casts = 1  # fc1 / c_fc
+    if fused:
+        mlp_txt += " (compiled)"
     casts += 1 if mt == "gpt2" else 3  # fused c_attn, or q, k, v
     drop = 2 * h * m
     layer = spec.norms_per_layer * norm + attn + mlp + drop
-    if w.mode in ("lora", "qlora"):
-        layer += len(w.lora_targets) * w.lora_rank * e
+    frozen_layer, frozen_token, frozen_txt = (0, 0, "") if amp else _frozen_base_drops(spec, w, e, fused)
+    prefix = 0 if amp else _grad_free_prefix(spec, w, norm, attn, mlp, e)
+    layer -= frozen_layer
+    if w.mode in ("lora", "qlora"):  # each adapter's B saves A's rank-wide output (A shares x)
+        layer += len(w.lora_modules(spec)) * w.lora_rank * e
     casts_txt = ""
     if amp:
         layer += casts * 2 * h
@@ -162,17 +243,18 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
         f"{spec.norms_per_layer}·({norm_txt}) + {attn_txt} + {mlp_txt}"
         + (f" + 2·{h}·{m} masks" if m else "")
         + casts_txt
+        + frozen_txt
     )
 
     emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
-    per_token = norm + 8 + (h * emb_mask)  # final norm, input ids, embedding dropout mask
+    per_token = norm + 8 + (h * emb_mask) - frozen_token  # final norm, input ids, embedding dropout mask
     if spec.is_decoder:
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
     if mt in _ROPE:
         per_seq += 2 * d * (4 if amp else e)  # cos/sin at the embeddings' dtype (fp32 under AMP)
     if not amp:
-        return ActivationTerms(layer, score, per_token, per_seq, h * e, parts)
+        return ActivationTerms(layer, score, per_token, per_seq, h * e, parts, first_layer_free=prefix)
     head = 2 * spec.vocab_size * h if spec.is_decoder else 0
     return ActivationTerms(
         layer,
@@ -190,33 +272,97 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
     )
 
 
+def _layer_split(spec, w: Workload, n, s, t: ActivationTerms):
+    """(bytes each layer keeps until its backward, bytes of the one layer recomputed at a time)."""
+    full_layer = n * t.per_token_layer + n * s * t.per_token_score + t.layer_copies
+    if w.checkpointing == "selective":
+        full_layer = n * (t.per_token_layer + t.selective_extra) + t.layer_copies
+    if w.checkpointing != "full":
+        return full_layer, 0 * n
+    once = full_layer  # one layer recomputed
+    if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept fp32 input itself
+        once = once - n * t.recompute_input
+    return n * t.recompute_input, once
+
+
+def _resident_layers(spec, w: Workload) -> int:
+    """Layers whose kept tensors are on the GPU: all, or the layers in flight when offloading."""
+    return min(spec.num_layers, IN_FLIGHT_LAYERS) if w.activation_offload else spec.num_layers
+
+
 def activation_bytes(spec, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None):
     """Saved-for-backward bytes of the layers and embeddings (not the loss) for batch b, length s.
 
     Under AMP each layer adds autocast's 16-bit copies of its matrices (only the recomputed layer's
-    under full checkpointing). `t`: the workload's terms when the caller already has them."""
+    under full checkpointing). With activation offloading only the layers in flight stay on the GPU
+    (`offloaded_activation_bytes` is the rest, on the host). `t`: the workload's terms when the caller
+    already has them."""
     t = terms(spec, w, device) if t is None else t
     n = b * s
-    full_layer = n * t.per_token_layer + n * s * t.per_token_score + t.layer_copies
-    if w.checkpointing == "selective":
-        full_layer = n * (t.per_token_layer + t.selective_extra) + t.layer_copies
-    if w.checkpointing == "full":
-        layers = spec.num_layers * n * t.recompute_input + full_layer  # inputs + one layer recomputed
-        if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept fp32 input itself
-            layers -= n * t.recompute_input
-    else:
-        layers = spec.num_layers * full_layer
+    kept, once = _layer_split(spec, w, n, s, t)
+    layers = _resident_layers(spec, w) * kept + once
+    if w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
+        layers = layers - n * t.first_layer_free
     return layers // w.tp + n * t.per_token + s * t.per_seq_position
 
 
+def _first_layer_offloaded(spec, w: Workload) -> bool:
+    return w.activation_offload and spec.num_layers > IN_FLIGHT_LAYERS
+
+
+def offloaded_activation_bytes(
+    spec, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None
+):
+    """Host bytes activation offloading moves off the GPU: every kept layer but those in flight."""
+    if not w.activation_offload or not w.training:
+        return 0 * b * s
+    t = terms(spec, w, device) if t is None else t
+    kept, _ = _layer_split(spec, w, b * s, s, t)
+    moved = (spec.num_layers - _resident_layers(spec, w)) * kept
+    if w.checkpointing != "full" and _first_layer_offloaded(spec, w):
+        moved = moved - b * s * t.first_layer_free
+    return moved // w.tp
+
+
 def logits_bytes(spec, w: Workload, b, s):
-    """The loss's fp32 log-probabilities kept for backward (one chunk when the loss is chunked)."""
+    """The loss's tensors kept for backward: fp32 log-probs (one 1,024-token chunk with the fused
+    chunked loss); with `loss_chunks` under compile, the head's 16-bit output and a fp32 log-sum-exp
+    per token (each chunk's up-cast is recomputed in backward)."""
     if not spec.is_decoder:
         return 0 * b
     n = b * s
     if w.chunked_loss:
         n = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
+    if w.loss_chunks is not None and w.compile:
+        return (width(w.precision) * n * spec.vocab_size + 4 * n) // w.tp + 4
     return 4 * n * spec.vocab_size // w.tp + 4
+
+
+def loss_transient_bytes(spec, w: Workload, b, s):
+    """Backward through the loss, beside the saved tensors: the fp32 gradient of the log-probs and of the
+    logits (2 x 4 B per logit); compiled, one fused fp32 gradient. With `loss_chunks` one chunk's worth
+    at a time, but eager chunks also hold every 16-bit chunk beside the fp32 log-probs at the end of
+    the forward (the larger of the two)."""
+    if not spec.is_decoder:
+        return 0 * b
+    n = b * s
+    if w.chunked_loss:
+        n = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
+    grads = 1 if w.compile else 2
+    if w.loss_chunks is None:
+        return grads * 4 * n * spec.vocab_size // w.tp
+    chunk = grads * 4 * -(-n // w.loss_chunks) * spec.vocab_size // w.tp
+    if w.compile:
+        return chunk
+    head_out = width(w.precision) * n * spec.vocab_size // w.tp
+    return _max(head_out, chunk)
+
+
+def _max(a, b):
+    """max for ints or numpy arrays (numpy is not imported here)."""
+    if hasattr(a, "clip"):
+        return a.clip(min=b)
+    return b.clip(min=a) if hasattr(b, "clip") else max(a, b)
 
 
 def head_autocast_bytes(spec, w: Workload, b, s, t: ActivationTerms | None = None):
@@ -266,7 +412,7 @@ def inference_logits_bytes(spec, w: Workload, batch):
 def formulas(spec, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:
     t = terms(spec, w, device)
     n = b * s
-    L = spec.num_layers
+    L = _resident_layers(spec, w)
     tp = f" / {w.tp} tp" if w.tp > 1 else ""
     score = f" + {n:,}·{s}·{t.per_token_score} B scores" if t.per_token_score else ""
     copies = (
@@ -288,6 +434,10 @@ def formulas(spec, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:
         )
     else:
         core = f"{L} layers · ({n:,} tokens · {t.per_token_layer:,} B [{t.parts}]{score}{copies})"
+    if w.activation_offload:
+        core = f"activation offload, {L} of {spec.num_layers} layers in flight on the GPU: " + core
+    if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
+        core += f" − {n:,} · {t.first_layer_free} B not recorded before the first adapter (frozen embedding)"
     act = (
         f"{core}{tp} + {n:,} · {t.per_token} B ids/labels/final norm + {s} · {t.per_seq_position} B positions"
     )
@@ -297,6 +447,13 @@ def formulas(spec, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:
         return act, "0 (encoder: no LM head loss)"
     if w.chunked_loss:
         lg = f"4 B · min({n:,}, {LOSS_CHUNK_TOKENS}) tokens · {spec.vocab_size:,} vocab (chunked loss){tp}"
+    elif w.loss_chunks is not None and w.compile:
+        lg = (
+            f"{width(w.precision)} B · {n:,} tokens · {spec.vocab_size:,} vocab (16-bit head output in "
+            f"{w.loss_chunks} chunks; each chunk's fp32 up-cast recomputed in backward) + 4 B lse{tp}"
+        )
+    elif w.loss_chunks is not None:
+        lg = f"4 B · {n:,} tokens · {spec.vocab_size:,} vocab (each of {w.loss_chunks} chunks' fp32 log-probs){tp}"
     else:
         lg = f"4 B · {b} seqs · {s} tokens · {spec.vocab_size:,} vocab (fp32 log-probs){tp}"
     if t.head_copy:

@@ -45,6 +45,7 @@ class Estimate:
             "device": self.device,
             "workload": self.workload.to_dict(),
             "memory": self.memory.as_dict(),
+            "host": {**self.memory.host, "host_bytes": self.memory.host_bytes},
             "formulas": dict(self.memory.formulas),
             "params": dict(self.params),
             "rules_of_thumb": self.rules_of_thumb.to_dict(),

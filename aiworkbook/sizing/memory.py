@@ -14,6 +14,9 @@ from aiworkbook.sizing.states import model_states, zero3_gather_bytes
 from aiworkbook.sizing.workload import Workload
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
 
+#: What moves off the GPU, per GPU: FSDP CPU offload's states, offloaded activations, and a paged
+#: optimizer's state (CUDA unified memory outside PyTorch's allocator, on the host under pressure).
+HOST_KEYS = ("offloaded_states", "offloaded_activations", "paged_optimizer")
 COMPONENTS = (
     "weights",
     "gradients",
@@ -53,11 +56,20 @@ class MemoryBreakdown:
     reserve: int = 0
     total: int = 0
     formulas: dict[str, str] = field(default_factory=dict, compare=False)
+    #: Bytes that options keep off the GPU (not in `total`): see `HOST_KEYS`.
+    host: dict[str, int] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, int]:
         d = asdict(self)
         d.pop("formulas")
+        d.pop("host")
         return d
+
+    @property
+    def host_bytes(self) -> int:
+        """Host memory the workload needs per GPU for what it moved off the GPU (paged state counted
+        whole: the driver keeps it on the host when the GPU has no room)."""
+        return sum(self.host.values())
 
     def rows(self) -> list[tuple[str, int, str]]:
         """(component, bytes, formula) for a table."""
@@ -109,7 +121,7 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
         c["kv_cache"] = zero
         # backward through the loss: the fp32 gradient of the log-probs and the fp32 gradient of the
         # logits (log_softmax's backward) live beside the saved log-probs: 2 x 4 B per logit
-        transient = 2 * (logprobs - 4) if spec.is_decoder else zero
+        transient = act.loss_transient_bytes(spec, w, b, s) + zero
     else:
         prompt = _cap(s, w.seq_len)
         c["activations"] = act.inference_activation_bytes(spec, w, b, prompt)
@@ -177,10 +189,10 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
     if device == "cuda":
         ws = [f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES)} cuBLAS"]
         if w.training and spec.is_decoder:
-            ws.append(
-                f"{fmt_bytes(2 * (int(act.logits_bytes(spec, w, b, s)) - 4))} loss backward "
-                "(fp32 gradients of log-probs and logits)"
-            )
+            what = "fp32 gradients of log-probs and logits" if not w.compile else "fused fp32 gradient"
+            if w.loss_chunks is not None:
+                what += f", one of {w.loss_chunks} chunks" + ("" if w.compile else " (or the 16-bit chunks)")
+            ws.append(f"{fmt_bytes(int(act.loss_transient_bytes(spec, w, b, s)))} loss backward ({what})")
         if zero3_gather_bytes(spec, w):
             ws.append(f"{fmt_bytes(zero3_gather_bytes(spec, w))} ZeRO-3 gathered unit (weights + grads)")
         if w.dp * w.tp > 1:
@@ -198,4 +210,14 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
         for k in ("workspace", "cuda_context", "reserve"):
             f[k] = "0 (device cpu)"
     f["total"] = " + ".join(k for k in COMPONENTS if vals[k])
-    return MemoryBreakdown(**vals, formulas=f)
+    return MemoryBreakdown(**vals, formulas=f, host=host_components(spec, w, b, s, device))
+
+
+def host_components(spec, w: Workload, b: int, s: int, device: str = "cuda") -> dict[str, int]:
+    """Bytes per GPU the options keep off the GPU, by HOST_KEYS."""
+    st = model_states(spec, w)
+    return {
+        "offloaded_states": int(st.host),
+        "offloaded_activations": int(act.offloaded_activation_bytes(spec, w, b, s, device)),
+        "paged_optimizer": int(st.paged),
+    }

@@ -11,6 +11,22 @@ The recipe is a setting, not a constant (REFERENCE.md table). Bytes per trainabl
 | adamw-8bit    | 2       | 2     | 2 (m, v int8)    | 4      |
 | sgd-momentum  | w       | w     | 4 (momentum)     | 4 if mixed |
 | adafactor     | w       | w     | 4·(rows + cols) per matrix, 4 per vector | 4 if mixed |
+| blockwise-adamw-8bit | w | w     | 2 + 8/256 (int8 m, v + fp32 absmax per 256) | 4 if mixed |
+| paged-adamw-8bit | w    | w     | as blockwise-adamw-8bit, in unified memory | 4 if mixed |
+
+blockwise-adamw-8bit is torchao's AdamW8bit or bitsandbytes' AdamW8bit on the model's own weights (no
+master copy at a 16-bit precision, unlike the adamw-8bit recipe's fixed fp32 master).
+
+paged-adamw-8bit is bitsandbytes' PagedAdamW8bit: its state lives in CUDA unified memory
+(cudaMallocManaged), outside PyTorch's caching allocator, so the driver pages it to the host when the
+GPU is full and PyTorch's peak figures never count it. It is reported apart (`paged_optimizer` in the
+host figures), not in the GPU total. Tensors under 4,096 elements (norm vectors) keep 32-bit state.
+
+Frozen base weights (LoRA, QLoRA) keep no gradient and no optimizer state: gradients, optimizer and
+master bytes count the adapters only. `optimizer_in_backward` steps each parameter as its gradient is
+ready and frees it, so one parameter's gradient is alive at a time (the largest tensor), not all.
+`fsdp_cpu_offload` keeps weights, gradients and optimizer state on the host (`host_states`); the GPU
+holds the gathered unit(s) (the workspace's ZeRO-3 term).
 
 w is the precision's width (4 at fp32, else 2). ZeRO-1 shards optimizer + master, ZeRO-2 also
 gradients, ZeRO-3 also weights, over dp ranks; tensor parallel divides all of them by tp. Per GPU,
@@ -52,13 +68,21 @@ def width(precision: str) -> int:
     return 4 if precision == "fp32" else 2
 
 
+#: bitsandbytes' 8-bit optimizers: block-wise quantisation, one fp32 absmax per 256 values per state.
+BNB_BLOCK = 256
+#: Parameters with fewer elements keep 32-bit state in bitsandbytes (min_8bit_size).
+BNB_MIN_8BIT_SIZE = 4096
+
+
 def recipe_bytes(recipe: str, precision: str) -> tuple[int, int, int, int]:
-    """(weights, grads, optimizer, master) bytes per trainable parameter; adafactor's optimizer is 0 here."""
+    """(weights, grads, optimizer, master) bytes per trainable parameter; adafactor's optimizer is 0 here
+    and paged-adamw-8bit's block state is added by `trainable_and_optimizer`."""
     if recipe in _FIXED:
         return _FIXED[recipe]
     w = width(precision)
     master = 4 if precision.endswith("-mixed") else 0
-    return (w, w, 4 if recipe == "sgd-momentum" else 0, master)
+    opt = {"sgd-momentum": 4, "blockwise-adamw-8bit": 2, "paged-adamw-8bit": 2}.get(recipe, 0)
+    return (w, w, opt, master)
 
 
 def adafactor_state(spec) -> int:
@@ -74,11 +98,11 @@ def adafactor_state(spec) -> int:
     return 4 * (spec.num_layers * (per_layer_factored + vector_params) + tables + other)
 
 
-def lora_params(spec, w: Workload) -> int:
-    """Trainable adapter parameters: rank · (in + out) for each targeted projection in each layer."""
+def _lora_shapes(spec) -> dict[str, tuple[int, int, int]]:
+    """(in, out, copies per layer) of each projection LoRA can adapt."""
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
     experts = max(1, spec.num_experts)
-    shapes = {
+    return {
         "q_proj": (h, a * d, 1),
         "k_proj": (h, k * d, 1),
         "v_proj": (h, k * d, 1),
@@ -87,8 +111,30 @@ def lora_params(spec, w: Workload) -> int:
         "up_proj": (h, i, experts),
         "down_proj": (i, h, experts),
     }
-    per_layer = sum(w.lora_rank * (shapes[t][0] + shapes[t][1]) * shapes[t][2] for t in w.lora_targets)
+
+
+def lora_params(spec, w: Workload) -> int:
+    """Trainable adapter parameters: rank · (in + out) for each targeted projection in each layer
+    (all-linear: every projection of the block, attention and MLP, not the LM head, as PEFT does)."""
+    shapes = _lora_shapes(spec)
+    per_layer = sum(w.lora_rank * (shapes[m][0] + shapes[m][1]) * shapes[m][2] for m in w.lora_modules(spec))
     return spec.num_layers * per_layer
+
+
+def largest_trainable_tensor(spec, w: Workload) -> int:
+    """Elements of the largest trainable tensor: the one gradient optimizer-in-backward holds at a time
+    (the vocabulary table or the widest matrix for full training; the widest adapter matrix for LoRA)."""
+    shapes = _lora_shapes(spec)
+    if w.mode == "train":
+        return max([spec.vocab_size * spec.hidden_size] + [i * o for i, o, n in shapes.values() if n])
+    return max(w.lora_rank * max(shapes[m][0], shapes[m][1]) for m in w.lora_modules(spec))
+
+
+def _small_tensor_params(spec, w: Workload) -> int:
+    """Trainable parameters in tensors under bitsandbytes' min_8bit_size (norm vectors): 32-bit state."""
+    if w.mode != "train" or spec.hidden_size >= BNB_MIN_8BIT_SIZE:
+        return 0
+    return (spec.num_layers * spec.norms_per_layer + 1) * spec.hidden_size
 
 
 def trainable_and_optimizer(spec, w: Workload) -> tuple[int, int, str]:
@@ -103,6 +149,16 @@ def trainable_and_optimizer(spec, w: Workload) -> tuple[int, int, str]:
     if w.recipe == "adafactor":
         opt = adafactor_state(spec) if w.mode == "train" else 4 * trainable
         return trainable, opt, "4 B · (rows + cols) per matrix + 4 B per vector (factored second moment)"
+    if w.recipe in ("blockwise-adamw-8bit", "paged-adamw-8bit"):
+        small = _small_tensor_params(spec, w)
+        big = trainable - small
+        opt = ob * big + 2 * 4 * -(-big // BNB_BLOCK) + 8 * small
+        return (
+            trainable,
+            opt,
+            f"{big:,} trainable · (2 B int8 m, v + 2 · 4 B absmax / {BNB_BLOCK})"
+            + (f" + {small:,} in small tensors · 8 B" if small else ""),
+        )
     return trainable, trainable * ob, f"{trainable:,} trainable · {ob} B"
 
 
@@ -137,12 +193,17 @@ def inference_weight_bytes(spec, weights_dtype: str) -> tuple[int, str]:
 
 @dataclass(frozen=True)
 class States:
+    """Per-GPU bytes on the device; `host` holds what an option keeps in host memory instead
+    (fsdp_cpu_offload's states) and `paged` the unified-memory optimizer state (paged-adamw-8bit)."""
+
     weights: int
     gradients: int
     optimizer: int
     master_weights: int
     trainable: int
     formulas: dict[str, str]
+    host: int = 0
+    paged: int = 0
 
 
 def model_states(spec, w: Workload) -> States:
@@ -169,12 +230,29 @@ def model_states(spec, w: Workload) -> States:
         weights += bw
         f["weights"] = f"{base_txt}{sb} + {trainable:,} adapter params · {wb} B{sw}"
     grads, sg = shard(trainable * gb, 2)
-    f["gradients"] = f"{trainable:,} trainable · {gb} B{sg}"
+    f["gradients"] = f"{trainable:,} trainable · {gb} B{sg}" + (
+        " (frozen base: no gradients)" if w.mode != "train" else ""
+    )
+    if w.optimizer_in_backward:
+        big = largest_trainable_tensor(spec, w)
+        grads = big * gb // t
+        f["gradients"] = (
+            f"{big:,} elements of the largest tensor · {gb} B (optimizer in backward: one at a time)"
+        )
     optimizer, so = shard(opt, 1)
     f["optimizer"] = opt_txt + so
     master, sm = shard(trainable * mb, 1)
     f["master_weights"] = f"{trainable:,} trainable · {mb} B{sm}"
-    return States(weights, grads, optimizer, master, trainable, f)
+    paged = 0
+    if w.paged_optimizer:
+        paged, optimizer = optimizer, 0
+        f["optimizer"] = f"0 on PyTorch's allocator: {opt_txt}{so} paged (CUDA unified memory)"
+    if w.fsdp_cpu_offload:
+        host = weights + grads + optimizer + master
+        for k in ("weights", "gradients", "optimizer", "master_weights"):
+            f[k] = f"0 on the GPU: {f[k]} on the host (FSDP CPU offload)"
+        return States(0, 0, 0, 0, trainable, f, host=host, paged=paged)
+    return States(weights, grads, optimizer, master, trainable, f, paged=paged)
 
 
 def zero3_unit_params(spec) -> int:
@@ -182,14 +260,23 @@ def zero3_unit_params(spec) -> int:
     return max(spec.params_per_layer, spec.vocab_size * spec.hidden_size)
 
 
+#: Units FSDP holds gathered at once: the one computing and the next, prefetched (forward and backward
+#: prefetch, FSDP's defaults); their gradients are reduced one unit at a time.
+GATHERED_UNITS = 2
+
+
 def zero3_gather_bytes(spec, w: Workload) -> int:
     """ZeRO-3's working set beyond the shards: one unit's gathered weights and its unsharded gradients
-    before the reduce-scatter, (weights + grads bytes) · unit parameters / tp. 0 below ZeRO-3."""
-    if w.zero < 3 or not w.training:
+    before the reduce-scatter, (weights + grads bytes) · unit parameters / tp. 0 below ZeRO-3 unless
+    FSDP offloads to the CPU: then the gathered units are all the GPU holds of the model, even on one
+    GPU, and the prefetched next unit is counted too (GATHERED_UNITS; the existing ZeRO-3 term without
+    offload keeps its one unit, as DeepSpeed's estimator does)."""
+    if (w.zero < 3 and not w.fsdp_cpu_offload) or not w.training:
         return 0
     wb, gb, _, _ = recipe_bytes(w.recipe, w.precision)
+    units = GATHERED_UNITS if w.fsdp_cpu_offload else 1
     if w.mode == "train":
-        return (wb + gb) * zero3_unit_params(spec) // w.tp
+        return (units * wb + gb) * zero3_unit_params(spec) // w.tp
     # LoRA/QLoRA: the frozen base unit is gathered at its dtype, no gradients for it
     base, _ = frozen_base_bytes(spec, w)
-    return base * zero3_unit_params(spec) // max(spec.params, 1) // w.tp
+    return units * base * zero3_unit_params(spec) // max(spec.params, 1) // w.tp

@@ -17,7 +17,15 @@ from aiworkbook.units import KV_DTYPES
 Mode = Literal["train", "lora", "qlora", "infer"]
 Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"]
 Recipe = Literal[
-    "fp32-adamw", "zero-mixed", "megatron-bf16", "pure-bf16", "adamw-8bit", "sgd-momentum", "adafactor"
+    "fp32-adamw",
+    "zero-mixed",
+    "megatron-bf16",
+    "pure-bf16",
+    "adamw-8bit",
+    "sgd-momentum",
+    "adafactor",
+    "blockwise-adamw-8bit",
+    "paged-adamw-8bit",
 ]
 Attention = Literal["eager", "sdpa", "flash"]
 Checkpointing = Literal["none", "selective", "full"]
@@ -25,6 +33,8 @@ WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
 KVDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 Engine = Literal["hf", "vllm", "trtllm"]
 LoraModule = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+#: What `lora_targets` holds: modules, or PEFT's "all-linear" alone.
+LoraTarget = Literal[LoraModule, "all-linear"]
 
 #: One list of allowed values per option, shared by the CLI's help and parser and the library.
 MODES: tuple[str, ...] = get_args(Mode)
@@ -35,6 +45,8 @@ CHECKPOINTING: tuple[str, ...] = get_args(Checkpointing)
 WEIGHT_DTYPES: tuple[str, ...] = get_args(WeightDtype)
 ENGINES: tuple[str, ...] = get_args(Engine)
 LORA_MODULES: tuple[str, ...] = get_args(LoraModule)
+#: PEFT's `target_modules="all-linear"`: every linear of the blocks (attention and MLP), not the LM head.
+ALL_LINEAR = "all-linear"
 assert get_args(KVDtype) == KV_DTYPES
 #: Recipes that keep 16-bit weights: they cannot run at fp32 precision.
 SIXTEEN_BIT_RECIPES = ("zero-mixed", "megatron-bf16", "pure-bf16", "adamw-8bit")
@@ -96,7 +108,36 @@ class Workload:
         default="sdpa", metadata={"doc": "eager keeps the s^2 scores; sdpa/flash do not"}
     )
     checkpointing: Checkpointing = dc_field(default="none", metadata={"doc": "activation recomputation"})
-    chunked_loss: bool = dc_field(default=False, metadata={"doc": "loss computed in chunks (no full logits)"})
+    chunked_loss: bool = dc_field(
+        default=False,
+        metadata={"doc": "fused linear + cross-entropy over 1,024-token chunks (no full logits)"},
+    )
+    loss_chunks: int | None = dc_field(
+        default=None,
+        metadata={
+            "doc": "head output split in N chunks, each up-cast to fp32 alone (torchtune: 8); None: unchunked",
+            "low": 1,
+            "high": MAX_TOKENS,
+        },
+    )
+    compile: bool = dc_field(
+        default=False,
+        metadata={"doc": "torch.compile: fused element-wise chains (norms, SwiGLU) keep no intermediates"},
+    )
+    optimizer_in_backward: bool = dc_field(
+        default=False,
+        metadata={"doc": "optimizer step per parameter in backward: one gradient alive at a time"},
+    )
+    activation_offload: bool = dc_field(
+        default=False,
+        metadata={"doc": "saved activations to host memory; the GPU keeps the layers in flight"},
+    )
+    fsdp_cpu_offload: bool = dc_field(
+        default=False,
+        metadata={
+            "doc": "FSDP CPU offload: weights, grads and optimizer on the host; GPU holds gathered units"
+        },
+    )
     dp: int = dc_field(
         default=1, metadata={"doc": "data-parallel replicas (training)", "low": 1, "high": MAX_GPUS}
     )
@@ -107,8 +148,9 @@ class Workload:
         default=1, metadata={"doc": "tensor-parallel size (divides the heads)", "low": 1, "high": MAX_TP}
     )
     lora_rank: int = dc_field(default=16, metadata={"doc": "LoRA rank", "low": 1, "high": 1 << 16})
-    lora_targets: tuple[LoraModule, ...] = dc_field(
-        default=("q_proj", "k_proj", "v_proj", "o_proj"), metadata={"doc": "modules LoRA adapts"}
+    lora_targets: tuple[LoraTarget, ...] = dc_field(
+        default=("q_proj", "k_proj", "v_proj", "o_proj"),
+        metadata={"doc": "modules LoRA adapts (or all-linear: every block linear, not the head)"},
     )
     weights_dtype: WeightDtype = dc_field(
         default="bf16", metadata={"doc": "stored weights (quantised: inference)"}
@@ -162,19 +204,22 @@ class Workload:
         _choice("checkpointing", self.checkpointing, CHECKPOINTING)
         if isinstance(self.zero, bool) or not isinstance(self.zero, int) or self.zero not in (0, 1, 2, 3):
             raise SpecError("zero", self.zero, "0, 1, 2 or 3 (FSDP full shard = 3)")
-        targets = tuple(self.lora_targets)
+        targets = (self.lora_targets,) if isinstance(self.lora_targets, str) else tuple(self.lora_targets)
         object.__setattr__(self, "lora_targets", targets)
         if not targets:
             raise SpecError("lora_targets", targets, "one or more of " + ", ".join(LORA_MODULES))
+        if ALL_LINEAR in targets and len(targets) > 1:
+            raise SpecError("lora_targets", targets, f"{ALL_LINEAR} alone, or a list of modules")
         for t in targets:
-            _choice("lora_targets", t, LORA_MODULES)
+            _choice("lora_targets", t, (*LORA_MODULES, ALL_LINEAR))
         if len(set(targets)) != len(targets):
             raise SpecError("lora_targets", targets, "each module at most once")
         _choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
         _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
         _choice("engine", self.engine, ENGINES)
-        if not isinstance(self.chunked_loss, bool):
-            raise SpecError("chunked_loss", self.chunked_loss, "True or False")
+        for name in BOOL_FIELDS:
+            if not isinstance(getattr(self, name), bool):
+                raise SpecError(name, getattr(self, name), "True or False")
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, int | float) or not 0 < u <= 1:
             raise SpecError("gpu_memory_utilization", u, "a fraction in (0, 1]")
@@ -215,11 +260,33 @@ class Workload:
             )
         if self.mode == "qlora" and self.weights_dtype not in ("bf16", "nf4"):
             raise SpecError("weights_dtype", self.weights_dtype, "nf4 (or the default bf16) for qlora")
+        self._check_finetune_options()
         if self.context is not None and self.context < self.seq_len + self.new_tokens:
             raise SpecError(
                 "context",
                 self.context,
                 f">= seq_len + new_tokens ({self.seq_len} + {self.new_tokens}): the cache holds prompt and output",
+            )
+
+    def _check_finetune_options(self) -> None:
+        if self.chunked_loss and self.loss_chunks is not None:
+            raise SpecError(
+                "loss_chunks", self.loss_chunks, "None with chunked_loss (the fused loss has its own chunks)"
+            )
+        for name in ("loss_chunks", "optimizer_in_backward", "activation_offload", "fsdp_cpu_offload"):
+            if not self.training and getattr(self, name) not in (None, False):
+                raise SpecError(name, getattr(self, name), "unset for inference (a training option)")
+        if self.fsdp_cpu_offload and self.dp > 1 and self.zero != 3:
+            raise SpecError(
+                "zero", self.zero, "3 with fsdp_cpu_offload on several GPUs (FSDP full shard offloads shards)"
+            )
+        if self.fsdp_cpu_offload and self.optimizer_in_backward:
+            raise SpecError(
+                "optimizer_in_backward", True, "False with fsdp_cpu_offload (the step runs on the host)"
+            )
+        if self.optimizer_in_backward and self.zero:
+            raise SpecError(
+                "optimizer_in_backward", True, "False with ZeRO (no per-parameter step on shards)"
             )
 
     # ---- derived ------------------------------------------------------------------------
@@ -231,6 +298,19 @@ class Workload:
     def context_len(self) -> int:
         """Tokens each served sequence holds in its KV cache: `context`, else prompt + new tokens."""
         return self.context if self.context is not None else self.seq_len + self.new_tokens
+
+    @property
+    def paged_optimizer(self) -> bool:
+        """bitsandbytes' paged optimizers keep their state in CUDA unified memory, outside PyTorch's
+        allocator: the driver pages it to the host when the GPU is full."""
+        return self.recipe == "paged-adamw-8bit"
+
+    def lora_modules(self, spec) -> tuple[str, ...]:
+        """The adapted modules: the list as given, or every block linear the model has for all-linear
+        (gate_proj only for a gated MLP)."""
+        if self.lora_targets != (ALL_LINEAR,):
+            return tuple(self.lora_targets)
+        return tuple(m for m in LORA_MODULES if m != "gate_proj" or spec.gated_mlp)
 
     @property
     def flash(self) -> bool:
@@ -303,8 +383,10 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "weights_dtype": WEIGHT_DTYPES,
     "kv_dtype": KV_DTYPES,
     "engine": ENGINES,
-    "lora_targets": LORA_MODULES,
+    "lora_targets": (*LORA_MODULES, ALL_LINEAR),
 }
+#: Workload fields that are switches.
+BOOL_FIELDS = ("chunked_loss", "compile", "optimizer_in_backward", "activation_offload", "fsdp_cpu_offload")
 
 
 def _describe(f: Any) -> dict[str, Any]:
@@ -316,7 +398,7 @@ def _describe(f: Any) -> dict[str, Any]:
             d["default"] = list(f.default)
     elif f.name in ("gpu_memory_utilization", "dropout"):
         d["type"] = "float"
-    elif f.name == "chunked_loss":
+    elif f.name in BOOL_FIELDS:
         d["type"] = "bool"
     else:
         d["type"] = "int"
@@ -337,12 +419,12 @@ def allowed(name: str, spec: Any = None, **others: Any) -> list[Any] | tuple[int
     if name in _CHOICES and name != "lora_targets":
         candidates: list[Any] = list(_CHOICES[name])
     elif name == "lora_targets":
-        return [m for m in LORA_MODULES if _ok(spec, others, name, (m,))]
+        return [m for m in (*LORA_MODULES, ALL_LINEAR) if _ok(spec, others, name, (m,))]
     elif name == "zero":
         candidates = [0, 1, 2, 3]
     elif name == "tp" and spec is not None:
         candidates = list(range(1, MAX_TP + 1))
-    elif name == "chunked_loss":
+    elif name in BOOL_FIELDS:
         candidates = [False, True]
     else:
         return (meta["low"], meta["high"])
