@@ -114,17 +114,33 @@ def test_sizing_bad_value_shows_an_error_and_the_page_keeps_working(browser, ser
         close_page(page)
 
 
+def _chart_shot(chart) -> bytes | None:
+    """A screenshot of the chart, or None when a redraw replaced its element during the capture (the
+    locator finds the new element on the next try)."""
+    from playwright.sync_api import Error
+
+    try:
+        return chart.screenshot(timeout=5_000)
+    except Error as exc:
+        if "not attached" in str(exc) or "Timeout" in str(exc):
+            return None
+        raise
+
+
 def test_monitor_updates(browser, servers):
     spec, _ = servers.get("monitor")
     page = open_dashboard(browser, spec.url)
     try:
         chart = page.locator(".aiwb-gpu-monitor canvas, .aiwb-gpu-monitor svg.marks").first
         chart.wait_for(timeout=ANSWER_TIMEOUT_MS)
-        before = chart.screenshot()
         deadline = time.monotonic() + 30
+        before = _chart_shot(chart)
+        while before is None and time.monotonic() < deadline:
+            before = _chart_shot(chart)
         while time.monotonic() < deadline:  # samples arrive at 2 Hz: the line grows
             time.sleep(1.0)
-            if chart.screenshot() != before:
+            now = _chart_shot(chart)
+            if before is not None and now is not None and now != before:
                 break
         else:
             pytest.fail("the monitor's chart did not change in 30 s")
