@@ -117,6 +117,11 @@ def test_rules_of_thumb_sit_beside_the_itemised_total():
     r = est.rules_of_thumb
     assert r["bytes"] == 18 * L8.params + est.memory.activations
     assert r["difference_bytes"] == r["bytes"] - est.memory.total
+    # fine-tuning with adapters is held to its own rule (LLaMA-Factory's estimate), not a full fine-tune's
+    for mode, per in (("lora", 2), ("qlora", 0.5)):
+        e = estimate(L8, Workload(mode=mode), device="cpu")
+        assert e.rules_of_thumb["bytes"] == int(per * L8.params) + e.memory.activations
+        assert e.rules_of_thumb["rule"] == f"{mode}_{per:g}B_per_param"
 
 
 def test_logits_are_their_own_component_and_chunking_shrinks_them():

@@ -17,6 +17,10 @@ DEVICES = ("cuda", "cpu")
 #: The seeds' rules of thumb, bytes per parameter (shown beside the itemised total, never instead).
 TRAIN_RULE_BYTES = 18
 INFER_RULE_BYTES = 6
+#: Fine-tuning's bytes per parameter as LLaMA-Factory's README estimates them ("Hardware Requirement",
+#: marked *estimated*: 16-bit LoRA `2x` GB and 4-bit QLoRA `x/2` GB for x billion parameters;
+#: hiyouga/LLaMA-Factory README.md at 00409ff2): the 18 B rule would be a full fine-tune's.
+ADAPTER_RULE_BYTES = {"lora": 2.0, "qlora": 0.5}
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,12 @@ class Estimate:
 
 
 def _rules(spec, w: Workload, mem: MemoryBreakdown) -> RulesOfThumb:
-    if w.training:
+    if w.mode in ADAPTER_RULE_BYTES:
+        per = ADAPTER_RULE_BYTES[w.mode]
+        rule = int(per * spec.params) // w.tp + mem.activations
+        name = f"{w.mode}_{per:g}B_per_param"
+        txt = f"{per:g} B · {spec.params:,} params + activations (LLaMA-Factory's estimate for {w.mode})"
+    elif w.training:
         rule = TRAIN_RULE_BYTES * spec.params // (w.tp * (w.dp if w.zero == 3 else 1)) + mem.activations
         name, txt = "train_18B_per_param", f"18 B · {spec.params:,} params + activations"
     else:
