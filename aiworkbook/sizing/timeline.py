@@ -81,4 +81,4 @@ def step_peak(phases: dict):
         peak = act._max(peak, v)
     if hasattr(peak, "clip"):
         return peak, ""
-    return peak, max(phases, key=phases.get)
+    return peak, max(phases, key=lambda k: phases[k])
