@@ -91,9 +91,10 @@ def _estimate(spec: ModelSpec, w, device: str):
 
 
 def allocated_prediction(mem, device: str) -> int:
-    """The itemised estimate of what the allocator holds: total less CUDA context and allocator reserve."""
+    """The itemised estimate of what the allocator holds: total less CUDA context and allocator reserve.
+    On the CPU, accounting adds every category at its own largest, so the components' sum is compared."""
     if device == "cpu":
-        return int(mem.total)
+        return int(mem.summed)
     return int(mem.total - mem.cuda_context - mem.reserve)
 
 
@@ -474,7 +475,7 @@ def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, 
         _row("activations", acts, mem.activations),
         _row("logits", logits, mem.logits),
         _row("activations + logits", acts + logits, mem.activations + mem.logits),
-        _row("accounted peak (states + saved)", accounted, mem.total if dev == "cpu" else predicted),
+        _row("accounted peak (states + saved)", accounted, mem.summed if dev == "cpu" else predicted),
     ]
     details: dict[str, Any] = {
         "components": rows,

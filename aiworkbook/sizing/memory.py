@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from aiworkbook.sizing import activations as act
+from aiworkbook.sizing import timeline
 from aiworkbook.sizing.states import model_states, zero3_gather_bytes
 from aiworkbook.sizing.workload import Workload
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
@@ -71,6 +72,13 @@ class MemoryBreakdown:
         whole: the driver keeps it on the host when the GPU has no room)."""
         return sum(self.host.values())
 
+    @property
+    def summed(self) -> int:
+        """Every component added up: what each holds at its own largest. For training `total` is less
+        (the step's peak phase, `timeline`): gradients, activations and the loss's tensors are not all
+        alive at once."""
+        return sum(getattr(self, c) for c in COMPONENTS)
+
     def rows(self) -> list[tuple[str, int, str]]:
         """(component, bytes, formula) for a table."""
         return [(c, getattr(self, c), self.formulas.get(c, "")) for c in (*COMPONENTS, "total")]
@@ -112,6 +120,7 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
         weights=st.weights, gradients=st.gradients, optimizer=st.optimizer, master_weights=st.master_weights
     )
     zero = 0 * b * s
+    t = None
     if w.training:
         t = act.terms(spec, w, device)  # once: activations and the head's autocast copies share them
         c["activations"] = act.activation_bytes(spec, w, b, s, device, t)
@@ -129,6 +138,7 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
         c["kv_cache"] = kv_bytes(spec, w, b, s)
         transient = zero
     if device == "cuda":
+        ws_transient = transient
         ws = CUBLAS_WORKSPACE_BYTES + transient + zero3_gather_bytes(spec, w)
         if w.dp * w.tp > 1:
             ws = ws + NCCL_BYTES
@@ -136,12 +146,29 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
             ws = ws + CUDA_GRAPH_BYTES
         c["workspace"] = ws
         c["cuda_context"] = CUDA_CONTEXT_BYTES + zero
-        allocated = sum(c[k] for k in COMPONENTS[:7]) + ws
+        allocated = sum(c[k] for k in COMPONENTS[:7]) + ws - _not_at_once(spec, w, b, s, c, transient, t)
         c["reserve"] = allocated * ALLOCATOR_RESERVE_PERCENT // 100 if w.engine == "hf" else zero
     else:
         c["workspace"] = c["cuda_context"] = c["reserve"] = zero
-    c["total"] = sum(c[k] for k in COMPONENTS)
+        ws_transient = zero  # the CPU's components count no workspace
+    c["total"] = sum(c[k] for k in COMPONENTS) - _not_at_once(spec, w, b, s, c, ws_transient, t)
     return c
+
+
+def _peak_phase(spec, w: Workload, b: int, s: int, c: dict, device: str) -> str:
+    transient = act.loss_transient_bytes(spec, w, b, s) if device == "cuda" else 0
+    return timeline.step_peak(timeline.phase_bytes(spec, w, b, s, c, transient, act.terms(spec, w, device)))[
+        1
+    ]
+
+
+def _not_at_once(spec, w: Workload, b, s, c: dict, transient, t):
+    """Training: bytes the components hold at different times of the step (their sum less the step's
+    peak phase, `timeline`); 0 for inference."""
+    if not w.training:
+        return 0 * b * s
+    summed = c["gradients"] + c["activations"] + c["logits"] + transient
+    return summed - timeline.step_peak(timeline.phase_bytes(spec, w, b, s, c, transient, t))[0]
 
 
 def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown:
@@ -210,6 +237,12 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
         for k in ("workspace", "cuda_context", "reserve"):
             f[k] = "0 (device cpu)"
     f["total"] = " + ".join(k for k in COMPONENTS if vals[k])
+    if w.training and vals["total"] < sum(vals[k] for k in COMPONENTS):
+        phase = _peak_phase(spec, w, b, s, c, device)
+        f["total"] = (
+            f"the step's peak, the {phase}: {f['total']} less "
+            f"{fmt_bytes(sum(vals[k] for k in COMPONENTS) - vals['total'])} not alive then"
+        )
     return MemoryBreakdown(**vals, formulas=f, host=host_components(spec, w, b, s, device))
 
 
