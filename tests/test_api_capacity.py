@@ -121,3 +121,12 @@ def test_fp8_weights_on_a_gpu_without_fp8_name_the_weights_dtype(capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "'weights_dtype'" in err and "'dtype'" not in err
+
+
+def test_size_says_why_a_training_total_is_below_its_components(capsys):
+    assert main(["size", "llama-3-8b", "--recipe", "pure-bf16", "--gpu", "H100-SXM"]) == 0
+    total = next(ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("total "))
+    assert "the step's peak" in total and "not alive then" in total  # the stack is not the total
+    assert main(["size", "llama-3-8b", "--mode", "infer", "--gpu", "H100-SXM"]) == 0
+    total = next(ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("total "))
+    assert total.split()[-1] == "GiB"  # inference: the components add up, nothing to explain

@@ -85,6 +85,18 @@ def test_memory_chart_holds_each_component_formula_rule_and_budget(infer_estimat
     assert_offline_svg(chart)
 
 
+def test_memory_chart_marks_a_training_steps_peak_below_the_stack(llama):
+    est = estimate(llama, Workload(recipe="pure-bf16"), gpu="H100-SXM")
+    assert est.memory.total < est.memory.summed  # gradients are not alive at the loss backward
+    rows = rows_of(memory_chart(est))
+    assert sum(r["bytes"] for r in rows if r.get("bar") == "itemised" and "component" in r) == est.memory.summed
+    peak = [r for r in rows if r.get("label") == "the step's peak (the total)"]
+    assert len(peak) == 1 and peak[0]["gib"] == pytest.approx(est.memory.total / GiB)
+    assert peak[0]["formula"] == est.memory.formulas["total"] and "not alive then" in peak[0]["formula"]
+    inference = rows_of(memory_chart(estimate(llama, Workload(mode="infer"), gpu="H100-SXM")))
+    assert not [r for r in inference if r.get("label") == "the step's peak (the total)"]  # stack == total
+
+
 def test_memory_chart_accepts_the_json_of_size(infer_estimate):
     assert rows_of(memory_chart(infer_estimate.to_dict())) == rows_of(memory_chart(infer_estimate))
 

@@ -1,5 +1,7 @@
 """Memory breakdown: one stacked bar by component (the formula in each tooltip), the rule of thumb
-beside it, and the GPU budget as a line when the estimate names a GPU."""
+beside it, and the GPU budget as a line when the estimate names a GPU. For training the total is the
+step's peak phase, below the stacked sum (gradients and activations are not all alive at once): a
+black tick on the bar marks it."""
 
 from __future__ import annotations
 
@@ -75,6 +77,30 @@ def memory_chart(estimate: Any) -> alt.LayerChart:
             alt.Chart(alt.Data(values=budget))
             .mark_rule(strokeDash=[6, 4], color="#000000")
             .encode(y="gib:Q", tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", format=",.2f")])
+        )
+    mem = d["memory"]
+    summed = sum(int(mem.get(c) or 0) for c in COMPONENTS)
+    if mem["total"] < summed:  # a training step's peak: not every component is alive at once
+        peak = [
+            {
+                "bar": ITEMISED,
+                "gib": gib(mem["total"]),
+                "label": "the step's peak (the total)",
+                "formula": (d.get("formulas") or {}).get("total", ""),
+            }
+        ]
+        layers.append(
+            alt.Chart(alt.Data(values=peak))
+            .mark_tick(color="#000000", thickness=3, size=60)
+            .encode(
+                x=alt.X("bar:N", sort=[ITEMISED, RULE]),
+                y="gib:Q",
+                tooltip=[
+                    alt.Tooltip("label:N"),
+                    alt.Tooltip("gib:Q", format=",.2f"),
+                    alt.Tooltip("formula:N"),
+                ],
+            )
         )
     gpu = f" on {d['gpu']}" if d.get("gpu") else ""
     title = f"{d.get('model', 'model')}: {fmt_bytes(d['memory']['total'], 'GiB')} per GPU{gpu}"

@@ -268,7 +268,8 @@ def _print_estimate(spec, est) -> None:
     for name, n, formula in est.memory.rows():
         if name == "total":
             typer.echo("  " + "-" * 40)
-        typer.echo(f"  {name:<15} {fmt_bytes(n, 'GiB'):>14}   {formula if name != 'total' else ''}")
+        peak = name == "total" and n < est.memory.summed  # a training step's peak: say what is not alive
+        typer.echo(f"  {name:<15} {fmt_bytes(n, 'GiB'):>14}   {formula if name != 'total' or peak else ''}")
     if est.memory.host_bytes:
         moved = ", ".join(f"{k} {fmt_bytes(v, 'GiB')}" for k, v in est.memory.host.items() if v)
         typer.echo(f"  host (off GPU)  {fmt_bytes(est.memory.host_bytes, 'GiB'):>14}   {moved}")
