@@ -89,7 +89,9 @@ def test_memory_chart_marks_a_training_steps_peak_below_the_stack(llama):
     est = estimate(llama, Workload(recipe="pure-bf16"), gpu="H100-SXM")
     assert est.memory.total < est.memory.summed  # gradients are not alive at the loss backward
     rows = rows_of(memory_chart(est))
-    assert sum(r["bytes"] for r in rows if r.get("bar") == "itemised" and "component" in r) == est.memory.summed
+    assert (
+        sum(r["bytes"] for r in rows if r.get("bar") == "itemised" and "component" in r) == est.memory.summed
+    )
     peak = [r for r in rows if r.get("label") == "the step's peak (the total)"]
     assert len(peak) == 1 and peak[0]["gib"] == pytest.approx(est.memory.total / GiB)
     assert peak[0]["formula"] == est.memory.formulas["total"] and "not alive then" in peak[0]["formula"]
