@@ -84,16 +84,41 @@ def test_loss_chunks_keep_one_chunks_fp32_transient():
     # eager: every chunk's fp32 log-probs are still saved; the 16-bit chunks beside them are the transient
     assert act.logits_bytes(L8, eager8, 2, 2048) == act.logits_bytes(L8, plain, 2, 2048)
     assert act.loss_transient_bytes(L8, eager8, 2, 2048) == max(2 * n * V, 2 * 4 * n * V // 8)
-    # compiled: the up-cast is recomputed per chunk, the 16-bit logits are kept, one chunk's grad is live
+    # compiled: the up-cast is recomputed per chunk, the 16-bit logits are kept, one chunk's 16-bit grad
+    # is live (the fused backward casts as it writes); unchunked, the compiled loss reads fp32 logits
     c8 = eager8.replace(compile=True)
     assert act.logits_bytes(L8, c8, 2, 2048) == 2 * n * V + 4 * n + 4
-    assert act.loss_transient_bytes(L8, c8, 2, 2048) * 8 == act.loss_transient_bytes(
-        L8, plain.replace(compile=True), 2, 2048
-    )
+    assert act.loss_transient_bytes(L8, c8, 2, 2048) == 2 * (n // 8) * V
+    assert act.loss_transient_bytes(L8, plain.replace(compile=True), 2, 2048) == 4 * n * V
     with pytest.raises(SpecError, match="loss_chunks"):
         Workload(chunked_loss=True, loss_chunks=8)
     with pytest.raises(SpecError, match="loss_chunks"):
         Workload(loss_chunks=0)
+
+
+def test_compiled_chunk_loss_backward_allocates_only_the_16_bit_gradient():
+    """The mechanism behind the compiled chunked loss's transient: inductor fuses the chunk's fp32 up-cast,
+    softmax and one-hot into one kernel that writes the 16-bit gradient; a CPU profile of the backward
+    allocates nothing larger (torch 2.13 inductor; torchtune's rows ran torch 2.5)."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+    from torch.profiler import ProfilerActivity, profile
+
+    def chunk_ce(logits, labels):  # torchtune's CEWithChunkedOutputLoss.compute_cross_entropy
+        return F.cross_entropy(logits.float(), labels, reduction="sum", ignore_index=-100)
+
+    ce = torch.compile(chunk_ce)
+    n, v = 256, 4096
+    x = torch.randn(n, v, dtype=torch.bfloat16, requires_grad=True)
+    y = torch.randint(0, v, (n,))
+    ce(x, y).backward()  # compile forward and backward outside the profile
+    loss = ce(x, y)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        loss.backward()
+    largest = max(e.cpu_memory_usage for e in prof.events())
+    assert largest == 2 * n * v  # the bf16 gradient; an fp32 intermediate would be 4 * n * v
+    w = TRAIN.replace(compile=True, loss_chunks=1)
+    assert act.loss_transient_bytes(L8, w, 1, n) == 2 * n * L8.vocab_size
 
 
 def test_optimizer_in_backward_holds_one_gradient_not_all():

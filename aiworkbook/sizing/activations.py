@@ -340,9 +340,11 @@ def logits_bytes(spec, w: Workload, b, s):
 
 def loss_transient_bytes(spec, w: Workload, b, s):
     """Backward through the loss, beside the saved tensors: the fp32 gradient of the log-probs and of the
-    logits (2 x 4 B per logit); compiled, one fused fp32 gradient. With `loss_chunks` one chunk's worth
-    at a time, but eager chunks also hold every 16-bit chunk beside the fp32 log-probs at the end of
-    the forward (the larger of the two)."""
+    logits (2 x 4 B per logit); compiled, one fused gradient in the dtype of the loss's input (fp32 logits
+    unchunked; with `loss_chunks` the 16-bit chunk, whose fp32 up-cast is fused away: a CPU profile of
+    the compiled chunk's backward allocates nothing larger than the 16-bit gradient). With `loss_chunks`
+    one chunk's worth at a time, but eager chunks also hold every 16-bit chunk beside the fp32 log-probs
+    at the end of the forward (the larger of the two)."""
     if not spec.is_decoder:
         return 0 * b
     n = b * s
@@ -351,9 +353,10 @@ def loss_transient_bytes(spec, w: Workload, b, s):
     grads = 1 if w.compile else 2
     if w.loss_chunks is None:
         return grads * 4 * n * spec.vocab_size // w.tp
-    chunk = grads * 4 * -(-n // w.loss_chunks) * spec.vocab_size // w.tp
-    if w.compile:
-        return chunk
+    per_chunk = -(-n // w.loss_chunks) * spec.vocab_size
+    if w.compile:  # the fused gradient of a 16-bit chunk is 16-bit
+        return width(w.precision) * per_chunk // w.tp
+    chunk = grads * 4 * per_chunk // w.tp
     head_out = width(w.precision) * n * spec.vocab_size // w.tp
     return _max(head_out, chunk)
 

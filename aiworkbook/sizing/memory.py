@@ -217,6 +217,8 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
         ws = [f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES)} cuBLAS"]
         if w.training and spec.is_decoder:
             what = "fp32 gradients of log-probs and logits" if not w.compile else "fused fp32 gradient"
+            if w.compile and w.loss_chunks is not None:
+                what = "fused 16-bit gradient" if w.precision != "fp32" else what
             if w.loss_chunks is not None:
                 what += f", one of {w.loss_chunks} chunks" + ("" if w.compile else " (or the 16-bit chunks)")
             ws.append(f"{fmt_bytes(int(act.loss_transient_bytes(spec, w, b, s)))} loss backward ({what})")
