@@ -147,6 +147,11 @@ def test_chat_and_non_streaming_and_kv_endpoints_with_the_torch_model():
     assert kv["kv_blocks_total"] == 4 * 2**20 // (2048 * 16)
     assert kv["kv_blocks_used"] == 0 and kv["kv_blocks_peak"] >= 3  # 3 x (12 + 5) tokens -> 2 blocks each
     assert "aiworkbook_serve_kv_blocks_used 0" in metrics and metrics.endswith("# EOF\n")
+    # 3 x 12 prompt tokens, then the 3-word prompt; each forward is counted, and the time inside them
+    assert f"aiworkbook_serve_prompt_tokens_total {3 * 12 + 3}" in metrics
+    assert f"aiworkbook_serve_iterations_total {kv['iterations']}" in metrics and kv["iterations"] >= 5
+    busy = next(ln for ln in metrics.splitlines() if ln.startswith("aiworkbook_serve_busy_seconds_total "))
+    assert 0 < float(busy.split()[1]) == kv["busy_s"]
 
 
 def test_only_loopback_and_bad_requests():

@@ -15,7 +15,12 @@ _HELP = {
     "rejected": ("counter", "requests refused with HTTP 429"),
     "finished": ("counter", "sequences finished"),
     "tokens": ("counter", "tokens generated"),
+    "prompt_tokens": ("counter", "prompt tokens prefilled (whole prompts and chunks)"),
+    "iterations": ("counter", "forward passes (a static prefill, a decode step or a mixed iteration)"),
+    "busy_s": ("counter", "seconds the engine spent inside forward passes"),
 }
+#: OpenMetrics names where the stats key differs (a unit suffix spelled out)
+_NAMES = {"busy_s": "busy_seconds"}
 
 
 def render(stats: dict[str, Any], prefix: str = "aiworkbook_serve_") -> str:
@@ -23,7 +28,7 @@ def render(stats: dict[str, Any], prefix: str = "aiworkbook_serve_") -> str:
     for key, (kind, help_) in _HELP.items():
         if key not in stats:
             continue
-        name = prefix + key
+        name = prefix + _NAMES.get(key, key)
         lines += [f"# TYPE {name} {kind}", f"# HELP {name} {help_}"]
         lines.append(f"{name}{'_total' if kind == 'counter' else ''} {stats[key]}")
     lines.append("# EOF")
