@@ -115,6 +115,11 @@ def kv_bytes(spec, w: Workload, sequences, context):
 
 def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
     """All components for batch b and length s (scalars or broadcastable numpy arrays)."""
+    return _components(spec, w, b, s, device)[0]
+
+
+def _components(spec, w: Workload, b, s, device: str) -> tuple[dict, str]:
+    """`components` and the name of a training step's peak phase ("" for inference or arrays)."""
     st = model_states(spec, w)
     c = dict(
         weights=st.weights, gradients=st.gradients, optimizer=st.optimizer, master_weights=st.master_weights
@@ -137,8 +142,9 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
         c["logits"] = act.inference_logits_bytes(spec, w, b) + zero
         c["kv_cache"] = kv_bytes(spec, w, b, s)
         transient = zero
+    # the CPU's components count no workspace, so no loss transient either
+    apart, phase = _not_at_once(spec, w, b, s, c, transient if device == "cuda" else zero, t)
     if device == "cuda":
-        ws_transient = transient
         ws = CUBLAS_WORKSPACE_BYTES + transient + zero3_gather_bytes(spec, w)
         if w.dp * w.tp > 1:
             ws = ws + NCCL_BYTES
@@ -146,29 +152,22 @@ def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
             ws = ws + CUDA_GRAPH_BYTES
         c["workspace"] = ws
         c["cuda_context"] = CUDA_CONTEXT_BYTES + zero
-        allocated = sum(c[k] for k in COMPONENTS[:7]) + ws - _not_at_once(spec, w, b, s, c, transient, t)
+        allocated = sum(c[k] for k in COMPONENTS[:7]) + ws - apart
         c["reserve"] = allocated * ALLOCATOR_RESERVE_PERCENT // 100 if w.engine == "hf" else zero
     else:
         c["workspace"] = c["cuda_context"] = c["reserve"] = zero
-        ws_transient = zero  # the CPU's components count no workspace
-    c["total"] = sum(c[k] for k in COMPONENTS) - _not_at_once(spec, w, b, s, c, ws_transient, t)
-    return c
-
-
-def _peak_phase(spec, w: Workload, b: int, s: int, c: dict, device: str) -> str:
-    transient = act.loss_transient_bytes(spec, w, b, s) if device == "cuda" else 0
-    return timeline.step_peak(timeline.phase_bytes(spec, w, b, s, c, transient, act.terms(spec, w, device)))[
-        1
-    ]
+    c["total"] = sum(c[k] for k in COMPONENTS) - apart
+    return c, phase
 
 
 def _not_at_once(spec, w: Workload, b, s, c: dict, transient, t):
-    """Training: bytes the components hold at different times of the step (their sum less the step's
-    peak phase, `timeline`); 0 for inference."""
+    """Training: (bytes the components hold at different times of the step: their sum less the step's
+    peak phase, `timeline`; that phase's name); (0, "") for inference."""
     if not w.training:
-        return 0 * b * s
+        return 0 * b * s, ""
     summed = c["gradients"] + c["activations"] + c["logits"] + transient
-    return summed - timeline.step_peak(timeline.phase_bytes(spec, w, b, s, c, transient, t))[0]
+    peak, phase = timeline.step_peak(timeline.phase_bytes(spec, w, b, s, c, transient, t))
+    return summed - peak, phase
 
 
 def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown:
@@ -177,7 +176,7 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
         b, s = w.batch, w.seq_len
     else:
         b, s = w.concurrency, w.context_len
-    c = components(spec, w, b, s, device)
+    c, phase = _components(spec, w, b, s, device)
     vals = {k: int(v) for k, v in c.items()}
     f = dict(model_states(spec, w).formulas)
     for k in ("gradients", "optimizer", "master_weights"):
@@ -240,7 +239,6 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
             f[k] = "0 (device cpu)"
     f["total"] = " + ".join(k for k in COMPONENTS if vals[k])
     if w.training and vals["total"] < sum(vals[k] for k in COMPONENTS):
-        phase = _peak_phase(spec, w, b, s, c, device)
         f["total"] = (
             f"the step's peak, the {phase}: {f['total']} less "
             f"{fmt_bytes(sum(vals[k] for k in COMPONENTS) - vals['total'])} not alive then"
