@@ -15,22 +15,17 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the browser tests' flags
+from chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+ARGS = CHROMIUM_ARGS
+
 TIMEOUT_MS = 180_000
 CPU_WINDOW_S = 20.0
 PREHEAT_WAIT_S = 40.0  # a pre-heated kernel runs the whole notebook before the first viewer

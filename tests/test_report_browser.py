@@ -10,20 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def inspect(path: Path) -> dict[str, Any]:
@@ -40,7 +29,7 @@ def inspect(path: Path) -> dict[str, Any]:
             route.abort()
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(offline=True, java_script_enabled=False)
             context.route("**/*", refuse)

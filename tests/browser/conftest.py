@@ -16,18 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 RENDER_TIMEOUT_MS = 120_000  # a cold kernel on 2 shared cores: 8-15 s alone, much more under load
 
