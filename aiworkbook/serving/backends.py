@@ -119,16 +119,16 @@ class TorchBackend:
         # inside the sequence's reservation (prompt + max_tokens; the last token is never cached)
         starts = [self.state[s.id][0] for s, _ in items]
         ndec = sum(1 for _, n in items if n == 1)
+        width = max(len(s.blocks) for s, _ in items)
+        tab = torch.tensor([s.blocks + [0] * (width - len(s.blocks)) for s, _ in items], device=self.device)
         groups = [
             g
             for g in (
-                self._group(items[:ndec], starts[:ndec], 0),
-                self._group(items[ndec:], starts[ndec:], ndec),
+                self._group(items[:ndec], starts[:ndec], tab[:ndec], 0),
+                self._group(items[ndec:], starts[ndec:], tab[ndec:], ndec),
             )
             if g is not None
         ]
-        width = max(len(s.blocks) for s, _ in items)
-        tab = torch.tensor([s.blocks + [0] * (width - len(s.blocks)) for s, _ in items], device=self.device)
         tok_seq = torch.repeat_interleave(
             torch.arange(len(items), device=self.device),
             torch.tensor([n for _, n in items], device=self.device),
@@ -176,11 +176,12 @@ class TorchBackend:
         return out
 
     def _group(
-        self, items: list[tuple[Any, int]], starts: list[int], first_row: int
+        self, items: list[tuple[Any, int]], starts: list[int], tab: Any, first_row: int
     ) -> dict[str, Any] | None:
         """The padded attention layout of consecutive items: per item its query rows (padded to the
-        longest chunk by repeating its last row), its slots 0..start+n-1 through its block table and a
-        causal mask (query at position p sees keys 0..p of its own sequence, nothing else)."""
+        longest chunk by repeating its last row), its slots 0..start+n-1 through its rows of the
+        forward's block table `tab` and a causal mask (query at position p sees keys 0..p of its own
+        sequence, nothing else)."""
         if not items:
             return None
         torch, dev = self.torch, self.device
@@ -190,8 +191,6 @@ class TorchBackend:
         j = torch.arange(q_len, device=dev)
         clamp = torch.minimum(j[None, :], ns[:, None] - 1)  # [G, Q]: padded rows repeat the last one
         offsets = torch.cumsum(ns, 0) - ns + first_row
-        width = max(len(s.blocks) for s, _ in items)
-        tab = torch.tensor([s.blocks + [0] * (width - len(s.blocks)) for s, _ in items], device=dev)
         kpos = torch.arange(k_len, device=dev)
         return {
             "rows": offsets[:, None] + clamp,  # [G, Q] rows of the flat batch
