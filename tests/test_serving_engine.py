@@ -69,16 +69,19 @@ def test_admitting_costs_no_forward_of_its_own():
     assert eng.counters["prompt_tokens"] == 16 and eng.pool.used == 0
 
 
-def test_synthetic_cost_is_one_forward_per_mixed_step():
-    import time
+def test_synthetic_cost_is_one_forward_per_mixed_step(monkeypatch):
+    """Each step sleeps once (one forward), for the fixed cost plus its decode rows and prompt tokens;
+    the sleeps are recorded rather than timed, so a loaded machine cannot make this fail."""
+    import aiworkbook.serving.backends as backends
 
-    be = SyntheticBackend(step_s=0.02, per_seq_s=0.0, prefill_s_per_token=0.0)
+    slept: list[float] = []
+    monkeypatch.setattr(backends.time, "sleep", slept.append)
+    be = SyntheticBackend(step_s=0.02, per_seq_s=0.001, prefill_s_per_token=0.0001)
     a, b = Sequence(0, 8, 4, None), Sequence(1, 8, 4, None)
     a.prefilled = 8
-    t0 = time.perf_counter()
     assert be.step([(a, 1), (b, 8)]) == [1, 1]
     assert be.step([(a, 1), (Sequence(2, 40, 4, None), 16)]) == [1, None]  # a chunk short of its prompt
-    assert 0.04 <= time.perf_counter() - t0 < 0.04 + 0.03  # two forwards, not four
+    assert slept == pytest.approx([0.02 + 0.001 + 8 * 0.0001, 0.02 + 0.001 + 16 * 0.0001])  # two, not four
 
 
 def test_budget_below_the_batch_is_refused():

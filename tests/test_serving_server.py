@@ -35,9 +35,13 @@ def test_planted_ttft_and_itl_are_measured():
     sm = summarize_run(recs)
     assert sm["completed"] == 8 and sm["errors"] == {}
     assert all(r.tokens == 6 for r in recs)
-    # never below the planted delay; the upper bound is loose (a loaded CI machine), not a benchmark
+    # The server cannot send before a deadline, so TTFT and end-to-end time never fall below the
+    # planted delays. TPOT can: it is (e2e - TTFT) / (n - 1), and a first token that reaches a busy
+    # client late shortens the gap to the tokens after it (the server's deadlines do not move). A 5 %
+    # allowance below covers that; the upper bounds are loose (a loaded CI machine), not a benchmark.
+    assert all(r.ttft_s >= 0.05 and r.e2e_s >= 0.05 + 5 * 0.01 for r in recs)
     assert 0.05 <= sm["ttft_s"]["p50"] < 0.05 + 0.05
-    assert 0.01 <= sm["tpot_s"]["p50"] < 0.01 + 0.01
+    assert 0.01 * 0.95 <= sm["tpot_s"]["p50"] < 0.01 + 0.01
     assert sm["itl_s"]["n"] == 8 * 5
 
 
