@@ -154,3 +154,35 @@ def test_result_chart_follows_the_proofs_details():
     assert "roofline" in ProofRunner._chart(base, proofs_chart).to_dict()["title"]
     base.details = {}
     assert ProofRunner._chart(base, proofs_chart).to_dict()["title"] == "Estimate vs measured"
+
+
+# ---- start-up cost -------------------------------------------------------------------------------
+def _run(code: str) -> list[str]:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+
+
+def test_the_report_dashboards_first_view_plans_without_torch():
+    """The runner shows the first proof's plan at once; on a machine with no GPU device node that plan
+    needs no torch (a second of the report dashboard's time to interactive), and the plan is the CPU's."""
+    code = (
+        "import sys; import aiworkbook.proofs.device as D; D.GPU_DEVICE_NODES = ('/nonexistent/nvidia0',)\n"
+        "from aiworkbook.widgets import ProfileLocker, ProofRunner\n"
+        "r = ProofRunner(allow_run=False); ProfileLocker()\n"
+        "print(r.proof.value, r.plan['device'], 'torch' in sys.modules)"
+    )
+    assert _run(code) == ["roofline", "cpu", "False"]
+
+
+def test_a_gpu_device_node_defers_to_torch():
+    """Where a device node exists, torch is asked (and imported): only its answer counts there."""
+    code = (
+        "import sys; import aiworkbook.proofs.device as D; D.GPU_DEVICE_NODES = ('/dev/null',)\n"
+        "a = D.cuda_available(); t = 'torch' in sys.modules\n"
+        "import torch; print(t, a == torch.cuda.is_available())"
+    )
+    assert _run(code) == ["True", "True"]

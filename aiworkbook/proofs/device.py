@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,7 +47,17 @@ class DeviceChoice:
     flags: tuple[str, ...] = ()
 
 
+#: Device nodes a CUDA (or ROCm, which torch also calls "cuda") runtime opens on Linux: NVIDIA's
+#: driver, WSL2's GPU paravirtualisation, AMD's kernel driver. A Linux box with none of them has no
+#: GPU torch could use, so the answer needs no torch import (a second of a dashboard's start-up).
+GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg", "/dev/kfd")
+
+
 def cuda_available() -> bool:
+    """torch.cuda.is_available(), without importing torch on a Linux machine with no GPU device node."""
+    if "torch" not in sys.modules and sys.platform == "linux":
+        if not any(os.path.exists(p) for p in GPU_DEVICE_NODES):
+            return False
     try:
         import torch
 

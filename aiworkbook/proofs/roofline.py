@@ -15,10 +15,9 @@ import time
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.control import Control, report
@@ -32,13 +31,15 @@ from aiworkbook.proofs.device import (
     resolve_device,
 )
 from aiworkbook.proofs.environment import capture, throttle_check
-from aiworkbook.proofs.model import TORCH_DTYPES
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
 from aiworkbook.specs import GPUSpec, ModelSpec
 from aiworkbook.units import MiB, fmt_bytes
+
+if TYPE_CHECKING:  # torch loads on first use: a plan (the report dashboard's first view) needs none
+    import torch
 
 _RANDOM_BLOCK = 16 * MiB
 
@@ -75,6 +76,8 @@ def llc_bytes() -> tuple[int, str]:
 
 
 def gpu_l2_bytes() -> int:
+    import torch
+
     p = torch.cuda.get_device_properties(torch.cuda.current_device())
     return int(getattr(p, "L2_cache_size", 0) or 50 * MiB)
 
@@ -82,6 +85,8 @@ def gpu_l2_bytes() -> int:
 # ---- bandwidth -----------------------------------------------------------------------------------
 def _random_buffer(nbytes: int, device: str) -> torch.Tensor:
     """fp32 buffer of random values: a 16 MiB random block tiled (filling GiBs with torch.rand takes seconds)."""
+    import torch
+
     n = max(nbytes // 4, _RANDOM_BLOCK // 4)
     n -= n % (_RANDOM_BLOCK // 4)
     gen = torch.Generator(device="cpu").manual_seed(0)
@@ -120,6 +125,8 @@ def bandwidth(
 
 
 def _time_copy_and_read(size: int, device: str, trials: int, threads: int | None):
+    import torch
+
     src = _random_buffer(size, device)
     dst = torch.empty_like(src)
     copy = time_trials(lambda: dst.copy_(src), device=device, trials=trials, threads=threads, warmup=2)
@@ -129,6 +136,8 @@ def _time_copy_and_read(size: int, device: str, trials: int, threads: int | None
 
 # ---- matmul --------------------------------------------------------------------------------------
 def _fp8_supported() -> bool:
+    import torch
+
     if not torch.cuda.is_available() or not hasattr(torch, "float8_e4m3fn"):
         return False
     major, minor = torch.cuda.get_device_capability()
@@ -190,6 +199,8 @@ def fp32_matmul_precision(tf32: bool, device: str):
     reading the legacy `allow_tf32` raises once the new API has set the flag, and writing it leaves
     "ieee"/"tf32" behind instead of the default "none". Older torch: allow_tf32. No-op on the CPU.
     """
+    import torch
+
     if device != "cuda":
         yield
         return
@@ -220,6 +231,10 @@ def _one_matmul(device: str, name: str, n: int, trials: int, threads: int | None
     fp8: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=bf16) with e4m3 operands, `a` row-major,
     `b` column-major (a transposed row-major tensor), fp32 scalar (tensor-wise) scales, n % 16 == 0.
     """
+    import torch
+
+    from aiworkbook.proofs.model import TORCH_DTYPES
+
     if name == "fp8" and n % FP8_MULTIPLE:
         raise ValueError(f"fp8 needs shapes divisible by {FP8_MULTIPLE}, got {n}")
     gen = torch.Generator(device="cpu").manual_seed(n)
@@ -257,6 +272,8 @@ def host_device_copies(nbytes: int = 512 * MiB, trials: int = 5) -> dict[str, fl
     Each copy is synchronous for the host (non_blocking=False), bracketed by CUDA events on the
     current stream: the pageable figure includes the driver's staging through its own pinned buffer.
     """
+    import torch
+
     out: dict[str, float] = {}
     check_fits(nbytes, "cuda", what=f"host<->device buffer of {nbytes} B")
     with oom_guard(f"host<->device buffers of {nbytes} B", "cuda"):
@@ -276,6 +293,8 @@ def host_device_copies(nbytes: int = 512 * MiB, trials: int = 5) -> dict[str, fl
 # ---- calibrated spec and chart -------------------------------------------------------------------
 def datasheet_spec() -> GPUSpec | None:
     """The catalogue entry for the CUDA device torch sees, or None when it is not catalogued."""
+    import torch
+
     from aiworkbook.specs import get_gpu
     from aiworkbook.specs.detection import match_catalogue
 
@@ -289,6 +308,8 @@ def calibrated_spec(ceilings: dict[str, Any], device: str, base: GPUSpec | None 
 
     Bandwidth is the read-only figure (what decode does: read weights and KV once).
     """
+    import torch
+
     flops = {k: v["ceiling_flops"] for k, v in ceilings["matmul"].items() if v.get("ceiling_flops")}
     bw = ceilings["bandwidth"]["read_bps"]
     if device == "cuda" and base is not None:
