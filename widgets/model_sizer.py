@@ -2,9 +2,9 @@
 the headline verdict, the memory chart with the rule of thumb, the catalogue GPUs it fits on, cost.
 
 Choices are filtered through the library: an option is offered only when `Workload(...)` with it
-validates against the model. Training modes add the fine-tuning controls (widgets/finetune.py) and the
-host memory that offloading or a paged optimizer takes. Recomputing runs on a worker thread; the results are applied on the
-kernel's event loop, so typing never blocks the kernel.
+validates against the model. Training modes add the fine-tuning controls (widgets/finetune.py); host
+memory that offloading or a paged optimizer takes is shown beside the GPU's. Recomputing runs on a
+worker thread; the results are applied on the kernel's event loop, so typing never blocks the kernel.
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
 
 
 class ModelSizer(Composite):
-    """`value`: {"model", "gpu", "config"?, and the Workload fields}; `result`: the estimate's JSON
+    """`value`: {"model", "gpu", "config"?, and the Workload fields the form offers, fine-tuning ones
+    included (hidden ones at their defaults)}; `result`: the estimate's JSON
     (`aiworkbook size --json`) plus `fits_on` and `cheapest`. `wait()` blocks until the newest
     computation is shown (tests and scripts)."""
 
