@@ -65,7 +65,9 @@ class OptionalNumber(W.HBox):
     value = traitlets.Any(None)
 
     def __init__(self, description: str, low: float, high: float, start: float, integer: bool) -> None:
-        self.toggle = W.Checkbox(value=False, description=description, indent=False)
+        self.toggle = W.Checkbox(
+            value=False, description=description, indent=False, layout=W.Layout(width="auto")
+        )
         if integer:
             self.number: Any = W.BoundedIntText(
                 value=int(start), min=int(low), max=int(high), disabled=True, layout=W.Layout(width="9em")
@@ -75,7 +77,7 @@ class OptionalNumber(W.HBox):
                 value=start, min=low, max=high, step=0.05, disabled=True, layout=W.Layout(width="9em")
             )
         self._setting = False
-        super().__init__([self.toggle, self.number])
+        super().__init__([self.toggle, self.number], layout=W.Layout(align_items="center"))
         self.toggle.observe(self._from_children, names="value")
         self.number.observe(self._from_children, names="value")
 
