@@ -196,6 +196,12 @@ def test_switches_that_cannot_flip_are_disabled(sizer):
     settle(sizer)
     assert not sizer.controls["optimizer_in_backward"].disabled
     assert all(not sizer.controls[f].disabled for f in BOOL_FIELDS)
+    sizer.controls["chunked_loss"].value = True  # the fused loss has its own chunks
+    settle(sizer)
+    assert sizer.controls["loss_chunks"].toggle.disabled
+    sizer.controls["chunked_loss"].value = False
+    settle(sizer)
+    assert not sizer.controls["loss_chunks"].toggle.disabled
 
 
 def test_attention_choice_reaches_inference_estimates(sizer):
@@ -219,8 +225,10 @@ def test_fine_tuning_labels_in_every_language():
     for lang in LANGS:
         for key in (*CHOICE_FIELDS, *INT_FIELDS, *all_fields(), *HOST_KEYS, "finetune", "host_memory"):
             assert TABLES[lang].get(key), (lang, key)
-    s = ModelSizer(lang="de", background=False, mode="lora", seq_len=1024, activation_offload=True)
-    assert s.error == ""
+    s = ModelSizer(
+        lang="de", background=False, mode="lora", seq_len=1024, activation_offload=True, lora_targets="v_proj"
+    )
+    assert s.error == "" and s.value["lora_targets"] == ["v_proj"]
     assert s.controls["compile"].description == TABLES["de"]["compile"]
     assert s.controls["loss_chunks"].toggle.description == TABLES["de"]["loss_chunks"]
     assert s.controls["lora_targets"].description == TABLES["de"]["lora_targets"]

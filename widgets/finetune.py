@@ -58,6 +58,11 @@ def effective(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _targets(x: Any) -> Any:
+    """lora_targets as the Workload takes it: one name alone stands for a one-module list."""
+    return (x,) if isinstance(x, str) else tuple(x) if isinstance(x, list | tuple) else x
+
+
 class OptionalNumber(W.HBox):
     """A number that may be unset: the check box switches the number on; off, `value` is None (the
     library's default for the field). The number box keeps the field's low/high bounds."""
@@ -127,7 +132,7 @@ class FinetuneControls:
         self.targets: tuple[str, ...] = tuple(info["lora_targets"]["choices"])
         self.controls["lora_targets"] = W.SelectMultiple(
             options=self.targets,
-            value=tuple(defaults["lora_targets"]),
+            value=_targets(defaults["lora_targets"]),
             rows=len(self.targets),
             description=t("lora_targets"),
             style={"description_width": "initial"},
@@ -163,6 +168,16 @@ class FinetuneControls:
                 box.disabled = False
             except SpecError:
                 box.disabled = not box.value
+        for f in OPTIONAL_FIELDS:  # an unset number whose switching on the library refuses
+            opt = self.controls[f]
+            if opt.value is None:
+                try:
+                    Workload(**effective({**inputs, f: opt.number.value}))
+                    opt.toggle.disabled = False
+                except SpecError:
+                    opt.toggle.disabled = True
+            else:
+                opt.toggle.disabled = False
         others = {k: v for k, v in inputs.items() if k != "lora_targets"}
         ok = allowed("lora_targets", spec, **others)
         assert isinstance(ok, list)
@@ -186,7 +201,7 @@ class FinetuneControls:
             if not isinstance(x, bool):
                 raise SpecError(f, x, "True or False")
         elif f == "lora_targets":
-            x = (x,) if isinstance(x, str) else x
+            x = _targets(x)
             if not isinstance(x, list | tuple) or not all(m in self.targets for m in x):
                 raise SpecError(f, x, "a list of " + ", ".join(self.targets))
             self.set_targets(tuple(x))
