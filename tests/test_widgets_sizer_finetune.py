@@ -178,6 +178,19 @@ def test_refused_combinations_name_the_field_and_keep_the_last_result(sizer, cha
     assert sizer.result == before
 
 
+def test_hidden_controls_keep_their_state_for_when_they_show_again(sizer):
+    sizer.value = {**LORA, "lora_targets": ["all-linear"], "lora_rank": 32, "compile": True}
+    lora = settle(sizer)
+    sizer.controls["mode"].value = "train"  # LoRA rows hide: the estimate uses the defaults
+    assert settle(sizer)["workload"]["lora_targets"] == ["q_proj", "k_proj", "v_proj", "o_proj"]
+    assert sizer.value["compile"] is True
+    sizer.controls["mode"].value = "infer"  # the whole section hides
+    assert settle(sizer)["workload"]["compile"] is False
+    sizer.controls["mode"].value = "lora"
+    assert settle(sizer)["memory"] == lora["memory"]
+    assert sizer.value["lora_targets"] == ["all-linear"] and sizer.value["lora_rank"] == 32
+
+
 def test_an_empty_lora_selection_is_an_error_until_a_module_is_picked(sizer):
     sizer.value = LORA
     settle(sizer)

@@ -181,7 +181,7 @@ class FinetuneControls:
         others = {k: v for k, v in inputs.items() if k != "lora_targets"}
         ok = allowed("lora_targets", spec, **others)
         assert isinstance(ok, list)
-        current = tuple(inputs["lora_targets"])
+        current = tuple(self.controls["lora_targets"].value)  # a hidden selection is kept as it is
         order = tuple(m for m in self.targets if m in ok or m in current)
         self.set_targets(current, order)
 
