@@ -2,8 +2,9 @@
 the headline verdict, the memory chart with the rule of thumb, the catalogue GPUs it fits on, cost.
 
 Choices are filtered through the library: an option is offered only when `Workload(...)` with it
-validates against the model. Recomputing runs on a worker thread; the results are applied on the
-kernel's event loop, so typing never blocks the kernel.
+validates against the model. Training modes add the fine-tuning controls (widgets/finetune.py); host
+memory that offloading or a paged optimizer takes is shown beside the GPU's. Recomputing runs on a
+worker thread; the results are applied on the kernel's event loop, so typing never blocks the kernel.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import traitlets
 from aiworkbook.errors import SpecError
 
 from .base import Background, Composite, chart_view, dropdown, html_table, value_html
+from .finetune import FinetuneControls, all_fields, effective
 
 #: Workload fields offered as drop-downs, their choices from aiworkbook.sizing.workload.
 CHOICE_FIELDS = (
@@ -25,6 +27,7 @@ CHOICE_FIELDS = (
     "precision",
     "recipe",
     "checkpointing",
+    "attention",
     "engine",
     "weights_dtype",
     "kv_dtype",
@@ -53,6 +56,7 @@ def choices() -> dict[str, tuple[Any, ...]]:
         "precision": wl.PRECISIONS,
         "recipe": wl.RECIPE_NAMES,
         "checkpointing": wl.CHECKPOINTING,
+        "attention": wl.ATTENTIONS,
         "engine": wl.ENGINES,
         "weights_dtype": wl.WEIGHT_DTYPES,
         "kv_dtype": KV_DTYPES,
@@ -96,7 +100,8 @@ def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
 
 
 class ModelSizer(Composite):
-    """`value`: {"model", "gpu", "config"?, and the Workload fields}; `result`: the estimate's JSON
+    """`value`: {"model", "gpu", "config"?, and the Workload fields the form offers, fine-tuning ones
+    included (hidden ones at their defaults)}; `result`: the estimate's JSON
     (`aiworkbook size --json`) plus `fits_on` and `cheapest`. `wait()` blocks until the newest
     computation is shown (tests and scripts)."""
 
@@ -151,7 +156,7 @@ class ModelSizer(Composite):
         self.config_text = W.Textarea(placeholder='{"model_type": "llama", ...}', description=t("config"))
         self.upload = W.FileUpload(accept=".json", multiple=False, description=t("upload"))
         self.gpu = dropdown([g.name for g in list_gpus()], gpu, t("gpu"))
-        self.controls: dict[str, W.ValueWidget] = {}
+        self.controls: dict[str, Any] = {}
         for f in CHOICE_FIELDS:
             self.controls[f] = dropdown(self._all[f], defaults[f], t(f))
         for f in INT_FIELDS:
@@ -163,11 +168,16 @@ class ModelSizer(Composite):
                 description=t(f),
                 style={"description_width": "initial"},
             )
+        main = list(self.controls.values())
+        self.finetune = FinetuneControls(t, defaults)
+        self.controls.update(self.finetune.controls)
         self.headline = value_html("")
         self.chart = chart_view()
         self.rule = W.HTML("")
         self.fits_table = W.HTML("")
         self.cost = value_html("")
+        self.host = W.HTML("", layout=W.Layout(display="none"))
+        self.host.add_class("aiwb-host")
         for w in (
             self.source,
             self.preset,
@@ -180,17 +190,18 @@ class ModelSizer(Composite):
         self.config_text.observe(self.guarded(self._changed), names="value")
         self.upload.observe(self.guarded(self._uploaded), names="value")
         form = W.GridBox(
-            [self.gpu, *self.controls.values()],
+            [self.gpu, *main],
             layout=W.Layout(grid_template_columns="repeat(3, minmax(200px, 1fr))"),
         )
         self.children = [
             self.headline,
             self.error_area,
             self.status,
-            W.HBox([self.chart, W.VBox([self.rule, self.cost])]),
+            W.HBox([self.chart, W.VBox([self.rule, self.host, self.cost])]),
             self.source,
             self.preset,
             form,
+            self.finetune.box,
             W.Accordion(
                 [
                     W.VBox([self.family, *self.family_fields.values()]),
@@ -204,8 +215,16 @@ class ModelSizer(Composite):
         self.ready()
 
     # -- inputs --------------------------------------------------------------------------------
+    def _raw_inputs(self) -> dict[str, Any]:
+        """Every control's value, shown or not."""
+        return {
+            **{f: self.controls[f].value for f in (*CHOICE_FIELDS, *INT_FIELDS)},
+            **self.finetune.values(),
+        }
+
     def _inputs(self) -> dict[str, Any]:
-        return {f: self.controls[f].value for f in (*CHOICE_FIELDS, *INT_FIELDS)}
+        """The Workload fields the estimate uses: hidden fine-tuning controls count as defaults."""
+        return effective(self._raw_inputs())
 
     def _model(self) -> Any:
         from aiworkbook.specs import load_model
@@ -245,17 +264,20 @@ class ModelSizer(Composite):
         self.source.value = "uploaded"
         self._changed()
 
-    def _offer_valid_choices(self, spec: Any, inputs: dict[str, Any]) -> None:
-        """Each drop-down keeps only the choices that validate with the other current inputs."""
+    def _offer_valid_choices(self, spec: Any, raw: dict[str, Any]) -> None:
+        """Each drop-down keeps only the choices that validate with the other current inputs (a mode
+        counts its own shown fine-tuning controls), each switch only a flip that validates."""
         from aiworkbook.sizing import Workload
 
+        inputs = effective(raw)
         self._syncing = True
         try:
+            self.finetune.offer_valid(spec, inputs)
             for f in CHOICE_FIELDS:
                 ok = []
                 for c in self._all[f]:
                     try:
-                        Workload(**{**inputs, f: c}).check_against(spec)
+                        Workload(**effective({**raw, f: c})).check_against(spec)
                         ok.append(c)
                     except SpecError:
                         pass
@@ -274,11 +296,13 @@ class ModelSizer(Composite):
         from aiworkbook.sizing import Workload
 
         spec = self._model()
-        inputs = self._inputs()
+        raw = self._raw_inputs()
+        inputs = effective(raw)
+        self.finetune.show_for(str(inputs["mode"]))
         if not isinstance(self.gpu.value, str):
             raise SpecError("gpu", self.gpu.value, "a catalogue GPU")
         Workload(**inputs).check_against(spec)  # a bad value shows now, before any work is queued
-        self._offer_valid_choices(spec, inputs)
+        self._offer_valid_choices(spec, raw)
         self._set_value({"model": spec.name, "gpu": self.gpu.value, **inputs})
         self.error = ""
         gpu = self.gpu.value
@@ -305,10 +329,11 @@ class ModelSizer(Composite):
         """Set controls from a value dict (unknown keys and bad values are SpecErrors, shown)."""
         if not isinstance(v, dict):
             raise SpecError("value", type(v).__name__, "a dict of model, gpu and workload fields")
-        known = {"model", "gpu", "config", *CHOICE_FIELDS, *INT_FIELDS}
+        known = {"model", "gpu", "config", *CHOICE_FIELDS, *INT_FIELDS, *all_fields()}
         for k in v:
             if k not in known:
                 raise SpecError("value", k, ", ".join(sorted(known)))
+        self._check_hidden(v)
         self._syncing = True
         try:
             if "config" in v:
@@ -338,9 +363,39 @@ class ModelSizer(Composite):
                     if isinstance(x, bool) or not isinstance(x, int) or x < self.controls[f].min:
                         raise SpecError(f, x, f"an integer >= {self.controls[f].min}")
                     self.controls[f].value = x
+            for f in all_fields():
+                if f in v:
+                    self.finetune.set(f, v[f])
         finally:
             self._syncing = False
         self._changed()
+
+    def _check_hidden(self, v: dict[str, Any]) -> None:
+        """A fine-tuning field set to other than its default where its control is hidden (inference;
+        LoRA fields outside lora/qlora) is refused: the library's message where it refuses the
+        combination, else one saying which modes take the field."""
+        from aiworkbook.sizing import Workload
+
+        from .finetune import schema, shown
+
+        mode = v.get("mode", self.controls["mode"].value)
+        info = schema()
+        for f in all_fields():
+            if f not in v or shown(f, str(mode)):
+                continue
+            x = list(v[f]) if f == "lora_targets" and isinstance(v[f], list | tuple) else v[f]
+            if x == info[f]["default"]:
+                continue
+            try:  # the library's own refusal first
+                Workload(mode=mode, **{f: v[f]})
+            except SpecError:
+                raise
+            except (TypeError, ValueError):
+                pass
+            modes = "lora or qlora" if f in ("lora_rank", "lora_targets") else "train, lora or qlora"
+            default = info[f]["default"]
+            shown_default = ", ".join(default) if isinstance(default, list) else repr(default)
+            raise SpecError(f, v[f], f"{shown_default} unless mode is {modes} (mode is {mode})")
 
     # -- output --------------------------------------------------------------------------------
     def _apply(self, out: dict[str, Any]) -> None:
@@ -377,6 +432,8 @@ class ModelSizer(Composite):
             f"({html.escape(rule['formula'])})"
         )
         self.cost.value = self._cost_html(cost)
+        self.host.value = self._host_html(d.get("host") or {})
+        self.host.layout.display = "" if self.host.value else "none"
         rows = [
             [
                 r["gpu"],
@@ -404,8 +461,20 @@ class ModelSizer(Composite):
         if cost.get("decode_usd_per_mtok") is not None:
             return f"<b>{self.t('cost')}</b>: ${cost['decode_usd_per_mtok']:,.2f} {self.t('per_mtok')}"
         if cost.get("usd_per_mtok_trained") is not None:
-            return f"<b>{self.t('cost')}</b>: ${cost['usd_per_mtok_trained']:,.2f} per million tokens trained"
+            return (
+                f"<b>{self.t('cost')}</b>: ${cost['usd_per_mtok_trained']:,.2f} {self.t('per_mtok_trained')}"
+            )
         return html.escape(cost.get("note", ""))
+
+    def _host_html(self, host: dict[str, Any]) -> str:
+        """Host RAM that offloaded state, offloaded activations or a paged optimizer take (empty: none)."""
+        from aiworkbook.sizing.memory import HOST_KEYS
+        from aiworkbook.units import fmt_bytes
+
+        if not host.get("host_bytes"):
+            return ""
+        parts = ", ".join(f"{self.t(k)} {fmt_bytes(host[k], 'GiB')}" for k in HOST_KEYS if host.get(k))
+        return f"<b>{self.t('host_memory')}</b>: {fmt_bytes(host['host_bytes'], 'GiB')} ({parts})"
 
     def wait(self, timeout: float = 60.0) -> bool:
         return True if self._bg is None else self._bg.wait(timeout)

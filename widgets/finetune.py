@@ -1,0 +1,215 @@
+"""The fine-tuning controls of ModelSizer: the Workload switches and sizes that real recipes set
+(torch.compile, chunked loss, optimizer step in backward, activation and FSDP CPU offload, dropout,
+LoRA rank and target modules), built from the Workload's field schema so that bounds and choices come
+from the library.
+
+They are shown for training modes only (the LoRA rows for lora/qlora only). A hidden control counts as
+the field's default, so the estimate always uses what the viewer can see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+import traitlets
+
+from aiworkbook.errors import SpecError
+
+#: Modes whose LoRA rows are shown (and whose lora_rank/lora_targets reach the estimate).
+LORA_MODES = ("lora", "qlora")
+#: Optional numbers: None is the library's default (unchunked loss, the model family's dropout).
+OPTIONAL_FIELDS = ("loss_chunks", "dropout")
+LORA_FIELDS = ("lora_rank", "lora_targets")
+
+
+def bool_fields() -> tuple[str, ...]:
+    from aiworkbook.sizing.workload import BOOL_FIELDS
+
+    return BOOL_FIELDS
+
+
+def all_fields() -> tuple[str, ...]:
+    return (*bool_fields(), *OPTIONAL_FIELDS, *LORA_FIELDS)
+
+
+def schema() -> dict[str, dict[str, Any]]:
+    """The Workload's own description of each field (type, default, low/high, choices)."""
+    from aiworkbook.sizing import Workload
+
+    return {d["name"]: d for d in Workload.fields()}
+
+
+def shown(field: str, mode: str) -> bool:
+    """Whether `field`'s control applies (and is shown) in `mode`."""
+    if mode == "infer":
+        return False
+    return field not in LORA_FIELDS or mode in LORA_MODES
+
+
+def effective(raw: dict[str, Any]) -> dict[str, Any]:
+    """`raw` (every control's value) with each hidden fine-tuning field at its default."""
+    info = schema()
+    out = dict(raw)
+    for f in all_fields():
+        if f in out and not shown(f, str(raw.get("mode"))):
+            out[f] = info[f]["default"]
+    return out
+
+
+def _targets(x: Any) -> Any:
+    """lora_targets as the Workload takes it: one name alone stands for a one-module list."""
+    return (x,) if isinstance(x, str) else tuple(x) if isinstance(x, list | tuple) else x
+
+
+class OptionalNumber(W.HBox):
+    """A number that may be unset: the check box switches the number on; off, `value` is None (the
+    library's default for the field). The number box keeps the field's low/high bounds."""
+
+    value = traitlets.Any(None)
+
+    def __init__(self, description: str, low: float, high: float, start: float, integer: bool) -> None:
+        self.toggle = W.Checkbox(
+            value=False, description=description, indent=False, layout=W.Layout(width="auto")
+        )
+        if integer:
+            self.number: Any = W.BoundedIntText(
+                value=int(start), min=int(low), max=int(high), disabled=True, layout=W.Layout(width="9em")
+            )
+        else:
+            self.number = W.BoundedFloatText(
+                value=start, min=low, max=high, step=0.05, disabled=True, layout=W.Layout(width="9em")
+            )
+        self._setting = False
+        super().__init__([self.toggle, self.number], layout=W.Layout(align_items="center"))
+        self.toggle.observe(self._from_children, names="value")
+        self.number.observe(self._from_children, names="value")
+
+    def _from_children(self, change: dict[str, Any]) -> None:
+        if self._setting:
+            return
+        self.number.disabled = not self.toggle.value
+        self.value = self.number.value if self.toggle.value else None
+
+    @traitlets.observe("value")
+    def _to_children(self, change: dict[str, Any]) -> None:
+        v = change["new"]
+        self._setting = True
+        try:
+            if v is not None:
+                self.number.value = v
+            self.toggle.value = v is not None
+            self.number.disabled = v is None
+        finally:
+            self._setting = False
+
+
+class FinetuneControls:
+    """One control per fine-tuning field (`controls[name]`, each with an observable `value`) and the
+    box that holds them (`box`, CSS class `aiwb-finetune`)."""
+
+    def __init__(self, t: Callable[..., str], defaults: dict[str, Any]) -> None:
+        info = schema()
+        self.controls: dict[str, Any] = {}
+        for f in bool_fields():
+            self.controls[f] = W.Checkbox(value=bool(defaults[f]), description=t(f), indent=False)
+        for f in OPTIONAL_FIELDS:
+            d = info[f]
+            integer = d["type"] == "int"
+            start = defaults[f] if defaults[f] is not None else (8 if integer else 0.1)
+            opt = OptionalNumber(t(f), d["low"], d["high"], start, integer)
+            opt.value = defaults[f]
+            self.controls[f] = opt
+        d = info["lora_rank"]
+        self.controls["lora_rank"] = W.BoundedIntText(
+            value=defaults["lora_rank"],
+            min=d["low"],
+            max=d["high"],
+            description=t("lora_rank"),
+            style={"description_width": "initial"},
+        )
+        self.targets: tuple[str, ...] = tuple(info["lora_targets"]["choices"])
+        self.controls["lora_targets"] = W.SelectMultiple(
+            options=self.targets,
+            value=_targets(defaults["lora_targets"]),
+            rows=len(self.targets),
+            description=t("lora_targets"),
+            style={"description_width": "initial"},
+        )
+        grid = W.GridBox(
+            [self.controls[f] for f in (*bool_fields(), *OPTIONAL_FIELDS)],
+            layout=W.Layout(grid_template_columns="repeat(3, minmax(200px, 1fr))"),
+        )
+        self.lora = W.HBox([self.controls["lora_rank"], self.controls["lora_targets"]])
+        self.box = W.VBox([W.HTML(f"<b>{t('finetune')}</b>"), grid, self.lora])
+        self.box.add_class("aiwb-finetune")
+
+    def values(self) -> dict[str, Any]:
+        """Every control's value as a Workload field (lora_targets a list, as in `Workload.to_dict`)."""
+        out = {f: self.controls[f].value for f in all_fields()}
+        out["lora_targets"] = list(out["lora_targets"])
+        return out
+
+    def show_for(self, mode: str) -> None:
+        self.box.layout.display = "" if shown("compile", mode) else "none"
+        self.lora.layout.display = "" if shown("lora_targets", mode) else "none"
+
+    def offer_valid(self, spec: Any, inputs: dict[str, Any]) -> None:
+        """A switch that cannot flip with the other inputs is disabled (one that is on stays usable, so
+        it can be switched off); LoRA offers the modules the model has (`workload.allowed`)."""
+        from aiworkbook.sizing import Workload
+        from aiworkbook.sizing.workload import allowed
+
+        for f in bool_fields():
+            box = self.controls[f]
+            try:
+                Workload(**effective({**inputs, f: not box.value}))
+                box.disabled = False
+            except SpecError:
+                box.disabled = not box.value
+        for f in OPTIONAL_FIELDS:  # an unset number whose switching on the library refuses
+            opt = self.controls[f]
+            if opt.value is None:
+                try:
+                    Workload(**effective({**inputs, f: opt.number.value}))
+                    opt.toggle.disabled = False
+                except SpecError:
+                    opt.toggle.disabled = True
+            else:
+                opt.toggle.disabled = False
+        others = {k: v for k, v in inputs.items() if k != "lora_targets"}
+        ok = allowed("lora_targets", spec, **others)
+        assert isinstance(ok, list)
+        current = tuple(self.controls["lora_targets"].value)  # a hidden selection is kept as it is
+        order = tuple(m for m in self.targets if m in ok or m in current)
+        self.set_targets(current, order)
+
+    def set_targets(self, value: tuple[str, ...], options: tuple[str, ...] | None = None) -> None:
+        sel = self.controls["lora_targets"]
+        options = self.targets if options is None else options
+        if tuple(sel.options) != options:
+            sel.options = options  # resets the selection: set it again below
+        if tuple(sel.value) != value:
+            sel.value = value
+
+    def set(self, f: str, x: Any) -> None:
+        """Set field `f` from a `value` dict: a SpecError names a value of the wrong kind or range (the
+        library checks the combination when the estimate is built)."""
+        d = schema()[f]
+        if f in bool_fields():
+            if not isinstance(x, bool):
+                raise SpecError(f, x, "True or False")
+        elif f == "lora_targets":
+            x = _targets(x)
+            if not isinstance(x, list | tuple) or not all(m in self.targets for m in x):
+                raise SpecError(f, x, "a list of " + ", ".join(self.targets))
+            self.set_targets(tuple(x))
+            return
+        elif x is not None or f not in OPTIONAL_FIELDS:
+            number = int if d["type"] == "int" else (int, float)
+            if isinstance(x, bool) or not isinstance(x, number) or not d["low"] <= x <= d["high"]:
+                kind = "an integer" if d["type"] == "int" else "a number"
+                none = "None or " if f in OPTIONAL_FIELDS else ""
+                raise SpecError(f, x, f"{none}{kind} from {d['low']:,} to {d['high']:,}")
+        self.controls[f].value = x
