@@ -249,3 +249,21 @@ def test_fine_tuning_labels_in_every_language():
         TABLES["de"]["host_memory"] in s.host.value and TABLES["de"]["offloaded_activations"] in s.host.value
     )
     s.close()
+
+
+def test_a_hidden_lora_selection_the_new_model_lacks_does_not_lock_lora_out(sizer):
+    """gate_proj picked in LoRA, mode switched to train (the LoRA rows hide), then a model without a
+    gated MLP: the hidden selection drops the module the model lacks, so LoRA stays offered."""
+    sizer.value = {"model": "llama-3-8b", "mode": "lora", "seq_len": 512, "lora_targets": ["gate_proj"]}
+    settle(sizer)
+    sizer.controls["mode"].value = "train"
+    settle(sizer)
+    sizer.preset.value = "gpt2"
+    settle(sizer)
+    assert sizer.error == "" and {"lora", "qlora"} <= set(sizer.controls["mode"].options)
+    sizer.controls["mode"].value = "lora"
+    settle(sizer)
+    assert sizer.error == ""
+    picked = sizer.value["lora_targets"]
+    assert "gate_proj" not in picked and picked == ["q_proj", "k_proj", "v_proj", "o_proj"]
+    assert sizer.result["memory"] == library(sizer.value)["memory"]

@@ -179,9 +179,16 @@ class FinetuneControls:
             else:
                 opt.toggle.disabled = False
         others = {k: v for k, v in inputs.items() if k != "lora_targets"}
-        ok = allowed("lora_targets", spec, **others)
+        current = tuple(self.controls["lora_targets"].value)
+        if shown("lora_targets", str(inputs.get("mode"))):
+            ok = allowed("lora_targets", spec, **others)
+        else:
+            # a hidden selection is kept as far as the model has its modules: one the model lacks
+            # would make the LoRA modes invalid, and the viewer could not see why (nor fix it)
+            ok = allowed("lora_targets", spec, **{**others, "mode": "lora"})
+            default = _targets(schema()["lora_targets"]["default"])
+            current = tuple(m for m in current if m in ok) or tuple(m for m in default if m in ok)
         assert isinstance(ok, list)
-        current = tuple(self.controls["lora_targets"].value)  # a hidden selection is kept as it is
         order = tuple(m for m in self.targets if m in ok or m in current)
         self.set_targets(current, order)
 

@@ -273,6 +273,7 @@ class ModelSizer(Composite):
         self._syncing = True
         try:
             self.finetune.offer_valid(spec, inputs)
+            raw = {**raw, "lora_targets": list(self.finetune.controls["lora_targets"].value)}
             for f in CHOICE_FIELDS:
                 ok = []
                 for c in self._all[f]:
