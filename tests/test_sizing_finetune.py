@@ -121,6 +121,69 @@ def test_compiled_chunk_loss_backward_allocates_only_the_16_bit_gradient():
     assert act.loss_transient_bytes(L8, w, 1, n) == 2 * n * L8.vocab_size
 
 
+def test_compile_loss_off_compiles_the_layers_and_keeps_the_eager_loss():
+    """torchtune's recipe at the 3B README's commit calls `training.compile_loss(self._loss_fn)` and drops
+    what it returns; for an unchunked loss that is `torch.compile(loss)`, a wrapper that leaves the module
+    as it was, so the loss runs eager: fp32 log-probs saved, two fp32 gradients in backward."""
+    torch = pytest.importorskip("torch")
+    ce = torch.nn.CrossEntropyLoss()
+    wrapper = torch.compile(ce)  # what compile_loss returns; the recipe keeps `ce`
+    assert wrapper is not ce and ce._compiled_call_impl is None  # nn.Module.compile() would have set it
+    n, V = 2 * 2048, L8.vocab_size
+    layers = TRAIN.replace(compile=True, compile_loss=False)
+    assert not layers.loss_compiled and TRAIN.replace(compile=True).loss_compiled
+    assert act.loss_transient_bytes(L8, layers, 2, 2048) == act.loss_transient_bytes(L8, TRAIN, 2, 2048)
+    assert act.loss_transient_bytes(L8, layers, 2, 2048) == 2 * 4 * n * V
+    assert act.logits_bytes(L8, layers, 2, 2048) == act.logits_bytes(L8, TRAIN, 2, 2048)
+    # the layers are still compiled
+    assert act.terms(L8, layers).per_token_layer == act.terms(L8, TRAIN.replace(compile=True)).per_token_layer
+    c8 = layers.replace(loss_chunks=8)  # an eager chunked loss: every chunk's fp32 log-probs saved
+    assert act.logits_bytes(L8, c8, 2, 2048) == 4 * n * V + 4
+    with pytest.raises(SpecError, match="compile_loss"):
+        Workload(compile_loss="no")
+
+
+def _repeat_kv_sdpa(module, q, k, v, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    """torchtune's MultiHeadAttention: k and v expanded to every query head and flattened (a copy), then
+    attention (SDPA here, flex attention in the packed runs: both save their q, k, v, output, lse)."""
+    import torch.nn.functional as F
+
+    b, kh, s, d = k.shape
+    n = module.num_key_value_groups
+    k = k[:, :, None].expand(b, kh, n, s, d).reshape(b, kh * n, s, d)
+    v = v[:, :, None].expand(b, kh, n, s, d).reshape(b, kh * n, s, d)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scaling)
+    return out.transpose(1, 2).contiguous(), None
+
+
+@pytest.mark.parametrize("kv_heads", [2, 1])
+def test_kv_repeat_saves_the_repeated_copies_as_autograd_does(kv_heads):
+    """With k and v repeated before SDPA the copies are what attention saves (2·a·d·e, not 2·k·d·e, per
+    token per layer); with one KV head the flatten is a stride-0 view and nothing more is saved. Exact
+    against a transformers Llama whose attention repeats k and v first."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from hf_tiny import hf_forward, saved_bytes, tiny_llama
+
+    from aiworkbook.specs import spec_from_config
+
+    transformers.AttentionInterface.register("repeat_kv_sdpa", _repeat_kv_sdpa)
+    b, s = 2, 128
+    model = tiny_llama("sdpa", kv_heads)
+    spec = spec_from_config(model.config.to_dict())
+    w = Workload(precision="fp32", recipe="fp32-adamw", batch=b, seq_len=s, kv_repeat=True)
+    model.set_attn_implementation("repeat_kv_sdpa")
+    measured = saved_bytes(model, hf_forward(model, b, s))["total"]
+    est = estimate(spec, w, device="cpu").memory
+    assert est.activations + est.logits == measured
+    plain = estimate(spec, w.replace(kv_repeat=False), device="cpu").memory.activations
+    a, d = spec.num_heads, spec.head_dim
+    extra = 2 * (a - kv_heads) * d * 4 * b * s * spec.num_layers if kv_heads > 1 else 0
+    assert est.activations - plain == extra
+    with pytest.raises(SpecError, match="kv_repeat"):
+        Workload(mode="infer", kv_repeat=True)
+
+
 def test_optimizer_in_backward_holds_one_gradient_not_all():
     w = TRAIN.replace(checkpointing="full")
     full = model_states(L8, w).gradients

@@ -60,6 +60,16 @@ def _opts(
     compile_: bool = typer.Option(
         False, "--compile", help="torch.compile: fused element-wise chains save only what matmuls read."
     ),
+    compile_loss: bool = typer.Option(
+        True,
+        "--compile-loss/--no-compile-loss",
+        help="With --compile, compile the loss too (--no-compile-loss: only the layers; the loss runs eager).",
+    ),
+    kv_repeat: bool = typer.Option(
+        False,
+        "--kv-repeat",
+        help="k and v copied to every query head before attention (torchtune): attention saves the copies.",
+    ),
     optimizer_in_backward: bool = typer.Option(
         False, "--optimizer-in-backward", help="Optimizer step per parameter in backward (one gradient live)."
     ),
@@ -106,6 +116,8 @@ def _opts(
         chunked_loss=chunked_loss,
         loss_chunks=loss_chunks,
         compile=compile_,
+        compile_loss=compile_loss,
+        kv_repeat=kv_repeat,
         optimizer_in_backward=optimizer_in_backward,
         activation_offload=activation_offload,
         fsdp_cpu_offload=fsdp_cpu_offload,

@@ -23,6 +23,15 @@ Fine-tuning options (each removes a named tensor, never a share):
   keeps gate, up and the product (3·I·e: act(gate) goes), a GELU MLP its fc output and the activation
   (gelu_new's inner tensors go); under AMP the norm's fp32 normalised value goes (its 16-bit casts stay:
   matmuls read them). q, k, v, the attention output and the log-sum-exp stay (SDPA's inputs).
+  `compile_loss=False` compiles the layers only: the loss keeps its eager tensors (torchtune's full
+  fine-tuning recipe at the 3B README's commit drops `compile_loss`'s return value, so an unchunked
+  `nn.CrossEntropyLoss` ran eager in its "+ Compile" row; a chunked loss is compiled in place).
+- `kv_repeat`: k and v are copied to every query head before SDPA/flex attention (torchtune's
+  MultiHeadAttention expands and flattens them when num_heads != num_kv_heads), so attention saves the
+  copies: 2·a·d·e instead of 2·k·d·e per token per layer (the un-repeated k and v are not saved: RoPE's
+  multiply keeps its cos/sin, expand and flatten keep nothing; with one KV head the flatten is a view, no
+  copy). Eager attention counts the repeat already. Exact against transformers' Llama with k and v
+  repeated before SDPA (tests/test_sizing_finetune.py).
 - `activation_offload`: saved tensors go to host memory; the GPU keeps the layers in flight (the one
   being copied out or prefetched and the one computing: IN_FLIGHT_LAYERS) and the recomputed layer.
 - `loss_chunks` C (torchtune's CEWithChunkedOutputLoss, 8): the head's 16-bit output is split along
@@ -186,8 +195,11 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
             attn = 3 * h * e + a * d * e + 4 * a
             attn_txt = f"3·{h}·{e} qkv + {a}·{d}·{e} out + 4·{a} lse"
         else:
-            attn = (a * d + 2 * k * d) * e + a * d * e + 4 * a
-            attn_txt = f"({a}·{d} + 2·{k}·{d} + {a}·{d} out)·{e} + 4·{a} lse"
+            # repeated to every query head first: the copies are saved (one KV head: a stride-0 view)
+            kv = a if w.kv_repeat and k > 1 else k
+            attn = (a * d + 2 * kv * d) * e + a * d * e + 4 * a
+            rep = " repeated" if w.kv_repeat and kv != k else ""
+            attn_txt = f"({a}·{d} + 2·{kv}·{d}{rep} + {a}·{d} out)·{e} + 4·{a} lse"
     elif amp and w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU
         attn = 3 * a * d * 4 + a * d * e  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
         score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
@@ -333,7 +345,7 @@ def logits_bytes(spec, w: Workload, b, s):
     n = b * s
     if w.chunked_loss:
         n = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
-    if w.loss_chunks is not None and w.compile:
+    if w.loss_chunks is not None and w.loss_compiled:
         return (width(w.precision) * n * spec.vocab_size + 4 * n) // w.tp + 4
     return 4 * n * spec.vocab_size // w.tp + 4
 
@@ -350,11 +362,11 @@ def loss_transient_bytes(spec, w: Workload, b, s):
     n = b * s
     if w.chunked_loss:
         n = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
-    grads = 1 if w.compile else 2
+    grads = 1 if w.loss_compiled else 2
     if w.loss_chunks is None:
         return grads * 4 * n * spec.vocab_size // w.tp
     per_chunk = -(-n // w.loss_chunks) * spec.vocab_size
-    if w.compile:  # the fused gradient of a 16-bit chunk is 16-bit
+    if w.loss_compiled:  # the fused gradient of a 16-bit chunk is 16-bit
         return width(w.precision) * per_chunk // w.tp
     chunk = grads * 4 * per_chunk // w.tp
     head_out = width(w.precision) * n * spec.vocab_size // w.tp
@@ -450,7 +462,7 @@ def formulas(spec, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:
         return act, "0 (encoder: no LM head loss)"
     if w.chunked_loss:
         lg = f"4 B · min({n:,}, {LOSS_CHUNK_TOKENS}) tokens · {spec.vocab_size:,} vocab (chunked loss){tp}"
-    elif w.loss_chunks is not None and w.compile:
+    elif w.loss_chunks is not None and w.loss_compiled:
         lg = (
             f"{width(w.precision)} B · {n:,} tokens · {spec.vocab_size:,} vocab (16-bit head output in "
             f"{w.loss_chunks} chunks; each chunk's fp32 up-cast recomputed in backward) + 4 B lse{tp}"

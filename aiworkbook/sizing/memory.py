@@ -215,11 +215,14 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
     if device == "cuda":
         ws = [f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES)} cuBLAS"]
         if w.training and spec.is_decoder:
-            what = "fp32 gradients of log-probs and logits" if not w.compile else "fused fp32 gradient"
-            if w.compile and w.loss_chunks is not None:
+            lc = w.loss_compiled
+            what = "fp32 gradients of log-probs and logits" if not lc else "fused fp32 gradient"
+            if lc and w.loss_chunks is not None:
                 what = "fused 16-bit gradient" if w.precision != "fp32" else what
             if w.loss_chunks is not None:
-                what += f", one of {w.loss_chunks} chunks" + ("" if w.compile else " (or the 16-bit chunks)")
+                what += f", one of {w.loss_chunks} chunks" + ("" if lc else " (or the 16-bit chunks)")
+            if w.compile and not lc:
+                what += "; compile_loss off: the loss runs eager"
             ws.append(f"{fmt_bytes(int(act.loss_transient_bytes(spec, w, b, s)))} loss backward ({what})")
         if zero3_gather_bytes(spec, w):
             ws.append(f"{fmt_bytes(zero3_gather_bytes(spec, w))} ZeRO-3 gathered unit (weights + grads)")

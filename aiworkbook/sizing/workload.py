@@ -124,6 +124,16 @@ class Workload:
         default=False,
         metadata={"doc": "torch.compile: fused element-wise chains (norms, SwiGLU) keep no intermediates"},
     )
+    compile_loss: bool = dc_field(
+        default=True,
+        metadata={
+            "doc": "with compile, the loss is compiled too (False: only the layers, the loss runs eager)"
+        },
+    )
+    kv_repeat: bool = dc_field(
+        default=False,
+        metadata={"doc": "k and v copied to every query head before attention, which saves the copies"},
+    )
     optimizer_in_backward: bool = dc_field(
         default=False,
         metadata={"doc": "optimizer step per parameter in backward: one gradient alive at a time"},
@@ -273,7 +283,13 @@ class Workload:
             raise SpecError(
                 "loss_chunks", self.loss_chunks, "None with chunked_loss (the fused loss has its own chunks)"
             )
-        for name in ("loss_chunks", "optimizer_in_backward", "activation_offload", "fsdp_cpu_offload"):
+        for name in (
+            "loss_chunks",
+            "kv_repeat",
+            "optimizer_in_backward",
+            "activation_offload",
+            "fsdp_cpu_offload",
+        ):
             if not self.training and getattr(self, name) not in (None, False):
                 raise SpecError(name, getattr(self, name), "unset for inference (a training option)")
         if self.fsdp_cpu_offload and self.dp > 1 and self.zero != 3:
@@ -311,6 +327,14 @@ class Workload:
         if self.lora_targets != (ALL_LINEAR,):
             return tuple(self.lora_targets)
         return tuple(m for m in LORA_MODULES if m != "gate_proj" or spec.gated_mlp)
+
+    @property
+    def loss_compiled(self) -> bool:
+        """The loss runs under torch.compile: `compile` and `compile_loss`. torchtune's full-finetune
+        recipe at the 3B README's commit calls `training.compile_loss(self._loss_fn)` and drops what it
+        returns: a chunked loss is compiled in place, an unchunked `nn.CrossEntropyLoss` is wrapped by
+        `torch.compile(loss)` and the wrapper thrown away, so it runs eager (`compile_loss=False`)."""
+        return self.compile and self.compile_loss
 
     @property
     def flash(self) -> bool:
@@ -386,7 +410,15 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "lora_targets": (*LORA_MODULES, ALL_LINEAR),
 }
 #: Workload fields that are switches.
-BOOL_FIELDS = ("chunked_loss", "compile", "optimizer_in_backward", "activation_offload", "fsdp_cpu_offload")
+BOOL_FIELDS = (
+    "chunked_loss",
+    "compile",
+    "compile_loss",
+    "kv_repeat",
+    "optimizer_in_backward",
+    "activation_offload",
+    "fsdp_cpu_offload",
+)
 
 
 def _describe(f: Any) -> dict[str, Any]:
