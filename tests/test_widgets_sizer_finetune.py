@@ -55,6 +55,7 @@ def test_section_follows_the_mode_and_lora_rows_only_for_lora(sizer):
         ("optimizer_in_backward", True),
         ("activation_offload", True),
         ("fsdp_cpu_offload", True),
+        ("kv_repeat", True),
         ("dropout", 0.1),
         ("lora_rank", 64),
         ("lora_targets", ("all-linear",)),
@@ -71,6 +72,17 @@ def test_each_control_moves_the_estimate_as_the_library_does(sizer, field, value
     assert after["memory"] == expected["memory"] and after["host"] == expected["host"]
     assert after["fits"] == expected["fits"]
     assert (after["memory"], after["host"]) != (before["memory"], before["host"]), f"{field} changed nothing"
+
+
+def test_an_eager_loss_beside_compiled_layers_as_the_library_sizes_it(sizer):
+    """compile_loss off (torchtune's recipe dropping compile_loss's result) keeps the eager loss's
+    second fp32 gradient: more memory than the compiled loss, exactly the library's figure."""
+    sizer.value = {**LORA, "mode": "train", "compile": True}
+    compiled = settle(sizer)
+    sizer.controls["compile_loss"].value = False
+    eager = settle(sizer)
+    assert eager["memory"] == library(sizer.value)["memory"]
+    assert eager["memory"]["total"] > compiled["memory"]["total"]
 
 
 def test_a_torchtune_style_setup_through_the_controls(sizer):
