@@ -171,7 +171,13 @@ def defaults(
 
 def weight_bytes(spec, s: VllmSettings) -> int:
     """One rank's weights: everything split over tp; with pp, the layers split evenly and the busier
-    end stage also holds its vocabulary table (the embedding first, the head last)."""
+    end stage also holds its vocabulary table (the embedding first, the head last).
+
+    A multimodal wrapper's vision tower and projector load with the language model, at the model's
+    dtype, tensor-parallel like it, on the first pipeline stage: vLLM's
+    Gemma3ForConditionalGeneration.__init__ builds `SiglipVisionModel` and `Gemma3MultiModalProjector`
+    next to the language model (vllm/model_executor/models/gemma3_mm.py), so "Model loading took"
+    counts them (gemma-3-27b-it: 0.79 GiB of its 51.79 GiB)."""
     from aiworkbook.sizing.states import inference_weight_bytes
 
     wd = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "bitsandbytes": "nf4", "w8a8": "int8"}.get(
@@ -179,13 +185,15 @@ def weight_bytes(spec, s: VllmSettings) -> int:
     )
     if _act_bytes(s, spec) == 4 and wd == "bf16":
         wd = "fp32"
+    width = 4 if wd == "fp32" else 2
     total, _ = inference_weight_bytes(spec, wd)
     total += rope_cache_bytes(spec, s) * tp_pp(s)  # every rank holds the whole table
+    vision = getattr(spec, "vision_params", 0) * width
     pp, tp = s.pipeline_parallel_size, s.tensor_parallel_size
     if pp == 1:
-        return total // tp
-    width = 4 if wd == "fp32" else 2
-    end_table = max(spec.params_embedding, spec.params_head or spec.params_embedding) * width
+        return (total + vision) // tp
+    first = spec.params_embedding * width + vision
+    end_table = max(first, (spec.params_head or spec.params_embedding) * width)
     layers = total - (spec.params_embedding + spec.params_head) * width
     return (-(-layers // pp) + end_table) // tp
 
