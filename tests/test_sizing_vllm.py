@@ -123,6 +123,22 @@ def test_multimodal_weights_include_the_vision_tower():
     assert weight_bytes(spec, pp2) - weight_bytes(text, pp2) == spec.vision_params * 2
 
 
+def test_wrapper_head_tied_as_its_text_config_says():
+    from dataclasses import replace
+
+    # transformers' Mistral3 wrapper ties; vLLM builds the language model from text_config (mistral:
+    # untied by default) and loads a separate head of vocab x hidden
+    mistral = load_model("mistral-small-3.1-24b")
+    assert mistral.tie_word_embeddings and mistral.text_tie_word_embeddings is False
+    s = VllmSettings()
+    wrapper_tied = replace(mistral, text_tie_word_embeddings=None)
+    assert weight_bytes(mistral, s) - weight_bytes(wrapper_tied, s) == 131072 * 5120 * 2
+    gemma = load_model("gemma-3-27b-it")  # gemma3_text ties as its wrapper does: nothing changes
+    assert gemma.text_tie_word_embeddings is True
+    assert weight_bytes(gemma, s) == weight_bytes(replace(gemma, text_tie_word_embeddings=None), s)
+    assert load_model("gemma-3-1b-it").text_tie_word_embeddings is None  # not a wrapper
+
+
 def test_profile_peak_is_forward_or_sampler_whichever_larger():
     gpu = get_gpu("H100-SXM")
     spec = load_model("llama-3-8b")

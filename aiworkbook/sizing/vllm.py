@@ -177,7 +177,11 @@ def weight_bytes(spec, s: VllmSettings) -> int:
     dtype, tensor-parallel like it, on the first pipeline stage: vLLM's
     Gemma3ForConditionalGeneration.__init__ builds `SiglipVisionModel` and `Gemma3MultiModalProjector`
     next to the language model (vllm/model_executor/models/gemma3_mm.py), so "Model loading took"
-    counts them (gemma-3-27b-it: 0.79 GiB of its 51.79 GiB)."""
+    counts them (gemma-3-27b-it: 0.79 GiB of its 51.79 GiB). The language model is built from the
+    text_config alone (`init_vllm_registered_model(hf_config=config.text_config)` in mistral3.py and
+    gemma3_mm.py; LlamaForCausalLM ties only `if config.tie_word_embeddings`), so its head is tied as the
+    text_config says, not as transformers' wrapper does: Mistral Small 3.x keeps an untied head
+    (MistralConfig's default), 0.625 GiB more than the wrapper's tied count."""
     from aiworkbook.sizing.states import inference_weight_bytes
 
     wd = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "bitsandbytes": "nf4", "w8a8": "int8"}.get(
@@ -189,12 +193,17 @@ def weight_bytes(spec, s: VllmSettings) -> int:
     total, _ = inference_weight_bytes(spec, wd)
     total += rope_cache_bytes(spec, s) * tp_pp(s)  # every rank holds the whole table
     vision = getattr(spec, "vision_params", 0) * width
+    head = spec.params_head
+    text_tie = getattr(spec, "text_tie_word_embeddings", None)
+    if text_tie is not None and text_tie != spec.tie_word_embeddings:  # vLLM ties as text_config says
+        head = 0 if text_tie else spec.params_embedding
+        total += (head - spec.params_head) * width
     pp, tp = s.pipeline_parallel_size, s.tensor_parallel_size
     if pp == 1:
         return (total + vision) // tp
     first = spec.params_embedding * width + vision
-    end_table = max(first, (spec.params_head or spec.params_embedding) * width)
-    layers = total - (spec.params_embedding + spec.params_head) * width
+    end_table = max(first, (head or spec.params_embedding) * width)
+    layers = total - (spec.params_embedding + head) * width
     return (-(-layers // pp) + end_table) // tp
 
 
