@@ -123,6 +123,18 @@ def test_multimodal_weights_include_the_vision_tower():
     assert weight_bytes(spec, pp2) - weight_bytes(text, pp2) == spec.vision_params * 2
 
 
+def test_gemma3_keeps_a_local_and_a_linear_scaled_global_rotary_table():
+    from dataclasses import replace
+
+    spec = load_model("gemma-3-27b-it")  # rope_scaling linear x 8, 131,072 positions, head_dim 128
+    assert spec.rope_table_positions == (131072, 8 * 131072)
+    one_table = replace(spec, rope_table_positions=())
+    s = VllmSettings()
+    assert weight_bytes(spec, s) - weight_bytes(one_table, s) == 8 * 131072 * 128 * 2
+    assert load_model("gemma-3-1b-it").rope_table_positions == (32768, 32768)  # no scaling: 2 alike
+    assert getattr(load_model("llama-3-8b"), "rope_table_positions", ()) == ()  # one table
+
+
 def test_wrapper_head_tied_as_its_text_config_says():
     from dataclasses import replace
 

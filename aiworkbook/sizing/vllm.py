@@ -215,11 +215,16 @@ def tp_pp(s: VllmSettings) -> int:
 
 
 def rope_cache_bytes(spec, s: VllmSettings) -> int:
-    """The rotary cos/sin table vLLM builds at load (max_position_embeddings x rotary dim, model
-    dtype): part of "Model loading took" (Llama 3.1's 131,072 positions: 32 MiB)."""
+    """The rotary cos/sin tables vLLM builds at load (positions x rotary dim, model dtype): part of
+    "Model loading took" (Llama 3.1's 131,072 positions: 32 MiB). get_rope caches one table per
+    distinct (base, scaling): Gemma 3's local layers use rope_local_base_freq unscaled and its global
+    layers the config's rope_scaling (vllm/model_executor/models/gemma3.py), and a linear factor f
+    builds f x max_position_embeddings positions (LinearScalingRotaryEmbedding._compute_cos_sin_cache:
+    gemma-3-27b-it's global table holds 1,048,576 positions, 256 MiB)."""
     if spec.learned_positions:
         return 0
-    return spec.max_position_embeddings * spec.head_dim * _act_bytes(s, spec)
+    positions = sum(getattr(spec, "rope_table_positions", ())) or spec.max_position_embeddings
+    return positions * spec.head_dim * _act_bytes(s, spec)
 
 
 def profile_peak_bytes(spec, s: VllmSettings, seqs: int, tokens: int) -> tuple[int, str]:
