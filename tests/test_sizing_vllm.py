@@ -133,6 +133,9 @@ def test_gemma3_keeps_a_local_and_a_linear_scaled_global_rotary_table():
     assert weight_bytes(spec, s) - weight_bytes(one_table, s) == 8 * 131072 * 128 * 2
     assert load_model("gemma-3-1b-it").rope_table_positions == (32768, 32768)  # no scaling: 2 alike
     assert getattr(load_model("llama-3-8b"), "rope_table_positions", ()) == ()  # one table
+    cfg = json.loads((Path(__file__).parents[1] / "data/models/gemma-3-1b-it/config.json").read_text())
+    with pytest.raises(SpecError, match="rope_scaling"):
+        spec_from_config({**cfg, "rope_scaling": {"rope_type": "linear", "factor": "eight"}})
 
 
 def test_wrapper_head_tied_as_its_text_config_says():

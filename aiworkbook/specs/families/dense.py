@@ -170,6 +170,8 @@ def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
     scaling = c.cfg.get("rope_scaling") or {}
     linear = isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type")) == "linear"
     factor = scaling.get("factor", 1) if linear else 1
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 1:
+        raise SpecError("rope_scaling", scaling, "a linear factor >= 1", source=c.source)
     P = common["max_position_embeddings"]
     return assemble(
         common,
