@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aiworkbook.errors import SpecError
-from aiworkbook.sizing.vllm import VllmSettings, kv_from_available, startup
+from aiworkbook.sizing.vllm import VllmSettings, kv_from_available, startup, weight_bytes
 from aiworkbook.specs import get_gpu, load_model, spec_from_config
 
 GiB = 1 << 30
@@ -46,7 +46,10 @@ def predict(case: dict) -> dict[str, float]:
         kv = kv_from_available(
             spec, s, int(logged["available_kv_gib"] * GiB), max_len, s.max_num_batched_tokens or 8192
         )
-        return {k: kv[k] for k in ("kv_cache_tokens", "max_concurrency") if k in logged}
+        got = {k: kv[k] for k in ("num_blocks", "kv_cache_tokens", "max_concurrency") if k in logged}
+        if "weights_gib" in logged:  # the weights do not depend on the GPU the case leaves unnamed
+            got["weights_gib"] = weight_bytes(spec, s) / GiB
+        return got
     r = startup(spec, gpu, s)
     return {k: getattr(r, attr) / scale for k, (attr, scale) in ITEMS.items() if k in logged}
 
@@ -105,6 +108,50 @@ def test_hybrid_allocator_groups_gemma3():
     assert kv["kv_cache_tokens"] == kv["num_blocks"] // 7 * 16
     sliding_blocks = -(-min(1024 - 1 + 8192, 32768) // 16) + 1
     assert kv["max_concurrency"] == pytest.approx(kv["num_blocks"] / (6 * sliding_blocks + 32768 // 16))
+
+
+def test_multimodal_weights_include_the_vision_tower():
+    from dataclasses import replace
+
+    spec = load_model("gemma-3-27b-it")  # SigLIP tower + projector: 423,060,336 params
+    text = replace(spec, vision_params=0)
+    for tp in (1, 2):
+        s = VllmSettings(tensor_parallel_size=tp)
+        extra = weight_bytes(spec, s) - weight_bytes(text, s)
+        assert abs(extra - spec.vision_params * 2 // tp) <= 1  # bf16, split like the language model
+    pp2 = VllmSettings(pipeline_parallel_size=2)  # the first stage holds the embedding and the tower
+    assert weight_bytes(spec, pp2) - weight_bytes(text, pp2) == spec.vision_params * 2
+
+
+def test_gemma3_keeps_a_local_and_a_linear_scaled_global_rotary_table():
+    from dataclasses import replace
+
+    spec = load_model("gemma-3-27b-it")  # rope_scaling linear x 8, 131,072 positions, head_dim 128
+    assert spec.rope_table_positions == (131072, 8 * 131072)
+    one_table = replace(spec, rope_table_positions=())
+    s = VllmSettings()
+    assert weight_bytes(spec, s) - weight_bytes(one_table, s) == 8 * 131072 * 128 * 2
+    assert load_model("gemma-3-1b-it").rope_table_positions == (32768, 32768)  # no scaling: 2 alike
+    assert getattr(load_model("llama-3-8b"), "rope_table_positions", ()) == ()  # one table
+    cfg = json.loads((Path(__file__).parents[1] / "data/models/gemma-3-1b-it/config.json").read_text())
+    with pytest.raises(SpecError, match="rope_scaling"):
+        spec_from_config({**cfg, "rope_scaling": {"rope_type": "linear", "factor": "eight"}})
+
+
+def test_wrapper_head_tied_as_its_text_config_says():
+    from dataclasses import replace
+
+    # transformers' Mistral3 wrapper ties; vLLM builds the language model from text_config (mistral:
+    # untied by default) and loads a separate head of vocab x hidden
+    mistral = load_model("mistral-small-3.1-24b")
+    assert mistral.tie_word_embeddings and mistral.text_tie_word_embeddings is False
+    s = VllmSettings()
+    wrapper_tied = replace(mistral, text_tie_word_embeddings=None)
+    assert weight_bytes(mistral, s) - weight_bytes(wrapper_tied, s) == 131072 * 5120 * 2
+    gemma = load_model("gemma-3-27b-it")  # gemma3_text ties as its wrapper does: nothing changes
+    assert gemma.text_tie_word_embeddings is True
+    assert weight_bytes(gemma, s) == weight_bytes(replace(gemma, text_tie_word_embeddings=None), s)
+    assert load_model("gemma-3-1b-it").text_tie_word_embeddings is None  # not a wrapper
 
 
 def test_profile_peak_is_forward_or_sampler_whichever_larger():

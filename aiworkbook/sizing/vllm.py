@@ -54,9 +54,12 @@ DEFAULT_UTILIZATION = {"v1": 0.9, "v1-092": 0.92, "v0": 0.9}
 USAGES = ("serve", "llm")
 
 #: Memory outside PyTorch's allocator that the profile measures (bytes), by engine and tp == 1 / > 1.
-#: V1: ~0.25 GiB alone, ~2.1 GiB with tensor parallelism (REFERENCE.md, "Inference memory"); V0
-#: (0.6.4-0.6.6): 0.35 GiB alone (vllm#10517), 1.79 / 3.58 GiB on H100 at tp 1 / 2 (vllm#10511).
-NON_TORCH = {"v1": (int(0.25 * GiB), int(2.1 * GiB)), "v0": (int(0.35 * GiB), int(3.58 * GiB))}
+#: V1: ~0.25 GiB alone (REFERENCE.md, "Inference memory"); 0.55 GiB with tensor parallelism, as V1 logs
+#: itemise it (llm-d-benchmark config_explorer, H100 tp 2: Llama-3.3-70B-FP8 0.55 GiB, Qwen3-32B
+#: 0.54 GiB; no V1 log found shows the 2.1 GiB REFERENCE.md gives, and a Qwen2-7B tp 2 run on two A100
+#: 40 GB leaves 0.51 GiB for it: tests/data/vllm_startup_cases.json); V0 (0.6.4-0.6.6): 0.35 GiB alone
+#: (vllm#10517), 1.79 / 3.58 GiB on H100 at tp 1 / 2 (vllm#10511).
+NON_TORCH = {"v1": (int(0.25 * GiB), int(0.55 * GiB)), "v0": (int(0.35 * GiB), int(3.58 * GiB))}
 #: Bytes per logit the sampler keeps alive at its peak (see the module docstring).
 SAMPLER_BYTES = {"v1": 28, "v0": 40}
 
@@ -171,7 +174,17 @@ def defaults(
 
 def weight_bytes(spec, s: VllmSettings) -> int:
     """One rank's weights: everything split over tp; with pp, the layers split evenly and the busier
-    end stage also holds its vocabulary table (the embedding first, the head last)."""
+    end stage also holds its vocabulary table (the embedding first, the head last).
+
+    A multimodal wrapper's vision tower and projector load with the language model, at the model's
+    dtype, tensor-parallel like it, on the first pipeline stage: vLLM's
+    Gemma3ForConditionalGeneration.__init__ builds `SiglipVisionModel` and `Gemma3MultiModalProjector`
+    next to the language model (vllm/model_executor/models/gemma3_mm.py), so "Model loading took"
+    counts them (gemma-3-27b-it: 0.79 GiB of its 51.79 GiB). The language model is built from the
+    text_config alone (`init_vllm_registered_model(hf_config=config.text_config)` in mistral3.py and
+    gemma3_mm.py; LlamaForCausalLM ties only `if config.tie_word_embeddings`), so its head is tied as the
+    text_config says, not as transformers' wrapper does: Mistral Small 3.x keeps an untied head
+    (MistralConfig's default), 0.625 GiB more than the wrapper's tied count."""
     from aiworkbook.sizing.states import inference_weight_bytes
 
     wd = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "bitsandbytes": "nf4", "w8a8": "int8"}.get(
@@ -179,14 +192,21 @@ def weight_bytes(spec, s: VllmSettings) -> int:
     )
     if _act_bytes(s, spec) == 4 and wd == "bf16":
         wd = "fp32"
+    width = 4 if wd == "fp32" else 2
     total, _ = inference_weight_bytes(spec, wd)
     total += rope_cache_bytes(spec, s) * tp_pp(s)  # every rank holds the whole table
+    vision = getattr(spec, "vision_params", 0) * width
+    head = spec.params_head
+    text_tie = getattr(spec, "text_tie_word_embeddings", None)
+    if text_tie is not None and text_tie != spec.tie_word_embeddings:  # vLLM ties as text_config says
+        head = 0 if text_tie else spec.params_embedding
+        total += (head - spec.params_head) * width
     pp, tp = s.pipeline_parallel_size, s.tensor_parallel_size
     if pp == 1:
-        return total // tp
-    width = 4 if wd == "fp32" else 2
-    end_table = max(spec.params_embedding, spec.params_head or spec.params_embedding) * width
-    layers = total - (spec.params_embedding + spec.params_head) * width
+        return (total + vision) // tp
+    first = spec.params_embedding * width + vision
+    end_table = max(first, (head or spec.params_embedding) * width)
+    layers = total - (spec.params_embedding + head) * width
     return (-(-layers // pp) + end_table) // tp
 
 
@@ -195,11 +215,16 @@ def tp_pp(s: VllmSettings) -> int:
 
 
 def rope_cache_bytes(spec, s: VllmSettings) -> int:
-    """The rotary cos/sin table vLLM builds at load (max_position_embeddings x rotary dim, model
-    dtype): part of "Model loading took" (Llama 3.1's 131,072 positions: 32 MiB)."""
+    """The rotary cos/sin tables vLLM builds at load (positions x rotary dim, model dtype): part of
+    "Model loading took" (Llama 3.1's 131,072 positions: 32 MiB). get_rope caches one table per
+    distinct (base, scaling): Gemma 3's local layers use rope_local_base_freq unscaled and its global
+    layers the config's rope_scaling (vllm/model_executor/models/gemma3.py), and a linear factor f
+    builds f x max_position_embeddings positions (LinearScalingRotaryEmbedding._compute_cos_sin_cache:
+    gemma-3-27b-it's global table holds 1,048,576 positions, 256 MiB)."""
     if spec.learned_positions:
         return 0
-    return spec.max_position_embeddings * spec.head_dim * _act_bytes(s, spec)
+    positions = sum(getattr(spec, "rope_table_positions", ())) or spec.max_position_embeddings
+    return positions * spec.head_dim * _act_bytes(s, spec)
 
 
 def profile_peak_bytes(spec, s: VllmSettings, seqs: int, tokens: int) -> tuple[int, str]:

@@ -138,16 +138,24 @@ def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilyS
         "tie_word_embeddings", own if own is not None else bool(tc.get("tie_word_embeddings", False))
     )
     label = name or cfg.get("_name_or_path") or mt
-    if text_mt in FAMILY_PARSERS:
-        spec = parse(text, name=label, source=source)
-    else:  # a base family (mistral3 wraps mistral): counted by spec_from_config, grouped here
-        from aiworkbook.specs.families.spec import from_base
-        from aiworkbook.specs.model import spec_from_config
-
-        spec = from_base(spec_from_config(text, name=label, source=source), text_mt)
+    spec = _text_spec(text, text_mt, label, source)
+    # the language model alone, tied by the text_config's key or its family's default (what an engine
+    # that builds it from text_config, as vLLM does, loads)
+    alone = {k: v for k, v in text.items() if k != "tie_word_embeddings" or "tie_word_embeddings" in tc}
+    text_tie = _text_spec(alone, text_mt, label, source).tie_word_embeddings
     vc = cfg.get("vision_config")
     n_vision = counter(Config(vc, source), spec.hidden_size, cfg) if isinstance(vc, dict) else 0
-    return replace(spec, model_type=mt, vision_params=n_vision)
+    return replace(spec, model_type=mt, vision_params=n_vision, text_tie_word_embeddings=text_tie)
+
+
+def _text_spec(text: dict[str, Any], text_mt: str, label: str, source: str) -> FamilySpec:
+    if text_mt in FAMILY_PARSERS:
+        return parse(text, name=label, source=source)
+    # a base family (mistral3 wraps mistral): counted by spec_from_config, grouped here
+    from aiworkbook.specs.families.spec import from_base
+    from aiworkbook.specs.model import spec_from_config
+
+    return from_base(spec_from_config(text, name=label, source=source), text_mt)
 
 
 __all__ = [

@@ -165,6 +165,14 @@ def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
         "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(L)
     ]
     layers = _layers(c, L, types, attn, (ffn[0] + 4 * h, ffn[1]), k, d, w)
+    # two rotary tables: the local layers' (rope_local_base_freq, unscaled) and the global layers'
+    # (rope_theta with the config's rope_scaling; a linear factor f stretches it to f x the positions)
+    scaling = c.cfg.get("rope_scaling") or {}
+    linear = isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type")) == "linear"
+    factor = scaling.get("factor", 1) if linear else 1
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 1:
+        raise SpecError("rope_scaling", scaling, "a linear factor >= 1", source=c.source)
+    P = common["max_position_embeddings"]
     return assemble(
         common,
         layers,
@@ -173,4 +181,5 @@ def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
         qkv_bias=bias,
         o_bias=bias,
         norms_per_layer=4,
+        rope_table_positions=(P, int(P * factor)),
     )

@@ -59,6 +59,12 @@ class FamilySpec(ModelSpec):
     vision_params: int = 0  # a multimodal wrapper's vision tower and projector, shown apart
     mtp_params: int = 0  # DeepSeek's multi-token-prediction layer(s), shown apart
     kv_groups: tuple[KVGroup, ...] = ()
+    # a wrapper's language model tied as its text_config alone says (None: not a wrapper). vLLM builds
+    # the language model from text_config, so it may keep a head transformers' wrapper ties (mistral3)
+    text_tie_word_embeddings: bool | None = None
+    # positions of each distinct rotary cos/sin table the layers use (empty: one table of
+    # max_position_embeddings); Gemma 3 keeps a local table and a global one, linear-scaled
+    rope_table_positions: tuple[int, ...] = ()
 
     @property
     def params_per_layer(self) -> int:  # type: ignore[override]
