@@ -15,7 +15,8 @@ from pathlib import Path
 BIN = Path(sys.executable).parent
 
 
-def refresh(path: Path) -> int:
+def refreshed(path: Path) -> tuple[str, int]:
+    """The document's text with every example's output re-run, and how many examples there were."""
     lines = path.read_text().splitlines()
     out: list[str] = []
     in_fence, skipping, n = False, False, 0
@@ -42,7 +43,11 @@ def refresh(path: Path) -> int:
             continue
         skipping = False
         out.append(line)
-    text = "\n".join(out) + "\n"
+    return "\n".join(out) + "\n", n
+
+
+def refresh(path: Path) -> int:
+    text, n = refreshed(path)
     path.write_text(text)
     return n
 
