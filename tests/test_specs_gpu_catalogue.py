@@ -47,3 +47,16 @@ def test_cuda_total_matches_the_figure_its_source_quotes(gpu):
 def test_without_a_cuda_total_vllm_falls_back_to_the_driver_total(gpu):
     assert "no public figure" in gpu.source or "not recorded" in gpu.source
     assert cuda_total_bytes(gpu) == gpu.usable_memory_bytes
+
+
+def test_specs_doc_table_lists_every_cuda_total():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "specs.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in doc.splitlines() if line.startswith("| ")}
+    for gpu in WITH_CUDA:
+        quoted, _ = _quoted(gpu.source)
+        exact = f"{int(quoted):,} B"
+        printed = re.search(r"CUDA-visible total ([\d.]+) GiB", gpu.source)
+        assert gpu.name in rows, gpu.name
+        assert (exact if not printed else f"{printed.group(1)} GiB") in rows[gpu.name], gpu.name
