@@ -289,10 +289,14 @@ def test_catalogue_cuda_visible_memory_and_fallback():
         ):  # CUDA sees less than the driver's total (its context, reservations)
             assert g.cuda_memory_bytes < g.usable_memory_bytes and "CUDA-visible" in g.source, g.name
             assert cuda_total_bytes(g) == g.cuda_memory_bytes
-        else:  # no public figure: say so, and vLLM's total falls back to the driver total (an overstatement)
-            assert "no public figure" in g.source and cuda_total_bytes(g) == g.usable_memory_bytes, g.name
-    for name in ("A10G", "RTX-6000-Ada", "GB200"):
+        else:  # none recorded: say why, and vLLM's total falls back to the driver total (an overstatement)
+            why = ("no public figure", "not recorded")
+            assert any(w in g.source for w in why) and cuda_total_bytes(g) == g.usable_memory_bytes, g.name
+    for name in ("A10G", "RTX-6000-Ada"):
         assert "no public figure" in gpus[name].source and "nvidia" in gpus[name].source.lower()
+    # GB200: torch's total was found, but it exceeds the marketed stand-in the catalogue keeps as usable
+    assert "not recorded" in gpus["GB200"].source and "184.31 GiB" in gpus["GB200"].source
+    assert 184.31 * GiB > gpus["GB200"].usable_memory_bytes
 
 
 def test_current_engine_reports_group_aware_tokens():
