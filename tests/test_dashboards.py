@@ -37,6 +37,22 @@ def test_launch_is_loopback_hidden_tracebacks_no_token_proofs_off():
     assert spec.argv[3] == str(dashboard_path("sizing"))
 
 
+def test_cells_wait_for_their_late_output_on_a_busy_server():
+    """The executor Voilà builds from the launch's flags waits IOPUB_TIMEOUT_S, not nbclient's 4 s, for
+    a cell's output after the kernel replies: at ten viewers on two cores the sizer cell's widget
+    messages came later than 4 s and the page showed an empty cell (tests/browser: ten viewers)."""
+    import nbformat
+    from voila.app import Voila
+    from voila.execute import VoilaExecutor
+
+    from aiworkbook.cli.app_cmds import IOPUB_TIMEOUT_S
+
+    app = Voila()
+    app.parse_command_line(launch("sizing").argv[3:])
+    ex = VoilaExecutor(nbformat.v4.new_notebook(), km=None, config=app.config)
+    assert ex.iopub_timeout == IOPUB_TIMEOUT_S >= 30 > VoilaExecutor(nbformat.v4.new_notebook()).iopub_timeout
+
+
 def test_sharing_needs_a_token_and_proofs_are_opt_in():
     shared = launch("report", ip="0.0.0.0", port=9999, allow_proofs=True)
     token = next(a.split("=", 1)[1] for a in shared.argv if a.startswith("--token="))

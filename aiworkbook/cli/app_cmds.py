@@ -29,6 +29,8 @@ ALLOW_PROOFS_ENV = "AIWORKBOOK_ALLOW_PROOFS"
 # Idle kernels (a viewer who left) are shut down after this long; checked every CULL_INTERVAL_S.
 CULL_IDLE_S = 600
 CULL_INTERVAL_S = 60
+#: How long a cell's execution waits for its remaining output messages after the kernel replies.
+IOPUB_TIMEOUT_S = 60
 
 
 def dashboards_dir() -> Path:
@@ -125,6 +127,12 @@ def launch(
         # (a live monitor never idles, so culling never ends it). The POST can only end a kernel whose
         # random id the sender knows; loopback by default, a token when shared.
         "--Voila.tornado_settings=disable_check_xsrf=True",
+        # After a cell's execute_reply, nbclient waits iopub_timeout (4 s by default) for the rest of
+        # its IOPub messages, then returns the cell without them and only logs a warning: on a busy
+        # server (ten viewers' kernels on two cores) the sizer cell's hundreds of widget messages came
+        # late and the viewer got an empty cell, no error. The wait ends at the kernel's idle message,
+        # so a longer bound costs nothing when the server keeps up.
+        f"--VoilaExecutor.iopub_timeout={IOPUB_TIMEOUT_S}",
     ]
     if preheat:
         argv += ["--preheat_kernel=True", f"--pool_size={preheat}"]
