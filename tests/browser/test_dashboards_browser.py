@@ -114,6 +114,33 @@ def test_sizing_bad_value_shows_an_error_and_the_page_keeps_working(browser, ser
         close_page(page)
 
 
+def test_sizing_fine_tuning_section_shows_the_library_host_memory(browser, servers):
+    """Inference hides the Fine-tuning section; LoRA shows it with its targets; a switch clicked in the
+    page (activations to the host) reaches the library, whose host figure the page then shows."""
+    from aiworkbook.sizing import Workload, estimate
+    from aiworkbook.specs import load_model
+    from aiworkbook.units import fmt_bytes
+
+    spec, _ = servers.get("sizing")
+    page = open_dashboard(browser, spec.url)
+    try:
+        sizer = page.locator(".aiwb-model-sizer")
+        assert sizer.locator(".aiwb-finetune").is_visible() is False
+        sizer.get_by_label(_label("mode"), exact=True).select_option("lora")
+        page.wait_for_selector(".aiwb-finetune", state="visible", timeout=ANSWER_TIMEOUT_MS)
+        assert sizer.get_by_label(_label("lora_targets"), exact=True).is_visible()
+        sizer.locator(".aiwb-finetune label", has_text=_label("activation_offload")).click()
+        host_line = sizer.locator(".aiwb-host")
+        host_line.wait_for(state="visible", timeout=ANSWER_TIMEOUT_MS)
+        w = Workload(mode="lora", seq_len=4096, new_tokens=512, concurrency=8, activation_offload=True)
+        host = estimate(load_model("llama-3-8b"), w, gpu="H100-SXM").memory.host_bytes
+        assert host > 0 and fmt_bytes(host, "GiB") in host_line.inner_text(), host_line.inner_text()
+        assert sizer.locator(".aiwb-error").first.inner_text().strip() == ""
+        shot(page, "sizing-lora-offload")
+    finally:
+        close_page(page)
+
+
 def _chart_shot(chart) -> bytes | None:
     """A screenshot of the chart, or None when a redraw replaced its element during the capture (the
     locator finds the new element on the next try)."""
