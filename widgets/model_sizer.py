@@ -376,6 +376,7 @@ class ModelSizer(Composite):
         LoRA fields outside lora/qlora) is refused: the library's message where it refuses the
         combination, else one saying which modes take the field."""
         from aiworkbook.sizing import Workload
+        from aiworkbook.sizing.workload import MODES
 
         from .finetune import schema, shown
 
@@ -393,7 +394,7 @@ class ModelSizer(Composite):
                 raise
             except (TypeError, ValueError):
                 pass
-            modes = "lora or qlora" if f in ("lora_rank", "lora_targets") else "train, lora or qlora"
+            modes = " or ".join(m for m in MODES if shown(f, m))  # where the control shows
             default = info[f]["default"]
             shown_default = ", ".join(default) if isinstance(default, list) else repr(default)
             raise SpecError(f, v[f], f"{shown_default} unless mode is {modes} (mode is {mode})")
