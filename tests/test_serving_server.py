@@ -130,6 +130,32 @@ def test_static_batch_waits_for_its_longest_and_continuous_does_not():
     assert results["continuous"] < results["static"]  # fewer steps for the same tokens
 
 
+def test_static_batch_keeps_a_finished_row_after_its_client_has_left():
+    """Over HTTP a client closes its stream once answered; the static batch must still carry that
+    sequence as a padding row (n == 0) until the longest ends, as the engine does without a server."""
+    rows: list[list[int]] = []
+
+    class Recording(SyntheticBackend):
+        def step(self, work):
+            if all(s.prefilled >= s.prompt_len for s, _ in work):  # decode forwards
+                rows.append([n for _, n in work])
+            return super().step(work)
+
+    eng, srv = _engine(scheduler="static", max_batch=4, batch_timeout_s=1.0, backend=Recording(step_s=0.01))
+    # four clients at once, output lengths 4, 4, 1 and 14 (uniform +-90 % around 8, seed 1): one batch
+    load = Load(
+        requests=4, concurrency=4, output_tokens=8, length_dist="uniform", length_spread=0.9, warmup=0
+    )
+    with srv as s:
+        recs = run_load_sync(Target(s.url, "m"), load)
+    assert all(r.ok for r in recs)
+    longest = max(r.output_tokens for r in recs)
+    assert len(rows) == longest - 1  # the prefill forward gives each its first token
+    assert all(len(r) == 4 for r in rows)  # finished rows ride along: the batch stays rectangular
+    assert [sum(n == 0 for n in r) for r in rows] == [1] * 3 + [3] * 10  # as padding (n == 0)
+    assert eng.counters["finished"] == 4 and eng.pool.used == 0
+
+
 def test_chat_and_non_streaming_and_kv_endpoints_with_the_torch_model():
     from aiworkbook.serving.embedded import build_engine, embedded_server
 

@@ -138,8 +138,11 @@ class Engine:
         return seq
 
     def cancel(self, seq: Sequence) -> None:
-        """The client went away: stop generating for it (its blocks are released at the next step)."""
-        seq.cancelled = True
+        """The client went away: stop generating for it (its blocks are released at the next step).
+        A no-op once the sequence has all its tokens: a client that leaves after its answer cancels
+        nothing, so a static batch still carries that row as padding until its longest ends."""
+        if not seq.done:
+            seq.cancelled = True
 
     def reset_peaks(self) -> None:
         """Start a new measurement window for the peaks (KV blocks, running sequences)."""

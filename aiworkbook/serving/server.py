@@ -231,7 +231,7 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
                     await st.send({"error": {"message": str(payload), "type": "server_error"}})
                     return resp
         finally:
-            engine.cancel(seq)  # a no-op once finished; stops the work when the client went away
+            engine.cancel(seq)  # stops the work when the client went away mid-answer
 
     async def completions(request: web.Request) -> web.StreamResponse:
         return await generate(request, chat=False)
