@@ -17,7 +17,7 @@ fit, errored, overran or was skipped; 1 no CUDA; 130 interrupted.
 
 Time on an H200 (141 GB, ~790 TFLOP/s bf16, ~4.3 TB/s copy), estimated from FLOPs and bytes moved
 (see each step's `est_s`, with torch/CUDA start-up and model construction added): the plan totals
-about 4 minutes; each step also has a hard limit, and a step is skipped when the budget left is
+about 5 minutes; each step also has a hard limit, and a step is skipped when the budget left is
 smaller than its estimate, so the run stays inside 8 minutes whatever happens.
 """
 
@@ -49,8 +49,8 @@ class Step:
     """One proof: what it runs on CUDA, what it runs in the CPU dry run, and its time on an H200."""
 
     name: str
-    proof: str  # roofline | vram | kv
-    model: str
+    proof: str  # a registry proof: roofline, vram, kv, serving, coldstart, checkpoint, restore, dataload
+    model: str | None  # None: a proof that takes no model (storage, data)
     gpu: dict[str, Any]
     dry: dict[str, Any]
     est_s: float  # estimated seconds on an H200, start-up of the step included
@@ -149,6 +149,30 @@ PLAN: list[Step] = [
         why="4 grid points, 16 decode steps each (~16 layers x ~15 kernels: ~3 ms/step) and capacity",
     ),
     Step(
+        "serving-1b",
+        "serving",
+        "llama-3.2-1b",
+        # concurrency 1, 4, 16 x 32 requests; static vs continuous at 16 (32 requests); contexts 64..960 at 8
+        gpu={"sweep": [1, 4, 16], "requests": 32},
+        dry={"quick": True},
+        est_s=30,
+        limit_s=120,
+        why="the embedded server on CUDA (bf16, eager, ~16 layers x ~15 kernels: a few ms per forward, "
+        "launch-bound): ~1,350 forwards in the sweep (32 requests x 32 tokens at loads 1, 4, 16), ~120 + "
+        "~70 in static vs continuous at concurrency 16, ~260 in the context sweep; 4 builds of 1.24 B params",
+    ),
+    Step(
+        "coldstart-1b",
+        "coldstart",
+        "llama-3.2-1b",
+        gpu={"dtype": "bf16", "trials": 1},
+        dry={"quick": True, "dtype": "bf16"},
+        est_s=10,
+        limit_s=60,
+        why="write 2.5 GB of bf16 weights, drop the page cache, read at ~1-3 GB/s, build, copy at ~25 GB/s, "
+        "first forward: ~5 s",
+    ),
+    Step(
         "kv-8b",
         "kv",
         "llama-3-8b",
@@ -158,6 +182,28 @@ PLAN: list[Step] = [
         limit_s=150,
         why="largest point: prefill 32 x 8192 tokens x 16 GFLOP/token + attention ~ 4.8 PFLOP ~ 8 s; "
         "decode 32 steps each re-copying a 34 GB cache (torch.cat) ~ 20 ms; capacity: ~100 x 1 GB caches",
+    ),
+    Step(
+        "checkpoint-2g",
+        "checkpoint",
+        None,
+        gpu={"size_mb": 2048, "trials": 1},
+        dry={"quick": True, "size_mb": 16},
+        est_s=15,
+        limit_s=90,
+        why="2 GiB written durably and restored cold in 4 formats (safetensors, torch.save, DCP sync and "
+        "async) and as plain sequential I/O: 20 GiB of disk traffic at ~1-3 GB/s",
+    ),
+    Step(
+        "dataload",
+        "dataload",
+        None,
+        gpu={"compute": "model", "workers": "0,4"},
+        dry={"quick": True},
+        est_s=15,
+        limit_s=60,
+        why="8 shards x 1,024 samples of 128 KiB (1 GiB) read cold and warm with 0 and 4 workers, with and "
+        "without pin_memory, then up to 200 steps of a real model step fed by the loader",
     ),
 ]
 
@@ -195,6 +241,11 @@ class _Alarm:
             signal.signal(signal.SIGALRM, self._old)
 
 
+#: where proofs that write files (checkpoint, restore, cold start, data) write them: a folder on the
+#: disk under test, set by main() from --scratch (not /tmp, which may be RAM); each proof removes its files
+SCRATCH: Path | None = None
+
+
 def _call(step: Step, device: str, dry: bool) -> Any:
     from aiworkbook.proofs.kv import prove_kv
     from aiworkbook.proofs.roofline import prove_roofline
@@ -204,8 +255,19 @@ def _call(step: Step, device: str, dry: bool) -> Any:
     model = step.dry_model if dry else step.model
     if dry and step.dry_budget_fraction is not None:
         kw["budget_bytes"] = int(step.dry_budget_fraction * _vram_estimate(model, kw, device))
-    fn: Callable[..., Any] = {"roofline": prove_roofline, "vram": prove_vram, "kv": prove_kv}[step.proof]
-    return fn(model, device=device, **kw)
+    direct: dict[str, Callable[..., Any]] = {"roofline": prove_roofline, "vram": prove_vram, "kv": prove_kv}
+    if step.proof in direct:
+        return direct[step.proof](model, device=device, **kw)
+    from aiworkbook.proofs import registry
+
+    takes = {i.name for i in registry.get(step.proof).inputs}
+    if step.model is not None:
+        kw["model"] = model
+    if "device" in takes:
+        kw["device"] = device
+    if "dir" in takes:
+        kw["dir"] = str(SCRATCH or Path("gpu-proof-scratch").resolve())
+    return registry.run(step.proof, **kw)
 
 
 def _vram_estimate(model: str, kw: dict[str, Any], device: str) -> int:
@@ -233,7 +295,7 @@ def run_step(step: Step, device: str, dry: bool, limit_s: float, out: Path) -> d
     row: dict[str, Any] = {
         "step": step.name,
         "proof": step.proof,
-        "model": step.dry_model if dry else step.model,
+        "model": (step.dry_model if dry else step.model) if step.model is not None else None,
         "args": {
             k: list(v) if isinstance(v, tuple) else v for k, v in (step.dry if dry else step.gpu).items()
         },
@@ -269,6 +331,17 @@ def run_step(step: Step, device: str, dry: bool, limit_s: float, out: Path) -> d
         )
         if r.proof == "vram" and "cuda" in r.details:
             row["cuda"] = r.details["cuda"]
+        if r.proof == "serving" and "schedulers" in r.details:
+            sc = r.details["schedulers"]
+            row["schedulers"] = {
+                "concurrency": sc["concurrency"],
+                "throughput_ratio": sc["throughput_ratio"],
+                **{
+                    f"{k}_{m}": sc[k][m]
+                    for k in ("static", "continuous")
+                    for m in ("throughput_tok_s", "p95_ttft_s")
+                },
+            }
         if r.proof == "roofline":
             c = r.details["ceilings"]
             row["ceilings"] = {
@@ -342,12 +415,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=BUDGET_S, help="whole-run budget (default 480)")
     ap.add_argument("--no-trace", action="store_true", help="do not run the telemetry sampler")
     ap.add_argument("--bundle", default=None, help="also pack the output folder into this .tar.gz")
+    ap.add_argument(
+        "--scratch",
+        default="gpu-proof-scratch",
+        help="folder on the disk under test for the checkpoint, cold-start and data proofs' files "
+        "(default ./gpu-proof-scratch, removed afterwards; not /tmp, which may be RAM)",
+    )
     ap.add_argument("--list", action="store_true", help="print the plan with estimates and exit")
     args = ap.parse_args(argv)
 
     if args.list:
         for s in PLAN:
-            print(f"{s.name:<26}{s.proof:<9}{s.model:<14}{s.est_s:>5.0f} s (limit {s.limit_s:.0f})  {s.why}")
+            print(
+                f"{s.name:<26}{s.proof:<11}{s.model or '-':<14}{s.est_s:>5.0f} s (limit {s.limit_s:.0f})  {s.why}"
+            )
         print(f"total estimate {sum(s.est_s for s in PLAN):.0f} s of the {args.budget_s:.0f} s budget")
         return 0
     t_start = time.monotonic()
@@ -382,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    global SCRATCH
+    SCRATCH = Path(args.scratch).resolve()
+    made_scratch = not SCRATCH.exists()
     mode = "dry run on the CPU (small models; not a GPU proof)" if args.dry_run else "CUDA"
     print(
         f"gpu-proof: {len(steps)} steps, {mode}, budget {args.budget_s:.0f} s, results in {out}", flush=True
@@ -433,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
         interrupted = True
         print("gpu-proof: interrupted; writing what was measured", file=sys.stderr)
     finally:
+        if made_scratch:
+            shutil.rmtree(SCRATCH, ignore_errors=True)
         extras: dict[str, str] = {}
         if sampler is not None:
             sampler.stop()
