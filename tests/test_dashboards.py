@@ -4,6 +4,7 @@ thin and stripped, and each dashboard executes in Voilà without an error cell (
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import urllib.request
@@ -136,3 +137,22 @@ def test_dashboard_serves_without_an_error_cell(rendered, name):
     assert VOILA_ERROR not in page
     assert "application/vnd.jupyter.widget-view+json" in page  # the widgets were displayed
     assert "Traceback" not in page
+
+
+def test_dashboard_page_loads_nothing_from_a_cdn(rendered):
+    """Voilà's lab template puts two FontAwesome stylesheets from cdn.jsdelivr.net in the page head: on a
+    cluster with no way out they hold the first paint until the browser gives up. The dashboards' own
+    template drops them; the icons come from Voilà's bundle (tests/browser checks they still draw)."""
+    status, page = rendered("sizing")
+    assert status == 200 and "voila-style" in page  # still Voilà's lab template underneath
+    assert "cdn.jsdelivr.net" not in page and "fontawesome-free" not in page
+
+
+def test_the_template_is_found_beside_a_users_jupyter_path(monkeypatch):
+    from aiworkbook.cli.app_cmds import TEMPLATE, template_root
+
+    assert (template_root() / "voila" / "templates" / TEMPLATE / "index.html.j2").is_file()
+    monkeypatch.setenv("JUPYTER_PATH", "/opt/mine")
+    spec = launch("sizing")
+    assert f"--template={TEMPLATE}" in spec.argv
+    assert spec.env["JUPYTER_PATH"].split(os.pathsep) == [str(template_root()), "/opt/mine"]

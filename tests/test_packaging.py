@@ -64,7 +64,8 @@ def test_data_dir_is_the_repository_data():
 
 
 def test_wheel_install_carries_catalogues_and_widgets(tmp_path):
-    """A wheel (not the editable install) has the presets, the GPU catalogue and aiworkbook.widgets."""
+    """A wheel (not the editable install) has the presets, the GPU catalogue and aiworkbook.widgets with
+    the dashboards and their Voilà template."""
     wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
     subprocess.run(
         [
@@ -92,13 +93,18 @@ def test_wheel_install_carries_catalogues_and_widgets(tmp_path):
         "import aiworkbook, aiworkbook.widgets; from aiworkbook.paths import data_dir; "
         "from aiworkbook.specs import load_model, get_gpu, list_nodes; "
         "print(aiworkbook.__file__); print(data_dir()); "
-        "print(load_model('llama-3-8b').params, get_gpu('H200-SXM').name, len(list_nodes()))"
+        "print(load_model('llama-3-8b').params, get_gpu('H200-SXM').name, len(list_nodes())); "
+        "from aiworkbook.cli.app_cmds import TEMPLATE, dashboard_path, template_root; "
+        "print(dashboard_path('report').is_file(), "
+        "(template_root() / 'voila/templates' / TEMPLATE / 'index.html.j2').is_file(), "
+        "(template_root() / 'voila/templates' / TEMPLATE / 'conf.json').is_file())"
     )
     env = {**__import__("os").environ, "PYTHONPATH": str(target)}
     env.pop("AIWORKBOOK_DATA", None)
     r = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
     )
-    module_file, data, facts = r.stdout.splitlines()
+    module_file, data, facts, dashboards = r.stdout.splitlines()
     assert module_file.startswith(str(target)) and data.startswith(str(target))
     assert facts == "8030261248 H200-SXM 4"
+    assert dashboards == "True True True"  # the dashboard notebooks and their Voilà template

@@ -31,6 +31,8 @@ CULL_IDLE_S = 600
 CULL_INTERVAL_S = 60
 #: How long a cell's execution waits for its remaining output messages after the kernel replies.
 IOPUB_TIMEOUT_S = 60
+#: the Voilà template the dashboards are served with (under template_root())
+TEMPLATE = "aiworkbook"
 
 
 def dashboards_dir() -> Path:
@@ -39,6 +41,14 @@ def dashboards_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("aiworkbook.widgets is not installed; reinstall the package")
     return Path(next(iter(spec.submodule_search_locations))) / "dashboards"
+
+
+def template_root() -> Path:
+    """The Jupyter data folder holding the dashboards' Voilà template (voila/templates/TEMPLATE): the lab
+    template without its render-blocking FontAwesome stylesheets from cdn.jsdelivr.net, which hold the
+    first paint until the browser gives up on a network with no way out (Voilà's own bundle already
+    carries FontAwesome, which the widgets' icons use)."""
+    return dashboards_dir() / "jupyter"
 
 
 def dashboard_path(name: str) -> Path:
@@ -133,6 +143,8 @@ def launch(
         # late and the viewer got an empty cell, no error. The wait ends at the kernel's idle message,
         # so a longer bound costs nothing when the server keeps up.
         f"--VoilaExecutor.iopub_timeout={IOPUB_TIMEOUT_S}",
+        # Voilà's lab template less its two FontAwesome stylesheets from a CDN (TEMPLATE_DIR)
+        f"--template={TEMPLATE}",
     ]
     if preheat:
         argv += ["--preheat_kernel=True", f"--pool_size={preheat}"]
@@ -141,7 +153,8 @@ def launch(
         argv.append(f"--token={token}")
     host = f"[{ip}]" if ":" in ip else ip
     url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
-    env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0"}
+    jupyter_path = os.pathsep.join(p for p in (str(template_root()), os.environ.get("JUPYTER_PATH")) if p)
+    env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0", "JUPYTER_PATH": jupyter_path}
     return Launch(argv=argv, env=env, url=url, port=port, ip=ip)
 
 

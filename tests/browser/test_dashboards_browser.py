@@ -176,6 +176,32 @@ def test_monitor_updates(browser, servers):
         close_page(page)
 
 
+def test_monitor_asks_nothing_off_the_machine_and_its_icons_draw(browser, servers):
+    """Every request the page makes goes to the Voilà server (no CDN: on a cluster with no way out a
+    stylesheet that never answers holds the first paint), and the pause button's Font Awesome icon
+    still draws, from Voilà's own bundle."""
+    spec, _ = servers.get("monitor")
+    origin = spec.url.split("?")[0].rstrip("/")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url))
+    try:
+        page.goto(spec.url, wait_until="commit", timeout=RENDER_TIMEOUT_MS)
+        wait_ready(page)
+        icon = page.locator(".aiwb-gpu-monitor i.fa-pause").first
+        icon.wait_for(timeout=ANSWER_TIMEOUT_MS)
+        drawn = icon.evaluate(
+            "el => { const s = getComputedStyle(el, '::before'); return [s.content, s.fontFamily,"
+            " document.fonts.check('900 14px \"Font Awesome 5 Free\"')]; }"
+        )
+        away = [u for u in asked if not u.startswith((origin, "data:", "blob:", "ws:"))]
+        assert away == [], away
+        content, family, loaded = drawn
+        assert content not in ("none", "normal", "") and "Font Awesome" in family and loaded, drawn
+    finally:
+        close_page(page)
+
+
 def _kernels(proc) -> list:
     """The live kernel processes under the Voilà server (an exited kernel not yet reaped is a zombie:
     it no longer runs, so it is not counted)."""
