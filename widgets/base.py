@@ -19,6 +19,8 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
+from aiworkbook import _lazy_iri  # noqa: F401  (before anything imports altair; see its docstring)
+
 from .i18n import check_lang, label
 
 _offline_done = False

@@ -1,6 +1,7 @@
 """aiworkbook.charts: pure Altair builders, data in, `alt.Chart` out. No Jupyter import here; the
 widgets wrap these charts, reports render them to SVG with `render.to_svg` (offline)."""
 
+from aiworkbook import _lazy_iri  # noqa: F401  (first: ~1.3 s less to import altair; see its docstring)
 from aiworkbook.charts.heatmap import heatmap_chart, heatmap_data
 from aiworkbook.charts.latency import latency_chart
 from aiworkbook.charts.memory import memory_chart
