@@ -241,9 +241,16 @@ class _Alarm:
             signal.signal(signal.SIGALRM, self._old)
 
 
-#: where proofs that write files (checkpoint, restore, cold start, data) write them: a folder on the
-#: disk under test, set by main() from --scratch (not /tmp, which may be RAM); each proof removes its files
-SCRATCH: Path | None = None
+#: where proofs that write files (checkpoint, cold start, data) write them: a folder on the disk under
+#: test, set by main() from --scratch (not /tmp, which may be RAM); each proof removes its files
+SCRATCH = Path("gpu-proof-scratch")
+
+
+def _model(step: Step, dry: bool) -> str | None:
+    """The model a step runs: its own on CUDA, the small one in the dry run, none for a model-less proof."""
+    if step.model is None:
+        return None
+    return step.dry_model if dry else step.model
 
 
 def _call(step: Step, device: str, dry: bool) -> Any:
@@ -252,7 +259,7 @@ def _call(step: Step, device: str, dry: bool) -> Any:
     from aiworkbook.proofs.vram import prove_vram
 
     kw = dict(step.dry if dry else step.gpu)
-    model = step.dry_model if dry else step.model
+    model = _model(step, dry)
     if dry and step.dry_budget_fraction is not None:
         kw["budget_bytes"] = int(step.dry_budget_fraction * _vram_estimate(model, kw, device))
     direct: dict[str, Callable[..., Any]] = {"roofline": prove_roofline, "vram": prove_vram, "kv": prove_kv}
@@ -261,12 +268,12 @@ def _call(step: Step, device: str, dry: bool) -> Any:
     from aiworkbook.proofs import registry
 
     takes = {i.name for i in registry.get(step.proof).inputs}
-    if step.model is not None:
+    if model is not None:
         kw["model"] = model
     if "device" in takes:
         kw["device"] = device
     if "dir" in takes:
-        kw["dir"] = str(SCRATCH or Path("gpu-proof-scratch").resolve())
+        kw["dir"] = str(SCRATCH.resolve())
     return registry.run(step.proof, **kw)
 
 
@@ -295,7 +302,7 @@ def run_step(step: Step, device: str, dry: bool, limit_s: float, out: Path) -> d
     row: dict[str, Any] = {
         "step": step.name,
         "proof": step.proof,
-        "model": (step.dry_model if dry else step.model) if step.model is not None else None,
+        "model": _model(step, dry),
         "args": {
             k: list(v) if isinstance(v, tuple) else v for k, v in (step.dry if dry else step.gpu).items()
         },
@@ -408,6 +415,7 @@ SUMMARY_SCHEMA_VERSION = 1
 
 
 def main(argv: list[str] | None = None) -> int:
+    global SCRATCH
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT") or "./gpu-proof-results")
     ap.add_argument("--dry-run", action="store_true", help="the same steps on the CPU, small sizes")
@@ -417,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bundle", default=None, help="also pack the output folder into this .tar.gz")
     ap.add_argument(
         "--scratch",
-        default="gpu-proof-scratch",
+        default=str(SCRATCH),
         help="folder on the disk under test for the checkpoint, cold-start and data proofs' files "
         "(default ./gpu-proof-scratch, removed afterwards; not /tmp, which may be RAM)",
     )
@@ -463,7 +471,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    global SCRATCH
     SCRATCH = Path(args.scratch).resolve()
     made_scratch = not SCRATCH.exists()
     mode = "dry run on the CPU (small models; not a GPU proof)" if args.dry_run else "CUDA"

@@ -143,7 +143,7 @@ def launch(
         # late and the viewer got an empty cell, no error. The wait ends at the kernel's idle message,
         # so a longer bound costs nothing when the server keeps up.
         f"--VoilaExecutor.iopub_timeout={IOPUB_TIMEOUT_S}",
-        # Voilà's lab template less its two FontAwesome stylesheets from a CDN (TEMPLATE_DIR)
+        # Voilà's lab template less its two FontAwesome stylesheets from a CDN (see template_root)
         f"--template={TEMPLATE}",
     ]
     if preheat:
