@@ -186,3 +186,26 @@ def test_a_gpu_device_node_defers_to_torch():
         "import torch; print(t, a == torch.cuda.is_available())"
     )
     assert _run(code) == ["True", "True"]
+
+
+def test_every_proof_plans_on_selection_and_optional_numbers_start_unset():
+    """Choosing a proof must show its plan, not an error: optional numbers (no default) were plain
+    number boxes showing 0, which went to the proof as 0 (serving's concurrency, checkpoint's size_mb,
+    the host proof's rows were refused at once). Off, they are left out; on, they are checked."""
+    from aiworkbook.widgets import ProofRunner
+
+    r = ProofRunner(allow_run=False)
+    try:
+        for name in registry.names():
+            r.proof.value = name
+            assert r.error == "" and r.plan["proof"] == name, (name, r.error)
+        r.proof.value = "serving"
+        assert not {"rate", "concurrency", "slo_ttft_ms", "slo_tpot_ms"} & set(r.value["inputs"])
+        r.inputs["concurrency"].value = 8
+        assert r.value["inputs"]["concurrency"] == 8 and r.error == ""
+        r.inputs["concurrency"].value = 0
+        assert r.error == "field 'concurrency' = 0 is not valid; allowed: >= 1"
+        r.inputs["concurrency"].value = None  # switched off again: the proof's default sweep
+        assert r.error == "" and "concurrency" not in r.value["inputs"]
+    finally:
+        r.close()

@@ -50,6 +50,48 @@ def kernel_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
+class OptionalNumber(W.HBox):
+    """A number that may be unset: the check box switches the number on; off, `value` is None (the
+    library's default for the field). The number box keeps the field's low/high bounds."""
+
+    value = traitlets.Any(None)
+
+    def __init__(self, description: str, low: float, high: float, start: float, integer: bool) -> None:
+        self.toggle = W.Checkbox(
+            value=False, description=description, indent=False, layout=W.Layout(width="auto")
+        )
+        if integer:
+            self.number: Any = W.BoundedIntText(
+                value=int(start), min=int(low), max=int(high), disabled=True, layout=W.Layout(width="9em")
+            )
+        else:
+            self.number = W.BoundedFloatText(
+                value=start, min=low, max=high, step=0.05, disabled=True, layout=W.Layout(width="9em")
+            )
+        self._setting = False
+        super().__init__([self.toggle, self.number], layout=W.Layout(align_items="center"))
+        self.toggle.observe(self._from_children, names="value")
+        self.number.observe(self._from_children, names="value")
+
+    def _from_children(self, change: dict[str, Any]) -> None:
+        if self._setting:
+            return
+        self.number.disabled = not self.toggle.value
+        self.value = self.number.value if self.toggle.value else None
+
+    @traitlets.observe("value")
+    def _to_children(self, change: dict[str, Any]) -> None:
+        v = change["new"]
+        self._setting = True
+        try:
+            if v is not None:
+                self.number.value = v
+            self.toggle.value = v is not None
+            self.number.disabled = v is None
+        finally:
+            self._setting = False
+
+
 class Delivery:
     """Work handed from worker threads to the kernel's event loop, run there in order (widget updates
     reach the frontend from the loop, never from a thread). Without a loop (headless tests, scripts)

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
-import traitlets
 
 from aiworkbook.errors import SpecError
+
+from .base import OptionalNumber
 
 #: Modes whose LoRA rows are shown (and whose lora_rank/lora_targets reach the estimate).
 LORA_MODES = ("lora", "qlora")
@@ -61,48 +62,6 @@ def effective(raw: dict[str, Any]) -> dict[str, Any]:
 def _targets(x: Any) -> Any:
     """lora_targets as the Workload takes it: one name alone stands for a one-module list."""
     return (x,) if isinstance(x, str) else tuple(x) if isinstance(x, list | tuple) else x
-
-
-class OptionalNumber(W.HBox):
-    """A number that may be unset: the check box switches the number on; off, `value` is None (the
-    library's default for the field). The number box keeps the field's low/high bounds."""
-
-    value = traitlets.Any(None)
-
-    def __init__(self, description: str, low: float, high: float, start: float, integer: bool) -> None:
-        self.toggle = W.Checkbox(
-            value=False, description=description, indent=False, layout=W.Layout(width="auto")
-        )
-        if integer:
-            self.number: Any = W.BoundedIntText(
-                value=int(start), min=int(low), max=int(high), disabled=True, layout=W.Layout(width="9em")
-            )
-        else:
-            self.number = W.BoundedFloatText(
-                value=start, min=low, max=high, step=0.05, disabled=True, layout=W.Layout(width="9em")
-            )
-        self._setting = False
-        super().__init__([self.toggle, self.number], layout=W.Layout(align_items="center"))
-        self.toggle.observe(self._from_children, names="value")
-        self.number.observe(self._from_children, names="value")
-
-    def _from_children(self, change: dict[str, Any]) -> None:
-        if self._setting:
-            return
-        self.number.disabled = not self.toggle.value
-        self.value = self.number.value if self.toggle.value else None
-
-    @traitlets.observe("value")
-    def _to_children(self, change: dict[str, Any]) -> None:
-        v = change["new"]
-        self._setting = True
-        try:
-            if v is not None:
-                self.number.value = v
-            self.toggle.value = v is not None
-            self.number.disabled = v is None
-        finally:
-            self._setting = False
 
 
 class FinetuneControls:

@@ -19,7 +19,7 @@ import traitlets
 from aiworkbook.errors import SpecError
 from aiworkbook.units import fmt_value
 
-from .base import Composite, Delivery, chart_view, dropdown, html_table, value_html
+from .base import Composite, Delivery, OptionalNumber, chart_view, dropdown, html_table, value_html
 
 #: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
 FORM_KINDS = ("model", "int", "float", "bool", "choice", "ints")
@@ -38,18 +38,30 @@ def input_widget(spec: Any) -> W.ValueWidget | None:
         return W.Dropdown(options=list(spec.choices), value=spec.default, description=spec.name, style=style)
     if spec.kind == "bool":
         return W.Checkbox(value=bool(spec.default), description=spec.name)
+    if spec.kind in ("int", "float") and spec.default is None:  # unset: the proof's own default
+        return optional_number(spec)
     if spec.kind == "int":
-        return W.IntText(
-            value=spec.default if spec.default is not None else 0, description=spec.name, style=style
-        )
+        return W.IntText(value=spec.default, description=spec.name, style=style)
     if spec.kind == "float":
-        return W.FloatText(
-            value=spec.default if spec.default is not None else 0.0, description=spec.name, style=style
-        )
+        return W.FloatText(value=spec.default, description=spec.name, style=style)
     if spec.kind == "ints":
         default = ",".join(map(str, spec.default)) if spec.default else ""
         return W.Text(value=default, description=spec.name, placeholder="1,2,4", style=style)
     return None
+
+
+#: the number boxes' range where an InputSpec sets no bound (ipywidgets' bounded boxes need one)
+_UNBOUNDED = 2**31 - 1
+
+
+def optional_number(spec: Any) -> OptionalNumber:
+    """An int or float input without a default: off (None) leaves the proof's default, on offers a
+    number inside the spec's bounds, starting at 1 or the lower bound (a 0 shown in a plain number box
+    went to the proof as 0 and was refused: concurrency, size_mb, rows ...)."""
+    low = spec.low if spec.low is not None else -_UNBOUNDED
+    high = spec.high if spec.high is not None else _UNBOUNDED
+    start = min(max(low, 1), high)
+    return OptionalNumber(spec.name, low, high, start, integer=spec.kind == "int")
 
 
 def parse_input(spec: Any, value: Any) -> Any:
@@ -66,7 +78,7 @@ def parse_input(spec: Any, value: Any) -> Any:
         for x in out:
             _bounds(spec, x)
         return out
-    if spec.kind in ("int", "float"):
+    if spec.kind in ("int", "float") and value is not None:
         _bounds(spec, value)
     if spec.kind == "choice" and value not in spec.choices:
         raise SpecError(spec.name, value, ", ".join(spec.choices))
@@ -75,7 +87,13 @@ def parse_input(spec: Any, value: Any) -> Any:
 
 def _bounds(spec: Any, x: Any) -> None:
     if spec.low is not None and x < spec.low or spec.high is not None and x > spec.high:
-        raise SpecError(spec.name, x, f"[{spec.low}, {spec.high}]")
+        if spec.high is None:
+            allowed = f">= {spec.low}"
+        elif spec.low is None:
+            allowed = f"<= {spec.high}"
+        else:
+            allowed = f"{spec.low} to {spec.high}"
+        raise SpecError(spec.name, x, allowed)
 
 
 class ProofRunner(Composite):
