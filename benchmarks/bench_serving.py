@@ -10,6 +10,8 @@
    output tokens/s at equal or better p95 TTFT. Reference: static batching, same run, same load.
    Also per forward pass: output tokens (occupancy) and seconds (cost), which the throughput ratio is
    made of, and the same comparison on the synthetic stand-in (a fixed cost per forward).
+3. Forward costs: one TorchBackend.step by what it carries (decode rows, ragged contexts, a prompt
+   chunk). Reference: the 1-row decode forward, same run.
 Timings on a shared machine are noisy; the ratios are what to read.
 """
 
@@ -114,6 +116,53 @@ def _alternate(backend: str) -> tuple[dict, dict, list[float]]:
         return out
 
     return med(runs["static"]), med(runs["continuous"]), ratios
+
+
+def _forward_costs(reps: int = 30) -> dict[str, float]:
+    """Seconds per `TorchBackend.step` for hand-laid batches (no server, no scheduler): what one forward
+    costs by what it carries, the terms the continuous / static ratio is made of on this CPU."""
+    import random
+
+    from aiworkbook.serving.embedded import build_engine
+    from aiworkbook.serving.engine import Sequence
+
+    eng = build_engine("tiny-llama", backend="torch", max_batch=16)
+    be, ids = eng.backend, iter(range(10**6))
+
+    def seq(ctx: int, prompt: int = 32) -> Sequence:
+        s = Sequence(next(ids), prompt, 64, None, ["hello"] * prompt)
+        s.blocks = eng.pool.try_reserve(-(-(prompt + 64) // eng.pool.block_size)) or []
+        s.prefilled = prompt if ctx else 0
+        be.state[s.id] = [ctx, 5]
+        return s
+
+    def timed(ctxs: list[int], prompt_chunk: bool = False) -> float:
+        work = [(seq(c), 1) for c in ctxs] + ([(seq(0), 32)] if prompt_chunk else [])
+        starts = {s.id: list(be.state[s.id]) for s, _ in work}
+
+        def once() -> None:
+            be.step(work)
+            for s, _ in work:  # back to the same positions: every repeat is the same forward
+                be.state[s.id] = list(starts[s.id])
+
+        for _ in range(3):
+            once()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            once()
+        for s, _ in work:
+            eng.pool.release(s.blocks)
+        return (time.perf_counter() - t0) / reps
+
+    rnd = random.Random(0)
+    return {
+        "1 decode row": timed([60]),
+        "8 decode rows": timed([60] * 8),
+        "16 decode rows": timed([60] * 16),
+        "16 rows, contexts 33-90": timed([rnd.randint(33, 90) for _ in range(16)]),
+        "a 32-token prompt alone": timed([], prompt_chunk=True),
+        "14 decode rows + a 32-token prompt": timed([rnd.randint(33, 90) for _ in range(14)], True),
+    }
 
 
 def _row(
@@ -235,6 +284,20 @@ def run() -> list[dict]:
             "not the bar (that is the torch model's)",
         )
     )
+    costs = _forward_costs()
+    one_row = costs["1 decode row"]
+    for what, sec in costs.items():
+        rows.append(
+            _row(
+                f"torch forward, {what}",
+                sec,
+                one_row,
+                "ms",
+                1e3,
+                None,
+                "TorchBackend.step alone, tiny-llama fp32, one thread; reference: a 1-row decode forward, same run",
+            )
+        )
     return rows
 
 
