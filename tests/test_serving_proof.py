@@ -160,4 +160,6 @@ def test_cli(tmp_path, capsys):
         )
         == 0
     )
-    assert "knee:" in capsys.readouterr().out
+    cap = capsys.readouterr()
+    assert "knee:" in cap.out
+    assert "serving:" in cap.err  # progress on the tqdm bar every `prove` command uses (stderr)

@@ -28,9 +28,8 @@ def run_with_bar(name: str, **inputs: Any):
     def progress(done: int, total: int, message: str) -> None:
         if bar.total != total:
             bar.total = total
-        bar.n = done
         bar.set_postfix_str(message, refresh=False)
-        bar.refresh()
+        bar.update(done - bar.n)  # redrawn at most every mininterval: per-request messages do not flood a log
 
     try:
         return registry.run(name, progress=progress, **inputs)

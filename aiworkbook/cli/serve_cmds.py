@@ -89,7 +89,7 @@ def register_prove(prove: typer.Typer) -> None:
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
     ) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
-        from aiworkbook.cli.prove_cmds import _check_outputs, _emit
+        from aiworkbook.cli.prove_cmds import _check_outputs, _emit, run_with_bar
 
         _check_outputs(json=json_file)
         if import_file is not None:
@@ -98,7 +98,6 @@ def register_prove(prove: typer.Typer) -> None:
             r = import_results(import_file)
         else:
             from aiworkbook.errors import SpecError
-            from aiworkbook.proofs import registry
 
             loads = None
             if sweep:
@@ -106,9 +105,8 @@ def register_prove(prove: typer.Typer) -> None:
                     loads = [float(x) for x in sweep.split(",") if x.strip()]
                 except ValueError:
                     raise SpecError("sweep", sweep, "comma-separated numbers, e.g. 1,2,4,8") from None
-            r = registry.run(
+            r = run_with_bar(
                 "serving",
-                progress=_progress(),
                 model=model,
                 target=target,
                 served_model=served_model,
@@ -131,15 +129,6 @@ def register_prove(prove: typer.Typer) -> None:
             )
         _print_details(r)
         _emit(r, json_file)
-
-
-def _progress():
-    def show(done: int, total: int, message: str) -> None:
-        typer.echo(f"\r  [{done}/{total}] {message:<60}", nl=False, err=True)
-        if done >= total:
-            typer.echo("", err=True)
-
-    return show
 
 
 def _ms(v) -> str:
