@@ -2,8 +2,8 @@
 
 1. Harness overhead: a fixed-delay stand-in server (in a child process, so the client's event loop
    has its own interpreter) answers every request after a planted 50 ms; the measured TTFT minus the
-   planted delay (planted from the request's arrival to a deadline, so the server's timer adds nothing) is
-   what the client and HTTP add. Bar: p50 < 1 ms at 64
+   planted delay (planted from the handler's entry to a deadline, so neither the stand-in's body
+   parsing nor its timer adds to it) is what the client and HTTP add. Bar: p50 < 1 ms at 64
    concurrent streams. Reference: the same at 1 stream, same run.
 2. Continuous vs static batching: the embedded server with tiny-llama (batched torch decode) at
    closed-loop concurrency 16, output lengths uniform in 32 +- 90 %. Bar: continuous >= 1.5x static

@@ -127,6 +127,7 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
     app = web.Application()
 
     async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
+        arrived = asyncio.get_running_loop().time()  # the handler's entry, before the body is read
         try:
             body = await request.json()
             if not isinstance(body, dict):
@@ -136,7 +137,7 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
         except (ValueError, json.JSONDecodeError) as exc:
             return _error(400, str(exc), "invalid_request_error")
         if fixed is not None:
-            return await _fixed(request, body, chat, len(words), max_tokens)
+            return await _fixed(request, body, chat, len(words), max_tokens, arrived)
         return await _engine(request, body, chat, words, max_tokens)
 
     async def _sleep_until(due: float) -> None:
@@ -152,9 +153,9 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
         await resp.prepare(request)
         return resp, _Stream(resp, model_name, chat, body, prompt)
 
-    async def _fixed(request, body, chat, prompt, max_tokens) -> web.StreamResponse:
+    async def _fixed(request, body, chat, prompt, max_tokens, arrived: float) -> web.StreamResponse:
         assert fixed is not None
-        due = asyncio.get_running_loop().time() + fixed.ttft_s  # planted from the request's arrival
+        due = arrived + fixed.ttft_s  # from the handler's entry: its own body parsing is not the client's
         resp, st = await _open(request, body, chat, prompt)
         await _sleep_until(due)
         sent = chunks = 0
