@@ -13,6 +13,7 @@
 3. Forward costs: one TorchBackend.step by what it carries (decode rows, ragged contexts, a prompt
    chunk). Reference: the 1-row decode forward, same run.
 Timings on a shared machine are noisy; the ratios are what to read.
+`python benchmarks/bench_serving.py --harness [--json FILE]`: part 1 alone (about 10 s).
 """
 
 from __future__ import annotations
@@ -183,7 +184,9 @@ def _bar(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
-def run() -> list[dict]:
+def harness_rows() -> list[dict]:
+    """The harness-overhead rows alone (about 10 s): what `python benchmarks/bench_serving.py --harness`
+    prints, and what tools/gpu_proof_device.sh records on a lent machine's 16 cores."""
     # the machine's speed, to read this run against another day's (docs/serving.md quotes it)
     speed = min(timeit.repeat("sum(range(100000))", number=200, repeat=5)) / 200
     child = subprocess.Popen(
@@ -204,7 +207,7 @@ def run() -> list[dict]:
     finally:
         child.stdin.close()
         child.wait(timeout=20)
-    rows = [
+    return [
         {
             "name": "harness overhead, p50 TTFT - planted, 64 streams",
             "value": many * 1e3,
@@ -224,6 +227,10 @@ def run() -> list[dict]:
             "arrival gap at 64 streams over 50 ms: ratio < 1 means one core keeps up, above it requests queue",
         },
     ]
+
+
+def run() -> list[dict]:
+    rows = harness_rows()
     static, cont, ratios = _alternate("torch")
     rounds = ", ".join(f"{r:.2f}" for r in ratios)
     s_static, s_cont, s_ratios = _alternate("synthetic")
@@ -311,6 +318,23 @@ def run() -> list[dict]:
     return rows
 
 
-if __name__ == "__main__":
-    for r in run():
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+    import os
+
+    ap = argparse.ArgumentParser(description="the serving benchmark (make bench runs all of it)")
+    ap.add_argument("--harness", action="store_true", help="only the harness-overhead rows (about 10 s)")
+    ap.add_argument("--json", help="also write the rows here, with the machine's CPU count")
+    args = ap.parse_args(argv)
+    rows = harness_rows() if args.harness else run()
+    for r in rows:
         print(r)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"cpus": os.cpu_count(), "python": sys.version.split()[0], "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
