@@ -1,0 +1,42 @@
+"""`benchmarks/bench_serving.py --harness --json FILE`, which tools/gpu_proof_device.sh runs blind on a
+lent machine before the proofs: it must run on its own and write the rows the docs read (no timing is
+judged here; the figures are the benchmark's)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_harness_rows_alone_write_json(tmp_path):
+    out = tmp_path / "harness.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_serving.py"), "--harness", "--json", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    doc = json.loads(out.read_text())
+    assert doc["cpus"] >= 1 and doc["python"].count(".") == 2
+    names = [r["name"] for r in doc["rows"]]
+    assert names == [
+        "harness overhead, p50 TTFT - planted, 64 streams",
+        "harness CPU per request (client + stand-in server)",
+    ]
+    overhead, cpu = doc["rows"]
+    # the stand-in cannot answer before its planted 50 ms, so the overhead is never negative
+    assert overhead["value"] > 0 and overhead["reference"] > 0
+    assert "n=512/32" in overhead["note"]
+    assert ", met;" in overhead["note"] or ", MISSED;" in overhead["note"]
+    assert "sum(range(100000)) in" in overhead["note"]
+    assert cpu["value"] > 0 and cpu["unit"] == "ms CPU"
+
+
+def test_the_device_script_records_them():
+    script = (ROOT / "tools" / "gpu_proof_device.sh").read_text()
+    assert 'benchmarks/bench_serving.py --harness --json "$OUT/bench-serving-harness.json"' in script
+    assert script.index("bench_serving.py --harness") < script.index("benchmarks/gpu_proof.py")
