@@ -20,7 +20,8 @@ BYTES_PER_STEP = 20.0
 
 
 def plan(*, steps: int = 5, delay: float = 0.0, device: str = "cpu", **_: object) -> Plan:
-    return Plan(NAME, device, BYTES_PER_STEP * steps, "steps x 20 B", "B", {"steps": steps}, True, 0.1)
+    sizes = {"steps": steps, "cap": None}  # an unset setting, as serving's cap outside a rate sweep
+    return Plan(NAME, device, BYTES_PER_STEP * steps, "steps x 20 B", "B", sizes, True, 0.1)
 
 
 def run(*, control, steps: int = 5, delay: float = 0.0, device: str = "cpu", **_: object) -> ProofResult:
@@ -70,6 +71,7 @@ def test_plan_shows_before_running_and_paths_are_not_offered(runner):
     assert runner.plan["predicted"] == plan(steps=8).predicted
     assert runner.value == {"proof": NAME, "inputs": {"steps": 8, "delay": 0.0}}
     assert "160 B" in runner.plan_view.value
+    assert "steps=8" in runner.plan_view.value and "cap=" not in runner.plan_view.value
 
 
 def test_run_reports_progress_and_the_result(runner):

@@ -187,7 +187,8 @@ class ProofRunner(Composite):
         self.plan = p.to_dict()
         fits = "" if p.fits is None else (self.t("fits") if p.fits else self.t("does_not_fit"))
         rough = self.t("rough", seconds=p.rough_s) if p.rough_s else ""
-        sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
+        # a setting the proof leaves unset (a sweep's cap, an SLO off) is not shown as "=None"
+        sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items() if v is not None)
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in p.notes)
         self.plan_view.value = (
             f"<b>{html.escape(self.t('plan'))}</b> ({html.escape(p.device)}): {self.t('predicted')} "
