@@ -179,6 +179,11 @@ def test_latency_chart_in_milliseconds_with_knee():
     assert [r["load"] for r in rows if "label" in r] == [4, 4, 4]  # the knee in each panel
     assert_offline_svg(chart)
     assert not [r for r in rows_of(latency_chart(sweep)) if "label" in r]
+    # throughput has no percentile: its line must not take p50's, p95's or p99's colour from the legend
+    spec = chart.to_dict()
+    percentile_colours = set(spec["hconcat"][0]["layer"][0]["encoding"]["color"]["scale"]["range"])
+    thr_mark = spec["hconcat"][2]["layer"][0]["mark"]
+    assert thr_mark["color"] not in percentile_colours
 
 
 def test_latency_chart_names_missing_keys():

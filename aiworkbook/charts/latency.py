@@ -68,7 +68,7 @@ def latency_chart(rows: list[dict[str, Any]], knee: float | None = None) -> alt.
         panels.append(alt.layer(*layers).properties(title=metric, width=260, height=200))
     tput = (
         alt.Chart(alt.Data(values=thr))
-        .mark_line(point=True, color=PALETTE[2])
+        .mark_line(point=True, color=PALETTE[7])  # black: not one of the percentiles' colours
         .encode(
             x=alt.X("load:Q", title="load"),
             y=alt.Y("throughput_tok_s:Q", title="output tokens/s"),
