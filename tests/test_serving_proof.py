@@ -62,6 +62,12 @@ def test_run_sweeps_finds_the_planted_knee_and_compares_schedulers(tmp_path):
     # the KV pool's peak at concurrency 8 with 2 slots: 2 sequences x 64 tokens (the estimate's too)
     assert r.measured == r.predicted == 2 * 64 * 2048 and r.verdict == "pass"
     assert "telemetry" in r.details and seen[-1][0] == seen[-1][1]
+    # the SLO's load and static vs continuous read from the result's notes (a dashboard shows notes)
+    best = r.details["slo_search"]["max_load"]
+    assert any(n.startswith("most load meeting the SLO (p95 TTFT <= 60 ms): " + f"{best}") for n in r.notes)
+    ratio = f"({s['throughput_ratio']:.2f}x)"
+    assert any(n.startswith("static vs continuous batching at concurrency 8") and ratio in n for n in r.notes)
+    assert not any(n.startswith("context sweep") for n in r.notes)  # not run
     r.save(tmp_path / "s.json")
     assert ProofResult.load(tmp_path / "s.json").details["knee"] == 2
 
@@ -72,6 +78,10 @@ def test_context_sweep_runs_out_where_the_estimate_says():
     assert c["runs_out_at_context"] == c["predicted_runs_out_at_context"] == c["rows"][-1]["context"]
     peaks = [x["kv_bytes_peak"] for x in c["rows"][:-1]]
     assert peaks == sorted(peaks) and peaks[0] < peaks[-1]  # KV grows with the context
+    longest = c["rows"][-1]["context"]
+    assert f"the KV pool ran out at context {longest} (the estimate: at context {longest})" in " ".join(
+        r.notes
+    )
 
 
 def test_cancel_lands_within_a_second():
@@ -163,3 +173,36 @@ def test_cli(tmp_path, capsys):
     cap = capsys.readouterr()
     assert "knee:" in cap.out
     assert "serving:" in cap.err  # progress on the tqdm bar every `prove` command uses (stderr)
+
+
+def test_summary_notes_say_when_nothing_met_or_ran_out():
+    from aiworkbook.serving.proof import _summary_notes
+
+    row = {"throughput_tok_s": None, "p95_ttft_s": None}
+    notes = _summary_notes(
+        {
+            "slo_search": {
+                "slo": {"ttft_s": 0.001, "tpot_s": None},
+                "max_load": None,
+                "throughput_tok_s_at_max_load": None,
+            },
+            "schedulers": {
+                "concurrency": 4,
+                "length_dist": "uniform +-90 %",
+                "static": row,
+                "continuous": row,
+            },
+            "context_sweep": {
+                "concurrency": 2,
+                "rows": [{"context": 48}, {"context": 112}],
+                "runs_out_at_context": None,
+                "predicted_runs_out_at_context": None,
+            },
+        }
+    )
+    assert notes == [
+        "no load in the sweep meets the SLO (p95 TTFT <= 1 ms)",
+        "static vs continuous batching at concurrency 4 (output lengths uniform +-90 %): n/a vs n/a tok/s, "
+        "p95 TTFT n/a vs n/a ms",
+        "context sweep at concurrency 2: the KV pool held up to context 112 (the estimate: not up to context 112)",
+    ]

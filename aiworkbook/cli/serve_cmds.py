@@ -152,14 +152,8 @@ def _print_details(r) -> None:
                 f"{x.get('errors') or ''}"
             )
         typer.echo(f"  knee: {d.get('knee')}")
-    s = d.get("schedulers")
-    if s:
-        ratio = s.get("throughput_ratio")
-        typer.echo(
-            f"  static vs continuous at concurrency {s['concurrency']}: {s['static']['throughput_tok_s']:.1f} vs "
-            f"{s['continuous']['throughput_tok_s']:.1f} tok/s (x{ratio:.2f}), p95 TTFT "
-            f"{_ms(s['static']['p95_ttft_s']).strip()} vs {_ms(s['continuous']['p95_ttft_s']).strip()} ms"
-        )
+    # static vs continuous, the context where the pool runs out and the SLO's load are the result's
+    # notes (printed below it), so a dashboard and the report show them too
     c = d.get("context_sweep")
     if c:
         for x in c["rows"]:
@@ -167,11 +161,3 @@ def _print_details(r) -> None:
                 f"  context {x['context']:>6}: KV peak {x['kv_bytes_peak']} B, ran {x['peak_running']} at once "
                 f"(estimate {x['capacity_predicted']}), p50 TPOT {_ms(x['p50_tpot_s']).strip()} ms"
             )
-        typer.echo(
-            f"  pool runs out at context {c['runs_out_at_context']} (estimate: {c['predicted_runs_out_at_context']})"
-        )
-    slo = d.get("slo_search")
-    if slo:
-        tput = slo["throughput_tok_s_at_max_load"]
-        at = f" ({tput:.1f} tok/s)" if isinstance(tput, int | float) else ""
-        typer.echo(f"  most load meeting the SLO: {slo['max_load']}{at}")

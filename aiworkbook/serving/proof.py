@@ -283,6 +283,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         f"percentiles over pooled raw samples: {n} requests in all; p99 from fewer than ~270k samples "
         "is indicative, not MLPerf-grade"
     )
+    notes += _summary_notes(details)
     measured = predicted = None
     label = ""
     if embedded and s["kind"] == "concurrency" and spec is not None and engine is not None:
@@ -320,6 +321,52 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         details=details,
         notes=notes,
     )
+
+
+def _ms(v: Any) -> str:
+    return f"{v * 1e3:.1f}" if isinstance(v, int | float) else "n/a"
+
+
+def _summary_notes(details: dict[str, Any]) -> list[str]:
+    """One line each for the SLO search, static vs continuous and the context sweep: what a viewer of
+    the result (a dashboard, the report, the command line) reads without opening `details`."""
+    out = []
+    slo = details.get("slo_search")
+    if slo:
+        limits = [
+            f"p95 {k} <= {v * 1e3:g} ms"
+            for k, v in (("TTFT", slo["slo"]["ttft_s"]), ("TPOT", slo["slo"]["tpot_s"]))
+            if v is not None
+        ]
+        tput = slo["throughput_tok_s_at_max_load"]
+        at = f" ({tput:.1f} tok/s)" if isinstance(tput, int | float) else ""
+        best = slo["max_load"]
+        out.append(
+            f"most load meeting the SLO ({', '.join(limits)}): {best}{at}"
+            if best is not None
+            else f"no load in the sweep meets the SLO ({', '.join(limits)})"
+        )
+    cmp = details.get("schedulers")
+    if cmp:
+        st, co, ratio = cmp["static"], cmp["continuous"], cmp.get("throughput_ratio")
+        tok = [
+            f"{x:.1f}" if isinstance(x, int | float) else "n/a"
+            for x in (st["throughput_tok_s"], co["throughput_tok_s"])
+        ]
+        out.append(
+            f"static vs continuous batching at concurrency {cmp['concurrency']} (output lengths "
+            f"{cmp['length_dist']}): {tok[0]} vs {tok[1]} tok/s"
+            + (f" ({ratio:.2f}x)" if isinstance(ratio, int | float) else "")
+            + f", p95 TTFT {_ms(st['p95_ttft_s'])} vs {_ms(co['p95_ttft_s'])} ms"
+        )
+    ctx = details.get("context_sweep")
+    if ctx and ctx["rows"]:
+        ran, pred = ctx["runs_out_at_context"], ctx["predicted_runs_out_at_context"]
+        longest = ctx["rows"][-1]["context"]
+        seen = f"the KV pool ran out at context {ran}" if ran else f"the KV pool held up to context {longest}"
+        est = f"at context {pred}" if pred else f"not up to context {longest}"
+        out.append(f"context sweep at concurrency {ctx['concurrency']}: {seen} (the estimate: {est})")
+    return out
 
 
 def _environment(dev: Any) -> dict[str, Any]:
