@@ -354,13 +354,22 @@ def run(
 ):
     """Run the proof `name` under the one proof lock (ProofBusy when another runs), reporting
     progress(done, total, message) and honouring `cancel` (verdict 'interrupted'). Ctrl-C still
-    raises KeyboardInterrupt."""
+    raises KeyboardInterrupt. The heap that existed before is frozen out of the garbage collector for
+    the proof (proofs.gcpause); the pauses left are in `environment["gc"]`."""
     info = get(name)
     mod = _module(info)
     control = Control(progress=progress, cancel=cancel)
+    from aiworkbook.proofs.gcpause import quiet_gc
+
     with exclusive(name):
         try:
-            return mod.run(control=control, **inputs)
+            with quiet_gc() as (pauses, frozen):
+                result = mod.run(control=control, **inputs)
+            result.environment["gc"] = pauses.summary(frozen)
+            note = pauses.note()
+            if note:
+                result.notes.append(note)
+            return result
         except Cancelled as exc:
             exc.__traceback__ = None  # drop the frames (and their tensors) before releasing memory
             from aiworkbook.proofs.device import release_memory

@@ -174,8 +174,11 @@ def _measure(url: str, name: str, load: Load, control: Control, s: dict[str, Any
             with contextlib.suppress(Exception):
                 control.progress(control.done, control.total, f"{msg}: {done}/{total} requests")
 
+    from aiworkbook.proofs.gcpause import measuring
+
     target = Target(url, name, api=api, continuous_usage=True)
-    records = run_load_sync(target, load, on_done=on_done, stop=lambda: control.cancelled)
+    with measuring():  # no garbage-collector pause inside the load point (client, server, engine share it)
+        records = run_load_sync(target, load, on_done=on_done, stop=lambda: control.cancelled)
     control.check(msg)
     return summarize_run(records, slo_ttft_s=s["slo_ttft_s"], slo_tpot_s=s["slo_tpot_s"])
 
