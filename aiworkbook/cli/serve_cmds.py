@@ -153,7 +153,7 @@ def _print_details(r) -> None:
             )
         typer.echo(f"  knee: {d.get('knee')}")
     # static vs continuous, the context where the pool runs out and the SLO's load are the result's
-    # notes (printed below it), so a dashboard and the report show them too
+    # notes (printed below it), so the report dashboard shows them too
     c = d.get("context_sweep")
     if c:
         for x in c["rows"]:

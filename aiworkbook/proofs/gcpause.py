@@ -2,8 +2,8 @@
 
 A full collection stops every thread of the process while it walks the heap, and a Jupyter kernel's
 heap (Altair, pandas, ipywidgets and torch loaded) is large: on the 2-core CI machine the first serving
-proof in a fresh report dashboard met three full collections, the longest 162 ms, and its continuous
-batching p95 TTFT read 230 to 330 ms instead of about 50 ms, because the load generator, the server and
+proof in a fresh kernel met full collections of up to 162 ms, and its continuous-batching p95 TTFT
+read up to 328 ms instead of about 50 ms (docs/proofs.md), because the load generator, the server and
 the engine share the process. Load generators and engines guard against the same: AIPerf's
 timing-critical services collect, `gc.freeze()` and disable the collector; vLLM calls
 `freeze_gc_heap()` (vllm/utils/gc_utils.py) after start-up and warm-up "to reduce GC overhead from
@@ -78,22 +78,23 @@ class GcPauses:
         )
 
 
-_active: list[GcPauses] = []  # the running proof's pauses (one proof at a time: the proof lock)
+_active: GcPauses | None = None  # the running proof's pauses (one proof at a time: the proof lock)
 
 
 @contextmanager
 def quiet_gc() -> Iterator[tuple[GcPauses, int]]:
     """Collect and freeze the heap for the block; yields (the pauses seen in it, objects frozen)."""
+    global _active
     gc.collect()
     gc.freeze()
     frozen = gc.get_freeze_count()
     pauses = GcPauses()
     gc.callbacks.append(pauses.callback)
-    _active.append(pauses)
+    _active = pauses
     try:
         yield pauses, frozen
     finally:
-        _active.remove(pauses)
+        _active = None
         gc.callbacks.remove(pauses.callback)
         gc.unfreeze()
 
@@ -102,7 +103,7 @@ def quiet_gc() -> Iterator[tuple[GcPauses, int]]:
 def measuring() -> Iterator[None]:
     """A measured window: a collection first (not counted as a pause: it is outside the window),
     then no automatic collection until the window ends (the collector's state is restored)."""
-    pauses = _active[-1] if _active else None
+    pauses = _active
     if pauses is not None:
         pauses.counting = False
         pauses.windows += 1

@@ -332,7 +332,7 @@ def _ms(v: Any) -> str:
 
 def _summary_notes(details: dict[str, Any]) -> list[str]:
     """One line each for the SLO search, static vs continuous and the context sweep: what a viewer of
-    the result (a dashboard, the report, the command line) reads without opening `details`."""
+    the result (the report dashboard, the command line) reads without opening `details`."""
     out = []
     slo = details.get("slo_search")
     if slo:
