@@ -37,9 +37,12 @@ s.stop()
 """
 
 
-def _overhead(url: str, streams: int, requests: int) -> tuple[float, int, float]:
-    """p50 of (TTFT - planted), the sample count, and the client's CPU seconds per request."""
-    from aiworkbook.serving.client import Load, Target, run_load_sync
+def _overhead(url: str, streams: int, requests: int) -> tuple[float, int, float, dict[str, float]]:
+    """p50 of (TTFT - planted), the sample count, the client's CPU seconds per request, and the p50 of
+    each part of TTFT - planted by the stand-in's own clock readings (GET /timings, perf_counter: the
+    client's clock too): the client's send up to the stand-in's handler, the stand-in's lateness past
+    its deadline, and the delivery from its write of the token to the client's parsed chunk."""
+    from aiworkbook.serving.client import Load, Target, fetch_json, run_load_sync
 
     cpu0 = time.process_time()
     recs = run_load_sync(
@@ -49,7 +52,20 @@ def _overhead(url: str, streams: int, requests: int) -> tuple[float, int, float]
     )
     cpu = (time.process_time() - cpu0) / len(recs)
     ttft = [r.ttft_s - PLANTED_S for r in recs if r.ok and not r.warmup]
-    return float(np.median(ttft)), len(ttft), cpu
+    # run_load salts request i's prompt with "r{i}" and keeps the records in that order
+    stamps = {
+        t["prompt_head"]: t for t in (fetch_json(url + "/timings") or {}).get("requests", [])[-len(recs) :]
+    }
+    parts: dict[str, list[float]] = {"send": [], "late": [], "delivery": []}
+    for i, r in enumerate(recs):
+        t = stamps.get(f"r{i}")
+        if t is None or not r.ok or r.warmup:
+            continue
+        parts["send"].append(t["entered"] - r.scheduled)
+        parts["late"].append(t["first_write"] - (t["entered"] + PLANTED_S))
+        parts["delivery"].append(r.chunks[0][0] - t["first_write"])
+    split = {k: float(np.median(v)) for k, v in parts.items() if v}
+    return float(np.median(ttft)), len(ttft), cpu, split
 
 
 def _batching(sched: str, backend: str = "torch") -> dict:
@@ -199,14 +215,32 @@ def harness_rows() -> list[dict]:
 
     try:
         url = child.stdout.readline().strip()
-        one, n1, _ = _overhead(url, 1, 32)
+        one, n1, _, split1 = _overhead(url, 1, 32)
         server = psutil.Process(child.pid)
         s0 = sum(server.cpu_times()[:2])
-        many, n64, client_cpu = _overhead(url, 64, 512)
+        many, n64, client_cpu, split64 = _overhead(url, 64, 512)
         server_cpu = (sum(server.cpu_times()[:2]) - s0) / (512 + 4)
     finally:
         child.stdin.close()
         child.wait(timeout=20)
+    parts = (
+        ("send", "the client's send up to the stand-in's handler"),
+        ("late", "the stand-in's write past its deadline"),
+        ("delivery", "the stand-in's write to the client's parsed chunk"),
+    )
+    split_rows = [
+        {
+            "name": f"harness overhead split, 64 streams: {what}",
+            "value": split64[key] * 1e3,
+            "unit": "ms",
+            "reference": split1[key] * 1e3,
+            "ratio": split64[key] / split1[key] if split1[key] > 0 else None,
+            "note": "p50 of this part alone (the parts' p50s need not add up to the total's); reference: "
+            "1 stream; from the stand-in's perf_counter readings (GET /timings), the client's clock too",
+        }
+        for key, what in parts
+        if key in split64 and key in split1
+    ]
     return [
         {
             "name": "harness overhead, p50 TTFT - planted, 64 streams",
@@ -226,6 +260,7 @@ def harness_rows() -> list[dict]:
             "note": f"client {client_cpu * 1e3:.2f} + server {server_cpu * 1e3:.2f} ms; reference: the "
             "arrival gap at 64 streams over 50 ms: ratio < 1 means one core keeps up, above it requests queue",
         },
+        *split_rows,
     ]
 
 

@@ -26,14 +26,22 @@ def test_harness_rows_alone_write_json(tmp_path):
     assert names == [
         "harness overhead, p50 TTFT - planted, 64 streams",
         "harness CPU per request (client + stand-in server)",
+        "harness overhead split, 64 streams: the client's send up to the stand-in's handler",
+        "harness overhead split, 64 streams: the stand-in's write past its deadline",
+        "harness overhead split, 64 streams: the stand-in's write to the client's parsed chunk",
     ]
-    overhead, cpu = doc["rows"]
+    overhead, cpu, send, late, delivery = doc["rows"]
     # the stand-in cannot answer before its planted 50 ms, so the overhead is never negative
     assert overhead["value"] > 0 and overhead["reference"] > 0
     assert "n=512/32" in overhead["note"]
     assert ", met;" in overhead["note"] or ", MISSED;" in overhead["note"]
     assert "sum(range(100000)) in" in overhead["note"]
     assert cpu["value"] > 0 and cpu["unit"] == "ms CPU"
+    # the parts come from the stand-in's readings matched to the client's records: a request matched
+    # to another's readings would show a negative send or delivery, and the stand-in never writes early
+    for part in (send, late, delivery):
+        assert part["value"] >= 0 and part["reference"] >= 0 and part["unit"] == "ms"
+    assert send["value"] + delivery["value"] < overhead["value"] * 3
 
 
 def test_the_device_script_records_them():

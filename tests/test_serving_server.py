@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -45,6 +46,61 @@ def test_planted_ttft_and_itl_are_measured():
     assert sm["itl_s"]["n"] == 8 * 5
 
 
+def test_the_stand_in_reports_its_own_clock_readings_per_request():
+    """GET /timings: per request the handler's entry and the start of its first token's write, on
+    perf_counter (the client's clock), keyed by the prompt's first word (the load's "r{i}" salt)."""
+    with _fixed(ttft_s=0.02, itl_s=0.001) as s:
+        recs = run_load_sync(Target(s.url, "stand-in"), Load(requests=6, concurrency=3, output_tokens=2))
+        doc = json.loads(urllib.request.urlopen(s.url + "/timings", timeout=10).read())
+    assert doc["clock"] == "perf_counter" and len(doc["requests"]) == len(recs) == 8
+    stamps = {t["prompt_head"]: t for t in doc["requests"]}
+    assert set(stamps) == {f"r{i}" for i in range(8)}  # records are in salt order, warm-ups first
+    for i, r in enumerate(recs):
+        t = stamps[f"r{i}"]
+        assert r.scheduled <= t["entered"]  # the client sent it before the stand-in's handler ran
+        assert t["first_write"] - t["entered"] >= 0.02  # never before the planted delay
+        assert t["first_write"] <= r.chunks[0][0]  # written before the client parsed it
+    _, srv = _engine()
+    with srv as s, pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(s.url + "/timings", timeout=10)
+    assert err.value.code == 404
+
+
+def test_the_end_of_a_stream_is_one_write_that_ends_the_body():
+    """The finish chunk, the usage chunk and [DONE] leave in one write with the chunked terminator:
+    one send, so the client wakes once for the end of its stream."""
+    from aiworkbook.serving.server import _Stream
+
+    class Resp:
+        def __init__(self) -> None:
+            self.writes: list[tuple[str, bytes]] = []
+
+        async def write(self, data: bytes) -> None:
+            self.writes.append(("write", data))
+
+        async def write_eof(self, data: bytes = b"") -> None:
+            self.writes.append(("eof", data))
+
+    resp = Resp()
+    st = _Stream(resp, "m", False, {"stream_options": {"include_usage": True}}, prompt=3)  # type: ignore[arg-type]
+
+    async def go() -> None:
+        await st.tokens_out(" a", 1)
+        await st.finish("length")
+
+    asyncio.run(go())
+    assert [kind for kind, _ in resp.writes] == ["write", "eof"]
+    events = [e for e in resp.writes[1][1].decode().split("\n\n") if e]
+    assert [e[:6] for e in events] == ["data: "] * 3 and events[-1] == "data: [DONE]"
+    finish, usage = (json.loads(e[6:]) for e in events[:2])
+    assert finish["choices"][0]["finish_reason"] == "length"
+    assert usage["choices"] == [] and usage["usage"] == {
+        "prompt_tokens": 3,
+        "completion_tokens": 1,
+        "total_tokens": 4,
+    }
+
+
 def test_the_load_runs_from_a_thread_that_already_runs_an_event_loop():
     """A Jupyter cell runs inside the kernel's event loop, where asyncio.run refuses to start."""
     import asyncio
@@ -76,6 +132,25 @@ def test_broken_streams_are_counted_errors(fault, kind):
         )
     sm = summarize_run(recs)
     assert sm["errors"] == {kind: 4} and sm["completed"] == 0
+
+
+def test_a_token_that_is_not_utf8_still_counts():
+    """A byte that is not UTF-8 inside an event is the text it stands for (U+FFFD), not a broken stream."""
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"choices":[{"text":"\xff"}]}\n\ndata: {"choices":[{"text":" b"}]}\n\n')
+        await resp.write_eof(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", handler)
+    with ServerThread(app) as s:
+        recs = run_load_sync(Target(s.url, "m"), Load(requests=2, concurrency=1, output_tokens=2, warmup=0))
+    assert all(r.ok and r.tokens == 2 for r in recs)
 
 
 def test_refused_connection_is_an_error_not_a_crash():

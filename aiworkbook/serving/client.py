@@ -106,21 +106,22 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
                 rec.error, rec.detail = f"http-{resp.status}", (await resp.text())[:200]
                 return
             async for raw in resp.content:
-                line = raw.decode("utf-8", "replace").strip()
-                if not line.startswith("data:"):
+                if not raw.startswith(b"data:"):  # blank separators, comments, other SSE fields
                     continue
-                data = line[5:].strip()
-                if data == "[DONE]":
+                data = raw[5:].strip()
+                if data == b"[DONE]":
                     done = True
                     break
                 now = time.perf_counter()
                 try:
                     event = json.loads(data)
-                except json.JSONDecodeError:
-                    rec.error, rec.detail = "malformed-event", data[:200]
-                    return
+                except ValueError:  # bytes that are not UTF-8 are taken as the text they stand for
+                    try:
+                        event = json.loads(data.decode("utf-8", "replace"))
+                    except ValueError:
+                        event = None
                 if not isinstance(event, dict):
-                    rec.error, rec.detail = "malformed-event", data[:200]
+                    rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
                     return
                 if "error" in event:
                     rec.error, rec.detail = "server-error", str(event["error"])[:200]

@@ -8,12 +8,14 @@
 Behind it either the Engine (a model behind a scheduler and a KV pool) or `FixedDelay`, a stand-in
 that answers every request after a planted time to first token and inter-token gap, with optional
 faults (a stream dropped mid-way, a malformed event): the ground truth the load generator is tested
-against.
+against. The stand-in's `GET /timings` gives, per request, its handler's entry and the start of its
+first token's write on perf_counter (the load generator's clock), keyed by the prompt's first word.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import threading
 import time
@@ -27,6 +29,7 @@ from aiworkbook.errors import SpecError
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 FAULTS = ("drop", "malformed")
+TIMINGS_KEPT = 4096  # the stand-in's last requests that GET /timings reports
 
 
 @dataclass(frozen=True)
@@ -91,19 +94,25 @@ class _Stream:
             d["usage"] = self._usage()
         return d
 
-    async def send(self, obj: dict[str, Any] | str) -> None:
+    @staticmethod
+    def _event(obj: dict[str, Any] | str) -> bytes:
         data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
-        await self.resp.write(f"data: {data}\n\n".encode())
+        return f"data: {data}\n\n".encode()
+
+    async def send(self, obj: dict[str, Any] | str) -> None:
+        await self.resp.write(self._event(obj))
 
     async def tokens_out(self, text: str, n: int) -> None:
         self.tokens += n
         await self.send(self._chunk(text, None))
 
     async def finish(self, reason: str) -> None:
-        await self.send(self._chunk(None if self.chat else "", reason))
+        """The finish chunk, the usage chunk and [DONE] in one write that also ends the chunked body:
+        one send instead of four, so the client wakes once for the end of its stream."""
+        events = [self._chunk(None if self.chat else "", reason)]
         if self.usage:
             obj = "chat.completion.chunk" if self.chat else "text_completion"
-            await self.send(
+            events.append(
                 {
                     "id": self.id,
                     "object": obj,
@@ -113,7 +122,7 @@ class _Stream:
                     "usage": self._usage(),
                 }
             )
-        await self.send("[DONE]")
+        await self.resp.write_eof(b"".join(map(self._event, [*events, "[DONE]"])))
 
 
 def _error(status: int, message: str, kind: str) -> web.Response:
@@ -127,7 +136,7 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
     app = web.Application()
 
     async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
-        arrived = asyncio.get_running_loop().time()  # the handler's entry, before the body is read
+        arrived = time.perf_counter()  # the handler's entry, before the body is read
         try:
             body = await request.json()
             if not isinstance(body, dict):
@@ -137,15 +146,17 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
         except (ValueError, json.JSONDecodeError) as exc:
             return _error(400, str(exc), "invalid_request_error")
         if fixed is not None:
-            return await _fixed(request, body, chat, len(words), max_tokens, arrived)
+            return await _fixed(request, body, chat, len(words), max_tokens, arrived, words[0])
         return await _engine(request, body, chat, words, max_tokens)
 
     async def _sleep_until(due: float) -> None:
-        """Sleep to the loop-clock deadline `due`, not past it: asyncio.sleep wakes up to a millisecond
+        """Sleep to the perf_counter deadline `due`, not past it: asyncio.sleep wakes up to a millisecond
         late (the selector's timeout is rounded up), which a planted delay must not add to the
-        harness overhead it is used to measure. The last 2 ms yield to the loop instead of sleeping."""
-        loop = asyncio.get_running_loop()
-        while (left := due - loop.time()) > 0:
+        harness overhead it is used to measure. The last 2 ms yield to the loop instead of sleeping.
+        perf_counter, not the loop's clock: /timings readings are set against the client's perf_counter
+        stamps, and uvloop's loop.time() counts whole milliseconds (a deadline from it comes up to a
+        millisecond early)."""
+        while (left := due - time.perf_counter()) > 0:
             await asyncio.sleep(left - 0.002 if left > 0.002 else 0)
 
     async def _open(request, body, chat, prompt) -> tuple[web.StreamResponse, _Stream]:
@@ -153,7 +164,9 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
         await resp.prepare(request)
         return resp, _Stream(resp, model_name, chat, body, prompt)
 
-    async def _fixed(request, body, chat, prompt, max_tokens, arrived: float) -> web.StreamResponse:
+    async def _fixed(
+        request, body, chat, prompt, max_tokens, arrived: float, head: str
+    ) -> web.StreamResponse:
         assert fixed is not None
         due = arrived + fixed.ttft_s  # from the handler's entry: its own body parsing is not the client's
         resp, st = await _open(request, body, chat, prompt)
@@ -172,6 +185,8 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
                 due += fixed.itl_s * fixed.chunk_tokens
                 await _sleep_until(due)
             n = min(fixed.chunk_tokens, max_tokens - sent)
+            if not chunks:  # read before the write: the reader it wakes may run before this thread again
+                timings.append({"prompt_head": head, "entered": arrived, "first_write": time.perf_counter()})
             await st.tokens_out(" tok" * n, n)
             sent += n
             chunks += 1
@@ -245,6 +260,15 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
             {"object": "list", "data": [{"id": model_name, "object": "model", "owned_by": "aiworkbook"}]}
         )
 
+    # the stand-in's own clock readings per request, for splitting a measured TTFT into the client's
+    # send, the stand-in's lateness and the delivery back (benchmarks/bench_serving.py)
+    timings: collections.deque[dict[str, Any]] = collections.deque(maxlen=TIMINGS_KEPT)
+
+    async def timings_route(request: web.Request) -> web.Response:
+        if fixed is None:
+            return _error(404, "/timings is the fixed-delay stand-in's; an engine reports /kv", "not_found")
+        return web.json_response({"clock": "perf_counter", "requests": list(timings)})
+
     def _stats() -> dict[str, Any]:
         return engine.stats() if engine is not None else {"backend": "fixed-delay"}
 
@@ -261,6 +285,7 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
     app.router.add_get("/v1/models", models)
     app.router.add_get("/kv", kv)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/timings", timings_route)
 
     async def health(request: web.Request) -> web.Response:
         return web.json_response({"ok": True, "engine_error": getattr(engine, "error", "")})
