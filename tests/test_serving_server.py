@@ -101,6 +101,50 @@ def test_the_end_of_a_stream_is_one_write_that_ends_the_body():
     }
 
 
+def _starlette_like(end_after_s: float, peers: list[int]) -> ServerThread:
+    """A server that ends its chunked body in a write of its own, `end_after_s` after [DONE], as
+    Starlette's StreamingResponse does (vLLM's and SGLang's OpenAI servers) at once."""
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        peers.append(request.transport.get_extra_info("peername")[1])  # one client port per connection
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"choices":[{"text":" a"}],"usage":null}\n\n')
+        await resp.write(b"data: [DONE]\n\n")
+        await asyncio.sleep(end_after_s)
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", handler)
+    return ServerThread(app)
+
+
+def test_a_body_ended_after_done_keeps_its_connection_and_its_end_time():
+    """Leaving the response at [DONE], before its body ends, made aiohttp close the connection: each
+    request then opened a new one inside its TTFT. The client reads on to the body's end, and the
+    request still ends at [DONE]."""
+    peers: list[int] = []
+    with _starlette_like(0.3, peers) as s:
+        recs = run_load_sync(Target(s.url, "m"), Load(requests=3, concurrency=1, output_tokens=1, warmup=0))
+    assert all(r.ok and r.tokens == 1 for r in recs)
+    assert len(peers) == 3 and len(set(peers)) == 1  # one connection, reused
+    assert all(r.e2e_s < 0.3 for r in recs)  # the end is [DONE], not the body's end 0.3 s later
+
+
+def test_a_body_not_ended_after_done_is_still_a_success(monkeypatch):
+    import aiworkbook.serving.client as client
+
+    monkeypatch.setattr(client, "DRAIN_S", 0.2)  # the body ends 2 s after [DONE]: past the wait
+    peers: list[int] = []
+    with _starlette_like(2.0, peers) as s:
+        recs = run_load_sync(Target(s.url, "m"), Load(requests=2, concurrency=1, output_tokens=1, warmup=0))
+    assert all(r.ok and r.error is None and r.e2e_s < 0.2 for r in recs)
+    assert len(set(peers)) == 2  # after DRAIN_S the connection is given up, as before
+
+
 def test_the_load_runs_from_a_thread_that_already_runs_an_event_loop():
     """A Jupyter cell runs inside the kernel's event loop, where asyncio.run refuses to start."""
     import asyncio

@@ -87,6 +87,23 @@ def _content(event: dict[str, Any]) -> str:
     return ""
 
 
+DRAIN_S = 1.0  # how long to wait after [DONE] for the end of the HTTP body
+
+
+async def _read_to_end(resp: Any) -> None:
+    """Read what follows [DONE] up to the end of the body, so that aiohttp puts the connection back in
+    its pool: a response released before its end closes its connection, and the next request would
+    pay for a new one (a TCP handshake, with TLS a second) inside its TTFT. Servers behind Starlette
+    (vLLM, SGLang) end the chunked body in a write of its own after [DONE]. A server that never ends
+    it costs DRAIN_S, then the connection is closed as before; the request's end stays at [DONE]."""
+    import aiohttp
+
+    try:
+        await asyncio.wait_for(resp.content.read(), DRAIN_S)
+    except (asyncio.TimeoutError, aiohttp.ClientError, ConnectionError):
+        pass
+
+
 async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens: int, salt: int = 0) -> None:
     """Stream one request into `rec`: chunk times and token counts, usage, end, or an error kind
     (http-<status>, stream-dropped, malformed-event, server-error, timeout, connect-error)."""
@@ -99,7 +116,7 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
     body = _body(target, rec.prompt_tokens, max_tokens, salt)
     rec.sent = time.perf_counter()
     seen_usage = 0
-    done = False
+    done = 0.0  # when [DONE] arrived: the request's end
     try:
         async with session.post(target.endpoint, json=body, headers=headers) as resp:
             if resp.status != 200:
@@ -110,7 +127,7 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
                     continue
                 data = raw[5:].strip()
                 if data == b"[DONE]":
-                    done = True
+                    done = time.perf_counter()
                     break
                 now = time.perf_counter()
                 try:
@@ -138,6 +155,8 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
                     rec.usage_tokens = seen_usage
                     if isinstance(usage.get("prompt_tokens"), int):
                         rec.prompt_tokens = usage["prompt_tokens"]
+            if done and not resp.content.at_eof():
+                await _read_to_end(resp)
     except asyncio.TimeoutError:
         rec.error = "timeout"
     except aiohttp.ClientPayloadError as exc:
@@ -147,7 +166,7 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
     except (aiohttp.ClientError, ConnectionError) as exc:
         rec.error, rec.detail = "stream-dropped", f"{type(exc).__name__}: {exc}"[:200]
     finally:
-        rec.end = time.perf_counter()
+        rec.end = done or time.perf_counter()
         if rec.error is None and not done:
             rec.error = "stream-dropped"
         rec.output_tokens = rec.tokens
