@@ -109,7 +109,7 @@ class _Stream:
     async def finish(self, reason: str) -> None:
         """The finish chunk, the usage chunk and [DONE] in one write that also ends the chunked body:
         one send instead of four, so the client wakes once for the end of its stream."""
-        events = [self._chunk(None if self.chat else "", reason)]
+        events: list[dict[str, Any] | str] = [self._chunk(None if self.chat else "", reason)]
         if self.usage:
             obj = "chat.completion.chunk" if self.chat else "text_completion"
             events.append(
@@ -122,7 +122,8 @@ class _Stream:
                     "usage": self._usage(),
                 }
             )
-        await self.resp.write_eof(b"".join(map(self._event, [*events, "[DONE]"])))
+        events.append("[DONE]")
+        await self.resp.write_eof(b"".join(map(self._event, events)))
 
 
 def _error(status: int, message: str, kind: str) -> web.Response:
