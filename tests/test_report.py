@@ -45,6 +45,7 @@ def profile():
         predicted=0.35,
         predicted_label="p95 TTFT at the knee",
         details={"sweep": SWEEP, "knee": 8},
+        notes=["most load meeting the SLO: 6 concurrent requests", "static vs continuous batching: 1.69x"],
     )
     return lock(
         "hybrid",
@@ -123,6 +124,19 @@ def test_markdown_has_the_same_sections(prof):
     assert "```bash\nvllm serve llama-3-8b" in md and "```yaml\nresources:" in md
     assert "| serving |" in md and "| 16 |" in md  # the proof row and the sweep's last load
     assert "<svg" not in md and text("report.charts_in_html") in md
+
+
+def test_each_proofs_notes_under_its_name(prof, page):
+    """The serving proof's conclusions (its SLO load, static vs continuous) are notes of its result; the
+    report lists them, each after its proof's name; the kv proof has none."""
+    md = render_markdown(prof)
+    notes = md.split("### " + text("report.proof_notes"), 1)[1].split("\n## ", 1)[0]
+    assert [ln for ln in notes.splitlines() if ln.startswith("- ")] == [
+        "- serving: most load meeting the SLO: 6 concurrent requests",
+        "- serving: static vs continuous batching: 1.69x",
+    ]
+    assert f">{text('report.proof_notes')}<" in page
+    assert "<li>serving: most load meeting the SLO: 6 concurrent requests</li>" in page
 
 
 @pytest.mark.parametrize("lang", ["nl", "de"])

@@ -166,6 +166,7 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.ratio": "Verhältnis",
     "report.verdict": "Urteil",
     "report.flags": "Hinweise",
+    "report.proof_notes": "Was jeder Nachweis vermerkte",
     "report.tolerance": "Toleranz",
     "report.use_when": "Verwenden, wenn",
     "report.infrastructure": "Infrastrukturprofil",

@@ -170,6 +170,7 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.ratio": "Ratio",
     "report.verdict": "Verdict",
     "report.flags": "Flags",
+    "report.proof_notes": "What each proof noted",
     "report.tolerance": "Tolerance",
     "report.use_when": "Use when",
     "report.infrastructure": "Infrastructure profile",

@@ -166,6 +166,7 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.ratio": "Verhouding",
     "report.verdict": "Oordeel",
     "report.flags": "Kanttekeningen",
+    "report.proof_notes": "Wat elke proef opmerkte",
     "report.tolerance": "Tolerantie",
     "report.use_when": "Gebruik wanneer",
     "report.infrastructure": "Infrastructuurprofiel",

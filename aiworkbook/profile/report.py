@@ -2,7 +2,7 @@
 vl-convert, no script, no CDN, A4 print CSS) and Markdown, in English, Dutch or German.
 
 Sections: the decision, the node, workloads with the itemised memory, estimate vs measured per
-proof with verdicts and honesty flags, latency under concurrency, the roofline, cost, deployment
+proof with verdicts, honesty flags and each proof's notes, latency under concurrency, the roofline, cost, deployment
 snippets and the environment."""
 
 from __future__ import annotations
@@ -185,6 +185,9 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     out.append(table(header, rows, "aiwb-proofs"))
     if flags:
         out += [h(3, t("report.flags")), ul(f"{f}: {FLAGS.get(f, '')}" for f in sorted(flags))]
+    noted = [g for g in prof.proofs if g.result.get("notes")]
+    if noted:  # what a proof found beside its one figure: the serving proof's SLO load, the KV run-out
+        out += [h(3, t("report.proof_notes")), ul(f"{g.name}: {n}" for g in noted for n in g.result["notes"])]
     if charts:
         from aiworkbook.charts import proofs_chart
 
