@@ -66,7 +66,8 @@ def test_run_sweeps_finds_the_planted_knee_and_compares_schedulers(tmp_path):
     best = r.details["slo_search"]["max_load"]
     assert any(n.startswith("most load meeting the SLO (p95 TTFT <= 60 ms): " + f"{best}") for n in r.notes)
     ratio = f"({s['throughput_ratio']:.2f}x)"
-    assert any(n.startswith("static vs continuous batching at concurrency 8") and ratio in n for n in r.notes)
+    each = f"static vs continuous batching at concurrency 8, {s['requests']} requests each ("
+    assert s["requests"] >= 16 and any(n.startswith(each) and ratio in n for n in r.notes)
     assert not any(n.startswith("context sweep") for n in r.notes)  # not run
     r.save(tmp_path / "s.json")
     assert ProofResult.load(tmp_path / "s.json").details["knee"] == 2
@@ -179,7 +180,7 @@ def test_summary_notes_say_when_nothing_met_or_ran_out():
     from aiworkbook.serving.proof import _summary_notes
 
     row = {"throughput_tok_s": None, "p95_ttft_s": None}
-    notes = _summary_notes(
+    notes = _summary_notes(  # a result saved before the comparison recorded its request count
         {
             "slo_search": {
                 "slo": {"ttft_s": 0.001, "tpot_s": None},

@@ -357,8 +357,9 @@ def _summary_notes(details: dict[str, Any]) -> list[str]:
             for x in (st["throughput_tok_s"], co["throughput_tok_s"])
         ]
         out.append(
-            f"static vs continuous batching at concurrency {cmp['concurrency']} (output lengths "
-            f"{cmp['length_dist']}): {tok[0]} vs {tok[1]} tok/s"
+            f"static vs continuous batching at concurrency {cmp['concurrency']}"
+            + (f", {cmp['requests']} requests each" if cmp.get("requests") else "")
+            + f" (output lengths {cmp['length_dist']}): {tok[0]} vs {tok[1]} tok/s"
             + (f" ({ratio:.2f}x)" if isinstance(ratio, int | float) else "")
             + f", p95 TTFT {_ms(st['p95_ttft_s'])} vs {_ms(co['p95_ttft_s'])} ms"
         )
@@ -419,7 +420,8 @@ def _compare(
     from aiworkbook.serving.embedded import build_engine, embedded_server
 
     conc = 8 if s["quick"] else 16
-    out: dict[str, Any] = {"concurrency": conc, "length_dist": "uniform +-90 %"}
+    requests = max(2 * conc, s["requests"])
+    out: dict[str, Any] = {"concurrency": conc, "requests": requests, "length_dist": "uniform +-90 %"}
     for i, sched in enumerate(("static", "continuous")):
         control.step(done + i, steps, f"{sched} batching at concurrency {conc}")
         eng = build_engine(
@@ -431,7 +433,7 @@ def _compare(
             device=dev,
         )
         load = Load(
-            requests=max(2 * conc, s["requests"]),
+            requests=requests,
             concurrency=conc,
             prompt_tokens=s["prompt_tokens"],
             output_tokens=s["output_tokens"],
