@@ -2,8 +2,8 @@
 vl-convert, no script, no CDN, A4 print CSS) and Markdown, in English, Dutch or German.
 
 Sections: the decision, the node, workloads with the itemised memory, estimate vs measured per
-proof with verdicts, honesty flags and each proof's notes, latency under concurrency, the roofline, cost, deployment
-snippets and the environment."""
+proof with verdicts, honesty flags and each proof's notes, latency under concurrency, the roofline,
+cost, deployment snippets and the environment."""
 
 from __future__ import annotations
 
