@@ -101,18 +101,19 @@ def test_the_end_of_a_stream_is_one_write_that_ends_the_body():
     }
 
 
-def _starlette_like(end_after_s: float, peers: list[int]) -> ServerThread:
-    """A server that ends its chunked body in a write of its own, `end_after_s` after [DONE], as
-    Starlette's StreamingResponse does (vLLM's and SGLang's OpenAI servers) at once."""
+def _sse_server(events: bytes, peers: list[int] | None = None, end_after_s: float = 0.0) -> ServerThread:
+    """A one-route server that writes `events` as they are, then ends the chunked body in a write of
+    its own `end_after_s` later (Starlette's StreamingResponse, behind vLLM's and SGLang's OpenAI
+    servers, ends it so at once); `peers` gathers each request's client port (one per connection)."""
     from aiohttp import web
 
     async def handler(request: web.Request) -> web.StreamResponse:
-        peers.append(request.transport.get_extra_info("peername")[1])  # one client port per connection
+        if peers is not None:
+            peers.append(request.transport.get_extra_info("peername")[1])
         await request.read()
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        await resp.write(b'data: {"choices":[{"text":" a"}],"usage":null}\n\n')
-        await resp.write(b"data: [DONE]\n\n")
+        await resp.write(events)
         await asyncio.sleep(end_after_s)
         await resp.write_eof()
         return resp
@@ -122,12 +123,15 @@ def _starlette_like(end_after_s: float, peers: list[int]) -> ServerThread:
     return ServerThread(app)
 
 
+ONE_TOKEN = b'data: {"choices":[{"text":" a"}],"usage":null}\n\ndata: [DONE]\n\n'
+
+
 def test_a_body_ended_after_done_keeps_its_connection_and_its_end_time():
     """Leaving the response at [DONE], before its body ends, made aiohttp close the connection: each
     request then opened a new one inside its TTFT. The client reads on to the body's end, and the
     request still ends at [DONE]."""
     peers: list[int] = []
-    with _starlette_like(0.3, peers) as s:
+    with _sse_server(ONE_TOKEN, peers, end_after_s=0.3) as s:
         recs = run_load_sync(Target(s.url, "m"), Load(requests=3, concurrency=1, output_tokens=1, warmup=0))
     assert all(r.ok and r.tokens == 1 for r in recs)
     assert len(peers) == 3 and len(set(peers)) == 1  # one connection, reused
@@ -139,7 +143,7 @@ def test_a_body_not_ended_after_done_is_still_a_success(monkeypatch):
 
     monkeypatch.setattr(client, "DRAIN_S", 0.2)  # the body ends 2 s after [DONE]: past the wait
     peers: list[int] = []
-    with _starlette_like(2.0, peers) as s:
+    with _sse_server(ONE_TOKEN, peers, end_after_s=2.0) as s:
         recs = run_load_sync(Target(s.url, "m"), Load(requests=2, concurrency=1, output_tokens=1, warmup=0))
     assert all(r.ok and r.error is None and r.e2e_s < 0.2 for r in recs)
     assert len(set(peers)) == 2  # after DRAIN_S the connection is given up, as before
@@ -180,19 +184,8 @@ def test_broken_streams_are_counted_errors(fault, kind):
 
 def test_a_token_that_is_not_utf8_still_counts():
     """A byte that is not UTF-8 inside an event is the text it stands for (U+FFFD), not a broken stream."""
-    from aiohttp import web
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(b'data: {"choices":[{"text":"\xff"}]}\n\ndata: {"choices":[{"text":" b"}]}\n\n')
-        await resp.write_eof(b"data: [DONE]\n\n")
-        return resp
-
-    app = web.Application()
-    app.router.add_post("/v1/completions", handler)
-    with ServerThread(app) as s:
+    events = b'data: {"choices":[{"text":"\xff"}]}\n\ndata: {"choices":[{"text":" b"}]}\n\ndata: [DONE]\n\n'
+    with _sse_server(events) as s:
         recs = run_load_sync(Target(s.url, "m"), Load(requests=2, concurrency=1, output_tokens=2, warmup=0))
     assert all(r.ok and r.tokens == 2 for r in recs)
 

@@ -147,7 +147,7 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
         except (ValueError, json.JSONDecodeError) as exc:
             return _error(400, str(exc), "invalid_request_error")
         if fixed is not None:
-            return await _fixed(request, body, chat, len(words), max_tokens, arrived, words[0])
+            return await _fixed(request, body, chat, words, max_tokens, arrived)
         return await _engine(request, body, chat, words, max_tokens)
 
     async def _sleep_until(due: float) -> None:
@@ -165,12 +165,10 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
         await resp.prepare(request)
         return resp, _Stream(resp, model_name, chat, body, prompt)
 
-    async def _fixed(
-        request, body, chat, prompt, max_tokens, arrived: float, head: str
-    ) -> web.StreamResponse:
+    async def _fixed(request, body, chat, words, max_tokens, arrived: float) -> web.StreamResponse:
         assert fixed is not None
         due = arrived + fixed.ttft_s  # from the handler's entry: its own body parsing is not the client's
-        resp, st = await _open(request, body, chat, prompt)
+        resp, st = await _open(request, body, chat, len(words))
         await _sleep_until(due)
         sent = chunks = 0
         while sent < max_tokens:
@@ -187,7 +185,9 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
                 await _sleep_until(due)
             n = min(fixed.chunk_tokens, max_tokens - sent)
             if not chunks:  # read before the write: the reader it wakes may run before this thread again
-                timings.append({"prompt_head": head, "entered": arrived, "first_write": time.perf_counter()})
+                timings.append(
+                    {"prompt_head": words[0], "entered": arrived, "first_write": time.perf_counter()}
+                )
             await st.tokens_out(" tok" * n, n)
             sent += n
             chunks += 1
