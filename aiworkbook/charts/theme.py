@@ -32,6 +32,7 @@ VERDICT_COLOURS: dict[str, str] = {
     "info": "#999999",
     "does-not-fit": "#CC79A7",
     "interrupted": "#E69F00",
+    "error": "#000000",
 }
 ESTIMATE_COLOUR = "#999999"
 WIDTH = 420

@@ -66,7 +66,21 @@ def register_prove(prove: typer.Typer) -> None:
     def serving(
         model: str = typer.Argument(None, help="model for the embedded server (default tiny-llama)"),
         target: str = typer.Option(None, "--target", help="an OpenAI-compatible base URL instead"),
-        served_model: str = typer.Option(None, "--served-model", help="model name the target serves"),
+        served_model: str = typer.Option(
+            None,
+            "--served-model",
+            help="model name the target serves (default: the one GET /v1/models lists)",
+        ),
+        server_kind: str = typer.Option(
+            "auto",
+            "--server-kind",
+            help="auto (probe whether it accepts ignore_eos/min_tokens) | vllm | sglang | tgi | openai | transformers",
+        ),
+        request_timeout: float = typer.Option(120.0, "--request-timeout", help="seconds per request"),
+        connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="seconds to connect"),
+        max_duration: float = typer.Option(
+            None, "--max-duration", help="seconds for the whole run; what is in flight then is cancelled"
+        ),
         api: str = typer.Option("completions", help="completions | chat"),
         scheduler: str = typer.Option("continuous", help="static | continuous (embedded server)"),
         backend: str = typer.Option("torch", help="torch | synthetic (embedded server)"),
@@ -79,7 +93,9 @@ def register_prove(prove: typer.Typer) -> None:
         sweep_kind: str = typer.Option(None, help="concurrency | rate"),
         requests: int = typer.Option(None, help="measured requests per load point"),
         prompt_tokens: int = typer.Option(None, help="prompt length"),
-        output_tokens: int = typer.Option(None, help="output length (exact: ignore_eos / min_tokens)"),
+        output_tokens: int = typer.Option(
+            None, help="output length (exact where the server accepts ignore_eos / min_tokens)"
+        ),
         slo_ttft: float = typer.Option(None, "--slo-ttft", help="TTFT SLO in ms (goodput, bisection)"),
         slo_tpot: float = typer.Option(None, "--slo-tpot", help="TPOT SLO in ms"),
         no_compare: bool = typer.Option(False, "--no-compare", help="skip static vs continuous"),
@@ -110,6 +126,10 @@ def register_prove(prove: typer.Typer) -> None:
                 model=model,
                 target=target,
                 served_model=served_model,
+                server_kind=server_kind,
+                request_timeout_s=request_timeout,
+                connect_timeout_s=connect_timeout,
+                max_duration_s=max_duration,
                 api=api,
                 scheduler=scheduler,
                 backend=backend,
@@ -129,6 +149,8 @@ def register_prove(prove: typer.Typer) -> None:
             )
         _print_details(r)
         _emit(r, json_file)
+        if r.verdict == "error":  # a run that measured nothing fails
+            raise typer.Exit(1)
 
 
 def _ms(v) -> str:

@@ -17,7 +17,7 @@ from aiworkbook.proofs.stats import Stats
 
 KIND = "aiworkbook.proof-result"
 SCHEMA_VERSION = 1
-VERDICTS = ("pass", "fail", "info", "does-not-fit", "interrupted")
+VERDICTS = ("pass", "fail", "info", "does-not-fit", "interrupted", "error")  # error: measured nothing
 
 
 def verdict_for(measured: float | None, predicted: float | None, tolerance: float) -> str:

@@ -14,9 +14,9 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiworkbook.errors import SpecError
 from aiworkbook.serving.arrivals import lengths, schedule
@@ -24,31 +24,59 @@ from aiworkbook.serving.metrics import RequestRecord
 
 API_KEY_ENVS = ("AIWORKBOOK_API_KEY", "OPENAI_API_KEY")
 APIS = ("completions", "chat")
+T = TypeVar("T")
+#: `--server-kind`: auto probes whether the server accepts the exact-length extensions; the others say
+#: it (vllm and sglang accept ignore_eos / min_tokens / continuous_usage_stats; tgi, openai and
+#: transformers serve refuse unknown fields or do not honour them)
+SERVER_KINDS = ("auto", "vllm", "sglang", "tgi", "openai", "transformers")
+EXTENSION_KINDS = ("vllm", "sglang")
+REQUEST_TIMEOUT_S = 120.0
+CONNECT_TIMEOUT_S = 10.0
+#: the longest SSE line read (aiohttp's readline limit is twice the read buffer): longer is `oversize`
+MAX_LINE_BYTES = 1 << 19
+ERROR_BODY_BYTES = 4096  # read of a non-200 body, for the 200 characters quoted
 
 
 @dataclass(frozen=True)
 class Target:
-    """Where to send: base URL (with or without /v1), the served model name, which API, and whether
-    to ask for exact output lengths (vLLM's ignore_eos / min_tokens) and per-chunk usage."""
+    """Where to send: base URL (with or without /v1), the served model name, which API, whether to ask
+    for exact output lengths and per-chunk usage (vLLM's and SGLang's extensions `ignore_eos`,
+    `min_tokens`, `stream_options.continuous_usage_stats`: off by default, since strict servers refuse
+    unknown fields with 422), and the per-request and connect timeouts."""
 
     url: str
     model: str = "default"
     api: str = "completions"
-    exact_lengths: bool = True
+    exact_lengths: bool = False
     continuous_usage: bool = False
-    timeout_s: float = 300.0
+    timeout_s: float = REQUEST_TIMEOUT_S
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
             raise SpecError("target", self.url, "an http:// or https:// URL")
         if self.api not in APIS:
             raise SpecError("api", self.api, ", ".join(APIS))
+        for name in ("timeout_s", "connect_timeout_s"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and 0 < v < float("inf")):
+                raise SpecError(name, v, "seconds > 0")
+
+    @property
+    def base(self) -> str:
+        base = self.url.rstrip("/")
+        return base if base.endswith("/v1") else base + "/v1"
 
     @property
     def endpoint(self) -> str:
-        base = self.url.rstrip("/")
-        base = base if base.endswith("/v1") else base + "/v1"
-        return base + ("/chat/completions" if self.api == "chat" else "/completions")
+        return self.base + ("/chat/completions" if self.api == "chat" else "/completions")
+
+    def client_timeout(self) -> Any:
+        import aiohttp
+
+        return aiohttp.ClientTimeout(
+            total=self.timeout_s, connect=self.connect_timeout_s, sock_connect=self.connect_timeout_s
+        )
 
 
 def api_key() -> str | None:
@@ -76,7 +104,7 @@ def _body(target: Target, prompt_tokens: int, max_tokens: int, salt: int) -> dic
 
 
 def _content(event: dict[str, Any]) -> str:
-    for c in event.get("choices") or []:
+    for c in event.get("choices") or ():
         if not isinstance(c, dict):
             continue
         if c.get("text"):
@@ -87,6 +115,17 @@ def _content(event: dict[str, Any]) -> str:
     return ""
 
 
+def _finished(event: dict[str, Any] | None) -> bool:
+    """Whether the stream's last event ends an answer: a choice with a finish_reason, or the usage
+    chunk that follows one (no choices). transformers serve ends its streams so, without [DONE]."""
+    if event is None:
+        return False
+    choices = event.get("choices")
+    if not choices:
+        return isinstance(event.get("usage"), dict)
+    return any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+
+
 DRAIN_S = 1.0  # how long to wait after [DONE] for the end of the HTTP body
 
 
@@ -95,19 +134,45 @@ async def _read_to_end(resp: Any) -> None:
     its pool: a response released before its end closes its connection, and the next request would
     pay for a new one (a TCP handshake, with TLS a second) inside its TTFT. Servers behind Starlette
     (vLLM, SGLang) end the chunked body in a write of its own after [DONE]. A server that never ends
-    it costs DRAIN_S, then the connection is closed as before; the request's end stays at [DONE]."""
+    it costs DRAIN_S, then the connection is closed as before; the request's end stays at [DONE].
+    At most MAX_LINE_BYTES are read: a server that keeps writing after [DONE] is cut off."""
     import aiohttp
+    from aiohttp.http_exceptions import LineTooLong
+
+    async def drain() -> None:
+        left = MAX_LINE_BYTES
+        while left > 0 and await resp.content.read(min(left, 1 << 16)):
+            left -= 1 << 16
 
     try:
-        await asyncio.wait_for(resp.content.read(), DRAIN_S)
-    except (asyncio.TimeoutError, aiohttp.ClientError, ConnectionError):
+        await asyncio.wait_for(drain(), DRAIN_S)
+    except (asyncio.TimeoutError, aiohttp.ClientError, ConnectionError, LineTooLong):
         pass
 
 
+async def _head(resp: Any, limit: int = ERROR_BODY_BYTES) -> str:
+    """The first bytes of a body, decoded leniently (a non-UTF-8 error page is still quoted)."""
+    buf = b""
+    try:
+        while len(buf) < limit:
+            part = await resp.content.read(limit - len(buf))
+            if not part:
+                break
+            buf += part
+    except Exception as exc:  # noqa: BLE001 (a body that breaks while quoting it: say so, keep the status)
+        buf += f" [{type(exc).__name__}]".encode()
+    return buf.decode("utf-8", "replace")
+
+
 async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens: int, salt: int = 0) -> None:
-    """Stream one request into `rec`: chunk times and token counts, usage, end, or an error kind
-    (http-<status>, stream-dropped, malformed-event, server-error, timeout, connect-error)."""
+    """Stream one request into `rec`: chunk times and token counts, usage, end, or an error kind:
+    http-<status> (redirects are not followed), content-type (200 but not an event stream),
+    malformed-event (not JSON, or `choices` / `usage` of the wrong type), server-error (an event with
+    `error`), oversize (a line over MAX_LINE_BYTES: nothing larger is buffered), no-done (the body
+    ended without [DONE] or a finish_reason), stream-dropped (the connection closed mid-stream),
+    timeout, connect-error, protocol-error (any other fault of the response)."""
     import aiohttp
+    from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 
     headers = {"Content-Type": "application/json"}
     key = api_key()
@@ -117,10 +182,17 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
     rec.sent = time.perf_counter()
     seen_usage = 0
     done = 0.0  # when [DONE] arrived: the request's end
+    event: Any = None
     try:
-        async with session.post(target.endpoint, json=body, headers=headers) as resp:
+        async with session.post(target.endpoint, json=body, headers=headers, allow_redirects=False) as resp:
             if resp.status != 200:
-                rec.error, rec.detail = f"http-{resp.status}", (await resp.text())[:200]
+                rec.error = f"http-{resp.status}"
+                where = resp.headers.get("Location")
+                rec.detail = (f"redirect to {where}: " if where else "") + (await _head(resp))[:200]
+                return
+            if resp.content_type != "text/event-stream":
+                rec.error = "content-type"
+                rec.detail = f"{resp.content_type}: {(await _head(resp))[:180]}"
                 return
             async for raw in resp.content:
                 if not raw.startswith(b"data:"):  # blank separators, comments, other SSE fields
@@ -143,7 +215,10 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
                 if "error" in event:
                     rec.error, rec.detail = "server-error", str(event["error"])[:200]
                     return
-                usage = event.get("usage") or {}
+                usage = event.get("usage") or _NO_USAGE
+                if not isinstance(usage, dict) or not isinstance(event.get("choices") or _NO_CHOICES, list):
+                    rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
+                    return
                 text = _content(event)
                 if text:
                     n = 1
@@ -157,19 +232,35 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
                         rec.prompt_tokens = usage["prompt_tokens"]
             if done and not resp.content.at_eof():
                 await _read_to_end(resp)
+            elif not done and _finished(event):  # a clean end of body after the last answer's chunk
+                done = time.perf_counter()
+            elif not done:
+                rec.error = "no-done"
+                rec.detail = "the body ended without data: [DONE] or a finish_reason"
+    except asyncio.CancelledError:  # a stop or the run's deadline
+        rec.error = "cancelled"
+        raise
     except asyncio.TimeoutError:
-        rec.error = "timeout"
+        rec.error, rec.detail = "timeout", f"no complete answer within {target.timeout_s:g} s"
+    except LineTooLong:
+        rec.error, rec.detail = "oversize", f"an SSE line over {MAX_LINE_BYTES} bytes"
     except aiohttp.ClientPayloadError as exc:
         rec.error, rec.detail = "stream-dropped", str(exc)[:200]
     except aiohttp.ClientConnectorError as exc:
         rec.error, rec.detail = "connect-error", str(exc)[:200]
     except (aiohttp.ClientError, ConnectionError) as exc:
         rec.error, rec.detail = "stream-dropped", f"{type(exc).__name__}: {exc}"[:200]
+    except (HttpProcessingError, ValueError, TypeError, AttributeError) as exc:
+        rec.error, rec.detail = "protocol-error", f"{type(exc).__name__}: {exc}"[:200]
     finally:
         rec.end = done or time.perf_counter()
         if rec.error is None and not done:
             rec.error = "stream-dropped"
         rec.output_tokens = rec.tokens
+
+
+_NO_USAGE: dict[str, Any] = {}
+_NO_CHOICES: list[Any] = []
 
 
 @dataclass(frozen=True)
@@ -206,10 +297,15 @@ async def run_load(
     *,
     on_done: Callable[[int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    deadline: float | None = None,
 ) -> list[RequestRecord]:
     """Send the load and return every record (warm-up ones marked). `stop()` is polled every 0.1 s;
-    when it turns true the outstanding requests are cancelled and the records so far returned."""
+    when it turns true, or perf_counter passes `deadline`, the outstanding requests are cancelled
+    (error 'cancelled') and the records so far returned."""
     import aiohttp
+
+    def halt() -> bool:
+        return (stop is not None and stop()) or (deadline is not None and time.perf_counter() > deadline)
 
     n = load.requests
     prompts = lengths(
@@ -224,16 +320,22 @@ async def run_load(
     )
     limit = load.concurrency or 0
     conn = aiohttp.TCPConnector(limit=limit or 1000, force_close=False)
-    timeout = aiohttp.ClientTimeout(total=target.timeout_s)
     records: list[RequestRecord] = []
     done = 0
+    # read_bufsize bounds what one response buffers: aiohttp pauses the socket past twice it, and a
+    # line longer than that raises LineTooLong (our `oversize`) instead of growing without end
+    session_kw = dict(timeout=target.client_timeout(), read_bufsize=MAX_LINE_BYTES // 2)
 
-    async with aiohttp.ClientSession(connector=conn, timeout=timeout) as session:
-        # warm-up: sequential, excluded from every figure
-        for i in range(load.warmup):
-            rec = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=prompts[i], warmup=True)
-            await send_one(session, target, rec, outs[i], salt=i)
-            records.append(rec)
+    async with aiohttp.ClientSession(connector=conn, **session_kw) as session:
+
+        async def warm() -> None:  # sequential, excluded from every figure
+            for i in range(load.warmup):
+                rec = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=prompts[i], warmup=True)
+                records.append(rec)
+                await send_one(session, target, rec, outs[i], salt=i)
+
+        if load.warmup and await _watch([asyncio.ensure_future(warm())], halt):
+            return _cancelled(records)
 
         sem = asyncio.Semaphore(limit) if limit else None
 
@@ -278,17 +380,30 @@ async def run_load(
             ]
         else:
             tasks = [asyncio.ensure_future(worker(k)) for k in range(limit)]
-        pending = set(tasks)
-        while pending:
-            _, pending = await asyncio.wait(pending, timeout=0.1)
-            if stop is not None and stop():
-                for t in pending:
-                    t.cancel()
-                await asyncio.gather(*pending, return_exceptions=True)
-                break
-        for t in tasks:
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
+        await _watch(tasks, halt)
+    return _cancelled(records)
+
+
+async def _watch(tasks: list[asyncio.Future[None]], halt: Callable[[], bool]) -> bool:
+    """Wait for the tasks, polling `halt()` every 0.1 s; when it turns true cancel what is left and
+    return True. A task's own exception is raised (the client's bugs are not hidden as errors)."""
+    pending = set(tasks)
+    halted = False
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=0.1)
+        if pending and halt():
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            halted = True
+            break
+    for t in tasks:
+        if t.done() and not t.cancelled() and t.exception() is not None:
+            raise t.exception()  # type: ignore[misc]
+    return halted
+
+
+def _cancelled(records: list[RequestRecord]) -> list[RequestRecord]:
     for r in records:
         if not r.end and r.error is None:
             r.error = "cancelled"
@@ -296,16 +411,21 @@ async def run_load(
 
 
 def run_load_sync(target: Target, load: Load, **kw: Any) -> list[RequestRecord]:
-    """run_load in a fresh event loop: on this thread, or, when this thread already runs a loop (a
-    Jupyter kernel's cell), on a worker thread this call waits for (asyncio.run refuses nested loops)."""
+    """run_load in a fresh event loop (see run_sync)."""
+    return run_sync(run_load(target, load, **kw))
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine in a fresh event loop: on this thread, or, when this thread already runs a loop
+    (a Jupyter kernel's cell), on a worker thread this call waits for (asyncio.run refuses nested loops)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(run_load(target, load, **kw))
+        return asyncio.run(coro)
     import concurrent.futures
 
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aiworkbook-load") as pool:
-        return pool.submit(asyncio.run, run_load(target, load, **kw)).result()
+        return pool.submit(asyncio.run, coro).result()
 
 
 def fetch_json(url: str, timeout_s: float = 5.0) -> dict[str, Any] | None:

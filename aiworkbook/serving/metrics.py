@@ -106,11 +106,13 @@ def summarize_run(
         and (slo_tpot_s is None or (r.tpot_s is None or r.tpot_s <= slo_tpot_s))
     ]
     per_s = (lambda v: v / duration_s) if duration_s > 0 else (lambda v: None)
+    first_bad = next((r for r in recs if not r.ok), None)
     return {
         "requests": len(recs),
         "completed": len(ok),
         "errors": dict(sorted(errors.items())),
         "rejected": int(errors.get("http-429", 0)),
+        "first_error": f"{first_bad.error or 'no-content'}: {first_bad.detail}"[:240] if first_bad else None,
         "duration_s": duration_s,
         "input_tokens": in_tokens,
         "output_tokens": out_tokens,

@@ -20,7 +20,7 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
-from aiworkbook.serving.client import Load, Target, run_load_sync
+from aiworkbook.serving.client import CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S, Load, Target, run_load_sync
 from aiworkbook.serving.knee import bisect_load, find_knee
 from aiworkbook.serving.metrics import summarize_run, sweep_row
 
@@ -86,7 +86,15 @@ def _settings(inputs: dict[str, Any]) -> dict[str, Any]:
         "context_concurrency": d["context_concurrency"],
         "compare": inputs.get("compare", True),
         "context_sweep": inputs.get("context_sweep", True),
+        "request_timeout_s": float(inputs.get("request_timeout_s") or REQUEST_TIMEOUT_S),
+        "connect_timeout_s": float(inputs.get("connect_timeout_s") or CONNECT_TIMEOUT_S),
+        "max_duration_s": float(inputs["max_duration_s"]) if inputs.get("max_duration_s") else None,
     }
+    for key in ("request_timeout_s", "connect_timeout_s", "max_duration_s"):
+        v = out[key]
+        if v is not None and not 0 < v < float("inf"):
+            raise SpecError(key, v, "seconds > 0")
+    out["deadline"] = None  # set when the run starts (perf_counter)
     for key in ("requests", "prompt_tokens", "output_tokens"):
         if out[key] < 1:
             raise SpecError(key, out[key], ">= 1")
@@ -168,7 +176,7 @@ def _telemetry() -> Iterator[dict[str, Any]]:
                 out["na"] = f"{type(exc).__name__}: {exc}"
 
 
-def _measure(url: str, name: str, load: Load, control: Control, s: dict[str, Any], msg: str, api: str):
+def _measure(target: Target, load: Load, control: Control, s: dict[str, Any], msg: str):
     def on_done(done: int, total: int) -> None:
         if control.progress is not None:
             with contextlib.suppress(Exception):
@@ -176,11 +184,29 @@ def _measure(url: str, name: str, load: Load, control: Control, s: dict[str, Any
 
     from aiworkbook.proofs.gcpause import measuring
 
-    target = Target(url, name, api=api, continuous_usage=True)
     with measuring():  # no garbage-collector pause inside the load point (client, server, engine share it)
-        records = run_load_sync(target, load, on_done=on_done, stop=lambda: control.cancelled)
+        records = run_load_sync(
+            target, load, on_done=on_done, stop=lambda: control.cancelled, deadline=s["deadline"]
+        )
     control.check(msg)
     return summarize_run(records, slo_ttft_s=s["slo_ttft_s"], slo_tpot_s=s["slo_tpot_s"])
+
+
+def _embedded_target(url: str, name: str, api: str, s: dict[str, Any]) -> Target:
+    """The embedded server honours the exact-length extensions and per-chunk usage."""
+    return Target(
+        url,
+        name,
+        api=api,
+        exact_lengths=True,
+        continuous_usage=True,
+        timeout_s=s["request_timeout_s"],
+        connect_timeout_s=s["connect_timeout_s"],
+    )
+
+
+def _past(s: dict[str, Any]) -> bool:
+    return s["deadline"] is not None and time.perf_counter() > s["deadline"]
 
 
 def _load_at(s: dict[str, Any], x: float, **over: Any) -> Load:
@@ -202,6 +228,8 @@ def _load_at(s: dict[str, Any], x: float, **over: Any) -> Load:
 def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     """Sweep the load, find the knee (and the SLO's load), compare schedulers, sweep the context."""
     s = _settings(inputs)
+    if s["max_duration_s"] is not None:
+        s["deadline"] = time.perf_counter() + s["max_duration_s"]
     target_url = inputs.get("target")
     api = inputs.get("api") or "completions"
     flags: set[str] = {F.QUEUE_TIME_INCLUDED} if s["kind"] == "rate" or s["rate"] else set()
@@ -233,28 +261,48 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
             )
             spec = engine.spec
             server = stack.enter_context(embedded_server(engine))
-            url, name = server.url, spec.name
+            target = _embedded_target(server.url, spec.name, api, s)
             notes.append(
-                f"embedded server on {url} ({engine.backend.name} backend, {s['scheduler']} batching, "
+                f"embedded server on {server.url} ({engine.backend.name} backend, {s['scheduler']} batching, "
                 f"max batch {engine.max_batch}, KV pool {engine.pool.num_blocks} blocks of "
                 f"{engine.pool.block_size} tokens = {engine.pool.to_dict()['kv_bytes_total']} B)"
             )
         else:
-            url, name, dev = str(target_url), inputs.get("served_model") or "default", "remote"
-            notes.append(
-                f"target {url}, model {name}; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set"
+            from aiworkbook.serving.discover import discover_sync
+
+            found = discover_sync(
+                str(target_url),
+                model=inputs.get("served_model") or None,
+                api=api,
+                kind=inputs.get("server_kind") or "auto",
+                timeout_s=s["request_timeout_s"],
+                connect_timeout_s=s["connect_timeout_s"],
             )
+            target, dev = found.target, "remote"
+            details["target"] = found.to_dict()
+            notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
         rows: list[dict[str, Any]] = []
+        failed: list[tuple[float, dict[str, Any]]] = []
+        produced = [0, 0]  # output tokens, completed requests over the sweep
         kv_at: dict[float, dict[str, Any]] = {}
         done = 0
         with _telemetry() as telemetry:
             for x in s["loads"]:
+                if _past(s):
+                    notes.append(
+                        f"stopped at the run's deadline ({s['max_duration_s']:g} s) before {s['kind']} {x}"
+                    )
+                    break
                 msg = f"{s['kind']} {x}"
                 control.step(done, steps, msg)
                 if engine is not None:
                     engine.reset_peaks()
-                summary = _measure(url, name, _load_at(s, x), control, s, msg, api)
+                summary = _measure(target, _load_at(s, x), control, s, msg)
                 row = sweep_row(x, summary)
+                if summary["requests"] and not summary["completed"]:
+                    failed.append((x, summary))
+                produced[0] += summary["output_tokens"]
+                produced[1] += summary["completed"]
                 if engine is not None:
                     st = engine.stats()
                     row.update(kv_bytes_peak=st["kv_bytes_peak"], peak_running=st["peak_running"])
@@ -265,12 +313,12 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
             details.update(sweep=rows, knee=knee)
             if s["slo_ttft_s"] or s["slo_tpot_s"]:
                 control.step(done, steps, "bisection against the SLO")
-                details["slo_search"] = _slo_search(url, name, s, control, api)
+                details["slo_search"] = _slo_search(target, s, control)
                 done += 1
-            if embedded and s["compare"]:
+            if embedded and s["compare"] and not _past(s):
                 details["schedulers"] = _compare(inputs, s, control, done, steps, api, dev)
                 done += 2
-            if embedded and s["context_sweep"]:
+            if embedded and s["context_sweep"] and not _past(s):
                 details["context_sweep"] = _context_sweep(inputs, s, control, done, steps, api, dev)
                 done += len(s["contexts"])
         details["telemetry"] = telemetry
@@ -286,10 +334,27 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         f"percentiles over pooled raw samples: {n} requests in all; p99 from fewer than ~270k samples "
         "is indicative, not MLPerf-grade"
     )
+    if not embedded and produced[1]:
+        mean = produced[0] / produced[1]
+        notes.append(
+            f"output tokens per completed request: mean {mean:.1f} of {s['output_tokens']} asked "
+            "(the server's usage, else the chunks counted)"
+        )
+    notes[:0] = [
+        f"measured nothing at {s['kind']} {x}: all {sm['requests']} requests failed ({sm['errors']}); "
+        f"first error: {sm['first_error']}"
+        for x, sm in failed
+    ]
     notes += _summary_notes(details)
     measured = predicted = None
     label = ""
-    if embedded and s["kind"] == "concurrency" and spec is not None and engine is not None:
+    if (
+        embedded
+        and s["kind"] == "concurrency"
+        and spec is not None
+        and engine is not None
+        and max(s["loads"]) in kv_at
+    ):
         from aiworkbook.serving.embedded import predicted_kv_bytes
 
         c = max(s["loads"])
@@ -317,7 +382,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         predicted=predicted,
         predicted_label=label,
         tolerance=TOLERANCE,
-        verdict="" if measured is not None else "info",
+        verdict="error" if failed else ("" if measured is not None else "info"),
         samples=samples,
         flags=sorted(flags),
         environment=_environment(dev),
@@ -379,12 +444,12 @@ def _environment(dev: Any) -> dict[str, Any]:
     return capture(dev if dev in ("cpu", "cuda") else "cpu")
 
 
-def _slo_search(url: str, name: str, s: dict[str, Any], control: Control, api: str) -> dict[str, Any]:
+def _slo_search(target: Target, s: dict[str, Any], control: Control) -> dict[str, Any]:
     """The most load whose p95 TTFT and p95 TPOT meet the SLO, by bisection over the sweep's range."""
     probes: list[dict[str, Any]] = []
 
     def meets(x: float) -> bool:
-        sm = _measure(url, name, _load_at(s, x), control, s, f"SLO probe at {x:g}", api)
+        sm = _measure(target, _load_at(s, x), control, s, f"SLO probe at {x:g}")
         t, p = sm["ttft_s"]["p95"], sm["tpot_s"]["p95"]
         ok = (
             sm["completed"] > 0
@@ -442,7 +507,9 @@ def _compare(
             warmup=1,
         )
         with embedded_server(eng) as srv:
-            sm = _measure(srv.url, eng.spec.name, load, control, s, f"{sched} batching", api)
+            sm = _measure(
+                _embedded_target(srv.url, eng.spec.name, api, s), load, control, s, f"{sched} batching"
+            )
         out[sched] = sweep_row(conc, sm) | {"iterations": eng.counters["iterations"]}
     st, co = out["static"]["throughput_tok_s"], out["continuous"]["throughput_tok_s"]
     out["throughput_ratio"] = co / st if st and co else None
@@ -482,7 +549,7 @@ def _context_sweep(
             load = Load(
                 requests=2 * conc, concurrency=conc, prompt_tokens=ctx, output_tokens=out_tok, warmup=0
             )
-            sm = _measure(srv.url, spec.name, load, control, s, f"context {ctx}", api)
+            sm = _measure(_embedded_target(srv.url, spec.name, api, s), load, control, s, f"context {ctx}")
             st = eng.stats()
             cap = predicted_capacity(spec, budget, ctx + out_tok, "fp32" if dev == "cpu" else "bf16")
             rows.append(

@@ -1,0 +1,264 @@
+"""The load generator and the serving proof against hostile, broken or strict servers on loopback:
+every fault is a counted error of its kind (never an internal error), nothing is buffered without
+bound, every wait is bounded, and a run that measured nothing fails."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+
+import pytest
+from aiohttp import web
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs import registry
+from aiworkbook.serving.client import MAX_LINE_BYTES, Load, Target, run_load_sync
+from aiworkbook.serving.discover import discover_sync
+from aiworkbook.serving.metrics import summarize_run
+from aiworkbook.serving.server import FixedDelay, ServerThread, make_app
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+TOKEN = b'data: {"choices":[{"text":" a","finish_reason":null}]}\n\n'
+
+
+def _server(handler: Handler, models: list[str] | None = None) -> ServerThread:
+    """One completions route (and /v1/models listing `models`) on a free loopback port."""
+
+    async def list_models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": m} for m in models or ["m"]]})
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", handler)
+    app.router.add_post("/v1/chat/completions", handler)
+    app.router.add_get("/v1/models", list_models)
+    return ServerThread(app)
+
+
+def _stream(*parts: bytes, close: bool = False, pause_s: float = 0.0) -> Handler:
+    """A handler writing `parts` as an event stream, then ending the body (or closing the socket)."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for p in parts:
+            await resp.write(p)
+        await asyncio.sleep(pause_s)
+        if close and request.transport is not None:
+            request.transport.close()
+            return resp
+        await resp.write_eof()
+        return resp
+
+    return handler
+
+
+def _errors(handler: Handler, requests: int = 2, **target) -> dict[str, int]:
+    with _server(handler) as s:
+        recs = run_load_sync(
+            Target(s.url, "m", **target), Load(requests=requests, concurrency=1, output_tokens=2, warmup=0)
+        )
+    return summarize_run(recs)["errors"]
+
+
+@pytest.mark.parametrize(
+    ("parts", "kind"),
+    [
+        ((TOKEN, b"data: {not json\n\n"), "malformed-event"),
+        ((TOKEN, b'data: {"choices":[{"text":" b"}],"usage":"x"}\n\n'), "malformed-event"),
+        ((b'data: {"choices":5}\n\n',), "malformed-event"),
+        ((b'data: {"choices":"abc"}\n\n',), "malformed-event"),
+        ((b"data: [1, 2]\n\n",), "malformed-event"),
+        ((TOKEN, b'data: {"error": {"message": "boom"}}\n\n'), "server-error"),
+        ((TOKEN, TOKEN), "no-done"),  # the body ends with neither [DONE] nor a finish_reason
+        ((b"data: " + b"x" * (MAX_LINE_BYTES + 1024) + b"\n\n",), "oversize"),
+    ],
+)
+def test_broken_events_are_errors_of_their_kind(parts, kind):
+    assert _errors(_stream(*parts)) == {kind: 2}
+
+
+def test_a_stream_closed_mid_way_is_dropped():
+    assert _errors(_stream(TOKEN, close=True, pause_s=0.05)) == {"stream-dropped": 2}
+
+
+def test_a_stream_ending_on_a_finish_reason_without_done_succeeds():
+    """transformers serve ends its streams after the chunk carrying finish_reason and usage, without
+    [DONE]: that is a complete answer, and its usage counts."""
+    last = b'data: {"choices":[{"text":" b","finish_reason":"length"}],"usage":{"completion_tokens":2}}\n\n'
+    with _server(_stream(TOKEN, last)) as s:
+        recs = run_load_sync(Target(s.url, "m"), Load(requests=2, concurrency=1, output_tokens=2, warmup=0))
+    assert all(r.ok and r.tokens == 2 and r.usage_tokens == 2 for r in recs)
+
+
+def test_a_50_mb_line_is_not_buffered_whole():
+    """The server writes one 50 MB line in 1 MiB pieces of the same bytes; the client gives up past
+    MAX_LINE_BYTES, so what it held at once stays a few MiB (the limit and aiohttp's buffer)."""
+    piece = b"y" * (1 << 20)
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        try:
+            await resp.write(b"data: ")
+            for _ in range(50):
+                await resp.write(piece)
+        except (ConnectionError, RuntimeError):
+            pass  # the client hung up
+        return resp
+
+    tracemalloc.start()
+    try:
+        errors = _errors(handler, requests=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert errors == {"oversize": 1}
+    assert peak < 16 * (1 << 20), peak
+
+
+def test_error_bodies_redirects_and_content_types_are_quoted_not_crashed():
+    async def bad_bytes(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(status=500, body=b"\xff\xfe oops \xc3", content_type="text/plain")
+
+    async def moved(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(status=307, headers={"Location": "http://192.0.2.1/v1/completions"})
+
+    async def json_not_sse(request: web.Request) -> web.Response:
+        await request.read()
+        return web.json_response({"choices": [{"text": "all at once"}]})
+
+    for handler, kind, text in (
+        (bad_bytes, "http-500", "oops"),
+        (moved, "http-307", "redirect to http://192.0.2.1"),
+        (json_not_sse, "content-type", "application/json"),
+    ):
+        with _server(handler) as s:
+            recs = run_load_sync(Target(s.url, "m"), Load(requests=1, concurrency=1, warmup=0))
+        assert recs[0].error == kind and text in recs[0].detail, (kind, recs[0].detail)
+
+
+def _stall(seconds: float) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        await asyncio.sleep(seconds)
+        return web.Response(status=204)
+
+    return handler
+
+
+def test_a_stalled_target_costs_the_request_timeout_not_more():
+    with _server(_stall(3)) as s:  # (leaving the block waits for the stalled handlers to end)
+        t0 = time.monotonic()
+        recs = run_load_sync(
+            Target(s.url, "m", timeout_s=0.3), Load(requests=2, concurrency=1, output_tokens=2, warmup=0)
+        )
+        took = time.monotonic() - t0
+    assert summarize_run(recs)["errors"] == {"timeout": 2} and took < 2
+
+
+def test_the_run_deadline_cancels_what_is_in_flight():
+    with _server(_stall(3)) as s:
+        for warmup in (0, 1):
+            t0 = time.perf_counter()
+            recs = run_load_sync(
+                Target(s.url, "m", timeout_s=60),
+                Load(requests=4, concurrency=2, warmup=warmup),
+                deadline=t0 + 0.3,
+            )
+            took = time.perf_counter() - t0
+            assert took < 2 and recs and all(r.error == "cancelled" for r in recs), [r.error for r in recs]
+
+
+def test_timeouts_must_be_positive():
+    with pytest.raises(SpecError, match="connect_timeout_s"):
+        Target("http://127.0.0.1:9", connect_timeout_s=0)
+    with pytest.raises(SpecError, match="timeout_s"):
+        Target("http://127.0.0.1:9", timeout_s=float("inf"))
+
+
+# --- strict servers: the model from /v1/models, the extensions only where accepted ------------------
+
+STRICT_FIELDS = {"model", "prompt", "messages", "max_tokens", "stream", "temperature", "stream_options"}
+
+
+def _strict(seen: list[dict]) -> Handler:
+    """Refuses unknown fields with 422 as transformers serve and OpenAI do; streams `max_tokens`
+    tokens and ends with finish_reason and usage, without [DONE]."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        seen.append(body)
+        extra = set(body) - STRICT_FIELDS
+        if extra:
+            return web.json_response({"detail": f"Unexpected fields in the request: {extra}"}, status=422)
+        n = body["max_tokens"]
+        last = (
+            b'data: {"choices":[{"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":3,'
+            b'"completion_tokens":%d}}\n\n' % n
+        )
+        return await _stream(*([TOKEN] * n), last)(request)
+
+    return handler
+
+
+def test_a_strict_server_is_probed_once_then_sent_standard_fields_only():
+    seen: list[dict] = []
+    with _server(_strict(seen), models=["only-model"]) as s:
+        r = registry.run("serving", target=s.url, sweep=[1, 2], requests=3, output_tokens=4)
+    t = r.details["target"]
+    assert t["model"] == "only-model" and t["model_from"] == "GET /v1/models"
+    assert t["mode"] == "standard" and "http-422" in t["probe"]
+    assert r.verdict == "info" and [x["n"] for x in r.details["sweep"]] == [3, 3]
+    assert "ignore_eos" in seen[0] and not any("ignore_eos" in b or "min_tokens" in b for b in seen[1:])
+    assert len(seen) == 1 + 2 * (3 + 1)  # the probe, then per point 3 requests and a warm-up
+    assert any("exact output lengths cannot be forced" in n for n in r.notes)
+
+
+def test_the_stand_in_accepts_the_extensions_and_a_kind_overrides_the_probe():
+    with ServerThread(make_app("stand-in", fixed=FixedDelay(ttft_s=0.005, itl_s=0.001))) as s:
+        auto = discover_sync(s.url)
+        assert auto.mode == "exact" and auto.target.exact_lengths and auto.target.model == "stand-in"
+        told = discover_sync(s.url, model="stand-in", kind="tgi")
+        assert told.mode == "standard" and not told.target.exact_lengths and "--server-kind" in told.probe
+    with pytest.raises(SpecError, match="server_kind"):
+        discover_sync("http://127.0.0.1:9", kind="llamacpp")
+
+
+def test_several_models_or_no_listing_are_a_clear_exit_2(capsys):
+    from aiworkbook.cli import main
+
+    with _server(_strict([]), models=["a", "b"]) as s:
+        with pytest.raises(SpecError, match="one of: a, b"):
+            discover_sync(s.url)
+        assert main(["prove", "serving", "--target", s.url, "--sweep", "1", "--requests", "1"]) == 2
+    assert "one of: a, b" in capsys.readouterr().err
+    app = web.Application()  # no /v1/models route: a 404
+    app.router.add_post("/v1/completions", _stream(TOKEN))
+    with ServerThread(app) as s:
+        with pytest.raises(SpecError, match="HTTP 404"):
+            discover_sync(s.url)
+
+
+def test_a_run_that_measured_nothing_fails_and_quotes_the_first_error(capsys):
+    from aiworkbook.cli import main
+
+    async def refuse(request: web.Request) -> web.Response:
+        await request.read()
+        return web.json_response({"detail": "no capacity for you " + "z" * 300}, status=503)
+
+    with _server(refuse) as s:
+        r = registry.run("serving", target=s.url, served_model="m", sweep=[1, 4], requests=8)
+        assert r.verdict == "error"
+        assert r.notes[0].startswith("measured nothing at concurrency 1: all 8 requests failed")
+        assert "http-503: " in r.notes[0] and "no capacity for you" in r.notes[0]
+        code = main(
+            ["prove", "serving", "--target", s.url, "--served-model", "m", "--sweep", "1", "--requests", "2"]
+        )
+    assert code == 1
+    assert "[error] serving on remote" in capsys.readouterr().out
