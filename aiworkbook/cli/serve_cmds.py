@@ -81,6 +81,16 @@ def register_prove(prove: typer.Typer) -> None:
         max_duration: float = typer.Option(
             None, "--max-duration", help="seconds for the whole run; what is in flight then is cancelled"
         ),
+        warmup_duration: float = typer.Option(
+            None, "--warmup-duration", help="leave out requests scheduled in each point's first seconds"
+        ),
+        cooldown_duration: float = typer.Option(
+            None, "--cooldown-duration", help="leave out requests ending in each point's last seconds"
+        ),
+        max_error_rate: float = typer.Option(
+            None, "--max-error-rate", help="stop a load point once more than this fraction failed (0-1)"
+        ),
+        samples_csv: Path = typer.Option(None, "--samples-csv", help="write one row per request here (CSV)"),
         api: str = typer.Option("completions", help="completions | chat"),
         scheduler: str = typer.Option("continuous", help="static | continuous (embedded server)"),
         backend: str = typer.Option("torch", help="torch | synthetic (embedded server)"),
@@ -107,7 +117,7 @@ def register_prove(prove: typer.Typer) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
         from aiworkbook.cli.prove_cmds import _check_outputs, _emit, run_with_bar
 
-        _check_outputs(json=json_file)
+        _check_outputs(json=json_file, samples_csv=samples_csv)
         if import_file is not None:
             from aiworkbook.serving.importers import import_results
 
@@ -130,6 +140,10 @@ def register_prove(prove: typer.Typer) -> None:
                 request_timeout_s=request_timeout,
                 connect_timeout_s=connect_timeout,
                 max_duration_s=max_duration,
+                warmup_s=warmup_duration,
+                cooldown_s=cooldown_duration,
+                max_error_rate=max_error_rate,
+                samples=samples_csv is not None,
                 api=api,
                 scheduler=scheduler,
                 backend=backend,
@@ -149,8 +163,32 @@ def register_prove(prove: typer.Typer) -> None:
             )
         _print_details(r)
         _emit(r, json_file)
+        if samples_csv is not None and "requests" in r.details:
+            _write_samples(samples_csv, r.details["requests"])
         if r.verdict == "error":  # a run that measured nothing fails
             raise typer.Exit(1)
+
+
+FORMULA_HEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _write_samples(path: Path, rows: list) -> None:
+    import csv
+    import io
+
+    from aiworkbook.persist import atomic_write_text
+    from aiworkbook.serving.metrics import SAMPLE_FIELDS
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=SAMPLE_FIELDS)
+    w.writeheader()
+    # a cell a spreadsheet would read as a formula (a hostile server's error text) is quoted
+    w.writerows(
+        {k: "'" + v if isinstance(v, str) and v[:1] in FORMULA_HEADS else v for k, v in r.items()}
+        for r in rows
+    )
+    atomic_write_text(path, buf.getvalue())
+    typer.echo(f"wrote {path} ({len(rows)} requests)")
 
 
 def _ms(v) -> str:

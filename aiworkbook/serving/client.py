@@ -14,7 +14,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -34,6 +34,7 @@ REQUEST_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 10.0
 #: the longest SSE line read (aiohttp's readline limit is twice the read buffer): longer is `oversize`
 MAX_LINE_BYTES = 1 << 19
+ERROR_WINDOW = 10  # finished requests before max_error_rate may stop a run
 ERROR_BODY_BYTES = 4096  # read of a non-200 body, for the 200 characters quoted
 
 
@@ -279,8 +280,20 @@ class Load:
     warmup: int = 2
     seed: int = 0
     ramp_s: float = 0.0  # closed loop: worker k starts at k * ramp_s / concurrency (staggered streams)
+    # GuideLLM's: leave out requests scheduled in the first warmup_s of the measured window or ending
+    # in its last cooldown_s (marked `excluded`); stop once more than max_error_rate of at least
+    # ERROR_WINDOW finished requests failed
+    warmup_s: float = 0.0
+    cooldown_s: float = 0.0
+    max_error_rate: float | None = None
 
     def __post_init__(self) -> None:
+        for name in ("warmup_s", "cooldown_s"):
+            v = getattr(self, name)
+            if not 0 <= v < float("inf"):
+                raise SpecError(name, v, "seconds >= 0")
+        if self.max_error_rate is not None and not 0 < self.max_error_rate <= 1:
+            raise SpecError("max_error_rate", self.max_error_rate, "a fraction in (0, 1]")
         if self.requests < 1:
             raise SpecError("requests", self.requests, ">= 1")
         if self.rate is None and self.concurrency is None:
@@ -304,8 +317,14 @@ async def run_load(
     (error 'cancelled') and the records so far returned."""
     import aiohttp
 
+    failing = ""  # set when the error rate passed load.max_error_rate
+
     def halt() -> bool:
-        return (stop is not None and stop()) or (deadline is not None and time.perf_counter() > deadline)
+        return (
+            bool(failing)
+            or (stop is not None and stop())
+            or (deadline is not None and time.perf_counter() > deadline)
+        )
 
     n = load.requests
     prompts = lengths(
@@ -339,9 +358,15 @@ async def run_load(
 
         sem = asyncio.Semaphore(limit) if limit else None
 
-        def finished() -> None:
-            nonlocal done
+        errors = 0
+
+        def finished(rec: RequestRecord) -> None:
+            nonlocal done, errors, failing
             done += 1
+            if rec.error is not None:
+                errors += 1
+                if load.max_error_rate and done >= ERROR_WINDOW and errors / done > load.max_error_rate:
+                    failing = f"stopped: {errors} of {done} requests failed (max error rate {load.max_error_rate:g})"
             if on_done is not None:
                 on_done(done, n)
 
@@ -356,7 +381,7 @@ async def run_load(
                     await send_one(session, target, rec, outs[i], salt=i)
             else:
                 await send_one(session, target, rec, outs[i], salt=i)
-            finished()
+            finished(rec)
 
         next_i = load.warmup
 
@@ -364,13 +389,13 @@ async def run_load(
             nonlocal next_i
             if load.ramp_s > 0:
                 await asyncio.sleep(k * load.ramp_s / limit)
-            while next_i < load.warmup + n:
+            while next_i < load.warmup + n and not failing:
                 i = next_i
                 next_i += 1
                 rec = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=prompts[i])
                 records.append(rec)
                 await send_one(session, target, rec, outs[i], salt=i)
-                finished()
+                finished(rec)
 
         t0 = time.perf_counter() + 0.005
         if load.rate is not None:
@@ -380,11 +405,36 @@ async def run_load(
             ]
         else:
             tasks = [asyncio.ensure_future(worker(k)) for k in range(limit)]
-        await _watch(tasks, halt)
-    return _cancelled(records)
+        halted = await _watch(tasks, halt)
+        if (halted or failing) and load.rate is None:  # the closed loop's requests never sent
+            now = time.perf_counter()
+            records += [
+                RequestRecord(scheduled=now, end=now, prompt_tokens=prompts[i], error="cancelled")
+                for i in range(next_i, load.warmup + n)
+            ]
+    _cancelled(
+        records, failing or ("the run's deadline" if deadline and time.perf_counter() > deadline else "")
+    )
+    _window(records, load.warmup_s, load.cooldown_s)
+    return records
 
 
-async def _watch(tasks: list[asyncio.Future[None]], halt: Callable[[], bool]) -> bool:
+def _window(records: list[RequestRecord], warmup_s: float, cooldown_s: float) -> None:
+    """Mark the measured requests scheduled in the first `warmup_s` of the window (first scheduled
+    arrival to last end) or ending in its last `cooldown_s` as excluded."""
+    measured = [r for r in records if not r.warmup]
+    ends = [r.end for r in measured if r.end]
+    if not (warmup_s or cooldown_s) or not ends:
+        return
+    t0, t1 = min(r.scheduled for r in measured), max(ends)
+    for r in measured:
+        if r.scheduled < t0 + warmup_s:
+            r.excluded = "warm-up"
+        elif r.end > t1 - cooldown_s:
+            r.excluded = "cool-down"
+
+
+async def _watch(tasks: Sequence[asyncio.Future[None]], halt: Callable[[], bool]) -> bool:
     """Wait for the tasks, polling `halt()` every 0.1 s; when it turns true cancel what is left and
     return True. A task's own exception is raised (the client's bugs are not hidden as errors)."""
     pending = set(tasks)
@@ -403,10 +453,10 @@ async def _watch(tasks: list[asyncio.Future[None]], halt: Callable[[], bool]) ->
     return halted
 
 
-def _cancelled(records: list[RequestRecord]) -> list[RequestRecord]:
+def _cancelled(records: list[RequestRecord], why: str = "") -> list[RequestRecord]:
     for r in records:
-        if not r.end and r.error is None:
-            r.error = "cancelled"
+        if r.error == "cancelled" or (not r.end and r.error is None):
+            r.error, r.detail = "cancelled", r.detail or why
     return records
 
 

@@ -32,6 +32,7 @@ class RequestRecord:
     error: str | None = None
     detail: str = ""
     warmup: bool = False
+    excluded: str = ""  # "warm-up" / "cool-down": inside Load.warmup_s / cooldown_s, left out like warm-ups
 
     @property
     def ok(self) -> bool:
@@ -90,7 +91,7 @@ def summarize_run(
 ) -> dict[str, Any]:
     """The run's metrics over measured (non-warm-up) requests. Duration: first scheduled arrival to
     the last response end, unless given. Goodput = requests meeting every SLO given, per second."""
-    recs = [r for r in records if not r.warmup]
+    recs = [r for r in records if not r.warmup and not r.excluded]
     ok = [r for r in recs if r.ok]
     errors = Counter(r.error or "no-content" for r in recs if not r.ok)
     if duration_s is None:
@@ -126,7 +127,57 @@ def summarize_run(
         "itl_s": percentiles([x for r in ok for x in r.itls()]),
         "e2e_s": percentiles([r.e2e_s for r in ok]),
         "queue_s": percentiles([r.queue_s for r in recs if r.sent]),
+        "prompt_tokens": spread([r.prompt_tokens for r in recs]),
+        "output_tokens_per_request": spread([r.tokens for r in ok]),
+        "excluded": dict(Counter(r.excluded for r in records if r.excluded and not r.warmup)),
+        "stopped": next((r.detail for r in recs if r.error == "cancelled" and r.detail), None),
     }
+
+
+def spread(values: list[int]) -> dict[str, Any]:
+    """Mean, standard deviation, min and max of token counts (GuideLLM's prompt-length figures)."""
+    if not values:
+        return {"n": 0, "mean": None, "stdev": None, "min": None, "max": None}
+    x = np.asarray(values, dtype=float)
+    return {
+        "n": int(x.size),
+        "mean": float(x.mean()),
+        "stdev": float(x.std()),
+        "min": int(x.min()),
+        "max": int(x.max()),
+    }
+
+
+SAMPLE_FIELDS = (
+    "load", "index", "scheduled_s", "queue_s", "ttft_s", "tpot_s", "e2e_s", "prompt_tokens",
+    "output_tokens", "usage_tokens", "chunks", "error", "detail", "excluded",
+)  # fmt: skip
+
+
+def samples(records: list[RequestRecord], load: float) -> list[dict[str, Any]]:
+    """One row per measured request (warm-ups left out, excluded ones kept and marked), times in
+    seconds from the first scheduled arrival: what `--samples-csv` writes."""
+    recs = [r for r in records if not r.warmup]
+    t0 = min((r.scheduled for r in recs), default=0.0)
+    return [
+        {
+            "load": load,
+            "index": i,
+            "scheduled_s": r.scheduled - t0,
+            "queue_s": r.queue_s if r.sent else None,
+            "ttft_s": r.ttft_s if r.chunks else None,
+            "tpot_s": r.tpot_s if r.ok else None,
+            "e2e_s": r.e2e_s if r.end else None,
+            "prompt_tokens": r.prompt_tokens,
+            "output_tokens": r.tokens,
+            "usage_tokens": r.usage_tokens,
+            "chunks": len(r.chunks),
+            "error": r.error or "",
+            "detail": r.detail,
+            "excluded": r.excluded,
+        }
+        for i, r in enumerate(recs)
+    ]
 
 
 def sweep_row(load: float, summary: dict[str, Any]) -> dict[str, Any]:

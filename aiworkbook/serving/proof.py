@@ -22,7 +22,7 @@ from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.serving.client import CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S, Load, Target, run_load_sync
 from aiworkbook.serving.knee import bisect_load, find_knee
-from aiworkbook.serving.metrics import summarize_run, sweep_row
+from aiworkbook.serving.metrics import samples, summarize_run, sweep_row
 
 TOLERANCE = 0.10
 SWEEP_KINDS = ("concurrency", "rate")
@@ -95,6 +95,15 @@ def _settings(inputs: dict[str, Any]) -> dict[str, Any]:
         if v is not None and not 0 < v < float("inf"):
             raise SpecError(key, v, "seconds > 0")
     out["deadline"] = None  # set when the run starts (perf_counter)
+    out["warmup_s"] = float(inputs.get("warmup_s") or 0.0)
+    out["cooldown_s"] = float(inputs.get("cooldown_s") or 0.0)
+    out["max_error_rate"] = float(inputs["max_error_rate"]) if inputs.get("max_error_rate") else None
+    Load(  # the checks of warmup_s, cooldown_s and max_error_rate, before anything runs
+        concurrency=1,
+        warmup_s=out["warmup_s"],
+        cooldown_s=out["cooldown_s"],
+        max_error_rate=out["max_error_rate"],
+    )
     for key in ("requests", "prompt_tokens", "output_tokens"):
         if out[key] < 1:
             raise SpecError(key, out[key], ">= 1")
@@ -176,7 +185,15 @@ def _telemetry() -> Iterator[dict[str, Any]]:
                 out["na"] = f"{type(exc).__name__}: {exc}"
 
 
-def _measure(target: Target, load: Load, control: Control, s: dict[str, Any], msg: str):
+def _measure(
+    target: Target,
+    load: Load,
+    control: Control,
+    s: dict[str, Any],
+    msg: str,
+    rows: list[dict[str, Any]] | None = None,
+    at: float = 0.0,
+):
     def on_done(done: int, total: int) -> None:
         if control.progress is not None:
             with contextlib.suppress(Exception):
@@ -189,6 +206,8 @@ def _measure(target: Target, load: Load, control: Control, s: dict[str, Any], ms
             target, load, on_done=on_done, stop=lambda: control.cancelled, deadline=s["deadline"]
         )
     control.check(msg)
+    if rows is not None:  # per-request samples (--samples-csv)
+        rows.extend(samples(records, at))
     return summarize_run(records, slo_ttft_s=s["slo_ttft_s"], slo_tpot_s=s["slo_tpot_s"])
 
 
@@ -216,6 +235,9 @@ def _load_at(s: dict[str, Any], x: float, **over: Any) -> Load:
         output_tokens=s["output_tokens"],
         burstiness=s["burstiness"],
         warmup=1,
+        warmup_s=s["warmup_s"],
+        cooldown_s=s["cooldown_s"],
+        max_error_rate=s["max_error_rate"],
     )
     if s["kind"] == "rate":
         kw.update(rate=float(x), concurrency=s["concurrency"])
@@ -283,6 +305,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
             notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
         rows: list[dict[str, Any]] = []
         failed: list[tuple[float, dict[str, Any]]] = []
+        per_request: list[dict[str, Any]] | None = [] if inputs.get("samples") else None
         produced = [0, 0]  # output tokens, completed requests over the sweep
         kv_at: dict[float, dict[str, Any]] = {}
         done = 0
@@ -297,8 +320,15 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
                 control.step(done, steps, msg)
                 if engine is not None:
                     engine.reset_peaks()
-                summary = _measure(target, _load_at(s, x), control, s, msg)
+                summary = _measure(target, _load_at(s, x), control, s, msg, per_request, x)
                 row = sweep_row(x, summary)
+                row.update(
+                    prompt_tokens=summary["prompt_tokens"],
+                    output_tokens_per_request=summary["output_tokens_per_request"],
+                    excluded=summary["excluded"],
+                )
+                if summary["stopped"]:
+                    notes.append(f"{s['kind']} {x}: {summary['stopped']}")
                 if summary["requests"] and not summary["completed"]:
                     failed.append((x, summary))
                 produced[0] += summary["output_tokens"]
@@ -322,6 +352,8 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
                 details["context_sweep"] = _context_sweep(inputs, s, control, done, steps, api, dev)
                 done += len(s["contexts"])
         details["telemetry"] = telemetry
+        if per_request is not None:
+            details["requests"] = per_request
         if engine is not None:
             details["server"] = engine.stats()
     control.step(steps, steps, "done")
@@ -334,6 +366,18 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         f"percentiles over pooled raw samples: {n} requests in all; p99 from fewer than ~270k samples "
         "is indicative, not MLPerf-grade"
     )
+    pt = rows[0]["prompt_tokens"] if rows else None
+    if pt and pt["n"]:
+        notes.append(
+            f"prompt tokens per request (the server's usage when it reports one): mean {pt['mean']:.1f}, "
+            f"stdev {pt['stdev']:.1f}, min {pt['min']}, max {pt['max']} (load {rows[0]['load']})"
+        )
+    left_out = sum(sum(r["excluded"].values()) for r in rows)
+    if s["warmup_s"] or s["cooldown_s"]:
+        notes.append(
+            f"left out as warm-up (first {s['warmup_s']:g} s) or cool-down (last {s['cooldown_s']:g} s): "
+            f"{left_out} requests over the sweep"
+        )
     if not embedded and produced[1]:
         mean = produced[0] / produced[1]
         notes.append(
