@@ -262,3 +262,16 @@ def test_a_run_that_measured_nothing_fails_and_quotes_the_first_error(capsys):
         )
     assert code == 1
     assert "[error] serving on remote" in capsys.readouterr().out
+
+
+def test_the_proof_is_bounded_by_its_max_duration():
+    with _server(_stall(3)) as s:
+        t0 = time.monotonic()
+        r = registry.run(
+            "serving", target=s.url, served_model="m", sweep=[1, 2], requests=4, max_duration_s=1
+        )
+        took = time.monotonic() - t0
+    assert took < 4 and r.verdict == "error"  # the probe had the whole budget; nothing was measured
+    assert any("stopped at the run's deadline (1 s)" in n for n in r.notes)
+    with pytest.raises(SpecError, match="max_duration_s"):
+        registry.run("serving", target=s.url, max_duration_s=-1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
@@ -297,10 +298,10 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
                 model=inputs.get("served_model") or None,
                 api=api,
                 kind=inputs.get("server_kind") or "auto",
-                timeout_s=s["request_timeout_s"],
+                timeout_s=min(s["request_timeout_s"], s["max_duration_s"] or float("inf")),
                 connect_timeout_s=s["connect_timeout_s"],
             )
-            target, dev = found.target, "remote"
+            target, dev = replace(found.target, timeout_s=s["request_timeout_s"]), "remote"
             details["target"] = found.to_dict()
             notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
         rows: list[dict[str, Any]] = []
@@ -426,7 +427,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         predicted=predicted,
         predicted_label=label,
         tolerance=TOLERANCE,
-        verdict="error" if failed else ("" if measured is not None else "info"),
+        verdict="error" if failed or not rows else ("" if measured is not None else "info"),
         samples=samples,
         flags=sorted(flags),
         environment=_environment(dev),
