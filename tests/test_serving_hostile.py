@@ -5,6 +5,7 @@ bound, every wait is bounded, and a run that measured nothing fails."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
@@ -173,6 +174,33 @@ def test_the_run_deadline_cancels_what_is_in_flight():
             )
             took = time.perf_counter() - t0
             assert took < 2 and recs and all(r.error == "cancelled" for r in recs), [r.error for r in recs]
+
+
+def test_a_connection_that_is_never_accepted_costs_the_connect_timeout():
+    """A loopback listener whose accept queue is full drops further SYNs: the connect hangs."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fill = [socket.socket() for _ in range(4)]
+        try:
+            for c in fill:
+                c.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    c.connect(("127.0.0.1", port))
+            time.sleep(0.1)
+            t0 = time.monotonic()
+            recs = run_load_sync(
+                Target(f"http://127.0.0.1:{port}", "m", connect_timeout_s=0.3, timeout_s=30),
+                Load(requests=1, concurrency=1, warmup=0),
+            )
+            took = time.monotonic() - t0
+        finally:
+            for c in fill:
+                c.close()
+    assert recs[0].error == "connect-timeout" and "0.3 s" in recs[0].detail and took < 3
 
 
 def test_timeouts_must_be_positive():

@@ -171,7 +171,7 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
     malformed-event (not JSON, or `choices` / `usage` of the wrong type), server-error (an event with
     `error`), oversize (a line over MAX_LINE_BYTES: nothing larger is buffered), no-done (the body
     ended without [DONE] or a finish_reason), stream-dropped (the connection closed mid-stream),
-    timeout, connect-error, protocol-error (any other fault of the response)."""
+    timeout, connect-timeout, connect-error, protocol-error (any other fault of the response)."""
     import aiohttp
     from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 
@@ -241,6 +241,8 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
     except asyncio.CancelledError:  # a stop or the run's deadline
         rec.error = "cancelled"
         raise
+    except aiohttp.ConnectionTimeoutError:
+        rec.error, rec.detail = "connect-timeout", f"no connection within {target.connect_timeout_s:g} s"
     except asyncio.TimeoutError:
         rec.error, rec.detail = "timeout", f"no complete answer within {target.timeout_s:g} s"
     except LineTooLong:
