@@ -50,9 +50,11 @@ def tree(d: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple]:
                 out[rel] = ("link", os.readlink(p))
             elif stat.S_ISDIR(st.st_mode):
                 out[rel] = ("dir", stat.S_IMODE(st.st_mode))
-            else:
+            elif stat.S_ISREG(st.st_mode):
                 digest = hashlib.sha256(Path(p).read_bytes()).hexdigest()
                 out[rel] = ("file", digest, stat.S_IMODE(st.st_mode), st.st_nlink, st.st_mtime_ns)
+            else:  # a FIFO or a socket: never opened (a read would block)
+                out[rel] = ("special", stat.S_IFMT(st.st_mode), st.st_ino)
     return out
 
 

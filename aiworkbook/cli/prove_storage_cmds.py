@@ -60,7 +60,7 @@ def register_prove(prove: typer.Typer) -> None:
 
     @prove.command("checkpoint")
     def checkpoint(
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         model: str = typer.Option(None, help="save this model's weights + AdamW state (else --size-mb)"),
         size_mb: float = typer.Option(None, "--size-mb", help="MiB of state to save when no model is given"),
         format: str = typer.Option("safetensors", "--format", help="headline format"),
@@ -84,7 +84,7 @@ def register_prove(prove: typer.Typer) -> None:
 
     @prove.command("restore")
     def restore(
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         model: str = typer.Option(None, help="model whose weights + AdamW state are restored"),
         size_mb: float = typer.Option(None, "--size-mb", help="MiB of state when no model is given"),
         format: str = typer.Option("safetensors", "--format", help="safetensors, torch, dcp or dcp-async"),
@@ -104,7 +104,7 @@ def register_prove(prove: typer.Typer) -> None:
     @prove.command("coldstart")
     def coldstart(
         model: str = typer.Argument("tiny-llama", help="model preset"),
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         dtype: str = typer.Option("bf16", help="fp32, bf16 or fp16 weights"),
         device: str = typer.Option("auto", help="auto, cpu or cuda"),
         trials: int = typer.Option(None, help="cold starts"),
@@ -120,7 +120,7 @@ def register_prove(prove: typer.Typer) -> None:
 
     @prove.command("dataload")
     def dataload(
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         shards: int = typer.Option(None, help="shard files to generate"),
         samples_per_shard: int = typer.Option(None, "--samples-per-shard", help="samples per shard"),
         sample_kb: float = typer.Option(None, "--sample-kb", help="KiB per sample"),
@@ -151,7 +151,7 @@ def register_prove(prove: typer.Typer) -> None:
 
     @prove.command("host")
     def host(
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         rows: int = typer.Option(None, help="rows of generated tabular data"),
         cols: int = typer.Option(None, help="feature columns"),
         iterations: int = typer.Option(None, help="boosting iterations"),
