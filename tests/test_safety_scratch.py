@@ -170,6 +170,7 @@ def _profile_with_dir(tmp_path: Path, capsys, bad_dir: str) -> Path:
         == 0
     )
     doc = json.loads(prof.read_text())
+    assert "dir" not in doc["proofs"][0]["inputs"]  # this host's folder is not a re-run input
     doc["proofs"][0]["inputs"].update(dir=bad_dir, keep=True)
     prof.write_text(json.dumps(doc))
     return prof

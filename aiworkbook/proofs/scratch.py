@@ -56,7 +56,7 @@ class Scratch:
     keep: bool = False
 
     def note(self) -> str:
-        what = "kept (--keep)" if self.keep else "removed afterwards"
+        what = "kept: --keep" if self.keep else "removed afterwards"
         return f"files written only in {self.path} ({what})"
 
     def remove(self) -> bool:
