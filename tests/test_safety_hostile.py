@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_safety_scratch import run_cli, tree
+from test_safety_scratch import PROOFS, run_cli, tree
 
 RESTORE = ["prove", "restore", "--size-mb", "1", "--format", "torch", "--quick"]
 
@@ -131,3 +131,43 @@ def test_hostile_dirs_and_kept_folders(tmp_path, capsys, monkeypatch, case):
     else:
         assert not new, new
     assert not (tmp_path / "PWNED").exists()
+
+
+BAD_DIRS = {"a file": "f", "a fifo": "fifo", "under /proc": "/proc/self/aiwb-no"}
+
+
+@pytest.mark.parametrize("proof", sorted(PROOFS))
+@pytest.mark.parametrize("bad", sorted(BAD_DIRS))
+def test_every_writing_proof_refuses_a_dir_it_cannot_write_in(tmp_path, capsys, monkeypatch, proof, bad):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f").write_text("mine")
+    os.mkfifo(tmp_path / "fifo")
+    before = tree(tmp_path)
+    code, out, err = run_cli([*PROOFS[proof], "--dir", BAD_DIRS[bad]], capsys)
+    assert code == 2 and err.strip().splitlines()[-1].startswith("error:"), out + err
+    assert "'dir'" in err.strip().splitlines()[-1]
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("proof", ["checkpoint", "dataload"])
+def test_a_cancelled_proof_removes_its_folder_and_only_it(tmp_path, proof):
+    import threading
+
+    from test_safety_scratch import user_job
+
+    from aiworkbook.proofs import registry
+
+    d = user_job(tmp_path / "job")
+    before = tree(d)
+    cancel = threading.Event()
+    seen: list[str] = []
+
+    def progress(done: int, total: int, message: str) -> None:
+        seen.append(message)
+        if len(seen) >= 3:
+            cancel.set()
+
+    inputs = {"size_mb": 2, "formats": "torch"} if proof == "checkpoint" else {"device": "cpu"}
+    r = registry.run(proof, dir=str(d), quick=True, progress=progress, cancel=cancel, **inputs)
+    assert r.verdict == "interrupted"
+    assert tree(d) == before  # the proof's own folder is gone, the user's files as they were
