@@ -207,9 +207,9 @@ def test_check_without_dir_uses_a_temporary_folder_it_removes(tmp_path, capsys, 
     assert list(tmp.iterdir()) == [] and tree(tmp_path, skip=("tmp",)) == before
 
 
-def test_rerun_inputs_keep_only_the_proofs_own_inputs():
-    from aiworkbook.profile.check import rerun_inputs
+def test_rerooted_inputs_keep_only_the_proofs_own_inputs():
+    from aiworkbook.profile.check import rerooted_inputs
 
-    got = rerun_inputs("host", {"dir": "/etc", "keep": True, "rows": 500, "evil": "x"}, "/root/ci")
+    got = rerooted_inputs("host", {"dir": "/etc", "keep": True, "rows": 500, "evil": "x"}, "/root/ci")
     assert got == {"dir": "/root/ci", "keep": False, "rows": 500}
-    assert rerun_inputs("no-such-proof", {"dir": "/etc"}, "/r") == {}
+    assert rerooted_inputs("no-such-proof", {"dir": "/etc"}, "/r") == {}

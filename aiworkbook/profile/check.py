@@ -150,7 +150,7 @@ def compare(profile: LockedProfile, golden: GoldenProof, result: Any) -> ProofCh
     return ProofCheck(status=status, ratio=ratio, message="; ".join(notes), **common)
 
 
-def rerun_inputs(proof: str, inputs: dict[str, Any], root: str | os.PathLike) -> dict[str, Any]:
+def rerooted_inputs(proof: str, inputs: dict[str, Any], root: str | os.PathLike) -> dict[str, Any]:
     """A golden proof's stored inputs, made safe to re-run: only the inputs its proof takes, every path
     input (the folder a proof writes under) set to `root` whatever the profile says (a hand-edited
     `/etc` or `../..` included), and nothing kept afterwards."""
@@ -211,7 +211,7 @@ def check(
         with temporary_root(workdir) as root:
             for g in goldens:
                 try:
-                    pairs.append((g, run(g.proof, **rerun_inputs(g.proof, g.inputs, root))))
+                    pairs.append((g, run(g.proof, **rerooted_inputs(g.proof, g.inputs, root))))
                 except Exception as exc:  # a proof that cannot run here is reported, never a traceback in CI
                     pairs.append((g, f"could not run: {type(exc).__name__}: {exc}"))
     else:
