@@ -16,7 +16,7 @@ import torch
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import checkpoint as C
-from aiworkbook.proofs import fsio, registry
+from aiworkbook.proofs import fsio, registry, scratch
 from aiworkbook.proofs.control import Control
 
 
@@ -206,9 +206,12 @@ def test_bad_inputs_are_spec_errors(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
     with pytest.raises(SpecError, match="dir"):
-        fsio.resolve_dir(f)
-    with pytest.raises(SpecError, match="inside"):
-        fsio.inside(tmp_path, "../elsewhere")
+        scratch.root(f)
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "torch" / "LATEST").write_text("../elsewhere")
+    with pytest.raises(SpecError, match="step folder beside it"):
+        C.latest(tmp_path, "torch")  # LATEST may not lead out of its folder
 
 
 def test_plan_predicts_size_and_time_from_the_estimate(tmp_path):
@@ -230,20 +233,27 @@ def test_restore_reads_a_kept_checkpoint_as_it_is(tmp_path):
     r = registry.run(
         "checkpoint", size_mb=2, dir=str(tmp_path), formats="torch", format="torch", quick=True, keep=True
     )
-    assert (tmp_path / "torch" / "LATEST").read_text() == "step-0"
-    p = registry.plan("restore", dir=str(tmp_path), format="torch", quick=True)
-    assert p.sizes["existing"].endswith("step-0")
-    got = registry.run("restore", dir=str(tmp_path), format="torch", quick=True)
+    kept = Path(r.details["scratch"])
+    assert [p.name for p in tmp_path.iterdir()] == [kept.name] and kept.name.startswith(
+        "aiworkbook-checkpoint-"
+    )
+    assert (kept / "torch" / "LATEST").read_text() == "step-0"
+    assert sorted(p.name for p in kept.iterdir()) == ["torch"]  # the measurement's files are gone
+    for where in (tmp_path, kept):  # the folder holding the kept one, or the kept one itself
+        p = registry.plan("restore", dir=str(where), format="torch", quick=True)
+        assert p.sizes["existing"] == str(kept / "torch" / "step-0")
+    got = registry.run("restore", dir=str(kept), format="torch", quick=True)
     assert got.details["existing"] is True and got.details["formats"][0]["integrity"] == "ok"
     assert got.details["formats"][0]["bytes"] == r.details["formats"][0]["bytes"]
+    assert sorted(p.name for p in kept.iterdir()) == ["torch"]  # restore's own folder is gone
     # a flipped byte in the kept checkpoint is caught
-    shard = next((tmp_path / "torch" / "step-0").glob("shard-*"))
+    shard = next((kept / "torch" / "step-0").glob("shard-*"))
     import torch as _t
 
     part = _t.load(shard, weights_only=True)
     part["model.w0"][3] = 42.0
     _t.save(part, shard)
-    bad = registry.run("restore", dir=str(tmp_path), format="torch", quick=True)
+    bad = registry.run("restore", dir=str(kept), format="torch", quick=True)
     assert bad.details["formats"][0]["mismatched"] == ["model.w0"] and bad.verdict == "fail"
     assert any("integrity FAILED" in n for n in bad.notes)
 

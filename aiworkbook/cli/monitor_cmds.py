@@ -49,6 +49,11 @@ def register(app: typer.Typer) -> None:
         check_interval(interval)
         check_duration(duration)
         # fail now, not after the whole recording, when an output cannot be written (or is not a log)
+        from aiworkbook.cli.paths import check_paths
+
+        check_paths(
+            {"replay": replay if replay != "synthetic" else None}, jsonl=jsonl, record=record, csv=csv
+        )
         check_outputs(jsonl, record, csv)
         if serve:
             from aiworkbook.telemetry.openmetrics import parse_bind

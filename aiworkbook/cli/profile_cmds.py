@@ -95,10 +95,11 @@ def lock_cmd(
     detect: bool = typer.Option(True, "--detect/--no-detect", help="Record the detected node as well."),
 ) -> None:
     """Lock a profile: a pattern, workloads sized on the node and the proof results as golden proofs."""
-    from aiworkbook.persist import check_writable
+    from aiworkbook.cli.paths import check_paths
     from aiworkbook.profile import lock
 
-    check_writable(out, "out")
+    node_file = [node] if node and Path(node).exists() else []
+    check_paths({"workload": workload, "result": result, "node": node_file}, out=out)
     workloads = [w for path in workload for w in read_workloads(path)]
     tolerances = {k: _tolerance(k, v) for k, v in _pairs(tolerance, "tolerance").items()}
     prof = lock(
@@ -126,12 +127,18 @@ def check_cmd(
     ),
     strict: bool = typer.Option(False, "--strict", help="Treat drift as a regression (exit 1)."),
     as_json: bool = typer.Option(False, "--json", help="Print the check as JSON."),
+    dir: Path = typer.Option(
+        None,
+        "--dir",
+        help="Re-run proofs that write files in their own new folders here (default: a temporary folder "
+        "removed afterwards); the profile's own dir is never used.",
+    ),
 ) -> None:
     """Re-run the golden proofs here (or take --results) and compare: exit 0 pass, 1 regression, 2 unusable."""
     from aiworkbook.profile import check, load_profile
 
     prof = load_profile(profile)
-    rep = check(prof, results or None, strict=strict)
+    rep = check(prof, results or None, strict=strict, workdir=dir)
     for w in rep.warnings():
         typer.echo(f"warning: {w}", err=True)
     if as_json:
@@ -152,15 +159,14 @@ def report_cmd(
     lang: str = typer.Option(None, "--lang", help="en | nl | de (default: the profile's)."),
 ) -> None:
     """A stakeholder report: decision, node, memory, estimate vs measured, charts, cost, deployment."""
-    from aiworkbook.persist import atomic_write_text, check_writable
+    from aiworkbook.cli.paths import check_paths
+    from aiworkbook.persist import atomic_write_text
     from aiworkbook.profile import load_profile
     from aiworkbook.profile.report import render_html, render_markdown
 
     if html is None and md is None:
         raise SpecError("report", "no output", "--html FILE and/or --md FILE")
-    for path, field in ((html, "html"), (md, "md")):
-        if path is not None:
-            check_writable(path, field)
+    check_paths({"profile": profile}, html=html, md=md)
     prof = load_profile(profile)
     for path, render, what in ((html, render_html, "HTML"), (md, render_markdown, "Markdown")):
         if path is not None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.paths import model_inputs
 from aiworkbook.sizing.workload import ATTENTIONS, CHECKPOINTING, PRECISIONS
 
 DEVICE_HELP = "auto (CUDA when present, else CPU), cpu or cuda"
@@ -37,13 +38,12 @@ def run_with_bar(name: str, **inputs: Any):
         bar.close()
 
 
-def _check_outputs(**paths: Path | None) -> None:
-    """Refuse an unwritable --json / --node-out before the proof runs, so no measurement is lost."""
-    from aiworkbook.persist import check_writable
+def _check_outputs(inputs: dict[str, Any] | None = None, **paths: Path | None) -> None:
+    """Refuse an output that is an input or another output, or is unwritable, before the proof runs, so
+    no measurement (and no input) is lost (cli/paths.py)."""
+    from aiworkbook.cli.paths import check_paths
 
-    for field, path in paths.items():
-        if path is not None:
-            check_writable(path, field)
+    check_paths(inputs, **paths)
 
 
 def _emit(result, json_path: Path | None) -> None:
@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
         """Memory bandwidth and matmul rate per dtype; the measured ceilings as a calibrated spec."""
         from aiworkbook.units import fmt_flops, fmt_rate
 
-        _check_outputs(json=json_file, node_out=node_out)
+        _check_outputs({"model": model_inputs(model)}, json=json_file, node_out=node_out)
         r = run_with_bar("roofline", model=model, device=device, quick=quick, threads=threads)
         if r.verdict == "interrupted":
             _emit(r, None)
@@ -122,7 +122,7 @@ def register(app: typer.Typer) -> None:
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
     ) -> None:
         """Train a few AdamW steps; peak memory against the itemised estimate (±10 %)."""
-        _check_outputs(json=json_file)
+        _check_outputs({"model": model_inputs(model)}, json=json_file)
         r = run_with_bar(
             "vram",
             model=model,
@@ -148,7 +148,7 @@ def register(app: typer.Typer) -> None:
         """Generate over a batch x context grid; KV bytes, latency per token and capacity against the estimate."""
         from aiworkbook.units import fmt_bytes, fmt_seconds
 
-        _check_outputs(json=json_file)
+        _check_outputs({"model": model_inputs(model)}, json=json_file)
         r = run_with_bar("kv", model=model, device=device, quick=quick)
         for g in r.details.get("grid", []):
             if "kv_measured" in g:

@@ -8,7 +8,11 @@ from typing import Any
 
 import typer
 
-DIR_HELP = "directory the proof writes its files in (only there; removed afterwards)"
+DIR_HELP = (
+    "directory in which the proof makes its own new folder aiworkbook-<proof>-<time>-<random> and writes "
+    "only there (removed afterwards unless --keep); nothing else in it is touched"
+)
+KEEP_HELP = "keep the proof's own folder (and only it) afterwards"
 JSON_HELP = "write the ProofResult JSON here"
 
 
@@ -16,10 +20,11 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
     """Check --json, show the plan, run with a progress bar, print the result; a failure is one line."""
     from tqdm.auto import tqdm
 
+    from aiworkbook.cli.paths import model_inputs
     from aiworkbook.cli.prove_cmds import _check_outputs, _emit
     from aiworkbook.proofs import registry
 
-    _check_outputs(json=json_file)
+    _check_outputs({"model": model_inputs(inputs.get("model"))}, json=json_file)
     inputs = {k: v for k, v in inputs.items() if v is not None}
     p = registry.plan(name, **inputs)
     for note in p.notes:
@@ -55,14 +60,18 @@ def register_prove(prove: typer.Typer) -> None:
 
     @prove.command("checkpoint")
     def checkpoint(
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         model: str = typer.Option(None, help="save this model's weights + AdamW state (else --size-mb)"),
         size_mb: float = typer.Option(None, "--size-mb", help="MiB of state to save when no model is given"),
         format: str = typer.Option("safetensors", "--format", help="headline format"),
         formats: str = typer.Option("safetensors,torch,dcp,dcp-async", help="formats to measure"),
         trials: int = typer.Option(None, help="saves and restores per format"),
         gpus: int = typer.Option(1024, help="GPUs of the job for the Young/Daly interval"),
-        keep: bool = typer.Option(False, "--keep", help="leave one checkpoint in --dir for `prove restore`"),
+        keep: bool = typer.Option(
+            False,
+            "--keep",
+            help="keep the proof's own folder, holding one checkpoint for `prove restore --dir`",
+        ),
         quick: bool = typer.Option(False, "--quick", help="32 MiB, one trial"),
         json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
     ) -> None:
@@ -75,40 +84,43 @@ def register_prove(prove: typer.Typer) -> None:
 
     @prove.command("restore")
     def restore(
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         model: str = typer.Option(None, help="model whose weights + AdamW state are restored"),
         size_mb: float = typer.Option(None, "--size-mb", help="MiB of state when no model is given"),
         format: str = typer.Option("safetensors", "--format", help="safetensors, torch, dcp or dcp-async"),
         trials: int = typer.Option(None, help="restores"),
+        keep: bool = typer.Option(False, "--keep", help=KEEP_HELP),
         quick: bool = typer.Option(False, "--quick", help="32 MiB, one trial"),
         json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
     ) -> None:
-        """Cold-cache restore throughput; every tensor checked. Restores the checkpoint in --dir when there is one."""
+        """Cold-cache restore throughput; every tensor checked. Restores, read-only, the checkpoint a
+        `prove checkpoint --keep` left (--dir its folder or the folder holding it) when there is one."""
         r = _run(
             "restore", json_file, dir=str(dir), model=model, size_mb=size_mb, format=format, trials=trials,
-            quick=quick,
+            quick=quick, keep=keep,
         )  # fmt: skip
         _formats(r, fmt_bytes, fmt_rate)
 
     @prove.command("coldstart")
     def coldstart(
         model: str = typer.Argument("tiny-llama", help="model preset"),
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         dtype: str = typer.Option("bf16", help="fp32, bf16 or fp16 weights"),
         device: str = typer.Option("auto", help="auto, cpu or cuda"),
         trials: int = typer.Option(None, help="cold starts"),
+        keep: bool = typer.Option(False, "--keep", help=KEEP_HELP),
         quick: bool = typer.Option(False, "--quick", help="one cold start"),
         json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
     ) -> None:
         """Checkpoint on disk to the first forward pass: load, build, transfer, warm-up."""
         _run(
             "coldstart", json_file, model=model, dir=str(dir), dtype=dtype, device=device, trials=trials,
-            quick=quick,
+            quick=quick, keep=keep,
         )  # fmt: skip
 
     @prove.command("dataload")
     def dataload(
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         shards: int = typer.Option(None, help="shard files to generate"),
         samples_per_shard: int = typer.Option(None, "--samples-per-shard", help="samples per shard"),
         sample_kb: float = typer.Option(None, "--sample-kb", help="KiB per sample"),
@@ -120,6 +132,7 @@ def register_prove(prove: typer.Typer) -> None:
         steps: int = typer.Option(None, help="training-loop steps"),
         threshold: float = typer.Option(0.10, help="red flag above this input-wait fraction"),
         device: str = typer.Option("auto", help="auto, cpu or cuda"),
+        keep: bool = typer.Option(False, "--keep", help=KEEP_HELP),
         quick: bool = typer.Option(False, "--quick", help="a few hundred KB, two configs"),
         json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
     ) -> None:
@@ -127,7 +140,7 @@ def register_prove(prove: typer.Typer) -> None:
         r = _run(
             "dataload", json_file, dir=str(dir), shards=shards, samples_per_shard=samples_per_shard,
             sample_kb=sample_kb, batch=batch, workers=workers, prefetch=prefetch, compute=compute,
-            step_ms=step_ms, steps=steps, threshold=threshold, device=device, quick=quick,
+            step_ms=step_ms, steps=steps, threshold=threshold, device=device, quick=quick, keep=keep,
         )  # fmt: skip
         for x in r.details.get("sweep", []):
             typer.echo(
@@ -138,18 +151,19 @@ def register_prove(prove: typer.Typer) -> None:
 
     @prove.command("host")
     def host(
-        dir: Path = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
         rows: int = typer.Option(None, help="rows of generated tabular data"),
         cols: int = typer.Option(None, help="feature columns"),
         iterations: int = typer.Option(None, help="boosting iterations"),
         threads: int = typer.Option(None, help="most threads to sweep (default: every CPU)"),
+        keep: bool = typer.Option(False, "--keep", help=KEEP_HELP),
         quick: bool = typer.Option(False, "--quick", help="20,000 rows, 10 trees"),
         json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
     ) -> None:
         """CPU node: memory bandwidth, HistGradientBoosting rows/s over threads, peak RSS, Parquet reads."""
         r = _run(
             "host", json_file, dir=str(dir), rows=rows, cols=cols, iterations=iterations, threads=threads,
-            quick=quick,
+            quick=quick, keep=keep,
         )  # fmt: skip
         for x in r.details.get("scaling", []):
             typer.echo(

@@ -117,7 +117,7 @@ def register_prove(prove: typer.Typer) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
         from aiworkbook.cli.prove_cmds import _check_outputs, _emit, run_with_bar
 
-        _check_outputs(json=json_file, samples_csv=samples_csv)
+        _check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv)
         if import_file is not None:
             from aiworkbook.serving.importers import import_results
 

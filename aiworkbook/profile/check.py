@@ -6,6 +6,7 @@ regression, 2 unusable input (a golden proof without a result, or one that could
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -149,6 +150,24 @@ def compare(profile: LockedProfile, golden: GoldenProof, result: Any) -> ProofCh
     return ProofCheck(status=status, ratio=ratio, message="; ".join(notes), **common)
 
 
+def rerooted_inputs(proof: str, inputs: dict[str, Any], root: str | os.PathLike) -> dict[str, Any]:
+    """A golden proof's stored inputs, made safe to re-run: only the inputs its proof takes, every path
+    input (the folder a proof writes under) set to `root` whatever the profile says (a hand-edited
+    `/etc` or `../..` included), and nothing kept afterwards."""
+    from aiworkbook.errors import SpecError
+    from aiworkbook.proofs import registry
+
+    try:
+        specs = registry.get(proof).inputs
+    except SpecError:
+        return {}  # an unknown proof gets nothing from the profile; running it says it is unknown
+    out = {s.name: inputs[s.name] for s in specs if s.name in inputs and s.kind != "path"}
+    out.update({s.name: str(root) for s in specs if s.kind == "path"})
+    if any(s.name == "keep" for s in specs):
+        out["keep"] = False
+    return out
+
+
 def check(
     profile: LockedProfile,
     results: Iterable[Any] | None = None,
@@ -158,6 +177,7 @@ def check(
     progress: Any = None,
     cancel: Any = None,
     strict: bool = False,
+    workdir: str | os.PathLike | None = None,
 ) -> CheckReport:
     """Check every golden proof of `profile`.
 
@@ -186,11 +206,14 @@ def check(
                 return registry.run(name, progress=progress, cancel=cancel, **inputs)
         else:
             run = runner
-        for g in goldens:
-            try:
-                pairs.append((g, run(g.proof, **g.inputs)))
-            except Exception as exc:  # a proof that cannot run here is reported, never a traceback in CI
-                pairs.append((g, f"could not run: {type(exc).__name__}: {exc}"))
+        from aiworkbook.proofs.scratch import temporary_root
+
+        with temporary_root(workdir) as root:
+            for g in goldens:
+                try:
+                    pairs.append((g, run(g.proof, **rerooted_inputs(g.proof, g.inputs, root))))
+                except Exception as exc:  # a proof that cannot run here is reported, never a traceback in CI
+                    pairs.append((g, f"could not run: {type(exc).__name__}: {exc}"))
     else:
         pairs = [(g, None) for g in goldens]
     checks = []

@@ -70,7 +70,8 @@ def rerun_inputs(result) -> dict[str, Any]:
         info = registry.get(result.proof)
     except SpecError:
         return dict(result.inputs)
-    names = {i.name for i in info.inputs}
+    # not the folder a proof wrote in: that is this host's, and `check` names its own (profile/check.py)
+    names = {i.name for i in info.inputs if i.kind != "path"}
     out = {k: v for k, v in result.inputs.items() if k in names and v is not None}
     if "device" in names and result.device in ("cpu", "cuda"):
         out["device"] = result.device

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.proofs import scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.units import KiB, MiB, fmt_bytes, fmt_rate
@@ -259,7 +260,8 @@ def run(
             raise SpecError("ranks", ranks, f"<= {torch.cuda.device_count()} (GPUs on this node)")
     parse_sizes(sizes, dev, quick)  # refuse bad sizes before starting processes
     n_iter = iters or (5 if quick else 20)
-    with tempfile.TemporaryDirectory(prefix="aiwb-allreduce-") as tmp:
+    with scratch.scratch(tempfile.gettempdir(), "allreduce") as own:
+        tmp = own.path
         out, prog = Path(tmp) / "result.json", Path(tmp) / "progress.json"
         cmd = [
             sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import time
 import warnings
@@ -25,7 +26,7 @@ import torch
 from aiworkbook.errors import SpecError
 from aiworkbook.persist import atomic_write_text
 from aiworkbook.proofs import flags as F
-from aiworkbook.proofs import fsio
+from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.registry import Plan
@@ -257,14 +258,20 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
 
 
 def latest(root: str | os.PathLike, fmt: str) -> Path:
-    """The folder LATEST names; SpecError when there is no complete checkpoint."""
+    """The folder LATEST names; SpecError when there is no complete checkpoint. LATEST must be a
+    regular file naming one folder beside it (a link, a FIFO or a path out of the folder is refused)."""
     base = Path(root) / _check_format(fmt)
+    pointer = base / "LATEST"
+    allowed = f"a folder holding a {fmt} checkpoint ({pointer} naming a step folder beside it)"
+    if pointer.is_symlink() or not pointer.is_file():
+        raise SpecError("dir", str(root), allowed)
     try:
-        name = (base / "LATEST").read_text().strip()
-    except OSError:
-        raise SpecError(
-            "dir", str(root), f"a folder holding a {fmt} checkpoint (no {base / 'LATEST'})"
-        ) from None
+        with open(pointer, encoding="utf-8") as fh:
+            name = fh.read(256).strip()
+    except (OSError, UnicodeDecodeError):
+        raise SpecError("dir", str(root), allowed) from None
+    if not name or name in (".", "..") or "/" in name or "\\" in name or not (base / name).is_dir():
+        raise SpecError("dir", str(root), allowed)
     return base / name
 
 
@@ -583,10 +590,12 @@ def measure(
     quick: bool = False,
     control: Control = NULL,
     keep: bool = False,
+    proof: str = "checkpoint",
 ) -> dict[str, Any]:
-    """Every format and the baseline in one scratch folder inside `dir` (removed afterwards). `keep`
-    leaves one checkpoint of the first format as `<dir>/<format>/step-0` (for `prove restore`)."""
-    d = fsio.resolve_dir(dir)
+    """Every format and the baseline in the proof's own new folder inside `dir` (see proofs/scratch.py),
+    removed afterwards. `keep` keeps that folder, holding one checkpoint of the first format as
+    `<folder>/<format>/step-0` (for `prove restore --dir <folder>`); nothing else in `dir` is touched."""
+    d = scratch.root(dir)
     spec, nbytes = _inputs(model, size_mb, quick)
     fmts = parse_formats(formats)
     n = trials or (1 if quick else 3)
@@ -599,18 +608,24 @@ def measure(
     nbytes = state_bytes(state)
     man = make_manifest(state)
     rows = []
-    with fsio.scratch(d, "checkpoint-") as work:
-        base = baseline(work, nbytes, n, control)
-        for fmt in fmts:
-            rows.append(measure_format(work, state, man, fmt, n, control))
-    if keep:
-        save_checkpoint(d, state, fmts[0], 0, control=control, manifest=man)
+    with scratch.scratch(d, proof, keep=keep) as own:
+        work = own.path / "measure"
+        work.mkdir()
+        try:
+            base = baseline(work, nbytes, n, control)
+            for fmt in fmts:
+                rows.append(measure_format(work, state, man, fmt, n, control))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if keep:
+            save_checkpoint(own.path, state, fmts[0], 0, control=control, manifest=man)
     return {
         "spec": spec,
         "bytes": nbytes,
         "baseline": base,
         "formats": rows,
         "dir": str(d),
+        "scratch": own,
         "fs": fsio.fs_type(d),
     }
 
@@ -696,6 +711,11 @@ def result(
     )
     if m["fs"] in fsio.MEMORY_FS:
         notes.append(f"{m['dir']} is on {m['fs']}: these are memory speeds, not storage speeds")
+    notes.append(m["scratch"].note())
+    if m["scratch"].keep:
+        notes.append(
+            f"restore it with: aiworkbook prove restore --dir {shlex.quote(str(m['scratch'].path))} --format {fmt}"
+        )
     return ProofResult(
         proof=proof,
         device="cpu",
@@ -721,6 +741,8 @@ def result(
             "estimate": at_measured,
             "young_daly": yd,
             "dir": m["dir"],
+            "scratch": str(m["scratch"].path),
+            "kept": m["scratch"].keep,
             "fs": m["fs"],
         },
         notes=notes,

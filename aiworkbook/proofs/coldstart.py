@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from aiworkbook.proofs import flags as F
-from aiworkbook.proofs import fsio
+from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
@@ -64,6 +64,7 @@ def run(
     device: str = "auto",
     trials: int | None = None,
     quick: bool = False,
+    keep: bool = False,
 ) -> ProofResult:
     from safetensors.torch import load_file, save_file
 
@@ -76,13 +77,14 @@ def run(
     dev = choice.device
     spec = load_model(model)
     est = _estimate(spec, dtype)
-    d = fsio.resolve_dir(dir)
+    d = scratch.root(dir)
     fsio.check_free(d, est["weights_bytes"])
     fsio.check_ram(2 * est["weights_bytes"], "model", model)  # the built model + the loaded state dict
     n = trials or (1 if quick else 3)
     tdt = TORCH_DTYPES[dtype]
     rows, cold = [], []
-    with fsio.scratch(d, "coldstart-") as work:
+    with scratch.scratch(d, "coldstart", keep=keep) as own:
+        work = own.path
         control.step(0, n + 1, "writing the weights checkpoint")
         src = DecoderModel(spec, dtype=tdt)
         path = work / "model.safetensors"
@@ -131,6 +133,7 @@ def run(
     why = next((c[1] for c in cold if not c[0]), "")
     if why:
         notes.append(f"reads are NOT cache-cold: {why}")
+    notes.append(own.note())
     return ProofResult(
         proof="coldstart",
         device=dev,
@@ -149,6 +152,9 @@ def run(
             "load_vs_estimate": med["load_s"] / est["load_s"],
             "trials": rows,
             "weights_bytes": est["weights_bytes"],
+            "dir": str(d),
+            "scratch": str(own.path),
+            "kept": own.keep,
             "fs": fsio.fs_type(d),
         },
         notes=notes,

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
-from aiworkbook.proofs import fsio
+from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
@@ -304,6 +304,7 @@ def run(
     threshold: float = THRESHOLD,
     device: str = "auto",
     quick: bool = False,
+    keep: bool = False,
 ) -> ProofResult:
     if compute not in COMPUTES:
         raise SpecError("compute", compute, ", ".join(COMPUTES))
@@ -317,13 +318,13 @@ def run(
     dev = choice.device
     sh, per, size = _sizes(quick, shards, samples_per_shard, sample_kb)
     cfgs = _configs(workers, quick, dev, prefetch)
-    d = fsio.resolve_dir(dir)
+    d = scratch.root(dir)
     fsio.check_free(d, sh * per * size)
     n_steps = steps or min(sh * per // batch - 1, 20 if quick else 200)
     if n_steps < 1:
         raise SpecError("steps", n_steps, f">= 1 (the dataset holds {sh * per // batch} batches of {batch})")
-    with fsio.scratch(d, "dataload-") as work:
-        files = generate(work, sh, per, size, control)
+    with scratch.scratch(d, "dataload", keep=keep) as own:
+        files = generate(own.path, sh, per, size, control)
         ds = ShardDataset(files, per, size)
         try:
             rows = sweep(ds, files, cfgs, batch, control)
@@ -364,6 +365,7 @@ def run(
     why = next((r["cold_note"] for r in rows if r["cold_note"]), "")
     if why:
         notes.append(f"cold epochs are NOT cache-cold: {why}")
+    notes.append(own.note())
     return ProofResult(
         proof="dataload",
         device=dev,
@@ -396,6 +398,8 @@ def run(
             "slowdown_vs_synthetic": real["window_s"] / synth["window_s"] if synth["window_s"] else None,
             "gpu_utilisation": util,
             "dataset_bytes": sh * per * size,
+            "scratch": str(own.path),
+            "kept": own.keep,
             "fs": fsio.fs_type(d),
         },
         notes=notes,

@@ -1,7 +1,6 @@
 """Honest file I/O for the storage proofs: durable writes (fsync of file and directory), cold reads
-(posix_fadvise DONTNEED after fsync), a scratch directory that refuses paths outside the one the user
-chose and removes its temporary files on success, failure and Ctrl-C, and a disk-space check before
-the first byte is written.
+(posix_fadvise DONTNEED after fsync) and a disk-space check before the first byte is written. Where a
+proof writes: its own new folder (proofs/scratch.py).
 
 Why: `torch.save` does not fsync and the page cache makes a re-read look like RAM; a figure counts
 only when the bytes are on storage (REFERENCE "Measuring honestly").
@@ -12,9 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from aiworkbook.errors import SpecError
@@ -116,40 +113,6 @@ def check_ram(need_bytes: int, field: str, what: str) -> int:
             field, what, f"a size whose {fmt_bytes(need_bytes)} fit the {fmt_bytes(avail)} of RAM available"
         )
     return avail
-
-
-def resolve_dir(directory: str | os.PathLike | None, *, create: bool = True) -> Path:
-    """The directory the user chose, resolved; created when missing; must be a writable directory."""
-    if directory is None or str(directory) == "":
-        raise SpecError("dir", directory, "a directory to write the proof's files in (--dir PATH)")
-    d = Path(directory).expanduser().resolve()
-    if d.exists() and not d.is_dir():
-        raise SpecError("dir", str(directory), "a directory, not a file")
-    if create:
-        d.mkdir(parents=True, exist_ok=True)
-    if not os.access(d, os.W_OK | os.X_OK):
-        raise SpecError("dir", str(directory), "a directory this user can write")
-    return d
-
-
-def inside(directory: Path, path: str | os.PathLike) -> Path:
-    """`path` (relative to `directory` or absolute) resolved; a path outside the directory is refused."""
-    p = Path(path)
-    p = (p if p.is_absolute() else directory / p).resolve()
-    if p != directory and directory not in p.parents:
-        raise SpecError("path", str(path), f"a path inside {directory}")
-    return p
-
-
-@contextmanager
-def scratch(directory: Path, name: str = "") -> Iterator[Path]:
-    """A temporary folder inside `directory`, removed afterwards whatever happens (Ctrl-C included)."""
-    tmp = directory / f"{TMP_PREFIX}{name}{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def publish(tmp: Path, final: Path) -> None:

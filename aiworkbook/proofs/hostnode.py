@@ -16,7 +16,7 @@ import numpy as np
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
-from aiworkbook.proofs import fsio
+from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.registry import Plan
@@ -174,13 +174,14 @@ def run(
     iterations: int | None = None,
     threads: int | None = None,
     quick: bool = False,
+    keep: bool = False,
 ) -> ProofResult:
     from aiworkbook.proofs.roofline import bandwidth
 
     r, c, it = _sizes(quick, rows, cols, iterations)
     if threads is not None and threads < 1:
         raise SpecError("threads", threads, ">= 1")
-    d = fsio.resolve_dir(dir)
+    d = scratch.root(dir)
     need = data_bytes(r, c)
     fsio.check_free(d, need)
     control.step(0, 1, "host memory bandwidth")
@@ -200,8 +201,8 @@ def run(
             s = fit(x, y, t, it, control, f"HistGradientBoosting fit on {t} thread(s)")
             scaling.append({"threads": t, "seconds": s, "rows_per_s": r * it / s})
     grown = peak.peak - before
-    with fsio.scratch(d, "host-") as work:
-        pq = parquet_read(work, x, control)
+    with scratch.scratch(d, "host", keep=keep) as own:
+        pq = parquet_read(own.path, x, control)
     del x, y
     base = scaling[0]["rows_per_s"]
     for row in scaling:
@@ -220,6 +221,7 @@ def run(
     ]
     if not pq["cache_cold"]:
         notes.append(f"the cold Parquet read is NOT cache-cold: {pq['cold_note']}")
+    notes.append(own.note())
     return ProofResult(
         proof="host",
         device="cpu",
@@ -239,6 +241,8 @@ def run(
             "data_bytes": need,
             "bandwidth": {k: v for k, v in bw.items() if not k.endswith("samples_bps")},
             "parquet": pq,
+            "scratch": str(own.path),
+            "kept": own.keep,
         },
         notes=notes,
     )

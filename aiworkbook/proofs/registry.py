@@ -109,7 +109,13 @@ _DEVICE = InputSpec(
 )
 _QUICK = InputSpec("quick", "bool", "smaller sizes and fewer trials (CI, notebooks)", False)
 
-_DIR = InputSpec("dir", "path", "directory the proof writes its files in (removed afterwards)", None)
+_DIR = InputSpec(
+    "dir",
+    "path",
+    "directory in which the proof makes its own new folder to write in (removed afterwards)",
+    None,
+)
+_KEEP = InputSpec("keep", "bool", "keep the proof's own folder (and only it) afterwards", False)
 _MODEL_OPT = InputSpec("model", "model", "model whose weights + AdamW state are saved (else size_mb)", None)
 _SIZE_MB = InputSpec("size_mb", "float", "bytes to save in MiB when no model is given", None, low=0.001)
 _FORMAT = InputSpec(
@@ -202,7 +208,9 @@ for _info in (
             _FORMAT,
             _FORMATS,
             InputSpec("gpus", "int", "GPUs of the job, for the Young/Daly interval", 1024, low=1),
-            InputSpec("keep", "bool", "leave one checkpoint in dir for the restore proof", False),
+            InputSpec(
+                "keep", "bool", "keep the proof's own folder, holding one checkpoint for restore", False
+            ),
             _QUICK,
         ),
         rough_s={"cpu": 10.0, "cuda": 10.0},
@@ -213,7 +221,7 @@ for _info in (
         "Checkpoint restore",
         "cold-cache restore of model + optimizer state, every tensor checked against the saved one",
         "aiworkbook.proofs.restore",
-        (_MODEL_OPT, _SIZE_MB, _DIR, _FORMAT, _QUICK),
+        (_MODEL_OPT, _SIZE_MB, _DIR, _FORMAT, _KEEP, _QUICK),
         rough_s={"cpu": 5.0, "cuda": 5.0},
         patterns=("dl-training", "hybrid"),
     ),
@@ -227,6 +235,7 @@ for _info in (
             _DIR,
             InputSpec("dtype", "choice", "weights dtype", "bf16", ("fp32", "bf16", "fp16")),
             _DEVICE,
+            _KEEP,
             _QUICK,
         ),
         rough_s={"cpu": 5.0, "cuda": 10.0},
@@ -255,6 +264,7 @@ for _info in (
             ),
             InputSpec("step_ms", "float", "sleep step in ms", 5.0, low=0.0),
             _DEVICE,
+            _KEEP,
             _QUICK,
         ),
         rough_s={"cpu": 10.0, "cuda": 10.0},
@@ -272,6 +282,7 @@ for _info in (
             InputSpec("cols", "int", "feature columns", None, low=3),
             InputSpec("iterations", "int", "boosting iterations (trees)", None, low=1),
             InputSpec("threads", "int", "most threads to sweep (default: every CPU)", None, low=1),
+            _KEEP,
             _QUICK,
         ),
         cpu=True,

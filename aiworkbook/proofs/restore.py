@@ -1,9 +1,11 @@
 """Restore proof: cold-cache restore throughput, every tensor checked against the saved one.
 
-When `<dir>/<format>/LATEST` exists (a checkpoint left by `prove checkpoint --keep`, or by
-`checkpoint.save_checkpoint` in a training script) that checkpoint is restored as it is; otherwise the
-proof saves the same state as the checkpoint proof first, so a restore always reads a checkpoint it
-can verify. Either way it is set beside a plain sequential cold read of the same size, same folder.
+A checkpoint with its manifest found in `dir` (the folder `prove checkpoint --keep` printed, or a
+folder `checkpoint.save_checkpoint` wrote in a training script), or else in the newest
+`aiworkbook-checkpoint-*` folder inside `dir`, is restored as it is, read-only; otherwise the proof saves
+the same state as the checkpoint proof first, so a restore always reads a checkpoint it can verify.
+Either way it is set beside a plain sequential cold read of the same size, written like everything
+this proof writes in its own new folder inside `dir` (proofs/scratch.py).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from aiworkbook.errors import SpecError
 from aiworkbook.proofs import checkpoint as C
 from aiworkbook.proofs import flags as F
-from aiworkbook.proofs import fsio
+from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.registry import Plan
@@ -24,14 +27,15 @@ from aiworkbook.units import fmt_bytes, fmt_rate
 
 
 def existing(dir: str | None, fmt: str) -> Path | None:
-    """The checkpoint LATEST names in `dir` for `fmt`, or None."""
-    if not dir:
-        return None
-    try:
-        p = C.latest(Path(dir).expanduser(), fmt)
-    except Exception:
-        return None
-    return p if p.is_dir() else None
+    """The checkpoint to restore as it is (see the module's doc), or None. Read-only."""
+    for folder in scratch.kept(dir, "checkpoint"):
+        try:
+            p = C.latest(folder, fmt)
+        except SpecError:
+            continue
+        if (p / C.MANIFEST).is_file():
+            return p
+    return None
 
 
 def plan(**inputs: Any) -> Plan:
@@ -59,19 +63,23 @@ def run(
     *, control: Control = NULL, format: str = "safetensors", gpus: int = 1024, **inputs: Any
 ) -> ProofResult:
     fmt = C._check_format(format)
+    scratch.root(inputs.get("dir"))  # a bad --dir is refused before any lookup
     found = existing(inputs.get("dir"), fmt)
     if found is not None:
         return _restore_existing(found, fmt, inputs, control)
     fmts = C.parse_formats(inputs.pop("formats", fmt))
     fmts = (fmt, *(f for f in fmts if f != fmt))
-    m = C.measure(formats=",".join(fmts), control=control, **inputs)
+    m = C.measure(formats=",".join(fmts), control=control, proof="restore", **inputs)
     return C.result("restore", m, fmt, gpus, inputs, restore=True)
 
 
 def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Control) -> ProofResult:
-    d = fsio.resolve_dir(inputs.get("dir"))
+    d = scratch.root(inputs.get("dir"))
     n = inputs.get("trials") or (1 if inputs.get("quick") else 3)
-    man = C.read_manifest(path)
+    try:
+        man = C.read_manifest(path)
+    except (OSError, ValueError):
+        raise SpecError("dir", str(path), f"a checkpoint whose {C.MANIFEST} is readable JSON") from None
     nbytes = fsio.tree_bytes(path)
     fsio.check_free(d, nbytes)  # the baseline file
     reads, bad, cold = [], [], []
@@ -80,8 +88,8 @@ def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Con
         reads.append(seconds)
         bad.extend(differ)
         cold.append(c)
-    with fsio.scratch(d, "restore-") as work:
-        base = C.baseline(work, nbytes, n, control)
+    with scratch.scratch(d, "restore", keep=bool(inputs.get("keep"))) as own:
+        base = C.baseline(own.path, nbytes, n, control)
     est = C.estimate_storage(None, nbytes)
     rates = [nbytes / s for s in reads]
     rs = summarize(reads).median
@@ -96,6 +104,7 @@ def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Con
     why = next((c[1] for c in cold if not c[0]), "") or base["cold_note"]
     if why:
         notes.append(f"reads are NOT cache-cold: {why}")
+    notes.append(f"{path} read only; " + own.note())
     row = {
         "format": fmt,
         "path": str(path),
@@ -120,6 +129,14 @@ def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Con
         stats=summarize(rates),
         flags=flags,
         environment=capture("cpu"),
-        details={"formats": [row], "baseline": base, "existing": True, "fs": fsio.fs_type(d)},
+        details={
+            "formats": [row],
+            "baseline": base,
+            "existing": True,
+            "dir": str(d),
+            "scratch": str(own.path),
+            "kept": own.keep,
+            "fs": fsio.fs_type(d),
+        },
         notes=notes,
     )

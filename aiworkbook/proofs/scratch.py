@@ -1,0 +1,133 @@
+"""A proof's own scratch folder: every proof that writes files writes them only inside a fresh folder it
+creates under the directory the user named (`<dir>/aiworkbook-<proof>-<UTC time>-<random>/`, made with
+an exclusive mkdir, so an existing folder is never reused), and removes that folder, and only it,
+afterwards unless asked to keep it.
+
+Why: a user points `--dir` at real folders (a training job's checkpoints, a dataset). Anything the proof
+did not create there (files, step folders, a LATEST link) must come out byte for byte as it went in.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiworkbook.errors import SpecError
+
+PREFIX = "aiworkbook-"
+
+
+def root(directory: str | os.PathLike | None, field: str = "dir") -> Path:
+    """The directory the user named, resolved and created when missing; it must be a folder this user
+    can write. Nothing inside an existing folder is touched here."""
+    if directory is None or str(directory) == "":
+        raise SpecError(field, directory, "a directory to write the proof's files in (--dir PATH)")
+    d = Path(directory).expanduser()
+    if d.exists() and not d.is_dir():
+        raise SpecError(field, str(directory), "a directory, not a file")
+    d = d.resolve()
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise SpecError(field, str(directory), f"a directory that exists or can be created ({why})") from None
+    if not d.is_dir():
+        raise SpecError(field, str(directory), "a directory, not a file")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise SpecError(field, str(directory), "a directory this user can write")
+    return d
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A folder this process created: its path and the (device, inode) it had, so it is removed only
+    while it is still that folder (never a link or another folder put in its place)."""
+
+    path: Path
+    ident: tuple[int, int]
+    keep: bool = False
+
+    def note(self) -> str:
+        what = "kept: --keep" if self.keep else "removed afterwards"
+        return f"files written only in {self.path} ({what})"
+
+    def remove(self) -> bool:
+        """Remove the folder and what is inside it (links inside are removed, never followed)."""
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != self.ident:
+            return False
+        shutil.rmtree(self.path, ignore_errors=True)
+        return not self.path.exists()
+
+
+def create(directory: str | os.PathLike | None, proof: str, *, keep: bool = False) -> Scratch:
+    """A new, empty folder `aiworkbook-<proof>-<UTC time>-<random>` inside `directory` (see `root`)."""
+    d = root(directory)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for _ in range(16):
+        path = d / f"{PREFIX}{proof}-{stamp}-{secrets.token_hex(4)}"
+        try:
+            os.mkdir(path)  # exclusive: FileExistsError when the name is taken, never reused
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+            raise SpecError(
+                "dir", str(directory), f"a directory where a folder can be created ({why})"
+            ) from None
+        st = os.lstat(path)
+        return Scratch(path, (st.st_dev, st.st_ino), keep)
+    raise SpecError("dir", str(directory), "a directory where a new folder name can be found")
+
+
+@contextmanager
+def scratch(directory: str | os.PathLike | None, proof: str, *, keep: bool = False) -> Iterator[Scratch]:
+    """`create`, then remove the folder whatever happens (Ctrl-C included) unless `keep`."""
+    s = create(directory, proof, keep=keep)
+    try:
+        yield s
+    finally:
+        if not keep:
+            s.remove()
+
+
+@contextmanager
+def temporary_root(directory: str | os.PathLike | None = None) -> Iterator[Path]:
+    """The folder re-run proofs write under: `directory` when one was named (see `root`), else a fresh
+    temporary folder removed afterwards."""
+    if directory is not None:
+        yield root(directory)
+        return
+    path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}check-"))
+    st = os.lstat(path)
+    s = Scratch(path, (st.st_dev, st.st_ino))
+    try:
+        yield s.path
+    finally:
+        s.remove()
+
+
+def kept(directory: str | os.PathLike | None, proof: str) -> list[Path]:
+    """Where a kept folder of `proof` may be, read-only: `directory` itself (the folder a run printed),
+    then its `aiworkbook-<proof>-*` folders, newest first. Links are not followed out of it."""
+    if not directory:
+        return []
+    d = Path(directory).expanduser()
+    if not d.is_dir():
+        return []
+    try:
+        found = [p for p in d.iterdir() if p.name.startswith(f"{PREFIX}{proof}-")]
+    except OSError:
+        return [d]
+    return [d, *sorted((p for p in found if p.is_dir() and not p.is_symlink()), reverse=True)]
