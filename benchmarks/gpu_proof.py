@@ -123,7 +123,8 @@ PLAN: list[Step] = [
         dry={"quick": True, "precision": "bf16", "seq_len": 48},
         est_s=40,
         limit_s=120,
-        why="8.03 B params pure bf16 AdamW: ~64 GB states + ~15 GB activations/logits fit 141 GB; "
+        why="8.03 B params pure bf16 AdamW: ~64 GB states + 16 GB foreach sqrt(v) at the step + ~15 GB "
+        "activations/logits fit 141 GB; "
         "building 8 B params ~ 5 s, 3 steps x 6 x 8e9 x 2048 = 0.3 PFLOP ~ 1 s, AdamW ~ 0.1 s/step",
     ),
     Step(

@@ -41,7 +41,9 @@ def _workload(**kw):
 
 def _opts(
     mode: str = typer.Option(
-        None, "--mode", help=" | ".join(MODES) + ". Default: train; infer with --engine vllm/trtllm or a vLLM flag."
+        None,
+        "--mode",
+        help=" | ".join(MODES) + ". Default: train; infer with --engine vllm/trtllm or a vLLM flag.",
     ),
     batch: int = typer.Option(1, "--batch", help="Micro-batch (train); concurrency when --mode infer."),
     seq: int = typer.Option(2048, "--seq", help="Tokens per sequence (the prompt for infer)."),
@@ -79,7 +81,8 @@ def _opts(
     optimizer_impl: str = typer.Option(
         None,
         "--optimizer-impl",
-        help=" | ".join(OPTIMIZER_IMPLS) + ": torch.optim's implementation (default: the device's, foreach on CUDA).",
+        help=" | ".join(OPTIMIZER_IMPLS)
+        + ": torch.optim's implementation (default: the device's, foreach on CUDA).",
     ),
     l2_weight_decay: bool = typer.Option(
         False, "--l2-weight-decay", help="Adam/SGD weight_decay (L2 on the gradient, not AdamW's decoupled)."

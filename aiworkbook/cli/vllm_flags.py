@@ -68,7 +68,9 @@ def implied_mode(opts: dict[str, Any], flags: dict[str, Any]) -> str:
     `vllm serve`), else train. A training mode given with them is a conflict (SpecError, exit 2)."""
     from aiworkbook.errors import SpecError
 
-    serving = ([f"--engine {opts['engine']}"] if opts.get("engine") not in (None, "hf") else []) + given(flags)
+    serving = ([f"--engine {opts['engine']}"] if opts.get("engine") not in (None, "hf") else []) + given(
+        flags
+    )
     mode = opts.get("mode")
     if mode is None:
         return "infer" if serving else "train"

@@ -32,7 +32,20 @@ COMPONENTS = (
 )
 #: CUDA context with PyTorch loaded: ~290 MB lazy loading to ~670 MB eager (REFERENCE.md); middle.
 CUDA_CONTEXT_BYTES = 500 * MiB
+#: One cuBLAS workspace: torch allocates one per (handle, stream) through its caching allocator, of
+#: CUBLAS_WORKSPACE_CONFIG's size, by default 32 MiB on Hopper (sm 9.0) and 8 MiB + 128 KiB elsewhere
+#: (aten/src/ATen/cuda/CublasHandlePool.cpp: parseChosenWorkspaceSize, setWorkspaceForHandle).
 CUBLAS_WORKSPACE_BYTES = 32 * MiB
+
+
+def cublas_handles(w: Workload) -> int:
+    """cuBLAS handles, so workspaces: each thread reserves its own handle from torch's pool (a thread-local
+    PoolWindow), and training's backward runs on the autograd engine's own thread for the CUDA device:
+    two for training (forward and the optimizer on the main thread, backward on autograd's), one for
+    inference."""
+    return 2 if w.training else 1
+
+
 #: NCCL and other non-torch buffers when more than one GPU talks (REFERENCE.md: ~0.4 GiB).
 NCCL_BYTES = int(0.4 * GiB)
 #: CUDA graphs captured by serving engines (REFERENCE.md: 0.4–2.4 GiB).
@@ -146,7 +159,7 @@ def _components(spec, w: Workload, b, s, device: str) -> tuple[dict, str]:
     step_tmp = optimizer_step.temporaries(spec, w, device).bytes
     apart, phase = _not_at_once(spec, w, b, s, c, transient if device == "cuda" else zero, t, step_tmp)
     if device == "cuda":
-        ws = CUBLAS_WORKSPACE_BYTES + transient + step_tmp + zero3_gather_bytes(spec, w)
+        ws = CUBLAS_WORKSPACE_BYTES * cublas_handles(w) + transient + step_tmp + zero3_gather_bytes(spec, w)
         if w.dp * w.tp > 1:
             ws = ws + NCCL_BYTES
         if w.engine != "hf":
@@ -215,7 +228,11 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
             f"{int(kv_tokens(w, s)):,} tokens ({w.block_size}-token blocks) · {b} seqs{window}"
         )
     if device == "cuda":
-        ws = [f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES)} cuBLAS"]
+        n = cublas_handles(w)
+        ws = [
+            f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES * n)} cuBLAS"
+            + (f" ({n} handles: forward's thread, backward's autograd thread)" if n > 1 else "")
+        ]
         if w.training and spec.is_decoder:
             lc = w.loss_compiled
             what = "fp32 gradients of log-probs and logits" if not lc else "fused fp32 gradient"
@@ -247,7 +264,9 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
             f[k] = "0 (device cpu)"
         step = optimizer_step.temporaries(spec, w, device)
         if step.bytes:
-            f["workspace"] = f"{fmt_bytes(step.bytes)} optimizer step ({step.formula}); no other workspace on cpu"
+            f["workspace"] = (
+                f"{fmt_bytes(step.bytes)} optimizer step ({step.formula}); no other workspace on cpu"
+            )
     f["total"] = " + ".join(k for k in COMPONENTS if vals[k])
     if w.training and vals["total"] < sum(vals[k] for k in COMPONENTS):
         f["total"] = (

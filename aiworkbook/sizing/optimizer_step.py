@@ -66,7 +66,9 @@ def tensor_sizes(spec, w: Workload) -> list[int]:
     h = spec.hidden_size
     if w.mode == "train":
         attn = [i * o for m in ("q_proj", "k_proj", "v_proj", "o_proj") for i, o, _ in [shapes[m]]]
-        mlp = [i * o for m in ("gate_proj", "up_proj", "down_proj") for i, o, n in [shapes[m]] for _ in range(n)]
+        mlp = [
+            i * o for m in ("gate_proj", "up_proj", "down_proj") for i, o, n in [shapes[m]] for _ in range(n)
+        ]
         router = [h * spec.num_experts] if spec.num_experts > 1 else []
         layer = [h, *attn, h, *router, *mlp]
         head = [spec.vocab_size * h] if spec.params_head else []
@@ -131,7 +133,9 @@ def temporaries(spec, w: Workload, device: str = "cuda") -> StepTemporaries:
         n = lists * max(sizes) // div
         why = "grad copy" if sgd else "var_estimate"
         return StepTemporaries(
-            n * width, impl, f"{impl}: {lists} · {max(sizes):,}-element {why} of the largest tensor{shard} · {width} B"
+            n * width,
+            impl,
+            f"{impl}: {lists} · {max(sizes):,}-element {why} of the largest tensor{shard} · {width} B",
         )
     if w.optimizer_in_backward and impl == "foreach":  # one tensor per optimizer: its sqrt
         n = max(sizes) // div

@@ -319,10 +319,18 @@ class Workload:
                 "optimizer_in_backward", True, "False with fsdp_cpu_offload (the step runs on the host)"
             )
         impl = self.optimizer_impl
-        if impl not in (None, "fused") and self.recipe in ("adamw-8bit", "blockwise-adamw-8bit", "paged-adamw-8bit"):
-            raise SpecError("optimizer_impl", impl, f"None or fused for {self.recipe} (one kernel per tensor)")
+        if impl not in (None, "fused") and self.recipe in (
+            "adamw-8bit",
+            "blockwise-adamw-8bit",
+            "paged-adamw-8bit",
+        ):
+            raise SpecError(
+                "optimizer_impl", impl, f"None or fused for {self.recipe} (one kernel per tensor)"
+            )
         if impl == "fused" and self.recipe == "adafactor":
-            raise SpecError("optimizer_impl", impl, "None, foreach or forloop for adafactor (torch has no fused)")
+            raise SpecError(
+                "optimizer_impl", impl, "None, foreach or forloop for adafactor (torch has no fused)"
+            )
         if self.optimizer_in_backward and self.zero:
             raise SpecError(
                 "optimizer_in_backward", True, "False with ZeRO (no per-parameter step on shards)"
