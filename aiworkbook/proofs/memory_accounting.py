@@ -128,7 +128,8 @@ def model_states(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None
 class StepTemporaryTracker:
     """The peak bytes of temporaries alive at once inside the `with` block: every storage an op creates
     (not one of its inputs', so in-place ops and views count nothing), counted from its creation until
-    its last Python reference goes (a weakref finalizer). The CPU has no allocator peak to read, so the
+    the storage dies (a weakref finalizer on the storage, whose Python object torch keeps while any
+    tensor holds it). The CPU has no allocator peak to read, so the
     optimizer step's temporaries (foreach's sqrt(exp_avg_sq) of the whole group) are measured this way;
     on CUDA torch.cuda.max_memory_allocated sees them. Seen at the dispatcher (TorchDispatchMode), so a
     foreach op is one op whatever its kernel does inside."""
@@ -152,7 +153,9 @@ class StepTemporaryTracker:
             self.live[key[:2]] = key[2]
             self.now += key[2]
             self.peak = max(self.peak, self.now)
-            weakref.finalize(t, self._free, key[:2])
+            # the storage's own lifetime: torch preserves a storage's Python object while any tensor
+            # (a view, a Parameter, a detached alias) still holds it
+            weakref.finalize(t.untyped_storage(), self._free, key[:2])
 
     def __enter__(self) -> StepTemporaryTracker:
         from torch.utils._python_dispatch import TorchDispatchMode
