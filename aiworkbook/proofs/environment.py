@@ -76,6 +76,14 @@ def throttled(env: dict[str, Any]) -> bool:
     return any(is_throttled(g.get("throttle_reasons")) for g in visible_gpus(gpus))
 
 
+def _mig_uuids(gpu: dict[str, Any]) -> list[str]:
+    """The UUIDs of a GPU's MIG devices (none when telemetry could not list them: an NA)."""
+    instances = gpu.get("mig_instances")
+    if not isinstance(instances, list):
+        return []
+    return [str(m.get("uuid", "")) for m in instances if isinstance(m, dict)]
+
+
 def visible_gpus(gpus: list[dict[str, Any]], visible: str | None = None) -> list[dict[str, Any]]:
     """The GPUs (telemetry entries, NVML order) this process's CUDA can see: CUDA_VISIBLE_DEVICES (or
     `visible`) read as torch reads it (torch/cuda/__init__.py: `_parse_visible_devices`): NVML indices
@@ -89,14 +97,7 @@ def visible_gpus(gpus: list[dict[str, Any]], visible: str | None = None) -> list
         if item.startswith("GPU-"):
             hit = [g for g in gpus if str(g.get("uuid", "")).startswith(item)]
         elif item.startswith("MIG-"):
-            hit = [
-                g
-                for g in gpus
-                if any(
-                    isinstance(m, dict) and str(m.get("uuid", "")).startswith(item)
-                    for m in (g.get("mig_instances") if isinstance(g.get("mig_instances"), list) else [])
-                )
-            ]
+            hit = [g for g in gpus if any(str(u).startswith(item) for u in _mig_uuids(g))]
         elif item.isdigit():
             hit = [g for g in gpus if g.get("index") == int(item)]
         else:  # torch stops at the first entry it cannot read
