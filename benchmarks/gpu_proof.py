@@ -311,6 +311,7 @@ def _vram_estimate(model: str, kw: dict[str, Any], device: str) -> int:
         recipe=recipe,
         attention="sdpa",
         checkpointing=kw.get("checkpointing", "none"),
+        optimizer_impl="foreach",  # what the vram proof runs on either device (proofs/vram.py)
     )
     return int(_estimate(load_model(model), w, device).memory.total)
 
