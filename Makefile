@@ -51,8 +51,9 @@ bench: install
 	$(BIN)/python benchmarks/run.py
 
 # On a lent GPU machine without network, use tools/gpu_proof_device.sh instead (docs/proofs.md).
-gpu-proof: install
-	OUT=$(OUT) $(BIN)/python benchmarks/gpu_proof.py
+# the machine's own CUDA torch, only the proofs' packages, offline with .whl/ (tools/gpu_proof.sh)
+gpu-proof:
+	OUT=$(OUT) bash tools/gpu_proof.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -1,6 +1,13 @@
 """`make gpu-proof`: every proof on CUDA in under 8 minutes, one JSON ProofResult per proof.
 
     python benchmarks/gpu_proof.py [--out DIR] [--bundle FILE.tar.gz] [--only NAME ...] [--dry-run]
+    python benchmarks/gpu_proof.py --missing     # the pip requirements of the proofs' missing packages
+
+`make gpu-proof` runs it through tools/gpu_proof.sh: the machine's own python and CUDA torch (never a
+torch from an index), only the packages the proofs import (`PROOF_DEPS`) installed when missing, from
+carried wheels (.whl/, tools/device_wheels.sh) when there is no network, and a whole-run time limit
+that leaves a margin. summary.json is rewritten after every step, so a run stopped from outside keeps
+what it measured.
 
 Writes into $OUT (else ./gpu-proof-results): `<step>.json` per proof, `summary.json` (status, verdict,
 ratio, seconds, estimate per step), `trace.jsonl` (the telemetry sampler at 1 Hz, one phase per step)
@@ -37,6 +44,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+#: The packages the proofs import, by import name -> pip requirement (pyproject's pins). torch is not
+#: here: the kit runs on the machine's own CUDA build and never installs one.
+PROOF_DEPS: dict[str, str] = {
+    "numpy": "numpy>=1.24",
+    "pydantic": "pydantic>=2.5,<3",
+    "psutil": "psutil>=5.9",
+    "tqdm": "tqdm>=4.66",
+    "pynvml": "nvidia-ml-py>=12.535",
+    "aiohttp": "aiohttp>=3.9",
+    "safetensors": "safetensors>=0.4",
+}
 
 BUDGET_S = 8 * 60
 #: time kept back for writing the summary, the trace and nvidia-smi's report
@@ -123,7 +142,8 @@ PLAN: list[Step] = [
         dry={"quick": True, "precision": "bf16", "seq_len": 48},
         est_s=40,
         limit_s=120,
-        why="8.03 B params pure bf16 AdamW: ~64 GB states + ~15 GB activations/logits fit 141 GB; "
+        why="8.03 B params pure bf16 AdamW: ~64 GB states + 16 GB foreach sqrt(v) at the step + ~15 GB "
+        "activations/logits fit 141 GB; "
         "building 8 B params ~ 5 s, 3 steps x 6 x 8e9 x 2048 = 0.3 PFLOP ~ 1 s, AdamW ~ 0.1 s/step",
     ),
     Step(
@@ -291,6 +311,7 @@ def _vram_estimate(model: str, kw: dict[str, Any], device: str) -> int:
         recipe=recipe,
         attention="sdpa",
         checkpointing=kw.get("checkpointing", "none"),
+        optimizer_impl="foreach",  # what the vram proof runs on either device (proofs/vram.py)
     )
     return int(_estimate(load_model(model), w, device).memory.total)
 
@@ -364,10 +385,17 @@ def run_step(step: Step, device: str, dry: bool, limit_s: float, out: Path) -> d
 
 
 # ---- the run -------------------------------------------------------------------------------------
+def missing_requirements() -> list[str]:
+    """The pip requirements of PROOF_DEPS whose module is not importable here (found, not imported)."""
+    import importlib.util
+
+    return [req for mod, req in PROOF_DEPS.items() if importlib.util.find_spec(mod) is None]
+
+
 def _preflight() -> str | None:
     """Import what the proofs need; a missing package is named (the lent GPU machine cannot pip install)."""
     missing = []
-    for mod in ("torch", "numpy", "pydantic", "psutil", "tqdm", "pynvml"):
+    for mod in ("torch", *PROOF_DEPS):
         try:
             __import__(mod)
         except ImportError as exc:
@@ -380,7 +408,7 @@ def _nvidia_smi(out: Path) -> str:
     if not exe:
         return "nvidia-smi not found"
     try:
-        p = subprocess.run([exe, "-q"], capture_output=True, text=True, timeout=60)
+        p = subprocess.run([exe, "-q"], capture_output=True, text=True, timeout=RESERVE_S / 2)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"nvidia-smi -q failed: {exc}"
     from aiworkbook.persist import atomic_write_text
@@ -430,7 +458,14 @@ def main(argv: list[str] | None = None) -> int:
         "(default ./gpu-proof-scratch, removed afterwards; not /tmp, which may be RAM)",
     )
     ap.add_argument("--list", action="store_true", help="print the plan with estimates and exit")
+    ap.add_argument(
+        "--missing", action="store_true", help="print the pip requirements of missing proof packages"
+    )
     args = ap.parse_args(argv)
+
+    if args.missing:  # before any third-party import: tools/gpu_proof.sh asks this first
+        print("\n".join(missing_requirements()))
+        return 0
 
     if args.list:
         for s in PLAN:
@@ -491,6 +526,28 @@ def main(argv: list[str] | None = None) -> int:
     t_trace = time.monotonic() - 1.0
     rows: list[dict[str, Any]] = []
     interrupted = False
+
+    def summary(extras: dict[str, str], complete: bool) -> dict[str, Any]:
+        return {
+            "mode": "dry-run-cpu" if args.dry_run else "cuda",
+            "device": device,
+            "torch": torch.__version__,
+            "torch_cuda": torch.version.cuda,
+            "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
+            "budget_s": args.budget_s,
+            "seconds": round(time.monotonic() - t_start, 1),
+            "interrupted": interrupted,
+            "complete": complete,  # False while it runs: the steps so far, rewritten after each one
+            "files": extras,
+            "steps": rows,
+        }
+
+    def save(doc: dict[str, Any]) -> None:
+        from aiworkbook.persist import write_json
+
+        plain = json.loads(json.dumps(doc, default=str))  # anything else a step recorded, as text
+        write_json(out / "summary.json", plain, kind=SUMMARY_KIND, schema_version=SUMMARY_SCHEMA_VERSION)
+
     try:
         for step in steps:
             left = args.budget_s - RESERVE_S - (time.monotonic() - t_start)
@@ -505,12 +562,14 @@ def main(argv: list[str] | None = None) -> int:
                         "error": f"{left:.0f} s of the budget left, the step needs ~{need:.0f} s",
                     }
                 )
+                save(summary({}, complete=False))
                 continue
             limit = min(step.limit_s, left)
             phase = sampler.phase(step.name) if sampler is not None else _null()
             with phase:
                 row = run_step(step, device, args.dry_run, limit, out)
             rows.append(row)
+            save(summary({}, complete=False))
             print(
                 f"  {step.name}: {row['status']} in {row['seconds']:.1f} s"
                 + (
@@ -533,25 +592,12 @@ def main(argv: list[str] | None = None) -> int:
                 extras["trace"] = _write_trace(sampler, t_trace, out, f"aiworkbook gpu_proof, {mode}")
             except Exception as exc:
                 extras["trace"] = f"not written: {type(exc).__name__}: {exc}"
+        save(summary(extras, complete=False))  # the steps first: nvidia-smi may be what hangs
         extras["nvidia_smi"] = _nvidia_smi(out)
-        summary = {
-            "mode": "dry-run-cpu" if args.dry_run else "cuda",
-            "device": device,
-            "torch": torch.__version__,
-            "torch_cuda": torch.version.cuda,
-            "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
-            "budget_s": args.budget_s,
-            "seconds": round(time.monotonic() - t_start, 1),
-            "interrupted": interrupted,
-            "files": extras,
-            "steps": rows,
-        }
-        from aiworkbook.persist import write_json
-
-        plain = json.loads(json.dumps(summary, default=str))  # anything else a step recorded, as text
-        write_json(out / "summary.json", plain, kind=SUMMARY_KIND, schema_version=SUMMARY_SCHEMA_VERSION)
+        final = summary(extras, complete=not interrupted)
+        save(final)
         print(_table(rows))
-        print(f"wrote {len(list(out.iterdir()))} files to {out} in {summary['seconds']:.0f} s; {extras}")
+        print(f"wrote {len(list(out.iterdir()))} files to {out} in {final['seconds']:.0f} s; {extras}")
         if args.bundle:
             with tarfile.open(args.bundle, "w:gz") as tar:
                 tar.add(out, arcname=out.name)

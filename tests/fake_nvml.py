@@ -23,6 +23,30 @@ delegate (nvmlInit -> nvmlInitWithFlags, nvmlDeviceGetPciInfo -> _v3, the unvers
 nvmlDeviceGetComputeRunningProcesses -> _v3 under throwOnVersionMismatch, nvmlEventSetWait -> _v2)
 are left real, so their conversions (e.g. FunctionNotFound -> NVMLLibraryMismatchError) run too. A
 call that slips through to the real library is recorded in `fake.unstubbed`.
+
+Kinder than the real library no more (issue 23): calls that block in libnvidia-ml block here too
+(`LATENCY_S`: nvmlDeviceGetPcieThroughput samples its counters for ~20 ms; `nvmlEventSetWait_v2`
+waits its timeout when no event is queued), through an injected `sleep` (time.sleep by default; a test
+passes `fake.advance` to spend fake time instead); process lists carry *host* PIDs (`pid_offset`: in a
+container they differ from os.getpid() by the namespace, so a process never finds itself by its own
+pid); a MIG parent refuses its process list without root (NoPermission: the per-instance lists are
+on the MIG device handles); MIG device handles answer what NVML answers for them and fail the rest.
+
+Where the fake still differs from the real library (not verified on hardware unless said):
+
+| behaviour | real NVML | this fake |
+|---|---|---|
+| latency of other calls | ~10-100 us each; first nvmlInit ~0.1-1 s | instant |
+| nvmlDeviceGetSamples | a ring buffer the driver fills at its own rate | ten samples 100 ms apart ending now |
+| MIG device names | "NVIDIA A100-SXM4-80GB MIG 1g.10gb" (the profile) | parent name + " MIG <GB>gb" |
+| MIG handles: parent-only calls | INVALID_ARGUMENT (believed, from the API docs) | INVALID_ARGUMENT |
+| MIG handles: other device calls | most NOT_SUPPORTED, some answer per instance | NOT_SUPPORTED |
+| process list on a MIG parent as root | aggregated over instances | the profile's list |
+| usedGpuMemory | N/A under MIG without permission, and on WDDM | None where the profile says None |
+| PID namespaces | host PIDs; the container's own PID is never listed | pid + pid_offset (0: bare metal) |
+| energy, clocks, temperature | move on their own | move only with `advance` |
+| GPU lost | every call GPU_IS_LOST, then recovery needs a reset | `lose(i)`: GPU_IS_LOST until the fake is rebuilt |
+| thread safety | PcieThroughput is not thread safe | calls never interleave badly |
 """
 
 from __future__ import annotations
@@ -31,6 +55,8 @@ import collections
 import copy
 import ctypes
 import functools
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pynvml
@@ -141,7 +167,9 @@ STUBBED = (
     "nvmlDeviceGetCurrPcieLinkGeneration nvmlDeviceGetCurrPcieLinkWidth nvmlDeviceGetPcieThroughput "
     "nvmlDeviceGetNvLinkState nvmlDeviceGetComputeRunningProcesses_v3 "
     "nvmlDeviceGetComputeRunningProcesses_v2 nvmlDeviceGetSamples nvmlEventSetCreate "
-    "nvmlDeviceGetSupportedEventTypes nvmlDeviceRegisterEvents nvmlEventSetWait_v2 nvmlEventSetFree"
+    "nvmlDeviceGetSupportedEventTypes nvmlDeviceRegisterEvents nvmlEventSetWait_v2 nvmlEventSetFree "
+    "nvmlDeviceIsMigDeviceHandle nvmlDeviceGetDeviceHandleFromMigDeviceHandle nvmlDeviceGetGpuInstanceId "
+    "nvmlDeviceGetComputeInstanceId"
 ).split()
 
 #: Functions whose first parameter is a device handle (the stub passes the profile in its place).
@@ -158,8 +186,26 @@ _NO_HANDLE = {
     "nvmlEventSetFree",
 }
 
-#: What the fake answers for a MIG device handle (anything else: NotSupported).
-_MIG_DEVICE_FUNCTIONS = {"nvmlDeviceGetUUID", "nvmlDeviceGetMemoryInfo"}
+#: What a MIG device handle answers (anything else: NotSupported, or InvalidArgument for `_PARENT_ONLY`).
+_MIG_DEVICE_FUNCTIONS = {
+    "nvmlDeviceGetUUID",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceIsMigDeviceHandle",
+    "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+    "nvmlDeviceGetGpuInstanceId",
+    "nvmlDeviceGetComputeInstanceId",
+}
+#: Calls about a GPU's MIG set-up: a MIG device handle is the wrong kind of handle for them.
+_PARENT_ONLY = {
+    "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMigDeviceHandleByIndex",
+}
+#: Seconds the real call blocks (NVML docs: PCIe throughput is sampled over a 20 ms interval).
+LATENCY_S: dict[str, float] = {"nvmlDeviceGetPcieThroughput": 0.020}
 
 _NO_INSTANCE = 0xFFFFFFFF
 
@@ -178,7 +224,10 @@ def _addr(ptr: Any) -> int | None:
 
 class FakeNVML:
     """Installs stubs for STUBBED on the pynvml module. `driver=False` makes nvmlInit fail with
-    DriverNotLoaded; `init_error=<NVML code>` with any other code (e.g. NVML_ERROR_LIBRARY_NOT_FOUND)."""
+    DriverNotLoaded; `init_error=<NVML code>` with any other code (e.g. NVML_ERROR_LIBRARY_NOT_FOUND).
+    `latency` (default LATENCY_S) and `sleep` (default time.sleep; `fake.advance` for fake time) make
+    blocking calls block; `pid_offset` turns listed PIDs into a host's numbering (a container's process
+    is listed as its pid + offset); `root` lets a MIG parent list its processes."""
 
     def __init__(
         self,
@@ -187,11 +236,19 @@ class FakeNVML:
         driver: bool = True,
         driver_version: str = "550.54.15",
         init_error: int | None = None,
+        latency: dict[str, float] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        pid_offset: int = 0,
+        root: bool = False,
     ):
         self.profiles = [copy.deepcopy(p) for p in profiles]
         self.driver = driver and init_error is None
         self.init_error = init_error if init_error is not None else pynvml.NVML_ERROR_DRIVER_NOT_LOADED
         self.driver_version = driver_version
+        self.latency = dict(LATENCY_S if latency is None else latency)
+        self._sleep = time.sleep if sleep is None else sleep
+        self.blocked_s = 0.0  # time the fake spent blocking as the real calls do
+        self.pid_offset, self.root = pid_offset, root
         self.now = 100.0
         self.lost: set[int] = set()
         self.calls = 0
@@ -281,6 +338,9 @@ class FakeNVML:
         def stub(*args, **kwargs):
             self.calls += 1
             self.called[name] += 1
+            if self.latency.get(name):
+                self.blocked_s += self.latency[name]
+                self._sleep(self.latency[name])
             if name not in ("nvmlInitWithFlags", "nvmlShutdown") and not self.driver:
                 raise _err(pynvml.NVML_ERROR_UNINITIALIZED)
             if not takes_handle:
@@ -294,9 +354,11 @@ class FakeNVML:
                 parent, rec, _ = self._migs[addr]
                 if parent in self.lost:
                     raise _err(pynvml.NVML_ERROR_GPU_IS_LOST)
+                if name in _PARENT_ONLY:
+                    raise _err(pynvml.NVML_ERROR_INVALID_ARGUMENT)
                 if name not in _MIG_DEVICE_FUNCTIONS:
                     raise _err(NS)
-                target: Any = {"mig_device": rec}
+                target: Any = {"mig_device": rec, "parent": self.profiles[parent]}
             elif addr in self._devs:
                 i = self._devs[addr]
                 if i in self.lost:
@@ -340,7 +402,27 @@ class FakeNVML:
         return self._index_of(handle)
 
     def _nvmlDeviceGetName(self, handle):
+        if "mig_device" in handle:
+            return f"{handle['parent']['name']} MIG {round(handle['mig_device'][2] / 1e9)}gb"
         return handle["name"]
+
+    def _nvmlDeviceIsMigDeviceHandle(self, device):
+        return ctypes.c_uint(1 if "mig_device" in device else 0)  # pynvml returns the c_uint
+
+    def _nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, migDevice):  # noqa: N803
+        if "mig_device" not in migDevice:
+            raise _err(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return self.handle(self._index_of(migDevice["parent"]))
+
+    def _nvmlDeviceGetGpuInstanceId(self, device):
+        if "mig_device" not in device:
+            raise _err(NS)
+        return device["mig_device"][0]
+
+    def _nvmlDeviceGetComputeInstanceId(self, device):
+        if "mig_device" not in device:
+            raise _err(NS)
+        return 0
 
     def _nvmlDeviceGetHandleByUUID(self, uuid):
         want = uuid.decode() if isinstance(uuid, bytes) else uuid
@@ -452,8 +534,17 @@ class FakeNVML:
         return pynvml.NVML_FEATURE_ENABLED
 
     def _procs(self, handle) -> list:
+        """Host PIDs (pid + pid_offset); a MIG parent refuses without root, a MIG device handle lists
+        its instance's processes (the record's fifth item, else none)."""
+        if "mig_device" in handle:
+            rows = handle["mig_device"][4] if len(handle["mig_device"]) > 4 else []
+        elif handle.get("mig") and not self.root:
+            raise _err(pynvml.NVML_ERROR_NO_PERMISSION)
+        else:
+            rows = handle["processes"]
         out = []
-        for pid, used in handle["processes"]:
+        for pid0, used in rows:
+            pid = pid0 + self.pid_offset
             info = pynvml.c_nvmlProcessInfo_v3_t(
                 pid=pid,
                 usedGpuMemory=pynvml.NVML_VALUE_NOT_AVAILABLE_ulonglong.value if used is None else used,
@@ -508,7 +599,8 @@ class FakeNVML:
             i = self._devs.get(_addr(data.device))
             if i is not None and self.registered.get(i, 0) & data.eventType:
                 return data
-        raise _err(pynvml.NVML_ERROR_TIMEOUT)  # after `timeoutms` (the fake does not sleep)
+        self._sleep(timeoutms / 1000)  # the real call blocks for its timeout when nothing comes
+        raise _err(pynvml.NVML_ERROR_TIMEOUT)
 
     def _nvmlEventSetFree(self, eventSet):  # noqa: N803
         return None

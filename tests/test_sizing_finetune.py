@@ -11,7 +11,7 @@ import pytest
 
 from aiworkbook.cli import main
 from aiworkbook.errors import SpecError
-from aiworkbook.sizing import Workload, estimate
+from aiworkbook.sizing import Workload, estimate, optimizer_step
 from aiworkbook.sizing import activations as act
 from aiworkbook.sizing.memory import memory_breakdown
 from aiworkbook.sizing.states import lora_params, model_states
@@ -211,7 +211,12 @@ def test_fsdp_cpu_offload_moves_states_to_the_host_and_keeps_gathered_units():
     assert off.weights == off.gradients == off.optimizer == off.master_weights == 0
     assert off.host["offloaded_states"] == states
     unit = L8.vocab_size * L8.hidden_size  # the largest FSDP unit: the vocabulary table
-    assert off.workspace - plain.workspace == (2 * 2 + 2) * unit  # two gathered units + one's grads
+    # the plain run's foreach step temporaries (torch's CUDA default) stay on the GPU; offload steps on the host
+    step = optimizer_step.temporaries(L8, w).bytes
+    assert (
+        step == 2 * L8.params and optimizer_step.temporaries(L8, w.replace(fsdp_cpu_offload=True)).bytes == 0
+    )
+    assert off.workspace - (plain.workspace - step) == (2 * 2 + 2) * unit  # two gathered units + one's grads
     with pytest.raises(SpecError, match="zero"):
         Workload(dp=8, zero=2, fsdp_cpu_offload=True)
 

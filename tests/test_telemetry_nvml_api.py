@@ -137,6 +137,9 @@ def test_the_fake_answers_with_the_real_structs_and_shapes():
             pynvml.nvmlDeviceGetSamples(h, pynvml.NVML_TOTAL_POWER_SAMPLES, samples[-1].timeStamp)
         assert pynvml.nvmlDeviceGetMigMode(pynvml.nvmlDeviceGetHandleByIndex(1)) == [1, 1]
         assert len(pynvml.nvmlDeviceGetRemappedRows(h)) == 4
+        with pytest.raises(pynvml.NVMLError_NoPermission):  # a MIG parent, not root (issue 23)
+            pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(1))
+        fake.root = True
         procs = pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(1))
         assert isinstance(procs[0], pynvml.nvmlFriendlyObject) and procs[0].usedGpuMemory is None
         es = pynvml.nvmlEventSetCreate()

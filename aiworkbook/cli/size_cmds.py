@@ -15,6 +15,7 @@ from aiworkbook.sizing.workload import (
     CHECKPOINTING,
     ENGINES,
     MODES,
+    OPTIMIZER_IMPLS,
     PRECISIONS,
     WEIGHT_DTYPES,
 )
@@ -39,7 +40,11 @@ def _workload(**kw):
 
 
 def _opts(
-    mode: str = typer.Option("train", "--mode", help=" | ".join(MODES)),
+    mode: str = typer.Option(
+        None,
+        "--mode",
+        help=" | ".join(MODES) + ". Default: train; infer with --engine vllm/trtllm or a vLLM flag.",
+    ),
     batch: int = typer.Option(1, "--batch", help="Micro-batch (train); concurrency when --mode infer."),
     seq: int = typer.Option(2048, "--seq", help="Tokens per sequence (the prompt for infer)."),
     new_tokens: int = typer.Option(0, "--new-tokens", help="Generated tokens (infer)."),
@@ -73,6 +78,16 @@ def _opts(
     optimizer_in_backward: bool = typer.Option(
         False, "--optimizer-in-backward", help="Optimizer step per parameter in backward (one gradient live)."
     ),
+    optimizer_impl: str = typer.Option(
+        None,
+        "--optimizer-impl",
+        help=" | ".join(OPTIMIZER_IMPLS)
+        + ": torch.optim's implementation (default: the device's, foreach on CUDA).",
+    ),
+    l2_weight_decay: bool = typer.Option(
+        False, "--l2-weight-decay", help="Adam/SGD weight_decay (L2 on the gradient, not AdamW's decoupled)."
+    ),
+    maximize: bool = typer.Option(False, "--maximize", help="The optimizer's maximize (negated gradients)."),
     activation_offload: bool = typer.Option(
         False,
         "--activation-offload",
@@ -119,6 +134,9 @@ def _opts(
         compile_loss=compile_loss,
         kv_repeat=kv_repeat,
         optimizer_in_backward=optimizer_in_backward,
+        optimizer_impl=optimizer_impl,
+        l2_weight_decay=l2_weight_decay,
+        maximize=maximize,
         activation_offload=activation_offload,
         fsdp_cpu_offload=fsdp_cpu_offload,
         **({"lora_targets": tuple(x.strip() for x in lora_targets.split(","))} if lora_targets else {}),
@@ -140,7 +158,7 @@ def _with_opts(fn):
     """Give a command the workload options of `_opts` (typer reads the merged signature)."""
     import inspect
 
-    from aiworkbook.cli.vllm_flags import apply_to_opts, vllm_flags
+    from aiworkbook.cli.vllm_flags import apply_to_opts, implied_mode, vllm_flags
 
     own = [p for p in inspect.signature(fn).parameters.values() if p.name != "opts"]
     extra = list(inspect.signature(_opts).parameters.values())
@@ -153,6 +171,7 @@ def _with_opts(fn):
         flags = vllm_flags(
             **{k: kw.pop(k) for k in list(kw) if k in inspect.signature(vllm_flags).parameters}
         )
+        opts["mode"] = implied_mode(opts, flags)
         if opts["engine"] == "vllm":
             apply_to_opts(opts, flags)
         opts["_vllm"] = flags

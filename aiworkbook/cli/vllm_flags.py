@@ -51,6 +51,34 @@ def vllm_flags(
     )
 
 
+def given(flags: dict[str, Any]) -> list[str]:
+    """The vLLM flags the user set (those away from their typer defaults), by their command-line names."""
+    import inspect
+
+    out = []
+    for name, p in inspect.signature(vllm_flags).parameters.items():
+        key = "engine" if name == "engine_version" else name
+        if flags.get(key) != p.default.default:  # the typer.Option's default
+            out.append(p.default.param_decls[0])
+    return out
+
+
+def implied_mode(opts: dict[str, Any], flags: dict[str, Any]) -> str:
+    """The mode: the one given; else infer when a serving engine or any vLLM flag is given (they size
+    `vllm serve`), else train. A training mode given with them is a conflict (SpecError, exit 2)."""
+    from aiworkbook.errors import SpecError
+
+    serving = ([f"--engine {opts['engine']}"] if opts.get("engine") not in (None, "hf") else []) + given(
+        flags
+    )
+    mode = opts.get("mode")
+    if mode is None:
+        return "infer" if serving else "train"
+    if serving and mode != "infer":
+        raise SpecError("mode", mode, f"infer with {', '.join(serving)} (vLLM flags size inference)")
+    return mode
+
+
 def apply_to_opts(opts: dict[str, Any], flags: dict[str, Any]) -> None:
     """The workbook options the vLLM flags mean (only those the user gave)."""
     if flags["tensor_parallel_size"] is not None:

@@ -174,14 +174,43 @@ def nvml_baseline() -> dict[str, Any] | None:
 
 
 def cuda_uuid() -> str | None:
-    """torch's UUID of the current CUDA device ('GPU-...'), to check that NVML reads the same GPU."""
+    """torch's UUID of the current CUDA device in NVML's spelling, to check that NVML reads the same GPU:
+    'GPU-...' for a whole GPU, 'MIG-...' for a MIG device (nvmlDeviceGetUUID on a MIG handle; torch's
+    `props.uuid` is the bare UUID either way). A MIG device is one whose name carries 'MIG' (CUDA names
+    it "NVIDIA A100-SXM4-40GB MIG 1g.5gb") or that CUDA_VISIBLE_DEVICES selected by a 'MIG-' UUID."""
     try:
         import torch
 
-        u = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
-        return None if u is None else ("GPU-" + str(u) if not str(u).startswith("GPU-") else str(u))
+        idx = torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(idx)
+        u = getattr(props, "uuid", None)
+        return None if u is None else nvml_uuid(str(u), str(getattr(props, "name", "")), idx)
     except Exception:
         return None
+
+
+def half_dtype(device: str) -> tuple[str, str | None]:
+    """The 16-bit dtype a proof defaults to on `device` and, when it is not bf16, why: bf16 where the GPU
+    computes it natively (`torch.cuda.is_bf16_supported(including_emulation=False)`: compute capability
+    >= 8; torch's default also says yes for an emulated bf16, far slower), else fp16. The CPU has bf16 in
+    every torch build (its proofs default to fp32 anyway)."""
+    if device != "cuda":
+        return "bf16", None
+    import torch
+
+    if torch.cuda.is_bf16_supported(including_emulation=False):
+        return "bf16", None
+    name = torch.cuda.get_device_name(torch.cuda.current_device())
+    return "fp16", f"{name} computes no bf16 natively (compute capability < 8): fp16 instead"
+
+
+def nvml_uuid(uuid: str, name: str, index: int = 0) -> str:
+    """A CUDA device UUID with NVML's prefix (see `cuda_uuid`)."""
+    if uuid.startswith(("GPU-", "MIG-")):
+        return uuid
+    visible = [x.strip() for x in (os.environ.get("CUDA_VISIBLE_DEVICES") or "").split(",")]
+    mig = "MIG" in name.split() or (index < len(visible) and visible[index].startswith("MIG-"))
+    return ("MIG-" if mig else "GPU-") + uuid
 
 
 def free_memory(device: str) -> tuple[int, int]:

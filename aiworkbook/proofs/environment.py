@@ -72,9 +72,38 @@ def throttled(env: dict[str, Any]) -> bool:
     (telemetry.gpu_metrics.is_throttled, the one definition)."""
     from aiworkbook.telemetry.gpu_metrics import is_throttled
 
-    return any(
-        is_throttled(g.get("throttle_reasons")) for g in env.get("gpus", []) or [] if isinstance(g, dict)
-    )
+    gpus = [g for g in env.get("gpus", []) or [] if isinstance(g, dict)]
+    return any(is_throttled(g.get("throttle_reasons")) for g in visible_gpus(gpus))
+
+
+def _mig_uuids(gpu: dict[str, Any]) -> list[str]:
+    """The UUIDs of a GPU's MIG devices (none when telemetry could not list them: an NA)."""
+    instances = gpu.get("mig_instances")
+    if not isinstance(instances, list):
+        return []
+    return [str(m.get("uuid", "")) for m in instances if isinstance(m, dict)]
+
+
+def visible_gpus(gpus: list[dict[str, Any]], visible: str | None = None) -> list[dict[str, Any]]:
+    """The GPUs (telemetry entries, NVML order) this process's CUDA can see: CUDA_VISIBLE_DEVICES (or
+    `visible`) read as torch reads it (torch/cuda/__init__.py: `_parse_visible_devices`): NVML indices
+    until the first invalid one, GPU-/MIG- UUIDs or their unique prefixes (a MIG device counts as its
+    parent GPU, whose clocks it shares); every GPU when the variable is unset."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    if visible is None:
+        return gpus
+    out: list[dict[str, Any]] = []
+    for item in (x.strip() for x in visible.split(",")):
+        if item.startswith("GPU-"):
+            hit = [g for g in gpus if str(g.get("uuid", "")).startswith(item)]
+        elif item.startswith("MIG-"):
+            hit = [g for g in gpus if any(str(u).startswith(item) for u in _mig_uuids(g))]
+        elif item.isdigit():
+            hit = [g for g in gpus if g.get("index") == int(item)]
+        else:  # torch stops at the first entry it cannot read
+            break
+        out += [g for g in hit[:1] if g not in out]
+    return out
 
 
 def throttle_window(since: float) -> dict[str, dict[str, float]] | None:

@@ -15,6 +15,7 @@ SPREAD_WIDE = "spread-wide"
 PROXY_MODEL = "proxy-model"
 ACCOUNTED = "accounted"
 CONTEXT_EXCLUDED = "context-excluded"
+BF16_UNSUPPORTED = "bf16-unsupported"
 
 #: Every flag a ProofResult may carry, with what it means for the figure.
 FLAGS: dict[str, str] = {
@@ -30,6 +31,8 @@ FLAGS: dict[str, str] = {
     ACCOUNTED: "peak memory counted from tensors (parameters, gradients, optimizer state, saved tensors), "
     "not read from an allocator",
     CONTEXT_EXCLUDED: "the device-level delta could not include the CUDA context (no NVML reading before it)",
+    BF16_UNSUPPORTED: "the GPU computes no bf16 natively (compute capability < 8): the default 16-bit "
+    "dtype fell back to fp16",
 }
 
 

@@ -20,6 +20,7 @@ from aiworkbook.proofs.control import Control, report
 from aiworkbook.proofs.device import (
     DoesNotFit,
     free_memory,
+    half_dtype,
     interruptible,
     oom_guard,
     release_memory,
@@ -184,6 +185,11 @@ def _prepare(
     new = d["new_tokens"] if new_tokens is None else new_tokens
     dtype_name = d["dtype"]
     flags, notes = set(choice.flags), [choice.reason]
+    half, why = half_dtype(dev)
+    if dtype_name == "bf16" and why:
+        dtype_name = half
+        flags.add(F.BF16_UNSUPPORTED)
+        notes.append(why)
     if budget_bytes is None:
         budget_bytes = default_kv_budget(dev)
     check_int("budget_bytes", budget_bytes, 1)

@@ -123,3 +123,59 @@ def model_states(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None
         param_tensors=len(params),
         optimizer_tensors=len(opt_tensors),
     )
+
+
+class StepTemporaryTracker:
+    """The peak bytes of temporaries alive at once inside the `with` block: every storage an op creates
+    (not one of its inputs', so in-place ops and views count nothing), counted from its creation until
+    the storage dies (a weakref finalizer on the storage, whose Python object torch keeps while any
+    tensor holds it). The CPU has no allocator peak to read, so the
+    optimizer step's temporaries (foreach's sqrt(exp_avg_sq) of the whole group) are measured this way;
+    on CUDA torch.cuda.max_memory_allocated sees them. Seen at the dispatcher (TorchDispatchMode), so a
+    foreach op is one op whatever its kernel does inside."""
+
+    def __init__(self) -> None:
+        self.live: dict[tuple[str, int], int] = {}
+        self.now = 0
+        self.peak = 0
+        self._mode: Any = None
+
+    def _free(self, key: tuple[str, int]) -> None:
+        self.now -= self.live.pop(key, 0)
+
+    def _seen(self, out: Any, inputs: set) -> None:
+        import weakref
+
+        for t in torch.utils._pytree.tree_leaves(out):
+            key = _storage_key(t) if isinstance(t, torch.Tensor) else None
+            if key is None or key[:2] in inputs or key[:2] in self.live:
+                continue
+            self.live[key[:2]] = key[2]
+            self.now += key[2]
+            self.peak = max(self.peak, self.now)
+            # the storage's own lifetime: torch preserves a storage's Python object while any tensor
+            # (a view, a Parameter, a detached alias) still holds it
+            weakref.finalize(t.untyped_storage(), self._free, key[:2])
+
+    def __enter__(self) -> StepTemporaryTracker:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        tracker = self
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                leaves = torch.utils._pytree.tree_leaves((args, kwargs or {}))
+                inputs = {
+                    k[:2] for k in (_storage_key(t) for t in leaves if isinstance(t, torch.Tensor)) if k
+                }
+                out = func(*args, **(kwargs or {}))
+                tracker._seen(out, inputs)
+                return out
+
+        self._mode = _Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._mode.__exit__(*exc)
+        self._mode = None

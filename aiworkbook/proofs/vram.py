@@ -3,7 +3,11 @@
 CUDA: torch peak allocated, peak reserved and the device-level delta (mem_get_info; includes the CUDA
 context when NVML could read the device before torch initialised it). CPU: accounting, i.e.
 parameter + gradient + optimizer-state bytes read from the objects plus the unique bytes autograd
-saved for backward. A model that would not fit runs as a proxy (fewer layers, then a smaller
+saved for backward, plus the optimizer step's temporaries counted at the dispatcher
+(`StepTemporaryTracker`). The AdamW implementation is the one the estimate assumed, passed to torch
+explicitly and recorded (`inputs.optimizer_impl`): torch's default on CUDA (foreach), and foreach on the
+CPU too (torch's CPU default is the for-loop), so its full-size sqrt(exp_avg_sq) is measured here as well.
+A model that would not fit runs as a proxy (fewer layers, then a smaller
 vocabulary), and the prediction is made for the same proxy.
 """
 
@@ -23,6 +27,7 @@ from aiworkbook.proofs.device import (
     check_fits,
     cuda_uuid,
     free_memory,
+    half_dtype,
     interruptible,
     nvml_baseline,
     nvml_reading,
@@ -32,10 +37,11 @@ from aiworkbook.proofs.device import (
     tensor_device,
 )
 from aiworkbook.proofs.environment import capture, throttle_check
-from aiworkbook.proofs.memory_accounting import SavedTensorTracker, model_states
+from aiworkbook.proofs.memory_accounting import SavedTensorTracker, StepTemporaryTracker, model_states
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
+from aiworkbook.sizing import optimizer_step
 from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # the seeds' 18 B/param, shown beside
 from aiworkbook.specs import ModelSpec, load_model
 from aiworkbook.units import fmt_bytes
@@ -179,6 +185,7 @@ def _prepare(
     budget_bytes: int | None = None,
     check_fit: bool = True,
     proxy: bool = True,
+    optimizer_impl: str | None = None,
 ) -> _Setup:
     """Validate the inputs, pick the shapes and the model (or its proxy) and predict: no allocation."""
     check_int("batch", batch, 1)
@@ -188,13 +195,21 @@ def _prepare(
     choice = resolve_device(device)
     dev = choice.device
     d = defaults(dev, quick)
+    flags, notes = set(choice.flags), [choice.reason]
+    if precision is None and d["precision"] == "bf16" and half_dtype(dev)[1]:
+        d["precision"] = "fp16"  # pure 16-bit AdamW at the dtype the GPU has
+        flags.add(F.BF16_UNSUPPORTED)
+        notes.append(str(half_dtype(dev)[1]))
     batch = d["batch"] if batch is None else batch
     seq_len = d["seq_len"] if seq_len is None else seq_len
     precision = d["precision"] if precision is None else precision
     if recipe is None:
         recipe = "fp32-adamw" if precision in ("fp32", "bf16-mixed", "fp16-mixed") else "pure-bf16"
     steps = d["steps"] if steps is None else steps
+    if optimizer_impl is None:  # what the estimate assumes on CUDA; foreach on the CPU (see the docstring)
+        optimizer_impl = "foreach" if dev in ("cuda", "cpu") else None
     w = _workload(
+        optimizer_impl=optimizer_impl,
         batch=batch,
         seq_len=seq_len,
         precision=precision,
@@ -202,8 +217,6 @@ def _prepare(
         attention=attention,
         checkpointing=checkpointing,
     )
-    flags = set(choice.flags)
-    notes = [choice.reason]
     if budget_bytes is None:
         budget_bytes = default_budget(dev, quick)
     inputs = {
@@ -218,6 +231,7 @@ def _prepare(
         "quick": quick,
         "budget_bytes": budget_bytes,
         "optimizer": "torch.optim.AdamW",
+        "optimizer_impl": optimizer_impl,
         "workload": w.to_dict(),
     }
     hint = (
@@ -337,7 +351,10 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
             model = DecoderModel(
                 spec, attention=w.attention, checkpointing=w.checkpointing, device=place, dtype=dtype
             )
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            impl = w.optimizer_impl  # the estimate's, explicitly (torch would pick forloop on the CPU)
+            opt = torch.optim.AdamW(
+                model.parameters(), lr=1e-4, foreach=impl == "foreach", fused=impl == "fused"
+            )
         gen = torch.Generator(device="cpu").manual_seed(0)
         bar = tqdm(range(steps), desc=f"vram {spec.name}", disable=not progress, leave=False)
         for step in bar:
@@ -353,7 +370,8 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
                 if cuda:
                     peaks.read()  # after forward: every activation saved for backward is held
                 loss.backward()
-                opt.step()
+                with StepTemporaryTracker() as step_tmp:  # counts at the dispatcher: CPU and CUDA
+                    opt.step()
                 states = model_states(model, opt)
                 if cuda:
                     peaks.read()  # after the step: gradients and optimizer state (created at step 1)
@@ -361,7 +379,12 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
                 out["loss"] = float(loss.detach())
                 del loss
         report(steps, steps, "training done")
-        out.update(states=states, saved=tracker.by_phase(), saved_total=tracker.bytes())
+        out.update(
+            states=states,
+            saved=tracker.by_phase(),
+            saved_total=tracker.bytes(),
+            step_temporaries=step_tmp.peak,
+        )
         if w.checkpointing == "full":
             out["recompute_layer"] = _one_layer_saved(model, spec, w, place, amp_dtype if mixed else None)
         if cuda:
@@ -467,7 +490,8 @@ def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, 
     st, saved = m["states"], m["saved"]
     acts = saved.get("activations", 0) + m.get("recompute_layer", 0)
     logits = saved.get("logits", 0)
-    accounted = st.total + acts + logits
+    step_tmp = m.get("step_temporaries", 0)
+    accounted = st.total + acts + logits + step_tmp
     rows = [
         _row("weights", st.weights, mem.weights),
         _row("gradients", st.gradients, mem.gradients),
@@ -475,6 +499,11 @@ def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, 
         _row("activations", acts, mem.activations),
         _row("logits", logits, mem.logits),
         _row("activations + logits", acts + logits, mem.activations + mem.logits),
+        _row(
+            f"optimizer step temporaries ({w.optimizer_impl})",
+            step_tmp,
+            optimizer_step.temporaries(spec, w, dev).bytes,
+        ),
         _row("accounted peak (states + saved)", accounted, mem.summed if dev == "cpu" else predicted),
     ]
     details: dict[str, Any] = {
@@ -521,7 +550,8 @@ def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, 
         flags.add(F.ACCOUNTED)
         notes.append(
             "CPU: peak by accounting = weights + grads + optimizer state + unique saved-for-backward "
-            "bytes (an upper bound: grads grow while saved tensors are freed in backward)"
+            "bytes + the optimizer step's temporaries (counted at the dispatcher; an upper bound: grads "
+            "grow while saved tensors are freed in backward)"
         )
         if w.checkpointing == "full":
             notes.append("full checkpointing: saved = kept layer inputs + one layer recomputed in backward")

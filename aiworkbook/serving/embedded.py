@@ -75,6 +75,7 @@ def build_engine(
     """An Engine for `model` (preset name, config path or ModelSpec) with its KV pool; the synthetic
     backend keeps the model's KV bytes per token but sleeps `step_s` per forward instead of computing.
     max_batched_tokens: tokens per continuous-batching forward (default: the engine's, vLLM V1's 2048)."""
+    from aiworkbook.proofs.device import half_dtype
     from aiworkbook.serving.backends import SyntheticBackend, TorchBackend
     from aiworkbook.serving.engine import MAX_BATCHED_TOKENS, Engine
     from aiworkbook.specs import load_model
@@ -84,7 +85,7 @@ def build_engine(
     spec = load_model(model) if isinstance(model, str) else model
     if not spec.is_decoder:
         raise SpecError("model", spec.name, "a decoder (the server generates tokens)")
-    dtype = "fp32" if device == "cpu" else "bf16"
+    dtype = "fp32" if device == "cpu" else half_dtype(device)[0]  # fp16 where the GPU has no bf16
     budget = default_kv_budget(device, spec, dtype) if kv_budget_bytes is None else int(kv_budget_bytes)
     pool = BlockPool.from_budget(budget, kv_bytes_per_token(spec, dtype), BLOCK_SIZE)
     be = (

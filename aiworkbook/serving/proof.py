@@ -267,12 +267,14 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     stack = contextlib.ExitStack()
     with stack:
         if embedded:
-            from aiworkbook.proofs.device import resolve_device
+            from aiworkbook.proofs.device import half_dtype, resolve_device
             from aiworkbook.serving.embedded import build_engine, embedded_server
 
             choice = resolve_device(inputs.get("device") or "auto")
             dev = choice.device
             flags.update(choice.flags)
+            if half_dtype(dev)[1]:  # build_engine falls back to fp16 on a GPU without bf16
+                flags.add(F.BF16_UNSUPPORTED)
             engine = build_engine(
                 inputs.get("model") or "tiny-llama",
                 backend=inputs.get("backend") or "torch",

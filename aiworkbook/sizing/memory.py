@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from aiworkbook.sizing import activations as act
-from aiworkbook.sizing import timeline
+from aiworkbook.sizing import optimizer_step, timeline
 from aiworkbook.sizing.states import model_states, zero3_gather_bytes
 from aiworkbook.sizing.workload import Workload
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
@@ -32,7 +32,20 @@ COMPONENTS = (
 )
 #: CUDA context with PyTorch loaded: ~290 MB lazy loading to ~670 MB eager (REFERENCE.md); middle.
 CUDA_CONTEXT_BYTES = 500 * MiB
+#: One cuBLAS workspace: torch allocates one per (handle, stream) through its caching allocator, of
+#: CUBLAS_WORKSPACE_CONFIG's size, by default 32 MiB on Hopper (sm 9.0) and 8 MiB + 128 KiB elsewhere
+#: (aten/src/ATen/cuda/CublasHandlePool.cpp: parseChosenWorkspaceSize, setWorkspaceForHandle).
 CUBLAS_WORKSPACE_BYTES = 32 * MiB
+
+
+def cublas_handles(w: Workload) -> int:
+    """cuBLAS handles, so workspaces: each thread reserves its own handle from torch's pool (a thread-local
+    PoolWindow), and training's backward runs on the autograd engine's own thread for the CUDA device:
+    two for training (forward and the optimizer on the main thread, backward on autograd's), one for
+    inference."""
+    return 2 if w.training else 1
+
+
 #: NCCL and other non-torch buffers when more than one GPU talks (REFERENCE.md: ~0.4 GiB).
 NCCL_BYTES = int(0.4 * GiB)
 #: CUDA graphs captured by serving engines (REFERENCE.md: 0.4–2.4 GiB).
@@ -142,10 +155,11 @@ def _components(spec, w: Workload, b, s, device: str) -> tuple[dict, str]:
         c["logits"] = act.inference_logits_bytes(spec, w, b) + zero
         c["kv_cache"] = kv_bytes(spec, w, b, s)
         transient = zero
-    # the CPU's components count no workspace, so no loss transient either
-    apart, phase = _not_at_once(spec, w, b, s, c, transient if device == "cuda" else zero, t)
+    # the CPU's components count no workspace, so no loss transient either: only the optimizer step's
+    step_tmp = optimizer_step.temporaries(spec, w, device).bytes
+    apart, phase = _not_at_once(spec, w, b, s, c, transient if device == "cuda" else zero, t, step_tmp)
     if device == "cuda":
-        ws = CUBLAS_WORKSPACE_BYTES + transient + zero3_gather_bytes(spec, w)
+        ws = CUBLAS_WORKSPACE_BYTES * cublas_handles(w) + transient + step_tmp + zero3_gather_bytes(spec, w)
         if w.dp * w.tp > 1:
             ws = ws + NCCL_BYTES
         if w.engine != "hf":
@@ -155,18 +169,19 @@ def _components(spec, w: Workload, b, s, device: str) -> tuple[dict, str]:
         allocated = sum(c[k] for k in COMPONENTS[:7]) + ws - apart
         c["reserve"] = allocated * ALLOCATOR_RESERVE_PERCENT // 100 if w.engine == "hf" else zero
     else:
-        c["workspace"] = c["cuda_context"] = c["reserve"] = zero
+        c["cuda_context"] = c["reserve"] = zero
+        c["workspace"] = zero + step_tmp
     c["total"] = sum(c[k] for k in COMPONENTS) - apart
     return c, phase
 
 
-def _not_at_once(spec, w: Workload, b, s, c: dict, transient, t):
+def _not_at_once(spec, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
     """Training: (bytes the components hold at different times of the step: their sum less the step's
     peak phase, `timeline`; that phase's name); (0, "") for inference."""
     if not w.training:
         return 0 * b * s, ""
-    summed = c["gradients"] + c["activations"] + c["logits"] + transient
-    peak, phase = timeline.step_peak(timeline.phase_bytes(spec, w, b, s, c, transient, t))
+    summed = c["gradients"] + c["activations"] + c["logits"] + transient + step_tmp
+    peak, phase = timeline.step_peak(timeline.phase_bytes(spec, w, b, s, c, transient, t, step_tmp))
     return summed - peak, phase
 
 
@@ -213,7 +228,11 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
             f"{int(kv_tokens(w, s)):,} tokens ({w.block_size}-token blocks) · {b} seqs{window}"
         )
     if device == "cuda":
-        ws = [f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES)} cuBLAS"]
+        n = cublas_handles(w)
+        ws = [
+            f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES * n)} cuBLAS"
+            + (f" ({n} handles: forward's thread, backward's autograd thread)" if n > 1 else "")
+        ]
         if w.training and spec.is_decoder:
             lc = w.loss_compiled
             what = "fp32 gradients of log-probs and logits" if not lc else "fused fp32 gradient"
@@ -224,6 +243,9 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
             if w.compile and not lc:
                 what += "; compile_loss off: the loss runs eager"
             ws.append(f"{fmt_bytes(int(act.loss_transient_bytes(spec, w, b, s)))} loss backward ({what})")
+        step = optimizer_step.temporaries(spec, w, device)
+        if step.bytes:
+            ws.append(f"{fmt_bytes(step.bytes)} optimizer step ({step.formula})")
         if zero3_gather_bytes(spec, w):
             ws.append(f"{fmt_bytes(zero3_gather_bytes(spec, w))} ZeRO-3 gathered unit (weights + grads)")
         if w.dp * w.tp > 1:
@@ -240,6 +262,11 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
     else:
         for k in ("workspace", "cuda_context", "reserve"):
             f[k] = "0 (device cpu)"
+        step = optimizer_step.temporaries(spec, w, device)
+        if step.bytes:
+            f["workspace"] = (
+                f"{fmt_bytes(step.bytes)} optimizer step ({step.formula}); no other workspace on cpu"
+            )
     f["total"] = " + ".join(k for k in COMPONENTS if vals[k])
     if w.training and vals["total"] < sum(vals[k] for k in COMPONENTS):
         f["total"] = (

@@ -11,7 +11,8 @@ during its own backward. So the step's peak above the resident states (weights, 
 - T, the top layer's backward: every kept activation + its recompute + the head's weight gradient;
 - B, the bottom layer's backward: its kept input and recompute + every gradient (activations and
   gradients trade linearly in between, so the ends bound the layers);
-- S, the optimizer step: every gradient (fused AdamW and bitsandbytes make no full-size temporaries).
+- S, the optimizer step: every gradient + the step's temporaries (`optimizer_step`: foreach AdamW, torch's
+  default on CUDA, holds sqrt(exp_avg_sq) of the whole group; fused and the 8-bit kernels hold none).
 
 Measured on the CPU by counting live storages through a step of a transformers Llama (see
 docs/sizing.md): within 0.1 % without checkpointing; with it 3-7 % low (a layer's backward transients
@@ -39,9 +40,10 @@ def gradients_resident(w: Workload) -> bool:
 PHASES = ("loss backward", "head backward", "top layer backward", "bottom layer backward", "optimizer step")
 
 
-def phase_bytes(spec, w: Workload, b, s, c: dict, transient, t=None) -> dict:
+def phase_bytes(spec, w: Workload, b, s, c: dict, transient, t=None, step_tmp=0) -> dict:
     """Bytes above the resident states in each phase (see the module docstring); `c` holds the
-    gradients, activations and logits components, `transient` the loss's backward transient."""
+    gradients, activations and logits components, `transient` the loss's backward transient, `step_tmp`
+    the optimizer step's temporaries."""
     t = act.terms(spec, w) if t is None else t
     kept, once = act._layer_split(spec, w, b * s, s, t)
     grads, acts, logits = c["gradients"], c["activations"], c["logits"]
@@ -66,7 +68,7 @@ def phase_bytes(spec, w: Workload, b, s, c: dict, transient, t=None) -> dict:
                 resident + before_recompute + head + head_grad_in,
                 resident + acts + head,
                 bottom + 0 * acts,
-                grads + 0 * acts,
+                grads + step_tmp + 0 * acts,
             ),
             strict=True,
         )

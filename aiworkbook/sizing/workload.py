@@ -32,6 +32,7 @@ Checkpointing = Literal["none", "selective", "full"]
 WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
 KVDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 Engine = Literal["hf", "vllm", "trtllm"]
+OptimizerImpl = Literal["foreach", "fused", "forloop"]
 LoraModule = Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 #: What `lora_targets` holds: modules, or PEFT's "all-linear" alone.
 LoraTarget = Literal[LoraModule, "all-linear"]
@@ -44,6 +45,7 @@ ATTENTIONS: tuple[str, ...] = get_args(Attention)
 CHECKPOINTING: tuple[str, ...] = get_args(Checkpointing)
 WEIGHT_DTYPES: tuple[str, ...] = get_args(WeightDtype)
 ENGINES: tuple[str, ...] = get_args(Engine)
+OPTIMIZER_IMPLS: tuple[str, ...] = get_args(OptimizerImpl)
 LORA_MODULES: tuple[str, ...] = get_args(LoraModule)
 #: PEFT's `target_modules="all-linear"`: every linear of the blocks (attention and MLP), not the LM head.
 ALL_LINEAR = "all-linear"
@@ -138,6 +140,17 @@ class Workload:
         default=False,
         metadata={"doc": "optimizer step per parameter in backward: one gradient alive at a time"},
     )
+    optimizer_impl: OptimizerImpl | None = dc_field(
+        default=None,
+        metadata={
+            "doc": "torch.optim implementation (None: the device's default, foreach on CUDA; sizing/optimizer_step.py)"
+        },
+    )
+    l2_weight_decay: bool = dc_field(
+        default=False,
+        metadata={"doc": "Adam/SGD weight_decay (L2 on the gradient; not AdamW's decoupled decay)"},
+    )
+    maximize: bool = dc_field(default=False, metadata={"doc": "the optimizer's maximize (negated gradients)"})
     activation_offload: bool = dc_field(
         default=False,
         metadata={"doc": "saved activations to host memory; the GPU keeps the layers in flight"},
@@ -227,6 +240,8 @@ class Workload:
         _choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
         _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
         _choice("engine", self.engine, ENGINES)
+        if self.optimizer_impl is not None:
+            _choice("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)
         for name in BOOL_FIELDS:
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(name, getattr(self, name), "True or False")
@@ -289,6 +304,9 @@ class Workload:
             "optimizer_in_backward",
             "activation_offload",
             "fsdp_cpu_offload",
+            "optimizer_impl",
+            "l2_weight_decay",
+            "maximize",
         ):
             if not self.training and getattr(self, name) not in (None, False):
                 raise SpecError(name, getattr(self, name), "unset for inference (a training option)")
@@ -299,6 +317,19 @@ class Workload:
         if self.fsdp_cpu_offload and self.optimizer_in_backward:
             raise SpecError(
                 "optimizer_in_backward", True, "False with fsdp_cpu_offload (the step runs on the host)"
+            )
+        impl = self.optimizer_impl
+        if impl not in (None, "fused") and self.recipe in (
+            "adamw-8bit",
+            "blockwise-adamw-8bit",
+            "paged-adamw-8bit",
+        ):
+            raise SpecError(
+                "optimizer_impl", impl, f"None or fused for {self.recipe} (one kernel per tensor)"
+            )
+        if impl == "fused" and self.recipe == "adafactor":
+            raise SpecError(
+                "optimizer_impl", impl, "None, foreach or forloop for adafactor (torch has no fused)"
             )
         if self.optimizer_in_backward and self.zero:
             raise SpecError(
@@ -407,6 +438,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "weights_dtype": WEIGHT_DTYPES,
     "kv_dtype": KV_DTYPES,
     "engine": ENGINES,
+    "optimizer_impl": OPTIMIZER_IMPLS,
     "lora_targets": (*LORA_MODULES, ALL_LINEAR),
 }
 #: Workload fields that are switches.
@@ -418,6 +450,8 @@ BOOL_FIELDS = (
     "optimizer_in_backward",
     "activation_offload",
     "fsdp_cpu_offload",
+    "l2_weight_decay",
+    "maximize",
 )
 
 

@@ -1,0 +1,48 @@
+"""`fit`/`size` with vLLM flags size inference (issue 23, item 6): any vLLM flag or a serving engine
+implies --mode infer; a training mode given with them is refused (exit 2, naming the conflict)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aiworkbook.cli import main
+
+
+def test_fit_with_vllm_flags_sizes_inference_and_prints_vllms_figures(capsys):
+    assert main(["fit", "llama-3-8b", "--engine", "vllm", "--max-model-len", "8192", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kv_cache_tokens"] > 0 and "vllm" in doc  # vLLM's start-up arithmetic ran
+    assert doc.get("max_context") is not None  # an inference report, not a training one
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--max-model-len", "8192"],
+        ["--engine", "vllm"],
+        ["--engine", "vllm", "--gpu-memory-utilization", "0.8"],
+        ["--engine", "vllm", "--engine-version", "v0"],
+    ],
+)
+def test_a_vllm_flag_or_engine_implies_infer(capsys, args):
+    assert main(["size", "llama-3-8b", "--json", *args]) == 0
+    assert json.loads(capsys.readouterr().out)["workload"]["mode"] == "infer"
+
+
+def test_no_vllm_flag_still_means_train(capsys):
+    assert main(["size", "llama-3-8b", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workload"]["mode"] == "train"
+
+
+@pytest.mark.parametrize("mode", ["train", "lora"])
+def test_a_training_mode_with_vllm_flags_is_refused(capsys, mode):
+    assert main(["fit", "llama-3-8b", "--mode", mode, "--engine", "vllm", "--max-model-len", "8192"]) == 2
+    err = capsys.readouterr().err
+    assert "mode" in err and "--engine vllm" in err and "--max-model-len" in err and "Traceback" not in err
+
+
+def test_explicit_infer_with_vllm_flags_is_fine(capsys):
+    assert main(["fit", "llama-3-8b", "--mode", "infer", "--engine", "vllm", "--max-model-len", "4096"]) == 0
+    assert "vLLM start-up" in capsys.readouterr().out
