@@ -38,6 +38,7 @@ def binder_python(tmp_path_factory) -> Path:
     return venv / "bin" / "python"
 
 
+@pytest.mark.timeout(1800)  # the first one builds the venv (torch, Jupyter): minutes
 @pytest.mark.parametrize("name", DASHBOARDS)
 def test_binder_venv_serves_the_dashboard(binder_python, name):
     where = subprocess.run(
