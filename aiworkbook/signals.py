@@ -93,7 +93,7 @@ def _resend() -> None:
     except (AttributeError, OSError, ValueError):  # no pthread_kill (Windows), or the thread is gone
         import _thread
 
-        _thread.interrupt_main(_pending[-1])
+        _thread.interrupt_main(signal.Signals(_pending[-1]))
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:

@@ -131,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with signals.handled():
             try:
-                code = _dispatch(argv)
+                rc = _dispatch(argv)
                 signals.raise_pending()  # a signal still waiting for a safe point: stop, not exit 0
-                return code
+                return rc
             except KeyboardInterrupt as exc:
                 if signals.received() is None:
                     import signal as _signal
