@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -150,6 +151,27 @@ def test_in_process_signal_in_a_finaliser_is_raised_after_it(handled):
         _Dies()  # dropped at once: __del__ runs here, where Python would print and drop the exception
         _run_until_interrupted()
     assert signals.received() == signal.SIGTERM
+
+
+class _Target:
+    pass
+
+
+def test_in_process_signal_in_a_plain_weakref_callback_is_raised_after_it(handled):
+    """A callback no frame check knows: Python drops the KeyboardInterrupt through sys.unraisablehook,
+    which hands it back as pending."""
+
+    def gone(ref) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        _spin_until_seen()
+        sum(range(1000))  # Python code after the signal: where the handler raises
+
+    target = _Target()
+    ref = weakref.ref(target, gone)
+    with pytest.raises(KeyboardInterrupt):
+        del target  # the callback runs here, inside the object's deallocation
+        _run_until_interrupted()
+    assert ref() is None and signals.received() == signal.SIGINT
 
 
 def test_a_deferred_signal_stops_a_blocking_sleep(handled):
