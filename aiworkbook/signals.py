@@ -63,8 +63,17 @@ def raise_pending() -> None:
     proof run in a worker thread by a notebook is cancelled through its own event instead)."""
     if _pending and _in_main_thread():
         signum = _pending[-1]
-        _pending.clear()
+        _stop_retries()
         raise _exception(signum)
+
+
+def _stop_retries() -> None:
+    """The pending signal is being raised: no more re-sends (one already on its way is dropped by
+    `_on_signal`, which finds nothing pending)."""
+    _pending.clear()
+    for timer in _retry:
+        timer.cancel()
+    _retry.clear()
 
 
 _FINALIZE_CALL: CodeType = weakref.finalize.__call__.__code__
@@ -106,7 +115,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     if _swallowing(frame):
         _defer(signum)
         return
-    _pending.clear()
+    _stop_retries()
     raise _exception(signum)
 
 
@@ -159,9 +168,7 @@ def handled() -> Iterator[None]:
         sys.unraisablehook = old_hook
         for s, h in old.items():
             signal.signal(s, h)
-        for timer in _retry:
-            timer.cancel()
-        _retry.clear()
+        _stop_retries()
 
 
 @contextmanager
