@@ -43,9 +43,22 @@ format: install-test
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The browser tests drive Debian's Chromium (Playwright's own browser download does not work here):
+# installed from Debian's packages when missing, with sudo when not root.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  $$SUDO apt-get update -qq >/dev/null && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
 # pytest exit code 5 means "no tests collected": say so instead of failing on an empty selection.
-test: install-test lint typecheck
-	$(BIN)/pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 0; fi; exit $$rc
+# The suite runs on PYTEST_WORKERS parallel workers (pytest-xdist; 0: in this process), a whole file
+# per worker (--dist loadfile): a module's Voilà servers, browser and notebook kernel stay in one.
+PYTEST_WORKERS ?= 2
+test: install-test chromium lint typecheck
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 0; fi; exit $$rc
 
 bench: install
 	$(BIN)/python benchmarks/run.py

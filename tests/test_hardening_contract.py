@@ -374,15 +374,23 @@ def test_second_ctrl_c_during_finalisation_keeps_the_csv(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "to_csv", to_csv_interrupted)
     sampler = Sampler(interval=0.1, gpu_reader=ReplayReader(SYNTHETIC), host=False)
     stop = threading.Event()
+    bound = threading.Timer(30, stop.set)  # a lost signal fails the test below instead of hanging it
+    bound.start()
     threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()  # the first Ctrl-C
-    run = run_monitor(
-        sampler,
-        interval=0.1,
-        header=trace_header(sampler.gpu_reader, 0.1),
-        record=tmp_path / "r.jsonl",
-        csv=tmp_path / "c.csv",
-        stop=stop,
-    )
+    # Ctrl-C handled as in a terminal, also when pytest runs as a background job (SIGINT ignored)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        run = run_monitor(
+            sampler,
+            interval=0.1,
+            header=trace_header(sampler.gpu_reader, 0.1),
+            record=tmp_path / "r.jsonl",
+            csv=tmp_path / "c.csv",
+            stop=stop,
+        )
+    finally:
+        signal.signal(signal.SIGINT, old)
+        bound.cancel()
     assert run.stopped_by == signal.SIGINT
     assert (tmp_path / "c.csv").read_text().count("\n") == len(run.samples) + 1
     assert len(run.written) == 2

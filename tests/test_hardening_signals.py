@@ -16,6 +16,12 @@ import pytest
 CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
+def _default_sigint() -> None:
+    """In the child before exec: Ctrl-C back to its default, so these tests hold when pytest runs as a
+    background job (`make test &`: SIGINT ignored, and an ignored signal stays ignored across exec)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Proc:
     """The command in a subprocess, stderr collected by a thread so we can wait for a marker."""
 
@@ -27,6 +33,7 @@ class Proc:
             stderr=subprocess.PIPE,
             text=True,
             bufsize=1,
+            preexec_fn=_default_sigint,
         )
         self.err: list[str] = []
         self.out: list[str] = []
@@ -110,7 +117,13 @@ entry()
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_during_monitor_start_up_is_not_exit_0(tmp_path, sig):
     """Before the loop (NVML still initialising): 130/143 and one line, never a silent 0."""
-    p = subprocess.Popen([sys.executable, "-c", SLOW_START], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    p = subprocess.Popen(
+        [sys.executable, "-c", SLOW_START],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        preexec_fn=_default_sigint,
+    )
     assert p.stderr is not None and p.stderr.readline().strip() == "initialising"
     p.send_signal(sig)
     err = p.stderr.read()

@@ -27,6 +27,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's own help layout: rich's option table cuts long option names to fit 80 columns
+    # ("--tensor-parallel-si…"); click's puts a long name on its own line with the help below it
+    rich_markup_mode=None,
 )
 
 
@@ -92,11 +95,21 @@ def _plain_flags(cmd: Any) -> None:
         _plain_flags(sub)
 
 
+def _whole_summaries(cmd: Any) -> None:
+    """A command list shows each command's first paragraph whole, wrapped, where click would cut it at
+    the line's end with '...' (its short help, unless one is given, is what fits on one line)."""
+    for sub in getattr(cmd, "commands", {}).values():
+        if not sub.short_help and sub.help:
+            sub.short_help = " ".join(sub.help.strip().split("\n\n")[0].split())
+        _whole_summaries(sub)
+
+
 def _dispatch(argv: list[str] | None) -> int:
     """Run the command without typer's standalone handling, so exceptions (KeyboardInterrupt with its
     message included) reach main() as they are instead of as a returned code."""
     cmd = typer.main.get_command(app)
     _plain_flags(cmd)
+    _whole_summaries(cmd)
     args = list(sys.argv[1:] if argv is None else argv)
     with cmd.make_context("aiworkbook", args) as ctx:
         cmd.invoke(ctx)
@@ -116,9 +129,11 @@ def main(argv: list[str] | None = None) -> int:
 
     mark = len(written_since())
     try:
-        with signals.terminate_as_interrupt():
+        with signals.handled():
             try:
-                return _dispatch(argv)
+                rc = _dispatch(argv)
+                signals.raise_pending()  # a signal still waiting for a safe point: stop, not exit 0
+                return rc
             except KeyboardInterrupt as exc:
                 if signals.received() is None:
                     import signal as _signal

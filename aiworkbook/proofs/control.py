@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiworkbook import signals
+
 #: progress(done, total, message), called from the proof's thread.
 ProgressFn = Callable[[int, int, str], None]
 
@@ -53,7 +55,9 @@ class Control:
         return self.cancel is not None and self.cancel.is_set()
 
     def check(self, at: str = "") -> None:
-        """Raise Cancelled when the cancel event is set."""
+        """Raise Cancelled when the cancel event is set. Also a safe point for a Ctrl-C/SIGTERM that
+        landed where Python would have swallowed it (aiworkbook.signals): raised here."""
+        signals.raise_pending()
         if self.cancelled:
             raise Cancelled(at or self.message)
 
