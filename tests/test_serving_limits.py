@@ -314,3 +314,35 @@ def test_a_non_streaming_client_that_times_out_frees_its_slot_and_blocks():
         # the slot is free again: a request now is answered
         status, body = _post(s.url + "/v1/completions", b'{"prompt": "a", "max_tokens": 3}')
         assert status == 200 and json.loads(body)["usage"]["completion_tokens"] == 3
+
+
+RAW = [
+    b"GARBAGE\r\n\r\n",
+    b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+    b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-A: " + b"a" * 20000 + b"\r\n\r\n",
+    b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd",
+]
+
+
+def test_malformed_http_is_a_400_and_a_debug_line(server_logs):
+    """What aiohttp's parser refuses, and a body that cannot be decoded (a 500 before): 400s, and the
+    server's log holds no ERROR with a traceback for what the client caused."""
+    with ServerThread(make_app("m", fixed=FixedDelay())) as s:
+        for raw in RAW:
+            with socket.create_connection((s.host, s.port), timeout=10) as c:
+                c.sendall(raw)
+                assert c.recv(65536).split(b"\r\n")[0].endswith(b"400 Bad Request"), raw[:80]
+        time.sleep(0.2)  # what the connections' ends would still log
+    assert not loud(server_logs)
+    assert len([r for r in server_logs if r.name == "aiohttp.server"]) >= len(RAW)  # each one line, DEBUG
+
+
+def test_a_client_leaving_while_its_body_is_read_is_quiet(server_logs):
+    eng = Engine(SyntheticBackend(step_s=0.01), BlockPool(256, 16, 1024))
+    with ServerThread(make_app("m", engine=eng), engine=eng) as s:
+        with socket.create_connection((s.host, s.port), timeout=10) as c:
+            c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            time.sleep(0.2)
+        time.sleep(0.3)
+    assert not loud(server_logs) and eng.counters["admitted"] == 0

@@ -128,6 +128,8 @@ async def _read_body(request: web.Request) -> bytes | web.Response:
         return _error(
             408, f"the body took longer than {BODY_READ_TIMEOUT_S:g} s", "invalid_request_error", "body"
         )
+    except web.RequestPayloadError as exc:  # a body that cannot be decoded (Content-Encoding), cut short
+        return _error(400, f"the body cannot be read: {exc}", "invalid_request_error", "body")
 
 
 #: make_app's choice for ServerThread: cancel a handler whose client went away (an engine request
@@ -148,16 +150,16 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
 
     async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
         arrived = time.perf_counter()  # the handler's entry, before the body is read
-        raw = await _read_body(request)
-        if isinstance(raw, web.Response):
-            return raw
         try:
-            g = parse(raw, chat)
-        except RequestError as exc:
-            return _error(400, str(exc), "invalid_request_error", exc.field)
-        opts = {"include_usage": g.include_usage, "continuous_usage_stats": g.continuous_usage}
-        body = {"stream": g.stream, "stream_options": opts}
-        try:
+            raw = await _read_body(request)
+            if isinstance(raw, web.Response):
+                return raw
+            try:
+                g = parse(raw, chat)
+            except RequestError as exc:
+                return _error(400, str(exc), "invalid_request_error", exc.field)
+            opts = {"include_usage": g.include_usage, "continuous_usage_stats": g.continuous_usage}
+            body = {"stream": g.stream, "stream_options": opts}
             if fixed is not None:
                 return await _fixed(request, body, chat, g.words, g.max_tokens, arrived)
             return await _engine(request, body, chat, g.words, g.max_tokens)
@@ -315,6 +317,33 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
     return app
 
 
+class _QuietClientErrors(logging.LoggerAdapter):
+    """aiohttp's server logger, except that what the client caused (a request it malformed: an
+    HttpProcessingError with a 4xx code, a bad request line, a header too long, a body that cannot be
+    decoded; or its connection lost) is one DEBUG line instead of an ERROR with its traceback.
+    Anything else aiohttp logs, a server-side failure, stays an ERROR."""
+
+    def exception(self, msg: Any, *args: Any, exc_info: Any = True, **kw: Any) -> None:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = exc_info if isinstance(exc_info, BaseException) else None
+        client = isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 0) < 500
+        if client or isinstance(exc, web.RequestPayloadError | ConnectionResetError):
+            self.debug(msg, *args, exc_info=exc)
+            return
+        self.logger.exception(msg, *args, exc_info=exc_info, **kw)
+
+    def debug(self, msg: Any, *args: Any, exc_info: Any = None, **kw: Any) -> None:
+        """One line: an exception aiohttp attaches to a debug record is summarised, not traced."""
+        if isinstance(exc_info, BaseException):
+            msg, args = (
+                f"{msg}: %s",
+                (*args, f"{type(exc_info).__name__}: {exc_info}".replace("\n", " ")[:200]),
+            )
+            exc_info = None
+        self.logger.debug(msg, *args, exc_info=exc_info, **kw)
+
+
 class ServerThread:
     """Runs an aiohttp app on `host:port` (port 0: a free one) in a thread with its own event loop;
     `.url` once started; `.stop()` (or leaving the `with` block) shuts it and the engine down.
@@ -360,6 +389,7 @@ class ServerThread:
                 access_log=None,
                 handle_signals=False,
                 keepalive_timeout=self.idle_timeout_s,
+                logger=_QuietClientErrors(logging.getLogger("aiohttp.server")),
                 handler_cancellation=self.app.get(CANCEL_ON_DISCONNECT, False),
             )
             self.loop.run_until_complete(self._runner.setup())
