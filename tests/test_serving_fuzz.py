@@ -92,10 +92,30 @@ def _fields(chat: bool) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+def _valid(chat: bool) -> st.SearchStrategy[dict[str, Any]]:
+    """Bodies a client may send (any unicode text), so that answers are generated too."""
+    prompt = (
+        {"messages": st.lists(st.fixed_dictionaries({"role": st.just("user"), "content": _text}), min_size=1)}
+        if chat
+        else {"prompt": _text}
+    )
+    usage = {"include_usage": st.booleans(), "continuous_usage_stats": st.booleans()}
+    return st.fixed_dictionaries(
+        prompt,
+        optional={
+            "max_tokens": st.integers(1, 12),
+            "stream": st.booleans(),
+            "stream_options": st.fixed_dictionaries({}, optional=usage),
+            "temperature": st.floats(0, 2),
+            "stop": _text,
+        },
+    )
+
+
 def _bodies(chat: bool, stream: bool | None) -> st.SearchStrategy[bytes]:
-    """JSON text of near-real bodies (with `stream` forced when asked), any JSON value, deep nesting,
-    or bytes that are not JSON."""
-    fields = _fields(chat)
+    """JSON text of valid bodies, near-real bodies with any field of any JSON value (with `stream`
+    forced when asked), any JSON value, deep nesting, or bytes that are not JSON."""
+    fields = st.one_of(_valid(chat), _fields(chat))
     if stream is not None:
         fields = fields.map(lambda d: {**d, "stream": stream})
     as_json = st.one_of(fields, _json).map(lambda v: json.dumps(v).encode())

@@ -94,7 +94,8 @@ def test_serve_and_prove_serving_refuse_a_model_larger_than_free_memory(monkeypa
         (("--kv-budget-mib", "nan"), "kv_budget_mib"),
         (("--kv-budget-mib", "0"), "kv_budget_mib"),
         (("--kv-budget-mib", "-5"), "kv_budget_mib"),
-        (("--kv-budget-mib", "1e12"), "kv_blocks"),  # finite, but past any pool: not a hang
+        (("--kv-budget-mib", "1e9"), "kv_blocks"),  # within bounds, but past any pool: not a hang
+        (("--kv-budget-mib", "1e308"), "kv_budget_mib"),  # an OverflowError before
         (("--device", "tpu"), "device"),
         (("--device", "cuda:x"), "device"),
         (("--duration", "nan"), "duration"),

@@ -6,7 +6,6 @@ that is not auto, cpu, cuda or cuda:N (or a CUDA device this machine lacks). `se
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -19,6 +18,7 @@ from aiworkbook.units import MiB
 SPARE_FRACTION = 0.10
 SPARE_MIN_BYTES = 256 * MiB
 PORT_MAX = 65535
+KV_BUDGET_MAX_MIB = 2**30
 _DEVICE = re.compile(r"auto|cpu|cuda(?::(\d{1,4}))?")
 
 
@@ -40,11 +40,12 @@ def check_port(port: Any) -> int:
 
 
 def kv_budget_bytes(mib: Any) -> int | None:
-    """--kv-budget-mib as bytes (None stays None: the default budget); finite and positive."""
+    """--kv-budget-mib as bytes (None stays None: the default budget); finite, positive, at most
+    KV_BUDGET_MAX_MIB (a pebibyte: past any machine, and a bound that keeps the bytes an integer)."""
     if mib is None:
         return None
-    if isinstance(mib, bool) or not isinstance(mib, int | float) or not math.isfinite(mib) or mib <= 0:
-        raise SpecError("kv_budget_mib", mib, "a finite number of MiB > 0")
+    if isinstance(mib, bool) or not isinstance(mib, int | float) or not (0 < mib <= KV_BUDGET_MAX_MIB):
+        raise SpecError("kv_budget_mib", mib, f"a finite number of MiB > 0 and <= {KV_BUDGET_MAX_MIB}")
     return int(mib * MiB)
 
 
