@@ -4,6 +4,8 @@
 `data: [DONE]`, `stream_options.include_usage`, vLLM's `continuous_usage_stats`; `ignore_eos` and
 `min_tokens` accepted: this server always generates exactly `max_tokens`), `GET /v1/models`,
 `GET /kv` (the engine's KV pool and queue as JSON) and `GET /metrics` (the same as OpenMetrics text).
+A body is read whole and validated (requests.py) before any token or any 200: a bad one is a 4xx with
+a JSON error naming the field; a client that leaves is one DEBUG line (docs/serving.md, Limits).
 
 Behind it either the Engine (a model behind a scheduler and a KV pool) or `FixedDelay`, a stand-in
 that answers every request after a planted time to first token and inter-token gap, with optional
@@ -135,10 +137,8 @@ async def _read_body(request: web.Request) -> bytes | web.Response:
 #: make_app's choice for ServerThread: cancel a handler whose client went away (an engine request
 #: then frees its KV blocks and batch slot); the stand-in keeps aiohttp's default
 CANCEL_ON_DISCONNECT = web.AppKey("cancel_on_disconnect", bool)
-#: the request's streaming response, once its 200 has gone out (web.RequestKey: aiohttp >= 3.12)
-_PREPARED: Any = (
-    web.RequestKey("prepared", web.StreamResponse) if hasattr(web, "RequestKey") else "aiworkbook.prepared"
-)
+#: the request's streaming response, once its 200 has gone out
+_PREPARED = web.RequestKey("prepared", web.StreamResponse)
 
 
 def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = None) -> web.Application:
