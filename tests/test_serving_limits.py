@@ -10,6 +10,8 @@ import json
 import logging
 import socket
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 from serving_logs import loud, post, server_records
@@ -185,6 +187,15 @@ def test_bad_bodies_get_400_naming_the_field(tiny, raw, path, field):
     assert status == 400
     err = json.loads(body)["error"]
     assert err["param"] == field and f"field '{field}'" in err["message"] and err["code"] == 400
+
+
+def test_unknown_routes_and_methods_are_json_errors(tiny):
+    _, url = tiny
+    status, body = _post(url + "/v1/nope", b"{}")
+    assert status == 404 and json.loads(body)["error"]["code"] == 404
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(url + "/v1/completions", timeout=10)
+    assert err.value.code == 405 and json.loads(err.value.read())["error"]["code"] == 405
 
 
 def test_bodies_past_the_limits(tiny):

@@ -134,6 +134,18 @@ async def _read_body(request: web.Request) -> bytes | web.Response:
         return _error(400, f"the body cannot be read: {exc}", "invalid_request_error", "body")
 
 
+@web.middleware
+async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    """aiohttp's own 4xx (no such route, a method the route lacks) as the same JSON error as ours."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        kind = "not_found" if exc.status == 404 else "invalid_request_error"
+        return _error(exc.status, f"{exc.reason}: {request.method} {request.path}"[:300], kind)
+
+
 #: make_app's choice for ServerThread: cancel a handler whose client went away (an engine request
 #: then frees its KV blocks and batch slot); the stand-in keeps aiohttp's default
 CANCEL_ON_DISCONNECT = web.AppKey("cancel_on_disconnect", bool)
@@ -145,7 +157,7 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
     """The aiohttp application: an Engine or a FixedDelay stand-in behind the OpenAI routes."""
     if (engine is None) == (fixed is None):
         raise SpecError("backend", "engine and fixed", "exactly one of an Engine or a FixedDelay")
-    app = web.Application(client_max_size=BODY_MAX_BYTES)
+    app = web.Application(client_max_size=BODY_MAX_BYTES, middlewares=[_json_errors])
     app[CANCEL_ON_DISCONNECT] = engine is not None
 
     async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
