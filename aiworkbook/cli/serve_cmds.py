@@ -25,15 +25,27 @@ def register(app: typer.Typer) -> None:
             None,
             help="tokens per continuous-batching forward; longer prompts prefill in chunks (default 2048)",
         ),
-        kv_budget_mib: float = typer.Option(None, help="KV pool size in MiB (default: 64 MiB on CPU)"),
-        device: str = typer.Option("cpu", help="cpu | cuda"),
+        kv_budget_mib: float = typer.Option(
+            None, help="KV pool size in MiB, finite and > 0 (default: 64 MiB on CPU)"
+        ),
+        device: str = typer.Option("cpu", help="auto | cpu | cuda | cuda:N"),
         duration: float = typer.Option(0.0, help="stop after this many seconds (0: until Ctrl-C)"),
     ) -> None:
-        """Serve MODEL on HOST:PORT: /v1/completions, /v1/chat/completions (streaming), /kv, /metrics."""
-        from aiworkbook.serving.embedded import build_engine, embedded_server
-        from aiworkbook.units import MiB
+        """Serve MODEL on HOST:PORT: /v1/completions, /v1/chat/completions (streaming), /kv, /metrics.
 
-        budget = int(kv_budget_mib * MiB) if kv_budget_mib is not None else None
+        Refuses (exit 2) before loading a model whose weights and KV pool do not fit the free memory
+        less a 10 % margin. Idle connections close after 15 s; bodies are limited to 1 MiB."""
+        import math
+
+        from aiworkbook.errors import SpecError
+        from aiworkbook.serving.embedded import build_engine, embedded_server
+        from aiworkbook.serving.limits import check_port, kv_budget_bytes, serve_device
+
+        check_port(port)  # all options before the model loads
+        budget = kv_budget_bytes(kv_budget_mib)
+        device = serve_device(device)
+        if not (math.isfinite(duration) and duration >= 0):
+            raise SpecError("duration", duration, "a finite number of seconds >= 0 (0: until Ctrl-C)")
         eng = build_engine(
             model,
             backend=backend,

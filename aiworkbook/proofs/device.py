@@ -194,7 +194,7 @@ def half_dtype(device: str) -> tuple[str, str | None]:
     computes it natively (`torch.cuda.is_bf16_supported(including_emulation=False)`: compute capability
     >= 8; torch's default also says yes for an emulated bf16, far slower), else fp16. The CPU has bf16 in
     every torch build (its proofs default to fp32 anyway)."""
-    if device != "cuda":
+    if not device.startswith("cuda"):
         return "bf16", None
     import torch
 

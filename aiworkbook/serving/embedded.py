@@ -47,16 +47,14 @@ def predicted_capacity(spec: Any, budget_bytes: int, context: int, dtype: str = 
 
 
 def default_kv_budget(device: str, spec: Any = None, dtype: str = "fp32") -> int:
-    """CPU: 64 MiB. CUDA: 90 % of free memory less the weights (the estimate's), as vLLM budgets it,
-    at most 8 GiB (pass kv_budget_bytes for more)."""
-    if device != "cuda":
+    """CPU: 64 MiB. CUDA: the free memory less the safety margin (serving.limits, vLLM's 10 %) less the
+    weights (the sizing library's), at most 8 GiB (pass kv_budget_bytes for more)."""
+    if not device.startswith("cuda"):
         return CPU_KV_BUDGET
-    from aiworkbook.proofs.device import free_memory
-    from aiworkbook.sizing import estimate
+    from aiworkbook.serving.limits import free_bytes, usable_bytes, weights_bytes
 
-    free = free_memory("cuda")[0]
-    weights = int(estimate(spec, infer_workload(1, 1, dtype), gpu=None, device="cuda").memory.weights)
-    return min(CUDA_KV_CAP, max(0, int(free * 0.9) - weights))
+    free = free_bytes(device)[0]
+    return min(CUDA_KV_CAP, max(0, usable_bytes(free) - weights_bytes(spec, dtype)))
 
 
 def build_engine(
@@ -71,13 +69,18 @@ def build_engine(
     step_s: float = 0.01,
     batch_timeout_s: float = 0.05,
     max_batched_tokens: int | None = None,
+    free_bytes: int | None = None,
 ):
     """An Engine for `model` (preset name, config path or ModelSpec) with its KV pool; the synthetic
     backend keeps the model's KV bytes per token but sleeps `step_s` per forward instead of computing.
-    max_batched_tokens: tokens per continuous-batching forward (default: the engine's, vLLM V1's 2048)."""
+    max_batched_tokens: tokens per continuous-batching forward (default: the engine's, vLLM V1's 2048).
+    device: auto, cpu, cuda or cuda:N. The torch backend is refused before it allocates (WouldNotFit)
+    when its weights and KV pool do not fit the free memory less a margin (serving.limits.check_memory;
+    `free_bytes` injects the free figure)."""
     from aiworkbook.proofs.device import half_dtype
     from aiworkbook.serving.backends import SyntheticBackend, TorchBackend
     from aiworkbook.serving.engine import MAX_BATCHED_TOKENS, Engine
+    from aiworkbook.serving.limits import check_memory, serve_device, weights_bytes
     from aiworkbook.specs import load_model
 
     if backend not in BACKENDS:
@@ -85,9 +88,13 @@ def build_engine(
     spec = load_model(model) if isinstance(model, str) else model
     if not spec.is_decoder:
         raise SpecError("model", spec.name, "a decoder (the server generates tokens)")
+    device = serve_device(device)
     dtype = "fp32" if device == "cpu" else half_dtype(device)[0]  # fp16 where the GPU has no bf16
     budget = default_kv_budget(device, spec, dtype) if kv_budget_bytes is None else int(kv_budget_bytes)
     pool = BlockPool.from_budget(budget, kv_bytes_per_token(spec, dtype), BLOCK_SIZE)
+    if backend == "torch":  # the synthetic backend allocates neither weights nor a pool
+        kv = pool.num_blocks * pool.bytes_per_block
+        check_memory(spec.name, weights_bytes(spec, dtype), kv, device, dtype, free=free_bytes)
     be = (
         TorchBackend(spec, pool, device=device, dtype=dtype)
         if backend == "torch"

@@ -43,7 +43,7 @@ class Rejected(Exception):
         self.status = status
 
 
-@dataclass
+@dataclass(eq=False)  # identity: cancel() finds its own sequence in the queue
 class Sequence:
     id: int
     prompt_len: int
@@ -93,6 +93,7 @@ class Engine:
             "admitted": 0,
             "finished": 0,
             "rejected": 0,
+            "cancelled": 0,  # sequences whose client went away before their last token
             "iterations": 0,  # forward passes
             "prompt_tokens": 0,
             "tokens": 0,
@@ -138,11 +139,18 @@ class Engine:
         return seq
 
     def cancel(self, seq: Sequence) -> None:
-        """The client went away: stop generating for it (its blocks are released at the next step).
+        """The client went away: stop generating for it. A waiting sequence leaves the queue now; a
+        running one frees its blocks and batch slot at the next step (counted as `cancelled`).
         A no-op once the sequence has all its tokens: a client that leaves after its answer cancels
         nothing, so a static batch still carries that row as padding until its longest ends."""
-        if not seq.done:
+        if seq.done or seq.cancelled:
+            return
+        with self._cv:
             seq.cancelled = True
+            if seq in self.waiting:
+                self.waiting.remove(seq)
+                self.counters["cancelled"] += 1
+            self._cv.notify_all()
 
     def reset_peaks(self) -> None:
         """Start a new measurement window for the peaks (KV blocks, running sequences)."""
@@ -253,6 +261,7 @@ class Engine:
     def _drop_cancelled(self) -> None:
         for s in [s for s in self.running if s.cancelled]:
             self.running.remove(s)
+            self.counters["cancelled"] += 1
             self._finish(s, "cancelled")
 
     def _running_more(self, new: list[Sequence]) -> None:

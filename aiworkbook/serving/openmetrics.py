@@ -14,6 +14,7 @@ _HELP = {
     "waiting": ("gauge", "sequences waiting for a slot or KV blocks"),
     "rejected": ("counter", "requests refused with HTTP 429"),
     "finished": ("counter", "sequences finished"),
+    "cancelled": ("counter", "sequences whose client went away before their last token"),
     "tokens": ("counter", "tokens generated"),
     "prompt_tokens": ("counter", "prompt tokens prefilled (whole prompts and chunks)"),
     "iterations": ("counter", "forward passes (a static prefill, a decode step or a mixed iteration)"),

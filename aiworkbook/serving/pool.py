@@ -9,6 +9,10 @@ from dataclasses import dataclass
 
 from aiworkbook.errors import SpecError
 
+#: the most blocks a pool keeps ids for (its free list is a Python list: 2**20 ids are ~40 MB); a budget
+#: past it is a typo or infinity, not a pool (tiny-llama's 32 KiB fp32 blocks: 32 GiB)
+MAX_BLOCKS = 2**20
+
 
 def blocks_for(tokens: int, block_size: int) -> int:
     return -(-int(tokens) // int(block_size))
@@ -27,6 +31,8 @@ class BlockPool:
     def __post_init__(self) -> None:
         if self.num_blocks < 1:
             raise SpecError("kv_blocks", self.num_blocks, ">= 1 block (raise the KV budget)")
+        if self.num_blocks > MAX_BLOCKS:
+            raise SpecError("kv_blocks", self.num_blocks, f"<= {MAX_BLOCKS:,} blocks (lower the KV budget)")
         if self.block_size < 1:
             raise SpecError("block_size", self.block_size, ">= 1 token")
         self._lock = threading.Lock()

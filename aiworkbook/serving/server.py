@@ -4,6 +4,8 @@
 `data: [DONE]`, `stream_options.include_usage`, vLLM's `continuous_usage_stats`; `ignore_eos` and
 `min_tokens` accepted: this server always generates exactly `max_tokens`), `GET /v1/models`,
 `GET /kv` (the engine's KV pool and queue as JSON) and `GET /metrics` (the same as OpenMetrics text).
+A body is read whole and validated (requests.py) before any token or any 200: a bad one is a 4xx with
+a JSON error naming the field; a client that leaves is one DEBUG line (docs/serving.md, Limits).
 
 Behind it either the Engine (a model behind a scheduler and a KV pool) or `FixedDelay`, a stand-in
 that answers every request after a planted time to first token and inter-token gap, with optional
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import logging
 import threading
 import time
 import uuid
@@ -26,10 +29,15 @@ from typing import Any
 from aiohttp import web
 
 from aiworkbook.errors import SpecError
+from aiworkbook.serving.requests import BODY_MAX_BYTES, BODY_READ_TIMEOUT_S, RequestError, parse
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 FAULTS = ("drop", "malformed")
 TIMINGS_KEPT = 4096  # the stand-in's last requests that GET /timings reports
+#: seconds a connection may sit idle, before its first request or between requests, before the server
+#: closes it (aiohttp's keepalive_timeout, whose own default is an hour; uvicorn's, under vLLM, is 5 s)
+IDLE_TIMEOUT_S = 15.0
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,25 +50,6 @@ class FixedDelay:
     chunk_tokens: int = 1
     fault: str | None = None
     fault_after: int = 2
-
-
-def _prompt_words(body: dict[str, Any], chat: bool) -> list[str]:
-    if chat:
-        msgs = body.get("messages")
-        if not isinstance(msgs, list) or not msgs:
-            raise SpecError("messages", msgs, "a non-empty list of {role, content}")
-        text = " ".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
-    else:
-        prompt = body.get("prompt", "")
-        text = " ".join(map(str, prompt)) if isinstance(prompt, list) else str(prompt)
-    return text.split() or ["<empty>"]
-
-
-def _max_tokens(body: dict[str, Any]) -> int:
-    v = body.get("max_tokens", body.get("max_completion_tokens", 16))
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise SpecError("max_tokens", v, "an integer >= 1")
-    return v
 
 
 class _Stream:
@@ -126,29 +115,73 @@ class _Stream:
         await self.resp.write_eof(b"".join(map(self._event, events)))
 
 
-def _error(status: int, message: str, kind: str) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
+def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
+    err = {"message": message, "type": kind, "param": param, "code": status}
+    return web.json_response({"error": err}, status=status)
+
+
+async def _read_body(request: web.Request) -> bytes | web.Response:
+    """The whole body within BODY_MAX_BYTES and BODY_READ_TIMEOUT_S, or the JSON error to answer."""
+    try:
+        return await asyncio.wait_for(request.read(), BODY_READ_TIMEOUT_S)
+    except web.HTTPRequestEntityTooLarge:
+        return _error(413, f"the body is larger than {BODY_MAX_BYTES} bytes", "invalid_request_error", "body")
+    except asyncio.TimeoutError:
+        return _error(
+            408, f"the body took longer than {BODY_READ_TIMEOUT_S:g} s", "invalid_request_error", "body"
+        )
+    except web.RequestPayloadError as exc:  # a body that cannot be decoded (Content-Encoding), cut short
+        return _error(400, f"the body cannot be read: {exc}", "invalid_request_error", "body")
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    """aiohttp's own 4xx (no such route, a method the route lacks) as the same JSON error as ours."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        kind = "not_found" if exc.status == 404 else "invalid_request_error"
+        return _error(exc.status, f"{exc.reason}: {request.method} {request.path}"[:300], kind)
+
+
+#: make_app's choice for ServerThread: cancel a handler whose client went away (an engine request
+#: then frees its KV blocks and batch slot); the stand-in keeps aiohttp's default
+CANCEL_ON_DISCONNECT = web.AppKey("cancel_on_disconnect", bool)
+#: the request's streaming response, once its 200 has gone out
+_PREPARED = web.RequestKey("prepared", web.StreamResponse)
 
 
 def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = None) -> web.Application:
     """The aiohttp application: an Engine or a FixedDelay stand-in behind the OpenAI routes."""
     if (engine is None) == (fixed is None):
         raise SpecError("backend", "engine and fixed", "exactly one of an Engine or a FixedDelay")
-    app = web.Application()
+    app = web.Application(client_max_size=BODY_MAX_BYTES, middlewares=[_json_errors])
+    app[CANCEL_ON_DISCONNECT] = engine is not None
 
     async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
         arrived = time.perf_counter()  # the handler's entry, before the body is read
         try:
-            body = await request.json()
-            if not isinstance(body, dict):
-                raise SpecError("body", type(body).__name__, "a JSON object")
-            words = _prompt_words(body, chat)
-            max_tokens = _max_tokens(body)
-        except (ValueError, json.JSONDecodeError) as exc:
-            return _error(400, str(exc), "invalid_request_error")
-        if fixed is not None:
-            return await _fixed(request, body, chat, words, max_tokens, arrived)
-        return await _engine(request, body, chat, words, max_tokens)
+            raw = await _read_body(request)
+            if isinstance(raw, web.Response):
+                return raw
+            try:
+                g = parse(raw, chat)
+            except RequestError as exc:
+                return _error(400, str(exc), "invalid_request_error", exc.field)
+            opts = {"include_usage": g.include_usage, "continuous_usage_stats": g.continuous_usage}
+            body = {"stream": g.stream, "stream_options": opts}
+            if fixed is not None:
+                return await _fixed(request, body, chat, g.words, g.max_tokens, arrived)
+            return await _engine(request, body, chat, g.words, g.max_tokens)
+        except ConnectionError as exc:  # the client went away mid-answer: not the server's error
+            log.debug("client %s went away from %s: %s", request.remote, request.path, exc)
+            prepared = request.get(_PREPARED)
+            return prepared if prepared is not None else web.Response(status=499)
+        except asyncio.CancelledError:
+            log.debug("client %s went away from %s: request cancelled", request.remote, request.path)
+            raise
 
     async def _sleep_until(due: float) -> None:
         """Sleep to the perf_counter deadline `due`, not past it: asyncio.sleep wakes up to a millisecond
@@ -162,6 +195,7 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
 
     async def _open(request, body, chat, prompt) -> tuple[web.StreamResponse, _Stream]:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        request[_PREPARED] = resp
         await resp.prepare(request)
         return resp, _Stream(resp, model_name, chat, body, prompt)
 
@@ -295,16 +329,60 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
     return app
 
 
+class _QuietClientErrors(logging.LoggerAdapter):
+    """aiohttp's server logger, except that what the client caused (a request it malformed: an
+    HttpProcessingError with a 4xx code, a bad request line, a header too long, a body that cannot be
+    decoded; or its connection lost) is one DEBUG line instead of an ERROR with its traceback.
+    Anything else aiohttp logs, a server-side failure, stays an ERROR."""
+
+    def exception(self, msg: Any, *args: Any, exc_info: Any = True, **kw: Any) -> None:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = exc_info if isinstance(exc_info, BaseException) else None
+        client = isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 0) < 500
+        if client or isinstance(exc, web.RequestPayloadError | ConnectionResetError):
+            self.debug(msg, *args, exc_info=exc)
+            return
+        self.logger.exception(msg, *args, exc_info=exc_info, **kw)
+
+    def debug(self, msg: Any, *args: Any, exc_info: Any = None, **kw: Any) -> None:
+        """One line: an exception aiohttp attaches to a debug record is summarised, not traced."""
+        if isinstance(exc_info, BaseException):
+            msg, args = (
+                f"{msg}: %s",
+                (*args, f"{type(exc_info).__name__}: {exc_info}".replace("\n", " ")[:200]),
+            )
+            exc_info = None
+        self.logger.debug(msg, *args, exc_info=exc_info, **kw)
+
+
 class ServerThread:
     """Runs an aiohttp app on `host:port` (port 0: a free one) in a thread with its own event loop;
-    `.url` once started; `.stop()` (or leaving the `with` block) shuts it and the engine down."""
+    `.url` once started; `.stop()` (or leaving the `with` block) shuts it and the engine down.
+
+    Timeouts, explicit: a connection idle for `idle_timeout_s` (one that never sends a request, or a
+    half-sent request line or headers, or a kept-alive one between requests) is closed (aiohttp's
+    keepalive_timeout); a body must arrive within BODY_READ_TIMEOUT_S (requests.py). An app from
+    make_app with an engine has its handlers cancelled when their client disconnects (aiohttp's
+    handler_cancellation), so a non-streaming request whose client timed out stops and frees its slot."""
 
     def __init__(
-        self, app: web.Application, host: str = "127.0.0.1", port: int = 0, engine: Any = None
+        self,
+        app: web.Application,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        engine: Any = None,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
     ) -> None:
+        from aiworkbook.serving.limits import check_port
+
         if host not in LOOPBACK:
             raise SpecError("host", host, "a loopback address (" + ", ".join(LOOPBACK) + ")")
+        check_port(port)
+        if not 0 < idle_timeout_s < float("inf"):
+            raise SpecError("idle_timeout_s", idle_timeout_s, "a finite number of seconds > 0")
         self.app, self.host, self.port, self.engine = app, host, port, engine
+        self.idle_timeout_s = float(idle_timeout_s)
         self.loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
         self._ready = threading.Event()
@@ -318,7 +396,14 @@ class ServerThread:
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         try:
-            self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+            self._runner = web.AppRunner(
+                self.app,
+                access_log=None,
+                handle_signals=False,
+                keepalive_timeout=self.idle_timeout_s,
+                logger=_QuietClientErrors(logging.getLogger("aiohttp.server")),
+                handler_cancellation=self.app.get(CANCEL_ON_DISCONNECT, False),
+            )
             self.loop.run_until_complete(self._runner.setup())
             site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
             self.loop.run_until_complete(site.start())
