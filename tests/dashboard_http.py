@@ -54,7 +54,12 @@ class Server:
     ) -> Answer:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            conn.request(method, path, body=body, headers={"Host": host or self.host, **(headers or {})})
+            conn.request(
+                method,
+                path,
+                body=body,
+                headers={"Host": self.host if host is None else host, **(headers or {})},
+            )
             resp = conn.getresponse()
             text = resp.read().decode("utf-8", "replace")
             cookies = dict(
@@ -102,7 +107,7 @@ class Server:
         from tornado.httpclient import HTTPClientError, HTTPRequest
         from tornado.websocket import websocket_connect
 
-        headers = {"Host": host or self.host}
+        headers = {"Host": self.host if host is None else host}
         if origin is not None:
             headers["Origin"] = origin
         req = HTTPRequest(f"ws://127.0.0.1:{self.port}/api/kernels/{kernel_id}/channels", headers=headers)

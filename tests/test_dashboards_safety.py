@@ -333,3 +333,12 @@ def test_token_reaches_the_server_but_not_its_command_line_or_kernels(tmp_path):
         assert kernels and all(TOKEN_ENV not in p.environ() for p in kernels)
         cmdlines += [p.cmdline() for p in kernels]
         assert not any("tok-" in part for line in cmdlines for part in line)
+
+
+def test_what_the_fuzzer_found_is_a_404_not_a_500(server):
+    """tests/test_dashboards_fuzz.py found three 500s in Voilà's routes: a path with a control character
+    (the page handler redirects it to /voila/files/, an unsafe Location), /voila/templates/ without
+    NAME/static/FILE (an assert in Voilà) and /logout (a template Voilà lacks)."""
+    for path in ("/%1F", "/api/kernels/%1F", "/voila/templates/", "/voila/templates/x", "/logout", "/a/b"):
+        a = server.request("GET", path)
+        assert a.status == 404 and a.kernel_id is None and "Traceback" not in a.body, (path, a.status)

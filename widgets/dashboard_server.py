@@ -140,12 +140,14 @@ class ViewerKernelManager(AsyncMappingKernelManager):
 
 
 class DashboardPage(TornadoVoilaHandler):
-    """Voilà's page handler that sets the `_xsrf` cookie (Voilà's unload beacon sends it back, so the
-    shutdown POST passes the XSRF check) and answers a full dashboard with a plain 503 page."""
+    """Voilà's page handler that serves only `/`, sets the `_xsrf` cookie (Voilà's unload beacon sends it
+    back, so the shutdown POST passes the XSRF check) and answers a full dashboard with a plain 503 page."""
 
     rendering: str | None = None  # the kernel this request started (ViewerKernelManager.start_kernel)
 
     def get(self, path: str | None = None) -> Any:
+        if path:  # one dashboard, one page: Voilà would redirect to /voila/files/PATH (a 500 for a
+            raise web.HTTPError(404)  # path with control characters, found by tests/test_dashboards_fuzz.py)
         self.xsrf_token  # noqa: B018 - reading it sets the cookie
         _PAGE.set(self)
         return super().get(path)
@@ -173,6 +175,30 @@ class DashboardPage(TornadoVoilaHandler):
         super().write_error(status_code, **kwargs)
 
 
+class _BadPathIs404:
+    """Mixed into Voilà's static file handlers: a path they cannot split (`/voila/templates/` with no
+    `NAME/static/FILE`, found by tests/test_dashboards_fuzz.py) fails an assert or a tuple unpacking
+    inside Voilà, a 500; it is a file that is not there."""
+
+    async def get(self, path: str, include_body: bool = True) -> None:
+        try:
+            await super().get(path, include_body)  # type: ignore[misc]
+        except (AssertionError, ValueError):
+            raise web.HTTPError(404) from None
+
+
+def _guarded(handler: Any) -> Any:
+    if isinstance(handler, type) and issubclass(handler, web.StaticFileHandler):
+        return type(handler.__name__, (_BadPathIs404, handler), {})
+    return DashboardPage if handler is TornadoVoilaHandler else handler
+
+
+def _is_logout(handler: Any) -> bool:
+    from jupyter_server.auth.logout import LogoutHandler
+
+    return isinstance(handler, type) and issubclass(handler, LogoutHandler)
+
+
 class _Foreign(Matcher):
     """Matches a request whose Host or Origin names no allowed host (then the Refused handler runs)."""
 
@@ -187,10 +213,15 @@ class _Foreign(Matcher):
         return {}
 
 
-class Refused(web.RequestHandler):
-    """403 for every method, before any handler (and any kernel) runs."""
+class _EveryMethod(tuple):
+    def __contains__(self, method: object) -> bool:
+        return True
 
-    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "DELETE", "PATCH", "PUT", "OPTIONS")  # type: ignore[assignment]
+
+class Refused(web.RequestHandler):
+    """403 for every method (PROPFIND too, not 405), before any handler (and any kernel) runs."""
+
+    SUPPORTED_METHODS = _EveryMethod()  # type: ignore[assignment]
 
     def prepare(self) -> None:
         self.set_status(403)
@@ -227,10 +258,10 @@ class DashboardVoila(Voila):
         return settings
 
     def init_handlers(self) -> list[Any]:
-        return [
-            (h[0], DashboardPage, *h[2:]) if h[1] is TornadoVoilaHandler else h
-            for h in super().init_handlers()
-        ]
+        # no /logout: jupyter_server's page wants a logout.html Voilà's templates lack (a 500, found by
+        # tests/test_dashboards_fuzz.py); the path then gets the page handler's 404
+        handlers = [h for h in super().init_handlers() if not _is_logout(h[1])]
+        return [(h[0], _guarded(h[1]), *h[2:]) for h in handlers]
 
     def listen(self) -> None:
         router = self.app.default_router
