@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -44,7 +45,9 @@ REFUSED = "403: this dashboard does not answer to that host name or origin\n"
 
 
 #: the page request now running in this task: the kernel it starts counts as connected while it renders
-_PAGE: ContextVar[DashboardPage | None] = ContextVar("aiworkbook_dashboard_page", default=None)
+_PAGE: ContextVar[tuple[DashboardPage | None, asyncio.Task | None]] = ContextVar(
+    "aiworkbook_dashboard_page", default=(None, None)
+)
 
 
 class ViewersFull(web.HTTPError):
@@ -76,6 +79,7 @@ class ViewerKernelManager(AsyncMappingKernelManager):
         self._starting = 0
         self._alone_since: dict[str, float] = {}  # kernel id -> when its page connections reached 0
         self._connected_once: set[str] = set()
+        self._seen: set[str] = set()  # kernels cull_kernel_if_idle has looked at
 
     def live(self) -> int:
         """Kernels running or starting now."""
@@ -91,9 +95,9 @@ class ViewerKernelManager(AsyncMappingKernelManager):
         finally:
             self._starting -= 1
         kernel_id = str(kernel_id)
-        page = _PAGE.get()
-        if page is not None:  # rendering for a page: not alone until that request ends
-            page.rendering = kernel_id
+        page, task = _PAGE.get()
+        if page is not None and task is asyncio.current_task():  # the page request's own kernel (not
+            page.rendering = kernel_id  # a pre-heat refill it set off): not alone while it renders
             super().notify_connect(kernel_id)
         else:
             self._alone_since[kernel_id] = self.clock()
@@ -126,12 +130,20 @@ class ViewerKernelManager(AsyncMappingKernelManager):
         return self.clock() - since > grace
 
     async def cull_kernels(self) -> None:
-        for gone in [k for k in self._alone_since if k not in self._kernels]:
+        for gone in (set(self._alone_since) | self._connected_once | self._seen) - set(self._kernels):
             self._alone_since.pop(gone, None)
             self._connected_once.discard(gone)
+            self._seen.discard(gone)
         await super().cull_kernels()
 
     async def cull_kernel_if_idle(self, kernel_id: str) -> None:
+        # Voilà's pre-heat manager does not call this for a kernel still in its pool: the first call
+        # comes once a viewer has it, so its wait for a page starts then, not when it was warmed.
+        if kernel_id not in self._seen:
+            self._seen.add(kernel_id)
+            pooled = hasattr(self, "_pools")  # Voilà's pre-heat manager (--preheat)
+            if pooled and kernel_id in self._alone_since and kernel_id not in self._connected_once:
+                self._alone_since[kernel_id] = self.clock()
         if self.alone_too_long(kernel_id):
             self.log.warning("Culling kernel %s: no page connected to it", kernel_id)
             await ensure_async(self.shutdown_kernel(kernel_id))
@@ -149,7 +161,7 @@ class DashboardPage(TornadoVoilaHandler):
         if path:  # one dashboard, one page: Voilà would redirect to /voila/files/PATH (a 500 for a
             raise web.HTTPError(404)  # path with control characters, found by tests/test_dashboards_fuzz.py)
         self.xsrf_token  # noqa: B018 - reading it sets the cookie
-        _PAGE.set(self)
+        _PAGE.set((self, asyncio.current_task()))
         return super().get(path)
 
     def _page_done(self) -> None:
