@@ -15,6 +15,7 @@ import importlib.util
 import ipaddress
 import os
 import secrets
+import shlex
 import socket
 import subprocess
 import sys
@@ -104,6 +105,10 @@ class Launch:
     url: str = ""
     port: int = 0
     ip: str = "127.0.0.1"
+    #: the server's working folder: the dashboards' own, so `python -m` finds the installed aiworkbook,
+    #: not an `aiworkbook/` folder of a checkout the command was typed in (and Voilà's root is not the
+    #: caller's folder)
+    cwd: str | None = None
 
 
 def launch(
@@ -187,7 +192,7 @@ def launch(
     env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0", "JUPYTER_PATH": jupyter_path}
     if token is not None:
         env[TOKEN_ENV] = token  # not argv: `ps` shows a command line to every user of the machine
-    return Launch(argv=argv, env=env, url=url, port=port, ip=ip)
+    return Launch(argv=argv, env=env, url=url, port=port, ip=ip, cwd=str(path.parent))
 
 
 def _host_port(name: str, port: int) -> str:
@@ -218,7 +223,7 @@ def start(spec: Launch, **popen_kwargs) -> subprocess.Popen:
     """Start Voilà as a child process with the launch's environment (the token arrives there, not in
     argv; a TOKEN_ENV this process inherited is not passed on unless it is the launch's token)."""
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
-    return subprocess.Popen(spec.argv, env={**env, **spec.env}, **popen_kwargs)
+    return subprocess.Popen(spec.argv, env={**env, **spec.env}, cwd=spec.cwd, **popen_kwargs)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
@@ -323,7 +328,7 @@ def register(app: typer.Typer) -> None:
         )
         if print_command:
             env = " ".join(f"{k}={v}" for k, v in spec.env.items())
-            typer.echo(f"{env} {' '.join(spec.argv)}")
+            typer.echo(f"cd {shlex.quote(spec.cwd or '.')} && {env} {' '.join(spec.argv)}")
             typer.echo(spec.url)
             return
         import signal
