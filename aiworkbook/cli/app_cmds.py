@@ -1,9 +1,12 @@
 """`aiworkbook app [sizing|monitor|report]`: serve one Voilà dashboard for stakeholders.
 
 Voilà runs as its own process on a dashboard notebook shipped in aiworkbook.widgets (package data);
-this module imports no widget. Safe by default: 127.0.0.1, tracebacks hidden, sources stripped,
-idle kernels culled, proofs off unless --allow-proofs (the report dashboard reads ALLOW_PROOFS_ENV;
-the registry's one proof lock keeps them one at a time).
+this module imports no widget (the server is aiworkbook.widgets.dashboard_server, Voilà plus the hooks
+below). Safe by default: 127.0.0.1, tracebacks hidden, sources stripped, proofs off unless --allow-proofs
+(the report dashboard reads ALLOW_PROOFS_ENV; the registry's one proof lock keeps them one at a time).
+Safe to share: only the loopback names, the --ip address and --allow-host names are answered (DNS
+rebinding), XSRF checks on, at most --max-viewers kernels, kernels without a page culled, and the token
+passed to the server in its environment, never on a command line `ps` shows.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import importlib.util
 import ipaddress
 import os
 import secrets
+import shlex
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +30,22 @@ import typer
 
 DASHBOARDS = ("sizing", "monitor", "report")
 ALLOW_PROOFS_ENV = "AIWORKBOOK_ALLOW_PROOFS"
-# Idle kernels (a viewer who left) are shut down after this long; checked every CULL_INTERVAL_S.
+#: the token reaches the Voilà server through this variable (also read by `aiworkbook app` itself)
+TOKEN_ENV = "AIWORKBOOK_TOKEN"
+#: the server module: Voilà with the Host allowlist, XSRF, the kernel cap and culling without a page
+SERVER_MODULE = "aiworkbook.widgets.dashboard_server"
+# Idle kernels (connected or not, no output) are shut down after this long; every kernel is checked
+# every CULL_INTERVAL_S.
 CULL_IDLE_S = 600
-CULL_INTERVAL_S = 60
+CULL_INTERVAL_S = 10
+#: a kernel no page has connected to this long after it started is culled (the page is still loading)
+FIRST_CONNECT_S = 120
+#: a kernel whose last page connection closed this long ago is culled, busy or not (a live monitor's
+#: samples count as activity: idle culling never ends it). Its browser killed: gone within
+#: DISCONNECT_GRACE_S + CULL_INTERVAL_S; its network lost: the websocket ping (10 s, 30 s timeout) first.
+DISCONNECT_GRACE_S = 20
+#: live kernels (viewers) per dashboard; one more viewer gets a "full, try again later" page (503)
+MAX_VIEWERS = 8
 #: How long a cell's execution waits for its remaining output messages after the kernel replies.
 IOPUB_TIMEOUT_S = 60
 #: the Voilà template the dashboards are served with (under template_root())
@@ -88,6 +105,10 @@ class Launch:
     url: str = ""
     port: int = 0
     ip: str = "127.0.0.1"
+    #: the server's working folder: the dashboards' own, so `python -m` finds the installed aiworkbook,
+    #: not an `aiworkbook/` folder of a checkout the command was typed in (and Voilà's root is not the
+    #: caller's folder)
+    cwd: str | None = None
 
 
 def launch(
@@ -100,11 +121,16 @@ def launch(
     open_browser: bool = False,
     preheat: int = 0,
     progressive: bool = True,
+    allow_hosts: Sequence[str] = (),
+    max_viewers: int = MAX_VIEWERS,
 ) -> Launch:
     """The Voilà command for dashboard `name`. A non-loopback ip gets a token (generated when none is
     given): sharing is deliberate and never open. `preheat` > 0 keeps that many kernels warm
     (Voilà then renders in one go: pre-heating and progressive rendering exclude each other).
-    progressive=False puts every cell's output in the first HTML answer (what a smoke test reads)."""
+    progressive=False puts every cell's output in the first HTML answer (what a smoke test reads).
+    `allow_hosts`: names (NAME or NAME:PORT) the dashboard answers to besides loopback and `ip`.
+    The token goes to the server in Launch.env (TOKEN_ENV), never in argv."""
+    from aiworkbook.cli.app_hosts import parse_allow_host
     from aiworkbook.errors import SpecError
 
     path = dashboard_path(name)
@@ -118,10 +144,15 @@ def launch(
         token = secrets.token_urlsafe(24)
     if preheat < 0:
         raise SpecError("preheat", preheat, "0 (off) or more kernels")
+    if not (1 <= max_viewers <= 1000):
+        raise SpecError("max-viewers", max_viewers, "1 to 1000 kernels")
+    if preheat >= max_viewers:
+        raise SpecError("preheat", preheat, f"fewer than --max-viewers ({max_viewers}): warm kernels count")
+    hosts = [parse_allow_host(h) for h in allow_hosts]
     argv = [
         sys.executable,
         "-m",
-        "voila",
+        SERVER_MODULE,
         str(path),
         f"--Voila.ip={ip}",
         f"--port={port}",
@@ -132,11 +163,15 @@ def launch(
         f"--MappingKernelManager.cull_interval={CULL_INTERVAL_S}",
         "--MappingKernelManager.cull_connected=False",
         "--MappingKernelManager.cull_busy=False",
-        # A closed page shuts its kernel down through a beacon POST that Voilà sends without the
-        # _xsrf field it never set (voila-dashboards/voila#1458): it gets 403 and the kernel lives on
-        # (a live monitor never idles, so culling never ends it). The POST can only end a kernel whose
-        # random id the sender knows; loopback by default, a token when shared.
-        "--Voila.tornado_settings=disable_check_xsrf=True",
+        f"--VoilaConfiguration.multi_kernel_manager_class={SERVER_MODULE}.ViewerKernelManager",
+        f"--ViewerKernelManager.max_viewers={max_viewers}",
+        f"--ViewerKernelManager.first_connect_s={FIRST_CONNECT_S}",
+        f"--ViewerKernelManager.disconnect_grace_s={DISCONNECT_GRACE_S}",
+        # XSRF checks stay on: the server sets the _xsrf cookie Voilà's unload beacon sends back with
+        # its shutdown POST (voila-dashboards/voila#1458), so a closed page still ends its kernel.
+        # A viewer's query string picks no other template or theme (those are the server's choice).
+        "--VoilaConfiguration.allow_template_override=NO",
+        "--VoilaConfiguration.allow_theme_override=NO",
         # After a cell's execute_reply, nbclient waits iopub_timeout (4 s by default) for the rest of
         # its IOPub messages, then returns the cell without them and only logs a warning: on a busy
         # server (ten viewers' kernels on two cores) the sizer cell's hundreds of widget messages came
@@ -149,18 +184,46 @@ def launch(
     if preheat:
         argv += ["--preheat_kernel=True", f"--pool_size={preheat}"]
     argv.append(f"--progressive_rendering={progressive and not preheat}")
-    if token is not None:
-        argv.append(f"--token={token}")
-    host = f"[{ip}]" if ":" in ip else ip
+    argv += [f"--DashboardVoila.allow_hosts={n if p is None else _host_port(n, p)}" for n, p in hosts]
+    shown = socket.gethostname() if ip in ("0.0.0.0", "::") else ip  # a name the allowlist holds
+    host = f"[{shown}]" if ":" in shown else shown
     url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
     jupyter_path = os.pathsep.join(p for p in (str(template_root()), os.environ.get("JUPYTER_PATH")) if p)
     env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0", "JUPYTER_PATH": jupyter_path}
-    return Launch(argv=argv, env=env, url=url, port=port, ip=ip)
+    if token is not None:
+        env[TOKEN_ENV] = token  # not argv: `ps` shows a command line to every user of the machine
+    return Launch(argv=argv, env=env, url=url, port=port, ip=ip, cwd=str(path.parent))
+
+
+def _host_port(name: str, port: int) -> str:
+    return f"[{name}]:{port}" if ":" in name else f"{name}:{port}"
+
+
+def read_token(token: str | None, token_file: Path | None) -> str | None:
+    """The token from --token (or TOKEN_ENV, which typer reads into it) or from --token-file's first
+    line; both at once is an error."""
+    from aiworkbook.errors import SpecError
+
+    if token_file is None:
+        return token
+    if token is not None:
+        raise SpecError("token-file", str(token_file), f"not with --token or {TOKEN_ENV}: one source")
+    try:
+        text = token_file.read_text(encoding="utf-8").strip().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(
+            "token-file", str(token_file), f"a readable UTF-8 file ({exc.__class__.__name__})"
+        ) from None
+    if not text or not text[0].strip():
+        raise SpecError("token-file", str(token_file), "a file whose first line is the token")
+    return text[0].strip()
 
 
 def start(spec: Launch, **popen_kwargs) -> subprocess.Popen:
-    """Start Voilà as a child process with the launch's environment."""
-    return subprocess.Popen(spec.argv, env={**os.environ, **spec.env}, **popen_kwargs)
+    """Start Voilà as a child process with the launch's environment (the token arrives there, not in
+    argv; a TOKEN_ENV this process inherited is not passed on unless it is the launch's token)."""
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+    return subprocess.Popen(spec.argv, env={**env, **spec.env}, cwd=spec.cwd, **popen_kwargs)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
@@ -221,7 +284,25 @@ def register(app: typer.Typer) -> None:
             "--ip",
             help="Address to bind; anything but loopback needs a token (one is generated).",
         ),
-        token: str = typer.Option(None, "--token", help="Token viewers must present (?token=...)."),
+        token: str = typer.Option(
+            None,
+            "--token",
+            envvar=TOKEN_ENV,
+            help=f"Token viewers must present (?token=...); better from ${TOKEN_ENV} or --token-file, "
+            "which `ps` does not show.",
+        ),
+        token_file: Path = typer.Option(
+            None, "--token-file", help="Read the token from this file's first line."
+        ),
+        allow_host: list[str] = typer.Option(
+            None,
+            "--allow-host",
+            help="Also answer to this host name (NAME or NAME:PORT; repeatable), e.g. the name viewers "
+            "type or a reverse proxy's. Any other Host gets 403.",
+        ),
+        max_viewers: int = typer.Option(
+            MAX_VIEWERS, "--max-viewers", help="Most viewers (kernels) at once; one more sees 'full'."
+        ),
         no_browser: bool = typer.Option(False, "--no-browser", help="Do not open a browser."),
         allow_proofs: bool = typer.Option(
             False, "--allow-proofs", help="Let viewers run proofs (one at a time) in the report dashboard."
@@ -238,14 +319,16 @@ def register(app: typer.Typer) -> None:
             dashboard,
             ip=ip,
             port=port,
-            token=token,
+            token=read_token(token, token_file),
             allow_proofs=allow_proofs,
             open_browser=not no_browser,
             preheat=preheat,
+            allow_hosts=allow_host or (),
+            max_viewers=max_viewers,
         )
         if print_command:
             env = " ".join(f"{k}={v}" for k, v in spec.env.items())
-            typer.echo(f"{env} {' '.join(spec.argv)}")
+            typer.echo(f"cd {shlex.quote(spec.cwd or '.')} && {env} {' '.join(spec.argv)}")
             typer.echo(spec.url)
             return
         import signal

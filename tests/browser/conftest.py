@@ -48,7 +48,7 @@ class Servers:
         if name not in self.running:
             from aiworkbook.cli.app_cmds import launch, serving
 
-            spec = launch(name)
+            spec = launch(name, max_viewers=12)  # ten viewers at once, and earlier pages' kernels ending
             if os.environ.get("AIWORKBOOK_TEST_TRACEBACKS") == "1":  # debugging a failing page
                 spec = replace(
                     spec, argv=[a.replace("show_tracebacks=False", "show_tracebacks=True") for a in spec.argv]

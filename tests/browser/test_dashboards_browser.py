@@ -1,7 +1,8 @@
 """The dashboards in a real browser (Debian Chromium + Playwright) against `aiworkbook app`'s Voilà:
 each renders, a changed control shows what the library computes, a bad value shows an error and the
 page keeps working, the monitor updates, a closed page ends its kernel (and the kernel's sampler
-subscription), and ten viewers at once all render and answer."""
+subscription; XSRF checks on), a killed browser's kernel is culled, and ten viewers at once all render
+and answer."""
 
 from __future__ import annotations
 
@@ -269,3 +270,64 @@ def test_ten_viewers_at_once_all_render_and_answer(browser, servers):
     finally:
         for p in pages:
             close_page(p)
+
+
+def _kernel_ids(proc) -> set[str]:
+    """Kernel ids of the live kernels under the server (from their connection file's name)."""
+    ids = set()
+    for p in _kernels(proc):
+        for part in p.cmdline():
+            if m := re.search(r"kernel-([0-9a-f-]{36})\.json", part):
+                ids.add(m.group(1))
+    return ids
+
+
+def _connections(url: str, kernel_id: str) -> int | None:
+    """The kernel's page connections (its REST model), None once it is gone."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url.split('?')[0]}api/kernels/{kernel_id}", timeout=10) as r:
+            return int(json.load(r)["connections"])
+    except urllib.error.HTTPError:
+        return None
+
+
+def test_a_killed_browsers_monitor_kernel_is_culled(servers, tmp_path):
+    """A monitor kernel samples (activity) whatever happens to its page: when the browser dies without
+    an unload beacon (SIGKILL), its websocket closes and the kernel is culled within the documented
+    DISCONNECT_GRACE_S + CULL_INTERVAL_S (it used to sample on for 50 minutes)."""
+    import os
+    import signal
+    import subprocess
+
+    from chromium import CHROMIUM, CHROMIUM_ARGS
+
+    from aiworkbook.cli.app_cmds import CULL_INTERVAL_S, DISCONNECT_GRACE_S
+
+    spec, proc = servers.get("monitor")
+    before = _kernel_ids(proc)
+    argv = [CHROMIUM, *CHROMIUM_ARGS, f"--user-data-dir={tmp_path}", spec.url]
+    chromium = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + RENDER_TIMEOUT_MS / 1000
+        mine = None
+        while mine is None and time.monotonic() < deadline:
+            for kid in _kernel_ids(proc) - before:
+                if (_connections(spec.url, kid) or 0) >= 1:  # the page's websocket is open
+                    mine = kid
+            time.sleep(0.5)
+        assert mine is not None, "the browser's page never connected to a kernel"
+        time.sleep(2)  # the monitor samples
+    finally:
+        os.killpg(chromium.pid, signal.SIGKILL)
+        chromium.wait(timeout=30)
+    t0 = time.monotonic()
+    bound = DISCONNECT_GRACE_S + CULL_INTERVAL_S + 15  # 15 s: two shared cores, a slow poll
+    while _connections(spec.url, mine) is not None:
+        assert time.monotonic() - t0 < bound, f"the kernel outlived its killed browser by {bound} s"
+        time.sleep(0.5)
