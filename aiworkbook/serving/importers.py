@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs.result import ProofResult
@@ -93,7 +93,7 @@ def _gstat(metrics: dict[str, Any], name: str, p: int, scale: float) -> float | 
     return float(v) * scale if _num(v) else None
 
 
-def _num(v: Any) -> bool:
+def _num(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
