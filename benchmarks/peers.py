@@ -101,23 +101,7 @@ def run_ours(url: str, c: int, n: int, work: Path) -> tuple[dict, float]:
 
 def run_guidellm(py: Path, url: str, tok: str, c: int, n: int, work: Path) -> tuple[dict, float]:
     out = work / f"g-{c}-{n}.json"
-    cmd = [
-        str(py.parent / "guidellm"),
-        "run",
-        "--backend",
-        f"kind=openai_http,target={url},model=stand-in",
-        "--profile",
-        f"kind=concurrent,streams={c}",
-        "--constraint",
-        f"kind=max_requests,count={n}",
-        "--tokenizer",
-        f"kind=huggingface_auto,model={tok}",
-        "--data",
-        f"kind=synthetic_text,prompt_tokens={P.PROMPT_TOKENS},output_tokens={TOKENS}",
-        "--output",
-        f"kind=json,path={out}",
-        "--disable-console",
-    ]
+    cmd = P.guidellm_command(py, url, tok, [f"kind=concurrent,streams={c}"], n, out) + ["--disable-console"]
     cpu, _ = _timed(cmd, work)
     b = json.loads(out.read_text())["benchmarks"][0]
     ok = b["requests"]["successful"]

@@ -198,19 +198,16 @@ def trim_guidellm(doc: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": doc.get("metadata"), "benchmarks": out}
 
 
-def run_guidellm(py: Path, url: str, tok: str, out: Path, requests: int) -> None:
-    work = Path(tempfile.mkdtemp(prefix="aiwb-guidellm-"))
-    raw = work / "benchmarks.json"
-    cmd = [
+def guidellm_command(py: Path, url: str, tok: str, profile: list[str], requests: int, raw: Path) -> list[str]:
+    """`guidellm run` against the stand-in: `profile` is what follows --profile, `requests` per
+    benchmark, synthetic prompts and outputs of PROMPT_TOKENS and OUTPUT_TOKENS, JSON to `raw`."""
+    return [
         str(py.parent / "guidellm"),
         "run",
         "--backend",
         f"kind=openai_http,target={url},model=stand-in",
         "--profile",
-        "kind=concurrent",
-        "--override",
-        "profile.streams",
-        ",".join(map(str, STREAMS)),
+        *profile,
         "--constraint",
         f"kind=max_requests,count={requests}",
         "--tokenizer",
@@ -219,8 +216,14 @@ def run_guidellm(py: Path, url: str, tok: str, out: Path, requests: int) -> None
         f"kind=synthetic_text,prompt_tokens={PROMPT_TOKENS},output_tokens={OUTPUT_TOKENS}",
         "--output",
         f"kind=json,path={raw}",
-        "--disable-console-interactive",
     ]
+
+
+def run_guidellm(py: Path, url: str, tok: str, out: Path, requests: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix="aiwb-guidellm-"))
+    raw = work / "benchmarks.json"
+    profile = ["kind=concurrent", "--override", "profile.streams", ",".join(map(str, STREAMS))]
+    cmd = guidellm_command(py, url, tok, profile, requests, raw) + ["--disable-console-interactive"]
     _run(cmd, work / "guidellm.log", timeout=900)
     ver = version(py, "guidellm")
     dest = out / f"guidellm_{ver}_report.json"
