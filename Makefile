@@ -63,6 +63,12 @@ test: install-test chromium lint typecheck
 bench: install
 	$(BIN)/python benchmarks/run.py
 
+# This load generator beside GuideLLM and vLLM's benchmark client (installed into .venv-peers on the
+# first run, about 2 GB); not part of `make test` or `make bench` (docs/serving.md).
+.PHONY: bench-peers
+bench-peers: install
+	$(BIN)/python benchmarks/peers.py $(PEERS_ARGS)
+
 # On a lent GPU machine without network, use tools/gpu_proof_device.sh instead (docs/proofs.md).
 # the machine's own CUDA torch, only the proofs' packages, offline with .whl/ (tools/gpu_proof.sh)
 gpu-proof:

@@ -4,13 +4,117 @@ directory, same run (fsynced writes, cache-cold reads), and the input pipeline a
 The issue's bar: the safetensors checkpoint reaches >= 80 % of the plain sequential write. The
 directory is AIWB_BENCH_DIR (default: the system temp dir; on tmpfs the figures are memory speeds and
 the row says so). AIWB_BENCH_STORAGE_MB sets the checkpoint size (default 256 MiB).
+
+Beside fio (Debian's `fio` package; without it those rows say so and are skipped): in the same
+directory, at the same size, FIO_ROUNDS rounds each of fio's sequential write ending in fsync
+(end_fsync=1, which fio counts in the job's runtime), fio's cold read (invalidate=1: the file dropped
+from the page cache first), a safetensors save and its cold restore, alternating (one disk gave 0.24
+to 1.67 GB/s for one fio job within a minute: a burst then hits both alike). Goals: save >= 0.9x
+fio's write, restore >= 0.8x fio's cold read, each the ratio of the rounds' medians.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
+
+FIO_ROUNDS = 5
+FIO_GOALS = {"write": 0.9, "read": 0.8}
+
+
+def fio_command(fio: str, path: Path, nbytes: int, rw: str) -> list[str]:
+    """One fio job over `path`: 1 MiB sequential buffered I/O, one thread (as a save or restore is);
+    the write ends in fsync, the read starts from a cache dropped by fio (posix_fadvise DONTNEED)."""
+    cmd = [fio, "--name=aiwb", f"--filename={path}", f"--size={nbytes}", "--bs=1M", "--ioengine=psync"]
+    # a write into a new file, as a save does (fio would preallocate it with fallocate by default)
+    cmd += (
+        ["--rw=write", "--end_fsync=1", "--fallocate=none"]
+        if rw == "write"
+        else ["--rw=read", "--invalidate=1"]
+    )
+    return [*cmd, "--output-format=json"]
+
+
+def parse_fio(text: str, rw: str, nbytes: int) -> float:
+    """Bytes per second of fio's one job from its JSON output (anything printed before the JSON, such
+    as a warning, is skipped); ValueError when the job failed or moved fewer bytes than asked."""
+    start = text.find("{")
+    if start < 0:
+        raise ValueError(f"no JSON in fio's output: {text[:200]!r}")
+    job = json.loads(text[start:])["jobs"][0]
+    part = job[rw]
+    if job.get("error") or part["io_bytes"] < nbytes or part["runtime"] <= 0:
+        raise ValueError(f"fio {rw}: error {job.get('error')}, {part['io_bytes']} of {nbytes} bytes")
+    return part["io_bytes"] / (part["runtime"] / 1e3)  # runtime in ms; end_fsync included
+
+
+def run_fio(fio: str, path: Path, nbytes: int, rw: str) -> float:
+    out = subprocess.run(fio_command(fio, path, nbytes, rw), capture_output=True, text=True, timeout=600)
+    if out.returncode:
+        raise ValueError(f"fio {rw} exited {out.returncode}: {out.stderr.strip()[:200]}")
+    return parse_fio(out.stdout, rw, nbytes)
+
+
+def fio_rows(
+    work: Path, size_mb: float, note: str, fio: str | None = None, rounds: int = FIO_ROUNDS
+) -> list[dict]:
+    """Safetensors save and cold restore against fio's write and cold read, alternating rounds."""
+    if fio is None:
+        print("bench_storage: fio not found (Debian: apt-get install fio): fio rows skipped", file=sys.stderr)
+        return [
+            {
+                "name": "checkpoint vs fio: skipped",
+                "value": None,
+                "unit": "",
+                "reference": None,
+                "ratio": None,
+                "note": "fio is not installed (Debian: apt-get install fio); no fio rows in this run",
+            }
+        ]
+    from aiworkbook.proofs import checkpoint as C
+
+    state = C.synthetic_state(int(size_mb * 2**20))
+    man = C.make_manifest(state)
+    nbytes = C.state_bytes(state)
+    got: dict[str, list[float]] = {"fio write": [], "fio read": [], "save": [], "restore": []}
+    for i in range(rounds):
+        path = work / "fio.bin"
+        got["fio write"].append(run_fio(fio, path, nbytes, "write"))
+        got["fio read"].append(run_fio(fio, path, nbytes, "read"))
+        path.unlink()
+        s = C.save_checkpoint(work / "vs-fio", state, "safetensors", i, manifest=man)
+        got["save"].append(s["bytes"] / s["write_s"])
+        seconds, bad, (cold, why) = C.timed_restore(s["path"], "safetensors", man)
+        if bad or not cold:
+            raise RuntimeError(f"restore beside fio: {len(bad)} tensors differ; cold: {cold} {why}")
+        got["restore"].append(s["bytes"] / seconds)
+    med = {k: statistics.median(v) for k, v in got.items()}
+    rows = []
+    for ours, theirs, kind, what in (
+        ("save", "fio write", "write", "fio write (1 MiB, end_fsync=1)"),
+        ("restore", "fio read", "read", "fio cold read (1 MiB, invalidate=1)"),
+    ):
+        ratio = med[ours] / med[theirs]
+        each = ", ".join(f"{a / b:.2f}" for a, b in zip(got[ours], got[theirs], strict=True))
+        goal = FIO_GOALS[kind]
+        rows.append(
+            {
+                "name": f"checkpoint {ours} safetensors / {what}",
+                "value": med[ours],
+                "unit": "B/s",
+                "reference": med[theirs],
+                "ratio": ratio,
+                "note": f"goal >= {goal} {'met' if ratio >= goal else 'MISSED'}; medians of {rounds} "
+                f"alternating rounds (each round's ratio: {each}); {note}",
+            }
+        )
+    return rows
 
 
 def run() -> list[dict]:
@@ -73,6 +177,7 @@ def run() -> list[dict]:
                 "note": "ratio = loop window / synthetic window (1.0 = the loader never stalls the loop)",
             }
         )
+        rows += fio_rows(Path(work), size_mb, note, shutil.which("fio"))
         return rows
     finally:
         shutil.rmtree(work, ignore_errors=True)

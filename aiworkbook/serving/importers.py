@@ -5,14 +5,17 @@ GuideLLM `benchmarks.json` reports. Each load point becomes a row of details['sw
 vLLM keys: `request_rate`, `max_concurrency`, `{mean,median,std,p99}_{ttft,tpot,itl,e2el}_ms` (plus
 any `pNN_*_ms` from --metric-percentiles), `output_throughput`; with --save-detailed the raw `ttfts`,
 `itls` and `output_lens`, from which the pooled percentiles are recomputed here. GuideLLM: per
-benchmark, `metrics.<metric>.successful` statistics (`median`, `percentiles.pNN` or `pNN`).
+benchmark, `metrics.<metric>.successful` statistics (`median`, `percentiles.pNN` or `pNN`), its
+`duration` and request counts. Both tools count TTFT from a request's send, not from its scheduled
+time as this project's load generator does (docs/serving.md); the result's notes say so. Checked on
+files the tools wrote against the stand-in (tools/peer_results.py, tests/test_serving_importers_real.py).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs.result import ProofResult
@@ -70,35 +73,80 @@ def _vllm_row(doc: dict[str, Any]) -> dict[str, Any]:
             row.update(p50_tpot_s=q["p50"], p95_tpot_s=q["p95"], p99_tpot_s=q["p99"])
     row["throughput_tok_s"] = doc.get("output_throughput")
     row["request_throughput"] = doc.get("request_throughput")
-    row["errors"] = {"failed": int(doc.get("num_prompts", 0) or 0) - int(doc.get("completed", 0) or 0)}
+    failed = doc.get("failed")
+    if not _num(failed):  # results before vLLM wrote `failed`
+        failed = int(doc.get("num_prompts", 0) or 0) - int(doc.get("completed", 0) or 0)
+    row["errors"] = {"failed": int(failed)}
     return row
 
 
-def _gstat(metrics: dict[str, Any], name: str, p: int | None, scale: float) -> float | None:
-    s = ((metrics.get(name) or {}).get("successful")) or {}
-    v = s.get("median") if p is None else (s.get("percentiles") or {}).get(f"p{p}", s.get(f"p{p}"))
+def _gstats(metrics: dict[str, Any], name: str) -> dict[str, Any]:
+    s = (metrics.get(name) or {}).get("successful")
+    return s if isinstance(s, dict) else {}
+
+
+def _gstat(metrics: dict[str, Any], name: str, p: int, scale: float) -> float | None:
+    s = _gstats(metrics, name)
+    v = (s.get("percentiles") or {}).get(f"p{p}", s.get(f"p{p}"))
     if v is None and p == 50:
         v = s.get("median")
-    return float(v) * scale if isinstance(v, int | float) else None
+    return float(v) * scale if _num(v) else None
+
+
+def _num(v: Any) -> TypeGuard[int | float]:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _guidellm_load(b: dict[str, Any]) -> float | None:
+    """Streams (concurrent) or rate (constant, poisson) of the benchmark's strategy: `config.strategy`
+    in GuideLLM 0.8, `args.strategy` before; synchronous is one stream."""
+    strat = (b.get("config") or {}).get("strategy") or (b.get("args") or {}).get("strategy") or {}
+    if strat.get("type_") == "synchronous":
+        return 1.0
+    for key in ("streams", "rate", "max_concurrency"):
+        if _num(strat.get(key)):
+            return float(strat[key])
+    rate = (b.get("config") or {}).get("rate")
+    return float(rate) if _num(rate) else None
 
 
 def _guidellm_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """TTFT from `time_to_first_token_ms` (GuideLLM counts it from the request's send, not its
+    scheduled time); TPOT from `inter_token_latency_ms`, the gap between tokens (GuideLLM's own
+    `time_per_output_token_ms` is E2E / output tokens, TTFT included); throughput as the successful
+    requests' output tokens (and the requests) over the benchmark's duration, not the median of
+    GuideLLM's per-interval rate series."""
     rows = []
     for b in doc["benchmarks"]:
         m = b.get("metrics") or {}
-        strat = ((b.get("args") or {}).get("strategy")) or (b.get("config") or {}).get("strategy") or {}
-        load = strat.get("rate") or strat.get("streams") or (b.get("config") or {}).get("rate")
-        row: dict[str, Any] = {"load": float(load) if isinstance(load, int | float) else None}
-        for short, name in (("ttft", "time_to_first_token_ms"), ("tpot", "time_per_output_token_ms")):
+        row: dict[str, Any] = {"load": _guidellm_load(b)}
+        for short, name in (("ttft", "time_to_first_token_ms"), ("tpot", "inter_token_latency_ms")):
             for p in (50, 95, 99):
                 row[f"p{p}_{short}_s"] = _gstat(m, name, p, 1e-3)
-        row["throughput_tok_s"] = _gstat(m, "output_tokens_per_second", None, 1.0)
-        row["request_throughput"] = _gstat(m, "requests_per_second", None, 1.0)
-        made = ((b.get("run_stats") or {}).get("requests_made")) or (m.get("request_totals") or {})
-        row["n"] = made.get("successful")
+        made = (
+            (b.get("scheduler_metrics") or {}).get("requests_made")
+            or (b.get("run_stats") or {}).get("requests_made")
+            or m.get("request_totals")
+            or {}
+        )
+        duration, tokens = b.get("duration"), _gstats(m, "output_token_count").get("total_sum")
+        ok_duration = _num(duration) and duration > 0
+        row["throughput_tok_s"] = tokens / duration if ok_duration and _num(tokens) else None
+        n = made.get("successful")
+        row["request_throughput"] = n / duration if ok_duration and _num(n) else None
+        row["n"] = n
         row["errors"] = {"errored": made.get("errored", 0), "incomplete": made.get("incomplete", 0)}
         rows.append(row)
     return rows
+
+
+_DEFINITIONS = {
+    "vllm": "vLLM's TTFT counts from each request's send, not its scheduled arrival; TPOT is the gap "
+    "between tokens ((E2E - TTFT) / (tokens - 1)); tok/s is output tokens over the run's duration",
+    "guidellm": "GuideLLM's TTFT counts from each request's send, not its scheduled arrival; TPOT here is "
+    "its inter_token_latency_ms (the gap between tokens; its time_per_output_token_ms includes TTFT); "
+    "tok/s is output tokens over the benchmark's duration",
+}
 
 
 def import_results(path: str | Path) -> ProofResult:
@@ -126,6 +174,7 @@ def import_results(path: str | Path) -> ProofResult:
         details={"sweep": rows, "knee": knee, "source": {"format": fmt, "path": str(path), **meta}},
         notes=[
             f"imported from a {fmt} result ({len(rows)} load point{'s' if len(rows) != 1 else ''}); "
-            "no estimate to compare against"
+            "no estimate to compare against",
+            _DEFINITIONS[fmt],
         ],
     )

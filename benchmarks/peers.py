@@ -1,0 +1,189 @@
+"""`make bench-peers`: this project's load generator beside GuideLLM and vLLM's benchmark client
+against the same planted-delay stand-in (first token 50 ms after the handler's entry, then a token
+every 5 ms; 16 tokens per request), in one run, alternating tools within each round.
+
+Per tool and concurrency (1, 16, 64; max(32, 4 x c) requests): the client overhead (TTFT minus the
+planted 50 ms) p50/p99, the CPU the client spends per request, and its TTFT, ITL, TPOT and output
+tokens/s beside the planted truth (TTFT 50 ms, ITL 5 ms, tokens/s at most c x 16 / 0.125 s). Each
+tool's figures come from its own result file, with its own definitions: GuideLLM and vLLM count TTFT
+from the request's send, this load generator from its scheduled time (the same in a closed loop);
+GuideLLM's ITL is its per-request inter_token_latency_ms. CPU per request: the tool's process tree
+for the run over its requests: GuideLLM's process tree (getrusage of reaped children) less a
+one-request run of it (its start-up: imports, tokenizer, worker processes); vLLM's client, one
+process, the CPU of its main() (past the imports; its dataset sampling and one test request
+included); ours in this process after a one-request warm-up. Overhead counts from the send for all
+three; this load generator's own figure, from the scheduled time, is beside it. The peers run from
+.venv-peers (`python tools/peer_results.py --setup`); kept out of `make test` and `make bench`.
+
+    python benchmarks/peers.py [--rounds 2] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import peer_results as P  # noqa: E402
+
+PLANTED_TTFT_S, PLANTED_ITL_S, TOKENS = 0.05, 0.005, P.OUTPUT_TOKENS
+CONCURRENCY = (1, 16, 64)
+
+
+def _requests(c: int) -> int:
+    return max(32, 4 * c)
+
+
+def _children_cpu() -> float:
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
+def _timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
+    """CPU seconds of the command's process tree (its reaped children included), and its stdout."""
+    c0 = _children_cpu()
+    with (cwd / "log.txt").open("a") as log:
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=cwd, timeout=600)
+    if out.returncode:
+        raise RuntimeError(f"{cmd[0]} exited {out.returncode}; see {cwd / 'log.txt'}")
+    return _children_cpu() - c0, out.stdout
+
+
+# vLLM's client in one process: the CPU of its main() alone (past the imports), printed at the end
+_VLLM_TIMED = P._VLLM_BENCH.replace(
+    "main(parser.parse_args(sys.argv[1:]))",
+    "import time\nargs = parser.parse_args(sys.argv[1:])\nt0 = time.process_time()\nmain(args)\n"
+    "print('AIWB_CPU_S', time.process_time() - t0)",
+)
+
+
+def _stats(ttft_s: list[float], itl_s: list[float], tpot_s: list[float], tok_s: float | None) -> dict:
+    """`ttft_s` from each request's send (as GuideLLM and vLLM count it)."""
+    over = [t - PLANTED_TTFT_S for t in ttft_s]
+    return {
+        "n": len(ttft_s),
+        "overhead_p50_ms": float(np.percentile(over, 50)) * 1e3,
+        "overhead_p99_ms": float(np.percentile(over, 99)) * 1e3,
+        "ttft_p50_ms": float(np.median(ttft_s)) * 1e3,
+        "itl_p50_ms": float(np.median(itl_s)) * 1e3,
+        "tpot_p50_ms": float(np.median(tpot_s)) * 1e3,
+        "tok_s": tok_s,
+    }
+
+
+def run_ours(url: str, c: int, n: int, work: Path) -> tuple[dict, float]:
+    from aiworkbook.serving.client import Load, Target, run_load_sync
+    from aiworkbook.serving.metrics import summarize_run
+
+    load = Load(requests=n, concurrency=c, prompt_tokens=P.PROMPT_TOKENS, output_tokens=TOKENS, warmup=0)
+    t0 = time.process_time()
+    recs = run_load_sync(Target(url, "stand-in"), load)
+    cpu = time.process_time() - t0
+    ok = [r for r in recs if r.ok]
+    sm = summarize_run(recs)
+    itls = [x for r in ok for x in r.itls()]
+    tpots = [t for r in ok if (t := r.tpot_s) is not None]
+    st = _stats([r.ttft_s - r.queue_s for r in ok], itls, tpots, sm["output_throughput_tok_s"])
+    # this load generator's own TTFT counts from the scheduled time: the send's wait included
+    st["overhead_p50_from_scheduled_ms"] = float(np.median([r.ttft_s - PLANTED_TTFT_S for r in ok])) * 1e3
+    return st, cpu
+
+
+def run_guidellm(py: Path, url: str, tok: str, c: int, n: int, work: Path) -> tuple[dict, float]:
+    out = work / f"g-{c}-{n}.json"
+    cmd = P.guidellm_command(py, url, tok, [f"kind=concurrent,streams={c}"], n, out) + ["--disable-console"]
+    cpu, _ = _timed(cmd, work)
+    b = json.loads(out.read_text())["benchmarks"][0]
+    ok = b["requests"]["successful"]
+    tokens = sum(q["output_tokens"] for q in ok)
+    itl = [q["inter_token_latency_ms"] / 1e3 for q in ok]
+    st = _stats([q["time_to_first_token_ms"] / 1e3 for q in ok], itl, itl, tokens / b["duration"])
+    st["own_tpot_p50_ms"] = float(np.median([q["time_per_output_token_ms"] for q in ok]))
+    return st, cpu
+
+
+def run_vllm(py: Path, url: str, tok: str, c: int, n: int, work: Path) -> tuple[dict, float]:
+    name = f"v-{c}-{n}.json"
+    cmd = [str(py), "-c", _VLLM_TIMED, "--backend", "openai", "--base-url", url, "--model", "stand-in"]
+    cmd += ["--tokenizer", tok, "--dataset-name", "random", "--random-input-len", str(P.PROMPT_TOKENS)]
+    cmd += ["--random-output-len", str(TOKENS), "--ignore-eos", "--num-prompts", str(n)]
+    cmd += ["--max-concurrency", str(c), "--save-result", "--save-detailed", "--result-dir", str(work)]
+    cmd += ["--result-filename", name, "--disable-tqdm"]
+    _, stdout = _timed(cmd, work)
+    cpu = float(stdout.rsplit("AIWB_CPU_S", 1)[1].split()[0])
+    d = json.loads((work / name).read_text())
+    ok = [i for i, e in enumerate(d["errors"]) if not e]
+    itls = [x for i in ok for x in d["itls"][i]]
+    tpots = [sum(d["itls"][i]) / (d["output_lens"][i] - 1) for i in ok]
+    return _stats([d["ttfts"][i] for i in ok], itls, tpots, d["output_throughput"]), cpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--venv", type=Path, default=ROOT / ".venv-peers")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args(argv)
+    py = P.venv_python(a.venv)
+    if not py.exists():
+        P.setup(a.venv)
+    work = Path(tempfile.mkdtemp(prefix="aiwb-bench-peers-"))
+    tok = str(work / "tokenizer")
+    subprocess.run([str(py), "-c", P._TOKENIZER, tok], check=True)
+    tools = {
+        "aiworkbook": lambda c, n: run_ours(url, c, n, work),
+        "guidellm": lambda c, n: run_guidellm(py, url, tok, c, n, work),
+        "vllm bench serve": lambda c, n: run_vllm(py, url, tok, c, n, work),
+    }
+    got: dict[tuple[str, int], list[dict]] = {}
+    with P.StandIn() as url:
+        for r in range(a.rounds):
+            names = list(tools)
+            names = names[r % len(names) :] + names[: r % len(names)]  # each round starts with another
+            for name in names:
+                # GuideLLM: its start-up (imports, worker processes) to take off; ours: a warm-up in this
+                # process; vLLM's client times its main() itself
+                startup = tools[name](1, 1)[1] if name != "vllm bench serve" else 0.0
+                startup = 0.0 if name == "aiworkbook" else startup
+                for c in CONCURRENCY:
+                    n = _requests(c)
+                    st, cpu = tools[name](c, n)
+                    st["cpu_ms_per_request"] = max(0.0, cpu - startup) / max(1, n - 1) * 1e3
+                    got.setdefault((name, c), []).append(st)
+                    print(f"round {r + 1} {name} c={c}: {st}", file=sys.stderr, flush=True)
+    rows = []
+    for (name, c), runs in got.items():
+        keys = [k for k in runs[0] if isinstance(runs[0][k], int | float)]
+        med = {k: statistics.median(x[k] for x in runs if x.get(k) is not None) for k in keys}
+        med["overhead_p50_ms_rounds"] = [round(x["overhead_p50_ms"], 2) for x in runs]
+        rows.append({"tool": name, "concurrency": c, **med, "truth_tok_s": c * TOKENS / 0.125})
+    hdr = "tool               c   ovh p50  ovh p99  CPU/req   TTFT    ITL    TPOT   tok/s (truth)  (ms)"
+    print(hdr)
+    for x in sorted(rows, key=lambda x: (x["concurrency"], x["tool"])):
+        print(
+            f"{x['tool']:<17} {x['concurrency']:>3} {x['overhead_p50_ms']:8.2f} {x['overhead_p99_ms']:8.2f} "
+            f"{x['cpu_ms_per_request']:8.2f} {x['ttft_p50_ms']:6.1f} {x['itl_p50_ms']:6.2f} {x['tpot_p50_ms']:6.2f} "
+            f"{x['tok_s']:7.1f} ({x['truth_tok_s']:.0f})"
+            + (
+                f"  from scheduled: {v:.2f}"
+                if (v := x.get("overhead_p50_from_scheduled_ms")) is not None
+                else ""
+            )
+        )
+    if a.json:
+        a.json.write_text(json.dumps({"rows": rows, "truth": {"ttft_ms": 50, "itl_ms": 5}}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
