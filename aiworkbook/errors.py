@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
+#: An error quotes at most this many characters of the value it rejects: a hand-edited 200 MB profile
+#: must not come back as 200 MB of stderr.
+MAX_QUOTE = 200
+
+
+def quote(value: object, limit: int = MAX_QUOTE) -> str:
+    """`repr(value)`, cut to `limit` characters with a note of how long it was."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # ints past sys.int_max_str_digits, self-nesting containers
+        text = f"<{type(value).__name__}>"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
 
 class SpecError(ValueError):
     """Bad input: names the file (if any), the field, the value and what is allowed."""
@@ -12,4 +27,4 @@ class SpecError(ValueError):
         self.allowed = allowed
         self.source = source
         where = f"{source}: " if source else ""
-        super().__init__(f"{where}field '{field}' = {value!r} is not valid; allowed: {allowed}")
+        super().__init__(f"{where}field '{field}' = {quote(value)} is not valid; allowed: {allowed}")

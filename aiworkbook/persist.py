@@ -237,6 +237,8 @@ def _loads(text: str, p: Path, where: str = "") -> Any:
         raise SpecError("json", f"{at}: {exc.msg}", "valid JSON", source=str(p)) from None
     except RecursionError:
         raise SpecError("json", where or "nesting", "JSON nested less deeply", source=str(p)) from None
+    except ValueError as exc:  # an integer past sys.int_max_str_digits (4300 digits)
+        raise SpecError("json", where or str(exc)[:120], "valid JSON of a sane size", source=str(p)) from None
 
 
 def read_json(
@@ -298,11 +300,19 @@ def validation_error(exc: Any, *, source: str | None = None, prefix: str = "") -
     if not errors:
         return SpecError(prefix or "value", str(exc).splitlines()[0], "a valid value", source=source)
     err = errors[0]
-    field = ".".join(str(x) for x in err.get("loc", ())) or "value"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    loc = [str(x) for x in err.get("loc", ())]
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, SpecError):  # a validator's own SpecError keeps its field (under the location)
+        field = ".".join([*([prefix] if prefix else []), *loc, inner.field])
+        return SpecError(field, inner.value, f"{inner.allowed}{more}", source=source or inner.source)
+    field = ".".join(loc) or "value"
+    # an error about a whole object (a model validator's) quotes its type, not the object
     value = "(missing)" if err.get("type") == "missing" else err.get("input")
+    if not loc and isinstance(value, dict | list):
+        value = f"({type(value).__name__} of {len(value)})"
     if prefix:
         field = f"{prefix}.{field}"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return SpecError(field, value, f"{err.get('msg', 'a valid value')}{more}", source=source)
 
 

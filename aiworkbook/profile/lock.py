@@ -52,6 +52,7 @@ def as_entry(item: Any, default_name: str) -> WorkloadEntry:
         "device": item.get("device", "cuda"),
         "workload": w,
         "assumptions": dict(item.get("assumptions") or {}),
+        "config": item.get("config") or _local_config(item.get("model"), default_name),
     }
     from pydantic import ValidationError
 
@@ -59,6 +60,20 @@ def as_entry(item: Any, default_name: str) -> WorkloadEntry:
         return WorkloadEntry.model_validate(doc)
     except ValidationError as exc:
         raise validation_error(exc, prefix=f"workloads[{default_name}]") from None
+
+
+def _local_config(model: Any, where: str) -> dict[str, Any] | None:
+    """A non-preset model named by a path (a folder or its config.json): its config, embedded."""
+    from aiworkbook.specs.catalog import embedded_config
+
+    if not isinstance(model, str) or not model:
+        return None
+    try:
+        return embedded_config(model)
+    except SpecError as exc:
+        raise SpecError(
+            f"workloads[{where}].{exc.field}", exc.value, exc.allowed, source=exc.source
+        ) from None
 
 
 def rerun_inputs(result) -> dict[str, Any]:
@@ -178,7 +193,6 @@ def to_tolerance(name: str, v: Any) -> Tolerance:
 
 def _estimate(e: WorkloadEntry, declared: Any) -> dict[str, Any]:
     from aiworkbook.sizing import estimate
-    from aiworkbook.specs import load_model
 
     node = declared
     if declared is not None and declared.pools and not e.gpu:
@@ -186,7 +200,7 @@ def _estimate(e: WorkloadEntry, declared: Any) -> dict[str, Any]:
     from aiworkbook.sizing import Assumptions
 
     a = Assumptions.from_node(node, **e.assumptions) if node is not None else Assumptions(**e.assumptions)
-    spec = load_model(e.model)
+    spec = e.spec()
     return estimate(
         spec, e.to_workload(), gpu=e.gpu or None, device=e.device, assumptions=a, node=node
     ).to_dict()

@@ -244,14 +244,14 @@ def roofline_rows(prof: LockedProfile) -> list[dict[str, Any]] | None:
     if est is None:
         return None
     from aiworkbook.proofs.roofline import roofline_chart_data, workload_point
-    from aiworkbook.specs import get_gpu, load_model
+    from aiworkbook.specs import get_gpu
 
     entry = next(w for w in prof.workloads if prof.estimates.get(w.name) is est)
     wl = est["workload"]
     point = None
     if wl["mode"] == "infer":
         ctx = wl.get("context") or wl["seq_len"] + wl["new_tokens"]
-        point = workload_point(load_model(entry.model), batch=wl["concurrency"], context=ctx)
+        point = workload_point(entry.spec(), batch=wl["concurrency"], context=ctx)
     return roofline_chart_data(get_gpu(est["gpu"]), point, label=entry.name)
 
 
