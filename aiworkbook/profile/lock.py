@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
@@ -16,14 +17,21 @@ UNLOCKABLE = ("interrupted", "does-not-fit")
 
 def as_result(item: Any):
     """A ProofResult from a ProofResult, its to_dict(), or a path to a saved one."""
-    from aiworkbook.proofs.result import ProofResult
+    from aiworkbook.persist import read_json
+    from aiworkbook.profile.schema import ResultDoc, check_part, scan
+    from aiworkbook.proofs.result import KIND, SCHEMA_VERSION, ProofResult
 
     if isinstance(item, ProofResult):
         return item
-    if isinstance(item, Mapping):
-        return ProofResult.from_dict({k: v for k, v in item.items() if k not in ("kind", "schema_version")})
+    source = None
     if isinstance(item, str | os.PathLike):
-        return ProofResult.load(item)
+        source = str(item)
+        item = read_json(item, kind=KIND, max_version=SCHEMA_VERSION, what="an existing proof result JSON")
+    if isinstance(item, Mapping):
+        doc = {k: v for k, v in item.items() if k not in ("kind", "schema_version")}
+        scan(doc, source=source)  # NaN/Infinity, 64-bit overflow, depth: a SpecError naming the field
+        check_part(ResultDoc, doc, field="result", source=source)
+        return ProofResult.from_dict(doc)
     raise SpecError("results", type(item).__name__, "a ProofResult, its dict, or a path to a result JSON")
 
 
@@ -54,6 +62,8 @@ def as_entry(item: Any, default_name: str) -> WorkloadEntry:
         "assumptions": dict(item.get("assumptions") or {}),
         "config": item.get("config") or _local_config(item.get("model"), default_name),
     }
+    if doc["config"] and not item.get("config"):  # read from a path here: named by its folder, as `size` does
+        doc["model"] = Path(doc["config"]["path"]).name or doc["model"]
     from pydantic import ValidationError
 
     try:

@@ -67,7 +67,12 @@ class ModelConfig(BaseModel):
             raise SpecError(
                 "sha256", self.sha256, f"the embedded content's sha256 ({actual}): edited after locking?"
             )
-        spec_from_config(self.content, source="the embedded config")  # reads as a model (SpecError names why)
+        try:  # it must read as a model; the SpecError names the config key under `content`
+            spec_from_config(self.content, source="the embedded config")
+        except SpecError as exc:
+            raise SpecError(f"content.{exc.field}", exc.value, exc.allowed) from None
+        except (TypeError, KeyError, AttributeError, IndexError, ArithmeticError) as exc:
+            raise SpecError("content", type(exc).__name__, "a config.json that reads as a model") from None
         return self
 
 

@@ -395,7 +395,7 @@ def render_markdown(profile: LockedProfile, lang: str | None = None) -> str:
     out: list[str] = []
     for b in build(profile, lang, charts=False):
         if b.kind in ("h1", "h2", "h3"):
-            out.append("#" * int(b.kind[1]) + " " + b.text)
+            out.append("#" * int(b.kind[1]) + " " + _md(b.text))
         elif b.kind == "p":
             out.append(f"**{_md(b.text)}**" if "aiwb-headline" in b.css else _md(b.text))
         elif b.kind == "ul":
@@ -405,13 +405,43 @@ def render_markdown(profile: LockedProfile, lang: str | None = None) -> str:
             lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in b.rows]
             out.append("\n".join(lines))
         elif b.kind == "code":
-            out.append(f"```{b.meta.get('lang', '')}\n{b.text}\n```")
+            fence = _fence(b.text)
+            out.append(f"{fence}{b.meta.get('lang', '')}\n{b.text}\n{fence}")
     return "\n\n".join(out) + "\n"
 
 
+#: ASCII punctuation that starts Markdown syntax inline: emphasis, code spans, links and images
+#: (`[x](javascript:...)`), tables, headings, strikethrough; escaped with a backslash (CommonMark 2.4)
+_MD_PUNCT = frozenset("\\`*_[]|#~!")
+#: HTML's own: a raw `<script>` or `<img onerror>` would pass through Markdown untouched
+_MD_HTML = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+
+
 def _md(s: str) -> str:
-    return s.replace("*", "\\*").replace("_", "\\_")
+    """Text (names, notes, paths a user typed among it) as Markdown that renders as exactly that text:
+    HTML characters as entities, Markdown punctuation backslash-escaped, line breaks as spaces, so no
+    string can open a tag, a link, an image or a new block."""
+    out = []
+    for ch in str(s):
+        if ch in _MD_HTML:
+            out.append(_MD_HTML[ch])
+        elif ch in _MD_PUNCT:
+            out.append("\\" + ch)
+        elif ch in "\r\n":
+            out.append(" ")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _fence(code_text: str) -> str:
+    """A code fence longer than any run of backticks in the code, so the code cannot close it."""
+    longest, run = 0, 0
+    for ch in code_text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
 
 
 def _cell(s: str) -> str:
-    return _md(s).replace("|", "\\|").replace("\n", " ")
+    return _md(s)  # `|` escaped, line breaks as spaces: one cell stays one cell

@@ -24,6 +24,7 @@ class VllmArgs:
     kv_cache_dtype: str | None = None
 
     def args(self) -> list[str]:
+        """The arguments after the model, as an argv (unquoted: command() quotes them for a shell)."""
         out = [
             f"--tensor-parallel-size={int(self.tensor_parallel_size)}",
             f"--gpu-memory-utilization={float(self.gpu_memory_utilization):g}",
@@ -31,13 +32,14 @@ class VllmArgs:
             f"--max-num-seqs={int(self.max_num_seqs)}",
         ]
         if self.kv_cache_dtype:
-            out.append(f"--kv-cache-dtype={shlex.quote(self.kv_cache_dtype)}")
+            out.append(f"--kv-cache-dtype={self.kv_cache_dtype}")
         return out
 
     def command(self) -> str:
         """The shell command, every value quoted (shlex.quote): a model folder named `x$(rm -rf ~)` stays
         one argument, never code."""
-        return " \\\n  ".join([f"vllm serve {shlex.quote(self.model)}", *self.args()])
+        words = [shlex.quote(a) for a in (self.model, *self.args())]
+        return " \\\n  ".join([f"vllm serve {words[0]}", *words[1:]])
 
     def to_dict(self) -> dict[str, Any]:
         return {
