@@ -125,9 +125,11 @@ class WorkloadEntry(BaseModel):
     @classmethod
     def _builds(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         """The dict must build a sizing Workload / Assumptions (their own checks, as one message)."""
+        from aiworkbook.profile.schema import check_dataclass
         from aiworkbook.sizing import Assumptions, Workload
 
         target = Workload if info.field_name == "workload" else Assumptions
+        check_dataclass(target, v)  # each field's declared type, strictly (SpecError names the key)
         try:
             target(**v)
         except TypeError as exc:

@@ -333,9 +333,19 @@ def _environment(prof: LockedProfile, t: _Texts) -> list[Block]:
 
 
 def _chart(name: str, title: str, make: Any) -> Block:
+    """A chart block; figures a chart cannot draw (a hand-edited profile's, past the schema's checks)
+    are bad input naming the chart, not an internal error."""
     from aiworkbook.charts import to_svg
+    from aiworkbook.errors import SpecError
 
-    return chart(name, title, to_svg(make()))
+    try:
+        return chart(name, title, to_svg(make()))
+    except SpecError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError) as exc:
+        raise SpecError(
+            f"chart.{name}", f"{type(exc).__name__}: {exc}", "figures this chart can draw"
+        ) from None
 
 
 # ---- renderers -------------------------------------------------------------------------------------

@@ -9,9 +9,10 @@ check read and let the rest through (`extra="allow"`), so a newer producer's ext
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from aiworkbook.errors import SpecError
 
@@ -61,10 +62,16 @@ class _Fits(_Doc):
     headroom_bytes: int | None = None
     budget_bytes: NonNegInt | None = None
 
+    @model_validator(mode="after")
+    def _sized(self) -> _Fits:
+        if self.gpu and self.headroom_bytes is None:  # the headline says the headroom on that GPU
+            raise SpecError("headroom_bytes", None, "an integer (bytes) when a GPU is named")
+        return self
+
 
 class _Rule(_Doc):
-    formula: str = ""
-    bytes: NonNegInt = 0
+    formula: str
+    bytes: NonNegInt
 
 
 class _Run(_Doc):
@@ -122,7 +129,7 @@ class _Env(_Doc):
 
 class _SweepRow(_Doc):
     load: float
-    throughput_tok_s: NonNegFloat | None = None
+    throughput_tok_s: NonNegFloat
     p50_ttft_s: NonNegFloat | None = None
     p95_ttft_s: NonNegFloat | None = None
     p99_ttft_s: NonNegFloat | None = None
@@ -172,6 +179,28 @@ class ResultDoc(_Doc):
     created: str = ""
 
 
+@cache
+def _adapter(cls: type) -> TypeAdapter:
+    return TypeAdapter(cls)
+
+
+def check_dataclass(cls: type, doc: Any, *, field: str = "", source: str | None = None) -> None:
+    """`doc` must build `cls` (Workload, Assumptions) with the types its fields declare, strictly (no "1"
+    for 1, no null for a count), and pass its own checks; a SpecError names `field`.<key>."""
+    import json
+
+    from aiworkbook.persist import validation_error
+
+    try:
+        _adapter(cls).validate_json(json.dumps(doc), strict=True)
+    except ValidationError as exc:
+        raise validation_error(exc, source=source, prefix=field) from None
+    except (OverflowError, ArithmeticError, TypeError) as exc:
+        raise SpecError(
+            field or cls.__name__, type(exc).__name__, f"{cls.__name__} fields", source=source
+        ) from None
+
+
 def check_part(model: type[BaseModel], doc: Any, *, field: str, source: str | None = None) -> None:
     """Validate one stored part strictly; a SpecError names `field`.<the failing key> and its value."""
     from aiworkbook.persist import validation_error
@@ -190,8 +219,11 @@ def check_document(body: Any, *, source: str | None = None) -> None:
         return
     ests = body.get("estimates")
     if isinstance(ests, dict):
+        from aiworkbook.sizing import Workload
+
         for name, est in ests.items():
             check_part(EstimateDoc, est, field=f"estimates.{name}", source=source)
+            check_dataclass(Workload, est["workload"], field=f"estimates.{name}.workload", source=source)
     proofs = body.get("proofs")
     if isinstance(proofs, list):
         for i, g in enumerate(proofs):
