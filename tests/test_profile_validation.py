@@ -53,6 +53,10 @@ CASES = [
     (("workloads", 0, "workload", "seq_len"), None, "workloads.0.workload.seq_len", "integer"),
     (("estimates", "chat", "workload", "seq_len"), None, "estimates.chat.workload.seq_len", "integer"),
     (("workloads", 0, "workload", "context"), -1, "workloads.0.workload.context", "from 1"),
+    (("answers",), {"model_kind": "llm", "phase": "serving", "multi_node": "true"}, "answers.multi_node", "boolean"),
+    (("answers",), {"model_kind": 5, "phase": "serving"}, "answers.model_kind", "tabular, neural, llm"),
+    (("estimates", "chat", "memory"), {"weights": 1}, "estimates.chat.memory.total", "total bytes"),
+    (("node", "fingerprint", "gpu\r\x1b[2J"), "x", "node.fingerprint.gpu\\r\\x1b[2J", "Extra inputs"),
 ]  # fmt: skip
 
 

@@ -171,7 +171,13 @@ def report_cmd(
     prof = load_profile(profile)
     for path, render, what in ((html, render_html, "HTML"), (md, render_markdown, "Markdown")):
         if path is not None:
-            _shareable(atomic_write_text(path, render(prof, lang=lang)))
+            try:
+                page = render(prof, lang=lang)
+            except SpecError as exc:  # figures the report cannot show: name the profile they came from
+                raise SpecError(
+                    exc.field, exc.value, exc.allowed, source=exc.source or str(profile)
+                ) from None
+            _shareable(atomic_write_text(path, page))
             typer.echo(f"{what} report -> {path}")
 
 

@@ -213,6 +213,19 @@ class LockedProfile(BaseModel):
             raise ValueError(f"one of {', '.join(LANGS)}")
         return v
 
+    @field_validator("answers")
+    @classmethod
+    def _answers(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """The questionnaire's answers as lock stored them: typed (no "true" for true) and valid."""
+        if not v:
+            return v
+        from aiworkbook.patterns import Answers
+        from aiworkbook.profile.schema import check_dataclass
+
+        Answers.parse(v)  # unknown questions and out-of-range answers, named
+        check_dataclass(Answers, v)
+        return v
+
     @field_validator("estimates")
     @classmethod
     def _estimates(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -301,6 +314,6 @@ def _validate(body: dict[str, Any], source: str | None) -> LockedProfile:
 
     check_document(body, source=source)
     try:
-        return LockedProfile.model_validate_json(json.dumps(body), strict=True)
+        return LockedProfile.model_validate_json(json.dumps(body, default=str), strict=True)
     except ValidationError as exc:
         raise validation_error(exc, source=source) from None

@@ -114,6 +114,12 @@ class EstimateDoc(_Doc):
     fits: _Fits | None = None
     cost: _Cost | None = None
 
+    @model_validator(mode="after")
+    def _total(self) -> EstimateDoc:
+        if "total" not in self.memory:  # the memory table's last row and the chart's stack
+            raise SpecError("memory.total", "(missing)", "the total bytes of the breakdown")
+        return self
+
 
 class _Gpu(_Doc):
     name: str | None = None
