@@ -201,3 +201,48 @@ def test_check_survives_any_broken_result_file(base, data):
         (Path(tmp) / "kv.json").write_text(text, encoding="utf-8", errors="surrogatepass")
         b = Files({**base, "kv.json": (Path(tmp) / "kv.json").read_bytes()})
     _run(b, base["p.json"].decode(), CHECK, ())
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory) -> Files:
+    """A profile whose workload is a local model (its config embedded), with the result files."""
+    from aiworkbook.paths import data_dir
+    from aiworkbook.profile import lock
+
+    d = tmp_path_factory.mktemp("fuzzlocal")
+    folder = d / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(
+        (data_dir() / "models" / "llama-3.2-1b" / "config.json").read_bytes()
+    )
+    write_locked(d)
+    w = {"model": str(folder), "workload": {"mode": "infer", "seq_len": 1024}, "gpu": "L40S"}
+    lock("llm-inference", detected=None, workloads=[w], results=[d / "kv.json", d / "roof.json"]).save(
+        d / "p.json"
+    )
+    return Files({n: (d / n).read_bytes() for n in ("p.json", "kv.json", "roof.json")})
+
+
+@settings(max_examples=60 * SCALE, **SETTINGS)
+@given(data=st.data())
+def test_an_embedded_config_rehashed_after_any_edit(local, data):
+    """The config itself broken (and its sha256 recomputed, as a careful forger would): the model must
+    still read, or the run exits 2 naming workloads.0.config.content.<key>; never an internal error."""
+    from aiworkbook.specs.catalog import config_sha256
+
+    doc = json.loads(local["p.json"])
+    conf = doc["workloads"][0]["config"]
+    key = data.draw(st.sampled_from(sorted(conf["content"])))
+    if data.draw(st.booleans()):
+        conf["content"][key] = data.draw(HOSTILE.filter(lambda v: not (isinstance(v, float) and v != v)))
+    else:
+        del conf["content"][key]
+    try:
+        conf["sha256"] = config_sha256(conf["content"])
+    except ValueError:  # an infinite number cannot be hashed (nor stored): refused at load as well
+        pass
+    text = _raw(json.dumps(doc, allow_nan=True))
+    code, _, err = _run(local, text, ["report", "p.json", "--md", "r.md"], ("r.md",))
+    assert code in (0, 2)
+    if code == 2:
+        assert "p.json: field 'workloads.0.config" in err, err[:300]
