@@ -20,6 +20,7 @@ from pydantic import (
 
 from aiworkbook.errors import SpecError
 from aiworkbook.profile.fingerprint import Fingerprint
+from aiworkbook.profile.schema import MAX_NAME
 from aiworkbook.specs.node import NodeProfile, Pattern
 
 KIND = "aiworkbook.locked-profile"
@@ -53,7 +54,7 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     #: the absolute folder it was read from when locked: what the vLLM snippet serves
-    path: str = ""
+    path: str = Field(default="", max_length=4096)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     content: dict[str, Any]
 
@@ -81,10 +82,10 @@ class WorkloadEntry(BaseModel):
     (Workload.to_dict()) and the GPU sized."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    name: str = Field(min_length=1)
-    model: str = Field(min_length=1)
-    gpu: str | None = None
-    device: str = "cuda"
+    name: str = Field(min_length=1, max_length=MAX_NAME)
+    model: str = Field(min_length=1, max_length=MAX_NAME)
+    gpu: str | None = Field(default=None, max_length=MAX_NAME)
+    device: str = Field(default="cuda", max_length=MAX_NAME)
     workload: dict[str, Any]
     #: Assumptions overrides (price, storage speed, train_tokens for the run cost ...), on top of the node's
     assumptions: dict[str, Any] = {}
@@ -148,8 +149,8 @@ class GoldenProof(BaseModel):
     """A proof result locked as the reference, with the inputs that re-run it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    name: str = Field(min_length=1)
-    proof: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME)
+    proof: str = Field(min_length=1, max_length=MAX_NAME)
     inputs: dict[str, Any] = {}
     result: dict[str, Any]
 

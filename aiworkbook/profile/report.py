@@ -78,17 +78,16 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
     lines = []
     for w in prof.workloads:
         est = prof.estimates.get(w.name, {})
-        wl = est.get("workload", w.workload)
-        if wl.get("mode") == "infer":
-            ctx = wl.get("context") or wl.get("seq_len", 0) + wl.get("new_tokens", 0)
-            shape = f"{wl.get('concurrency')} × {ctx:,} tokens"
+        wl = _shape(est.get("workload", w.workload))
+        if wl.mode == "infer":
+            shape = f"{wl.concurrency} × {wl.context_len:,} tokens"
         else:
-            shape = f"{wl.get('mode')} {wl.get('batch')} × {wl.get('seq_len'):,} tokens"
+            shape = f"{wl.mode} {wl.batch} × {wl.seq_len:,} tokens"
         parts = [f"{w.name} — {w.model}, {shape}"]
         fit = est.get("fits") or {}
         if fit.get("gpu"):
             verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
-            gpus = max(1, int(wl.get("tp", 1)) * int(wl.get("dp", 1)))
+            gpus = max(1, wl.tp * wl.dp)
             parts.append(f"{verdict}: {gpus} × {fit['gpu']}")
             parts.append(f"{fmt_bytes(fit['headroom_bytes'])} {t('report.headroom')}")
         cost = est.get("cost") or {}
@@ -96,6 +95,14 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
             parts.append(f"{cost['decode_usd_per_mtok']:.2f} {t('report.usd_per_mtok')}")
         lines.append(", ".join(parts))
     return lines
+
+
+def _shape(wl: dict[str, Any]) -> Any:
+    """An estimate's stored workload as a Workload (its defaults where a key is left out; load_profile
+    checked its types), so the report never indexes a key a hand-edited file dropped."""
+    from aiworkbook.sizing import Workload
+
+    return Workload(**wl)
 
 
 def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
@@ -247,11 +254,10 @@ def roofline_rows(prof: LockedProfile) -> list[dict[str, Any]] | None:
     from aiworkbook.specs import get_gpu
 
     entry = next(w for w in prof.workloads if prof.estimates.get(w.name) is est)
-    wl = est["workload"]
+    wl = _shape(est["workload"])
     point = None
-    if wl["mode"] == "infer":
-        ctx = wl.get("context") or wl["seq_len"] + wl["new_tokens"]
-        point = workload_point(entry.spec(), batch=wl["concurrency"], context=ctx)
+    if wl.mode == "infer":
+        point = workload_point(entry.spec(), batch=wl.concurrency, context=wl.context_len)
     return roofline_chart_data(get_gpu(est["gpu"]), point, label=entry.name)
 
 

@@ -8,6 +8,7 @@ check read and let the rest through (`extra="allow"`), so a newer producer's ext
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import cache
 from typing import Annotated, Any, Literal
@@ -22,6 +23,10 @@ MAX_DEPTH = 64
 #: float(x) of a 400-digit integer overflows.
 MAX_INT = 2**63 - 1
 
+#: A name, a model, a GPU, a unit: what a chart labels. Past a few hundred characters it is no name,
+#: and vl-convert takes minutes to lay out a 300,000-character label (found by tests/test_profile_fuzz.py).
+MAX_NAME = 200
+Name = Annotated[str, Field(max_length=MAX_NAME)]
 NonNegInt = Annotated[int, Field(ge=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
 
@@ -57,7 +62,7 @@ class _Doc(BaseModel):
 
 
 class _Fits(_Doc):
-    gpu: str | None = None
+    gpu: Name | None = None
     fits: bool | None = None
     headroom_bytes: int | None = None
     budget_bytes: NonNegInt | None = None
@@ -104,11 +109,11 @@ class _Shape(_Doc):
 class EstimateDoc(_Doc):
     """Estimate.to_dict() as a profile stores it."""
 
-    model: str
-    gpu: str | None = None
-    device: str
+    model: Name
+    gpu: Name | None = None
+    device: Name
     workload: _Shape
-    memory: dict[str, NonNegInt]
+    memory: dict[Name, NonNegInt]
     formulas: dict[str, str] = {}
     rules_of_thumb: _Rule | None = None
     fits: _Fits | None = None
@@ -122,8 +127,8 @@ class EstimateDoc(_Doc):
 
 
 class _Gpu(_Doc):
-    name: str | None = None
-    driver: str | None = None
+    name: Name | None = None
+    driver: Name | None = None
 
 
 class _Env(_Doc):
@@ -166,13 +171,13 @@ class _Stats(_Doc):
 class ResultDoc(_Doc):
     """ProofResult.to_dict() as a profile or a result file stores it."""
 
-    proof: Annotated[str, Field(min_length=1)]
-    device: str
+    proof: Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
+    device: Name
     inputs: dict[str, Any] = {}
     measured: NonNegFloat | None = None
-    unit: str = ""
+    unit: Name = ""
     predicted: NonNegFloat | None = None
-    predicted_label: str = ""
+    predicted_label: Name = ""
     ratio: NonNegFloat | None = None
     tolerance: NonNegFloat = 0.10
     verdict: Literal["", "pass", "fail", "info", "does-not-fit", "interrupted"] = ""
@@ -197,6 +202,14 @@ def check_dataclass(cls: type, doc: Any, *, field: str = "", source: str | None 
 
     from aiworkbook.persist import validation_error
 
+    if isinstance(doc, dict):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(str(k) for k in doc if k not in known)
+        if unknown:
+            where = f"{field}.{unknown[0]}" if field else unknown[0]
+            raise SpecError(
+                where, "(unknown)", f"a field of {cls.__name__}: {', '.join(sorted(known))}", source=source
+            )
     try:
         _adapter(cls).validate_json(json.dumps(doc), strict=True)
     except ValidationError as exc:
