@@ -151,3 +151,11 @@ def test_a_duplicate_name_in_a_large_profile_does_not_echo_it(base, tmp_path, ca
 def test_a_valid_profile_still_loads(base):
     prof = load_profile(base / "p.json")
     assert [p.name for p in prof.proofs] == ["kv", "roofline"]
+
+
+def test_a_key_given_twice_is_refused(base, tmp_path, capsys):
+    """json.loads keeps the last of two equal keys silently; a hand-edited profile gets told."""
+    text = (base / "p.json").read_text().replace('"pattern": ', '"pattern": "hybrid", "pattern": ', 1)
+    (tmp_path / "p.json").write_text(text)
+    assert main(["check", str(tmp_path / "p.json"), "--results", str(base / "kv.json")]) == 2
+    assert "key 'pattern' given twice" in capsys.readouterr().err

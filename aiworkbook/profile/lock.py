@@ -26,7 +26,13 @@ def as_result(item: Any):
     source = None
     if isinstance(item, str | os.PathLike):
         source = str(item)
-        item = read_json(item, kind=KIND, max_version=SCHEMA_VERSION, what="an existing proof result JSON")
+        item = read_json(
+            item,
+            kind=KIND,
+            max_version=SCHEMA_VERSION,
+            what="an existing proof result JSON",
+            unique_keys=True,
+        )
     if isinstance(item, Mapping):
         doc = {k: v for k, v in item.items() if k not in ("kind", "schema_version")}
         scan(doc, source=source)  # NaN/Infinity, 64-bit overflow, depth: a SpecError naming the field

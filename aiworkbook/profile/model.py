@@ -280,7 +280,7 @@ def load_profile(path: str | os.PathLike) -> LockedProfile:
     from aiworkbook.persist import read_json
 
     src = str(path)
-    doc = read_json(path, what="an existing locked profile JSON")
+    doc = read_json(path, what="an existing locked profile JSON", unique_keys=True)
     if doc.get("kind") != KIND:
         raise SpecError("kind", doc.get("kind"), f"'{KIND}' (a file written by aiworkbook lock)", source=src)
     v = doc.get("schema_version")
