@@ -2,6 +2,32 @@
 
 from __future__ import annotations
 
+#: An error quotes at most this many characters of the value it rejects: a hand-edited 200 MB profile
+#: must not come back as 200 MB of stderr.
+MAX_QUOTE = 200
+
+
+def quote(value: object, limit: int = MAX_QUOTE) -> str:
+    """`repr(value)`, cut to `limit` characters with a note of how long it was."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # ints past sys.int_max_str_digits, self-nesting containers
+        text = f"<{type(value).__name__}>"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def printable(text: str, limit: int = MAX_QUOTE) -> str:
+    """`text` for one line of a terminal: control characters (a newline, a carriage return, an escape
+    sequence from a hand-edited key) written as escapes, cut at `limit` characters."""
+    text = str(text)
+    cut = len(text) > limit
+    text = text[:limit]
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text + ("…" if cut else "")
+
 
 class SpecError(ValueError):
     """Bad input: names the file (if any), the field, the value and what is allowed."""
@@ -11,5 +37,7 @@ class SpecError(ValueError):
         self.value = value
         self.allowed = allowed
         self.source = source
-        where = f"{source}: " if source else ""
-        super().__init__(f"{where}field '{field}' = {value!r} is not valid; allowed: {allowed}")
+        where = f"{printable(source, 400)}: " if source else ""
+        super().__init__(
+            f"{where}field '{printable(field)}' = {quote(value)} is not valid; allowed: {printable(allowed, 1000)}"
+        )

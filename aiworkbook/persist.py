@@ -228,15 +228,36 @@ def read_text(path: str | os.PathLike, *, what: str = "an existing file") -> str
         raise SpecError("path", str(p), f"a readable file ({exc.strerror or exc})", source=str(p)) from None
 
 
-def _loads(text: str, p: Path, where: str = "") -> Any:
-    """json.loads naming the file; input nested too deeply is a SpecError, not a RecursionError."""
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object_pairs_hook that refuses a key given twice (json.loads would keep the last silently)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _loads(text: str, p: Path, where: str = "", *, unique_keys: bool = False) -> Any:
+    """json.loads naming the file; input nested too deeply is a SpecError, not a RecursionError;
+    `unique_keys`: a key given twice in one object is a SpecError naming it."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique) if unique_keys else json.loads(text)
+    except _DuplicateKey as exc:
+        raise SpecError(
+            "json", f"key {exc.args[0]!r} given twice in one object", "each key once", source=str(p)
+        ) from None
     except json.JSONDecodeError as exc:
         at = where or f"line {exc.lineno} col {exc.colno}"
         raise SpecError("json", f"{at}: {exc.msg}", "valid JSON", source=str(p)) from None
     except RecursionError:
         raise SpecError("json", where or "nesting", "JSON nested less deeply", source=str(p)) from None
+    except ValueError as exc:  # an integer past sys.int_max_str_digits (4300 digits)
+        raise SpecError("json", where or str(exc)[:120], "valid JSON of a sane size", source=str(p)) from None
 
 
 def read_json(
@@ -245,12 +266,14 @@ def read_json(
     kind: str | None = None,
     max_version: int | None = None,
     what: str = "an existing file",
+    unique_keys: bool = False,
 ) -> dict:
     """Read a JSON object, naming the file and the problem when it is missing, unreadable or corrupt.
-    `kind`/`max_version` check the header keys write_json puts first."""
+    `kind`/`max_version` check the header keys write_json puts first; `unique_keys` refuses a key
+    given twice in one object (a hand-edited file)."""
     p = Path(path)
     text = read_text(p, what=what)
-    doc = _loads(text, p)
+    doc = _loads(text, p, unique_keys=unique_keys)
     if not isinstance(doc, dict):
         raise SpecError("json", type(doc).__name__, "a JSON object at the top level", source=str(p))
     check_header(doc, p, kind, max_version)
@@ -298,11 +321,19 @@ def validation_error(exc: Any, *, source: str | None = None, prefix: str = "") -
     if not errors:
         return SpecError(prefix or "value", str(exc).splitlines()[0], "a valid value", source=source)
     err = errors[0]
-    field = ".".join(str(x) for x in err.get("loc", ())) or "value"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    loc = [str(x) for x in err.get("loc", ())]
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, SpecError):  # a validator's own SpecError keeps its field (under the location)
+        field = ".".join([*([prefix] if prefix else []), *loc, inner.field])
+        return SpecError(field, inner.value, f"{inner.allowed}{more}", source=source or inner.source)
+    field = ".".join(loc) or "value"
+    # an error about a whole object (a model validator's) quotes its type, not the object
     value = "(missing)" if err.get("type") == "missing" else err.get("input")
+    if not loc and isinstance(value, dict | list):
+        value = f"({type(value).__name__} of {len(value)})"
     if prefix:
         field = f"{prefix}.{field}"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return SpecError(field, value, f"{err.get('msg', 'a valid value')}{more}", source=source)
 
 

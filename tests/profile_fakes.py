@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 from aiworkbook.proofs import registry
@@ -82,3 +83,26 @@ def install_fake_proof(monkeypatch, measured: float = 100.0, environment: dict |
     )
     monkeypatch.setitem(registry._REGISTRY, FAKE, info)
     return calls
+
+
+def write_locked(folder, *, note: str = "golden") -> Path:
+    """A valid locked profile on disk through the CLI (size --json, lock): `p.json` with an inference
+    workload ('chat', llama-3-8b on L40S) and two golden proofs, beside `kv.json` and `roof.json`."""
+    import contextlib
+    import io
+
+    from aiworkbook.cli import main
+
+    d = Path(folder)
+    result("kv", 1.0e9, notes=["a note"]).save(d / "kv.json")
+    result("roofline", 8.0e11, "B/s").save(d / "roof.json")
+    size = ["size", "llama-3-8b", "--mode", "infer", "--batch", "8", "--seq", "2048", "--new-tokens", "256"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*size, "--engine", "vllm", "--gpu", "L40S", "--json"]) == 0
+    (d / "chat.json").write_text(out.getvalue())
+    lock = ["lock", "--pattern", "llm-inference", "--no-detect", "--workload", str(d / "chat.json")]
+    lock += ["--result", str(d / "kv.json"), "--result", str(d / "roof.json"), "--note", note]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main([*lock, "-o", str(d / "p.json")]) == 0
+    return d / "p.json"

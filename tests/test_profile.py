@@ -95,7 +95,7 @@ def test_fingerprint_from_detected_node_without_results():
         ({"results": [result("kv")], "inputs": {"vram": {}}}, "inputs"),
         (
             {"workloads": [{"model": "llama-3-8b", "workload": {"mode": "sing"}}]},
-            "workloads[workload-1].workload",
+            "workloads[workload-1].workload.mode",
         ),
         ({"answers": {"model_kind": "cnn", "phase": "serving"}}, "model_kind"),
     ],
@@ -109,7 +109,7 @@ def test_lock_refuses_bad_input(kwargs, field):
 def test_lock_refuses_unknown_pattern_and_tolerance_for_no_proof():
     with pytest.raises(SpecError, match="classical-ml-cpu"):
         lock("quantum", detected=None)
-    with pytest.raises(ValueError, match="tolerances for unknown proofs"):
+    with pytest.raises(SpecError, match="'tolerances' = 'kv'.*the name of a golden proof"):
         lock("hybrid", detected=None, tolerances={"kv": 0.1})
 
 
@@ -159,21 +159,29 @@ def _set(key, value):
         ),
         (
             lambda p: _edit(p, lambda d: d["proofs"][0]["result"].pop("proof")),
-            "proofs.0.result",
-            "proof result",
+            "proofs.0.result.proof",
+            "Field required",
         ),
         (
             lambda p: _edit(p, lambda d: d["proofs"][0]["result"].update(verdict="great")),
-            "proofs.0.result",
-            "verdict",
+            "proofs.0.result.verdict",
+            "'pass'",
         ),
-        (lambda p: _edit(p, lambda d: d["proofs"].append(d["proofs"][0])), "value", "unique"),
+        (
+            lambda p: _edit(p, lambda d: d["proofs"].append(d["proofs"][0])),
+            "proofs.name",
+            "no other golden proof",
+        ),
         (
             lambda p: _edit(p, lambda d: d["workloads"][0]["workload"].update(batch=0)),
-            "workloads.0.workload",
-            "batch",
+            "workloads.0.workload.batch",
+            "an integer from 1",
         ),
-        (lambda p: _edit(p, lambda d: d["estimates"].update(ghost={})), "value", "unknown workloads"),
+        (
+            lambda p: _edit(p, lambda d: d["estimates"].update(ghost=next(iter(d["estimates"].values())))),
+            "estimates",
+            "the name of a workload",
+        ),
     ],
 )
 def test_every_corrupt_file_is_named(saved, breakage, field, says):

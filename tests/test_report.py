@@ -121,7 +121,7 @@ def test_markdown_has_the_same_sections(prof):
     assert md.startswith("# " + text("report.title"))
     for key in ("decision", "node", "workloads", "proofs", "latency", "roofline", "cost", "deployment"):
         assert f"## {text('report.' + key)}" in md, key
-    assert "```bash\nvllm serve llama-3-8b" in md and "```yaml\nresources:" in md
+    assert "```bash\nvllm serve meta-llama/Meta-Llama-3-8B" in md and "```yaml\nresources:" in md
     assert "| serving |" in md and "| 16 |" in md  # the proof row and the sweep's last load
     assert "<svg" not in md and text("report.charts_in_html") in md
 

@@ -146,7 +146,7 @@ class ProfileLocker(Composite):
             )
         try:
             doc = json.loads(content.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # ValueError: bad JSON, 4300+ digit ints
             raise SpecError("profile", f.get("name", "file"), "a locked profile JSON (UTF-8)") from None
         if not isinstance(doc, dict):
             raise SpecError("profile", type(doc).__name__, "a locked profile JSON object")

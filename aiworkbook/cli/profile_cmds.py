@@ -54,6 +54,11 @@ def read_workloads(path: str) -> list[dict[str, Any]]:
         raise SpecError(
             "json", f"line {exc.lineno} col {exc.colno}: {exc.msg}", "valid JSON", source=path
         ) from None
+    except (RecursionError, ValueError):  # nested past the parser's stack; an integer of 4300+ digits
+        raise SpecError("json", "too deep or too large", "valid JSON of a sane size", source=path) from None
+    from aiworkbook.profile.schema import scan
+
+    scan(doc, source=path)
     if isinstance(doc, dict) and "workloads" in doc:
         doc = doc["workloads"]
     items = doc if isinstance(doc, list) else [doc]
@@ -62,7 +67,7 @@ def read_workloads(path: str) -> list[dict[str, Any]]:
         if not isinstance(item, dict) or "model" not in item or "workload" not in item:
             raise SpecError("workload", str(item)[:80], "an object with model and workload keys", source=path)
         name = item.get("name") or (p.stem if len(items) == 1 else f"{p.stem}-{i + 1}")
-        entry = {k: item[k] for k in ("model", "workload", "gpu", "device") if k in item}
+        entry = {k: item[k] for k in ("model", "workload", "gpu", "device", "config") if k in item}
         entry["assumptions"] = _explicit_assumptions(item.get("assumptions") or {})
         out.append({**entry, "name": name})
     return out
@@ -142,7 +147,9 @@ def check_cmd(
     for w in rep.warnings():
         typer.echo(f"warning: {w}", err=True)
     if as_json:
-        typer.echo(json.dumps(rep.to_dict(), indent=2))
+        from aiworkbook.persist import dumps_json
+
+        typer.echo(dumps_json(rep.to_dict(), indent=2))  # never a bare NaN (JSON has none)
     else:
         for c in rep.checks:
             typer.echo(c.line())
@@ -170,7 +177,13 @@ def report_cmd(
     prof = load_profile(profile)
     for path, render, what in ((html, render_html, "HTML"), (md, render_markdown, "Markdown")):
         if path is not None:
-            _shareable(atomic_write_text(path, render(prof, lang=lang)))
+            try:
+                page = render(prof, lang=lang)
+            except SpecError as exc:  # figures the report cannot show: name the profile they came from
+                raise SpecError(
+                    exc.field, exc.value, exc.allowed, source=exc.source or str(profile)
+                ) from None
+            _shareable(atomic_write_text(path, page))
             typer.echo(f"{what} report -> {path}")
 
 

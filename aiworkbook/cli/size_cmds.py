@@ -250,7 +250,15 @@ def size(
     )
     vllm = _vllm_startup(spec, gpu_spec or (node_profile.gpu_spec() if node_profile else None), opts)
     if as_json:
-        typer.echo(dumps_json({**est.to_dict(), **_vllm_json(vllm)}, indent=2))
+        from aiworkbook.specs.catalog import embedded_config
+
+        # a local model's config.json (with its sha256), so `lock --workload` works wherever this file goes
+        local = embedded_config(model)
+        typer.echo(
+            dumps_json(
+                {**est.to_dict(), **_vllm_json(vllm), **({"config": local} if local else {})}, indent=2
+            )
+        )
         return
     _print_estimate(spec, est)
     if vllm:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from aiworkbook.errors import printable
 from aiworkbook.profile.fingerprint import Fingerprint, describe_changes
 from aiworkbook.profile.lock import as_result
 from aiworkbook.profile.model import GoldenProof, LockedProfile, Tolerance
@@ -39,8 +40,8 @@ class ProofCheck:
     def line(self) -> str:
         ratio = f"ratio {self.ratio:.3f}" if self.ratio is not None else "no ratio"
         band = f"(pass ±{self.tolerance.pass_within:.0%}, fail beyond ±{self.tolerance.fail_beyond:.0%})"
-        extra = f"; {self.message}" if self.message else ""
-        return f"[{self.status}] {self.name}: {ratio} now/locked {band}{extra}"
+        extra = f"; {printable(self.message, 400)}" if self.message else ""
+        return f"[{self.status}] {printable(self.name, 80)}: {ratio} now/locked {band}{extra}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,7 +86,7 @@ class CheckReport:
                 f"fingerprint changed ({parts}): {describe_changes(self.fingerprint_changes)}; "
                 "a difference may come from the change, not a regression"
             )
-        out += [f"result for '{u}' matches no golden proof: ignored" for u in self.unmatched]
+        out += [f"result for '{printable(u, 80)}' matches no golden proof: ignored" for u in self.unmatched]
         if not self.checks:
             out.append("the profile has no golden proofs to check")
         return out

@@ -73,8 +73,12 @@ def describe_changes(changes: dict[str, tuple[Any, Any]]) -> str:
     return ", ".join(f"{p} {_show(a)} -> {_show(b)}" for p, (a, b) in changes.items())
 
 
-def _show(v: Any) -> str:
-    return "unknown" if v is None else str(v)
+def _show(v: Any, limit: int = 80) -> str:
+    """A part for a one-line message: a GPU name or version, control characters escaped and cut at
+    `limit` characters (a hand-edited profile or result may hold anything)."""
+    from aiworkbook.errors import printable
+
+    return "unknown" if v is None else printable(str(v), limit)
 
 
 def _known(v: Any) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
@@ -16,14 +17,27 @@ UNLOCKABLE = ("interrupted", "does-not-fit", "error")
 
 def as_result(item: Any):
     """A ProofResult from a ProofResult, its to_dict(), or a path to a saved one."""
-    from aiworkbook.proofs.result import ProofResult
+    from aiworkbook.persist import read_json
+    from aiworkbook.profile.schema import ResultDoc, check_part, scan
+    from aiworkbook.proofs.result import KIND, SCHEMA_VERSION, ProofResult
 
     if isinstance(item, ProofResult):
         return item
-    if isinstance(item, Mapping):
-        return ProofResult.from_dict({k: v for k, v in item.items() if k not in ("kind", "schema_version")})
+    source = None
     if isinstance(item, str | os.PathLike):
-        return ProofResult.load(item)
+        source = str(item)
+        item = read_json(
+            item,
+            kind=KIND,
+            max_version=SCHEMA_VERSION,
+            what="an existing proof result JSON",
+            unique_keys=True,
+        )
+    if isinstance(item, Mapping):
+        doc = {k: v for k, v in item.items() if k not in ("kind", "schema_version")}
+        scan(doc, source=source)  # NaN/Infinity, 64-bit overflow, depth: a SpecError naming the field
+        check_part(ResultDoc, doc, field="result", source=source)
+        return ProofResult.from_dict(doc)
     raise SpecError("results", type(item).__name__, "a ProofResult, its dict, or a path to a result JSON")
 
 
@@ -52,13 +66,30 @@ def as_entry(item: Any, default_name: str) -> WorkloadEntry:
         "device": item.get("device", "cuda"),
         "workload": w,
         "assumptions": dict(item.get("assumptions") or {}),
+        "config": item.get("config") or _local_config(item.get("model"), default_name),
     }
+    if doc["config"] and not item.get("config"):  # read from a path here: named by its folder, as `size` does
+        doc["model"] = Path(doc["config"]["path"]).name or doc["model"]
     from pydantic import ValidationError
 
     try:
         return WorkloadEntry.model_validate(doc)
     except ValidationError as exc:
         raise validation_error(exc, prefix=f"workloads[{default_name}]") from None
+
+
+def _local_config(model: Any, where: str) -> dict[str, Any] | None:
+    """A non-preset model named by a path (a folder or its config.json): its config, embedded."""
+    from aiworkbook.specs.catalog import embedded_config
+
+    if not isinstance(model, str) or not model:
+        return None
+    try:
+        return embedded_config(model)
+    except SpecError as exc:
+        raise SpecError(
+            f"workloads[{where}].{exc.field}", exc.value, exc.allowed, source=exc.source
+        ) from None
 
 
 def rerun_inputs(result) -> dict[str, Any]:
@@ -179,7 +210,6 @@ def to_tolerance(name: str, v: Any) -> Tolerance:
 
 def _estimate(e: WorkloadEntry, declared: Any) -> dict[str, Any]:
     from aiworkbook.sizing import estimate
-    from aiworkbook.specs import load_model
 
     node = declared
     if declared is not None and declared.pools and not e.gpu:
@@ -187,7 +217,7 @@ def _estimate(e: WorkloadEntry, declared: Any) -> dict[str, Any]:
     from aiworkbook.sizing import Assumptions
 
     a = Assumptions.from_node(node, **e.assumptions) if node is not None else Assumptions(**e.assumptions)
-    spec = load_model(e.model)
+    spec = e.spec()
     return estimate(
         spec, e.to_workload(), gpu=e.gpu or None, device=e.device, assumptions=a, node=node
     ).to_dict()

@@ -20,6 +20,7 @@ from pydantic import (
 
 from aiworkbook.errors import SpecError
 from aiworkbook.profile.fingerprint import Fingerprint
+from aiworkbook.profile.schema import MAX_NAME
 from aiworkbook.specs.node import NodeProfile, Pattern
 
 KIND = "aiworkbook.locked-profile"
@@ -46,32 +47,97 @@ class Tolerance(BaseModel):
         return v
 
 
-class WorkloadEntry(BaseModel):
-    """One workload: a model (preset or config path), its shape (Workload.to_dict()) and the GPU sized."""
+class ModelConfig(BaseModel):
+    """A local model's config.json carried inside the profile (with its sha256 over the canonical JSON,
+    aiworkbook.specs.catalog.config_sha256), so check and report work after the folder moved and from
+    any directory, and an edit after locking is caught."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    name: str = Field(min_length=1)
-    model: str = Field(min_length=1)
-    gpu: str | None = None
-    device: str = "cuda"
+    #: the absolute folder it was read from when locked: what the vLLM snippet serves
+    path: str = Field(default="", max_length=4096)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    content: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _unchanged(self) -> ModelConfig:
+        from aiworkbook.specs.catalog import config_sha256
+        from aiworkbook.specs.model import spec_from_config
+
+        actual = config_sha256(self.content)
+        if actual != self.sha256:
+            raise SpecError(
+                "sha256", self.sha256, f"the embedded content's sha256 ({actual}): edited after locking?"
+            )
+        try:  # it must read as a model; the SpecError names the config key under `content`
+            spec_from_config(self.content, source="the embedded config")
+        except SpecError as exc:
+            raise SpecError(f"content.{exc.field}", exc.value, exc.allowed) from None
+        except (TypeError, KeyError, AttributeError, IndexError, ArithmeticError) as exc:
+            raise SpecError("content", type(exc).__name__, "a config.json that reads as a model") from None
+        return self
+
+
+class WorkloadEntry(BaseModel):
+    """One workload: a model (a preset, or a local model's name with its config embedded), its shape
+    (Workload.to_dict()) and the GPU sized."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str = Field(min_length=1, max_length=MAX_NAME)
+    model: str = Field(min_length=1, max_length=MAX_NAME)
+    gpu: str | None = Field(default=None, max_length=MAX_NAME)
+    device: str = Field(default="cuda", max_length=MAX_NAME)
     workload: dict[str, Any]
     #: Assumptions overrides (price, storage speed, train_tokens for the run cost ...), on top of the node's
     assumptions: dict[str, Any] = {}
+    #: a non-preset model's config.json (None for a preset)
+    config: ModelConfig | None = None
+
+    @model_validator(mode="after")
+    def _model_known(self) -> WorkloadEntry:
+        from aiworkbook.specs import list_presets
+
+        if self.config is None and self.model not in list_presets():
+            raise SpecError(
+                "model",
+                self.model,
+                "a preset (aiworkbook models), or a local model with its config.json embedded under "
+                "'config' (aiworkbook lock embeds it from `size --json` or a model folder)",
+            )
+        return self
+
+    def spec(self):
+        """The ModelSpec: the preset's, or the embedded config's (no file is read for a local model)."""
+        from aiworkbook.specs import load_model
+        from aiworkbook.specs.model import spec_from_config
+
+        if self.config is None:
+            return load_model(self.model)
+        return spec_from_config(self.config.content, name=self.model, source=f"workload '{self.name}' config")
+
+    def served_model(self) -> str:
+        """What `vllm serve` takes: the preset's Hugging Face repository id, or the local model's folder."""
+        from aiworkbook.specs.catalog import hf_repo
+
+        if self.config is not None:
+            return self.config.path or self.model
+        return hf_repo(self.model) or self.model
 
     @field_validator("workload", "assumptions")
     @classmethod
     def _builds(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         """The dict must build a sizing Workload / Assumptions (their own checks, as one message)."""
+        from aiworkbook.profile.schema import check_dataclass
         from aiworkbook.sizing import Assumptions, Workload
 
         target = Workload if info.field_name == "workload" else Assumptions
+        check_dataclass(target, v)  # each field's declared type, strictly (SpecError names the key)
         try:
             target(**v)
         except TypeError as exc:
             raise ValueError(f"not {target.__name__} fields: {exc}") from None
-        except SpecError as exc:
-            raise ValueError(str(exc)) from None
-        return v
+        except (OverflowError, ArithmeticError) as exc:
+            raise ValueError(f"numbers {target.__name__} can compute with ({exc})") from None
+        return v  # a SpecError passes through: validation_error names its field under this one
 
     def to_workload(self):
         from aiworkbook.sizing import Workload
@@ -83,19 +149,23 @@ class GoldenProof(BaseModel):
     """A proof result locked as the reference, with the inputs that re-run it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    name: str = Field(min_length=1)
-    proof: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME)
+    proof: str = Field(min_length=1, max_length=MAX_NAME)
     inputs: dict[str, Any] = {}
     result: dict[str, Any]
 
     @field_validator("result")
     @classmethod
     def _valid_result(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from aiworkbook.profile.schema import ResultDoc, check_part
         from aiworkbook.proofs.result import ProofResult
 
+        check_part(ResultDoc, v, field="result")
         try:
             ProofResult.from_dict(v)
-        except (SpecError, TypeError, ValueError, AttributeError) as exc:
+        except SpecError:
+            raise
+        except (TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a proof result: {exc}") from None
         return v
 
@@ -144,21 +214,44 @@ class LockedProfile(BaseModel):
             raise ValueError(f"one of {', '.join(LANGS)}")
         return v
 
+    @field_validator("answers")
+    @classmethod
+    def _answers(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """The questionnaire's answers as lock stored them: typed (no "true" for true) and valid."""
+        if not v:
+            return v
+        from aiworkbook.patterns import Answers
+        from aiworkbook.profile.schema import check_dataclass
+
+        Answers.parse(v)  # unknown questions and out-of-range answers, named
+        check_dataclass(Answers, v)
+        return v
+
+    @field_validator("estimates")
+    @classmethod
+    def _estimates(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from aiworkbook.profile.schema import EstimateDoc, check_part
+
+        for name, est in v.items():
+            check_part(EstimateDoc, est, field=name)
+        return v
+
     @model_validator(mode="after")
     def _consistent(self) -> LockedProfile:
         names = [p.name for p in self.proofs]
-        dup = {n for n in names if names.count(n) > 1}
+        dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise ValueError(f"golden proof names must be unique (repeated: {', '.join(sorted(dup))})")
-        extra = set(self.tolerances) - set(names)
+            raise SpecError("proofs.name", dup[0], "a name no other golden proof has")
+        extra = sorted(set(self.tolerances) - set(names))
         if extra:
-            raise ValueError(f"tolerances for unknown proofs: {', '.join(sorted(extra))}")
+            raise SpecError("tolerances", extra[0], "the name of a golden proof: " + ", ".join(names))
         wl = [w.name for w in self.workloads]
-        if len(set(wl)) != len(wl):
-            raise ValueError("workload names must be unique")
-        stray = set(self.estimates) - set(wl)
+        dup = sorted({n for n in wl if wl.count(n) > 1})
+        if dup:
+            raise SpecError("workloads.name", dup[0], "a name no other workload has")
+        stray = sorted(set(self.estimates) - set(wl))
         if stray:
-            raise ValueError(f"estimates for unknown workloads: {', '.join(sorted(stray))}")
+            raise SpecError("estimates", stray[0], "the name of a workload: " + ", ".join(wl))
         return self
 
     def tolerance(self, name: str) -> Tolerance:
@@ -184,10 +277,10 @@ class LockedProfile(BaseModel):
 def load_profile(path: str | os.PathLike) -> LockedProfile:
     """Read a locked profile; a missing, corrupt, truncated or hand-broken file, another kind or an
     unknown schema version raises SpecError naming the file and what is wrong."""
-    from aiworkbook.persist import read_json, validation_error
+    from aiworkbook.persist import read_json
 
     src = str(path)
-    doc = read_json(path, what="an existing locked profile JSON")
+    doc = read_json(path, what="an existing locked profile JSON", unique_keys=True)
     if doc.get("kind") != KIND:
         raise SpecError("kind", doc.get("kind"), f"'{KIND}' (a file written by aiworkbook lock)", source=src)
     v = doc.get("schema_version")
@@ -201,18 +294,27 @@ def load_profile(path: str | os.PathLike) -> LockedProfile:
             source=src,
         )
     body = {k: val for k, val in doc.items() if k not in ("kind", "schema_version")}
-    try:
-        return LockedProfile.model_validate(body)
-    except ValidationError as exc:
-        raise validation_error(exc, source=src) from None
+    return _validate(body, src)
 
 
 def profile_from_dict(doc: dict[str, Any], *, source: str | None = None) -> LockedProfile:
     """Validate a profile held in memory (a widget's state); errors as SpecError naming the field."""
-    from aiworkbook.persist import validation_error
-
+    if not isinstance(doc, dict):
+        raise SpecError("profile", type(doc).__name__, "a JSON object", source=source)
     body = {k: val for k, val in doc.items() if k not in ("kind", "schema_version")}
+    return _validate(body, source)
+
+
+def _validate(body: dict[str, Any], source: str | None) -> LockedProfile:
+    """A profile body as JSON in strict mode (no "1" for 1, no "false" for false) after the scan for
+    NaN/Infinity, 64-bit overflow and deep nesting (profile.schema), so bad input is a SpecError."""
+    import json
+
+    from aiworkbook.persist import validation_error
+    from aiworkbook.profile.schema import check_document
+
+    check_document(body, source=source)
     try:
-        return LockedProfile.model_validate(body)
+        return LockedProfile.model_validate_json(json.dumps(body, default=str), strict=True)
     except ValidationError as exc:
         raise validation_error(exc, source=source) from None

@@ -78,17 +78,16 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
     lines = []
     for w in prof.workloads:
         est = prof.estimates.get(w.name, {})
-        wl = est.get("workload", w.workload)
-        if wl.get("mode") == "infer":
-            ctx = wl.get("context") or wl.get("seq_len", 0) + wl.get("new_tokens", 0)
-            shape = f"{wl.get('concurrency')} × {ctx:,} tokens"
+        wl = _shape(est.get("workload", w.workload))
+        if wl.mode == "infer":
+            shape = f"{wl.concurrency} × {wl.context_len:,} tokens"
         else:
-            shape = f"{wl.get('mode')} {wl.get('batch')} × {wl.get('seq_len'):,} tokens"
+            shape = f"{wl.mode} {wl.batch} × {wl.seq_len:,} tokens"
         parts = [f"{w.name} — {w.model}, {shape}"]
         fit = est.get("fits") or {}
         if fit.get("gpu"):
             verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
-            gpus = max(1, int(wl.get("tp", 1)) * int(wl.get("dp", 1)))
+            gpus = max(1, wl.tp * wl.dp)
             parts.append(f"{verdict}: {gpus} × {fit['gpu']}")
             parts.append(f"{fmt_bytes(fit['headroom_bytes'])} {t('report.headroom')}")
         cost = est.get("cost") or {}
@@ -96,6 +95,14 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
             parts.append(f"{cost['decode_usd_per_mtok']:.2f} {t('report.usd_per_mtok')}")
         lines.append(", ".join(parts))
     return lines
+
+
+def _shape(wl: dict[str, Any]) -> Any:
+    """An estimate's stored workload as a Workload (its defaults where a key is left out; load_profile
+    checked its types), so the report never indexes a key a hand-edited file dropped."""
+    from aiworkbook.sizing import Workload
+
+    return Workload(**wl)
 
 
 def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
@@ -244,14 +251,13 @@ def roofline_rows(prof: LockedProfile) -> list[dict[str, Any]] | None:
     if est is None:
         return None
     from aiworkbook.proofs.roofline import roofline_chart_data, workload_point
-    from aiworkbook.specs import get_gpu, load_model
+    from aiworkbook.specs import get_gpu
 
     entry = next(w for w in prof.workloads if prof.estimates.get(w.name) is est)
-    wl = est["workload"]
+    wl = _shape(est["workload"])
     point = None
-    if wl["mode"] == "infer":
-        ctx = wl.get("context") or wl["seq_len"] + wl["new_tokens"]
-        point = workload_point(load_model(entry.model), batch=wl["concurrency"], context=ctx)
+    if wl.mode == "infer":
+        point = workload_point(entry.spec(), batch=wl.concurrency, context=wl.context_len)
     return roofline_chart_data(get_gpu(est["gpu"]), point, label=entry.name)
 
 
@@ -333,9 +339,19 @@ def _environment(prof: LockedProfile, t: _Texts) -> list[Block]:
 
 
 def _chart(name: str, title: str, make: Any) -> Block:
+    """A chart block; figures a chart cannot draw (a hand-edited profile's, past the schema's checks)
+    are bad input naming the chart, not an internal error."""
     from aiworkbook.charts import to_svg
+    from aiworkbook.errors import SpecError
 
-    return chart(name, title, to_svg(make()))
+    try:
+        return chart(name, title, to_svg(make()))
+    except SpecError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError) as exc:
+        raise SpecError(
+            f"chart.{name}", f"{type(exc).__name__}: {exc}", "figures this chart can draw"
+        ) from None
 
 
 # ---- renderers -------------------------------------------------------------------------------------
@@ -395,7 +411,7 @@ def render_markdown(profile: LockedProfile, lang: str | None = None) -> str:
     out: list[str] = []
     for b in build(profile, lang, charts=False):
         if b.kind in ("h1", "h2", "h3"):
-            out.append("#" * int(b.kind[1]) + " " + b.text)
+            out.append("#" * int(b.kind[1]) + " " + _md(b.text))
         elif b.kind == "p":
             out.append(f"**{_md(b.text)}**" if "aiwb-headline" in b.css else _md(b.text))
         elif b.kind == "ul":
@@ -405,13 +421,43 @@ def render_markdown(profile: LockedProfile, lang: str | None = None) -> str:
             lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in b.rows]
             out.append("\n".join(lines))
         elif b.kind == "code":
-            out.append(f"```{b.meta.get('lang', '')}\n{b.text}\n```")
+            fence = _fence(b.text)
+            out.append(f"{fence}{b.meta.get('lang', '')}\n{b.text}\n{fence}")
     return "\n\n".join(out) + "\n"
 
 
+#: ASCII punctuation that starts Markdown syntax inline: emphasis, code spans, links and images
+#: (`[x](javascript:...)`), tables, headings, strikethrough; escaped with a backslash (CommonMark 2.4)
+_MD_PUNCT = frozenset("\\`*_[]|#~!")
+#: HTML's own: a raw `<script>` or `<img onerror>` would pass through Markdown untouched
+_MD_HTML = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+
+
 def _md(s: str) -> str:
-    return s.replace("*", "\\*").replace("_", "\\_")
+    """Text (names, notes, paths a user typed among it) as Markdown that renders as exactly that text:
+    HTML characters as entities, Markdown punctuation backslash-escaped, line breaks as spaces, so no
+    string can open a tag, a link, an image or a new block."""
+    out = []
+    for ch in str(s):
+        if ch in _MD_HTML:
+            out.append(_MD_HTML[ch])
+        elif ch in _MD_PUNCT:
+            out.append("\\" + ch)
+        elif ch in "\r\n":
+            out.append(" ")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _fence(code_text: str) -> str:
+    """A code fence longer than any run of backticks in the code, so the code cannot close it."""
+    longest, run = 0, 0
+    for ch in code_text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
 
 
 def _cell(s: str) -> str:
-    return _md(s).replace("|", "\\|").replace("\n", " ")
+    return _md(s)  # `|` escaped, line breaks as spaces: one cell stays one cell

@@ -4,6 +4,8 @@ the smallest MIG slice that holds the workload)."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,18 +24,22 @@ class VllmArgs:
     kv_cache_dtype: str | None = None
 
     def args(self) -> list[str]:
+        """The arguments after the model, as an argv (unquoted: command() quotes them for a shell)."""
         out = [
-            f"--tensor-parallel-size={self.tensor_parallel_size}",
-            f"--gpu-memory-utilization={self.gpu_memory_utilization:g}",
-            f"--max-model-len={self.max_model_len}",
-            f"--max-num-seqs={self.max_num_seqs}",
+            f"--tensor-parallel-size={int(self.tensor_parallel_size)}",
+            f"--gpu-memory-utilization={float(self.gpu_memory_utilization):g}",
+            f"--max-model-len={int(self.max_model_len)}",
+            f"--max-num-seqs={int(self.max_num_seqs)}",
         ]
         if self.kv_cache_dtype:
             out.append(f"--kv-cache-dtype={self.kv_cache_dtype}")
         return out
 
     def command(self) -> str:
-        return " \\\n  ".join([f"vllm serve {self.model}", *self.args()])
+        """The shell command, every value quoted (shlex.quote): a model folder named `x$(rm -rf ~)` stays
+        one argument, never code."""
+        words = [shlex.quote(a) for a in (self.model, *self.args())]
+        return " \\\n  ".join([f"vllm serve {words[0]}", *words[1:]])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -106,10 +112,11 @@ def placement(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> Placement:
     return Placement(w, g, "nvidia.com/gpu", count)
 
 
-def vllm_args(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> VllmArgs:
+def vllm_args(spec: Any, w: Any, gpu: Any, *, mig: bool = True, model: str | None = None) -> VllmArgs:
     """Arguments that match the KV capacity of the placement: --max-num-seqs is
     capacity.max_concurrency at --max-model-len = the workload's context (prompt + new tokens), on the
-    GPU or MIG slice that k8s_resources asks for."""
+    GPU or MIG slice that k8s_resources asks for. `model`: what vLLM loads (a Hugging Face repository
+    id or a folder; default the preset's repository id, else the spec's name)."""
     from aiworkbook.sizing import capacity
 
     if w.training:
@@ -119,8 +126,12 @@ def vllm_args(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> VllmArgs:
     seqs = capacity.max_concurrency(spec, wv, pl.gpu, context=wv.context_len)
     if seqs < 1:
         raise SpecError("context", wv.context_len, f"a context whose KV cache fits once on {pl.gpu.name}")
+    if model is None:
+        from aiworkbook.specs.catalog import hf_repo
+
+        model = hf_repo(spec.name) or spec.name
     return VllmArgs(
-        model=spec.name,
+        model=model,
         tensor_parallel_size=wv.tp,
         gpu_memory_utilization=wv.gpu_memory_utilization,
         max_model_len=wv.context_len,
@@ -136,32 +147,67 @@ def k8s_resources(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> dict[str,
 
 
 def k8s_yaml(resources: dict[str, Any]) -> str:
-    """The resources block as YAML (two levels: limits, then resource names)."""
+    """The resources block as YAML (two levels: limits, then resource names); every string is a
+    double-quoted scalar (yaml_str), counts are integers."""
     lines = ["resources:"]
     for section, items in resources.items():
-        lines.append(f"  {section}:")
-        lines += [f"    {name}: {value}" for name, value in items.items()]
+        lines.append(f"  {yaml_str(section)}:")
+        lines += [f"    {yaml_str(name)}: {_count(name, value)}" for name, value in items.items()]
     return "\n".join(lines)
+
+
+#: A YAML plain scalar that every reader takes as this very string (as shlex.quote leaves safe words bare)
+_PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
+#: plain words YAML 1.1 reads as booleans or null
+_YAML_WORDS = {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}
+
+
+def yaml_str(s: str) -> str:
+    """`s` as a YAML scalar that reads back as exactly `s` (YAML 1.1 and 1.2): a plain word when it is a
+    safe one (`nvidia.com/gpu`), else double-quoted: printable ASCII as is, a backslash or quote escaped,
+    anything else as a \\x, \\u or \\U escape, so no value can end the scalar, start a new key or
+    carry a character a YAML reader refuses."""
+    s = str(s)
+    if _PLAIN.match(s) and s.lower() not in _YAML_WORDS:
+        return s
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 0x20 <= o < 0x7F:
+            out.append(ch)
+        elif o <= 0xFF:
+            out.append(f"\\x{o:02x}")
+        elif o <= 0xFFFF:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(f"\\U{o:08x}")
+    return '"' + "".join(out) + '"'
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(f"resources.{name}", value, "a whole number of devices")
+    return value
 
 
 def snippets(entry: Any, est: dict[str, Any], *, mig: bool = True) -> dict[str, Any]:
     """Both snippets for a profile's workload entry and its estimate dict: `vllm` (VllmArgs, inference
     only), `k8s` (resources block) and `on` (the GPU or MIG slice); `note` says why one is missing."""
-    from aiworkbook.specs import load_model
-
     out: dict[str, Any] = {"workload": entry.name}
     gpu = est.get("gpu")
     if not gpu:
         out["note"] = "no GPU sized for this workload"
         return out
-    spec = load_model(entry.model)
+    spec = entry.spec()
     w = entry.to_workload()
     try:
         pl = placement(spec, w, gpu, mig=mig)
         out["on"] = pl.gpu.name
         out["k8s"] = {"limits": {pl.resource: pl.count}}
         if not w.training:
-            out["vllm"] = vllm_args(spec, w, gpu, mig=mig)
+            out["vllm"] = vllm_args(spec, w, gpu, mig=mig, model=entry.served_model())
     except SpecError as exc:
         out["note"] = str(exc)
     return out
