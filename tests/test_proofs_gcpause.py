@@ -88,7 +88,7 @@ def test_the_note_names_long_pauses_unless_the_proof_measured_in_windows():
 def test_a_serving_load_point_runs_without_automatic_collection(monkeypatch):
     from aiworkbook.proofs.control import Control
     from aiworkbook.serving import proof
-    from aiworkbook.serving.client import Load
+    from aiworkbook.serving.client import Load, Target
 
     seen = []
 
@@ -97,6 +97,6 @@ def test_a_serving_load_point_runs_without_automatic_collection(monkeypatch):
         return []
 
     monkeypatch.setattr(proof, "run_load_sync", fake_load)
-    s = {"slo_ttft_s": None, "slo_tpot_s": None}
-    proof._measure("http://127.0.0.1:9", "m", Load(concurrency=1), Control(), s, "load 1", "completions")
+    s = {"slo_ttft_s": None, "slo_tpot_s": None, "deadline": None}
+    proof._measure(Target("http://127.0.0.1:9", "m"), Load(concurrency=1), Control(), s, "load 1")
     assert seen == [False] and gc.isenabled()

@@ -36,6 +36,14 @@ def test_peak_rss_sees_an_allocation():
         before = p.peak
         a = np.ones(64 * 2**20 // 8)
         a += 1  # touched: resident
+        # held until the sampler thread has run once more (a loaded machine may not schedule it in time
+        # otherwise); bounded, so a sampler that never sees it still fails
+        seen = threading.Event()
+        for _ in range(2000):
+            if p.peak - before > 48 * 2**20:
+                seen.set()
+                break
+            seen.wait(0.005)
         del a
     assert p.peak - before > 48 * 2**20
 
