@@ -163,12 +163,13 @@ def _profile_with_dir(tmp_path: Path, capsys, bad_dir: str) -> Path:
     """A locked host-proof profile whose stored inputs.dir was hand-edited to `bad_dir`."""
     r = tmp_path / "host.json"
     argv = [*PROOFS["host"], "--dir", str(tmp_path / "first"), "--json", str(r)]
-    assert run_cli(argv, capsys)[0] == 0
+    code, _, err = run_cli(argv, capsys)
+    assert code == 0, err
     prof = tmp_path / "p.json"
-    assert (
-        run_cli(["lock", "--pattern", "classical-ml-cpu", "--result", str(r), "-o", str(prof)], capsys)[0]
-        == 0
+    code, _, err = run_cli(
+        ["lock", "--pattern", "classical-ml-cpu", "--result", str(r), "-o", str(prof)], capsys
     )
+    assert code == 0, err
     doc = json.loads(prof.read_text())
     assert "dir" not in doc["proofs"][0]["inputs"]  # this host's folder is not a re-run input
     doc["proofs"][0]["inputs"].update(dir=bad_dir, keep=True)

@@ -312,3 +312,24 @@ def test_only_loopback_and_bad_requests():
 
     with _fixed() as s:
         assert asyncio.run(bad(s.url)) == 400
+
+
+def test_a_stopped_embedded_server_lets_its_model_go():
+    """aiohttp memoises handler + middleware chains in a module-level cache keyed by the app: without
+    the app's cleanup hook, a stopped server kept its Engine and the model's weights (GPU memory on
+    CUDA, in a dashboard kernel that has finished its proof)."""
+    import gc
+    import weakref
+
+    from aiworkbook.serving.embedded import build_engine, embedded_server
+
+    eng = build_engine("tiny-llama", backend="torch", max_batch=2, kv_budget_bytes=2**20)
+    with embedded_server(eng) as s:
+        assert urllib.request.urlopen(s.url + "/kv", timeout=10).status == 200
+        gone = urllib.request.Request(s.url + "/no-such-route")  # through the JSON-error middleware
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(gone, timeout=10)
+    ref = weakref.ref(eng)
+    del eng, s
+    gc.collect()
+    assert ref() is None

@@ -148,9 +148,8 @@ class _Step:
     def __call__(self, batch: torch.Tensor) -> None:
         if self.compute == "sleep":
             time.sleep(self.arg)
-            if (
-                self.device == "cuda"
-            ):  # the batch's non_blocking copy overlaps the sleep; the step ends when it lands
+            # the batch's non_blocking copy overlaps the sleep; the step ends when it lands
+            if self.device == "cuda":
                 torch.cuda.synchronize()
             return
         x = batch[:, : self.width].to(self.device, non_blocking=True).float().div_(255)

@@ -146,6 +146,17 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
         return _error(exc.status, f"{exc.reason}: {request.method} {request.path}"[:300], kind)
 
 
+async def _forget_handler_chains(app: web.Application) -> None:
+    """Drop aiohttp's memo of handler + middleware chains (a module-level lru_cache of up to 1,024 in
+    aiohttp/web_app.py, keyed by the handler and the app): it would keep a stopped server's app, its
+    Engine and the model's weights (GPU memory on CUDA) alive after the server is gone."""
+    from aiohttp import web_app
+
+    cache = getattr(web_app, "_cached_build_middleware", None)
+    if cache is not None and hasattr(cache, "cache_clear"):
+        cache.cache_clear()
+
+
 #: make_app's choice for ServerThread: cancel a handler whose client went away (an engine request
 #: then frees its KV blocks and batch slot); the stand-in keeps aiohttp's default
 CANCEL_ON_DISCONNECT = web.AppKey("cancel_on_disconnect", bool)
@@ -159,6 +170,7 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
         raise SpecError("backend", "engine and fixed", "exactly one of an Engine or a FixedDelay")
     app = web.Application(client_max_size=BODY_MAX_BYTES, middlewares=[_json_errors])
     app[CANCEL_ON_DISCONNECT] = engine is not None
+    app.on_cleanup.append(_forget_handler_chains)
 
     async def generate(request: web.Request, chat: bool) -> web.StreamResponse:
         arrived = time.perf_counter()  # the handler's entry, before the body is read
