@@ -334,7 +334,9 @@ def validation_error(exc: Any, *, source: str | None = None, prefix: str = "") -
         value = f"({type(value).__name__} of {len(value)})"
     if prefix:
         field = f"{prefix}.{field}"
-    return SpecError(field, value, f"{err.get('msg', 'a valid value')}{more}", source=source)
+    # a validator's ValueError reads as its own words, without pydantic's "Value error, " before them
+    rule = str(inner) if err.get("type") == "value_error" and inner is not None else err.get("msg")
+    return SpecError(field, value, f"{rule or 'a valid value'}{more}", source=source)
 
 
 def check_header(

@@ -159,3 +159,18 @@ def test_a_key_given_twice_is_refused(base, tmp_path, capsys):
     (tmp_path / "p.json").write_text(text)
     assert main(["check", str(tmp_path / "p.json"), "--results", str(base / "kv.json")]) == 2
     assert "key 'pattern' given twice" in capsys.readouterr().err
+
+
+def test_a_stored_verdict_is_one_of_the_proofs_own_list():
+    """The schema reads proofs.result.VERDICTS (serving's `error` included), and a validator's own
+    words reach the user without pydantic's "Value error, " before them."""
+    from aiworkbook.persist import validation_error
+    from aiworkbook.profile.schema import ResultDoc
+    from aiworkbook.proofs.result import VERDICTS
+
+    for v in ("", *VERDICTS):
+        assert ResultDoc.model_validate_json(json.dumps({"proof": "x", "device": "cpu", "verdict": v}))
+    with pytest.raises(Exception) as info:
+        ResultDoc.model_validate_json(json.dumps({"proof": "x", "device": "cpu", "verdict": "bogus"}))
+    err = validation_error(info.value, prefix="result")
+    assert err.field == "result.verdict" and err.allowed == "one of " + ", ".join(repr(x) for x in VERDICTS)

@@ -11,9 +11,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from aiworkbook.errors import SpecError
 
@@ -180,7 +188,7 @@ class ResultDoc(_Doc):
     predicted_label: Name = ""
     ratio: NonNegFloat | None = None
     tolerance: NonNegFloat = 0.10
-    verdict: Literal["", "pass", "fail", "info", "does-not-fit", "interrupted"] = ""
+    verdict: str = ""  # "" or one of proofs.result.VERDICTS (the one list, checked below)
     samples: list[float] = []
     stats: _Stats | None = None
     flags: list[str] = []
@@ -188,6 +196,15 @@ class ResultDoc(_Doc):
     details: _Details = _Details()
     notes: list[str] = []
     created: str = ""
+
+    @field_validator("verdict")
+    @classmethod
+    def _known_verdict(cls, v: str) -> str:
+        from aiworkbook.proofs.result import VERDICTS
+
+        if v and v not in VERDICTS:
+            raise ValueError("one of " + ", ".join(repr(x) for x in VERDICTS))
+        return v
 
 
 @cache
