@@ -29,7 +29,9 @@ def test_a_fast_loader_under_a_long_step_passes(tmp_path):
         dir=str(tmp_path),
         quick=True,
         workers="0",
-        step_ms=300,  # 16 cold 4 KiB reads per step take ~2 ms here; a loaded shared disk stays well under 30 ms
+        # 16 cold 4 KiB reads per step take ~2 ms alone; beside the other xdist worker's fsyncs they once
+        # took over 33 ms a step (a 300 ms step then read 'fail'): a 1 s step keeps the case a fast loader
+        step_ms=1000,
         steps=3,
         sample_kb=4,
         device="cpu",
