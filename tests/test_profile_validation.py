@@ -174,3 +174,17 @@ def test_a_stored_verdict_is_one_of_the_proofs_own_list():
         ResultDoc.model_validate_json(json.dumps({"proof": "x", "device": "cpu", "verdict": "bogus"}))
     err = validation_error(info.value, prefix="result")
     assert err.field == "result.verdict" and err.allowed == "one of " + ", ".join(repr(x) for x in VERDICTS)
+
+
+def test_an_nvml_value_not_read_is_a_valid_environment_entry():
+    """NVML's "not available" (a GPU whose name or driver could not be read) is stored as {"na": why}:
+    a real result carrying one must lock (it failed CI once, after a test left NVML half-answering)."""
+    from aiworkbook.profile.schema import ResultDoc
+
+    env = {"gpus": [{"name": {"na": "NVIDIA driver/NVML library not found"}, "driver": {"na": "x"}}]}
+    assert ResultDoc.model_validate_json(json.dumps({"proof": "x", "device": "cpu", "environment": env}))
+    from pydantic import ValidationError
+
+    bad = {"gpus": [{"name": {"na": 5}}]}
+    with pytest.raises(ValidationError):
+        ResultDoc.model_validate_json(json.dumps({"proof": "x", "device": "cpu", "environment": bad}))

@@ -134,9 +134,15 @@ class EstimateDoc(_Doc):
         return self
 
 
+class _NotAvailable(_Doc):
+    """An NVML value that could not be read, as the environment stores it: {"na": why}."""
+
+    na: Name
+
+
 class _Gpu(_Doc):
-    name: Name | None = None
-    driver: Name | None = None
+    name: Name | _NotAvailable | None = None
+    driver: Name | _NotAvailable | None = None
 
 
 class _Env(_Doc):
