@@ -23,6 +23,7 @@ def test_shards_read_back_byte_for_byte(tmp_path):
     ds.close()
 
 
+@pytest.mark.serial  # cold 4 KiB reads queued behind another worker's checkpoint fsyncs read 'fail'
 def test_a_fast_loader_under_a_long_step_passes(tmp_path):
     r = registry.run(
         "dataload",
