@@ -244,6 +244,7 @@ def test_closing_the_page_ends_its_kernel_and_sampler_subscription(browser, serv
     assert not _running(kernels[0]), "the kernel (and its sampler subscription) outlived the page"
 
 
+@pytest.mark.serial  # ten browsers at once: beside another worker it timed out in a fresh-clone CI run
 @pytest.mark.timeout(900)  # 88 s + 23 s teardown measured at a load average of 6-10 on 2 cores
 def test_ten_viewers_at_once_all_render_and_answer(browser, servers):
     spec, _ = servers.get("sizing")
