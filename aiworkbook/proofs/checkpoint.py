@@ -303,11 +303,14 @@ def load_checkpoint(
         return out
     import torch.distributed.checkpoint as dcp
 
+    from aiworkbook.proofs.dcp_safe import SafeReader, read_metadata
+
+    read_metadata(str(p))  # a clear SpecError here; SafeReader checks the file DCP reads again
     tpl = template if template is not None else empty_like_manifest(read_manifest(p))
     control.step(0, 1, f"load {fmt}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        dcp.load(tpl, checkpoint_id=str(p))
+        dcp.load(tpl, storage_reader=SafeReader(str(p)))  # DCP's own reader unpickles .metadata
     for t in tpl.values():
         touch(t)
     return tpl
