@@ -359,10 +359,29 @@ def test_v019_sampler_is_sort_free():
     assert startup(spec, gpu, few).activation_peak_bytes == 16384 * (3 * 14336 + 3 * 4096) * 2
 
 
+def test_v019_moe_workspace_outlives_the_forward():
+    """0.19's fused MoE takes its scratch from the worker's WorkspaceManager, which never frees it: the
+    dummy sampler runs on top of it. Qwen3-30B-A3B (8 of 128 experts, intermediate 768, hidden 2048)."""
+    from aiworkbook.sizing.vllm import moe_workspace_bytes
+
+    spec, gpu = load_model("qwen3-30b-a3b"), get_gpu("H100-SXM")
+    s = VllmSettings(max_model_len=8192, engine="v1-019")
+    ws = moe_workspace_bytes(spec, s, 8192)
+    assert ws == 8192 * 8 * (max(768, 2048) + max(1536, 2048)) * 2  # 512 MiB
+    r = startup(spec, gpu, s)
+    assert r.activation_peak_bytes == 1024 * 151936 * 14 + 8192 * 2048 * 2 + ws
+    assert "fused-MoE workspace" in r.formulas["activation_peak"]
+    assert moe_workspace_bytes(load_model("llama-3-8b"), s, 8192) == 0
+    tp2 = VllmSettings(tensor_parallel_size=2, engine="v1-019")  # N = 2 x 768 / 2: K decides both
+    assert moe_workspace_bytes(spec, tp2, 8192) == ws
+    v1 = startup(spec, gpu, VllmSettings(max_model_len=8192))  # up to 0.1x: scratch freed after the forward
+    assert v1.activation_peak_bytes == 1024 * 151936 * 28 + 8192 * 2048 * 2
+
+
 def test_v019_tensor_parallel_buffers():
     """0.19 on H100: 0.24 GiB outside torch alone, 2.1 GiB at tp 2 and 4; the other releases keep theirs.
-    Mixtral 8x7B at tp 2 has a forward-bound peak (32,000-token vocabulary), so the release changes only
-    the non-torch memory there."""
+    Mixtral 8x7B at tp 2: under v1 its peak is the forward (32,000-token vocabulary); under v1-019 the
+    sampler over the persistent MoE scratch, a little larger."""
     gpu = get_gpu("H100-SXM")
     llama = load_model("llama-3-8b")
     nt = {
@@ -375,8 +394,10 @@ def test_v019_tensor_parallel_buffers():
     mixtral = load_model("mixtral-8x7b")
     a = startup(mixtral, gpu, VllmSettings(max_model_len=8192, tensor_parallel_size=2))
     b = startup(mixtral, gpu, VllmSettings(max_model_len=8192, tensor_parallel_size=2, engine="v1-019"))
-    assert a.activation_peak_bytes == b.activation_peak_bytes
-    assert a.available_kv_bytes - b.available_kv_bytes == int(2.1 * GiB) - int(0.55 * GiB)
+    peak_v019 = 1024 * 32000 * 14 + 8192 * 4096 * 2 + 8192 * 2 * (7168 + 14336) * 2
+    assert b.activation_peak_bytes == peak_v019 > a.activation_peak_bytes
+    extra = int(2.1 * GiB) - int(0.55 * GiB) + peak_v019 - a.activation_peak_bytes
+    assert a.available_kv_bytes - b.available_kv_bytes == extra
     assert b.kv_cache_tokens < a.kv_cache_tokens
 
 

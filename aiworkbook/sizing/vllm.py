@@ -265,9 +265,27 @@ def profile_peak_bytes(spec, s: VllmSettings, seqs: int, tokens: int) -> tuple[i
     per_logit = sampler_bytes_per_logit(s)
     sampler = rows * spec.vocab_size * per_logit + tokens * h * b
     samp_txt = f"{rows}·{spec.vocab_size}·{per_logit} + {tokens}·{h}·{b}"
+    if s.release == "v1-019" and spec.num_experts:  # the MoE scratch outlives the forward
+        sampler += moe_workspace_bytes(spec, s, tokens)
+        samp_txt += " + fused-MoE workspace"
     if sampler > fwd:
         return sampler, f"sampler {samp_txt} (forward {fwd_txt} is smaller)"
     return fwd, f"forward {fwd_txt} (sampler {samp_txt} is smaller)"
+
+
+def moe_workspace_bytes(spec, s: VllmSettings, tokens: int) -> int:
+    """Fused MoE's scratch, which vLLM 0.19 takes from the worker's WorkspaceManager: one buffer that
+    grows to the largest request and is never freed (vllm/v1/worker/workspace.py), so it is still held
+    while the dummy sampler runs. FusedMoEModularKernel._allocate_buffers asks for workspace13 (shared
+    with the output) and workspace2 together; TritonExperts.workspace_shapes gives them as
+    (M, topk, max(N/2, K)) and (M, topk, max(N, K)), N = 2 x the expert's intermediate size / tp (gate
+    and up), K = hidden, M = the tokens of one chunk (vllm/model_executor/layers/fused_moe/)."""
+    if not spec.num_experts:
+        return 0
+    b, k, hdim = _act_bytes(s, spec), spec.experts_per_token, spec.hidden_size
+    n = 2 * spec.intermediate_size // s.tensor_parallel_size
+    m = min(tokens, 32768)
+    return m * k * (max(n // 2, hdim) + max(n, hdim)) * b
 
 
 def sampler_bytes_per_logit(s: VllmSettings) -> int:
