@@ -374,6 +374,7 @@ def test_v019_moe_workspace_outlives_the_forward():
     assert moe_workspace_bytes(load_model("llama-3-8b"), s, 8192) == 0
     tp2 = VllmSettings(tensor_parallel_size=2, engine="v1-019")  # N = 2 x 768 / 2: K decides both
     assert moe_workspace_bytes(spec, tp2, 8192) == ws
+    assert moe_workspace_bytes(spec, s, 65536) == ws * 2  # one chunk of 16,384 tokens at a time
     v1 = startup(spec, gpu, VllmSettings(max_model_len=8192))  # up to 0.1x: scratch freed after the forward
     assert v1.activation_peak_bytes == 1024 * 151936 * 28 + 8192 * 2048 * 2
 

@@ -279,12 +279,13 @@ def moe_workspace_bytes(spec, s: VllmSettings, tokens: int) -> int:
     while the dummy sampler runs. FusedMoEModularKernel._allocate_buffers asks for workspace13 (shared
     with the output) and workspace2 together; TritonExperts.workspace_shapes gives them as
     (M, topk, max(N/2, K)) and (M, topk, max(N, K)), N = 2 x the expert's intermediate size / tp (gate
-    and up), K = hidden, M = the tokens of one chunk (vllm/model_executor/layers/fused_moe/)."""
+    and up), K = hidden, M = the tokens of one chunk (vllm/model_executor/layers/fused_moe/; chunking on
+    by default, VLLM_FUSED_MOE_CHUNK_SIZE 16 x 1024 in vllm/envs.py)."""
     if not spec.num_experts:
         return 0
     b, k, hdim = _act_bytes(s, spec), spec.experts_per_token, spec.hidden_size
     n = 2 * spec.intermediate_size // s.tensor_parallel_size
-    m = min(tokens, 32768)
+    m = min(tokens, 16 * 1024)
     return m * k * (max(n // 2, hdim) + max(n, hdim)) * b
 
 
@@ -296,7 +297,9 @@ def sampler_bytes_per_logit(s: VllmSettings) -> int:
     the model's bf16 logits 2 + their fp32 copy 4 (Sampler.forward) + sorted values 4 + int64 indices 8
     + top-k and top-p masks 1 + 1 + the softmax/cumsum of the sorted values 4 + the scattered result 4
     = 28. vLLM 0.19 ("v1-019") masks in place with the Triton top-k/top-p kernel (apply_top_k_top_p_triton,
-    vllm-project/vllm#33538, no sort): bf16 logits 2 + fp32 copy 4 (temperature divides it in place) +
+    vllm-project/vllm#33538, "float32 tensor, modified in-place" from v0.18.0 on:
+    https://docs.vllm.ai/en/v0.18.0/api/vllm/v1/sample/ops/topk_topp_triton/; the dummy run's 1024 rows
+    take it), no sort: bf16 logits 2 + fp32 copy 4 (temperature divides it in place) +
     probabilities 4 + the exponential noise of random_sample 4 = 14; the kernel's own [SMs x vocab] fp32
     buffer (~0.1 GiB on an H100) is left out. V0's gather-based sampler: 40."""
     return SAMPLER_BYTES[s.release]
