@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aiworkbook.errors import SpecError
-from aiworkbook.sizing.vllm import VllmSettings, kv_from_available, startup, weight_bytes
+from aiworkbook.sizing.vllm import ENGINES, VllmSettings, kv_from_available, startup, weight_bytes
 from aiworkbook.specs import get_gpu, load_model, spec_from_config
 
 GiB = 1 << 30
@@ -70,7 +70,7 @@ def test_published_startup_within_3_percent(case):
 
 def test_cases_cite_source_and_version():
     for c in CASES:
-        assert c["source"].startswith("https://") and c["vllm_version"] and c["engine"] in ("v0", "v1")
+        assert c["source"].startswith("https://") and c["vllm_version"] and c["engine"] in ENGINES
 
 
 def test_tp_replicates_kv_heads_and_mla_is_not_split():
@@ -325,3 +325,97 @@ def test_batch_defaults_by_usage_context_and_gpu():
     }
     with pytest.raises(SpecError, match="usage"):
         startup(spec, h100, VllmSettings(usage="batch"))
+
+
+def test_case_error_table_meets_the_goal(capsys):
+    """Every checked figure of every case beside its log (the table prints with -s), and issue 23's goal
+    over them: each within 6 %, the median within 2 % (the per-case test holds each to 3 %)."""
+    rows = []
+    for case in CASES:
+        got = predict(case)
+        for key in case.get("checked", list(got)):
+            want = case["logged"][key]
+            rows.append((case["id"], case["engine"], key, want, got[key], 100 * (got[key] - want) / want))
+    with capsys.disabled():
+        print(f"\n{'case':58s} {'engine':7s} {'figure':17s} {'logged':>12s} {'model':>12s} {'error':>8s}")
+        for cid, eng, key, want, value, err in rows:
+            print(f"{cid:58s} {eng:7s} {key:17s} {want:12.2f} {value:12.2f} {err:+7.2f}%")
+    errors = sorted(abs(r[-1]) for r in rows)
+    assert errors and errors[-1] <= 6.0, rows
+    assert errors[len(errors) // 2] <= 2.0, errors
+
+
+def test_v019_sampler_is_sort_free():
+    """vLLM 0.19 masks top-k/top-p in place (Triton kernel, no sort): 14 B per logit at the dummy
+    sampler's peak where the sort-based V1 sampler keeps 28 B alive."""
+    spec, gpu = load_model("llama-3-8b"), get_gpu("H100-SXM")
+    old = startup(spec, gpu, VllmSettings(max_model_len=8192))
+    new = startup(spec, gpu, VllmSettings(max_model_len=8192, engine="v1-019"))
+    assert new.activation_peak_bytes == 1024 * 128256 * 14 + 8192 * 4096 * 2
+    assert old.activation_peak_bytes == 1024 * 128256 * 28 + 8192 * 4096 * 2
+    assert "·14 +" in new.formulas["activation_peak"]
+    # below the forward's MLP set the forward decides, whichever sampler the release runs
+    few = VllmSettings(max_num_seqs=8, max_num_batched_tokens=16384, engine="v1-019")
+    assert startup(spec, gpu, few).activation_peak_bytes == 16384 * (3 * 14336 + 3 * 4096) * 2
+
+
+def test_v019_moe_workspace_outlives_the_forward():
+    """0.19's fused MoE takes its scratch from the worker's WorkspaceManager, which never frees it: the
+    dummy sampler runs on top of it. Qwen3-30B-A3B (8 of 128 experts, intermediate 768, hidden 2048)."""
+    from aiworkbook.sizing.vllm import moe_workspace_bytes
+
+    spec, gpu = load_model("qwen3-30b-a3b"), get_gpu("H100-SXM")
+    s = VllmSettings(max_model_len=8192, engine="v1-019")
+    ws = moe_workspace_bytes(spec, s, 8192)
+    assert ws == 8192 * 8 * (max(768, 2048) + max(1536, 2048)) * 2  # 512 MiB
+    r = startup(spec, gpu, s)
+    assert r.activation_peak_bytes == 1024 * 151936 * 14 + 8192 * 2048 * 2 + ws
+    assert "fused-MoE workspace" in r.formulas["activation_peak"]
+    assert moe_workspace_bytes(load_model("llama-3-8b"), s, 8192) == 0
+    tp2 = VllmSettings(tensor_parallel_size=2, engine="v1-019")  # N = 2 x 768 / 2: K decides both
+    assert moe_workspace_bytes(spec, tp2, 8192) == ws
+    assert moe_workspace_bytes(spec, s, 65536) == ws * 2  # one chunk of 16,384 tokens at a time
+    v1 = startup(spec, gpu, VllmSettings(max_model_len=8192))  # up to 0.1x: scratch freed after the forward
+    assert v1.activation_peak_bytes == 1024 * 151936 * 28 + 8192 * 2048 * 2
+
+
+def test_v019_tensor_parallel_buffers():
+    """0.19 on H100: 0.24 GiB outside torch alone, 2.1 GiB at tp 2 and 4; the other releases keep theirs.
+    Mixtral 8x7B at tp 2: under v1 its peak is the forward (32,000-token vocabulary); under v1-019 the
+    sampler over the persistent MoE scratch, a little larger."""
+    gpu = get_gpu("H100-SXM")
+    llama = load_model("llama-3-8b")
+    nt = {
+        (eng, tp): startup(llama, gpu, VllmSettings(engine=eng, tensor_parallel_size=tp)).non_torch_bytes
+        for eng in ("v1", "v1-019")
+        for tp in (1, 2, 4)
+    }
+    assert nt[("v1-019", 1)] == int(0.24 * GiB) and nt[("v1-019", 2)] == nt[("v1-019", 4)] == int(2.1 * GiB)
+    assert nt[("v1", 1)] == int(0.25 * GiB) and nt[("v1", 2)] == int(0.55 * GiB)
+    mixtral = load_model("mixtral-8x7b")
+    a = startup(mixtral, gpu, VllmSettings(max_model_len=8192, tensor_parallel_size=2))
+    b = startup(mixtral, gpu, VllmSettings(max_model_len=8192, tensor_parallel_size=2, engine="v1-019"))
+    peak_v019 = 1024 * 32000 * 14 + 8192 * 4096 * 2 + 8192 * 2 * (7168 + 14336) * 2
+    assert b.activation_peak_bytes == peak_v019 > a.activation_peak_bytes
+    extra = int(2.1 * GiB) - int(0.55 * GiB) + peak_v019 - a.activation_peak_bytes
+    assert a.available_kv_bytes - b.available_kv_bytes == extra
+    assert b.kv_cache_tokens < a.kv_cache_tokens
+
+
+def test_v019_reports_blocks_per_group_like_v1():
+    """vLLM 0.19.0 still prints blocks // groups x block for hybrid models (vllm-project/vllm#40691)."""
+    spec = load_model("gemma-3-27b-it")
+    v1 = kv_from_available(spec, VllmSettings(), 40 * GiB, 32768, 8192)
+    v019 = kv_from_available(spec, VllmSettings(engine="v1-019"), 40 * GiB, 32768, 8192)
+    assert v019 == v1 and v019["kv_cache_tokens"] == v019["num_blocks"] // 7 * 16
+
+
+def test_cli_engine_version_v019(capsys):
+    from aiworkbook.cli import main
+
+    args = ["fit", "llama-3-8b", "--engine", "vllm", "--gpu", "H100-SXM", "--max-model-len", "8192"]
+    assert main([*args, "--tensor-parallel-size", "2", "--engine-version", "v1-019", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["vllm"]["non_torch_bytes"] == int(2.1 * GiB) and doc["vllm"]["requested_bytes"] > 0
+    assert main([*args, "--engine-version", "v9"]) == 2
+    assert "engine_version" in capsys.readouterr().err

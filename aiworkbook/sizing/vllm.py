@@ -12,7 +12,8 @@ non-KV memory it measured around one profiling forward:
   the gate/up output, the activation output, the hidden state and the residual; for fused MoE the
   per-token top-k intermediate caches), then the sampler over `min(max_num_seqs, tokens)` dummy rows
   of fp32 logits (top-k/top-p sort values and int64 indices, probabilities, masks: 28 B per logit in
-  the V1 sampler, 40 B in V0's gather-based one), with the forward's hidden states still alive;
+  the V1 sampler, 14 B in vLLM 0.19's sort-free one, 40 B in V0's gather-based one), with the
+  forward's hidden states still alive;
 - non-torch memory: CUDA/NCCL allocations outside PyTorch since the baseline (the CUDA context
   predates it and is not counted); larger under tensor parallelism (communication buffers).
 
@@ -45,11 +46,14 @@ GiB = 1 << 30
 #: `Field(default=0.92, gt=0, le=1)` at commit 002f10e0cfa1373a19a0d2756598a34b700d20e5; public quotes
 #: place it in v0.25.0 and v0.30.0) and "GPU KV cache size" is the group-aware int(max_concurrency x
 #: max_model_len) (get_kv_cache_capacity); the first release of either change is not pinned here;
-#: "v0": the V0 engine of 0.6.4-0.7 (its profile and sampler differ, see NON_TORCH and SAMPLER_BYTES).
-ENGINES = ("v1", "v1-092", "v0")
+#: "v0": the V0 engine of 0.6.4-0.7 (its profile and sampler differ, see NON_TORCH and SAMPLER_BYTES);
+#: "v1-019": the V1 engine of the 0.19 releases: "v1" defaults and reporting (0.19.0 still prints
+#: blocks // groups x block: vllm-project/vllm#40691, fixed after it by #40694), its own sampler and
+#: non-torch memory (SAMPLER_BYTES, NON_TORCH).
+ENGINES = ("v1", "v1-092", "v0", "v1-019")
 #: The default `--gpu-memory-utilization` per engine version (0.9: vllm/config.py and the engine-args
 #: docs up to 0.2x, vllm-project/vllm#2162; 0.92: the CacheConfig above).
-DEFAULT_UTILIZATION = {"v1": 0.9, "v1-092": 0.92, "v0": 0.9}
+DEFAULT_UTILIZATION = {"v1": 0.9, "v1-092": 0.92, "v0": 0.9, "v1-019": 0.9}
 #: vLLM's usage contexts whose batch defaults differ: `vllm serve` and the offline `LLM` class.
 USAGES = ("serve", "llm")
 
@@ -59,9 +63,17 @@ USAGES = ("serve", "llm")
 #: 0.54 GiB; no V1 log found shows the 2.1 GiB REFERENCE.md gives, and a Qwen2-7B tp 2 run on two A100
 #: 40 GB leaves 0.51 GiB for it: tests/data/vllm_startup_cases.json); V0 (0.6.4-0.6.6): 0.35 GiB alone
 #: (vllm#10517), 1.79 / 3.58 GiB on H100 at tp 1 / 2 (vllm#10511).
-NON_TORCH = {"v1": (int(0.25 * GiB), int(0.55 * GiB)), "v0": (int(0.35 * GiB), int(3.58 * GiB))}
-#: Bytes per logit the sampler keeps alive at its peak (see the module docstring).
-SAMPLER_BYTES = {"v1": 28, "v0": 40}
+#: vLLM 0.19 on H100 (REFERENCE.md, "Inference memory": the 0.19 V1 logs of issue 23): 0.24 GiB alone and
+#: 2.1 GiB at tp 2 and 4 (communication buffers set up during the profile forward's first all-reduces;
+#: the worker takes its baseline after init_worker_distributed_environment, vllm/v1/worker/gpu_worker.py).
+NON_TORCH = {
+    "v1": (int(0.25 * GiB), int(0.55 * GiB)),
+    "v0": (int(0.35 * GiB), int(3.58 * GiB)),
+    "v1-019": (int(0.24 * GiB), int(2.1 * GiB)),
+}
+#: Bytes per logit the sampler keeps alive at its peak (see the module docstring). "v1-019": the
+#: sort-free top-k/top-p path (sampler_bytes_per_logit).
+SAMPLER_BYTES = {"v1": 28, "v0": 40, "v1-019": 14}
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,12 @@ class VllmSettings:
     def family(self) -> str:
         """ "v0" or "v1": the engine generation whose profile, sampler and defaults apply."""
         return "v0" if self.engine == "v0" else "v1"
+
+    @property
+    def release(self) -> str:
+        """The key of the release-specific profile tables (NON_TORCH, SAMPLER_BYTES): the engine version
+        where it has its own entry, else its generation."""
+        return self.engine if self.engine in NON_TORCH else self.family
 
     @property
     def utilization(self) -> float:
@@ -244,11 +262,47 @@ def profile_peak_bytes(spec, s: VllmSettings, seqs: int, tokens: int) -> tuple[i
         fwd = tokens * (mats * i // tp + 3 * h) * b
         fwd_txt = f"{tokens}·({mats}·{i}/{tp} + 3·{h})·{b}"
     rows = min(seqs, tokens)
-    sampler = rows * spec.vocab_size * SAMPLER_BYTES[s.family] + tokens * h * b
-    samp_txt = f"{rows}·{spec.vocab_size}·{SAMPLER_BYTES[s.family]} + {tokens}·{h}·{b}"
+    per_logit = sampler_bytes_per_logit(s)
+    sampler = rows * spec.vocab_size * per_logit + tokens * h * b
+    samp_txt = f"{rows}·{spec.vocab_size}·{per_logit} + {tokens}·{h}·{b}"
+    if s.release == "v1-019" and spec.num_experts:  # the MoE scratch outlives the forward
+        sampler += moe_workspace_bytes(spec, s, tokens)
+        samp_txt += " + fused-MoE workspace"
     if sampler > fwd:
         return sampler, f"sampler {samp_txt} (forward {fwd_txt} is smaller)"
     return fwd, f"forward {fwd_txt} (sampler {samp_txt} is smaller)"
+
+
+def moe_workspace_bytes(spec, s: VllmSettings, tokens: int) -> int:
+    """Fused MoE's scratch, which vLLM 0.19 takes from the worker's WorkspaceManager: one buffer that
+    grows to the largest request and is never freed (vllm/v1/worker/workspace.py), so it is still held
+    while the dummy sampler runs. FusedMoEModularKernel._allocate_buffers asks for workspace13 (shared
+    with the output) and workspace2 together; TritonExperts.workspace_shapes gives them as
+    (M, topk, max(N/2, K)) and (M, topk, max(N, K)), N = 2 x the expert's intermediate size / tp (gate
+    and up), K = hidden, M = the tokens of one chunk (vllm/model_executor/layers/fused_moe/; chunking on
+    by default, VLLM_FUSED_MOE_CHUNK_SIZE 16 x 1024 in vllm/envs.py)."""
+    if not spec.num_experts:
+        return 0
+    b, k, hdim = _act_bytes(s, spec), spec.experts_per_token, spec.hidden_size
+    n = 2 * spec.intermediate_size // s.tensor_parallel_size
+    m = min(tokens, 16 * 1024)
+    return m * k * (max(n // 2, hdim) + max(n, hdim)) * b
+
+
+def sampler_bytes_per_logit(s: VllmSettings) -> int:
+    """Bytes per logit alive at the dummy sampler's peak (profile_run -> _dummy_sampler_run, top-k
+    vocab-1 and top-p 0.9 over one row per dummy request; vllm/v1/worker/gpu_model_runner.py).
+
+    V1 up to the sort-based top-k/top-p (vllm/v1/sample/ops/topk_topp_sampler.py, apply_top_k_top_p):
+    the model's bf16 logits 2 + their fp32 copy 4 (Sampler.forward) + sorted values 4 + int64 indices 8
+    + top-k and top-p masks 1 + 1 + the softmax/cumsum of the sorted values 4 + the scattered result 4
+    = 28. vLLM 0.19 ("v1-019") masks in place with the Triton top-k/top-p kernel (apply_top_k_top_p_triton,
+    vllm-project/vllm#33538, "float32 tensor, modified in-place" from v0.18.0 on:
+    https://docs.vllm.ai/en/v0.18.0/api/vllm/v1/sample/ops/topk_topp_triton/; the dummy run's 1024 rows
+    take it), no sort: bf16 logits 2 + fp32 copy 4 (temperature divides it in place) +
+    probabilities 4 + the exponential noise of random_sample 4 = 14; the kernel's own [SMs x vocab] fp32
+    buffer (~0.1 GiB on an H100) is left out. V0's gather-based sampler: 40."""
+    return SAMPLER_BYTES[s.release]
 
 
 def _kv_layout(spec, s: VllmSettings) -> list[tuple[str, int, int, int | None]]:
@@ -302,7 +356,7 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
     non_torch = (
         s.non_torch_bytes
         if s.non_torch_bytes is not None
-        else NON_TORCH[s.family][tp * s.pipeline_parallel_size > 1]
+        else NON_TORCH[s.release][tp * s.pipeline_parallel_size > 1]
     )
     available = requested - weights - peak - non_torch - s.cudagraph_bytes
     kv = kv_from_available(spec, s, available, max_len, tokens)
