@@ -116,7 +116,8 @@ def cgroup_of(pid: int, proc_root: str | os.PathLike = "/proc") -> tuple[str | N
         return None, None
     lines = [ln.split(":", 2) for ln in text.splitlines() if ln.count(":") >= 2]
     v2 = [p[2] for p in lines if p[0] == "0" and p[1] == ""]
-    path = (v2 or [p[2] for p in lines] or [None])[0]
+    paths = v2 or [p[2] for p in lines]
+    path = paths[0] if paths else None
     if not path:
         return None, None
     path = path.strip()

@@ -117,7 +117,7 @@ def gpu_for(dev: Device) -> Any:
     from aiworkbook.specs.detection import match_catalogue
     from aiworkbook.specs.gpu import GPUSpec, get_gpu
 
-    memory = {
+    memory: dict[str, Any] = {
         "name": dev.name,
         "memory_bytes": dev.total_bytes,
         "usable_memory_bytes": dev.total_bytes,
