@@ -9,6 +9,7 @@ import math
 
 import pynvml
 import pytest
+from fake_nvml import DATACENTER, MIG, FakeNVML
 
 from aiworkbook.cli import main
 from aiworkbook.errors import SpecError
@@ -17,7 +18,6 @@ from aiworkbook.preflight.vllm import gpu_for
 from aiworkbook.sizing.memory import CUDA_CONTEXT_BYTES
 from aiworkbook.sizing.vllm import VllmSettings, startup
 from aiworkbook.specs import load_model
-from tests.fake_nvml import DATACENTER, MIG, FakeNVML
 
 GiB = 2**30
 SHARED = {**DATACENTER, "mem_used": 30 * GiB, "processes": [(4242, 20 * GiB), (4250, None)]}

@@ -63,44 +63,20 @@ def vllm_cmd(
     from aiworkbook.cli.vllm_flags import settings
     from aiworkbook.errors import SpecError
     from aiworkbook.persist import dumps_json
-    from aiworkbook.preflight import NoGPU, preflight, read_devices
+    from aiworkbook.preflight.vllm import run
     from aiworkbook.sizing.memory import CUDA_CONTEXT_BYTES
-    from aiworkbook.specs import load_model
 
-    spec = load_model(model)
     s = settings({}, flags)
-    s.check()
     if context_mib is not None and not 0 <= context_mib <= 65536:
         raise SpecError("context_mib", context_mib, "0..65536")
-    ranks = s.tensor_parallel_size * s.pipeline_parallel_size
     selectors = [x for x in device.split(",") if x.strip()] if device else None
-    if selectors is None and ranks > 1:
-        import os
-
-        if not os.environ.get("CUDA_VISIBLE_DEVICES"):
-            selectors = [str(i) for i in range(ranks)]
-    try:
-        devices = read_devices(selectors)
-    except NoGPU as exc:
-        if as_json:
-            typer.echo(
-                dumps_json(
-                    {
-                        "kind": "aiworkbook-preflight-vllm",
-                        "model": spec.name,
-                        "gpu_found": False,
-                        "starts": False,
-                        "exit_code": 1,
-                        "reasons": [str(exc)],
-                    },
-                    indent=2,
-                )
-            )
-        else:
-            typer.echo(f"{exc}: vLLM cannot start here (exit 1)")
-        raise SystemExit(1) from None
     ctx = CUDA_CONTEXT_BYTES if context_mib is None else context_mib * 2**20
-    r = preflight(spec, devices, s, context_bytes=ctx)
+    r = run(model, s, selectors, context_bytes=ctx)
+    if isinstance(r, dict):  # no NVIDIA GPU here
+        typer.echo(
+            dumps_json(r, indent=2) if as_json else f"{r['reasons'][0]}: vLLM cannot start here (exit 1)"
+        )
+        raise SystemExit(1)
     if as_json:
         typer.echo(dumps_json(r.to_dict(), indent=2))
     else:

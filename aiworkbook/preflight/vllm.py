@@ -271,3 +271,43 @@ def _kv_reason(r: VllmStartup, u: float) -> str:
         f"at utilization {u:g} the KV cache holds {r.kv_cache_tokens:,} tokens, less than one request of "
         f"--max-model-len {r.max_model_len:,}: vLLM refuses to start"
     )
+
+
+def no_gpu(model: str, why: str) -> dict[str, Any]:
+    """The answer where no NVIDIA GPU can be read: vLLM cannot start here (exit 1)."""
+    return {
+        "kind": "aiworkbook-preflight-vllm",
+        "model": model,
+        "gpu_found": False,
+        "starts": False,
+        "exit_code": 1,
+        "reasons": [why],
+    }
+
+
+def run(
+    model: str,
+    settings: VllmSettings | None = None,
+    selectors: list[str] | None = None,
+    *,
+    context_bytes: int = CUDA_CONTEXT_BYTES,
+) -> Preflight | dict[str, Any]:
+    """Load `model`, read the devices (default: CUDA_VISIBLE_DEVICES, else the first tp x pp GPUs) and
+    apply the rule: a Preflight, or no_gpu()'s dict when no NVIDIA GPU can be read. Bad input raises
+    SpecError before NVML is touched."""
+    import os
+
+    from aiworkbook.preflight.gpu import NoGPU, read_devices
+    from aiworkbook.specs import load_model
+
+    s = settings or VllmSettings()
+    s.check()
+    spec = load_model(model)
+    ranks = s.tensor_parallel_size * s.pipeline_parallel_size
+    if not selectors and ranks > 1 and not os.environ.get("CUDA_VISIBLE_DEVICES"):
+        selectors = [str(i) for i in range(ranks)]
+    try:
+        devices = read_devices(selectors)
+    except NoGPU as exc:
+        return no_gpu(spec.name, str(exc))
+    return preflight(spec, devices, s, context_bytes=context_bytes)
