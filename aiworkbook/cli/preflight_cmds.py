@@ -120,7 +120,7 @@ def report_lines(r) -> list[str]:
             f"CUDA context, an estimate): {verdict}"
         )
     a = r.at_requested
-    if a is not None:
+    if a is not None and r.starts:
         out.append(
             f"at --gpu-memory-utilization {r.utilization:g}: KV cache {a.kv_cache_tokens:,} tokens, max concurrency "
             f"{a.max_concurrency:.2f} x {a.max_model_len:,} tokens (vLLM's arithmetic, an estimate)"
