@@ -200,3 +200,13 @@ def test_a_wrong_device_count_is_a_spec_error():
         devs = read_devices(["0"])
     with pytest.raises(SpecError, match="device"):
         preflight(load_model("llama-3-8b"), devs, VllmSettings(tensor_parallel_size=2))
+
+
+def test_cuda_visible_devices_picks_the_device_as_vllm_would_see_it(monkeypatch):
+    other = {**IDLE, "uuid": "GPU-00000000-fake-second", "bus_id": "00000000:19:00.0"}
+    with FakeNVML([SHARED, other]):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-00000000-fake-sec")  # a unique prefix, as CUDA takes
+        (dev,) = read_devices()
+        assert dev.index == 1 and dev.tenants == ()
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+        assert [d.index for d in read_devices()] == [0]
