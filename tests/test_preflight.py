@@ -210,3 +210,20 @@ def test_cuda_visible_devices_picks_the_device_as_vllm_would_see_it(monkeypatch)
         assert dev.index == 1 and dev.tenants == ()
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
         assert [d.index for d in read_devices()] == [0]
+
+
+def test_in_its_own_pid_namespace_host_pids_are_not_looked_up(tmp_path):
+    """NVML lists host PIDs; inside a container the same numbers name other processes: no name, no
+    cgroup, and a note saying why (the fake lists host PIDs with pid_offset, as a container sees them)."""
+    (tmp_path / "self").mkdir()
+    (tmp_path / "self" / "status").write_text("Name:\tpython\nNSpid:\t81234\t7\n")
+    (tmp_path / "5242").mkdir()
+    (tmp_path / "5242" / "cgroup").write_text("0::/system.slice/docker-" + "ab" * 32 + ".scope\n")
+    with FakeNVML([SHARED], pid_offset=1000):
+        (dev,) = read_devices(["0"], proc_root=tmp_path)
+    assert [(t.pid, t.name, t.cgroup) for t in dev.tenants] == [(5242, "?", None), (5250, "?", None)]
+    assert dev.names_note and "own PID namespace" in dev.names_note
+    (tmp_path / "self" / "status").write_text("Name:\tpython\nNSpid:\t81234\n")  # the host's namespace
+    with FakeNVML([SHARED], pid_offset=1000):
+        (dev,) = read_devices(["0"], proc_root=tmp_path)
+    assert dev.names_note is None and dev.tenants[0].container == "docker " + "ab" * 6

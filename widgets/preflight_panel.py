@@ -201,6 +201,8 @@ def render(doc: dict[str, Any], w: dict[str, str]) -> tuple[str, str]:
             f"({_gib(d['free_bytes'])} free)"
         )
         parts.append(f"<p><b>{e(w['who'])}</b> {e(title)}</p>")
+        if d.get("names_note"):
+            parts.append(f"<p class='aiwb-preflight-note'>{e(d['names_note'])}</p>")
         parts.append(
             html_table([w["pid"], w["name"], w["memory"], w["container"]], rows, "aiwb-preflight-tenants")
         )

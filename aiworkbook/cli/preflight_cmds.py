@@ -103,6 +103,8 @@ def report_lines(r) -> list[str]:
             out.append("  who holds what: no compute process listed")
         else:
             out.append("  who holds what:")
+        if d.names_note and d.tenants:
+            out.append(f"    ({d.names_note})")
         for t in d.tenants:
             mem = fmt_bytes(t.used_bytes) if t.used_bytes is not None else "n/a (NVML cannot read it)"
             where = (

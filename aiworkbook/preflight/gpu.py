@@ -60,6 +60,7 @@ class Device:
     mig_enabled: bool = False  # the GPU (or the slice's parent) runs in MIG mode
     tenants: tuple[Tenant, ...] = ()
     processes_note: str | None = None  # why the process list is missing (e.g. "no permission")
+    names_note: str | None = None  # why names and cgroups are not looked up (a separate PID namespace)
 
     @property
     def label(self) -> str:
@@ -97,6 +98,7 @@ class Device:
             "unattributed_bytes": self.unattributed_bytes,
             "tenants": [t.to_dict() for t in self.tenants],
             "processes_note": self.processes_note,
+            "names_note": self.names_note,
             "source": "NVML, read now",
         }
 
@@ -135,6 +137,24 @@ def cgroup_of(pid: int, proc_root: str | os.PathLike = "/proc") -> tuple[str | N
     return path, container
 
 
+HOST_PIDS = (
+    "names and containers not looked up: NVML lists host PIDs and this process runs in its own PID "
+    "namespace, where the same numbers name other processes"
+)
+
+
+def own_pid_namespace(proc_root: str | os.PathLike = "/proc") -> bool:
+    """True inside a container with its own PID namespace: /proc/self/status's NSpid lists more than
+    one PID (one per nested namespace), so a host PID from NVML would look up the wrong process here."""
+    try:
+        for line in (Path(proc_root) / "self" / "status").read_text(errors="replace").splitlines():
+            if line.startswith("NSpid:"):
+                return len(line.split()[1:]) > 1
+    except OSError:
+        pass
+    return False
+
+
 # -- NVML --------------------------------------------------------------------------------------
 def _call(fn: str, *args: Any) -> Any:
     value, why = nvml.attempt(fn, *args)
@@ -158,8 +178,9 @@ def _memory(handle: Any) -> tuple[int, int, int, int | None]:
 
 
 def _tenants(
-    handle: Any, proc_root: str | os.PathLike, name_of: Callable[[int], str]
+    handle: Any, proc_root: str | os.PathLike, name_of: Callable[[int], str] | None
 ) -> tuple[tuple[Tenant, ...], str | None]:
+    """The compute processes; `name_of` None: names and cgroups not looked up (host PIDs we cannot map)."""
     try:  # NVML is initialised: _inventory() ensured it
         procs = nvml.compute_processes(nvml.module(), handle)
     except Exception as exc:  # an NVMLError: say why the list is missing
@@ -168,8 +189,9 @@ def _tenants(
     for p in procs:
         pid = int(p.pid)
         used = getattr(p, "usedGpuMemory", None)
-        cg, container = cgroup_of(pid, proc_root)
-        out.append(Tenant(pid, name_of(pid), None if used is None else int(used), cg, container))
+        cg, container = cgroup_of(pid, proc_root) if name_of is not None else (None, None)
+        name = name_of(pid) if name_of is not None else "?"
+        out.append(Tenant(pid, name, None if used is None else int(used), cg, container))
     return tuple(out), None
 
 
@@ -192,7 +214,7 @@ def _read(
     mig_index: int | None,
     mig_enabled: bool,
     proc_root: str | os.PathLike,
-    name_of: Callable[[int], str],
+    name_of: Callable[[int], str] | None,
 ) -> Device:
     name = str(nvml.text(_call("nvmlDeviceGetName", handle)))
     uuid, _ = nvml.attempt("nvmlDeviceGetUUID", handle)
@@ -210,6 +232,7 @@ def _read(
         mig_enabled=mig_enabled,
         tenants=tenants,
         processes_note=note,
+        names_note=HOST_PIDS if name_of is None else None,
     )
 
 
@@ -292,13 +315,15 @@ def read_devices(
     name_of: Callable[[int], str] | None = None,
 ) -> list[Device]:
     """The devices named by `selectors` (default: CUDA_VISIBLE_DEVICES' entries when set, else GPU 0),
-    read now. A whole GPU in MIG mode cannot run a CUDA process: SpecError naming its slices.
+    read now. Process names and cgroups come from `proc_root` unless this process has its own PID
+    namespace (then "?" and a `names_note`), or from `name_of` when given. A whole GPU in MIG mode cannot run a CUDA process: SpecError naming its slices.
     No GPU: NoGPU with "no NVIDIA GPU found (...)"."""
     inv = _inventory()
     if not selectors:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         selectors = [x for x in (visible or "0").split(",") if x.strip()] or ["0"]
-    name_of = name_of or _default_name_of
+    if name_of is None:
+        name_of = None if own_pid_namespace(proc_root) else _default_name_of
     out: list[Device] = []
     seen: set[tuple[int, int | None]] = set()
     for item in selectors:
