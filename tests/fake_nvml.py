@@ -463,7 +463,7 @@ class FakeNVML:
 
     def _nvmlDeviceGetMemoryInfo(self, handle, version=None):
         if "mig_device" in handle:  # a MIG device handle
-            _, _, total, used = handle["mig_device"]
+            _, _, total, used = handle["mig_device"][:4]  # a fifth item lists its processes
             return pynvml.c_nvmlMemory_t(total=total, free=total - used, used=used)
         used, total, reserved = handle["mem_used"], handle["mem_total"], handle["mem_reserved"]
         if not version:  # v1: no `reserved` field; the driver counts it as used

@@ -19,6 +19,7 @@ _LAZY = {
     "PatternPicker": "pattern_picker",
     "NodePicker": "node_picker",
     "ProfileLocker": "profile_locker",
+    "PreflightPanel": "preflight_panel",
 }
 
 __all__ = sorted(_LAZY)

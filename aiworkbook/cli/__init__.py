@@ -13,7 +13,9 @@ import typer.main
 
 from aiworkbook.cli import (
     app_cmds,
+    k8s_cmds,
     monitor_cmds,
+    preflight_cmds,
     profile_cmds,
     prove_cmds,
     serve_cmds,
@@ -52,6 +54,8 @@ def _root(
 
 for _mod in (specs_cmds, size_cmds, monitor_cmds, prove_cmds, serve_cmds, app_cmds, profile_cmds):
     _mod.register(app)
+preflight_cmds.register(app)
+k8s_cmds.register(app)
 
 
 def _exit_code(exc: BaseException) -> int | None:

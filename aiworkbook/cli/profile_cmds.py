@@ -138,12 +138,25 @@ def check_cmd(
         help="Re-run proofs that write files in their own new folders here (default: a temporary folder "
         "removed afterwards); the profile's own dir is never used.",
     ),
+    junit: Path = typer.Option(
+        None, "--junit", help="Also write JUnit XML here: one test case per golden proof."
+    ),
+    textfile: Path = typer.Option(
+        None,
+        "--textfile",
+        help="Also write the verdicts and ratios for Prometheus' textfile collector (.prom).",
+    ),
 ) -> None:
     """Re-run the golden proofs here (or take --results) and compare: exit 0 pass, 1 regression, 2 unusable."""
     from aiworkbook.profile import check, load_profile
 
+    if junit is not None or textfile is not None:
+        from aiworkbook.cli.paths import check_paths
+
+        check_paths({"profile": profile, "results": results}, junit=junit, textfile=textfile)
     prof = load_profile(profile)
     rep = check(prof, results or None, strict=strict, workdir=dir)
+    _ci_outputs(rep, profile, junit, textfile)
     for w in rep.warnings():
         typer.echo(f"warning: {w}", err=True)
     if as_json:
@@ -157,6 +170,21 @@ def check_cmd(
         typer.echo(f"{summary} (exit {rep.exit_code})")
     # SystemExit, not typer.Exit: under standalone_mode=False click returns Exit's code instead of exiting
     raise SystemExit(rep.exit_code)
+
+
+def _ci_outputs(rep: Any, profile: Path, junit: Path | None, textfile: Path | None) -> None:
+    """Write the check as JUnit XML and/or a Prometheus textfile (atomically: the collector never reads
+    half a file); say where on stderr, so --json's stdout stays one document."""
+    from aiworkbook.persist import atomic_write_text
+    from aiworkbook.profile.ci_outputs import junit_xml, prometheus_textfile
+
+    for path, render, what in (
+        (junit, junit_xml, "JUnit XML"),
+        (textfile, prometheus_textfile, "Prometheus textfile"),
+    ):
+        if path is not None:
+            _shareable(atomic_write_text(path, render(rep, profile.stem)))
+            typer.echo(f"{what} -> {path}", err=True)
 
 
 def report_cmd(

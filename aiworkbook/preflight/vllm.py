@@ -1,0 +1,313 @@
+"""Will `vllm serve` start next to what already holds this GPU, and with how much KV cache?
+
+vLLM's V1 worker takes a memory snapshot after its own CUDA context (and NCCL) exist and refuses to
+start when the memory free then is below what the utilisation asks for:
+
+    requested = ceil(total x gpu_memory_utilization)      # total: cudaMemGetInfo's
+    if free_at_start < requested: ValueError("Free memory on device ... on startup is less than
+                                             desired GPU memory utilization ...")
+
+(vllm/v1/worker/utils.py `request_memory`, called from vllm/v1/worker/gpu_worker.py `init_device`,
+vllm-project/vllm main 2025-26). `free_at_start` is the free memory read now less vLLM's own CUDA
+context (sizing.memory.CUDA_CONTEXT_BYTES, an estimate), so the largest utilisation that passes is
+`(free_now - context) / total`, rounded down to the 0.01 a flag is written with. Past that check the
+KV cache is what vLLM's own arithmetic leaves (aiworkbook.sizing.vllm.startup, at that utilisation);
+vLLM also refuses when not one request of --max-model-len fits in it ("max concurrency" < 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.preflight.gpu import Device
+from aiworkbook.sizing.memory import CUDA_CONTEXT_BYTES
+from aiworkbook.sizing.vllm import VllmSettings, VllmStartup, startup
+
+RULE = (
+    "vLLM V1 refuses to start when ceil(total x --gpu-memory-utilization) > the memory free at start-up "
+    "(vllm/v1/worker/utils.py request_memory)"
+)
+TIME_SLICING_RISK = (
+    "time-sliced, not isolated: {n} other process(es) share {label} without MIG; nothing limits "
+    "their memory, so one tenant growing can run every other (and this vLLM) out of memory"
+)
+MIG_SHARED_RISK = (
+    "{n} other process(es) share MIG slice {label}: MIG isolates it from the other slices, not from "
+    "them; one tenant growing can run every other on the slice (and this vLLM) out of memory"
+)
+
+
+def _floor2(x: float) -> float:
+    return math.floor(x * 100 + 1e-9) / 100
+
+
+@dataclass(frozen=True)
+class DeviceCheck:
+    """The start-up rule on one device."""
+
+    device: Device
+    context_bytes: int
+    requested_bytes: int  # ceil(total x utilisation) at the utilisation checked
+    free_at_start_bytes: int  # free now less vLLM's own CUDA context
+    passes: bool
+    max_utilization: float  # the largest 0.01 step that passes (0.0: none)
+    risks: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.device.to_dict(),
+            "context_bytes": self.context_bytes,
+            "requested_bytes": self.requested_bytes,
+            "free_at_start_bytes": self.free_at_start_bytes,
+            "passes_free_memory_check": self.passes,
+            "max_utilization": self.max_utilization,
+            "risks": list(self.risks),
+        }
+
+
+def risks(dev: Device) -> list[str]:
+    """What sharing this device means: time-slicing without isolation, tenants NVML does not show."""
+    out = []
+    if dev.tenants:
+        text = TIME_SLICING_RISK if dev.mig_index is None else MIG_SHARED_RISK
+        out.append(text.format(n=len(dev.tenants), label=dev.label))
+    unreadable = [t.pid for t in dev.tenants if t.used_bytes is None]
+    if unreadable:
+        out.append(
+            f"NVML cannot read the memory of pid {', '.join(map(str, unreadable))} (N/A): counted in the "
+            "device's used memory, not per process"
+        )
+    if dev.processes_note:
+        out.append(
+            f"the process list of {dev.label} is unavailable ({dev.processes_note}): co-tenants unknown"
+        )
+    elif not dev.tenants and dev.unattributed_bytes > 2 * CUDA_CONTEXT_BYTES:
+        out.append(
+            f"{dev.unattributed_bytes / 2**30:.2f} GiB in use on {dev.label} by no listed process "
+            "(processes of other containers, or the driver)"
+        )
+    return out
+
+
+def check_device(dev: Device, utilization: float, context_bytes: int = CUDA_CONTEXT_BYTES) -> DeviceCheck:
+    total = dev.cuda_total_bytes
+    free_at_start = dev.free_bytes - context_bytes
+    requested = math.ceil(total * utilization)
+    u = max(0.0, _floor2(free_at_start / total)) if total > 0 else 0.0
+    while u > 0 and math.ceil(total * u) > free_at_start:  # float edge: step down until it passes
+        u = round(u - 0.01, 2)
+    return DeviceCheck(
+        device=dev,
+        context_bytes=context_bytes,
+        requested_bytes=requested,
+        free_at_start_bytes=free_at_start,
+        passes=free_at_start >= requested,
+        max_utilization=min(1.0, u),
+        risks=tuple(risks(dev)),
+    )
+
+
+def gpu_for(dev: Device) -> Any:
+    """A GPUSpec for the start-up arithmetic: this device's name and its memory read now (CUDA total =
+    NVML total less reserved). Only name and memory enter vLLM's arithmetic; the speed figures are
+    the catalogue's when the name matches one, else placeholders nothing here reads."""
+    from aiworkbook.specs.detection import match_catalogue
+    from aiworkbook.specs.gpu import GPUSpec, get_gpu
+
+    memory: dict[str, Any] = {
+        "name": dev.name,
+        "memory_bytes": dev.total_bytes,
+        "usable_memory_bytes": dev.total_bytes,
+        "cuda_memory_bytes": dev.cuda_total_bytes,
+        "mig_profiles": (),
+        "source": f"{dev.label}: memory read now through NVML",
+    }
+    cat = None if dev.mig_index is not None else match_catalogue(dev.name, dev.total_bytes)
+    if cat is not None:
+        return get_gpu(cat).model_copy(update=memory)
+    return GPUSpec(memory_bandwidth_bps=1.0, peak_flops_dense={"bf16": 1.0}, **memory)
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """The answer: does it start at the utilisation asked for, the largest that starts, what KV cache
+    that gives, and who holds each device."""
+
+    model: str
+    utilization: float  # asked for (or the engine version's default)
+    devices: tuple[DeviceCheck, ...]
+    at_requested: VllmStartup | None  # vLLM's arithmetic at the utilisation asked for
+    max_utilization: float | None  # the largest that starts (None: none does)
+    at_max: VllmStartup | None
+    reasons: tuple[str, ...] = ()
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def starts(self) -> bool:
+        return not self.reasons
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.starts else 1
+
+    @property
+    def risks(self) -> list[str]:
+        return [r for d in self.devices for r in d.risks]
+
+    def to_dict(self) -> dict[str, Any]:
+        def kv(s: VllmStartup | None) -> dict[str, Any] | None:
+            if s is None:
+                return None
+            return {
+                "kv_cache_tokens": s.kv_cache_tokens,
+                "kv_cache_bytes": s.kv_cache_bytes,
+                "max_concurrency": s.max_concurrency,
+                "max_model_len": s.max_model_len,
+                "available_kv_bytes": s.available_kv_bytes,
+                "vllm": s.to_dict(),
+            }
+
+        return {
+            "kind": "aiworkbook-preflight-vllm",
+            "model": self.model,
+            "gpu_found": True,
+            "starts": self.starts,
+            "exit_code": self.exit_code,
+            "utilization": self.utilization,
+            "reasons": list(self.reasons),
+            "max_utilization": self.max_utilization,
+            "at_utilization": kv(self.at_requested),
+            "at_max_utilization": kv(self.at_max),
+            "risks": self.risks,
+            "rule": RULE,
+            "devices": [d.to_dict() for d in self.devices],
+            "settings": self.settings,
+            "estimate": "KV figures: vLLM's start-up arithmetic (aiworkbook.sizing.vllm), an estimate; "
+            "memory and processes: NVML, read now",
+        }
+
+
+def _startup(spec: Any, devs: list[Device], s: VllmSettings, u: float) -> VllmStartup:
+    """vLLM's arithmetic at utilisation u on the device that leaves the least KV cache."""
+    runs = [startup(spec, gpu_for(d), replace(s, gpu_memory_utilization=u)) for d in devs]
+    return min(runs, key=lambda r: r.kv_cache_tokens)
+
+
+def preflight(
+    spec: Any,
+    devices: list[Device],
+    settings: VllmSettings | None = None,
+    *,
+    context_bytes: int = CUDA_CONTEXT_BYTES,
+) -> Preflight:
+    """Apply vLLM's start-up rule and arithmetic to `spec` on `devices` (one per tensor/pipeline rank)
+    with the co-tenants they hold now."""
+    s = settings or VllmSettings()
+    s.check()
+    if not devices:
+        raise SpecError("device", "none", "at least one GPU or MIG slice")
+    ranks = s.tensor_parallel_size * s.pipeline_parallel_size
+    if len(devices) != ranks:
+        raise SpecError(
+            "device",
+            ",".join(d.selector for d in devices),
+            f"{ranks} device(s), one per rank of --tensor-parallel-size x --pipeline-parallel-size",
+        )
+    if isinstance(context_bytes, bool) or not isinstance(context_bytes, int) or context_bytes < 0:
+        raise SpecError("context_bytes", context_bytes, "an integer >= 0")
+    u = s.utilization
+    checks = [check_device(d, u, context_bytes) for d in devices]
+    reasons = []
+    for c in checks:
+        if not c.passes:
+            gib = 2**30
+            reasons.append(
+                f"{c.device.label}: free memory at start-up {c.free_at_start_bytes / gib:.2f} GiB "
+                f"(free now {c.device.free_bytes / gib:.2f} GiB less {context_bytes / gib:.2f} GiB for vLLM's "
+                f"own CUDA context) is less than desired GPU memory utilization ({u:g}, "
+                f"{c.requested_bytes / gib:.2f} GiB of {c.device.cuda_total_bytes / gib:.2f} GiB)"
+            )
+    at_req = _startup(spec, list(devices), s, u)
+    if at_req.max_concurrency < 1 and not reasons:
+        reasons.append(_kv_reason(at_req, u))
+    u_max: float | None = min(c.max_utilization for c in checks)
+    at_max = None
+    if u_max and u_max > 0:
+        at_max = _startup(spec, list(devices), s, u_max)
+        if at_max.max_concurrency < 1:  # even the most that passes the free-memory check holds no request
+            u_max, at_max = None, None
+    else:
+        u_max = None
+    return Preflight(
+        model=spec.name,
+        utilization=u,
+        devices=tuple(checks),
+        at_requested=at_req,
+        max_utilization=u_max,
+        at_max=at_max,
+        reasons=tuple(reasons),
+        settings={
+            "tensor_parallel_size": s.tensor_parallel_size,
+            "pipeline_parallel_size": s.pipeline_parallel_size,
+            "max_model_len": at_req.max_model_len,
+            "max_num_seqs": at_req.max_num_seqs,
+            "max_num_batched_tokens": at_req.max_num_batched_tokens,
+            "engine": s.engine,
+        },
+    )
+
+
+def _kv_reason(r: VllmStartup, u: float) -> str:
+    gib = 2**30
+    if r.available_kv_bytes <= 0:
+        return (
+            f"at utilization {u:g} nothing is left for the KV cache ({r.available_kv_bytes / gib:.2f} GiB after "
+            f"weights {r.weights_bytes / gib:.2f} GiB and the profile run): vLLM refuses to start"
+        )
+    return (
+        f"at utilization {u:g} the KV cache holds {r.kv_cache_tokens:,} tokens, less than one request of "
+        f"--max-model-len {r.max_model_len:,}: vLLM refuses to start"
+    )
+
+
+def no_gpu(model: str, why: str) -> dict[str, Any]:
+    """The answer where no NVIDIA GPU can be read: vLLM cannot start here (exit 1)."""
+    return {
+        "kind": "aiworkbook-preflight-vllm",
+        "model": model,
+        "gpu_found": False,
+        "starts": False,
+        "exit_code": 1,
+        "reasons": [why],
+    }
+
+
+def run(
+    model: str,
+    settings: VllmSettings | None = None,
+    selectors: list[str] | None = None,
+    *,
+    context_bytes: int = CUDA_CONTEXT_BYTES,
+) -> Preflight | dict[str, Any]:
+    """Load `model`, read the devices (default: CUDA_VISIBLE_DEVICES, else the first tp x pp GPUs) and
+    apply the rule: a Preflight, or no_gpu()'s dict when no NVIDIA GPU can be read. Bad input raises
+    SpecError before NVML is touched."""
+    import os
+
+    from aiworkbook.preflight.gpu import NoGPU, read_devices
+    from aiworkbook.specs import load_model
+
+    s = settings or VllmSettings()
+    s.check()
+    spec = load_model(model)
+    ranks = s.tensor_parallel_size * s.pipeline_parallel_size
+    if not selectors and ranks > 1 and not os.environ.get("CUDA_VISIBLE_DEVICES"):
+        selectors = [str(i) for i in range(ranks)]
+    try:
+        devices = read_devices(selectors)
+    except NoGPU as exc:
+        return no_gpu(spec.name, str(exc))
+    return preflight(spec, devices, s, context_bytes=context_bytes)

@@ -1,0 +1,136 @@
+"""A check's result where a team looks: JUnit XML (one test case per golden proof, so any CI system
+shows it) and a Prometheus textfile-collector file (node_exporter --collector.textfile.directory):
+each verdict and ratio as a gauge, labelled by profile and proof.
+
+JUnit: pass -> a passing case; drift -> passing with the drift in system-out (a failure under
+--strict, as the exit code has it); fail -> <failure>; missing/error (nothing was checked) -> <error>.
+The shape follows the JUnit XML that Jenkins, GitLab and GitHub reporters read
+(testsuites > testsuite > testcase > failure|error|system-out).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import platform
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from aiworkbook.errors import printable
+from aiworkbook.profile.check import CheckReport, ProofCheck
+from aiworkbook.telemetry.openmetrics import _esc, _num
+
+STATUSES = ("pass", "drift", "fail", "missing", "error")
+
+
+def _text(s: Any, limit: int = 2000) -> str:
+    """One XML-safe line: control characters (not allowed in XML 1.0) written as escapes."""
+    return printable(str(s), limit)
+
+
+def _failing(c: ProofCheck, strict: bool) -> bool:
+    return c.status == "fail" or (strict and c.status == "drift")
+
+
+def junit_xml(report: CheckReport, profile: str, *, now: _dt.datetime | None = None) -> str:
+    """The check as JUnit XML: one <testcase> per golden proof, in the profile's order."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    checks = report.checks
+    failures = sum(_failing(c, report.strict) for c in checks)
+    errors = sum(c.status in ("missing", "error") for c in checks) + (0 if checks else 1)
+    counts = {
+        "tests": str(len(checks) or 1),
+        "failures": str(failures),
+        "errors": str(errors),
+        "skipped": "0",
+    }
+    root = ET.Element("testsuites", {"name": "aiworkbook check", **counts})
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": _text(f"aiworkbook check {profile}", 300),
+            **counts,
+            "timestamp": now.strftime("%Y-%m-%dT%H:%M:%S"),
+            "hostname": _text(platform.node() or "localhost", 200),
+        },
+    )
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", {"name": "exit_code", "value": str(report.exit_code)})
+    for k, (old, new) in report.fingerprint_changes.items():
+        ET.SubElement(props, "property", {"name": f"fingerprint.{k}", "value": _text(f"{old} -> {new}", 300)})
+    for c in checks:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {"classname": _text(f"aiworkbook.check.{c.proof}", 300), "name": _text(c.name, 300)},
+        )
+        line = _text(c.line())
+        if _failing(c, report.strict):
+            kind = "drift" if c.status == "drift" else "regression"
+            ET.SubElement(case, "failure", {"message": line, "type": kind}).text = line
+        elif c.status in ("missing", "error"):
+            ET.SubElement(case, "error", {"message": line, "type": c.status}).text = line
+        ET.SubElement(case, "system-out").text = line
+    if not checks:
+        case = ET.SubElement(suite, "testcase", {"classname": "aiworkbook.check", "name": "golden proofs"})
+        msg = "the profile has no golden proofs to check"
+        ET.SubElement(case, "error", {"message": msg, "type": "missing"}).text = msg
+    warnings = report.warnings()
+    if warnings:
+        ET.SubElement(suite, "system-err").text = "\n".join(_text(w) for w in warnings)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def prometheus_textfile(report: CheckReport, profile: str, *, now: float | None = None) -> str:
+    """The check in Prometheus' text exposition format, for node_exporter's textfile collector: per
+    golden proof a status gauge (1 for its status, 0 for the others), the now/locked ratio and the
+    measured/estimate ratio where known; per profile the exit code and when the check ran."""
+    import time
+
+    p = _esc(profile)
+    out = [
+        "# HELP aiworkbook_check_status Golden proof status of the last check: 1 for the status labelled, 0 for the others.",
+        "# TYPE aiworkbook_check_status gauge",
+    ]
+    for c in report.checks:
+        base = f'profile="{p}",name="{_esc(c.name)}",proof="{_esc(c.proof)}"'
+        out += [f'aiworkbook_check_status{{{base},status="{s}"}} {int(c.status == s)}' for s in STATUSES]
+    for metric, help_text, attr in (
+        (
+            "aiworkbook_check_ratio",
+            "Measured now / locked figure of a golden proof (1 = unchanged).",
+            "ratio",
+        ),
+        (
+            "aiworkbook_check_estimate_ratio",
+            "Measured / estimated figure of a golden proof's new result.",
+            "estimate_ratio",
+        ),
+    ):
+        rows = [(c, getattr(c, attr)) for c in report.checks]
+        rows = [(c, v) for c, v in rows if isinstance(v, int | float) and math.isfinite(v)]
+        out += [f"# HELP {metric} {help_text}", f"# TYPE {metric} gauge"]
+        out += [
+            f'{metric}{{profile="{p}",name="{_esc(c.name)}",proof="{_esc(c.proof)}"}} {_num(float(v))}'
+            for c, v in rows
+        ]
+    out += [
+        "# HELP aiworkbook_check_tolerance_fail_beyond Deviation of the ratio from 1 beyond which a proof fails.",
+        "# TYPE aiworkbook_check_tolerance_fail_beyond gauge",
+    ]
+    out += [
+        f'aiworkbook_check_tolerance_fail_beyond{{profile="{p}",name="{_esc(c.name)}",proof="{_esc(c.proof)}"}} '
+        f"{_num(float(c.tolerance.fail_beyond))}"
+        for c in report.checks
+    ]
+    out += [
+        "# HELP aiworkbook_check_exit_code Exit code of the last check: 0 pass, 1 regression, 2 unusable input.",
+        "# TYPE aiworkbook_check_exit_code gauge",
+        f'aiworkbook_check_exit_code{{profile="{p}"}} {report.exit_code}',
+        "# HELP aiworkbook_check_last_run_timestamp_seconds When the last check ran (Unix time).",
+        "# TYPE aiworkbook_check_last_run_timestamp_seconds gauge",
+        f'aiworkbook_check_last_run_timestamp_seconds{{profile="{p}"}} {_num(float(time.time() if now is None else now))}',
+    ]
+    return "\n".join(out) + "\n"

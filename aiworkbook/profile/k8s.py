@@ -1,0 +1,243 @@
+"""Kubernetes manifests that run `aiworkbook check` on GPU nodes with a locked profile mounted from a
+ConfigMap: a Job (one pod per node, `--nodes` of them, kept apart by pod anti-affinity; the pod's
+exit code is the check's) or a DaemonSet (every matching node, re-checking on an interval and writing
+node_exporter's textfile for Prometheus).
+
+What a GPU pod needs (NVIDIA device plugin and GPU Feature Discovery conventions):
+- a toleration for the GPU nodes' taint `nvidia.com/gpu` (effect NoSchedule);
+- a node selector on `nvidia.com/gpu.product`, the label GFD sets to the GPU's name with spaces as
+  dashes ("NVIDIA-A100-SXM4-80GB"); under MIG strategy "single" GFD appends the slice
+  ("...-MIG-1g.10gb") and the resource stays `nvidia.com/gpu`; under "mixed" the product is the
+  whole GPU's and the resource is the slice's, `nvidia.com/mig-1g.10gb`;
+- extended resources in whole numbers, requests equal to limits.
+The GPU, its count and the MIG slice come from the environment the profile was locked on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aiworkbook.errors import SpecError
+from aiworkbook.profile.model import LockedProfile
+
+KINDS = ("job", "daemonset")
+MIG_STRATEGIES = ("mixed", "single")
+#: ConfigMap data is limited to 1 MiB in all (the API server's object limit).
+CONFIGMAP_LIMIT = 1 << 20
+PROFILE_DIR = "/etc/aiworkbook"
+PROFILE_KEY = "profile.json"
+_MIG = re.compile(r"\bMIG[ -](\d+g\.\d+gb(?:\+me)?)\b", re.IGNORECASE)
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def locked_gpu(profile: LockedProfile) -> tuple[str | None, int, str | None]:
+    """(GPU name, GPU count, MIG profile or None) the profile was locked on: the fingerprint's GPU and
+    count; a MIG slice where a golden proof ran on one (CUDA names it "NVIDIA A100-SXM4-80GB MIG
+    1g.10gb")."""
+    fp = profile.node.fingerprint
+    mig = None
+    for g in profile.proofs:
+        env = g.result.get("environment") or {}
+        dev = env.get("cuda_device") if isinstance(env, dict) else None
+        name = dev.get("name") if isinstance(dev, dict) else None
+        m = _MIG.search(name) if isinstance(name, str) else None
+        if m:
+            mig = m.group(1).lower()
+            break
+    return fp.gpu, fp.gpu_count, mig
+
+
+def product_label(gpu: str, mig: str | None = None, strategy: str = "mixed") -> str:
+    """GFD's `nvidia.com/gpu.product` value for this GPU (spaces as dashes; "-MIG-<profile>" under the
+    single strategy). SpecError when it is no valid label value (then give --product)."""
+    value = "-".join(gpu.split())
+    if mig and strategy == "single":
+        value += f"-MIG-{mig}"
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise SpecError("product", value, "a label value (<= 63 of A-Z a-z 0-9 - _ .): give --product")
+    return value
+
+
+def _name(name: str) -> str:
+    if len(name) > 52 or not _DNS1123.match(name):  # room for "-profile" and the pod suffixes
+        raise SpecError("name", name, "a DNS-1123 name of <= 52 characters: lower-case a-z, 0-9 and '-'")
+    return name
+
+
+def manifests(
+    profile: LockedProfile,
+    profile_text: str,
+    *,
+    name: str = "aiworkbook-check",
+    image: str,
+    kind: str = "job",
+    namespace: str | None = None,
+    nodes: int = 1,
+    gpus: int | None = None,
+    product: str | None = None,
+    mig_strategy: str = "mixed",
+    textfile_dir: str | None = None,
+    interval_s: int = 86400,
+) -> list[dict[str, Any]]:
+    """[ConfigMap, Job] or [ConfigMap, DaemonSet] as plain dicts (JSON/YAML-ready)."""
+    name = _name(name)
+    if kind not in KINDS:
+        raise SpecError("kind", kind, ", ".join(KINDS))
+    if mig_strategy not in MIG_STRATEGIES:
+        raise SpecError("mig_strategy", mig_strategy, ", ".join(MIG_STRATEGIES))
+    for field, v, lo in (("nodes", nodes, 1), ("interval_s", interval_s, 60)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise SpecError(field, v, f"an integer >= {lo}")
+    if not image or any(c.isspace() for c in image):
+        raise SpecError("image", image, "a container image reference without spaces")
+    if len(profile_text.encode()) > CONFIGMAP_LIMIT - 4096:
+        raise SpecError(
+            "profile", f"{len(profile_text.encode()):,} B", "a profile under 1 MiB (a ConfigMap's limit)"
+        )
+    gpu, count, mig = locked_gpu(profile)
+    if not gpu and product is None:
+        raise SpecError("profile", "locked without a GPU", "a profile locked on a GPU node, or --product")
+    if gpus is not None:
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+            raise SpecError("gpus", gpus, "an integer >= 1")
+        count = gpus
+    if mig and mig_strategy == "mixed":
+        resource, count = f"nvidia.com/mig-{mig}", 1
+    else:
+        resource, count = "nvidia.com/gpu", (1 if mig else max(1, count))
+    label = product if product is not None else product_label(gpu or "", mig, mig_strategy)
+    if not _LABEL_VALUE.match(label) or len(label) > 63:
+        raise SpecError("product", label, "a label value (<= 63 of A-Z a-z 0-9 - _ .)")
+    labels = {"app.kubernetes.io/name": "aiworkbook-check", "app.kubernetes.io/instance": name}
+    meta = {"name": name, "labels": labels, **({"namespace": namespace} if namespace else {})}
+    cm_name = f"{name}-profile"
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {**meta, "name": cm_name},
+        "data": {PROFILE_KEY: profile_text},
+    }
+    check = ["aiworkbook", "check", f"{PROFILE_DIR}/{PROFILE_KEY}"]
+    volumes: list[dict[str, Any]] = [{"name": "profile", "configMap": {"name": cm_name}}]
+    mounts: list[dict[str, Any]] = [{"name": "profile", "mountPath": PROFILE_DIR, "readOnly": True}]
+    if kind == "daemonset" and textfile_dir is None:
+        textfile_dir = "/var/lib/node_exporter/textfile_collector"
+    if textfile_dir is not None:
+        if not textfile_dir.startswith("/") or any(c.isspace() for c in textfile_dir):
+            raise SpecError("textfile_dir", textfile_dir, "an absolute host path without spaces")
+        volumes.append({"name": "textfile", "hostPath": {"path": textfile_dir, "type": "DirectoryOrCreate"}})
+        mounts.append({"name": "textfile", "mountPath": "/textfile"})
+        check += ["--textfile", f"/textfile/aiworkbook_check_{name.replace('-', '_')}.prom"]
+    container: dict[str, Any] = {
+        "name": "check",
+        "image": image,
+        "resources": {"requests": {resource: count}, "limits": {resource: count}},
+        "volumeMounts": mounts,
+    }
+    if kind == "daemonset":
+        # re-check every interval; the verdict lands in the textfile, so a regression does not
+        # restart the pod (the loop goes on); the words are fixed here, the interval is an integer
+        container["command"] = [
+            "/bin/sh",
+            "-c",
+            'while true; do "$@"; sleep "$AIWB_INTERVAL_S"; done',
+            "check",
+            *check,
+        ]
+        container["env"] = [{"name": "AIWB_INTERVAL_S", "value": str(interval_s)}]
+    else:
+        container["command"] = check
+    pod: dict[str, Any] = {
+        "restartPolicy": "Always" if kind == "daemonset" else "Never",
+        "nodeSelector": {"nvidia.com/gpu.product": label},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [container],
+        "volumes": volumes,
+    }
+    template = {"metadata": {"labels": labels}, "spec": pod}
+    if kind == "daemonset":
+        workload = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": meta,
+            "spec": {"selector": {"matchLabels": labels}, "template": template},
+        }
+    else:
+        pod["affinity"] = {  # one check per node
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
+        workload = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": meta,
+            "spec": {
+                "completions": nodes,
+                "parallelism": nodes,
+                "backoffLimit": 0,  # a regression is an answer, not a flake to retry
+                "ttlSecondsAfterFinished": 7 * 86400,
+                "template": template,
+            },
+        }
+    return [configmap, workload]
+
+
+# -- YAML without a YAML library -----------------------------------------------------------------
+def _scalar(v: Any) -> str:
+    from aiworkbook.profile.snippets import yaml_str
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    return yaml_str(str(v))
+
+
+def _block(s: str, indent: str) -> str | None:
+    """A literal block scalar (|) for a multi-line string whose lines read back exactly, else None."""
+    if "\n" not in s or "\r" in s or s[:1] in (" ", "\t"):
+        return None
+    if any(not (c.isprintable() or c == "\t") for c in s.replace("\n", "")):
+        return None
+    chomp = "+" if s.endswith("\n\n") else ("" if s.endswith("\n") else "-")
+    body = s[:-1] if s.endswith("\n") else s
+    lines = body.split("\n")
+    return f"|{chomp}\n" + "\n".join(f"{indent}{ln}" if ln else "" for ln in lines)
+
+
+def _yaml(v: Any, indent: str = "") -> list[str]:
+    out: list[str] = []
+    if isinstance(v, dict):
+        for k, x in v.items():
+            key = _scalar(k)
+            if isinstance(x, dict | list) and x:
+                out.append(f"{indent}{key}:")
+                out += _yaml(x, indent + "  ")
+            elif isinstance(x, dict):
+                out.append(f"{indent}{key}: {{}}")
+            elif isinstance(x, list):
+                out.append(f"{indent}{key}: []")
+            elif isinstance(x, str) and (blk := _block(x, indent + "  ")) is not None:
+                out.append(f"{indent}{key}: {blk}")
+            else:
+                out.append(f"{indent}{key}: {_scalar(x)}")
+    else:
+        for x in v:
+            if isinstance(x, dict) and x:
+                sub = _yaml(x, indent + "  ")
+                out.append(f"{indent}- {sub[0].lstrip()}")
+                out += sub[1:]
+            else:
+                out.append(f"{indent}- {_scalar(x)}")
+    return out
+
+
+def to_yaml(docs: list[dict[str, Any]]) -> str:
+    """Documents as multi-document YAML (`kubectl apply -f`): block style, every string quoted where
+    a reader could take it for something else (snippets.yaml_str), the profile as a literal block."""
+    return "\n".join("---\n" + "\n".join(_yaml(d)) for d in docs) + "\n"
