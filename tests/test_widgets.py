@@ -333,7 +333,7 @@ def test_sizer_model_family_form(sizer):
     assert sizer.result["params"]["params"] == load_model("llama-3-8b").params
     sizer.family_fields["num_hidden_layers"].value = 16
     assert sizer.wait(120)
-    cfg = {"model_type": "llama", **{k: w.value for k, w in sizer.family_fields.items()}}
+    cfg = {"model_type": "llama", **{k: int(w.value) for k, w in sizer.family_fields.items()}}
     assert sizer.result["params"]["params"] == spec_from_config(cfg).params
     sizer.family_fields["num_key_value_heads"].value = 7
     assert_error(sizer, "num_key_value_heads")

@@ -263,9 +263,8 @@ class ProofRunner(Composite):
 
     def _show_result(self, r: Any) -> None:
         from aiworkbook.charts import proofs_chart
-        from aiworkbook.proofs.flags import FLAGS
-
         from aiworkbook.charts.theme import VERDICT_COLOURS
+        from aiworkbook.proofs.flags import FLAGS
 
         colour = VERDICT_COLOURS.get(r.verdict, VERDICT_COLOURS["info"])
         flags = [[f, FLAGS.get(f, "")] for f in r.flags]
@@ -282,13 +281,15 @@ class ProofRunner(Composite):
         self.chart.chart = self._chart(r, proofs_chart)
         self.result = r.to_dict()
 
-    def _chart(self, r: Any, default: Any) -> Any:
+    @staticmethod
+    def _chart(r: Any, default: Any) -> Any:
         """The chart the registry declares for this proof (`ProofInfo.chart`): the roofline, the
         latency sweep, else estimate vs measured (also when a run left the declared data empty)."""
         from aiworkbook.charts import latency_chart, roofline_chart
+        from aiworkbook.proofs import registry
 
-        known = r.proof in self.registry.names()
-        kind, d = self.registry.get(r.proof).chart if known else "estimate", r.details
+        kind = registry.get(r.proof).chart if r.proof in registry.names() else "estimate"
+        d = r.details
         if kind == "roofline" and d.get("chart"):
             return roofline_chart(d["chart"])
         if kind == "latency" and d.get("sweep"):
