@@ -66,8 +66,10 @@ def _vllm_command(spec: Any, w: Any, gpu: Any) -> str:
 
 
 class KVPlanner(Composite):
-    """`value`: {model, gpu, engine, kv_dtype, context, concurrency, gpu_memory_utilization, tp};
-    `result`: max_concurrency, max_context, kv_per_seq_bytes, kv_budget_bytes, fits, vllm_args."""
+    """`value`: {model, gpu, engine, kv_dtype, context, concurrency, gpu_memory_utilization, tp} (a dict
+    of its fields; observable and linkable, e.g. `ipywidgets.dlink` from a ModelSizer's `value`);
+    `result`: max_concurrency, max_context, kv_per_seq_bytes, kv_budget_bytes, fits, vllm_args. The
+    workload controls and their bounds come from `Workload.fields()` (widgets/form.py)."""
 
     css = "kv-planner"
     marks_stale = True

@@ -100,9 +100,10 @@ def _int(field: str, text: str) -> Any:
 
 class ModelSizer(Composite):
     """`value`: {"model", "gpu", "config"?, and the Workload fields the form offers, fine-tuning ones
-    included (hidden ones at their defaults)}; `result`: the estimate's JSON
-    (`aiworkbook size --json`) plus `fits_on` and `cheapest`. `wait()` blocks until the newest
-    computation is shown (tests and scripts)."""
+    included (those that do not apply to the mode at their defaults)}; `result`: the estimate's JSON
+    (`aiworkbook size --json`) plus `fits_on` and `cheapest`. Both are traitlets a notebook can observe
+    and link; `value` changes only once the library accepts the inputs. The controls come from
+    `Workload.fields()` (widgets/form.py). `wait()` blocks until the newest computation is shown."""
 
     css = "model-sizer"
     marks_stale = True
