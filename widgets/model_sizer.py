@@ -254,24 +254,24 @@ class ModelSizer(Composite):
         self._changed()
 
     def _offer_valid_choices(self, spec: Any, raw: dict[str, Any]) -> None:
-        """Each drop-down keeps only the choices that validate with the other current inputs (a mode
-        counts its own shown fine-tuning controls), each switch only a flip that validates."""
-        from aiworkbook.sizing import Workload
+        """Each drop-down keeps only the choices the library allows with the other current inputs
+        (`workload.allowed`; a mode is tried with the fields that apply to it), each switch only a flip
+        that validates."""
+        from aiworkbook.sizing.workload import allowed
 
         inputs = effective(raw)
         self._syncing = True
         try:
             self.finetune.offer_valid(spec, inputs)
             raw = {**raw, "lora_targets": list(self.finetune.controls["lora_targets"].value)}
-            mode = str(inputs["mode"])
+            mode, now = str(inputs["mode"]), effective(raw)
             for f in CHOICE_FIELDS:
-                ok = []
-                for c in choices_in(f, mode) or self._all[f]:  # QLoRA's weights: NF4 only
-                    try:
-                        Workload(**effective({**raw, f: c})).check_against(spec)
-                        ok.append(c)
-                    except SpecError:
-                        pass
+                if f == "mode":  # each mode with its own applicable fields (the others at defaults)
+                    ok = [m for m in self._all[f] if m in allowed(f, spec, **effective({**raw, f: m}))]
+                else:
+                    others = {k: v for k, v in now.items() if k != f}
+                    narrowed = choices_in(f, mode)  # QLoRA's weights: NF4 only
+                    ok = [c for c in allowed(f, spec, **others) if narrowed is None or c in narrowed]
                 if inputs[f] not in ok:
                     ok.append(inputs[f])  # the current value stays selectable; its error is shown
                 order = [c for c in self._all[f] if c in ok]
