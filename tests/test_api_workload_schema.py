@@ -10,8 +10,16 @@ import pytest
 
 from aiworkbook.cli import main
 from aiworkbook.errors import SpecError
-from aiworkbook.sizing import Workload, capacity
-from aiworkbook.sizing.workload import ATTENTIONS, MAX_TOKENS, RECIPE_NAMES, allowed
+from aiworkbook.sizing import Workload, capacity, estimate
+from aiworkbook.sizing.workload import (
+    ATTENTIONS,
+    MAX_TOKENS,
+    MAX_TP,
+    MODES,
+    RECIPE_NAMES,
+    allowed,
+    parse_field,
+)
 from aiworkbook.specs import get_gpu, load_model
 
 L8 = load_model("llama-3-8b")
@@ -64,3 +72,98 @@ def test_sizes_are_bounded_so_totals_never_wrap(capsys):
     w = Workload(seq_len=MAX_TOKENS, attention="eager")
     assert capacity.max_batch(L8, w, get_gpu("H100-SXM")) == 0
     assert capacity.report(L8, w, "H100-SXM").fits is False
+
+
+def test_each_field_says_the_modes_it_applies_to():
+    by = {r["name"]: r for r in Workload.fields()}
+    assert by["batch"]["modes"] == ["train", "lora", "qlora"]  # inference serves `concurrency`
+    assert by["concurrency"]["modes"] == ["infer"] and by["new_tokens"]["modes"] == ["infer"]
+    for name in ("zero", "dp", "recipe", "compile", "activation_offload"):
+        assert "infer" not in by[name]["modes"], name
+    assert by["lora_targets"]["modes"] == ["lora", "qlora"] and by["seq_len"]["modes"] == list(MODES)
+    # QLoRA's frozen base is NF4 whatever weights_dtype says: a form offers only nf4 there
+    assert by["weights_dtype"]["choices_in_mode"]["qlora"] == ["nf4"]
+    base = estimate(L8, Workload(mode="qlora"), gpu="L4").to_dict()
+    nf4 = estimate(L8, Workload(mode="qlora", weights_dtype="nf4"), gpu="L4").to_dict()
+    assert {k: v for k, v in base.items() if k != "workload"} == {
+        k: v for k, v in nf4.items() if k != "workload"
+    }
+    # a field outside its modes stays at its default in every estimate the CLI makes (inference: dp 1,
+    # ZeRO 0; the library refuses other values there)
+    with pytest.raises(SpecError, match="zero"):
+        Workload(mode="infer", dp=2, zero=1)
+
+
+@pytest.mark.parametrize("text", ["1e12", "0", "-5", "4.5", "many", "", "16777217"])
+def test_typed_numbers_out_of_range_are_refused_naming_the_field_and_range(text):
+    with pytest.raises(SpecError) as exc:
+        parse_field("seq_len", text)
+    assert "seq_len" in str(exc.value) and "1 to 16,777,216" in str(exc.value)
+
+
+def test_typed_numbers_in_range_parse_as_the_field_takes_them():
+    assert parse_field("seq_len", " 4,096 ") == 4096 and parse_field("seq_len", 8) == 8
+    assert parse_field("gpu_memory_utilization", "0.85") == 0.85
+    assert parse_field("loss_chunks", "") is None and parse_field("dropout", "0.1") == 0.1
+    assert parse_field("tp", str(MAX_TP)) == MAX_TP
+    with pytest.raises(SpecError, match="tp"):
+        parse_field("tp", str(MAX_TP + 1))
+    with pytest.raises(SpecError, match="numeric"):
+        parse_field("mode", "1")
+
+
+def test_cli_options_are_the_workload_fields():
+    """`size` and `fit` take one option per Workload field (block_size: vLLM's --block-size), each
+    with the field's doc in its help: the form is written once."""
+    import typer.main
+
+    from aiworkbook import cli
+
+    root = typer.main.get_command(cli.app)
+    for name in ("size", "fit"):
+        params = {p.name: p for p in root.commands[name].params}
+        helps = " ".join((p.help or "") for p in params.values())
+        for r in Workload.fields():
+            if r["name"] == "block_size":
+                continue
+            assert r["doc"] in helps, (name, r["name"])
+        assert {"seq", "compile_", "gpu_util", "dp", "dropout"} <= set(params)
+
+
+def test_one_tensor_parallel_bound():
+    from aiworkbook.sizing import workload
+
+    assert capacity.MAX_TP is workload.MAX_TP
+    assert {r["name"]: r for r in Workload.fields()}["tp"]["high"] == MAX_TP
+    # a model with 128 heads is tried past 64-way (the old capacity-only cap)
+    ds = load_model("deepseek-v3")
+    w = Workload(mode="infer", concurrency=8, seq_len=4096, new_tokens=512)
+    n = capacity.gpus_needed(ds, w, get_gpu("L4"))
+    assert n is None or n <= ds.num_heads
+
+
+def test_per_gpu_rows_and_the_cheapest_come_from_the_same_sizing():
+    from aiworkbook.specs import list_gpus
+
+    w = Workload(mode="infer", concurrency=8, seq_len=4096, new_tokens=512)
+    rows = capacity.per_gpu(L8, w)
+    assert [r["gpu"] for r in rows] == [g.name for g in list_gpus()]
+    assert {r["gpu"]: r["gpus"] for r in rows} == {
+        g.name: capacity.gpus_needed(L8, w, g) for g in list_gpus()
+    }
+    assert capacity.cheapest_of(rows) == capacity.cheapest_gpu(L8, w)
+    assert capacity.cheapest_of([{"gpu": "x", "gpus": None, "price_per_gpu_hour": 1.0}]) is None
+
+
+def test_fit_grid_agrees_with_fits_at_each_cell():
+    gpu = get_gpu("L40S")
+    for w in (Workload(mode="infer", seq_len=512), Workload(mode="infer", seq_len=512, engine="trtllm")):
+        d = capacity.fit_grid(L8, w, gpu, [1, 8, 64], [512, 4096])
+        assert len(d["cells"]) == 6 and d["gpu"] == "L40S"
+        for c in d["cells"]:
+            shaped = w.replace(concurrency=c["batch"], seq_len=c["length"], new_tokens=0)
+            assert c["fits"] == capacity.fits(L8, shaped, gpu)["fits"], c
+        for f in d["frontier"]:
+            assert f["batch"] == max(
+                c["batch"] for c in d["cells"] if c["length"] == f["length"] and c["fits"]
+            )

@@ -276,11 +276,14 @@ def test_node_picker_lists_reference_nodes_and_this_node():
     for ref in list_nodes():
         assert f"<th>{ref.name}</th>" in n.matrix.value
     assert "4 × L40S" in n.matrix.value
-    n.value = "this-node"
+    assert n.value == {"node": "inference-4xl40s"}  # a dict of the widget's fields, as every widget's
+    n.value = {"node": "this-node"}
     assert n.result["detected"] is True
-    n.value = "no-such-node"
+    n.value = {"node": "no-such-node"}
     assert_error(n, "no-such-node")
-    assert n.value == "this-node"  # the previous choice stays
+    assert n.value == {"node": "this-node"}  # the previous choice stays
+    n.value = {"nodes": "this-node"}
+    assert_error(n, "value", "nodes")
 
 
 def test_profile_locker_locks_and_checks_through_the_library():
@@ -333,7 +336,7 @@ def test_sizer_model_family_form(sizer):
     assert sizer.result["params"]["params"] == load_model("llama-3-8b").params
     sizer.family_fields["num_hidden_layers"].value = 16
     assert sizer.wait(120)
-    cfg = {"model_type": "llama", **{k: w.value for k, w in sizer.family_fields.items()}}
+    cfg = {"model_type": "llama", **{k: int(w.value) for k, w in sizer.family_fields.items()}}
     assert sizer.result["params"]["params"] == spec_from_config(cfg).params
     sizer.family_fields["num_key_value_heads"].value = 7
     assert_error(sizer, "num_key_value_heads")

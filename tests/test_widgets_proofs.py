@@ -141,7 +141,7 @@ def test_tiny_llama_vram_quick_on_cpu_through_the_widget():
     r.close()
 
 
-def test_result_chart_follows_the_proofs_details():
+def test_result_chart_is_the_kind_the_registry_declares():
     from aiworkbook.widgets import ProofRunner
     from test_charts import _sweep
 
@@ -149,13 +149,19 @@ def test_result_chart_follows_the_proofs_details():
     from aiworkbook.proofs.roofline import roofline_chart_data
     from aiworkbook.specs import get_gpu
 
-    base = ProofResult("serving", "cpu", {}, 1.0, "s", 1.0, "ttft")
-    base.details = {"sweep": _sweep(), "knee": 4}
-    assert "knee at 4" in ProofRunner._chart(base, proofs_chart).to_dict()["title"]
-    base.details = {"chart": roofline_chart_data(get_gpu("L4"))}
-    assert "roofline" in ProofRunner._chart(base, proofs_chart).to_dict()["title"]
-    base.details = {}
-    assert ProofRunner._chart(base, proofs_chart).to_dict()["title"] == "Estimate vs measured"
+    assert registry.get("serving").chart == "latency" and registry.get("roofline").chart == "roofline"
+    serving = ProofResult("serving", "cpu", {}, 1.0, "s", 1.0, "ttft")
+    serving.details = {"sweep": _sweep(), "knee": 4}
+    assert "knee at 4" in ProofRunner._chart(serving, proofs_chart).to_dict()["title"]
+    roofline = ProofResult("roofline", "cpu", {}, 1.0, "B/s", 1.0, "bandwidth")
+    roofline.details = {"chart": roofline_chart_data(get_gpu("L4"))}
+    assert "roofline" in ProofRunner._chart(roofline, proofs_chart).to_dict()["title"]
+    # details of another shape never pick the chart: an all-reduce sweep is not a latency sweep
+    allreduce = ProofResult("allreduce", "cpu", {}, 1.0, "B/s", 1.0, "busbw")
+    allreduce.details = {"sweep": _sweep(), "chart": roofline_chart_data(get_gpu("L4"))}
+    assert ProofRunner._chart(allreduce, proofs_chart).to_dict()["title"] == "Estimate vs measured"
+    serving.details = {}
+    assert ProofRunner._chart(serving, proofs_chart).to_dict()["title"] == "Estimate vs measured"
 
 
 # ---- start-up cost -------------------------------------------------------------------------------

@@ -99,11 +99,9 @@ def test_a_torchtune_style_setup_through_the_controls(sizer):
     sizer.controls["lora_rank"].value = 64
     r = settle(sizer)
     w = Workload(
-        mode="lora",
+        mode="lora",  # new tokens and concurrency do not apply to training: their defaults
         batch=2,
         seq_len=1024,
-        new_tokens=512,
-        concurrency=8,
         recipe="paged-adamw-8bit",
         compile=True,
         loss_chunks=8,

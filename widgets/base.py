@@ -213,6 +213,9 @@ class Composite(W.VBox):
     """
 
     css: str = "composite"
+    #: True: while an error shows, the last result stays on screen marked stale (`aiwb-stale` on the
+    #: box and a line in the status area), so a refused input is never read as the figures' input.
+    marks_stale: bool = False
     error = traitlets.Unicode("")
     result = traitlets.Dict()
 
@@ -237,6 +240,14 @@ class Composite(W.VBox):
         msg = change["new"]
         self.error_area.value = f"<b>{html.escape(self.t('error'))}</b> {html.escape(msg)}" if msg else ""
         self.error_area.layout.display = "" if msg else "none"
+        if self.marks_stale:
+            stale = bool(msg and self.result)
+            (self.add_class if stale else self.remove_class)("aiwb-stale")
+            line = f"<i>{html.escape(self.t('stale'))}</i>"
+            if stale:
+                self.status.value = line
+            elif self.status.value == line:
+                self.status.value = ""
 
     def show_error(self, exc: BaseException) -> None:
         """One line for people: a SpecError's message (field, value, allowed) or the error's own text."""

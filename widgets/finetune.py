@@ -16,7 +16,9 @@ import ipywidgets as W
 
 from aiworkbook.errors import SpecError
 
-from .base import OptionalNumber
+from .form import applies, control, effective, schema
+
+__all__ = ["FinetuneControls", "all_fields", "bool_fields", "effective", "schema", "shown"]
 
 #: Modes whose LoRA rows are shown (and whose lora_rank/lora_targets reach the estimate).
 LORA_MODES = ("lora", "qlora")
@@ -35,28 +37,10 @@ def all_fields() -> tuple[str, ...]:
     return (*bool_fields(), *OPTIONAL_FIELDS, *LORA_FIELDS)
 
 
-def schema() -> dict[str, dict[str, Any]]:
-    """The Workload's own description of each field (type, default, low/high, choices)."""
-    from aiworkbook.sizing import Workload
-
-    return {d["name"]: d for d in Workload.fields()}
-
-
 def shown(field: str, mode: str) -> bool:
-    """Whether `field`'s control applies (and is shown) in `mode`."""
-    if mode == "infer":
-        return False
-    return field not in LORA_FIELDS or mode in LORA_MODES
-
-
-def effective(raw: dict[str, Any]) -> dict[str, Any]:
-    """`raw` (every control's value) with each hidden fine-tuning field at its default."""
-    info = schema()
-    out = dict(raw)
-    for f in all_fields():
-        if f in out and not shown(f, str(raw.get("mode"))):
-            out[f] = info[f]["default"]
-    return out
+    """Whether `field`'s control applies (and is shown) in `mode`: the modes `Workload.fields()`
+    declares for it."""
+    return applies(field, mode)
 
 
 def _targets(x: Any) -> Any:
@@ -71,23 +55,8 @@ class FinetuneControls:
     def __init__(self, t: Callable[..., str], defaults: dict[str, Any]) -> None:
         info = schema()
         self.controls: dict[str, Any] = {}
-        for f in bool_fields():
-            self.controls[f] = W.Checkbox(value=bool(defaults[f]), description=t(f), indent=False)
-        for f in OPTIONAL_FIELDS:
-            d = info[f]
-            integer = d["type"] == "int"
-            start = defaults[f] if defaults[f] is not None else (8 if integer else 0.1)
-            opt = OptionalNumber(t(f), d["low"], d["high"], start, integer)
-            opt.value = defaults[f]
-            self.controls[f] = opt
-        d = info["lora_rank"]
-        self.controls["lora_rank"] = W.BoundedIntText(
-            value=defaults["lora_rank"],
-            min=d["low"],
-            max=d["high"],
-            description=t("lora_rank"),
-            style={"description_width": "initial"},
-        )
+        for f in (*bool_fields(), *OPTIONAL_FIELDS, "lora_rank"):  # from the field's own description
+            self.controls[f] = control(f, defaults[f], t(f))
         self.targets: tuple[str, ...] = tuple(info["lora_targets"]["choices"])
         self.controls["lora_targets"] = W.SelectMultiple(
             options=self.targets,
@@ -105,10 +74,11 @@ class FinetuneControls:
         self.box.add_class("aiwb-finetune")
 
     def values(self) -> dict[str, Any]:
-        """Every control's value as a Workload field (lora_targets a list, as in `Workload.to_dict`)."""
-        out = {f: self.controls[f].value for f in all_fields()}
-        out["lora_targets"] = list(out["lora_targets"])
-        return out
+        """Every control's value as a Workload field (lora_targets a list, as in `Workload.to_dict`);
+        typed numbers parsed by the library (a SpecError names one out of range)."""
+        from .form import read
+
+        return read({f: self.controls[f] for f in all_fields()})
 
     def show_for(self, mode: str) -> None:
         self.box.layout.display = "" if shown("compile", mode) else "none"
@@ -131,7 +101,7 @@ class FinetuneControls:
             opt = self.controls[f]
             if opt.value is None:
                 try:
-                    Workload(**effective({**inputs, f: opt.number.value}))
+                    Workload(**effective({**inputs, f: opt.number.number()}))
                     opt.toggle.disabled = False
                 except SpecError:
                     opt.toggle.disabled = True
@@ -144,7 +114,7 @@ class FinetuneControls:
         else:
             # a hidden selection is kept as far as the model has its modules: one the model lacks
             # would make the LoRA modes invalid, and the viewer could not see why (nor fix it)
-            ok = allowed("lora_targets", spec, **{**others, "mode": "lora"})
+            ok = allowed("lora_targets", spec, **effective({**others, "mode": "lora"}))
             default = _targets(schema()["lora_targets"]["default"])
             current = tuple(m for m in current if m in ok) or tuple(m for m in default if m in ok)
         assert isinstance(ok, list)
@@ -162,7 +132,6 @@ class FinetuneControls:
     def set(self, f: str, x: Any) -> None:
         """Set field `f` from a `value` dict: a SpecError names a value of the wrong kind or range (the
         library checks the combination when the estimate is built)."""
-        d = schema()[f]
         if f in bool_fields():
             if not isinstance(x, bool):
                 raise SpecError(f, x, "True or False")
@@ -172,10 +141,9 @@ class FinetuneControls:
                 raise SpecError(f, x, "a list of " + ", ".join(self.targets))
             self.set_targets(tuple(x))
             return
-        elif x is not None or f not in OPTIONAL_FIELDS:
-            number = int if d["type"] == "int" else (int, float)
-            if isinstance(x, bool) or not isinstance(x, number) or not d["low"] <= x <= d["high"]:
-                kind = "an integer" if d["type"] == "int" else "a number"
-                none = "None or " if f in OPTIONAL_FIELDS else ""
-                raise SpecError(f, x, f"{none}{kind} from {d['low']:,} to {d['high']:,}")
+        else:
+            from .form import set_number
+
+            set_number(self.controls[f], f, x)
+            return
         self.controls[f].value = x

@@ -12,6 +12,7 @@ LANGS: tuple[str, ...] = ("en", "nl", "de")
 EN: dict[str, str] = {
     "error": "Error:",
     "working": "Working…",
+    "stale": "Not updated: the figures below are from the last valid inputs.",
     "language": "Language",
     # pattern picker
     "recommend": "Recommend",
@@ -130,6 +131,7 @@ EN: dict[str, str] = {
 NL: dict[str, str] = {
     "error": "Fout:",
     "working": "Bezig…",
+    "stale": "Niet bijgewerkt: de cijfers hieronder horen bij de laatste geldige invoer.",
     "language": "Taal",
     "recommend": "Aanbevelen",
     "pattern": "Patroon",
@@ -241,6 +243,7 @@ NL: dict[str, str] = {
 DE: dict[str, str] = {
     "error": "Fehler:",
     "working": "In Arbeit…",
+    "stale": "Nicht aktualisiert: die Zahlen unten stammen von den letzten gültigen Eingaben.",
     "language": "Sprache",
     "recommend": "Empfehlen",
     "pattern": "Muster",

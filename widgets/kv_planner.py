@@ -12,6 +12,7 @@ import traitlets
 from aiworkbook.errors import SpecError
 
 from .base import Background, Composite, chart_view, dropdown, value_html
+from .form import FieldText, control, read, schema, set_number
 
 FIELDS = ("model", "gpu", "engine", "kv_dtype", "context", "concurrency", "gpu_memory_utilization", "tp")
 
@@ -65,10 +66,13 @@ def _vllm_command(spec: Any, w: Any, gpu: Any) -> str:
 
 
 class KVPlanner(Composite):
-    """`value`: {model, gpu, engine, kv_dtype, context, concurrency, gpu_memory_utilization, tp};
-    `result`: max_concurrency, max_context, kv_per_seq_bytes, kv_budget_bytes, fits, vllm_args."""
+    """`value`: {model, gpu, engine, kv_dtype, context, concurrency, gpu_memory_utilization, tp} (a dict
+    of its fields; observable and linkable, e.g. `ipywidgets.dlink` from a ModelSizer's `value`);
+    `result`: max_concurrency, max_context, kv_per_seq_bytes, kv_budget_bytes, fits, vllm_args. The
+    workload controls and their bounds come from `Workload.fields()` (widgets/form.py)."""
 
     css = "kv-planner"
+    marks_stale = True
     value = traitlets.Dict()
 
     def __init__(
@@ -82,9 +86,7 @@ class KVPlanner(Composite):
         background: bool = True,
     ) -> None:
         super().__init__(lang=lang)
-        from aiworkbook.sizing.workload import ENGINES
         from aiworkbook.specs import list_gpus, list_presets
-        from aiworkbook.units import KV_DTYPES
 
         self._bg = Background() if background else None
         self._syncing = False
@@ -92,21 +94,13 @@ class KVPlanner(Composite):
         self.controls: dict[str, W.ValueWidget] = {
             "model": dropdown(list_presets(), model, t("model")),
             "gpu": dropdown([g.name for g in list_gpus()], gpu, t("gpu")),
-            "engine": dropdown(ENGINES, engine, t("engine")),
-            "kv_dtype": dropdown(KV_DTYPES, "bf16", t("kv_dtype")),
-            "context": W.BoundedIntText(value=context, min=1, max=10_000_000, description=t("context")),
-            "concurrency": W.BoundedIntText(
-                value=concurrency, min=1, max=1_000_000, description=t("concurrency")
-            ),
-            "gpu_memory_utilization": W.BoundedFloatText(
-                value=0.9,
-                min=0.05,
-                max=1.0,
-                step=0.01,
-                description=t("utilization"),
-                style={"description_width": "initial"},
-            ),
-            "tp": W.BoundedIntText(value=1, min=1, max=64, description=t("tp")),
+            # the workload's fields from Workload.fields(): its choices, its bounds (parse_field)
+            "engine": control("engine", engine, t("engine")),
+            "kv_dtype": control("kv_dtype", "bf16", t("kv_dtype")),
+            "context": control("context", context, t("context"), optional=False),
+            "concurrency": control("concurrency", concurrency, t("concurrency")),
+            "gpu_memory_utilization": control("gpu_memory_utilization", 0.9, t("utilization")),
+            "tp": control("tp", 1, t("tp")),
         }
         self.headline = value_html("")
         self.figures = value_html("")
@@ -131,7 +125,12 @@ class KVPlanner(Composite):
         self.ready()
 
     def _inputs(self) -> dict[str, Any]:
-        return {k: c.value for k, c in self.controls.items()}
+        """The controls' values; typed numbers parsed by the library (a SpecError names the field
+        and its range, and nothing is computed from it)."""
+        out = read(self.controls)
+        if out["context"] is None:  # the planner always sizes a context
+            raise SpecError("context", "", "an integer from 1 to {:,}".format(schema()["context"]["high"]))
+        return out
 
     def _changed(self, change: dict[str, Any] | None = None) -> None:
         if self._syncing:
@@ -163,13 +162,11 @@ class KVPlanner(Composite):
         try:
             for k, x in v.items():
                 c = self.controls[k]
-                if isinstance(c, W.Dropdown):
-                    if x not in c.options:
-                        raise SpecError(k, x, ", ".join(map(str, c.options)))
-                elif isinstance(x, bool) or not isinstance(x, int | float) or not c.min <= x <= c.max:
-                    raise SpecError(k, x, f"a number in [{c.min}, {c.max}]")
-                elif isinstance(c, W.BoundedIntText) and not isinstance(x, int):
-                    raise SpecError(k, x, f"an integer in [{c.min}, {c.max}]")
+                if isinstance(c, FieldText):
+                    set_number(c, k, x)  # the library's bounds and message
+                    continue
+                if x not in c.options:
+                    raise SpecError(k, x, ", ".join(map(str, c.options)))
                 c.value = x
         finally:
             self._syncing = False

@@ -19,7 +19,8 @@ import traitlets
 from aiworkbook.errors import SpecError
 
 from .base import Background, Composite, chart_view, dropdown, html_table, value_html
-from .finetune import FinetuneControls, all_fields, effective
+from .finetune import FinetuneControls, all_fields
+from .form import NumberText, applies, choices_in, control, effective, read, set_number
 
 #: Workload fields offered as drop-downs, their choices from aiworkbook.sizing.workload.
 CHOICE_FIELDS = (
@@ -48,20 +49,13 @@ FAMILY_FIELDS = (
 
 
 def choices() -> dict[str, tuple[Any, ...]]:
-    from aiworkbook.sizing import workload as wl
-    from aiworkbook.units import KV_DTYPES
+    """Each drop-down's choices, from `Workload.fields()` (ZeRO's stages: its bounds)."""
+    from .form import schema
 
-    return {
-        "mode": wl.MODES,
-        "precision": wl.PRECISIONS,
-        "recipe": wl.RECIPE_NAMES,
-        "checkpointing": wl.CHECKPOINTING,
-        "attention": wl.ATTENTIONS,
-        "engine": wl.ENGINES,
-        "weights_dtype": wl.WEIGHT_DTYPES,
-        "kv_dtype": KV_DTYPES,
-        "zero": (0, 1, 2, 3),
-    }
+    info = schema()
+    out = {f: tuple(info[f]["choices"]) for f in CHOICE_FIELDS if f != "zero"}
+    out["zero"] = tuple(range(info["zero"]["low"], info["zero"]["high"] + 1))
+    return out
 
 
 def spec_from_text(text: str, name: str = "pasted") -> Any:
@@ -85,27 +79,34 @@ def spec_from_text(text: str, name: str = "pasted") -> Any:
 
 def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
     """Everything the sizer shows, from the library: the estimate, the GPUs needed on each catalogue
-    GPU and the cheapest one."""
+    GPU (`capacity.per_gpu`) and the cheapest of those rows (`capacity.cheapest_of`)."""
     from aiworkbook.sizing import Workload, estimate
-    from aiworkbook.sizing.capacity import cheapest_gpu, gpus_needed
-    from aiworkbook.specs import list_gpus
+    from aiworkbook.sizing.capacity import cheapest_of, per_gpu
 
     w = Workload(**inputs)
     est = estimate(spec, w, gpu=gpu)
-    fits_on = []
-    for g in list_gpus():
-        n = gpus_needed(spec, w, g)
-        fits_on.append({"gpu": g.name, "gpus": n, "price_per_gpu_hour": g.price_per_hour_usd})
-    return {"estimate": est, "fits_on": fits_on, "cheapest": cheapest_gpu(spec, w)}
+    fits_on = per_gpu(spec, w)
+    return {"estimate": est, "fits_on": fits_on, "cheapest": cheapest_of(fits_on)}
+
+
+def _int(field: str, text: str) -> Any:
+    """A typed architecture size as an integer (the config reader checks its range), or a SpecError
+    naming the field."""
+    try:
+        return int(str(text).strip().replace(",", "").replace("_", ""))
+    except ValueError:
+        raise SpecError(field, text, "an integer") from None
 
 
 class ModelSizer(Composite):
     """`value`: {"model", "gpu", "config"?, and the Workload fields the form offers, fine-tuning ones
-    included (hidden ones at their defaults)}; `result`: the estimate's JSON
-    (`aiworkbook size --json`) plus `fits_on` and `cheapest`. `wait()` blocks until the newest
-    computation is shown (tests and scripts)."""
+    included (those that do not apply to the mode at their defaults)}; `result`: the estimate's JSON
+    (`aiworkbook size --json`) plus `fits_on` and `cheapest`. Both are traitlets a notebook can observe
+    and link; `value` changes only once the library accepts the inputs. The controls come from
+    `Workload.fields()` (widgets/form.py). `wait()` blocks until the newest computation is shown."""
 
     css = "model-sizer"
+    marks_stale = True
     value = traitlets.Dict()
 
     def __init__(
@@ -123,6 +124,7 @@ class ModelSizer(Composite):
         self._bg = Background() if background else None
         self._syncing = False
         self._spec: Any = None
+        self._before_narrowing: dict[str, Any] = {}
         self._all = choices()
         defaults = Workload(mode="infer", concurrency=8, seq_len=4096, new_tokens=512).to_dict()
         defaults.update(workload)
@@ -143,31 +145,14 @@ class ModelSizer(Composite):
 
         start = load_config_file(data_dir() / "models" / "llama-3-8b" / "config.json")
         self.family = dropdown(FAMILIES, "llama", t("family"))
-        self.family_fields = {
-            k: W.BoundedIntText(
-                value=int(start[k]),
-                min=1,
-                max=10_000_000,
-                description=k,
-                style={"description_width": "initial"},
-            )
-            for k in FAMILY_FIELDS
-        }
+        # architecture sizes: plain text boxes, checked by the config reader (spec_from_config)
+        self.family_fields = {k: NumberText(start[k], k) for k in FAMILY_FIELDS}
         self.config_text = W.Textarea(placeholder='{"model_type": "llama", ...}', description=t("config"))
         self.upload = W.FileUpload(accept=".json", multiple=False, description=t("upload"))
         self.gpu = dropdown([g.name for g in list_gpus()], gpu, t("gpu"))
         self.controls: dict[str, Any] = {}
-        for f in CHOICE_FIELDS:
-            self.controls[f] = dropdown(self._all[f], defaults[f], t(f))
-        for f in INT_FIELDS:
-            low = 0 if f == "new_tokens" else 1
-            self.controls[f] = W.BoundedIntText(
-                value=defaults[f],
-                min=low,
-                max=10_000_000,
-                description=t(f),
-                style={"description_width": "initial"},
-            )
+        for f in (*CHOICE_FIELDS, *INT_FIELDS):  # from Workload.fields(): its choices, its bounds
+            self.controls[f] = control(f, defaults[f], t(f), self._all.get(f) if f == "zero" else None)
         main = list(self.controls.values())
         self.finetune = FinetuneControls(t, defaults)
         self.controls.update(self.finetune.controls)
@@ -216,9 +201,10 @@ class ModelSizer(Composite):
 
     # -- inputs --------------------------------------------------------------------------------
     def _raw_inputs(self) -> dict[str, Any]:
-        """Every control's value, shown or not."""
+        """Every control's value, shown or not; typed numbers parsed by the library (a SpecError names
+        the first one out of range, and nothing is computed from it)."""
         return {
-            **{f: self.controls[f].value for f in (*CHOICE_FIELDS, *INT_FIELDS)},
+            **read({f: self.controls[f] for f in (*CHOICE_FIELDS, *INT_FIELDS)}),
             **self.finetune.values(),
         }
 
@@ -235,7 +221,10 @@ class ModelSizer(Composite):
         if src == "family":
             from aiworkbook.specs import spec_from_config
 
-            cfg = {"model_type": self.family.value, **{k: w.value for k, w in self.family_fields.items()}}
+            cfg = {
+                "model_type": self.family.value,
+                **{k: _int(k, w.value) for k, w in self.family_fields.items()},
+            }
             return spec_from_config(cfg, name=f"{self.family.value}-custom", source="<family form>")
         if src == "pasted":
             return spec_from_text(self.config_text.value, "pasted")
@@ -265,31 +254,52 @@ class ModelSizer(Composite):
         self._changed()
 
     def _offer_valid_choices(self, spec: Any, raw: dict[str, Any]) -> None:
-        """Each drop-down keeps only the choices that validate with the other current inputs (a mode
-        counts its own shown fine-tuning controls), each switch only a flip that validates."""
-        from aiworkbook.sizing import Workload
+        """Each drop-down keeps only the choices the library allows with the other current inputs
+        (`workload.allowed`; a mode is tried with the fields that apply to it), each switch only a flip
+        that validates."""
+        from aiworkbook.sizing.workload import allowed
 
         inputs = effective(raw)
         self._syncing = True
         try:
             self.finetune.offer_valid(spec, inputs)
             raw = {**raw, "lora_targets": list(self.finetune.controls["lora_targets"].value)}
+            mode, now = str(inputs["mode"]), effective(raw)
             for f in CHOICE_FIELDS:
-                ok = []
-                for c in self._all[f]:
-                    try:
-                        Workload(**effective({**raw, f: c})).check_against(spec)
-                        ok.append(c)
-                    except SpecError:
-                        pass
+                if f == "mode":  # each mode with its own applicable fields (the others at defaults)
+                    ok = [m for m in self._all[f] if m in allowed(f, spec, **effective({**raw, f: m}))]
+                else:
+                    others = {k: v for k, v in now.items() if k != f}
+                    narrowed = choices_in(f, mode)  # QLoRA's weights: NF4 only
+                    ok = [c for c in allowed(f, spec, **others) if narrowed is None or c in narrowed]
                 if inputs[f] not in ok:
                     ok.append(inputs[f])  # the current value stays selectable; its error is shown
                 order = [c for c in self._all[f] if c in ok]
                 if list(self.controls[f].options) != order:
                     self.controls[f].options = order
+                if self.controls[f].value != inputs[f]:
                     self.controls[f].value = inputs[f]
         finally:
             self._syncing = False
+
+    def _narrow(self, raw: dict[str, Any]) -> None:
+        """A mode that narrows a choice (QLoRA: NF4 weights) shows the value it uses; leaving that mode
+        brings back what the viewer had chosen before it (in `raw` and in the control)."""
+        mode = str(raw["mode"])
+        for f in CHOICE_FIELDS:
+            narrowed = choices_in(f, mode)
+            if narrowed is not None:
+                if raw[f] not in narrowed:
+                    self._before_narrowing.setdefault(f, raw[f])
+            elif f in self._before_narrowing:
+                raw[f] = self._before_narrowing.pop(f)
+                self._syncing = True
+                try:
+                    if raw[f] not in self.controls[f].options:
+                        self.controls[f].options = list(self._all[f])
+                    self.controls[f].value = raw[f]
+                finally:
+                    self._syncing = False
 
     def _changed(self, change: dict[str, Any] | None = None) -> None:
         if self._syncing:
@@ -298,8 +308,9 @@ class ModelSizer(Composite):
 
         spec = self._model()
         raw = self._raw_inputs()
+        self._narrow(raw)
         inputs = effective(raw)
-        self.finetune.show_for(str(inputs["mode"]))
+        self._show_for(str(inputs["mode"]))
         if not isinstance(self.gpu.value, str):
             raise SpecError("gpu", self.gpu.value, "a catalogue GPU")
         Workload(**inputs).check_against(spec)  # a bad value shows now, before any work is queued
@@ -312,6 +323,14 @@ class ModelSizer(Composite):
             self._apply(size(spec, inputs, gpu))
         else:
             self._bg.submit(lambda: size(spec, inputs, gpu), self.guarded(self._apply), self.show_error)
+
+    def _show_for(self, mode: str) -> None:
+        """Only the controls that apply to `mode` are shown (`Workload.fields()`'s modes): batch for
+        training, concurrency and new tokens for inference, ZeRO, data parallel and recipe for training."""
+        for f in (*CHOICE_FIELDS, *INT_FIELDS):
+            if f != "mode":
+                self.controls[f].layout.display = "" if applies(f, mode) else "none"
+        self.finetune.show_for(mode)
 
     def _set_value(self, v: dict[str, Any]) -> None:
         self._syncing = True
@@ -360,10 +379,7 @@ class ModelSizer(Composite):
                     self.controls[f].value = v[f]
             for f in INT_FIELDS:
                 if f in v:
-                    x = v[f]
-                    if isinstance(x, bool) or not isinstance(x, int) or x < self.controls[f].min:
-                        raise SpecError(f, x, f"an integer >= {self.controls[f].min}")
-                    self.controls[f].value = x
+                    set_number(self.controls[f], f, v[f])  # the library's bounds and message
             for f in all_fields():
                 if f in v:
                     self.finetune.set(f, v[f])
@@ -372,18 +388,18 @@ class ModelSizer(Composite):
         self._changed()
 
     def _check_hidden(self, v: dict[str, Any]) -> None:
-        """A fine-tuning field set to other than its default where its control is hidden (inference;
-        LoRA fields outside lora/qlora) is refused: the library's message where it refuses the
-        combination, else one saying which modes take the field."""
+        """A field set to other than its default where its control is hidden (it does not apply to the
+        mode, `Workload.fields()`) is refused: the library's message where it refuses the combination,
+        else one saying which modes take the field."""
         from aiworkbook.sizing import Workload
         from aiworkbook.sizing.workload import MODES
 
-        from .finetune import schema, shown
+        from .form import schema
 
         mode = v.get("mode", self.controls["mode"].value)
         info = schema()
-        for f in all_fields():
-            if f not in v or shown(f, str(mode)):
+        for f in (*all_fields(), *CHOICE_FIELDS, *INT_FIELDS):  # the fine-tuning ones first
+            if f not in v or applies(f, str(mode)):
                 continue
             x = list(v[f]) if f == "lora_targets" and isinstance(v[f], list | tuple) else v[f]
             if x == info[f]["default"]:
@@ -394,7 +410,7 @@ class ModelSizer(Composite):
                 raise
             except (TypeError, ValueError):
                 pass
-            modes = " or ".join(m for m in MODES if shown(f, m))  # where the control shows
+            modes = " or ".join(m for m in MODES if applies(f, m))  # where the control shows
             default = info[f]["default"]
             shown_default = ", ".join(default) if isinstance(default, list) else repr(default)
             raise SpecError(f, v[f], f"{shown_default} unless mode is {modes} (mode is {mode})")

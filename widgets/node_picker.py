@@ -50,10 +50,11 @@ def capability_rows(nodes: list[Any], t: Any) -> list[list[str]]:
 
 
 class NodePicker(Composite):
-    """`value`: a reference node's name or "this-node"; `result`: that NodeProfile as JSON."""
+    """`value`: {"node": a reference node's name or "this-node"} (observable and linkable, like every
+    widget's `value`, a dict of its fields); `result`: that NodeProfile as JSON."""
 
     css = "node-picker"
-    value = traitlets.Unicode("")
+    value = traitlets.Dict()
 
     def __init__(self, node: str | None = None, lang: str = "en", detect: bool = True) -> None:
         super().__init__(lang=lang)
@@ -91,7 +92,7 @@ class NodePicker(Composite):
         n = self.nodes[name]
         if self.picker.value != name:
             self.picker.value = name
-        self.value = name
+        self.value = {"node": name}
         desc = n.description or n.gpu_status or ""
         self.headline.value = f"<b>{html.escape(n.name)}</b> {html.escape(desc)}"
         self.result = n.model_dump(mode="json")
@@ -99,12 +100,16 @@ class NodePicker(Composite):
 
     @traitlets.observe("value")
     def _value_set(self, change: dict[str, Any]) -> None:
-        if change["new"] != self.picker.value:
-            try:
-                self._select(change["new"])
-            except Exception as exc:  # a bad name: say so and keep showing the node picked before
-                self.show_error(exc)
-                self.value = self.picker.value
+        v = change["new"]
+        if v == {"node": self.picker.value}:
+            return
+        try:
+            if set(v) != {"node"}:
+                raise SpecError("value", ", ".join(map(str, v)) or "{}", 'a dict {"node": name}')
+            self._select(v["node"])
+        except Exception as exc:  # a bad name: say so and keep showing the node picked before
+            self.show_error(exc)
+            self.value = {"node": self.picker.value}
 
     def node(self) -> Any:
         """The chosen NodeProfile."""

@@ -263,9 +263,10 @@ class ProofRunner(Composite):
 
     def _show_result(self, r: Any) -> None:
         from aiworkbook.charts import proofs_chart
+        from aiworkbook.charts.theme import VERDICT_COLOURS
         from aiworkbook.proofs.flags import FLAGS
 
-        colour = {"pass": "#0072B2", "fail": "#D55E00"}.get(r.verdict, "#555555")
+        colour = VERDICT_COLOURS.get(r.verdict, VERDICT_COLOURS["info"])
         flags = [[f, FLAGS.get(f, "")] for f in r.flags]
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "n/a"
         self.outcome.value = (
@@ -282,14 +283,17 @@ class ProofRunner(Composite):
 
     @staticmethod
     def _chart(r: Any, default: Any) -> Any:
-        """The proof's own chart when its details carry one (roofline rows, a latency sweep), else
-        estimate vs measured."""
+        """The chart the registry declares for this proof (`ProofInfo.chart`): the roofline, the
+        latency sweep, else estimate vs measured (also when a run left the declared data empty)."""
         from aiworkbook.charts import latency_chart, roofline_chart
+        from aiworkbook.proofs import registry
 
-        if isinstance(r.details.get("chart"), list) and r.details["chart"]:
-            return roofline_chart(r.details["chart"])
-        if isinstance(r.details.get("sweep"), list) and r.details["sweep"]:
-            return latency_chart(r.details["sweep"], knee=r.details.get("knee"))
+        kind = registry.get(r.proof).chart if r.proof in registry.names() else "estimate"
+        d = r.details
+        if kind == "roofline" and d.get("chart"):
+            return roofline_chart(d["chart"])
+        if kind == "latency" and d.get("sweep"):
+            return latency_chart(d["sweep"], knee=d.get("knee"))
         return default([r])
 
     def wait(self, timeout: float = 600.0) -> bool:

@@ -16,37 +16,13 @@ DEFAULT_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 def heatmap_data(
     spec: Any, workload: Any, gpu: Any, batches=DEFAULT_BATCHES, lengths=DEFAULT_LENGTHS, device: str = "cuda"
 ) -> dict[str, Any]:
-    """Cells (batch, length, bytes, fits) and the frontier, all from the sizing library: totals from
-    memory_grid, fits from capacity.fits at each cell's shape (the verdict `aiworkbook size` prints)."""
-    from aiworkbook.sizing import capacity, memory_grid
+    """Cells (batch, length, bytes, fits) and the frontier from `sizing.capacity.fit_grid` (the
+    verdict `aiworkbook size` prints at each cell's shape), with each cell's GiB for the axis."""
+    from aiworkbook.sizing import capacity
 
-    gpu = capacity._gpu(gpu)
-    batches, lengths = [int(b) for b in batches], [int(s) for s in lengths]
-    grid = memory_grid(spec, workload, batches, lengths, device)
-    cells = []
-    for i, b in enumerate(batches):
-        for j, s in enumerate(lengths):
-            ok = bool(capacity._kv_fits_at(spec, workload, gpu, b, s, device)) if _trtllm(workload) else None
-            if ok is None:
-                ok = int(grid[i, j]) <= capacity.budget(workload, gpu)
-            cells.append(
-                {"batch": b, "length": s, "bytes": int(grid[i, j]), "gib": gib(grid[i, j]), "fits": ok}
-            )
-    frontier = []
-    for s in lengths:
-        fitting = [c["batch"] for c in cells if c["length"] == s and c["fits"]]
-        if fitting:
-            frontier.append({"length": s, "batch": max(fitting)})
-    return {
-        "cells": cells,
-        "frontier": frontier,
-        "gpu": gpu.name,
-        "budget_bytes": capacity.budget(workload, gpu),
-    }
-
-
-def _trtllm(w: Any) -> bool:
-    return w.engine == "trtllm" and not w.training
+    d = capacity.fit_grid(spec, workload, gpu, batches, lengths, device)
+    d["cells"] = [{**c, "gib": gib(c["bytes"])} for c in d["cells"]]
+    return d
 
 
 def heatmap_chart(

@@ -5,21 +5,13 @@
 figure is printed in the unit its typed section declares (never guessed from a key's name).
 """
 
+import inspect
 from typing import Any
 
 import typer
 
 from aiworkbook.persist import dumps_json
-from aiworkbook.sizing.workload import (
-    ATTENTIONS,
-    CHECKPOINTING,
-    ENGINES,
-    MODES,
-    OPTIMIZER_IMPLS,
-    PRECISIONS,
-    WEIGHT_DTYPES,
-)
-from aiworkbook.units import KV_DTYPES, fmt_bytes, fmt_value
+from aiworkbook.units import fmt_bytes, fmt_value
 
 _VLLM_TITLE = "vLLM start-up (its own arithmetic: what `vllm serve` logs)"
 _MODEL = typer.Argument(..., help="A preset name or a path to a config.json (or its folder).")
@@ -39,125 +31,73 @@ def _workload(**kw):
     return Workload(concurrency=concurrency, **kw)
 
 
-def _opts(
-    mode: str = typer.Option(
-        None,
-        "--mode",
-        help=" | ".join(MODES) + ". Default: train; infer with --engine vllm/trtllm or a vLLM flag.",
-    ),
-    batch: int = typer.Option(1, "--batch", help="Micro-batch (train); concurrency when --mode infer."),
-    seq: int = typer.Option(2048, "--seq", help="Tokens per sequence (the prompt for infer)."),
-    new_tokens: int = typer.Option(0, "--new-tokens", help="Generated tokens (infer)."),
-    precision: str = typer.Option("bf16-mixed", "--precision", help=" | ".join(PRECISIONS)),
-    recipe: str = typer.Option(
-        None,
-        "--recipe",
-        help="Training recipe (see docs/sizing.md). Default: megatron-bf16, fp32-adamw at fp32.",
-    ),
-    attention: str = typer.Option("sdpa", "--attention", help=" | ".join(ATTENTIONS)),
-    checkpointing: str = typer.Option("none", "--checkpointing", help=" | ".join(CHECKPOINTING)),
-    chunked_loss: bool = typer.Option(
-        False, "--chunked-loss", help="Fused linear + cross-entropy over 1,024-token chunks."
-    ),
-    loss_chunks: int = typer.Option(
-        None, "--loss-chunks", help="Head output up-cast to fp32 one of N chunks at a time (torchtune: 8)."
-    ),
-    compile_: bool = typer.Option(
-        False, "--compile", help="torch.compile: fused element-wise chains save only what matmuls read."
-    ),
-    compile_loss: bool = typer.Option(
-        True,
-        "--compile-loss/--no-compile-loss",
-        help="With --compile, compile the loss too (--no-compile-loss: only the layers; the loss runs eager).",
-    ),
-    kv_repeat: bool = typer.Option(
-        False,
-        "--kv-repeat",
-        help="k and v copied to every query head before attention (torchtune): attention saves the copies.",
-    ),
-    optimizer_in_backward: bool = typer.Option(
-        False, "--optimizer-in-backward", help="Optimizer step per parameter in backward (one gradient live)."
-    ),
-    optimizer_impl: str = typer.Option(
-        None,
-        "--optimizer-impl",
-        help=" | ".join(OPTIMIZER_IMPLS)
-        + ": torch.optim's implementation (default: the device's, foreach on CUDA).",
-    ),
-    l2_weight_decay: bool = typer.Option(
-        False, "--l2-weight-decay", help="Adam/SGD weight_decay (L2 on the gradient, not AdamW's decoupled)."
-    ),
-    maximize: bool = typer.Option(False, "--maximize", help="The optimizer's maximize (negated gradients)."),
-    activation_offload: bool = typer.Option(
-        False,
-        "--activation-offload",
-        help="Saved activations on the host; the GPU keeps the layers in flight.",
-    ),
-    fsdp_cpu_offload: bool = typer.Option(
-        False, "--fsdp-cpu-offload", help="FSDP CPU offload: weights, grads, optimizer on the host."
-    ),
-    lora_targets: str = typer.Option(
-        None, "--lora-targets", help="Comma-separated modules LoRA adapts, or all-linear (default q,k,v,o)."
-    ),
-    dp: int = typer.Option(
-        1, "--dp", "--gpus", help="Data-parallel replicas (--gpus: its old name); GPUs in all = dp x tp."
-    ),
-    zero: int = typer.Option(0, "--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)."),
-    tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
-    lora_rank: int = typer.Option(16, "--lora-rank"),
-    weights_dtype: str = typer.Option("bf16", "--weights-dtype", help=" | ".join(WEIGHT_DTYPES)),
-    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help=" | ".join(KV_DTYPES)),
-    concurrency: int = typer.Option(0, "--concurrency", help="Served sequences (default: --batch)."),
-    context: int = typer.Option(
-        None, "--context", help="KV tokens per sequence (default: seq + new tokens)."
-    ),
-    engine: str = typer.Option("hf", "--engine", help=" | ".join(ENGINES)),
-    gpu_util: float = typer.Option(0.9, "--gpu-util", help="Memory utilisation budget (fraction)."),
-    max_batched_tokens: int = typer.Option(
-        None,
-        "--max-batched-tokens",
-        help="Prompt tokens per prefill forward (vLLM max_num_batched_tokens; default: engine's, hf: all).",
-    ),
-):
-    return dict(
-        mode=mode,
-        batch=batch,
-        seq_len=seq,
-        new_tokens=new_tokens,
-        precision=precision,
-        recipe=recipe,
-        attention=attention,
-        checkpointing=checkpointing,
-        chunked_loss=chunked_loss,
-        loss_chunks=loss_chunks,
-        compile=compile_,
-        compile_loss=compile_loss,
-        kv_repeat=kv_repeat,
-        optimizer_in_backward=optimizer_in_backward,
-        optimizer_impl=optimizer_impl,
-        l2_weight_decay=l2_weight_decay,
-        maximize=maximize,
-        activation_offload=activation_offload,
-        fsdp_cpu_offload=fsdp_cpu_offload,
-        **({"lora_targets": tuple(x.strip() for x in lora_targets.split(","))} if lora_targets else {}),
-        dp=dp,
-        zero=zero,
-        tp=tp,
-        lora_rank=lora_rank,
-        weights_dtype=weights_dtype,
-        kv_dtype=kv_dtype,
-        concurrency=concurrency,
-        context=context,
-        engine=engine,
-        gpu_memory_utilization=gpu_util,
-        max_batched_tokens=max_batched_tokens,
-    )
+#: How the command line spells a Workload field where it is not `--field-name`, and what it says
+#: beyond the field's own doc (the doc, choices, bounds and default come from `Workload.fields()`).
+#: block_size is not an option: vLLM's `--block-size` (cli/vllm_flags.py) sets it.
+_CLI: dict[str, dict[str, Any]] = {
+    "mode": {"default": None, "note": "Default: train; infer with --engine vllm/trtllm or a vLLM flag."},
+    "batch": {"note": "Concurrency when --mode infer and no --concurrency."},
+    "seq_len": {"param": "seq", "decls": ("--seq",)},
+    "recipe": {"note": "See docs/sizing.md. Default: megatron-bf16, fp32-adamw at fp32."},
+    "compile": {"param": "compile_"},
+    "compile_loss": {"decls": ("--compile-loss/--no-compile-loss",)},
+    "lora_targets": {"default": None, "note": "Comma-separated (default q,k,v,o)."},
+    "dp": {"decls": ("--dp", "--gpus"), "note": "--gpus: its old name; GPUs in all = dp x tp."},
+    "concurrency": {"default": 0, "note": "Default: --batch."},
+    "gpu_memory_utilization": {"param": "gpu_util", "decls": ("--gpu-util",)},
+    "block_size": {"skip": True},
+}
+_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "choice": str, "choices": str}
+
+
+def _help(d: dict[str, Any], note: str = "") -> str:
+    doc = d["doc"]
+    choices = " | ".join(d.get("choices", ())) if d["type"] == "choice" else ""
+    if d["low"] is not None and d["type"] == "int":
+        doc += f"; {d['low']:,} to {d['high']:,}"
+    return " ".join(x for x in (f"{choices}:" if choices else "", doc + ".", note) if x)
+
+
+def _workload_params() -> list[inspect.Parameter]:
+    """The Workload's options for `size` and `fit`, one per `Workload.fields()` entry: the option's
+    type, default and help come from the field; `_CLI` keeps the command line's own names."""
+    from aiworkbook.sizing.workload import Workload
+
+    out = []
+    for d in Workload.fields():
+        cli = _CLI.get(d["name"], {})
+        if cli.get("skip"):
+            continue
+        flag = "--" + d["name"].replace("_", "-")
+        decls = cli.get("decls", (flag,))
+        default = cli.get("default", d["default"])
+        option = typer.Option(default, *decls, help=_help(d, cli.get("note", "")))
+        out.append(
+            inspect.Parameter(
+                cli.get("param", d["name"]),
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=option,
+                annotation=_TYPES[d["type"]],
+            )
+        )
+    return out
+
+
+def _opts(**kw: Any) -> dict[str, Any]:
+    """The parsed options as Workload fields (lora_targets split at commas)."""
+    names = {c["param"]: name for name, c in _CLI.items() if "param" in c}
+    out = {names.get(k, k): v for k, v in kw.items()}
+    targets = out.pop("lora_targets", None)
+    if targets:
+        out["lora_targets"] = tuple(x.strip() for x in targets.split(","))
+    return out
+
+
+_opts.__signature__ = inspect.Signature(_workload_params())  # type: ignore[attr-defined]
 
 
 def _with_opts(fn):
     """Give a command the workload options of `_opts` (typer reads the merged signature)."""
-    import inspect
-
     from aiworkbook.cli.vllm_flags import apply_to_opts, implied_mode, vllm_flags
 
     own = [p for p in inspect.signature(fn).parameters.values() if p.name != "opts"]

@@ -21,6 +21,9 @@ from aiworkbook.errors import SpecError
 from aiworkbook.proofs.control import Cancelled, Control, ProgressFn, exclusive
 
 InputKind = Literal["model", "int", "float", "bool", "choice", "ints", "path", "str"]
+#: The chart a proof's result is drawn as: its estimate beside the measurement, the roofline of
+#: details["chart"], or the latency sweep of details["sweep"] (with details["knee"]).
+ChartKind = Literal["estimate", "roofline", "latency"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,8 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class ProofInfo:
-    """A registered proof. `rough_s` is a rough wall time at --quick sizes, per device."""
+    """A registered proof. `rough_s` is a rough wall time at --quick sizes, per device; `chart` the kind
+    of chart its result is drawn as (a widget picks the chart by it, never by probing details)."""
 
     name: str
     title: str
@@ -60,6 +64,7 @@ class ProofInfo:
     gpu: bool = True
     rough_s: dict[str, float] = field(default_factory=dict)
     patterns: tuple[str, ...] = ()
+    chart: ChartKind = "estimate"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -151,6 +156,7 @@ for _info in (
         ),
         rough_s={"cpu": 20.0, "cuda": 30.0},
         patterns=("classical-ml-cpu", "dl-training", "llm-inference", "hybrid"),
+        chart="roofline",
     ),
     ProofInfo(
         "vram",
@@ -194,6 +200,7 @@ for _info in (
         ),
         rough_s={"cpu": 25.0, "cuda": 40.0},
         patterns=("llm-inference", "hybrid"),
+        chart="latency",
     ),
     ProofInfo(
         "checkpoint",

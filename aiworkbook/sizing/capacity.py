@@ -13,9 +13,7 @@ from typing import Any
 
 from aiworkbook.sizing.memory import COMPONENTS, components, kv_bytes
 from aiworkbook.sizing.sections import CapacityReport, CheapestGPU
-from aiworkbook.sizing.workload import Workload
-
-MAX_TP = 64
+from aiworkbook.sizing.workload import MAX_TP, Workload
 
 
 def _gpu(gpu):
@@ -149,11 +147,12 @@ def _largest(ok, hi: int) -> int:
 
 
 def gpus_needed(spec, w: Workload, gpu, device: str = "cuda") -> int | None:
-    """Smallest tensor-parallel size in 1..MAX_TP (in order; sizes that do not split the heads, KV heads and
-    MLP evenly are skipped) that fits; None if none does."""
+    """Smallest tensor-parallel size the Workload allows (1..workload.MAX_TP, the one bound; sizes that do
+    not split the heads, KV heads and MLP evenly are skipped, so no more than the model's heads are
+    tried) that fits; None if none does."""
     from aiworkbook.errors import SpecError
 
-    for t in range(1, MAX_TP + 1):
+    for t in range(1, min(MAX_TP, spec.num_heads) + 1):
         wt = replace(w, tp=t)
         try:
             wt.check_against(spec)  # heads, KV heads and MLP split evenly
@@ -168,17 +167,58 @@ def cheapest_gpu(spec, w: Workload, device: str = "cuda") -> dict | None:
     """The catalogue GPU with the lowest $/hour for the GPUs it needs (ties: fewer GPUs)."""
     from aiworkbook.specs import list_gpus
 
-    best = None
-    for g in list_gpus():
-        if g.price_per_hour_usd <= 0:
-            continue
+    priced = [g for g in list_gpus() if g.price_per_hour_usd > 0]  # unpriced ones are not sized
+    return cheapest_of(per_gpu(spec, w, priced, device))
+
+
+def per_gpu(spec, w: Workload, gpus: Any = None, device: str = "cuda") -> list[dict]:
+    """One row per catalogue GPU (or per GPU in `gpus`): its name, the tensor-parallel GPUs the
+    workload needs on it (`gpus_needed`, None: none fits) and its example price per GPU-hour (0 where
+    the catalogue has none). What a "fits on" table shows; `cheapest_of(rows)` picks from the same rows."""
+    from aiworkbook.specs import list_gpus
+
+    rows = []
+    for g in list_gpus() if gpus is None else [_gpu(x) for x in gpus]:
         n = gpus_needed(spec, w, g, device)
-        if n is None:
+        rows.append({"gpu": g.name, "gpus": n, "price_per_gpu_hour": g.price_per_hour_usd})
+    return rows
+
+
+def cheapest_of(rows: list[dict]) -> dict | None:
+    """The row of `per_gpu` with the lowest $/hour for the GPUs it needs (ties: fewer GPUs), as
+    {gpu, gpus, usd_per_hour}; unpriced GPUs and those it does not fit are skipped."""
+    best = None
+    for r in rows:
+        if r["gpus"] is None or r["price_per_gpu_hour"] <= 0:
             continue
-        cand = {"gpu": g.name, "gpus": n, "usd_per_hour": n * g.price_per_hour_usd}
-        if best is None or (cand["usd_per_hour"], n) < (best["usd_per_hour"], best["gpus"]):
+        cand = {"gpu": r["gpu"], "gpus": r["gpus"], "usd_per_hour": r["gpus"] * r["price_per_gpu_hour"]}
+        if best is None or (cand["usd_per_hour"], cand["gpus"]) < (best["usd_per_hour"], best["gpus"]):
             best = cand
     return best
+
+
+def fit_grid(spec, w: Workload, gpu, batches, lengths, device: str = "cuda") -> dict:
+    """A batch x length grid of total bytes per GPU and whether each cell fits (the verdict `fits`
+    gives at that shape; TensorRT-LLM inference: the KV cache against the KV budget), with the fit
+    frontier (largest fitting batch per length). The heatmap's data."""
+    from aiworkbook.sizing.sweep import memory_grid
+
+    gpu = _gpu(gpu)
+    batches, lengths = [int(b) for b in batches], [int(s) for s in lengths]
+    grid = memory_grid(spec, w, batches, lengths, device)
+    limit = budget(w, gpu)
+    trt = w.engine == "trtllm" and not w.training
+    cells = []
+    for i, b in enumerate(batches):
+        for j, s in enumerate(lengths):
+            ok = _kv_fits_at(spec, w, gpu, b, s, device) if trt else int(grid[i, j]) <= limit
+            cells.append({"batch": b, "length": s, "bytes": int(grid[i, j]), "fits": bool(ok)})
+    frontier = []
+    for s in lengths:
+        fitting = [c["batch"] for c in cells if c["length"] == s and c["fits"]]
+        if fitting:
+            frontier.append({"length": s, "batch": max(fitting)})
+    return {"cells": cells, "frontier": frontier, "gpu": gpu.name, "budget_bytes": limit}
 
 
 def mig_profile(spec, w: Workload, gpu, device: str = "cuda") -> str | None:

@@ -278,7 +278,9 @@ class CapacityReport(Section):
     gpu: str = figure("", "the GPU kind", default="")
     fits: bool = figure("", "the workload fits one GPU", default=False)
     max_batch: int = figure("", "largest micro-batch (train) or concurrency (infer) that fits", default=0)
-    gpus_needed_tp: int | None = figure("", "smallest tensor-parallel size that fits (None: none up to 64)")
+    gpus_needed_tp: int | None = figure(
+        "", "smallest tensor-parallel size that fits (None: none the model's heads allow)"
+    )
     cheapest_gpu: CheapestGPU | None = figure("", "cheapest catalogue GPU kind for this workload")
     mig_profile: str | None = figure("", "smallest MIG profile that holds it (None: none)")
     max_concurrency: int | None = figure("", "sequences of the context whose KV fits", group="infer")

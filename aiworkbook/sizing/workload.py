@@ -410,8 +410,10 @@ class Workload:
     # ---- schema ---------------------------------------------------------------------------
     @classmethod
     def fields(cls) -> list[dict[str, Any]]:
-        """One entry per field, for a form: name, type (int, float, bool, choice, choices), default,
-        low/high bounds, the allowed values of a choice and a one-line doc."""
+        """One entry per field, for a form (the CLI's options and the widgets' controls are built from
+        it): name, type (int, float, bool, choice, choices), default, optional, low/high bounds, the
+        allowed values of a choice (`choices_in_mode` where a mode narrows them), a one-line doc and
+        `modes`, the modes the field applies to."""
         return [_describe(f) for f in fields(cls)]
 
     @classmethod
@@ -455,6 +457,72 @@ BOOL_FIELDS = (
 )
 
 
+TRAINING_MODES: tuple[str, ...] = ("train", "lora", "qlora")
+#: The modes in which a field means something (a form shows its control only there; elsewhere the
+#: field stays at its default). Fields not named apply to every mode.
+APPLIES_TO: dict[str, tuple[str, ...]] = {
+    "batch": TRAINING_MODES,  # inference serves `concurrency` sequences
+    "new_tokens": ("infer",),
+    "recipe": TRAINING_MODES,
+    "checkpointing": TRAINING_MODES,
+    **{name: TRAINING_MODES for name in (*BOOL_FIELDS, "loss_chunks", "optimizer_impl", "dropout")},
+    "dp": TRAINING_MODES,
+    "zero": TRAINING_MODES,
+    "lora_rank": ("lora", "qlora"),
+    "lora_targets": ("lora", "qlora"),
+    "concurrency": ("infer",),
+    "kv_dtype": ("infer",),
+    "context": ("infer",),
+    "block_size": ("infer",),
+    "engine": ("infer",),
+    "max_batched_tokens": ("infer",),
+}
+#: Choices a form offers per mode where the mode narrows them: QLoRA's base is NF4 whatever the
+#: field says (sizing/states.py `frozen_base_bytes`), so "bf16" there would misstate the weights.
+CHOICES_IN_MODE: dict[str, dict[str, tuple[str, ...]]] = {
+    "weights_dtype": {"train": ("fp32", "bf16", "fp16"), "lora": ("fp32", "bf16", "fp16"), "qlora": ("nf4",)},
+}
+
+
+def applies(name: str, mode: str) -> bool:
+    """Whether field `name` means something in `mode` (see APPLIES_TO)."""
+    return mode in APPLIES_TO.get(name, MODES)
+
+
+def parse_field(name: str, text: Any) -> Any:
+    """A value typed into a form (text, or a number already) as field `name` takes it, within the
+    field's bounds: a SpecError names the field, what was typed and the allowed range ("1e12" typed as
+    seq_len is refused, never rounded or clamped). Empty text is None for an optional field."""
+    meta = {f.name: f for f in fields(Workload)}
+    if name not in meta:
+        raise SpecError("field", name, ", ".join(meta))
+    d = _describe(meta[name])
+    if d["type"] not in ("int", "float"):
+        raise SpecError("field", name, "a numeric field")
+    low, high, integer = d["low"], d["high"], d["type"] == "int"
+    kind = f"an integer from {low:,} to {high:,}" if integer else f"a number from {low} to {high}"
+    if d["optional"]:
+        kind = "empty (the default) or " + kind
+    raw = text.strip() if isinstance(text, str) else text
+    if raw in ("", None):
+        if d["optional"]:
+            return None
+        raise SpecError(name, "", kind)
+    if isinstance(raw, bool):
+        raise SpecError(name, raw, kind)
+    try:
+        value: Any = int(raw.replace(",", "").replace("_", "")) if integer and isinstance(raw, str) else raw
+        if not integer and isinstance(raw, str):
+            value = float(raw)
+    except ValueError:
+        raise SpecError(name, text, kind) from None
+    if integer and not isinstance(value, int) or not isinstance(value, int | float) or value != value:
+        raise SpecError(name, text, kind)
+    if not low <= value <= high:
+        raise SpecError(name, text, kind)
+    return value
+
+
 def _describe(f: Any) -> dict[str, Any]:
     d = {"name": f.name, "doc": f.metadata.get("doc", ""), "default": f.default}
     if f.name in _CHOICES:
@@ -470,6 +538,9 @@ def _describe(f: Any) -> dict[str, Any]:
         d["type"] = "int"
     d["optional"] = f.default is None
     d["low"], d["high"] = f.metadata.get("low"), f.metadata.get("high")
+    d["modes"] = list(APPLIES_TO.get(f.name, MODES))
+    if f.name in CHOICES_IN_MODE:
+        d["choices_in_mode"] = {m: list(c) for m, c in CHOICES_IN_MODE[f.name].items()}
     return d
 
 

@@ -1,0 +1,178 @@
+"""Controls built from `Workload.fields()`: one description of each field (type, choices, bounds,
+doc, the modes it applies to) makes the CLI's options (aiworkbook/cli/size_cmds.py) and the widgets'
+controls, so a bound lives in one place.
+
+Numbers are typed into plain text boxes and parsed by the library (`workload.parse_field`): ipywidgets'
+bounded boxes clamp silently and its number boxes drop what the browser cannot parse ("1e12" typed as
+the sequence length became 112), so a value out of range reached the estimate unseen. Here it is
+refused with the library's message, naming the field and the allowed range.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as W
+import traitlets
+
+from .base import dropdown
+
+
+def schema() -> dict[str, dict[str, Any]]:
+    """The Workload's own description of each field, by name (`Workload.fields()`)."""
+    from aiworkbook.sizing import Workload
+
+    return {d["name"]: d for d in Workload.fields()}
+
+
+def applies(field: str, mode: str) -> bool:
+    """Whether `field` means something in `mode` (its control is shown only then)."""
+    from aiworkbook.sizing.workload import applies as library_applies
+
+    return library_applies(field, mode)
+
+
+def choices_in(field: str, mode: str) -> tuple[Any, ...] | None:
+    """The choices a mode narrows `field` to (QLoRA's weights: nf4 only), or None."""
+    narrowed = schema()[field].get("choices_in_mode", {}).get(mode)
+    return tuple(narrowed) if narrowed is not None else None
+
+
+def effective(raw: dict[str, Any]) -> dict[str, Any]:
+    """`raw` (every control's value) as the estimate takes it: a field that does not apply to the
+    mode at its default (hidden controls keep their state for when they show again), a choice the
+    mode narrows at an allowed value (the current one, else the default, else the first)."""
+    info = schema()
+    mode = str(raw.get("mode"))
+    out = dict(raw)
+    for f in raw:
+        if f not in info:
+            continue
+        if not applies(f, mode):
+            d = info[f]["default"]
+            out[f] = list(d) if isinstance(d, list | tuple) else d
+            continue
+        narrowed = choices_in(f, mode)
+        if narrowed is not None and out[f] not in narrowed:
+            d = info[f]["default"]
+            out[f] = d if d in narrowed else narrowed[0]
+    return out
+
+
+class NumberText(W.Text):
+    """A text box for a number: `value` is the text as typed (a number set from Python is written as
+    text); it never clamps or drops characters. It sends on Enter or a focus change, not per key."""
+
+    value = traitlets.CUnicode("", help="the text as typed").tag(sync=True)
+
+    def __init__(self, value: Any, description: str = "", **kw: Any) -> None:
+        kw.setdefault("style", {"description_width": "initial"})
+        super().__init__(value=_text(value), description=description, continuous_update=False, **kw)
+
+
+class FieldText(NumberText):
+    """The text box of a numeric Workload field: `number()` parses it through the library."""
+
+    def __init__(self, field: str, value: Any, description: str = "", **kw: Any) -> None:
+        super().__init__(value, description, **kw)
+        self.field = field
+
+    def number(self) -> Any:
+        """The typed value as the field takes it, or a SpecError naming the field and its range."""
+        from aiworkbook.sizing.workload import parse_field
+
+        return parse_field(self.field, self.value)
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+class OptionalField(W.HBox):
+    """An optional number (None: the library's default): the check box switches the number on. `value`
+    is None when off, else what the box holds (a number set from Python, or the typed text, which
+    `parse()` turns into the field's value or a SpecError)."""
+
+    value = traitlets.Any(None)
+
+    def __init__(self, field: str, description: str, start: Any) -> None:
+        self.field = field
+        self.toggle = W.Checkbox(
+            value=False, description=description, indent=False, layout=W.Layout(width="auto")
+        )
+        self.number = FieldText(field, start, disabled=True, layout=W.Layout(width="9em"))
+        self._setting = False
+        super().__init__([self.toggle, self.number], layout=W.Layout(align_items="center"))
+        self.toggle.observe(self._from_children, names="value")
+        self.number.observe(self._from_children, names="value")
+
+    def _from_children(self, change: dict[str, Any]) -> None:
+        if self._setting:
+            return
+        self.number.disabled = not self.toggle.value
+        self.value = self.number.value if self.toggle.value else None
+
+    @traitlets.observe("value")
+    def _to_children(self, change: dict[str, Any]) -> None:
+        v = change["new"]
+        self._setting = True
+        try:
+            if v is not None:
+                self.number.value = _text(v)
+            self.toggle.value = v is not None
+            self.number.disabled = v is None
+        finally:
+            self._setting = False
+
+    def parse(self) -> Any:
+        from aiworkbook.sizing.workload import parse_field
+
+        return None if self.value is None else parse_field(self.field, self.value)
+
+
+def control(field: str, value: Any, description: str, options: Any = None, optional: bool = True) -> Any:
+    """The control for one Workload field: a drop-down for a choice (`options` overrides the field's
+    choices, e.g. the ZeRO stages), a check box for a switch, a text box for a number (with a switch
+    for an optional one, unless `optional=False`: a form that always sets it)."""
+    d = schema()[field]
+    if options is not None or d["type"] == "choice":
+        return dropdown(options if options is not None else d["choices"], value, description)
+    if d["type"] == "bool":
+        return W.Checkbox(value=bool(value), description=description, indent=False)
+    if d["type"] in ("int", "float"):
+        if d["optional"] and optional:
+            start = value if value is not None else (8 if d["type"] == "int" else 0.1)
+            opt = OptionalField(field, description, start)
+            opt.value = value
+            return opt
+        return FieldText(field, value, description)
+    raise ValueError(f"no single control for {field} ({d['type']})")
+
+
+def read(controls: dict[str, Any]) -> dict[str, Any]:
+    """Every control's value as the Workload field it stands for; typed numbers parsed by the library
+    (a SpecError names the first field out of range: nothing of it is used)."""
+    out = {}
+    for f, c in controls.items():
+        if isinstance(c, FieldText):
+            out[f] = c.number()
+        elif isinstance(c, OptionalField):
+            out[f] = c.parse()
+        elif isinstance(c, W.SelectMultiple):
+            out[f] = list(c.value)
+        else:
+            out[f] = c.value
+    return out
+
+
+def set_number(c: Any, field: str, x: Any) -> None:
+    """Set a number control from a `value` dict: the library checks it first (a SpecError names the
+    field and its range; a bool or text is refused, as typed text would be)."""
+    from aiworkbook.errors import SpecError
+    from aiworkbook.sizing.workload import parse_field
+
+    if isinstance(x, bool) or not (x is None or isinstance(x, int | float)):
+        parse_field(field, str(x))  # names the field and its range
+        raise SpecError(field, x, "a number")
+    parse_field(field, x)
+    c.value = x if isinstance(c, OptionalField) else _text(x)
