@@ -156,3 +156,49 @@ def test_a_recorded_answer_reads_like_a_live_one():
     assert view.is_stale(s) and view.notes() == [
         "n1:9400 GPU 1 mem_used_bytes: no data since 1970-01-01 00:01:41 UTC"
     ]
+
+
+# ---- the fleet mode of the monitor dashboard (widgets/fleet_monitor.py) ----------------------------
+def _title(view) -> str:
+    return str(view.chart.to_dict()["title"])
+
+
+@pytest.mark.timeout(240)
+def test_the_fleet_widget_charts_every_node_from_prometheus(fleet):
+    from aiworkbook.widgets import FleetMonitor
+
+    reader = PrometheusReader(fleet.url)
+    wait_for(lambda: _both_nodes(reader), "both nodes' data in Prometheus")
+    m = FleetMonitor(reader=reader, window_s=60, autorefresh=False)
+    try:
+        assert {"aiwb-fleet-monitor", "aiwb-ready"} <= set(m._dom_classes)
+        m.refresh()
+        assert m.error == ""
+        targets = sorted(t for _p, t in fleet.exporters.values())
+        assert f"2 node(s), 2 GPU(s) through Prometheus at {fleet.url}" in m.headline.value
+        for f, view in m.charts.items():
+            title = _title(view)
+            assert f"Prometheus at {fleet.url}" in title and "live" not in title, title
+            series = {r["series"] for r in view.chart.to_dict()["data"]["values"]}
+            assert {s.split(" GPU ")[0] for s in series} == set(targets), (f, series)
+        assert m.result["url"] == fleet.url and len(m.result["series"]) >= 8
+    finally:
+        m.close()
+
+
+def test_the_fleet_widget_shows_an_unreachable_server_as_an_error():
+    from aiworkbook.widgets import FleetMonitor
+
+    url = f"http://127.0.0.1:{free_port()}"
+    m = FleetMonitor(url, autorefresh=False)
+    try:
+        m.refresh_async()  # the button's path: a worker thread, the error shown in the widget
+        deadline = time.monotonic() + 20
+        while not m.error and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert url in m.error and "no answer from a Prometheus server" in m.error
+        assert m.error_area.layout.display != "none" and "Traceback" not in m.error_area.value
+    finally:
+        m.close()
+    with pytest.raises(SpecError, match="refresh_s"):
+        FleetMonitor(url, refresh_s=0.1, autorefresh=False)

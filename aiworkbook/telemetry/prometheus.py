@@ -21,7 +21,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as _field
 from typing import Any
 
 from aiworkbook.errors import SpecError
@@ -63,7 +64,7 @@ class Series:
     gpu: str
     field: str
     points: tuple[tuple[float, float], ...]
-    labels: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = _field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -94,7 +95,7 @@ class FleetView:
     stale_after_s: float
     node_label: str
     series: tuple[Series, ...]
-    sources: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = _field(default_factory=dict)
 
     def nodes(self) -> list[str]:
         return sorted({s.node for s in self.series})
@@ -118,16 +119,20 @@ class FleetView:
         ]
 
     def rows(self, field_name: str) -> list[dict[str, Any]]:
-        """Long rows for a chart: t_s (seconds since `start`), series ('<node> GPU <n>'), value (GiB for
-        byte fields, as the local monitor's charts show them)."""
+        """Long rows for a chart: t_s (seconds since `start`), series ('<node> GPU <n>', with "(no data
+        since <time>)" when it stopped), value (GiB for byte fields, as the local monitor draws them)."""
         from aiworkbook.units import GiB
 
         div = GiB if field_name.endswith("_bytes") else 1
-        return [
-            {"t_s": t - self.start, "series": s.name, "value": v / div, "phase": ""}
-            for s in self.of(field_name)
-            for t, v in s.points
-        ]
+        out = []
+        for s in self.of(field_name):
+            name = s.name
+            if self.is_stale(s) and s.last_time is not None:  # the legend itself says the line stopped
+                name = f"{s.name} (no data since {utc(s.last_time)})"
+            out += [
+                {"t_s": t - self.start, "series": name, "value": v / div, "phase": ""} for t, v in s.points
+            ]
+        return out
 
     def source_label(self) -> str:
         """What the charts' titles say: the server the readings came through, and replays named."""
