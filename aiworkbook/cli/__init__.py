@@ -16,6 +16,7 @@ from aiworkbook.cli import (
     monitor_cmds,
     profile_cmds,
     prove_cmds,
+    replica_cmds,
     serve_cmds,
     size_cmds,
     specs_cmds,
@@ -50,7 +51,16 @@ def _root(
     """Size AI infrastructure and prove the sizing on this node."""
 
 
-for _mod in (specs_cmds, size_cmds, monitor_cmds, prove_cmds, serve_cmds, app_cmds, profile_cmds):
+for _mod in (
+    specs_cmds,
+    size_cmds,
+    monitor_cmds,
+    prove_cmds,
+    serve_cmds,
+    app_cmds,
+    profile_cmds,
+    replica_cmds,
+):
     _mod.register(app)
 
 
