@@ -4,6 +4,7 @@ beside the autoscaler's reaction and the load spike (aiworkbook.sizing.replica).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -95,5 +96,7 @@ def _weights_of(model: str, dtype: str) -> float:
     from aiworkbook.specs import load_model
 
     spec = load_model(model)
-    w = Workload(mode="infer", weights_dtype=dtype, precision="fp32" if dtype == "fp32" else dtype)
+    wd: Any = dtype  # Workload checks it against its dtypes (SpecError naming weights_dtype)
+    prec: Any = dtype if dtype in ("fp32", "fp16") else "bf16"
+    w = Workload(mode="infer", weights_dtype=wd, precision=prec)
     return float(estimate(spec, w, None, "cpu").storage["weights_bytes"])

@@ -52,7 +52,7 @@ class ColdStart:
         if not isinstance(d, dict) or d.get("proof") != "coldstart":
             got = d.get("proof") if isinstance(d, dict) else type(d).__name__
             raise SpecError("proof", got, "a coldstart proof result", source=source)
-        details = d.get("details") if isinstance(d.get("details"), dict) else {}
+        details: dict[str, Any] = d["details"] if isinstance(d.get("details"), dict) else {}
         if d.get("unit") != "s" or d.get("measured") is None:
             raise SpecError("measured", d.get("measured"), "a measured time in s", source=source)
         try:
