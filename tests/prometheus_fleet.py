@@ -135,13 +135,16 @@ class Fleet:
         return target
 
     def start_prometheus(self) -> str:
-        targets = [t for _p, t in self.exporters.values()]
+        # each target also carries a `node` label, as a Kubernetes relabelling would (reader: node_label="node")
+        static = [
+            {"targets": [t], "labels": {"node": f"gpu-node-{n}"}} for n, (_p, t) in self.exporters.items()
+        ]
         config = self.tmp / "prometheus.yml"
         config.write_text(
             json.dumps(  # YAML is a superset of JSON
                 {
                     "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
-                    "scrape_configs": [{"job_name": "aiworkbook", "static_configs": [{"targets": targets}]}],
+                    "scrape_configs": [{"job_name": "aiworkbook", "static_configs": static}],
                 }
             )
         )

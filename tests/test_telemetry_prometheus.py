@@ -202,3 +202,39 @@ def test_the_fleet_widget_shows_an_unreachable_server_as_an_error():
         m.close()
     with pytest.raises(SpecError, match="refresh_s"):
         FleetMonitor(url, refresh_s=0.1, autorefresh=False)
+
+
+# ---- recorded answers (notebook 08 without a server) ------------------------------------------------
+def test_a_recording_replays_exactly_what_the_server_said(fleet, tmp_path):
+    from aiworkbook.telemetry.prometheus import record_fleet, recorded_reader
+
+    reader = PrometheusReader(fleet.url, node_label="node")  # the relabelled node name of each target
+    wait_for(lambda: _both_nodes(reader), "both nodes' data in Prometheus")
+    live = record_fleet(reader, tmp_path / "rec.json", window_s=60)
+    assert live.nodes() == ["gpu-node-a", "gpu-node-b"] and live.recorded is None
+    again = recorded_reader(tmp_path / "rec.json").fleet(window_s=60)
+    assert [(s.node, s.field, s.points) for s in again.series] == [
+        (s.node, s.field, s.points) for s in live.series
+    ]
+    assert again.source_label().startswith("recorded 20") and fleet.url in again.source_label()
+
+
+def test_the_shipped_recording_shows_a_stopped_node():
+    from aiworkbook.paths import data_dir
+    from aiworkbook.telemetry.prometheus import recorded_reader
+
+    view = recorded_reader(data_dir() / "prometheus" / "fleet-two-nodes.json").fleet(window_s=90)
+    assert view.nodes() == ["gpu-node-a", "gpu-node-b"]
+    assert {s.node for s in view.stale()} == {"gpu-node-b"} and len(view.notes()) == 4
+    a = [s for s in view.of("power_w") if s.node == "gpu-node-a"]
+    assert a and {v for _t, v in a[0].points} == {NODES["a"]["power_w"]}
+    assert "recorded" in view.source_label() and "recorded" in format_fleet(view).splitlines()[0]
+
+
+def test_a_recording_that_is_not_one_is_refused(tmp_path):
+    from aiworkbook.telemetry.prometheus import recorded_reader
+
+    bad = tmp_path / "x.json"
+    bad.write_text('{"kind": "something else", "schema_version": 1}')
+    with pytest.raises(SpecError, match="kind"):
+        recorded_reader(bad)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import time
 import urllib.error
 import urllib.parse
@@ -96,6 +97,7 @@ class FleetView:
     node_label: str
     series: tuple[Series, ...]
     sources: dict[str, str] = _field(default_factory=dict)
+    recorded: str | None = None  # "recorded <time>" when the answers were replayed from a file
 
     def nodes(self) -> list[str]:
         return sorted({s.node for s in self.series})
@@ -138,6 +140,8 @@ class FleetView:
         """What the charts' titles say: the server the readings came through, and replays named."""
         replays = sorted({v for v in self.sources.values() if v != "live"})
         where = f"Prometheus at {self.url}"
+        if self.recorded:
+            where = f"{self.recorded} from {where}"
         return f"{where} ({'; '.join(replays)})" if replays else where
 
     def to_dict(self) -> dict[str, Any]:
@@ -149,6 +153,7 @@ class FleetView:
             "stale_after_s": self.stale_after_s,
             "node_label": self.node_label,
             "sources": dict(self.sources),
+            "recorded": self.recorded,
             "series": [
                 {
                     "node": s.node,
@@ -197,6 +202,7 @@ class PrometheusReader:
         self.node_label = node_label
         self._open = opener or _urlopen
         self._clock = clock
+        self.recorded: str | None = None  # set by recorded_reader: every view says it was recorded
 
     # -- the HTTP API --------------------------------------------------------------------------
     def _get(self, path: str, params: dict[str, Any]) -> Any:
@@ -280,6 +286,7 @@ class PrometheusReader:
             node_label=self.node_label,
             series=tuple(series),
             sources=self._sources(end, window_s),
+            recorded=self.recorded,
         )
 
     def _series(self, field_name: str, scale: float, item: Any) -> Series:
@@ -315,6 +322,70 @@ class PrometheusReader:
                 src = labels.get("source", "")
                 out[str(node)] = "live" if src == "live" else f"replay: {labels.get('label') or 'unlabelled'}"
         return out
+
+
+RECORDING_KIND = "aiworkbook.prometheus.recording"
+RECORDING_SCHEMA_VERSION = 1
+
+
+def record_fleet(reader: PrometheusReader, path: str | os.PathLike, window_s: float = 600.0) -> FleetView:
+    """Read the fleet once and keep every answer in `path` (schema-versioned JSON), so a notebook or a
+    test without the server replays exactly what the server said (recorded_reader)."""
+    from aiworkbook.persist import write_json
+
+    answers: dict[str, Any] = {}
+    live = reader._open
+
+    def keep(url: str, timeout: float) -> bytes:
+        body = live(url, timeout)
+        answers[_query_of(url)] = json.loads(body)
+        return body
+
+    reader._open = keep
+    try:
+        view = reader.fleet(window_s=window_s)
+    finally:
+        reader._open = live
+    payload = {"url": reader.url, "end": view.end, "node_label": reader.node_label, "answers": answers}
+    write_json(path, payload, kind=RECORDING_KIND, schema_version=RECORDING_SCHEMA_VERSION)
+    return view
+
+
+def recorded_reader(path: str | os.PathLike) -> PrometheusReader:
+    """A reader that answers from a recording (record_fleet) at the recording's time; its views say
+    "recorded <time> from Prometheus at <url>"."""
+    from aiworkbook.persist import read_json
+
+    doc = read_json(
+        path, kind=RECORDING_KIND, max_version=RECORDING_SCHEMA_VERSION, what="a Prometheus recording"
+    )
+    answers, end = doc.get("answers"), doc.get("end")
+    if not isinstance(answers, dict) or isinstance(end, bool) or not isinstance(end, int | float):
+        raise SpecError(
+            "answers", type(answers).__name__, "a recording with answers and end", source=str(path)
+        )
+
+    def opener(url: str, timeout: float) -> bytes:
+        q = _query_of(url)
+        if q not in answers:
+            raise PrometheusError(f"{path}: no recorded answer for {q}")
+        return json.dumps(answers[q]).encode()
+
+    reader = PrometheusReader(
+        str(doc.get("url")),
+        node_label=str(doc.get("node_label", "instance")),
+        opener=opener,
+        clock=lambda: float(end),
+    )
+    reader.recorded = f"recorded {utc(float(end))}"
+    return reader
+
+
+def _query_of(url: str) -> str:
+    """The recording's key of a request: the API path and the PromQL (times differ between runs)."""
+    parts = urllib.parse.urlsplit(url)
+    q = urllib.parse.parse_qs(parts.query).get("query", [""])[0]
+    return f"{parts.path.rsplit('/api/v1/', 1)[-1]} {q}"
 
 
 def _gpu_order(gpu: str) -> tuple[int, str]:
