@@ -138,11 +138,13 @@ class FleetView:
 
     def source_label(self) -> str:
         """What the charts' titles say: the server the readings came through, and replays named."""
-        replays = sorted({v for v in self.sources.values() if v != "live"})
+        replaying = [n for n, v in self.sources.items() if v != "live"]
         where = f"Prometheus at {self.url}"
         if self.recorded:
             where = f"{self.recorded} from {where}"
-        return f"{where} ({'; '.join(replays)})" if replays else where
+        if replaying:  # each node's own label is in `sources` (and the JSON); the title stays short
+            where += f" ({len(replaying)} of {len(self.sources)} node(s) replay a trace, not measured)"
+        return where
 
     def to_dict(self) -> dict[str, Any]:
         return {
