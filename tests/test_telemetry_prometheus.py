@@ -127,6 +127,15 @@ def test_a_url_that_is_not_http_is_bad_input(url, capsys):
         assert "prometheus" in capsys.readouterr().err
 
 
+def test_the_fleet_read_does_not_mix_with_this_nodes_options(capsys):
+    from aiworkbook.cli import main
+
+    assert main(["monitor", "--prometheus", "http://127.0.0.1:9", "--serve", "127.0.0.1:0"]) == 2
+    assert "--serve read this node" in capsys.readouterr().err
+    assert main(["monitor", "--prometheus", "http://127.0.0.1:9", "--window", "5"]) == 2
+    assert "window_s" in capsys.readouterr().err
+
+
 def test_a_recorded_answer_reads_like_a_live_one():
     """The opener seam: a canned query_range answer (as the notebook uses) goes through the same parsing."""
     import json

@@ -57,6 +57,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Live GPU and host telemetry; logs, records a trace and serves metrics on request."""
         if prometheus is not None:
+            local = {"--serve": serve, "--replay": replay, "--jsonl": jsonl, "--record": record, "--csv": csv}
+            given = [k for k, v in local.items() if v] + (["--capabilities"] if capabilities else [])
+            if given:
+                from aiworkbook.errors import SpecError
+
+                raise SpecError(
+                    "prometheus", prometheus, f"alone: {', '.join(given)} read this node, not the fleet"
+                )
             _fleet(prometheus, window, node_label, as_json)
             return
         from aiworkbook.errors import SpecError
