@@ -247,3 +247,24 @@ def test_a_recording_that_is_not_one_is_refused(tmp_path):
     bad.write_text('{"kind": "something else", "schema_version": 1}')
     with pytest.raises(SpecError, match="kind"):
         recorded_reader(bad)
+
+
+def test_the_fleet_widget_names_the_stopped_node_in_the_legend_and_the_table():
+    from aiworkbook.widgets import FleetMonitor
+
+    from aiworkbook.paths import data_dir
+    from aiworkbook.telemetry.prometheus import recorded_reader
+
+    reader = recorded_reader(data_dir() / "prometheus" / "fleet-two-nodes.json")
+    m = FleetMonitor(reader=reader, window_s=90, autorefresh=False)
+    try:
+        m.refresh()
+        series = {r["series"] for r in m.charts["power_w"].chart.to_dict()["data"]["values"]}
+        assert "gpu-node-a GPU 0" in series
+        (b,) = [s for s in series if s.startswith("gpu-node-b")]
+        assert "(no data since 20" in b
+        assert "No data since" in m.notes.value and "gpu-node-b GPU 0" in m.notes.value
+        assert m.notes.value.count("<tr>") == 1 + 4  # the header and node b's four metrics
+        assert "recorded" in m.headline.value and all("recorded" in _title(v) for v in m.charts.values())
+    finally:
+        m.close()
