@@ -160,6 +160,7 @@ class FleetView:
                 {
                     "node": s.node,
                     "gpu": s.gpu,
+                    "model": s.labels.get("modelName"),
                     "field": s.field,
                     "last_time": s.last_time,
                     "last_value": s.last_value,
@@ -402,7 +403,7 @@ def format_fleet(view: FleetView) -> str:
     cells: dict[tuple[str, str], dict[str, Series]] = {}
     for s in view.series:
         cells.setdefault((s.node, s.gpu), {})[s.field] = s
-    head = ["node", "GPU", "util %", "mem GiB", "power W", "temp °C", "last data"]
+    head = ["node", "GPU", "model", "util %", "mem GiB", "power W", "temp °C", "last data"]
     rows = []
 
     def val(by: dict[str, Series], f: str, div: float = 1.0, fmt: str = "{:.0f}") -> str:
@@ -417,6 +418,7 @@ def format_fleet(view: FleetView) -> str:
             [
                 node,
                 gpu,
+                next((s.labels.get("modelName") for s in by.values() if s.labels.get("modelName")), "—"),
                 val(by, "util_gpu_pct"),
                 val(by, "mem_used_bytes", GiB, "{:.1f}"),
                 val(by, "power_w"),
