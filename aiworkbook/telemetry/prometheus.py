@@ -404,7 +404,7 @@ def format_fleet(view: FleetView) -> str:
     for s in view.series:
         cells.setdefault((s.node, s.gpu), {})[s.field] = s
     head = ["node", "GPU", "model", "util %", "mem GiB", "power W", "temp °C", "last data"]
-    rows = []
+    rows: list[list[str]] = []
 
     def val(by: dict[str, Series], f: str, div: float = 1.0, fmt: str = "{:.0f}") -> str:
         s = by.get(f)
@@ -418,7 +418,7 @@ def format_fleet(view: FleetView) -> str:
             [
                 node,
                 gpu,
-                next((s.labels.get("modelName") for s in by.values() if s.labels.get("modelName")), "—"),
+                next((s.labels["modelName"] for s in by.values() if s.labels.get("modelName")), "—"),
                 val(by, "util_gpu_pct"),
                 val(by, "mem_used_bytes", GiB, "{:.1f}"),
                 val(by, "power_w"),
