@@ -53,12 +53,22 @@ chromium:
 	  $$SUDO apt-get update -qq >/dev/null && \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The fleet-view tests start Debian's Prometheus on loopback (tests/prometheus_fleet.py): installed
+# from Debian's packages when /usr/bin/prometheus is missing, with sudo when not root.
+.PHONY: prometheus
+prometheus:
+	@test -x /usr/bin/prometheus || { \
+	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
+	  echo "installing Debian's prometheus for the fleet-view tests"; \
+	  $$SUDO apt-get update -qq >/dev/null && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
+
 # pytest exit code 5 means "no tests collected": say so instead of failing on an empty selection.
 # The suite runs on PYTEST_WORKERS parallel workers (pytest-xdist; 0: in this process), a whole file
 # per worker (--dist loadfile): a module's Voilà servers, browser and notebook kernel stay in one.
 # Tests marked `serial` (timing that another worker's disk load upsets) run afterwards, alone.
 PYTEST_WORKERS ?= 2
-test: install-test chromium lint typecheck
+test: install-test chromium prometheus lint typecheck
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not serial" $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; \
 	$(BIN)/pytest -m serial tests $(PYTEST_ARGS); rs=$$?; if [ $$rs -eq 5 ]; then rs=0; fi; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$rs

@@ -235,6 +235,72 @@ def test_monitor_without_gpu_says_so_and_offers_the_recorded_trace():
     m.close()
 
 
+def _titles(m) -> list[str]:
+    return [str(v.chart.to_dict().get("title", "")) for v in m.charts.values() if v.chart is not None]
+
+
+def test_monitor_resumed_after_the_recorded_trace_is_live_host_data_again():
+    """Issue 25: "Show the recorded trace", then "Resume" kept the synthetic H100 curves titled "live"
+    and lost the host charts and the trace button until a reload."""
+    from aiworkbook.widgets import GPUMonitor
+
+    from aiworkbook.telemetry.sampler import Sampler
+
+    s = Sampler(interval=0.5, gpu_reader=NoGPU(), events=False)
+    m = GPUMonitor(interval=0.5, sampler=s)
+    try:
+        m.recorded.click()
+        assert m.value == "recorded" and set(m.charts) == {
+            "util_gpu_pct",
+            "mem_used_bytes",
+            "power_w",
+            "temp_gpu_c",
+        }
+        assert all("synthetic" in t and "live" not in t for t in _titles(m))
+        m.pause.value = False  # "Resume"
+        assert m.value == "live" and s.running and len(s.subscribers()) == 1
+        assert set(m.charts) == {"cpu_pct", "ram_used_bytes"}  # the host charts are back
+        assert any(m.recorded in box.children for box in m.children if hasattr(box, "children"))
+        assert "no NVIDIA GPU found" in m.headline.value
+        deadline = time.monotonic() + 10
+        while not m.result and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert m.result["gpu"] is False and m.result["source"] == "live"
+        assert m.result["samples"] < 30  # this machine's samples only, none of the trace's hundreds
+        titles = _titles(m)
+        assert titles and all(t.endswith(": live") and "synthetic" not in t for t in titles)
+        m.recorded.click()  # and the trace can be shown again
+        assert m.value == "recorded" and all("synthetic" in t for t in _titles(m))
+    finally:
+        m.close()
+
+
+def test_monitor_on_a_replaying_sampler_never_says_live():
+    """A dashboard started with $AIWORKBOOK_TELEMETRY_REPLAY charts a trace: titled with its label."""
+    from aiworkbook.widgets import GPUMonitor
+
+    from aiworkbook.telemetry.replay import ReplayReader, shipped_traces
+    from aiworkbook.telemetry.sampler import Sampler
+
+    s = Sampler(interval=0.5, gpu_reader=ReplayReader(shipped_traces()[0]), host=False, events=False)
+    m = GPUMonitor(interval=0.5, sampler=s)
+    try:
+        deadline = time.monotonic() + 10
+        while not m.result and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert m.result["gpu"] is True and m.result["source"].startswith("replay of: synthetic trace")
+        assert m.pause.description  # paused and resumed: still the trace's label
+        m.pause.value = True
+        m.pause.value = False
+        deadline = time.monotonic() + 10
+        while not _titles(m) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        titles = _titles(m)
+        assert titles and all("replay of: synthetic trace" in t and "live" not in t for t in titles)
+    finally:
+        m.close()
+
+
 def test_monitor_interval_must_be_one_to_two_hertz():
     from aiworkbook.widgets import GPUMonitor
 

@@ -15,6 +15,7 @@ _LAZY = {
     "ModelSizer": "model_sizer",
     "KVPlanner": "kv_planner",
     "GPUMonitor": "gpu_monitor",
+    "FleetMonitor": "fleet_monitor",
     "ProofRunner": "proof_runner",
     "PatternPicker": "pattern_picker",
     "NodePicker": "node_picker",

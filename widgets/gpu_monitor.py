@@ -64,7 +64,8 @@ class GPUMonitor(Composite):
         self._refresh_pending = False
         self._specs: dict[Any, tuple[tuple[str, str], dict[str, Any]]] = {}
         self._sub: Any = None
-        self._header: dict[str, Any] | None = None
+        self._showing_trace = False
+        self._header: dict[str, Any] | None = self._live_header()
         self.headline = value_html(
             html.escape(self.sampler.status()) if self.has_gpu else f"<b>{html.escape(self.t('no_gpu'))}</b>"
         )
@@ -72,15 +73,30 @@ class GPUMonitor(Composite):
         self.pause.observe(self.guarded(self._paused), names="value")
         self.recorded = W.Button(description=self.t("recorded"), layout=W.Layout(width="auto"))
         self.recorded.on_click(self.guarded(lambda _b: self.show_recorded()))
-        self.charts = {m: chart_view() for m in self.metrics}
         self.details = W.HTML("")
-        buttons = [self.pause] + ([] if self.has_gpu else [self.recorded])
-        self.children = [self.headline, self.error_area, W.HBox(buttons), *self.charts.values(), self.details]
+        self._show_live_layout()
         self._subscribe()
         comm = getattr(self, "comm", None)
         if comm is not None and hasattr(comm, "on_close"):  # the page went away: stop polling for it
             comm.on_close(lambda _msg: self._unsubscribe())
         self.ready()
+
+    def _show_live_layout(self) -> None:
+        """The live page: this reader's charts (the host's without a GPU) and, without a GPU, the button
+        that shows the recorded trace. Resuming after a recorded trace comes back to exactly this."""
+        self.charts = {m: chart_view() for m in self.metrics}
+        self._specs.clear()
+        buttons = [self.pause] + ([] if self.has_gpu else [self.recorded])
+        self.children = [self.headline, self.error_area, W.HBox(buttons), *self.charts.values(), self.details]
+
+    def _live_header(self) -> dict[str, Any] | None:
+        """None when the sampler reads this machine (NVML, psutil): the charts may say "live". A sampler
+        that replays a trace ($AIWORKBOOK_TELEMETRY_REPLAY) is titled with the trace's label instead."""
+        reader = getattr(self.sampler, "gpu_reader", None)
+        if getattr(reader, "source", "nvml") == "nvml":
+            return None
+        label = getattr(reader, "label", None) or "an unlabelled trace (not measured here)"
+        return {"label": f"replay of: {label}" if not str(label).startswith("replay") else str(label)}
 
     def _gpu_name(self) -> str | None:
         try:
@@ -112,6 +128,8 @@ class GPUMonitor(Composite):
     def _on_samples(self, batch: list[Any]) -> None:
         """On the sampler's thread: keep the samples, then redraw on the kernel's loop."""
         with self._lock:
+            if self._showing_trace:  # a batch that was on its way when the trace was shown: not mixed in
+                return
             self._samples.extend(batch)
             self._flat.extend(x.flat() for x in batch)
             if self._refresh_pending:  # one redraw queued is enough: it reads the newest window
@@ -125,7 +143,9 @@ class GPUMonitor(Composite):
             self.pause.description, self.pause.icon = self.t("resume"), "play"
             self.value = "paused"
         else:
-            self._header = None
+            if self.value == "recorded":  # back to this machine: none of the trace stays on screen
+                self._leave_trace()
+            self._header = self._live_header()
             self._subscribe()
             self.pause.description, self.pause.icon = self.t("pause"), "pause"
             self.value = "live"
@@ -208,6 +228,7 @@ class GPUMonitor(Composite):
         header, samples = load_trace(path)
         self._unsubscribe()
         with self._lock:
+            self._showing_trace = True
             self._samples.clear()
             self._samples.extend(samples)
             self._flat.clear()
@@ -225,6 +246,16 @@ class GPUMonitor(Composite):
         self._syncing_pause(True)
         self.value = "recorded"
         self.refresh()
+
+    def _leave_trace(self) -> None:
+        """Drop the trace's samples and put the live page back (host charts, the trace button)."""
+        with self._lock:
+            self._showing_trace = False
+            self._samples.clear()
+            self._flat.clear()
+            self._refresh_pending = False
+        self.result = {}
+        self._show_live_layout()
 
     def _syncing_pause(self, paused: bool) -> None:
         self.pause.unobserve_all("value")

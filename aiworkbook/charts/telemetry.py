@@ -92,7 +92,12 @@ def telemetry_chart(
     """A line per GPU of `metric` over time. `frame`: telemetry.export.to_dataframe(samples) (or the
     samples); `header`: the trace header when the samples were recorded or synthetic (its label goes
     in the title); `gpu`: the live GPU's name otherwise."""
-    rows = telemetry_rows(frame, metric)
+    return series_chart(telemetry_rows(frame, metric), metric, source_label(header, gpu))
+
+
+def series_chart(rows: list[dict[str, Any]], metric: str, source: str) -> alt.Chart:
+    """A line per series of `metric` from long rows (t_s, series, value, phase), titled
+    "<metric>: <source>" (where the data came from: live, a trace's label, a Prometheus server)."""
     key = metric.split(".", 1)[-1]
     series = list(dict.fromkeys(r["series"] for r in rows))
     chart = (
@@ -111,4 +116,4 @@ def telemetry_chart(
         )
         .properties(width=WIDTH, height=HEIGHT // 2)
     )
-    return finish(chart, f"{TITLES.get(key, key)}: {source_label(header, gpu)}")
+    return finish(chart, f"{TITLES.get(key, key)}: {source}")

@@ -18,6 +18,7 @@ from aiworkbook.cli import (
     preflight_cmds,
     profile_cmds,
     prove_cmds,
+    replica_cmds,
     serve_cmds,
     size_cmds,
     specs_cmds,
@@ -52,7 +53,16 @@ def _root(
     """Size AI infrastructure and prove the sizing on this node."""
 
 
-for _mod in (specs_cmds, size_cmds, monitor_cmds, prove_cmds, serve_cmds, app_cmds, profile_cmds):
+for _mod in (
+    specs_cmds,
+    size_cmds,
+    monitor_cmds,
+    prove_cmds,
+    serve_cmds,
+    app_cmds,
+    profile_cmds,
+    replica_cmds,
+):
     _mod.register(app)
 preflight_cmds.register(app)
 k8s_cmds.register(app)

@@ -40,8 +40,33 @@ def register(app: typer.Typer) -> None:
         capabilities: bool = typer.Option(
             False, "--capabilities", help="Print the per-GPU capability matrix and exit."
         ),
+        prometheus: str = typer.Option(
+            None,
+            "--prometheus",
+            help="Read the fleet (every node and GPU) from this Prometheus server instead, e.g. http://127.0.0.1:9090.",
+        ),
+        window: float = typer.Option(
+            600.0, "--window", help="With --prometheus: seconds of history to read (10 to 604800)."
+        ),
+        node_label: str = typer.Option(
+            "instance",
+            "--node-label",
+            help="With --prometheus: the label naming a node (instance, Hostname).",
+        ),
+        as_json: bool = typer.Option(False, "--json", help="With --prometheus: print JSON for scripts."),
     ) -> None:
         """Live GPU and host telemetry; logs, records a trace and serves metrics on request."""
+        if prometheus is not None:
+            local = {"--serve": serve, "--replay": replay, "--jsonl": jsonl, "--record": record, "--csv": csv}
+            given = [k for k, v in local.items() if v] + (["--capabilities"] if capabilities else [])
+            if given:
+                from aiworkbook.errors import SpecError
+
+                raise SpecError(
+                    "prometheus", prometheus, f"alone: {', '.join(given)} read this node, not the fleet"
+                )
+            _fleet(prometheus, window, node_label, as_json)
+            return
         from aiworkbook.errors import SpecError
         from aiworkbook.telemetry.monitor import check_duration, check_outputs
         from aiworkbook.telemetry.sampler import Sampler, check_interval
@@ -139,6 +164,24 @@ def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
             typer.echo(f"kept: {kept}", err=True)
     if run.stopped_by is not None:
         raise typer.Exit(128 + int(run.stopped_by))
+
+
+def _fleet(url: str, window: float, node_label: str, as_json: bool) -> None:
+    """`monitor --prometheus URL`: the fleet's latest readings once; exit 1 when the server cannot be read."""
+    from aiworkbook.telemetry.prometheus import PrometheusError, PrometheusReader, format_fleet
+
+    reader = PrometheusReader(url, node_label=node_label)
+    try:
+        view = reader.fleet(window_s=window)
+    except PrometheusError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(view.to_dict(), indent=2))
+    else:
+        typer.echo(format_fleet(view))
 
 
 def _url(host: str, port: int) -> str:
