@@ -94,7 +94,7 @@ def report_lines(r) -> list[str]:
     for c in r.devices:
         d = c.device
         out.append(
-            f"{d.label} {printable(d.name, 80)} (NVML, read now): total {fmt_bytes(d.total_bytes)} "
+            f"{d.label} {printable(d.name, 80)} ({printable(d.source, 60)}): total {fmt_bytes(d.total_bytes)} "
             f"(CUDA-visible {fmt_bytes(d.cuda_total_bytes)}), used {fmt_bytes(d.used_bytes)}, free {fmt_bytes(d.free_bytes)}"
         )
         if d.processes_note:

@@ -61,6 +61,7 @@ class Device:
     tenants: tuple[Tenant, ...] = ()
     processes_note: str | None = None  # why the process list is missing (e.g. "no permission")
     names_note: str | None = None  # why names and cgroups are not looked up (a separate PID namespace)
+    source: str = "NVML, read now"  # what the figures are: a device built by hand says so
 
     @property
     def label(self) -> str:
@@ -99,7 +100,7 @@ class Device:
             "tenants": [t.to_dict() for t in self.tenants],
             "processes_note": self.processes_note,
             "names_note": self.names_note,
-            "source": "NVML, read now",
+            "source": self.source,
         }
 
 
