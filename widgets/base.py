@@ -261,6 +261,17 @@ class Composite(W.VBox):
         self.add_class("aiwb-ready")
 
 
+def where_html(measured: bool = False) -> W.HTML:
+    """The one sentence a dashboard opens with: what is measured where (aiworkbook.provenance)."""
+    import html
+
+    from aiworkbook.provenance import here
+
+    box = W.HTML(f"<i>{html.escape(here(measured).sentence())}</i>")
+    box.add_class("aiwb-where")
+    return box
+
+
 def value_html(text: str) -> W.HTML:
     """A headline number area (`aiwb-value`)."""
     w = W.HTML(text)
