@@ -17,13 +17,18 @@ from aiworkbook.sizing.needs import needs
 from aiworkbook.specs import load_model
 
 
+def _widget(name: str, **kw):
+    """A widget from aiworkbook.widgets, closed after the test."""
+    import aiworkbook.widgets as aw
+
+    w = getattr(aw, name)(**kw)
+    yield w
+    w.close()
+
+
 @pytest.fixture
 def sizer():
-    from aiworkbook.widgets import ModelSizer
-
-    s = ModelSizer(background=False)
-    yield s
-    s.close()
+    yield from _widget("ModelSizer", background=False)
 
 
 def test_sizer_headline_prices_what_a_setup_that_does_not_fit_needs(sizer):
@@ -63,11 +68,7 @@ def test_sizer_prices_training_per_token_trained(sizer):
 
 @pytest.fixture
 def planner():
-    from aiworkbook.widgets import KVPlanner
-
-    k = KVPlanner(background=False)
-    yield k
-    k.close()
+    yield from _widget("KVPlanner", background=False)
 
 
 def test_planner_refuses_a_context_beyond_the_models_positions(planner):
@@ -108,11 +109,7 @@ def test_planner_follows_the_sizer_until_the_link_is_cut(sizer, planner):
 
 @pytest.fixture
 def locker():
-    from aiworkbook.widgets import ProfileLocker
-
-    lk = ProfileLocker(detect=False)
-    yield lk
-    lk.close()
+    yield from _widget("ProfileLocker", detect=False)
 
 
 def test_locker_warns_before_locking_an_empty_profile(locker):
