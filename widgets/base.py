@@ -258,7 +258,33 @@ class Composite(W.VBox):
 
     def ready(self) -> None:
         """Mark the composite built (browser tests wait for `.aiwb-ready`); call last."""
+        self.children = (*self.children, style_html())
         self.add_class("aiwb-ready")
+
+
+#: Labels wrap instead of being cut ("Concurre…", "Upload config.js…") at 1400 and 1024 px: ipywidgets
+#: gives labels `overflow: hidden; text-overflow: ellipsis; white-space: nowrap` and buttons a fixed width.
+LAYOUT_CSS = """
+.aiwb-widget .widget-label, .aiwb-widget .widget-label-basic, .aiwb-widget .widget-label-basic span {
+  overflow: visible; text-overflow: clip; white-space: normal; line-height: 1.25; height: auto;
+  align-self: center; }
+.aiwb-widget .widget-checkbox, .aiwb-widget .widget-checkbox .widget-label-basic { width: auto;
+  min-height: var(--jp-widgets-inline-height); }
+.aiwb-widget .widget-inline-hbox { height: auto; min-height: var(--jp-widgets-inline-height); }
+.aiwb-widget .widget-inline-hbox > .widget-label { width: auto; min-width: var(--jp-widgets-inline-label-width);
+  max-width: 60%; }
+.aiwb-widget .jupyter-button, .aiwb-widget .widget-upload { width: auto; min-width: 90px;
+  padding: 0 10px; }
+.aiwb-widget .widget-toggle-buttons .jupyter-button { width: auto; }
+.aiwb-widget .aiwb-explain { line-height: 1.35; margin-top: 4px; }
+"""
+
+
+def style_html() -> W.HTML:
+    """The page's layout fixes (LAYOUT_CSS) as an invisible <style> element."""
+    box = W.HTML(f"<style>{LAYOUT_CSS}</style>", layout=W.Layout(height="0px", margin="0px"))
+    box.add_class("aiwb-style")
+    return box
 
 
 def where_html(measured: bool = False) -> W.HTML:
