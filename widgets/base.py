@@ -258,7 +258,8 @@ class Composite(W.VBox):
 
     def ready(self) -> None:
         """Mark the composite built (browser tests wait for `.aiwb-ready`); call last."""
-        self.children = (*self.children, style_html())
+        kids: tuple[Any, ...] = tuple(getattr(self, "children", ()))
+        self.children = [*kids, style_html()]
         self.add_class("aiwb-ready")
 
 
