@@ -106,3 +106,15 @@ def test_a_small_workloads_memory_chart_is_not_flattened_by_the_budget():
     assert not [lay for lay in spec["layer"] if lay.get("mark", {}).get("type") == "rule"]
     big = memory_chart(estimate(load_model("llama-3-8b"), INFER, gpu="H100-SXM")).to_dict()
     assert [lay for lay in big["layer"] if lay.get("mark", {}).get("type") == "rule"]
+
+
+def test_no_estimate_vs_measured_chart_when_no_proof_has_an_estimate():
+    prof = lock(
+        "llm-inference",
+        node="inference-4xl40s",
+        detected=None,
+        results=[result("gpu-bandwidth", 1e9, unit="B/s", predicted=None, device="cpu", environment=CPU_ENV)],
+    )
+    page = render_html(prof)
+    assert 'data-chart="proofs"' not in page
+    assert "| gpu-bandwidth |" in render_markdown(prof)  # the row stays in the table

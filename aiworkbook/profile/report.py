@@ -241,7 +241,7 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     noted = [g for g in prof.proofs if g.result.get("notes")]
     if noted:  # what a proof found beside its one figure: the serving proof's SLO load, the KV run-out
         out += [h(3, t("report.proof_notes")), ul(f"{g.name}: {n}" for g in noted for n in g.result["notes"])]
-    if charts:
+    if charts and any(g.result.get("ratio") is not None for g in prof.proofs):  # no empty chart
         from aiworkbook.charts import proofs_chart
 
         results = [g.result for g in prof.proofs]
