@@ -23,20 +23,20 @@ class Where:
     cpu_cores: int | None = None
     measured: bool = True
 
-    def sentence(self) -> str:
-        cpu = f"a {self.cpu_cores}-core CPU" if self.cpu_cores else "a CPU"
+    def sentence(self, lang: str = "en") -> str:
+        """The sentence in `lang` (the report's and the dashboards' languages: aiworkbook.patterns)."""
+        from aiworkbook.patterns import text
+
+        cpu = (
+            text("where.cores", lang).format(n=self.cpu_cores)
+            if self.cpu_cores
+            else text("where.a_cpu", lang)
+        )
         if self.gpus:
             counts = Counter(self.gpus)
             gpus = ", ".join(f"{n} × {g}" for g, n in counts.items())
-            if self.measured:
-                return f"Measured on {gpus}: GPU figures are measured here; the rest are estimates."
-            return f"Nothing is measured on this page: every figure is an estimate (this machine has {gpus})."
-        if self.measured:
-            return f"Measured on {cpu} without a GPU: the GPU figures are estimates."
-        return (
-            "Nothing is measured on this page: every figure is an estimate from datasheets "
-            f"(this machine: {cpu} without a GPU)."
-        )
+            return text("where.gpu" if self.measured else "where.gpu_none", lang).format(gpus=gpus)
+        return text("where.cpu" if self.measured else "where.cpu_none", lang).format(cpu=cpu)
 
 
 def here(measured: bool = False) -> Where:

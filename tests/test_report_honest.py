@@ -118,3 +118,9 @@ def test_no_estimate_vs_measured_chart_when_no_proof_has_an_estimate():
     page = render_html(prof)
     assert 'data-chart="proofs"' not in page
     assert "| gpu-bandwidth |" in render_markdown(prof)  # the row stays in the table
+
+
+def test_the_where_sentence_is_in_the_reports_language(prof):
+    assert "Gemeten op een CPU met 2 kernen zonder GPU" in render_markdown(prof, "nl")
+    assert "Gemessen auf einer 2-Kern-CPU ohne GPU" in render_markdown(prof, "de")
+    assert Where(cpu_cores=2, measured=False).sentence("nl").startswith("Op deze pagina wordt niets gemeten")

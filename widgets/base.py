@@ -290,13 +290,13 @@ def style_html() -> W.HTML:
     return box
 
 
-def where_html(measured: bool = False) -> W.HTML:
+def where_html(measured: bool = False, lang: str = "en") -> W.HTML:
     """The one sentence a dashboard opens with: what is measured where (aiworkbook.provenance)."""
     import html
 
     from aiworkbook.provenance import here
 
-    box = W.HTML(f"<i>{html.escape(here(measured).sentence())}</i>")
+    box = W.HTML(f"<i>{html.escape(here(measured).sentence(lang))}</i>")
     box.add_class("aiwb-where")
     return box
 

@@ -130,7 +130,7 @@ class KVPlanner(Composite):
             "tp": W.BoundedIntText(value=1, min=1, max=64, description=t("tp")),
         }
         self.headline = value_html("")
-        self.where = where_html()
+        self.where = where_html(lang=lang)
         self.figures = value_html("")
         self.args = W.HTML("")
         self.chart = chart_view()

@@ -178,7 +178,7 @@ class ModelSizer(Composite):
         self.finetune = FinetuneControls(t, defaults)
         self.controls.update(self.finetune.controls)
         self.headline = value_html("")
-        self.where = where_html()
+        self.where = where_html(lang=lang)
         self.chart = chart_view()
         self.rule = W.HTML("")
         self.fits_table = W.HTML("")

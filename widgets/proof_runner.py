@@ -142,7 +142,7 @@ class ProofRunner(Composite):
         self.outcome = value_html("")
         self.chart = chart_view()
         buttons = [self.run_button, self.cancel_button] if self.allow_run else [W.HTML(self.t("runs_off"))]
-        self.where = where_html(measured=True)
+        self.where = where_html(measured=True, lang=lang)
         self.children = [
             self.where,
             self.proof,

@@ -195,4 +195,10 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.needs": "braucht {n} × {gpu}",
     "report.lowest_cost": "oder {n} × {gpu} zu den geringsten Kosten",
     "report.cpu_only_note": "Nachweise ohne GPU sagen es in ihrem Urteil (info, nur CPU): ihre Zahlen beschreiben diese CPU, keine GPU.",
+    "where.gpu": "Gemessen auf {gpus}: GPU-Zahlen sind hier gemessen; der Rest sind Schätzungen.",
+    "where.gpu_none": "Auf dieser Seite wird nichts gemessen: jede Zahl ist eine Schätzung (dieser Rechner hat {gpus}).",
+    "where.cpu": "Gemessen auf einer {cpu} ohne GPU: die GPU-Zahlen sind Schätzungen.",
+    "where.cpu_none": "Auf dieser Seite wird nichts gemessen: jede Zahl ist eine Schätzung aus Datenblättern (dieser Rechner: {cpu} ohne GPU).",
+    "where.cores": "{n}-Kern-CPU",
+    "where.a_cpu": "CPU",
 }

@@ -199,4 +199,10 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.needs": "needs {n} × {gpu}",
     "report.lowest_cost": "or {n} × {gpu} at the lowest cost",
     "report.cpu_only_note": "Proofs run without a GPU say so in their verdict (info, CPU only): their figures describe this CPU, not a GPU.",
+    "where.gpu": "Measured on {gpus}: GPU figures are measured here; the rest are estimates.",
+    "where.gpu_none": "Nothing is measured on this page: every figure is an estimate (this machine has {gpus}).",
+    "where.cpu": "Measured on {cpu} without a GPU: the GPU figures are estimates.",
+    "where.cpu_none": "Nothing is measured on this page: every figure is an estimate from datasheets (this machine: {cpu} without a GPU).",
+    "where.cores": "a {n}-core CPU",
+    "where.a_cpu": "a CPU",
 }

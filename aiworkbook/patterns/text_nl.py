@@ -195,4 +195,10 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.needs": "heeft {n} × {gpu} nodig",
     "report.lowest_cost": "of {n} × {gpu} tegen de laagste kosten",
     "report.cpu_only_note": "Proeven zonder GPU zeggen dat in hun oordeel (info, alleen CPU): hun cijfers gaan over deze CPU, niet over een GPU.",
+    "where.gpu": "Gemeten op {gpus}: GPU-cijfers zijn hier gemeten; de rest zijn schattingen.",
+    "where.gpu_none": "Op deze pagina wordt niets gemeten: elk cijfer is een schatting (deze machine heeft {gpus}).",
+    "where.cpu": "Gemeten op {cpu} zonder GPU: de GPU-cijfers zijn schattingen.",
+    "where.cpu_none": "Op deze pagina wordt niets gemeten: elk cijfer is een schatting uit datasheets (deze machine: {cpu} zonder GPU).",
+    "where.cores": "een CPU met {n} kernen",
+    "where.a_cpu": "een CPU",
 }

@@ -23,7 +23,7 @@ def build(profile: LockedProfile, lang: str | None = None, *, charts: bool = Tru
     """Every block of the report, in order. `charts=False` skips rendering (Markdown)."""
     lang = lang or profile.lang
     t = _Texts(lang)
-    out: list[Block] = [h(1, t("report.title")), p(where(profile).sentence(), "aiwb-where")]
+    out: list[Block] = [h(1, t("report.title")), p(where(profile).sentence(lang), "aiwb-where")]
     out += _decision(profile, t)
     out += _node(profile, t)
     out += _workloads(profile, t, charts)
