@@ -139,3 +139,11 @@ def test_locker_adds_the_current_sizing_and_labels_each_download(locker, sizer):
     page = base64.b64decode(locker.download.value.split("base64,")[1].split('"')[0]).decode()
     assert "aiwb-where" in page
     link.unlink()
+
+
+def test_an_error_ends_the_working_sign(planner):
+    from aiworkbook.errors import SpecError
+
+    planner.status.value = "Working…"  # as while a background computation runs
+    planner.show_error(SpecError("context", 0, "an integer >= 1"))
+    assert planner.status.value == "" and "context" in planner.error

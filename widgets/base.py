@@ -237,6 +237,8 @@ class Composite(W.VBox):
         msg = change["new"]
         self.error_area.value = f"<b>{html.escape(self.t('error'))}</b> {html.escape(msg)}" if msg else ""
         self.error_area.layout.display = "" if msg else "none"
+        if msg and hasattr(self, "status"):
+            self.status.value = ""  # the work ended (in an error): no "Working…" left spinning
 
     def show_error(self, exc: BaseException) -> None:
         """One line for people: a SpecError's message (field, value, allowed) or the error's own text."""
