@@ -204,7 +204,7 @@ def test_proofs_chart_ratio_verdict_and_flags():
     rows = rows_of(proofs_chart(results))
     measured = {r["proof"]: r for r in rows if r.get("kind") == "measured"}
     assert measured["vram (cpu)"]["relative"] == pytest.approx(results[0].ratio)
-    assert measured["vram (cpu)"]["verdict"] == "pass"
+    assert measured["vram (cpu)"]["verdict"] == "info (CPU only)"  # a CPU fallback is never a GPU pass
     assert measured["vram (cpu)"]["flags"] == "accounted, cpu-fallback"
     assert measured["kv (cpu)"]["verdict"] == "fail"
     assert measured["roofline (cpu)"]["relative"] is None and measured["roofline (cpu)"]["verdict"] == "info"

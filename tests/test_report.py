@@ -112,8 +112,12 @@ def test_estimates_use_the_matching_pool(prof):
 def test_cost_per_mtok_and_per_training_run(prof):
     md = render_markdown(prof)
     chat, train = prof.estimates["chat"]["cost"], prof.estimates["finetune"]["cost"]
-    assert f"{chat['decode_usd_per_mtok']:,.3f}" in md
+    assert f"| chat | {chat['decode_usd_per_mtok']:,.2f} |" in md
     assert f"{train['run']['usd']:,.0f}" in md and train["run"]["train_tokens"] == 2e9
+    # the training run is priced per run and per token trained, never as output tokens
+    row = next(line for line in md.splitlines() if line.startswith("| finetune |"))
+    assert row.split("|")[2].strip() == "—"
+    assert f"{train['run']['usd']:,.0f}" in row
 
 
 def test_markdown_has_the_same_sections(prof):

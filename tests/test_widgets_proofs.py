@@ -71,7 +71,7 @@ def test_plan_shows_before_running_and_paths_are_not_offered(runner):
     assert runner.plan["predicted"] == plan(steps=8).predicted
     assert runner.value == {"proof": NAME, "inputs": {"steps": 8, "delay": 0.0}}
     assert "160 B" in runner.plan_view.value
-    assert "steps=8" in runner.plan_view.value and "cap=" not in runner.plan_view.value
+    assert "with steps 8" in runner.plan_view.value and "cap" not in runner.plan_view.value  # words, no None
 
 
 def test_run_reports_progress_and_the_result(runner):
@@ -217,3 +217,33 @@ def test_every_proof_plans_on_selection_and_optional_numbers_start_unset():
         assert r.error == "" and "concurrency" not in r.value["inputs"]
     finally:
         r.close()
+
+
+def test_a_run_shows_a_working_sign_and_its_bar_finishes(runner, monkeypatch):
+    import sys
+
+    def quiet(*, control, steps: int = 5, **_: object) -> ProofResult:  # reports no progress at all
+        control.step(1, 4, "first of four")
+        return ProofResult(NAME, "cpu", {"steps": steps}, 100.0, "B", 100.0, "steps x 20 B")
+
+    monkeypatch.setattr(sys.modules[__name__], "run", quiet)
+    runner.run()
+    assert "Working" in runner.status.value and "fa-spin" in runner.status.value
+    assert runner.wait(30)
+    assert runner.result["verdict"] == "pass"
+    assert runner.status.value == ""  # the sign goes when the run ends
+    assert runner.progress.value == 1.0  # a finished run's bar finishes, whatever the last step said
+
+
+def test_a_cpu_fallback_pass_reads_as_cpu_only_information(runner, monkeypatch):
+    import sys
+
+    def fallback(*, control, steps: int = 5, **_: object) -> ProofResult:
+        return ProofResult(NAME, "cpu", {}, 100.0, "B", 100.0, "steps x 20 B", flags=["cpu-fallback"])
+
+    monkeypatch.setattr(sys.modules[__name__], "run", fallback)
+    runner.run()
+    assert runner.wait(30)
+    assert runner.result["verdict"] == "pass"  # the record keeps the proof's verdict
+    assert "[info (CPU only)]" in runner.outcome.value and "[pass]" not in runner.outcome.value
+    assert "without a GPU" in runner.where.value or "Measured on" in runner.where.value

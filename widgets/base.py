@@ -240,14 +240,16 @@ class Composite(W.VBox):
         msg = change["new"]
         self.error_area.value = f"<b>{html.escape(self.t('error'))}</b> {html.escape(msg)}" if msg else ""
         self.error_area.layout.display = "" if msg else "none"
+        stale = bool(self.marks_stale and msg and self.result)
         if self.marks_stale:
-            stale = bool(msg and self.result)
             (self.add_class if stale else self.remove_class)("aiwb-stale")
             line = f"<i>{html.escape(self.t('stale'))}</i>"
             if stale:
                 self.status.value = line
             elif self.status.value == line:
                 self.status.value = ""
+        if msg and not stale and hasattr(self, "status"):
+            self.status.value = ""  # the work ended (in an error): no "Working…" left spinning
 
     def show_error(self, exc: BaseException) -> None:
         """One line for people: a SpecError's message (field, value, allowed) or the error's own text."""
@@ -269,7 +271,47 @@ class Composite(W.VBox):
 
     def ready(self) -> None:
         """Mark the composite built (browser tests wait for `.aiwb-ready`); call last."""
+        kids: tuple[Any, ...] = tuple(getattr(self, "children", ()))
+        self.children = [*kids, style_html()]
         self.add_class("aiwb-ready")
+
+
+#: Labels wrap instead of being cut ("Concurre…", "Upload config.js…") at 1400 and 1024 px: ipywidgets
+#: gives labels `overflow: hidden; text-overflow: ellipsis; white-space: nowrap` and buttons a fixed width.
+LAYOUT_CSS = """
+.aiwb-widget .widget-label, .aiwb-widget .widget-label-basic, .aiwb-widget .widget-label-basic span {
+  overflow: visible; text-overflow: clip; white-space: normal; line-height: 1.25; height: auto;
+  align-self: center; }
+.aiwb-widget .widget-checkbox, .aiwb-widget .widget-checkbox .widget-label-basic { width: auto;
+  min-height: var(--jp-widgets-inline-height); }
+.aiwb-widget .widget-inline-hbox { height: auto; min-height: var(--jp-widgets-inline-height); }
+.aiwb-widget .widget-inline-hbox > .widget-label { width: auto; min-width: var(--jp-widgets-inline-label-width);
+  max-width: 60%; }
+.aiwb-widget .jupyter-button, .aiwb-widget .widget-upload { width: auto; min-width: 90px;
+  padding: 0 10px; }
+.aiwb-widget .widget-toggle-buttons .jupyter-button { width: auto; }
+.aiwb-widget .aiwb-explain { line-height: 1.35; margin-top: 4px; }
+.aiwb-pattern-picker .widget-inline-hbox { width: min(720px, 100%); }
+.aiwb-pattern-picker .widget-inline-hbox > .widget-label { width: 46% !important; max-width: 46%; text-align: right; }
+"""
+
+
+def style_html() -> W.HTML:
+    """The page's layout fixes (LAYOUT_CSS) as an invisible <style> element."""
+    box = W.HTML(f"<style>{LAYOUT_CSS}</style>", layout=W.Layout(height="0px", margin="0px"))
+    box.add_class("aiwb-style")
+    return box
+
+
+def where_html(measured: bool = False, lang: str = "en") -> W.HTML:
+    """The one sentence a dashboard opens with: what is measured where (aiworkbook.provenance)."""
+    import html
+
+    from aiworkbook.provenance import here
+
+    box = W.HTML(f"<i>{html.escape(here(measured).sentence(lang))}</i>")
+    box.add_class("aiwb-where")
+    return box
 
 
 def value_html(text: str) -> W.HTML:

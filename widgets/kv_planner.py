@@ -11,13 +11,22 @@ import traitlets
 
 from aiworkbook.errors import SpecError
 
-from .base import Background, Composite, chart_view, dropdown, value_html
+from .base import Background, Composite, chart_view, dropdown, value_html, where_html
 from .form import FieldText, control, read, schema, set_number
 
 FIELDS = ("model", "gpu", "engine", "kv_dtype", "context", "concurrency", "gpu_memory_utilization", "tp")
 
 
-def plan(inputs: dict[str, Any]) -> dict[str, Any]:
+def check_context(spec: Any, context: Any, lang: str = "en") -> None:
+    """A context beyond the model's positions is refused (SpecError naming the allowed range)."""
+    from .i18n import label
+
+    top = int(spec.max_position_embeddings)
+    if isinstance(context, int) and not isinstance(context, bool) and context > top:
+        raise SpecError("context", context, label("beyond_positions", lang, max=f"{top:,}", model=spec.name))
+
+
+def plan(inputs: dict[str, Any], lang: str = "en") -> dict[str, Any]:
     """The planner's figures, all from aiworkbook.sizing.capacity (and the heatmap's data)."""
     from aiworkbook.charts.heatmap import DEFAULT_BATCHES, DEFAULT_LENGTHS
     from aiworkbook.sizing import Workload, capacity
@@ -27,6 +36,7 @@ def plan(inputs: dict[str, Any]) -> dict[str, Any]:
     spec = load_model(inputs["model"])
     gpu = get_gpu(inputs["gpu"])
     ctx = inputs["context"]
+    check_context(spec, ctx, lang)
     w = Workload(
         mode="infer",
         seq_len=ctx,
@@ -38,6 +48,10 @@ def plan(inputs: dict[str, Any]) -> dict[str, Any]:
         tp=inputs["tp"],
     )
     w.check_against(spec)
+    kv_budget = capacity.kv_budget(spec, w, gpu)
+    fit = capacity.fits(spec, w, gpu)
+    # the smallest tensor-parallel size that holds it, when the box's size does not
+    tp_needed = w.tp if fit["fits"] else capacity.gpus_needed(spec, w, gpu)
     lengths = sorted({*(s for s in DEFAULT_LENGTHS if s <= spec.max_position_embeddings), ctx})
     return {
         "spec": spec,
@@ -48,21 +62,28 @@ def plan(inputs: dict[str, Any]) -> dict[str, Any]:
         "max_concurrency": capacity.max_concurrency(spec, w, gpu, context=ctx),
         "max_context": capacity.max_context(spec, w, gpu),
         "kv_per_seq_bytes": int(kv_bytes(spec, w, 1, ctx)),
-        "kv_budget_bytes": capacity.kv_budget(spec, w, gpu),
-        "fits": capacity.fits(spec, w, gpu),
-        "vllm_args": _vllm_command(spec, w, gpu),
+        "kv_budget_bytes": kv_budget,
+        "fits": fit,
+        "tp_needed": tp_needed,
+        "vllm_args": _vllm_command(spec, w, gpu, lang),
     }
 
 
-def _vllm_command(spec: Any, w: Any, gpu: Any) -> str:
+def _vllm_command(spec: Any, w: Any, gpu: Any, lang: str = "en") -> str:
     """`vllm serve` arguments from aiworkbook.profile.snippets (max-num-seqs = the KV capacity), or why
-    there are none (e.g. the context does not fit once)."""
+    there are none (e.g. the context does not fit once). Never arguments that contradict the controls:
+    where the snippet would raise the tensor-parallel size, it says to set the control instead."""
     from aiworkbook.profile.snippets import vllm_args
 
+    from .i18n import label
+
     try:
-        return vllm_args(spec, w, gpu, mig=False).command()
+        args = vllm_args(spec, w, gpu, mig=False)
     except SpecError as exc:
         return f"# {exc}"
+    if args.tensor_parallel_size != w.tp:
+        return label("args_need_tp", lang, box=w.tp, tp=args.tensor_parallel_size)
+    return args.command()
 
 
 class KVPlanner(Composite):
@@ -103,6 +124,7 @@ class KVPlanner(Composite):
             "tp": control("tp", 1, t("tp")),
         }
         self.headline = value_html("")
+        self.where = where_html(lang=lang)
         self.figures = value_html("")
         self.args = W.HTML("")
         self.chart = chart_view()
@@ -113,6 +135,7 @@ class KVPlanner(Composite):
             layout=W.Layout(grid_template_columns="repeat(2, minmax(220px, 1fr))"),
         )
         self.children = [
+            self.where,
             self.headline,
             self.error_area,
             self.status,
@@ -141,11 +164,34 @@ class KVPlanner(Composite):
             self.value = inputs
         finally:
             self._syncing = False
+        from aiworkbook.specs import load_model
+
+        check_context(load_model(inputs["model"]), inputs["context"], self.lang)  # refused now, not used
         self.status.value = html.escape(self.t("working"))
+        lang = self.lang
         if self._bg is None:
-            self._apply(plan(inputs))
+            self._apply(plan(inputs, lang))
         else:
-            self._bg.submit(lambda: plan(inputs), self.guarded(self._apply), self.show_error)
+            self._bg.submit(lambda: plan(inputs, lang), self.guarded(self._apply), self.show_error)
+
+    def follow(self, sizer: Any) -> traitlets.dlink:
+        """Follow a ModelSizer's model and GPU (a preset model; a pasted one is not a planner choice).
+
+        Returns the traitlets link: `link.unlink()` cuts it, and the planner keeps its own choices::
+
+            planner = KVPlanner()
+            link = planner.follow(sizer)
+        """
+
+        def pick(v: dict[str, Any]) -> dict[str, Any]:
+            out = {}
+            if v.get("model") in self.controls["model"].options:
+                out["model"] = v["model"]
+            if v.get("gpu") in self.controls["gpu"].options:
+                out["gpu"] = v["gpu"]
+            return out or dict(self.value)
+
+        return traitlets.dlink((sizer, "value"), (self, "value"), transform=pick)
 
     @traitlets.observe("value")
     def _value_set(self, change: dict[str, Any]) -> None:
@@ -186,6 +232,7 @@ class KVPlanner(Composite):
             f"{html.escape(self.t('kv_per_seq'))}: {fmt_bytes(p['kv_per_seq_bytes'])}<br>"
             f"{html.escape(self.t('kv_budget'))}: {fmt_bytes(p['kv_budget_bytes'], 'GiB')}<br>"
             f"{n} × {ctx:,}: {self.t('fits') if p['fits']['fits'] else self.t('does_not_fit')}"
+            + self._tp_hint(p)
         )
         args = p["vllm_args"]
         self.args.value = f"<b>{html.escape(self.t('vllm_args'))}</b><pre>{html.escape(args)}</pre>"
@@ -199,7 +246,20 @@ class KVPlanner(Composite):
             "kv_budget_bytes": p["kv_budget_bytes"],
             "fits": p["fits"]["fits"],
             "vllm_args": args,
+            "tp_needed": p["tp_needed"],
         }
+
+    def _tp_hint(self, p: dict[str, Any]) -> str:
+        """A negative KV budget means the weights alone overflow: say which tensor-parallel size fits."""
+        if p["kv_budget_bytes"] >= 0:
+            return ""
+        box, gpu = p["workload"].tp, p["gpu"].name
+        words = (
+            self.t("raise_tp", box=box, gpu=gpu, tp=p["tp_needed"])
+            if p["tp_needed"] is not None
+            else self.t("raise_tp_none", box=box, gpu=gpu)
+        )
+        return f'<br><span class="aiwb-hint" style="color:#D55E00">{html.escape(words)}</span>'
 
     def wait(self, timeout: float = 60.0) -> bool:
         return True if self._bg is None else self._bg.wait(timeout)

@@ -18,7 +18,7 @@ import traitlets
 
 from aiworkbook.errors import SpecError
 
-from .base import Background, Composite, chart_view, dropdown, html_table, value_html
+from .base import Background, Composite, chart_view, dropdown, html_table, value_html, where_html
 from .finetune import FinetuneControls, all_fields
 from .form import NumberText, applies, choices_in, control, effective, read, set_number
 
@@ -82,11 +82,17 @@ def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
     GPU (`capacity.per_gpu`) and the cheapest of those rows (`capacity.cheapest_of`)."""
     from aiworkbook.sizing import Workload, estimate
     from aiworkbook.sizing.capacity import cheapest_of, per_gpu
+    from aiworkbook.sizing.needs import needs
 
     w = Workload(**inputs)
     est = estimate(spec, w, gpu=gpu)
     fits_on = per_gpu(spec, w)
-    return {"estimate": est, "fits_on": fits_on, "cheapest": cheapest_of(fits_on)}
+    return {
+        "estimate": est,
+        "fits_on": fits_on,
+        "cheapest": cheapest_of(fits_on),
+        "needs": needs(spec, w, gpu).to_dict(),  # what the headline prices: never a set-up that does not fit
+    }
 
 
 def _int(field: str, text: str) -> Any:
@@ -157,6 +163,7 @@ class ModelSizer(Composite):
         self.finetune = FinetuneControls(t, defaults)
         self.controls.update(self.finetune.controls)
         self.headline = value_html("")
+        self.where = where_html(lang=lang)
         self.chart = chart_view()
         self.rule = W.HTML("")
         self.fits_table = W.HTML("")
@@ -179,6 +186,7 @@ class ModelSizer(Composite):
             layout=W.Layout(grid_template_columns="repeat(3, minmax(200px, 1fr))"),
         )
         self.children = [
+            self.where,
             self.headline,
             self.error_area,
             self.status,
@@ -429,7 +437,9 @@ class ModelSizer(Composite):
             else f"{w.batch} × {w.seq_len:,} tokens"
         )
         words = self.t("fits") if fit["fits"] else self.t("does_not_fit")
-        colour = "#0072B2" if fit["fits"] else "#D55E00"
+        from aiworkbook.charts.theme import VERDICT_COLOURS  # altair loads on first draw, not on import
+
+        colour = VERDICT_COLOURS["pass" if fit["fits"] else "fail"]
         line = self.t(
             "headline",
             model=html.escape(d["model"]),
@@ -439,17 +449,16 @@ class ModelSizer(Composite):
             headroom=fmt_bytes(fit["headroom_bytes"], "GiB"),
             headroom_word=self.t("headroom"),
         )
-        if cost.get("decode_usd_per_mtok") is not None:
-            line += f", ${cost['decode_usd_per_mtok']:,.2f} {self.t('per_mtok')}"
+        line += self._needs_words(out.get("needs") or {}, fit)
         self.headline.value = f"<b>{line}</b>"
         self.chart.chart = memory_chart(est)
         rule = d["rules_of_thumb"]
         self.rule.value = (
             f"<b>{self.t('memory')}</b>: {fmt_bytes(d['memory']['total'], 'GiB')}<br>"
             f"<b>{self.t('rule_of_thumb')}</b>: {fmt_bytes(rule['bytes'], 'GiB')} "
-            f"({html.escape(rule['formula'])})"
+            f"({html.escape(rule['formula'])})" + self._explain_html(d)
         )
-        self.cost.value = self._cost_html(cost)
+        self.cost.value = self._cost_html(cost) if fit["fits"] else ""
         self.host.value = self._host_html(d.get("host") or {})
         self.host.layout.display = "" if self.host.value else "none"
         rows = [
@@ -468,20 +477,63 @@ class ModelSizer(Composite):
         )
         self.fits_table.value = (
             f"<b>{self.t('fits_on')}</b>"
-            + html_table([self.t("gpu"), self.t("gpus_needed"), self.t("per_gpu_hour")], rows)
+            + html_table([self.t("gpu"), self.t("gpus_needed"), f"$ {self.t('per_gpu_hour')}"], rows)
             + f"<p>{html.escape(note)}</p>"
         )
         self.status.value = ""
         self.error = ""
         self.result = {**d, "fits_on": out["fits_on"], "cheapest": best}
 
+    def _needs_words(self, n: dict[str, Any], fit: dict[str, Any]) -> str:
+        """What the set-up needs and its price (aiworkbook.sizing.needs): a set-up that does not fit is
+        priced on the GPUs it needs, never on the one it does not fit."""
+        t, out = self.t, ""
+        here, cheap, priced = n.get("here"), n.get("cheapest"), n.get("priced")
+        if not fit["fits"]:
+            if here is not None:
+                out += "; " + t("needs", n=here["gpus"], gpu=html.escape(here["gpu"]))
+            if cheap is not None and cheap != here:
+                out += (", " if here is not None else "; ") + t(
+                    "lowest_cost", n=cheap["gpus"], gpu=html.escape(cheap["gpu"])
+                )
+            if here is None and cheap is None:
+                return "; " + html.escape(t("none_fit"))
+        if priced is None:
+            return out
+        where = {"n": priced["gpus"], "gpu": html.escape(priced["gpu"])}
+        if fit["fits"]:  # priced as shown: the GPUs are the headline's own
+            if priced.get("usd_per_mtok") is not None:
+                return f"{out}, ${priced['usd_per_mtok']:,.2f} {t('per_mtok')}"
+            if priced.get("usd_per_mtok_trained") is not None:
+                return f"{out}, {_usd(priced['usd_per_mtok_trained'])} {t('per_mtok_trained')}"
+            return out
+        if priced.get("usd_per_mtok") is not None:
+            out += ", " + t("priced_on", price=f"${priced['usd_per_mtok']:,.2f}", **where)
+        elif priced.get("usd_per_mtok_trained") is not None:
+            out += ", " + t("priced_trained_on", price=_usd(priced["usd_per_mtok_trained"]), **where)
+        return out
+
+    def _explain_html(self, d: dict[str, Any]) -> str:
+        """One line each on the dashed budget line and the rule-of-thumb bar: which to trust and why."""
+        rule, fit = d.get("rules_of_thumb") or {}, d.get("fits") or {}
+        lines = []
+        if fit.get("budget_bytes"):
+            util = f"{d['workload'].get('gpu_memory_utilization', 0.9):.0%}"
+            lines.append(self.t("budget_line", util=util, gpu=html.escape(str(fit.get("gpu")))))
+        if rule.get("ratio_to_itemised"):
+            lines.append(html.escape(self.t("rule_explained", ratio=rule["ratio_to_itemised"])))
+        return "".join(f'<div class="aiwb-explain" style="font-size:90%;color:#444">{x}</div>' for x in lines)
+
     def _cost_html(self, cost: dict[str, Any]) -> str:
         if cost.get("decode_usd_per_mtok") is not None:
             return f"<b>{self.t('cost')}</b>: ${cost['decode_usd_per_mtok']:,.2f} {self.t('per_mtok')}"
         if cost.get("usd_per_mtok_trained") is not None:
-            return (
-                f"<b>{self.t('cost')}</b>: ${cost['usd_per_mtok_trained']:,.2f} {self.t('per_mtok_trained')}"
-            )
+            per_tok = f"{_usd(cost['usd_per_mtok_trained'])} {self.t('per_mtok_trained')}"
+            run = cost.get("run") or {}
+            if run.get("usd") is not None:  # a training workload is priced per run when its tokens are known
+                tokens = f"{run.get('train_tokens', 0):,.0f}"
+                per_tok = f"${run['usd']:,.0f} {self.t('per_run', tokens=tokens)}; {per_tok}"
+            return f"<b>{self.t('cost')}</b>: {per_tok}"
         return html.escape(cost.get("note", ""))
 
     def _host_html(self, host: dict[str, Any]) -> str:
@@ -501,3 +553,12 @@ class ModelSizer(Composite):
         if self._bg is not None:
             self._bg.shutdown()
         super().close()
+
+
+def _usd(x: float) -> str:
+    """Dollars with three significant digits when under a dollar ($0.0000336, not $0.00)."""
+    import math
+
+    if x >= 1 or x <= 0:
+        return f"${x:,.2f}"
+    return f"${x:.{max(2, 2 - math.floor(math.log10(x)))}f}"

@@ -40,6 +40,9 @@ class ProfileLocker(Composite):
 
     css = "profile-locker"
     value = traitlets.Dict()
+    #: the sizing "Add the current sizing" adds: a ModelSizer's value ({"model", "gpu", workload fields}),
+    #: set by `follow(sizer)` or by hand
+    sizing = traitlets.Dict()
 
     def __init__(
         self,
@@ -64,6 +67,11 @@ class ProfileLocker(Composite):
         self.check_button = W.Button(description=self.t("check"), icon="check")
         self.report_button = W.Button(description=self.t("report"), icon="file")
         self.report_button.on_click(self.guarded(lambda _b: self.report()))
+        self.add_button = W.Button(
+            description=self.t("add_sizing"), icon="plus", layout=W.Layout(width="auto")
+        )
+        self.add_button.on_click(self.guarded(lambda _b: self.add_current_sizing()))
+        self._empty_warned = False
         self.upload = W.FileUpload(accept=".json", multiple=False, description=self.t("profile"))
         self.lock_button.on_click(self.guarded(lambda _b: self.lock()))
         self.check_button.on_click(self.guarded(lambda _b: self.check()))
@@ -75,7 +83,7 @@ class ProfileLocker(Composite):
         self.download = W.HTML("")
         self.children = [
             W.HBox([self.pattern, self.node]),
-            W.HBox([self.lock_button, self.check_button, self.report_button, self.upload]),
+            W.HBox([self.add_button, self.lock_button, self.check_button, self.report_button, self.upload]),
             self.error_area,
             self.headline,
             self.details,
@@ -99,8 +107,37 @@ class ProfileLocker(Composite):
         self.workloads.append((model, workload, gpu))
         self._summary()
 
+    def follow(self, sizer: Any) -> traitlets.dlink:
+        """Keep `sizing` at a ModelSizer's value, for "Add the current sizing"; `.unlink()` cuts it."""
+        return traitlets.dlink((sizer, "value"), (self, "sizing"))
+
+    def add_current_sizing(self) -> Any:
+        """The sizing held (a ModelSizer's value) as a workload of the profile, checked now."""
+        from aiworkbook.profile.lock import as_entry
+        from aiworkbook.sizing import Workload
+
+        v = dict(self.sizing)
+        if not v.get("model"):
+            raise SpecError("sizing", "none", self.t("no_sizing"))
+        fields = {k: x for k, x in v.items() if k not in ("model", "gpu", "config")}
+        w = Workload(**fields)
+        name = f"{v['model']}-{w.mode}-{len(self.workloads) + 1}"
+        entry = as_entry({"name": name, "model": v["model"], "gpu": v.get("gpu"), "workload": w}, name)
+        entry.spec()  # a model the profile cannot load is refused here, not at lock time
+        self.workloads.append(entry)
+        self._summary()
+        self.headline.value = html.escape(
+            self.t("sizing_added", name=name, model=entry.model, gpu=entry.gpu or "—")
+        )
+        self.error = ""
+        return entry
+
     def _summary(self) -> None:
-        rows = [[r.proof, r.verdict, r.device, ", ".join(r.flags) or "—"] for r in self.results]
+        from aiworkbook.provenance import verdict_words
+
+        rows = [
+            [r.proof, verdict_words(r.to_dict()), r.device, ", ".join(r.flags) or "—"] for r in self.results
+        ]
         table = (
             html_table([self.t("proof"), self.t("verdict"), "device", self.t("flags")], rows) if rows else ""
         )
@@ -111,6 +148,13 @@ class ProfileLocker(Composite):
         """Lock a profile from the pattern, node, workloads and results held; offer it for download."""
         from aiworkbook.profile import lock
 
+        if not self.results and not self.workloads and not self._empty_warned:
+            self._empty_warned = True  # the next press locks it anyway
+            warn = html.escape(self.t("empty_lock"))
+            self.headline.value = f'<span class="aiwb-warning" style="color:#D55E00">{warn}</span>'
+            self.result = {"action": "warn-empty"}
+            return None
+        self._empty_warned = False
         prof = lock(
             self.pattern.value,
             node=self.node.value or None,
@@ -123,10 +167,14 @@ class ProfileLocker(Composite):
         doc = prof.to_dict()
         self.headline.value = (
             f"<b>{html.escape(self.t('lock'))}</b>: {html.escape(prof.pattern)}, "
-            f"{html.escape(self.t('proof'))} × {len(prof.proofs)}, workloads × {len(prof.workloads)}"
+            f"{html.escape(self.t('proof'))} × {len(prof.proofs)}, "
+            f"{html.escape(self.t('workloads'))} × {len(prof.workloads)}"
         )
         self.download.value = download_link(
-            json.dumps(doc, indent=2, default=str), "profile.json", "application/json", self.t("download")
+            json.dumps(doc, indent=2, default=str),
+            "profile.json",
+            "application/json",
+            self.t("download_profile"),
         )
         self.error = ""
         self.result = {"action": "lock", "profile": json.loads(json.dumps(doc, default=str))}
@@ -162,7 +210,7 @@ class ProfileLocker(Composite):
         if self.profile is None:
             raise SpecError("profile", "none", "lock a profile or upload one first")
         page = render_html(self.profile, self.lang)
-        self.download.value = download_link(page, "report.html", "text/html", self.t("download"))
+        self.download.value = download_link(page, "report.html", "text/html", self.t("download_report"))
         self.error = ""
         self.result = {"action": "report", "bytes": len(page.encode())}
         return page
@@ -175,14 +223,15 @@ class ProfileLocker(Composite):
             raise SpecError("profile", "none", "lock a profile or upload one first")
         report = check(self.profile, results=self.results, rerun=False)
         lines = [c.line() for c in report.checks] + report.warnings()
-        colour = "#0072B2" if report.exit_code == 0 else "#D55E00"
-        self.headline.value = (
-            f'<b style="color:{colour}">{html.escape(self.t("check"))}: exit {report.exit_code}</b>'
-        )
+        from aiworkbook.charts.theme import VERDICT_COLOURS  # altair loads on first draw, not on import
+
+        colour = VERDICT_COLOURS["pass" if report.exit_code == 0 else "fail"]
+        words = html.escape(self.t(f"check_{report.exit_code}"))  # what the exit code means, in words
+        self.headline.value = f'<b style="color:{colour}">{words}</b>'
         self.details.value = "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"
         doc = report.to_dict()
         self.download.value = download_link(
-            json.dumps(doc, indent=2, default=str), "check.json", "application/json", self.t("download")
+            json.dumps(doc, indent=2, default=str), "check.json", "application/json", self.t("download_check")
         )
         self.error = ""
         self.result = {"action": "check", "report": json.loads(json.dumps(doc, default=str))}

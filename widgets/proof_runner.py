@@ -19,7 +19,16 @@ import traitlets
 from aiworkbook.errors import SpecError
 from aiworkbook.units import fmt_value
 
-from .base import Composite, Delivery, OptionalNumber, chart_view, dropdown, html_table, value_html
+from .base import (
+    Composite,
+    Delivery,
+    OptionalNumber,
+    chart_view,
+    dropdown,
+    html_table,
+    value_html,
+    where_html,
+)
 
 #: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
 FORM_KINDS = ("model", "int", "float", "bool", "choice", "ints")
@@ -133,13 +142,16 @@ class ProofRunner(Composite):
         self.outcome = value_html("")
         self.chart = chart_view()
         buttons = [self.run_button, self.cancel_button] if self.allow_run else [W.HTML(self.t("runs_off"))]
+        self.where = where_html(measured=True, lang=lang)
         self.children = [
+            self.where,
             self.proof,
             self.proves,
             self.form,
             self.error_area,
             self.plan_view,
             W.HBox(buttons),
+            self.status,
             W.HBox([self.progress, self.progress_text]),
             self.outcome,
             self.chart,
@@ -185,18 +197,32 @@ class ProofRunner(Composite):
         self.value = {"proof": self.proof.value, "inputs": inputs}
         p = self.registry.plan(self.proof.value, **inputs)
         self.plan = p.to_dict()
-        fits = "" if p.fits is None else (self.t("fits") if p.fits else self.t("does_not_fit"))
-        rough = self.t("rough", seconds=p.rough_s) if p.rough_s else ""
-        # a setting the proof leaves unset (a sweep's cap, an SLO off) is not shown as "=None"
-        sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items() if v is not None)
+        self.plan_view.value = self._plan_words(p)
+        self.error = ""
+
+    def _plan_words(self, p: Any) -> str:
+        """The plan as a sentence: what it predicts (or that it predicts nothing there), where it runs,
+        roughly how long, then its sizes in units ("buffer 256.00 MiB", not "buffer_bytes=268435456")."""
+        device = {"cpu": "the CPU", "cuda": "the GPU"}.get(p.device, p.device)
+        rough = self.t("rough", seconds=p.rough_s) if p.rough_s else "—"
+        if p.predicted is None:
+            line = html.escape(self.t("plan_none", proof=p.proof, device=device, rough=rough))
+        else:
+            label = f"{p.predicted_label} = " if p.predicted_label else ""
+            predicted = f"{label}{fmt_value(p.predicted, p.unit)}"
+            line = html.escape(
+                self.t("plan_line", proof=p.proof, predicted=predicted, device=device, rough=rough)
+            )
+        if p.fits is not None:
+            line += f" ({html.escape(self.t('fits') if p.fits else self.t('does_not_fit'))})"
+        # a setting the proof leaves unset (a sweep's cap, an SLO off) is not shown at all
+        sizes = ", ".join(_size_words(k, v) for k, v in p.sizes.items() if v is not None)
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in p.notes)
-        self.plan_view.value = (
-            f"<b>{html.escape(self.t('plan'))}</b> ({html.escape(p.device)}): {self.t('predicted')} "
-            f"{html.escape(p.predicted_label)} = <b>{fmt_value(p.predicted, p.unit)}</b> "
-            f"{html.escape(fits)} {html.escape(rough)}<br><small>{html.escape(sizes)}</small>"
+        return (
+            f"<b>{html.escape(self.t('plan'))}</b>: {line}"
+            + (f"<br><small>{html.escape(self.t('plan_inputs', inputs=sizes))}</small>" if sizes else "")
             + (f"<ul>{notes}</ul>" if notes else "")
         )
-        self.error = ""
 
     # -- running -------------------------------------------------------------------------------
     @property
@@ -217,6 +243,9 @@ class ProofRunner(Composite):
         self.outcome.value = ""
         self.progress.value = 0.0
         self.progress.bar_style = ""
+        self.progress_text.value = ""
+        # a visible working sign while the proof runs (cleared when it ends, however it ends)
+        self.status.value = f'<i class="fa fa-spinner fa-spin"></i> {html.escape(self.t("working"))}'
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self._thread = threading.Thread(target=self._work, args=(name, inputs, self._cancel), daemon=True)
         self._thread.start()
@@ -250,6 +279,7 @@ class ProofRunner(Composite):
     def _finish(self, result: Any, message: str | None = None, exc: BaseException | None = None) -> None:
         try:
             self.run_button.disabled, self.cancel_button.disabled = False, True
+            self.status.value = ""
             if exc is not None:
                 self.show_error(exc)
                 self.progress.bar_style = "danger"
@@ -265,19 +295,23 @@ class ProofRunner(Composite):
         from aiworkbook.charts import proofs_chart
         from aiworkbook.charts.theme import VERDICT_COLOURS
         from aiworkbook.proofs.flags import FLAGS
+        from aiworkbook.provenance import verdict_words
 
-        colour = VERDICT_COLOURS.get(r.verdict, VERDICT_COLOURS["info"])
+        verdict = verdict_words(r.to_dict())  # a CPU fallback's pass reads "info (CPU only)"
+        colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["info"])
         flags = [[f, FLAGS.get(f, "")] for f in r.flags]
         ratio = f"{r.ratio:.3f}" if r.ratio is not None else "n/a"
         self.outcome.value = (
-            f'<b style="color:{colour}">[{html.escape(r.verdict)}]</b> '
+            f'<b style="color:{colour}">[{html.escape(verdict)}]</b> '
             f"{self.t('measured')} <b>{fmt_value(r.measured, r.unit)}</b> vs {self.t('predicted')} "
             f"{html.escape(r.predicted_label)} <b>{fmt_value(r.predicted, r.unit)}</b> "
             f"(ratio {ratio}, ±{r.tolerance:.0%}) on {html.escape(r.device)}"
             + (html_table([self.t("flags"), ""], flags) if flags else "")
             + "".join(f"<br><small>{html.escape(n)}</small>" for n in r.notes)
         )
-        self.progress.bar_style = "success" if r.verdict == "pass" else "warning"
+        self.progress.bar_style = "success" if verdict == "pass" else "warning"
+        if r.verdict != "interrupted":  # a finished run's bar finishes, whatever the last step reported
+            self.progress.value = 1.0
         self.chart.chart = self._chart(r, proofs_chart)
         self.result = r.to_dict()
 
@@ -303,3 +337,18 @@ class ProofRunner(Composite):
     def close(self) -> None:
         self._cancel.set()
         super().close()
+
+
+def _size_words(key: str, value: Any) -> str:
+    """One plan size in words and units: buffer_bytes=268435456 -> "buffer 256.00 MiB"."""
+    from aiworkbook.units import fmt_bytes
+
+    if key.endswith("_bytes") and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{key[: -len('_bytes')].replace('_', ' ')} {fmt_bytes(value)}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{key.replace('_', ' ')} {value:,}"
+    if isinstance(value, list | tuple):
+        return (
+            f"{key.replace('_', ' ')} {', '.join(f'{x:,}' if isinstance(x, int) else str(x) for x in value)}"
+        )
+    return f"{key.replace('_', ' ')} {value}"

@@ -8,6 +8,7 @@ from typing import Any
 import altair as alt
 
 from aiworkbook.charts.theme import ESTIMATE_COLOUR, HEIGHT, finish, verdict_scale
+from aiworkbook.provenance import verdict_words
 
 ESTIMATE = "estimate"
 MEASURED = "measured"
@@ -29,7 +30,7 @@ def proof_rows(results: list[Any]) -> list[dict[str, Any]]:
             "measured": d.get("measured"),
             "ratio": d.get("ratio"),
             "tolerance": d.get("tolerance"),
-            "verdict": d.get("verdict", ""),
+            "verdict": verdict_words(d),  # a CPU-only run's pass is not a GPU pass
             "flags": ", ".join(d.get("flags", [])) or "none",
         }
         has_estimate = bool(d.get("predicted"))

@@ -18,9 +18,10 @@ def _rows(data: Any) -> list[dict[str, Any]]:
     return [dict(r) for r in data]
 
 
-def roofline_chart(data: Any) -> alt.LayerChart:
+def roofline_chart(data: Any, source: str | None = None) -> alt.LayerChart:
     """`data`: the rows of roofline_chart_data (kind "ceiling" per dtype and intensity, at most one
-    kind "workload"), a DataFrame of them, or a roofline proof's `details`. FLOP/s shown as TFLOP/s."""
+    kind "workload"), a DataFrame of them, or a roofline proof's `details`. FLOP/s shown as TFLOP/s.
+    `source` ("datasheet" when no roofline proof measured the ceilings) is said in the title."""
     from aiworkbook.errors import SpecError
 
     rows = _rows(data)
@@ -58,7 +59,7 @@ def roofline_chart(data: Any) -> alt.LayerChart:
             )
         )
     name = ceilings[0].get("spec", "")
-    title = f"Decode roofline{' of ' + name if name else ''}"
+    title = f"Decode roofline{' of ' + name if name else ''}{f' ({source})' if source else ''}"
     if points:
         title += f": {points[0].get('label', 'workload')} is {points[0].get('bound', '')}-bound"
     return finish(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT), title)

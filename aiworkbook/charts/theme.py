@@ -30,6 +30,8 @@ VERDICT_COLOURS: dict[str, str] = {
     "pass": "#0072B2",
     "fail": "#D55E00",
     "info": "#999999",
+    "info (CPU only)": "#BBBBBB",
+    "fail (CPU only)": "#E8A07A",
     "does-not-fit": "#CC79A7",
     "interrupted": "#E69F00",
     "error": "#000000",
@@ -60,5 +62,43 @@ def finish(chart: Any, title: str | None = None) -> Any:
     return (
         chart.configure_view(strokeWidth=0)
         .configure_axis(labelFontSize=11, titleFontSize=12)
-        .configure_legend(labelFontSize=11, titleFontSize=12)
+        .configure_legend(labelFontSize=11, titleFontSize=12, labelLimit=320)
     )
+
+
+#: Plain words for the library's keys wherever a viewer reads them (legends, axes, tables): one map,
+#: so a chart, a widget and the report say the same thing.
+LABELS: dict[str, str] = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer": "optimizer state",
+    "master_weights": "master weights (fp32 copy)",
+    "activations": "activations",
+    "logits": "logits",
+    "kv_cache": "KV cache",
+    "workspace": "cuBLAS workspace",
+    "cuda_context": "CUDA context",
+    "reserve": "allocator reserve",
+    "total": "total",
+    "offloaded_states": "offloaded training state",
+    "offloaded_activations": "offloaded activations",
+    "paged_optimizer": "paged optimizer",
+    "itemised": "itemised",
+    "rule of thumb": "rule of thumb",
+}
+
+
+def label(key: Any) -> str:
+    """The plain words for a library key: the map's, a rule-of-thumb name spelt out
+    ("infer_6B_per_param" -> "rule of thumb: 6 bytes per parameter (inference)"), else the key with
+    underscores as spaces."""
+    k = str(key)
+    if k in LABELS:
+        return LABELS[k]
+    import re
+
+    m = re.fullmatch(r"(infer|train|lora|qlora)_([0-9.]+)B_per_param", k)
+    if m:
+        mode = {"infer": "inference", "train": "training"}.get(m.group(1), m.group(1).upper())
+        return f"rule of thumb: {m.group(2)} B/parameter ({mode})"
+    return k.replace("_", " ")

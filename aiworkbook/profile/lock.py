@@ -217,10 +217,27 @@ def _estimate(e: WorkloadEntry, declared: Any) -> dict[str, Any]:
     from aiworkbook.sizing import Assumptions
 
     a = Assumptions.from_node(node, **e.assumptions) if node is not None else Assumptions(**e.assumptions)
+    if (
+        node is not None
+        and e.gpu
+        and "price_per_gpu_hour" not in e.assumptions
+        and not _node_gpu(node, e.gpu)
+    ):
+        from dataclasses import replace
+
+        a = replace(a, price_per_gpu_hour=None)  # the node's price is for its own GPU: use e.gpu's price
     spec = e.spec()
     return estimate(
         spec, e.to_workload(), gpu=e.gpu or None, device=e.device, assumptions=a, node=node
     ).to_dict()
+
+
+def _node_gpu(node: Any, gpu: str) -> bool:
+    """Whether `gpu` (a catalogue name or GPU file) is the node's own GPU, the one its price is for."""
+    from aiworkbook.specs import load_gpu
+
+    own = node.gpu_spec()
+    return own is not None and load_gpu(gpu).name == own.name
 
 
 def _pool_for(declared: Any, e: WorkloadEntry) -> Any:

@@ -15,6 +15,7 @@ from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
 from aiworkbook.proofs.flags import FLAGS
+from aiworkbook.provenance import cpu_only, verdict_words
 from aiworkbook.units import fmt_bytes, fmt_value
 
 
@@ -22,7 +23,8 @@ def build(profile: LockedProfile, lang: str | None = None, *, charts: bool = Tru
     """Every block of the report, in order. `charts=False` skips rendering (Markdown)."""
     lang = lang or profile.lang
     t = _Texts(lang)
-    out: list[Block] = [h(1, t("report.title")), *_decision(profile, t)]
+    out: list[Block] = [h(1, t("report.title")), p(where(profile).sentence(lang), "aiwb-where")]
+    out += _decision(profile, t)
     out += _node(profile, t)
     out += _workloads(profile, t, charts)
     out += _proofs(profile, t, charts)
@@ -73,6 +75,13 @@ def _decision(prof: LockedProfile, t: _Texts) -> list[Block]:
     return out
 
 
+def where(prof: LockedProfile) -> Any:
+    """Where the figures were measured: the golden proofs' environments (nothing measured when none)."""
+    from aiworkbook.provenance import from_results
+
+    return from_results(g.result for g in prof.proofs)
+
+
 def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
     """The answer first, one line per workload: model, shape, fit on which GPU, headroom, $/Mtok."""
     lines = []
@@ -85,16 +94,48 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
             shape = f"{wl.mode} {wl.batch} × {wl.seq_len:,} tokens"
         parts = [f"{w.name} — {w.model}, {shape}"]
         fit = est.get("fits") or {}
+        cost = est.get("cost") or {}
         if fit.get("gpu"):
             verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
             gpus = max(1, wl.tp * wl.dp)
             parts.append(f"{verdict}: {gpus} × {fit['gpu']}")
             parts.append(f"{fmt_bytes(fit['headroom_bytes'])} {t('report.headroom')}")
-        cost = est.get("cost") or {}
+            if not fit.get("fits"):  # never priced on GPUs it does not fit on: what it needs, priced
+                parts += _needs_parts(w, wl, fit["gpu"], t)
+                cost = {}
         if cost.get("decode_usd_per_mtok") is not None:
-            parts.append(f"{cost['decode_usd_per_mtok']:.2f} {t('report.usd_per_mtok')}")
+            parts.append(f"{_usd(cost['decode_usd_per_mtok'])} {t('report.usd_per_mtok')}")
+        elif cost.get("usd_per_mtok_trained") is not None:
+            run = (cost.get("run") or {}).get("usd")
+            parts.append(
+                f"{run:,.0f} {t('report.usd_per_run')}"
+                if run is not None
+                else f"{_usd(cost['usd_per_mtok_trained'])} {t('report.usd_per_mtok_trained')}"
+            )
         lines.append(", ".join(parts))
     return lines
+
+
+def _needs_parts(entry: Any, wl: Any, gpu: str, t: _Texts) -> list[str]:
+    """ "needs 16 × RTX-4090, or 4 × MI300X at the lowest cost, 0.12 USD per million output tokens"."""
+    from aiworkbook.sizing.needs import needs
+    from aiworkbook.specs import get_gpu
+
+    try:
+        n = needs(entry.spec(), wl, get_gpu(gpu))
+    except Exception:  # noqa: BLE001 - a GPU file outside the catalogue: the verdict stands unpriced
+        return []
+    out = []
+    if n.here is not None:
+        out.append(t("report.needs").format(n=n.here.gpus, gpu=n.here.gpu))
+    if n.cheapest is not None and n.cheapest != n.here:
+        out.append(t("report.lowest_cost").format(n=n.cheapest.gpus, gpu=n.cheapest.gpu))
+    o = n.priced
+    if o is not None and o.usd_per_mtok is not None:
+        out.append(f"{_usd(o.usd_per_mtok)} {t('report.usd_per_mtok')} ({o.gpus} × {o.gpu})")
+    elif o is not None and o.usd_per_mtok_trained is not None:
+        out.append(f"{_usd(o.usd_per_mtok_trained)} {t('report.usd_per_mtok_trained')} ({o.gpus} × {o.gpu})")
+    return out
 
 
 def _shape(wl: dict[str, Any]) -> Any:
@@ -124,7 +165,8 @@ def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
 
 def _node_cells(node: Any) -> tuple[str, ...]:
     gpu = f"{node.gpu_count} × {node.gpu}" if node.gpu else (node.gpu_status or "—")
-    cpu = f"{node.cpu_model or '?'} ({node.cpu_cores} cores)"
+    model = node.cpu_model or "?"
+    cpu = model if "cores" in model else f"{model} ({node.cpu_cores} cores)"  # some names carry it
     disk = (
         f"{fmt_bytes(node.local_storage_bytes)} {node.storage_type}".strip()
         if node.local_storage_bytes
@@ -145,7 +187,9 @@ def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         wl = est["workload"]
         out.append(h(3, f"{w.name}: {est['model']} ({wl['mode']}) · {est.get('gpu') or est['device']}"))
         mem, formulas = est["memory"], est.get("formulas", {})
-        rows = [(c, fmt_bytes(v), formulas.get(c, "")) for c, v in mem.items() if v or c == "total"]
+        from aiworkbook.charts.theme import label
+
+        rows = [(label(c), fmt_bytes(v), formulas.get(c, "")) for c, v in mem.items() if v or c == "total"]
         out.append(
             table((t("report.component"), t("report.bytes"), t("report.formula")), rows, "aiwb-memory")
         )
@@ -174,7 +218,7 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
                 _estimate_cell(r),
                 fmt_value(r.get("measured"), r.get("unit", "")),
                 ratio,
-                r.get("verdict", ""),
+                verdict_words(r),
                 ", ".join(r.get("flags", [])) or "—",
                 f"±{tol.pass_within:.0%} / ±{tol.fail_beyond:.0%}",
             )
@@ -190,12 +234,14 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         t("report.tolerance"),
     )
     out.append(table(header, rows, "aiwb-proofs"))
+    if any(cpu_only(g.result) for g in prof.proofs):
+        out.append(p(t("report.cpu_only_note"), "aiwb-cpu-only"))
     if flags:
         out += [h(3, t("report.flags")), ul(f"{f}: {FLAGS.get(f, '')}" for f in sorted(flags))]
     noted = [g for g in prof.proofs if g.result.get("notes")]
     if noted:  # what a proof found beside its one figure: the serving proof's SLO load, the KV run-out
         out += [h(3, t("report.proof_notes")), ul(f"{g.name}: {n}" for g in noted for n in g.result["notes"])]
-    if charts:
+    if charts and any(g.result.get("ratio") is not None for g in prof.proofs):  # no empty chart
         from aiworkbook.charts import proofs_chart
 
         results = [g.result for g in prof.proofs]
@@ -270,30 +316,88 @@ def _roofline(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         return [*out, p(t("report.no_roofline"))]
     from aiworkbook.charts import roofline_chart
 
-    return [*out, _chart("roofline", t("report.roofline"), lambda: roofline_chart(rows))]
+    if _roofline_measured(prof):
+        return [*out, _chart("roofline", t("report.roofline"), lambda: roofline_chart(rows))]
+    caption = f"{t('report.roofline')}: {t('report.datasheet')}"  # never mistaken for a measurement
+    return [
+        *out,
+        p(caption, "aiwb-datasheet"),
+        _chart("roofline", caption, lambda: roofline_chart(rows, "datasheet")),
+    ]
+
+
+def _roofline_measured(prof: LockedProfile) -> bool:
+    """Whether a roofline proof's own chart rows are in the profile (else the rows are the datasheet's)."""
+    return any(
+        g.proof == "roofline"
+        and isinstance(g.result.get("details", {}).get("chart"), list)
+        and bool(g.result["details"]["chart"])
+        for g in prof.proofs
+    )
 
 
 def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
+    """Serving priced per million output tokens, training per token trained and per run (never as
+    output tokens); a set-up that does not fit is priced on the GPUs it needs, at their own price."""
     rows = []
+    by_name = {w.name: w for w in prof.workloads}
     for name, est in prof.estimates.items():
-        c = est.get("cost") or {}
-        mtok = c.get("decode_usd_per_mtok", c.get("usd_per_mtok_trained"))
+        c = dict(est.get("cost") or {})
+        fit = est.get("fits") or {}
+        where = f"{c.get('price_per_gpu_hour') or 0:,.2f} × {c.get('gpus', '—')}"
+        if fit.get("gpu") and not fit.get("fits") and name in by_name:
+            o = _needed(by_name[name], est, fit["gpu"])
+            c = {"note": t("report.does_not_fit") + f": 1 × {fit['gpu']}"}
+            if o is not None:
+                c = {"decode_usd_per_mtok": o.usd_per_mtok, "usd_per_mtok_trained": o.usd_per_mtok_trained}
+                per_gpu = o.usd_per_hour / o.gpus if o.usd_per_hour else 0
+                where = f"{per_gpu:,.2f} × {o.gpus} {o.gpu}"
         run = (c.get("run") or {}).get("usd")
         note = c.get("note", "")
         rows.append(
             (
                 name,
-                f"{mtok:,.3f}" if mtok is not None else "—",
-                f"{c['prefill_usd_per_mtok']:,.3f}" if c.get("prefill_usd_per_mtok") is not None else "—",
+                _usd(c.get("decode_usd_per_mtok")),
+                _usd(c.get("prefill_usd_per_mtok")),
+                _usd(c.get("usd_per_mtok_trained")),
                 f"{run:,.0f}" if run is not None else "—",
-                f"{c.get('price_per_gpu_hour') or 0:,.2f} × {c.get('gpus', '—')}"
-                + (f" ({note})" if note else ""),
+                where + (f" ({note})" if note else ""),
             )
         )
     if not rows:
         return []
-    header = ("", t("report.usd_per_mtok"), "prefill USD/Mtok", t("report.usd_per_run"), "USD/GPU-h × GPUs")
+    header = (
+        "",
+        t("report.usd_per_mtok"),
+        "prefill USD/Mtok",
+        t("report.usd_per_mtok_trained"),
+        t("report.usd_per_run"),
+        "USD/GPU-h × GPUs",
+    )
     return [h(2, t("report.cost")), table(header, rows, "aiwb-cost")]
+
+
+def _needed(entry: Any, est: dict[str, Any], gpu: str) -> Any:
+    """The priced option (aiworkbook.sizing.needs) of a workload that does not fit `gpu`, or None."""
+    from aiworkbook.sizing.needs import needs
+    from aiworkbook.specs import get_gpu
+
+    try:
+        return needs(entry.spec(), _shape(est["workload"]), get_gpu(gpu)).priced
+    except Exception:  # noqa: BLE001 - a GPU file outside the catalogue: left unpriced
+        return None
+
+
+def _usd(x: Any) -> str:
+    """Dollars with enough digits to be read: 1.26, 0.126, 0.000412 (never a bare 0.000)."""
+    if x is None:
+        return "—"
+    x = float(x)
+    if x >= 1 or x <= 0:
+        return f"{x:,.2f}"
+    import math
+
+    return f"{x:.{max(2, 2 - math.floor(math.log10(x)))}f}"  # three significant digits, no exponent
 
 
 def _deployment(prof: LockedProfile, t: _Texts) -> list[Block]:

@@ -1,0 +1,61 @@
+"""A set-up that does not fit is priced on the GPUs it needs, each at its own GPU's price; chart
+legends use plain words (aiworkbook.sizing.needs, aiworkbook.charts.theme.label)."""
+
+from __future__ import annotations
+
+import pytest
+from test_charts import rows_of
+
+from aiworkbook.charts import memory_chart
+from aiworkbook.charts.theme import label
+from aiworkbook.sizing import Workload, capacity, estimate
+from aiworkbook.sizing.needs import needs
+from aiworkbook.specs import get_gpu, load_model
+
+INFER = Workload(mode="infer", concurrency=8, seq_len=4096, new_tokens=512)
+
+
+def test_a_setup_that_does_not_fit_is_priced_on_the_gpus_it_needs():
+    spec = load_model("deepseek-v3")
+    n = needs(spec, INFER, "RTX-4090")
+    assert not n.fits
+    assert n.here is not None and n.here.gpu == "RTX-4090"
+    assert n.here.gpus == capacity.gpus_needed(spec, INFER, "RTX-4090") > 1
+    best = capacity.cheapest_gpu(spec, INFER)
+    assert n.cheapest is not None and (n.cheapest.gpu, n.cheapest.gpus) == (best["gpu"], best["gpus"])
+    # the quoted price is the cheapest set-up's, computed on that GPU at that tensor-parallel size
+    assert n.priced == n.cheapest
+    ref = estimate(spec, Workload(**{**INFER.to_dict(), "tp": best["gpus"]}), gpu=best["gpu"]).to_dict()
+    assert n.priced.usd_per_mtok == pytest.approx(ref["cost"]["decode_usd_per_mtok"])
+    assert n.priced.usd_per_hour == pytest.approx(best["usd_per_hour"])
+    # never the one-GPU price of the GPU it does not fit on
+    one = estimate(spec, INFER, gpu="RTX-4090").to_dict()["cost"]["decode_usd_per_mtok"]
+    assert n.priced.usd_per_mtok != pytest.approx(one)
+
+
+def test_a_setup_that_fits_is_priced_as_given():
+    spec = load_model("llama-3-8b")
+    n = needs(spec, INFER, "H100-SXM")
+    assert n.fits and n.priced == n.here and n.here.gpus == 1
+    ref = estimate(spec, INFER, gpu="H100-SXM").to_dict()["cost"]
+    assert n.priced.usd_per_mtok == pytest.approx(ref["decode_usd_per_mtok"])
+    assert n.priced.usd_per_hour == pytest.approx(get_gpu("H100-SXM").price_per_hour_usd)
+
+
+def test_training_is_priced_per_token_trained_not_per_output_token():
+    n = needs(load_model("llama-3.2-1b"), Workload(mode="train", batch=1, seq_len=1024), "H100-SXM")
+    assert n.priced is not None
+    assert n.priced.usd_per_mtok is None and n.priced.usd_per_mtok_trained > 0
+
+
+def test_legends_read_plain_words():
+    assert label("kv_cache") == "KV cache"
+    assert label("cuda_context") == "CUDA context"
+    assert label("infer_6B_per_param") == "rule of thumb: 6 B/parameter (inference)"
+    assert "_" not in label("train_18B_per_param")
+    spec = load_model("llama-3-8b")
+    chart = memory_chart(estimate(spec, INFER, gpu="H100-SXM")).to_dict()
+    shown = {r["name"] for r in rows_of(chart) if "name" in r}
+    assert {"KV cache", "CUDA context"} <= shown
+    assert not [s for s in shown if "_" in s]
+    assert chart["layer"][0]["encoding"]["color"]["field"] == "name"

@@ -1,0 +1,149 @@
+"""What the sizer, the KV planner and the report dashboard say: a set-up that does not fit priced on
+what it needs, one sentence on what was measured where, the budget line and rule of thumb explained,
+the planner following the sizer (cut-able), refusing contexts past the positions and never suggesting
+flags that contradict its own controls; the locker's empty-lock warning, sizing, labels and words."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+from profile_fakes import result
+from test_widgets import assert_error
+
+from aiworkbook.sizing import Workload, capacity
+from aiworkbook.sizing.needs import needs
+from aiworkbook.specs import load_model
+
+
+def _widget(name: str, **kw):
+    """A widget from aiworkbook.widgets, closed after the test."""
+    import aiworkbook.widgets as aw
+
+    w = getattr(aw, name)(**kw)
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def sizer():
+    yield from _widget("ModelSizer", background=False)
+
+
+def test_sizer_headline_prices_what_a_setup_that_does_not_fit_needs(sizer):
+    sizer.value = {"model": "deepseek-v3", "gpu": "RTX-4090"}
+    assert sizer.error == ""
+    w = Workload(mode="infer", concurrency=8, seq_len=4096, new_tokens=512)
+    n = needs(load_model("deepseek-v3"), w, "RTX-4090")
+    head = sizer.headline.value
+    assert "does NOT fit" in head
+    assert f"needs {n.here.gpus} × RTX-4090" in head
+    assert f"or {n.cheapest.gpus} × {n.cheapest.gpu} at the lowest cost" in head
+    assert (
+        f"${n.priced.usd_per_mtok:,.2f} per million output tokens on {n.priced.gpus} × {n.priced.gpu}" in head
+    )
+    one_gpu = sizer.result["cost"]["decode_usd_per_mtok"]  # the estimate's 1 × RTX-4090 figure
+    assert f"${one_gpu:,.2f}" not in head.replace(f"${n.priced.usd_per_mtok:,.2f}", "")
+    assert sizer.cost.value == ""  # no price for a set-up that cannot run
+
+
+def test_sizer_opens_with_where_and_explains_the_budget_line_and_rule(sizer):
+    assert sizer.children[0] is sizer.where and "aiwb-where" in sizer.where._dom_classes
+    assert "estimate" in sizer.where.value
+    assert "$1.26 per million output tokens" in sizer.headline.value  # fits: priced as shown
+    explain = re.findall(r'<div class="aiwb-explain"[^>]*>(.*?)</div>', sizer.rule.value)
+    assert len(explain) == 2
+    assert "Dashed line" in explain[0] and "90%" in explain[0] and "H100-SXM" in explain[0]
+    ratio = sizer.result["rules_of_thumb"]["ratio_to_itemised"]
+    assert f"{ratio:.1f}×" in explain[1] and "Trust the itemised bar" in explain[1]
+
+
+def test_sizer_prices_training_per_token_trained(sizer):
+    sizer.value = {"model": "llama-3.2-1b", "mode": "train", "batch": 1, "seq_len": 1024}
+    assert sizer.error == ""
+    assert "per million tokens trained" in sizer.headline.value
+    assert "output tokens" not in sizer.headline.value + sizer.cost.value
+
+
+@pytest.fixture
+def planner():
+    yield from _widget("KVPlanner", background=False)
+
+
+def test_planner_refuses_a_context_beyond_the_models_positions(planner):
+    before = dict(planner.result)
+    planner.value = {"context": 65536}  # Llama-3-8B has 8,192 positions
+    assert_error(planner, "context", "65536", "8,192")
+    assert planner.result == before  # the refused value is not used
+    assert "aiwb-error" in planner.error_area._dom_classes and planner.error_area.layout.display != "none"
+    planner.value = {"context": 8192}
+    assert planner.error == ""
+
+
+def test_planner_suggests_tensor_parallel_for_a_negative_budget_and_never_contradicts_its_box(planner):
+    planner.value = {"model": "llama-3-70b", "gpu": "H100-SXM", "tp": 1}
+    assert planner.error == ""
+    assert planner.result["kv_budget_bytes"] < 0
+    spec = load_model("llama-3-70b")
+    w = Workload(mode="infer", seq_len=8192, context=8192, concurrency=32)
+    need = capacity.gpus_needed(spec, w, "H100-SXM")
+    assert planner.result["tp_needed"] == need
+    assert f"raise Tensor parallel to {need}" in planner.figures.value
+    assert "--tensor-parallel-size" not in planner.result["vllm_args"]  # nothing that contradicts tp=1
+    planner.value = {"tp": need}
+    assert planner.error == ""
+    assert f"--tensor-parallel-size={need}" in planner.result["vllm_args"]
+    assert "raise Tensor parallel" not in planner.figures.value
+
+
+def test_planner_follows_the_sizer_until_the_link_is_cut(sizer, planner):
+    link = planner.follow(sizer)
+    sizer.value = {"model": "qwen3-8b", "gpu": "L40S"}
+    assert (planner.value["model"], planner.value["gpu"]) == ("qwen3-8b", "L40S")
+    assert planner.result["max_concurrency"] >= 0 and planner.error == ""
+    link.unlink()
+    sizer.value = {"model": "llama-3-8b", "gpu": "H100-SXM"}
+    assert (planner.value["model"], planner.value["gpu"]) == ("qwen3-8b", "L40S")
+
+
+@pytest.fixture
+def locker():
+    yield from _widget("ProfileLocker", detect=False)
+
+
+def test_locker_warns_before_locking_an_empty_profile(locker):
+    assert locker.lock() is None and locker.profile is None
+    assert "Nothing to lock yet" in locker.headline.value and "aiwb-warning" in locker.headline.value
+    prof = locker.lock()  # a second press locks it anyway
+    assert prof is not None and not prof.proofs and not prof.workloads
+
+
+def test_locker_adds_the_current_sizing_and_labels_each_download(locker, sizer):
+    locker.add_button.click()
+    assert_error(locker, "sizing")  # nothing linked yet
+    link = locker.follow(sizer)
+    sizer.value = {"model": "qwen3-8b", "gpu": "L40S"}
+    locker.add_button.click()
+    assert locker.error == "" and len(locker.workloads) == 1
+    assert "qwen3-8b" in locker.headline.value
+    prof = locker.lock()  # no warning: a workload is held
+    assert [(w.model, w.gpu) for w in prof.workloads] == [("qwen3-8b", "L40S")]
+    assert "Download the locked profile (JSON)" in locker.download.value
+    locker.add_result(result("kv", 9.5e8))
+    locker.check()
+    assert "Download the check result (JSON)" in locker.download.value
+    assert "exit" not in locker.headline.value and "Check" in locker.headline.value
+    locker.report()
+    assert "Download the report (HTML)" in locker.download.value
+    page = base64.b64decode(locker.download.value.split("base64,")[1].split('"')[0]).decode()
+    assert "aiwb-where" in page
+    link.unlink()
+
+
+def test_an_error_ends_the_working_sign(planner):
+    from aiworkbook.errors import SpecError
+
+    planner.status.value = "Working…"  # as while a background computation runs
+    planner.show_error(SpecError("context", 0, "an integer >= 1"))
+    assert planner.status.value == "" and "context" in planner.error
