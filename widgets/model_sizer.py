@@ -402,15 +402,18 @@ class ModelSizer(Composite):
     # -- output --------------------------------------------------------------------------------
     def _apply(self, out: dict[str, Any]) -> None:
         from aiworkbook.charts import memory_chart
+        from aiworkbook.charts.memory import rule_formula
+        from aiworkbook.i18n_format import integer, money
         from aiworkbook.units import fmt_bytes
 
+        lang = self.lang
         est = out["estimate"]
         d = est.to_dict()
         fit, cost, w = d["fits"], d["cost"], est.workload
         shape = (
-            f"{w.concurrency} × {w.context_len:,} tokens"
+            f"{w.concurrency} × {integer(w.context_len, lang)} {self.t('tokens')}"
             if not w.training
-            else f"{w.batch} × {w.seq_len:,} tokens"
+            else f"{w.batch} × {integer(w.seq_len, lang)} {self.t('tokens')}"
         )
         words = self.t("fits") if fit["fits"] else self.t("does_not_fit")
         colour = "#0072B2" if fit["fits"] else "#D55E00"
@@ -420,18 +423,18 @@ class ModelSizer(Composite):
             shape=shape,
             verdict=f'<span style="color:{colour}">{words}</span>',
             gpu=html.escape(str(fit["gpu"])),
-            headroom=fmt_bytes(fit["headroom_bytes"], "GiB"),
+            headroom=fmt_bytes(fit["headroom_bytes"], "GiB", lang),
             headroom_word=self.t("headroom"),
         )
         if cost.get("decode_usd_per_mtok") is not None:
-            line += f", ${cost['decode_usd_per_mtok']:,.2f} {self.t('per_mtok')}"
+            line += f", {money(cost['decode_usd_per_mtok'], lang)} {self.t('per_mtok')}"
         self.headline.value = f"<b>{line}</b>"
-        self.chart.chart = memory_chart(est)
+        self.chart.chart = memory_chart(est, lang=lang)
         rule = d["rules_of_thumb"]
         self.rule.value = (
-            f"<b>{self.t('memory')}</b>: {fmt_bytes(d['memory']['total'], 'GiB')}<br>"
-            f"<b>{self.t('rule_of_thumb')}</b>: {fmt_bytes(rule['bytes'], 'GiB')} "
-            f"({html.escape(rule['formula'])})"
+            f"<b>{self.t('memory')}</b>: {fmt_bytes(d['memory']['total'], 'GiB', lang)}<br>"
+            f"<b>{self.t('rule_of_thumb')}</b>: {fmt_bytes(rule['bytes'], 'GiB', lang)} "
+            f"({html.escape(rule_formula(rule['formula'], lang))})"
         )
         self.cost.value = self._cost_html(cost)
         self.host.value = self._host_html(d.get("host") or {})
@@ -440,13 +443,13 @@ class ModelSizer(Composite):
             [
                 r["gpu"],
                 r["gpus"] if r["gpus"] is not None else "—",
-                f"${r['price_per_gpu_hour']:,.2f}" if r["price_per_gpu_hour"] else "—",
+                money(r["price_per_gpu_hour"], lang) if r["price_per_gpu_hour"] else "—",
             ]
             for r in out["fits_on"]
         ]
         best = out["cheapest"]
         note = (
-            f"cheapest: {best['gpus']} × {best['gpu']} at ${best['usd_per_hour']:,.2f}/h"
+            self.t("cheapest", n=best["gpus"], gpu=best["gpu"], price=money(best["usd_per_hour"], lang))
             if best
             else self.t("none_fit")
         )
@@ -460,11 +463,14 @@ class ModelSizer(Composite):
         self.result = {**d, "fits_on": out["fits_on"], "cheapest": best}
 
     def _cost_html(self, cost: dict[str, Any]) -> str:
+        from aiworkbook.i18n_format import money
+
         if cost.get("decode_usd_per_mtok") is not None:
-            return f"<b>{self.t('cost')}</b>: ${cost['decode_usd_per_mtok']:,.2f} {self.t('per_mtok')}"
+            return f"<b>{self.t('cost')}</b>: {money(cost['decode_usd_per_mtok'], self.lang)} {self.t('per_mtok')}"
         if cost.get("usd_per_mtok_trained") is not None:
             return (
-                f"<b>{self.t('cost')}</b>: ${cost['usd_per_mtok_trained']:,.2f} {self.t('per_mtok_trained')}"
+                f"<b>{self.t('cost')}</b>: {money(cost['usd_per_mtok_trained'], self.lang)} "
+                f"{self.t('per_mtok_trained')}"
             )
         return html.escape(cost.get("note", ""))
 
@@ -475,8 +481,9 @@ class ModelSizer(Composite):
 
         if not host.get("host_bytes"):
             return ""
-        parts = ", ".join(f"{self.t(k)} {fmt_bytes(host[k], 'GiB')}" for k in HOST_KEYS if host.get(k))
-        return f"<b>{self.t('host_memory')}</b>: {fmt_bytes(host['host_bytes'], 'GiB')} ({parts})"
+        lang = self.lang
+        parts = ", ".join(f"{self.t(k)} {fmt_bytes(host[k], 'GiB', lang)}" for k in HOST_KEYS if host.get(k))
+        return f"<b>{self.t('host_memory')}</b>: {fmt_bytes(host['host_bytes'], 'GiB', lang)} ({parts})"
 
     def wait(self, timeout: float = 60.0) -> bool:
         return True if self._bg is None else self._bg.wait(timeout)

@@ -102,7 +102,9 @@ class ProfileLocker(Composite):
     def _summary(self) -> None:
         rows = [[r.proof, r.verdict, r.device, ", ".join(r.flags) or "—"] for r in self.results]
         table = (
-            html_table([self.t("proof"), self.t("verdict"), "device", self.t("flags")], rows) if rows else ""
+            html_table([self.t("proof"), self.t("verdict"), self.t("device"), self.t("flags")], rows)
+            if rows
+            else ""
         )
         self.details.value = table
 
@@ -123,7 +125,7 @@ class ProfileLocker(Composite):
         doc = prof.to_dict()
         self.headline.value = (
             f"<b>{html.escape(self.t('lock'))}</b>: {html.escape(prof.pattern)}, "
-            f"{html.escape(self.t('proof'))} × {len(prof.proofs)}, workloads × {len(prof.workloads)}"
+            f"{html.escape(self.t('proof'))} × {len(prof.proofs)}, {self.t('workloads')} × {len(prof.workloads)}"
         )
         self.download.value = download_link(
             json.dumps(doc, indent=2, default=str), "profile.json", "application/json", self.t("download")

@@ -19,7 +19,16 @@ import traitlets
 from aiworkbook.errors import SpecError
 from aiworkbook.units import fmt_value
 
-from .base import Composite, Delivery, OptionalNumber, chart_view, dropdown, html_table, value_html
+from .base import (
+    Composite,
+    Delivery,
+    OptionalNumber,
+    chart_view,
+    dropdown,
+    html_table,
+    localize_choices,
+    value_html,
+)
 
 #: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
 FORM_KINDS = ("model", "int", "float", "bool", "choice", "ints")
@@ -154,14 +163,23 @@ class ProofRunner(Composite):
 
     def _proof_changed(self, change: dict[str, Any] | None = None) -> None:
         info = self._info()
-        self.proves.value = f"<b>{html.escape(info.title)}</b>: {html.escape(info.proves)}"
+        title, proves = (
+            self._said(f"proof.{self.proof.value}.title", info.title),
+            self._said(f"proof.{self.proof.value}.proves", info.proves),
+        )
+        self.proves.value = f"<b>{html.escape(title)}</b>: {html.escape(proves)}"
         self.inputs = {}
         for spec in info.inputs:
             w = input_widget(spec)
             if w is not None:
+                (w.toggle if isinstance(w, OptionalNumber) else w).description = self._said(
+                    f"input.{spec.name}", spec.name
+                )
                 w.observe(self.guarded(self._replan), names="value")
                 self.inputs[spec.name] = w
         self.form.children = list(self.inputs.values())
+        if self.lang != "en":
+            localize_choices(self.form, self.lang)
         self._replan()
 
     def _set_inputs(self, inputs: dict[str, Any]) -> None:
@@ -192,7 +210,7 @@ class ProofRunner(Composite):
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in p.notes)
         self.plan_view.value = (
             f"<b>{html.escape(self.t('plan'))}</b> ({html.escape(p.device)}): {self.t('predicted')} "
-            f"{html.escape(p.predicted_label)} = <b>{fmt_value(p.predicted, p.unit)}</b> "
+            f"{html.escape(p.predicted_label)} = <b>{fmt_value(p.predicted, p.unit, self.lang)}</b> "
             f"{html.escape(fits)} {html.escape(rough)}<br><small>{html.escape(sizes)}</small>"
             + (f"<ul>{notes}</ul>" if notes else "")
         )
@@ -267,30 +285,38 @@ class ProofRunner(Composite):
 
         colour = {"pass": "#0072B2", "fail": "#D55E00"}.get(r.verdict, "#555555")
         flags = [[f, FLAGS.get(f, "")] for f in r.flags]
-        ratio = f"{r.ratio:.3f}" if r.ratio is not None else "n/a"
+        ratio = fmt_value(r.ratio, "ratio", self.lang) if r.ratio is not None else "n/a"
         self.outcome.value = (
             f'<b style="color:{colour}">[{html.escape(r.verdict)}]</b> '
-            f"{self.t('measured')} <b>{fmt_value(r.measured, r.unit)}</b> vs {self.t('predicted')} "
-            f"{html.escape(r.predicted_label)} <b>{fmt_value(r.predicted, r.unit)}</b> "
-            f"(ratio {ratio}, ±{r.tolerance:.0%}) on {html.escape(r.device)}"
+            f"{self.t('measured')} <b>{fmt_value(r.measured, r.unit, self.lang)}</b> / {self.t('predicted')} "
+            f"{html.escape(r.predicted_label)} <b>{fmt_value(r.predicted, r.unit, self.lang)}</b> "
+            f"({self.t('ratio')} {ratio}, ±{fmt_value(r.tolerance, 'fraction', self.lang)}) "
+            f"{self.t('on_device')} {html.escape(r.device)}"
             + (html_table([self.t("flags"), ""], flags) if flags else "")
             + "".join(f"<br><small>{html.escape(n)}</small>" for n in r.notes)
         )
         self.progress.bar_style = "success" if r.verdict == "pass" else "warning"
-        self.chart.chart = self._chart(r, proofs_chart)
+        self.chart.chart = self._chart(r, proofs_chart, self.lang)
         self.result = r.to_dict()
 
+    def _said(self, key: str, english: str) -> str:
+        """The catalog's words for `key` in this widget's language; the library's English when absent."""
+        try:
+            return self.t(key)
+        except SpecError:
+            return english
+
     @staticmethod
-    def _chart(r: Any, default: Any) -> Any:
+    def _chart(r: Any, default: Any, lang: str = "en") -> Any:
         """The proof's own chart when its details carry one (roofline rows, a latency sweep), else
         estimate vs measured."""
         from aiworkbook.charts import latency_chart, roofline_chart
 
         if isinstance(r.details.get("chart"), list) and r.details["chart"]:
-            return roofline_chart(r.details["chart"])
+            return roofline_chart(r.details["chart"], lang=lang)
         if isinstance(r.details.get("sweep"), list) and r.details["sweep"]:
-            return latency_chart(r.details["sweep"], knee=r.details.get("knee"))
-        return default([r])
+            return latency_chart(r.details["sweep"], knee=r.details.get("knee"), lang=lang)
+        return default([r], lang=lang)
 
     def wait(self, timeout: float = 600.0) -> bool:
         """Block until the running proof has ended and its outcome is shown (tests, scripts)."""

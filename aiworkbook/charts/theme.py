@@ -53,10 +53,31 @@ def gib(n: float | int | None) -> float | None:
     return None if n is None else float(n) / GiB
 
 
-def finish(chart: Any, title: str | None = None) -> Any:
-    """The shared configuration: font sizes, no chart border, a title when given."""
+def tr(key: str, lang: str = "en", **fmt: Any) -> str:
+    """A chart's word in `lang` from the one catalog (aiworkbook.patterns.i18n), formatted with `fmt`."""
+    from aiworkbook.patterns.i18n import text
+
+    s = text(key, lang)
+    return s.format(**fmt) if fmt else s
+
+
+def component_label(name: str, lang: str = "en") -> str:
+    """A memory component's legend word (`component.<name>`); an unknown one reads as its name."""
+    from aiworkbook.patterns.i18n import TABLES
+
+    found = TABLES.get(lang, {}).get(f"component.{name}")
+    return found if isinstance(found, str) else name
+
+
+def finish(chart: Any, title: str | None = None, lang: str = "en") -> Any:
+    """The shared configuration: font sizes, no chart border, a title when given, and numbers on axes
+    and in tooltips in `lang`'s format (Vega's number locale)."""
     if title is not None:
         chart = chart.properties(title=title)
+    if lang != "en":
+        from aiworkbook.i18n_format import vega_locale
+
+        chart = chart.configure(locale={"number": vega_locale(lang)})
     return (
         chart.configure_view(strokeWidth=0)
         .configure_axis(labelFontSize=11, titleFontSize=12)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
+from aiworkbook.i18n_format import fixed, integer, localize_numbers, percent
 from aiworkbook.patterns import get_pattern, recommend, text
 from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
@@ -80,19 +81,19 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
         est = prof.estimates.get(w.name, {})
         wl = _shape(est.get("workload", w.workload))
         if wl.mode == "infer":
-            shape = f"{wl.concurrency} × {wl.context_len:,} tokens"
+            shape = f"{wl.concurrency} × {integer(wl.context_len, t.lang)} {t('report.tokens')}"
         else:
-            shape = f"{wl.mode} {wl.batch} × {wl.seq_len:,} tokens"
+            shape = f"{t('mode.' + wl.mode)} {wl.batch} × {integer(wl.seq_len, t.lang)} {t('report.tokens')}"
         parts = [f"{w.name} — {w.model}, {shape}"]
         fit = est.get("fits") or {}
         if fit.get("gpu"):
             verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
             gpus = max(1, wl.tp * wl.dp)
             parts.append(f"{verdict}: {gpus} × {fit['gpu']}")
-            parts.append(f"{fmt_bytes(fit['headroom_bytes'])} {t('report.headroom')}")
+            parts.append(f"{fmt_bytes(fit['headroom_bytes'], lang=t.lang)} {t('report.headroom')}")
         cost = est.get("cost") or {}
         if cost.get("decode_usd_per_mtok") is not None:
-            parts.append(f"{cost['decode_usd_per_mtok']:.2f} {t('report.usd_per_mtok')}")
+            parts.append(f"{fixed(cost['decode_usd_per_mtok'], 2, t.lang)} {t('report.usd_per_mtok')}")
         lines.append(", ".join(parts))
     return lines
 
@@ -114,24 +115,24 @@ def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
     ):
         if node is None:
             continue
-        rows.append((label, node.name, *_node_cells(node)))
-        rows += [(f"{label} · pool", pool.name, *_node_cells(pool)) for pool in node.pools]
+        rows.append((label, node.name, *_node_cells(node, t)))
+        rows += [(f"{label} · {t('report.pool')}", pool.name, *_node_cells(pool, t)) for pool in node.pools]
     if rows:
-        out.append(table(("", "name", "GPU", "CPU", "RAM", "storage", "USD/h"), rows))
+        out.append(table(("", t("report.name"), "GPU", "CPU", "RAM", t("report.storage"), "USD/h"), rows))
     out.append(p(f"{t('report.fingerprint')}: {prof.node.fingerprint.describe()}", "aiwb-fingerprint"))
     return out
 
 
-def _node_cells(node: Any) -> tuple[str, ...]:
+def _node_cells(node: Any, t: _Texts) -> tuple[str, ...]:
     gpu = f"{node.gpu_count} × {node.gpu}" if node.gpu else (node.gpu_status or "—")
-    cpu = f"{node.cpu_model or '?'} ({node.cpu_cores} cores)"
+    cpu = f"{node.cpu_model or '?'} ({node.cpu_cores} {t('report.cores')})"
     disk = (
-        f"{fmt_bytes(node.local_storage_bytes)} {node.storage_type}".strip()
+        f"{fmt_bytes(node.local_storage_bytes, lang=t.lang)} {node.storage_type}".strip()
         if node.local_storage_bytes
         else "—"
     )
-    price = f"{node.price_per_hour_usd:,.2f}" if node.price_per_hour_usd else "—"
-    return gpu, cpu, fmt_bytes(node.ram_bytes), disk, price
+    price = fixed(node.price_per_hour_usd, 2, t.lang) if node.price_per_hour_usd else "—"
+    return gpu, cpu, fmt_bytes(node.ram_bytes, lang=t.lang), disk, price
 
 
 def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
@@ -143,19 +144,41 @@ def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         if not est:
             continue
         wl = est["workload"]
-        out.append(h(3, f"{w.name}: {est['model']} ({wl['mode']}) · {est.get('gpu') or est['device']}"))
+        mode = (
+            t("mode." + wl["mode"]) if wl.get("mode") in ("infer", "train", "lora", "qlora") else wl["mode"]
+        )
+        out.append(h(3, f"{w.name}: {est['model']} ({mode}) · {est.get('gpu') or est['device']}"))
+        from aiworkbook.charts.theme import component_label
+
         mem, formulas = est["memory"], est.get("formulas", {})
-        rows = [(c, fmt_bytes(v), formulas.get(c, "")) for c, v in mem.items() if v or c == "total"]
+        rows = [
+            (
+                component_label(c, t.lang),
+                fmt_bytes(v, lang=t.lang),
+                localize_numbers(formulas.get(c, ""), t.lang),
+            )
+            for c, v in mem.items()
+            if v or c == "total"
+        ]
         out.append(
             table((t("report.component"), t("report.bytes"), t("report.formula")), rows, "aiwb-memory")
         )
         rule = est.get("rules_of_thumb") or {}
         if rule:
-            out.append(p(f"{t('report.rule_of_thumb')}: {rule['formula']} = {fmt_bytes(rule['bytes'])}"))
+            from aiworkbook.charts.memory import rule_formula
+
+            formula = rule_formula(rule["formula"], t.lang)
+            out.append(p(f"{t('report.rule_of_thumb')}: {formula} = {fmt_bytes(rule['bytes'], lang=t.lang)}"))
         if charts:
             from aiworkbook.charts import memory_chart
 
-            out.append(_chart("memory", f"{t('report.memory')}: {w.name}", lambda est=est: memory_chart(est)))
+            out.append(
+                _chart(
+                    "memory",
+                    f"{t('report.memory')}: {w.name}",
+                    lambda est=est: memory_chart(est, lang=t.lang),
+                )
+            )
     return out
 
 
@@ -166,17 +189,17 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     rows, flags = [], set()
     for g in prof.proofs:
         r = g.result
-        ratio = f"{r['ratio']:.3f}" if r.get("ratio") is not None else "—"
+        ratio = fixed(r["ratio"], 3, t.lang, False) if r.get("ratio") is not None else "—"
         tol = prof.tolerance(g.name)
         rows.append(
             (
                 g.name,
-                _estimate_cell(r),
-                fmt_value(r.get("measured"), r.get("unit", "")),
+                _estimate_cell(r, t.lang),
+                fmt_value(r.get("measured"), r.get("unit", ""), t.lang),
                 ratio,
                 r.get("verdict", ""),
                 ", ".join(r.get("flags", [])) or "—",
-                f"±{tol.pass_within:.0%} / ±{tol.fail_beyond:.0%}",
+                f"±{percent(tol.pass_within, 0, t.lang)} / ±{percent(tol.fail_beyond, 0, t.lang)}",
             )
         )
         flags.update(r.get("flags", []))
@@ -199,14 +222,14 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         from aiworkbook.charts import proofs_chart
 
         results = [g.result for g in prof.proofs]
-        out.append(_chart("proofs", t("report.proofs"), lambda: proofs_chart(results)))
+        out.append(_chart("proofs", t("report.proofs"), lambda: proofs_chart(results, lang=t.lang)))
     return out
 
 
-def _estimate_cell(r: dict[str, Any]) -> str:
+def _estimate_cell(r: dict[str, Any], lang: str = "en") -> str:
     if r.get("predicted") is None:
         return "—"
-    value = fmt_value(r.get("predicted"), r.get("unit", ""))
+    value = fmt_value(r.get("predicted"), r.get("unit", ""), lang)
     return f"{r['predicted_label']}: {value}" if r.get("predicted_label") else value
 
 
@@ -220,13 +243,14 @@ def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         rows = [
             (
                 r["load"],
-                *(fmt_value(r.get(k), "s") for k in ("p50_ttft_s", "p95_ttft_s", "p99_ttft_s")),
-                *(fmt_value(r.get(k), "s") for k in ("p95_tpot_s", "p99_tpot_s")),
-                f"{r.get('throughput_tok_s', 0):,.0f}",
+                *(fmt_value(r.get(k), "s", t.lang) for k in ("p50_ttft_s", "p95_ttft_s", "p99_ttft_s")),
+                *(fmt_value(r.get(k), "s", t.lang) for k in ("p95_tpot_s", "p99_tpot_s")),
+                integer(r.get("throughput_tok_s", 0), t.lang),
             )
             for r in det["sweep"]
         ]
-        out.append(table(("load", "p50 TTFT", "p95 TTFT", "p99 TTFT", "p95 TPOT", "p99 TPOT", "tok/s"), rows))
+        load = t("report.load")
+        out.append(table((load, "p50 TTFT", "p95 TTFT", "p99 TTFT", "p95 TPOT", "p99 TPOT", "tok/s"), rows))
         if charts:
             from aiworkbook.charts import latency_chart
 
@@ -234,7 +258,7 @@ def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
                 _chart(
                     "latency",
                     f"{t('report.latency')}: {g.name}",
-                    lambda d=det: latency_chart(d["sweep"], d.get("knee")),
+                    lambda d=det: latency_chart(d["sweep"], d.get("knee"), lang=t.lang),
                 )
             )
     return out
@@ -270,7 +294,7 @@ def _roofline(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         return [*out, p(t("report.no_roofline"))]
     from aiworkbook.charts import roofline_chart
 
-    return [*out, _chart("roofline", t("report.roofline"), lambda: roofline_chart(rows))]
+    return [*out, _chart("roofline", t("report.roofline"), lambda: roofline_chart(rows, lang=t.lang))]
 
 
 def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
@@ -283,16 +307,24 @@ def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
         rows.append(
             (
                 name,
-                f"{mtok:,.3f}" if mtok is not None else "—",
-                f"{c['prefill_usd_per_mtok']:,.3f}" if c.get("prefill_usd_per_mtok") is not None else "—",
-                f"{run:,.0f}" if run is not None else "—",
-                f"{c.get('price_per_gpu_hour') or 0:,.2f} × {c.get('gpus', '—')}"
+                fixed(mtok, 3, t.lang) if mtok is not None else "—",
+                fixed(c["prefill_usd_per_mtok"], 3, t.lang)
+                if c.get("prefill_usd_per_mtok") is not None
+                else "—",
+                fixed(run, 0, t.lang) if run is not None else "—",
+                f"{fixed(c.get('price_per_gpu_hour') or 0, 2, t.lang)} × {c.get('gpus', '—')}"
                 + (f" ({note})" if note else ""),
             )
         )
     if not rows:
         return []
-    header = ("", t("report.usd_per_mtok"), "prefill USD/Mtok", t("report.usd_per_run"), "USD/GPU-h × GPUs")
+    header = (
+        "",
+        t("report.usd_per_mtok"),
+        t("report.prefill_usd"),
+        t("report.usd_per_run"),
+        t("report.usd_gpu_h"),
+    )
     return [h(2, t("report.cost")), table(header, rows, "aiwb-cost")]
 
 
