@@ -47,6 +47,7 @@ def english_words(lang: str) -> frozenset[str]:
     return frozenset(w for w in (en - other) | FUNCTION_WORDS if len(w) >= 3 and w not in SHARED)
 
 
+IDENTIFIER = re.compile(r"\S*[\d_]\S*|\b[a-z]+(?:-[a-z]+)+\b")  # fp32, kv_cache, bert-base-uncased
 #: a figure in English format: a decimal point before a unit, or thousands grouped by commas twice
 ENGLISH_NUMBER = re.compile(
     r"(?<![\w.,])\d+\.\d+ ?(?:[KMGT]i?B(?:/s)?|ms|s|%|W|h|\$)(?![\w])|(?<![\w.,])\d{1,3}(?:,\d{3}){2,}(?![\d])"
@@ -59,7 +60,8 @@ def english_left(text: str, lang: str) -> list[str]:
     words = english_words(lang)
     out: list[str] = []
     for line in dict.fromkeys(x.strip() for x in text.splitlines() if x.strip()):
-        hits = [w for w in WORD.findall(line) if w.lower() in words] + ENGLISH_NUMBER.findall(line)
+        prose = IDENTIFIER.sub(" ", line)  # names such as inference-4xl40s or kv_cache are no words
+        hits = [w for w in WORD.findall(prose) if w.lower() in words] + ENGLISH_NUMBER.findall(line)
         if hits:
             out.append(f"{line[:160]}  [{', '.join(dict.fromkeys(hits))}]")
     return out

@@ -100,7 +100,12 @@ class ProfileLocker(Composite):
         self._summary()
 
     def _summary(self) -> None:
-        rows = [[r.proof, r.verdict, r.device, ", ".join(r.flags) or "—"] for r in self.results]
+        from aiworkbook.charts.theme import verdict_label
+
+        rows = [
+            [r.proof, verdict_label(r.verdict, self.lang), r.device, ", ".join(r.flags) or "—"]
+            for r in self.results
+        ]
         table = (
             html_table([self.t("proof"), self.t("verdict"), self.t("device"), self.t("flags")], rows)
             if rows

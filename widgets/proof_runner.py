@@ -17,6 +17,7 @@ import ipywidgets as W
 import traitlets
 
 from aiworkbook.errors import SpecError
+from aiworkbook.patterns.i18n import said
 from aiworkbook.units import fmt_value
 
 from .base import (
@@ -207,10 +208,11 @@ class ProofRunner(Composite):
         rough = self.t("rough", seconds=p.rough_s) if p.rough_s else ""
         # a setting the proof leaves unset (a sweep's cap, an SLO off) is not shown as "=None"
         sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items() if v is not None)
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in p.notes)
+        notes = "".join(f"<li>{html.escape(said(n, self.lang))}</li>" for n in p.notes)
         self.plan_view.value = (
             f"<b>{html.escape(self.t('plan'))}</b> ({html.escape(p.device)}): {self.t('predicted')} "
-            f"{html.escape(p.predicted_label)} = <b>{fmt_value(p.predicted, p.unit, self.lang)}</b> "
+            f"{html.escape(said(p.predicted_label, self.lang))} = "
+            f"<b>{said(fmt_value(p.predicted, p.unit, self.lang), self.lang)}</b> "
             f"{html.escape(fits)} {html.escape(rough)}<br><small>{html.escape(sizes)}</small>"
             + (f"<ul>{notes}</ul>" if notes else "")
         )
@@ -281,19 +283,20 @@ class ProofRunner(Composite):
 
     def _show_result(self, r: Any) -> None:
         from aiworkbook.charts import proofs_chart
+        from aiworkbook.charts.theme import verdict_label
         from aiworkbook.proofs.flags import FLAGS
 
         colour = {"pass": "#0072B2", "fail": "#D55E00"}.get(r.verdict, "#555555")
         flags = [[f, FLAGS.get(f, "")] for f in r.flags]
         ratio = fmt_value(r.ratio, "ratio", self.lang) if r.ratio is not None else "n/a"
         self.outcome.value = (
-            f'<b style="color:{colour}">[{html.escape(r.verdict)}]</b> '
+            f'<b style="color:{colour}">[{html.escape(verdict_label(r.verdict, self.lang))}]</b> '
             f"{self.t('measured')} <b>{fmt_value(r.measured, r.unit, self.lang)}</b> / {self.t('predicted')} "
-            f"{html.escape(r.predicted_label)} <b>{fmt_value(r.predicted, r.unit, self.lang)}</b> "
+            f"{html.escape(said(r.predicted_label, self.lang))} <b>{fmt_value(r.predicted, r.unit, self.lang)}</b> "
             f"({self.t('ratio')} {ratio}, ±{fmt_value(r.tolerance, 'fraction', self.lang)}) "
             f"{self.t('on_device')} {html.escape(r.device)}"
             + (html_table([self.t("flags"), ""], flags) if flags else "")
-            + "".join(f"<br><small>{html.escape(n)}</small>" for n in r.notes)
+            + "".join(f"<br><small>{html.escape(said(n, self.lang))}</small>" for n in r.notes)
         )
         self.progress.bar_style = "success" if r.verdict == "pass" else "warning"
         self.chart.chart = self._chart(r, proofs_chart, self.lang)

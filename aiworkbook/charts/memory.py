@@ -9,7 +9,7 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import HEIGHT, component_label, finish, gib, scale, tr
+from aiworkbook.charts.theme import HEIGHT, component_label, finish, formula_words, gib, scale, tr
 from aiworkbook.sizing.memory import COMPONENTS
 from aiworkbook.units import fmt_bytes
 
@@ -31,7 +31,7 @@ def memory_rows(estimate: Any, lang: str = "en") -> list[dict[str, Any]]:
             "order": i,
             "bytes": int(mem[c]),
             "gib": gib(mem[c]),
-            "formula": formulas.get(c, ""),
+            "formula": formula_words(formulas.get(c, ""), lang),
         }
         for i, c in enumerate(COMPONENTS)
         if mem.get(c)

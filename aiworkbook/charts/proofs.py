@@ -7,7 +7,7 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import ESTIMATE_COLOUR, HEIGHT, finish, tr, verdict_scale
+from aiworkbook.charts.theme import ESTIMATE_COLOUR, HEIGHT, finish, tr, verdict_legend, verdict_scale
 
 ESTIMATE = "estimate"
 MEASURED = "measured"
@@ -72,7 +72,13 @@ def proofs_chart(results: list[Any], lang: str = "en") -> alt.LayerChart:
     chart = alt.layer(
         est.encode(x=x),
         meas.encode(
-            x=x, color=alt.Color("verdict:N", scale=verdict_scale(), title=tr("chart.verdict", lang))
+            x=x,
+            color=alt.Color(
+                "verdict:N",
+                scale=verdict_scale(),
+                title=tr("chart.verdict", lang),
+                legend=verdict_legend(lang),
+            ),
         ),
         one,
     ).properties(width=360, height=max(HEIGHT // 2, 48 * max(1, len(results))))

@@ -10,8 +10,9 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
-from aiworkbook.i18n_format import fixed, integer, localize_numbers, percent
+from aiworkbook.i18n_format import fixed, integer, percent
 from aiworkbook.patterns import get_pattern, recommend, text
+from aiworkbook.patterns.i18n import said
 from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
@@ -119,13 +120,24 @@ def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
         rows += [(f"{label} · {t('report.pool')}", pool.name, *_node_cells(pool, t)) for pool in node.pools]
     if rows:
         out.append(table(("", t("report.name"), "GPU", "CPU", "RAM", t("report.storage"), "USD/h"), rows))
-    out.append(p(f"{t('report.fingerprint')}: {prof.node.fingerprint.describe()}", "aiwb-fingerprint"))
+    out.append(p(f"{t('report.fingerprint')}: {_fingerprint(prof, t)}", "aiwb-fingerprint"))
     return out
 
 
+def _fingerprint(prof: LockedProfile, t: _Texts) -> str:
+    """The node's fingerprint in one line, its words in the report's language."""
+    import re
+
+    said = prof.node.fingerprint.describe()
+    return said if t.lang == "en" else re.sub(r"\bdriver\b", t("report.driver"), said)
+
+
 def _node_cells(node: Any, t: _Texts) -> tuple[str, ...]:
+    import re
+
     gpu = f"{node.gpu_count} × {node.gpu}" if node.gpu else (node.gpu_status or "—")
-    cpu = f"{node.cpu_model or '?'} ({node.cpu_cores} {t('report.cores')})"
+    model = re.sub(r"\s*\(\d+ cores\)$", "", node.cpu_model or "?")  # a declared "(32 cores)" said once
+    cpu = f"{model} ({node.cpu_cores} {t('report.cores')})"
     disk = (
         f"{fmt_bytes(node.local_storage_bytes, lang=t.lang)} {node.storage_type}".strip()
         if node.local_storage_bytes
@@ -148,14 +160,14 @@ def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
             t("mode." + wl["mode"]) if wl.get("mode") in ("infer", "train", "lora", "qlora") else wl["mode"]
         )
         out.append(h(3, f"{w.name}: {est['model']} ({mode}) · {est.get('gpu') or est['device']}"))
-        from aiworkbook.charts.theme import component_label
+        from aiworkbook.charts.theme import component_label, formula_words
 
         mem, formulas = est["memory"], est.get("formulas", {})
         rows = [
             (
                 component_label(c, t.lang),
                 fmt_bytes(v, lang=t.lang),
-                localize_numbers(formulas.get(c, ""), t.lang),
+                formula_words(formulas.get(c, ""), t.lang),
             )
             for c, v in mem.items()
             if v or c == "total"
@@ -186,6 +198,8 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     out = [h(2, t("report.proofs"))]
     if not prof.proofs:
         return [*out, p(t("report.no_proofs"))]
+    from aiworkbook.charts.theme import verdict_label
+
     rows, flags = [], set()
     for g in prof.proofs:
         r = g.result
@@ -197,7 +211,7 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
                 _estimate_cell(r, t.lang),
                 fmt_value(r.get("measured"), r.get("unit", ""), t.lang),
                 ratio,
-                r.get("verdict", ""),
+                verdict_label(r.get("verdict", ""), t.lang),
                 ", ".join(r.get("flags", [])) or "—",
                 f"±{percent(tol.pass_within, 0, t.lang)} / ±{percent(tol.fail_beyond, 0, t.lang)}",
             )
@@ -217,7 +231,10 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         out += [h(3, t("report.flags")), ul(f"{f}: {FLAGS.get(f, '')}" for f in sorted(flags))]
     noted = [g for g in prof.proofs if g.result.get("notes")]
     if noted:  # what a proof found beside its one figure: the serving proof's SLO load, the KV run-out
-        out += [h(3, t("report.proof_notes")), ul(f"{g.name}: {n}" for g in noted for n in g.result["notes"])]
+        out += [
+            h(3, t("report.proof_notes")),
+            ul(f"{g.name}: {said(n, t.lang)}" for g in noted for n in g.result["notes"]),
+        ]
     if charts:
         from aiworkbook.charts import proofs_chart
 
@@ -230,7 +247,7 @@ def _estimate_cell(r: dict[str, Any], lang: str = "en") -> str:
     if r.get("predicted") is None:
         return "—"
     value = fmt_value(r.get("predicted"), r.get("unit", ""), lang)
-    return f"{r['predicted_label']}: {value}" if r.get("predicted_label") else value
+    return f"{said(r['predicted_label'], lang)}: {value}" if r.get("predicted_label") else value
 
 
 def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
@@ -364,9 +381,19 @@ def _environment(prof: LockedProfile, t: _Texts) -> list[Block]:
                 g.result.get("created", ""),
             )
         )
-    out = [h(2, t("report.environment")), p(f"{t('report.fingerprint')}: {prof.node.fingerprint.describe()}")]
+    out = [h(2, t("report.environment")), p(f"{t('report.fingerprint')}: {_fingerprint(prof, t)}")]
     if rows:
-        out.append(table(("proof", "device", "GPU", "driver", "torch", "CPU", "threads", "run at"), rows))
+        head = (
+            "report.proof",
+            "report.device",
+            "GPU",
+            "report.driver",
+            "torch",
+            "CPU",
+            "report.threads",
+            "report.run_at",
+        )
+        out.append(table(tuple(t(k) if k.startswith("report.") else k for k in head), rows))
     return out
 
 
