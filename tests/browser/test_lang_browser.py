@@ -18,11 +18,12 @@ from english_left import english_left  # noqa: E402
 pytestmark = pytest.mark.browser
 
 SETTLE_MS = 60_000  # the sizer's answer and the charts, computed after the page is ready
-#: what each dashboard shows once it has answered (waited for before the text is read)
+#: what each dashboard shows once it has answered (waited for before the text is read): a drawn chart's
+#: words, or the proof plan
 ANSWERED = {
-    "sizing": ".aiwb-model-sizer svg.marks",
-    "monitor": ".aiwb-gpu-monitor svg.marks",
-    "report": ".aiwb-proof-runner .aiwb-value",
+    "sizing": "() => document.querySelectorAll('.aiwb-model-sizer svg.marks text').length > 3",
+    "monitor": "() => document.querySelectorAll('.aiwb-gpu-monitor svg.marks text').length > 3",
+    "report": "() => document.querySelector('.aiwb-proof-runner .aiwb-value')?.textContent.trim().length > 0",
 }
 TEXT_JS = """() => [document.body.innerText,
   ...Array.from(document.querySelectorAll('svg text')).map(t => t.textContent)].join('\\n')"""
@@ -35,7 +36,7 @@ def test_no_english_left(browser, servers, name, lang):
     sep = "&" if "?" in spec.url else "?"
     page = open_dashboard(browser, f"{spec.url}{sep}lang={lang}")
     try:
-        page.wait_for_selector(ANSWERED[name], timeout=SETTLE_MS)
+        page.wait_for_function(ANSWERED[name], timeout=SETTLE_MS)
         page.wait_for_function(
             "() => Array.from(document.querySelectorAll('.aiwb-status')).every(e => !e.textContent.trim())",
             timeout=SETTLE_MS,
@@ -44,6 +45,17 @@ def test_no_english_left(browser, servers, name, lang):
         assert switch.input_value() == lang  # the switch shows the page's language
         text = page.evaluate(TEXT_JS)
         shot(page, f"lang-{name}-{lang}")
+        if name == "monitor":  # the recorded trace's charts and titles too
+            from aiworkbook.widgets.i18n import label
+
+            page.locator(".aiwb-gpu-monitor button", has_text=label("recorded", lang)).click()
+            page.wait_for_function(
+                "() => document.querySelectorAll('.aiwb-gpu-monitor svg.marks').length >= 4 && Array.from("
+                "document.querySelectorAll('.aiwb-gpu-monitor svg.marks')).every(s => s.querySelectorAll('text').length > 3)",
+                timeout=SETTLE_MS,
+            )
+            text += "\n" + page.evaluate(TEXT_JS)
+            shot(page, f"lang-{name}-{lang}-recorded")
         left = english_left(text, lang)
         assert not left, f"English left on the {lang} {name} dashboard:\n" + "\n".join(left)
     finally:
