@@ -122,6 +122,8 @@ def test_a_bad_number_reads_in_german():
     try:
         s.value = {"tp": "x"}
         assert "ist nicht gültig; erlaubt:" in s.error
+        s.show_error(SpecError("seq_len", 10**12, "an integer from 1 to 16,777,216"))
+        assert s.error.endswith("erlaubt: eine ganze Zahl von 1 bis 16.777.216")
     finally:
         s.close()
 

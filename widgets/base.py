@@ -270,9 +270,11 @@ class Composite(W.VBox):
 
         if isinstance(exc, SpecError) and self.lang != "en":  # the frame in the viewer's language
             from aiworkbook.errors import printable, quote
+            from aiworkbook.patterns.i18n import said
 
+            allowed = said(exc.allowed, self.lang)  # the library's words where the catalog has them
             self.error = self.t(
-                "error_line", field=printable(exc.field), value=quote(exc.value), allowed=exc.allowed
+                "error_line", field=printable(exc.field), value=quote(exc.value), allowed=allowed
             )
             return
         self.error = str(exc) if isinstance(exc, SpecError) else f"{type(exc).__name__}: {exc}"

@@ -350,4 +350,11 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "said.n/a": "k. A.",
     "said.busbw = algbw x {}": "busbw = algbw x {}",
     "said.torchrun --standalone --nproc-per-node {}": "torchrun --standalone --nproc-per-node {}",
+    "said.an integer from {} to {}": "eine ganze Zahl von {} bis {}",
+    "said.an integer >= {}": "eine ganze Zahl >= {}",
+    "said.a fraction in ({}, {}]": "ein Anteil in ({}, {}]",
+    "said.a fraction in [{}, {})": "ein Anteil in [{}, {})",
+    "said.a finite number >= {}": "eine endliche Zahl >= {}",
+    "said.an integer >= {} or the engine default": "eine ganze Zahl >= {} oder die Vorgabe der Engine",
+    "said.a number from {} to {}": "eine Zahl von {} bis {}",
 }

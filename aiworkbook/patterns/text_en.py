@@ -355,4 +355,11 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "said.n/a": "n/a",
     "said.busbw = algbw x {}": "busbw = algbw x {}",
     "said.torchrun --standalone --nproc-per-node {}": "torchrun --standalone --nproc-per-node {}",
+    "said.an integer from {} to {}": "an integer from {} to {}",
+    "said.an integer >= {}": "an integer >= {}",
+    "said.a fraction in ({}, {}]": "a fraction in ({}, {}]",
+    "said.a fraction in [{}, {})": "a fraction in [{}, {})",
+    "said.a finite number >= {}": "a finite number >= {}",
+    "said.an integer >= {} or the engine default": "an integer >= {} or the engine default",
+    "said.a number from {} to {}": "a number from {} to {}",
 }

@@ -350,4 +350,11 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "said.n/a": "n.v.t.",
     "said.busbw = algbw x {}": "busbw = algbw x {}",
     "said.torchrun --standalone --nproc-per-node {}": "torchrun --standalone --nproc-per-node {}",
+    "said.an integer from {} to {}": "een geheel getal van {} tot en met {}",
+    "said.an integer >= {}": "een geheel getal >= {}",
+    "said.a fraction in ({}, {}]": "een fractie in ({}, {}]",
+    "said.a fraction in [{}, {})": "een fractie in [{}, {})",
+    "said.a finite number >= {}": "een eindig getal >= {}",
+    "said.an integer >= {} or the engine default": "een geheel getal >= {} of de standaard van de engine",
+    "said.a number from {} to {}": "een getal van {} tot en met {}",
 }
