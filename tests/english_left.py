@@ -47,7 +47,8 @@ def english_words(lang: str) -> frozenset[str]:
     return frozenset(w for w in (en - other) | FUNCTION_WORDS if len(w) >= 3 and w not in SHARED)
 
 
-IDENTIFIER = re.compile(r"\S*[\d_]\S*|\b[a-z]+(?:-[a-z]+)+\b")  # fp32, kv_cache, bert-base-uncased
+#: names, not words: fp32, kv_cache, bert-base-uncased, and settings written as name=value
+IDENTIFIER = re.compile(r"\S*[\d_]\S*|\b[a-z]+(?:-[a-z]+)+\b|\b\w+=\S*")
 #: a figure in English format: a decimal point before a unit, or thousands grouped by commas twice
 ENGLISH_NUMBER = re.compile(
     r"(?<![\w.,])\d+\.\d+ ?(?:[KMGT]i?B(?:/s)?|ms|s|%|W|h|\$)(?![\w])|(?<![\w.,])\d{1,3}(?:,\d{3}){2,}(?![\d])"
@@ -71,3 +72,39 @@ if __name__ == "__main__":
     left = english_left(open(sys.argv[2], encoding="utf-8").read(), sys.argv[1])
     print("\n".join(left) or "no English left")
     sys.exit(1 if left else 0)
+
+
+def widget_text(w: object, out: list[str] | None = None) -> list[str]:
+    """Every string a viewer can read in widget `w` and its children: HTML (tags stripped), descriptions,
+    drop-down labels, accordion titles, and a chart's titles, axis and legend titles and legend words."""
+    import html
+
+    out = [] if out is None else out
+    value = getattr(w, "value", None)
+    if type(w).__name__ in ("HTML", "HTMLMath") and isinstance(value, str):
+        out.append(html.unescape(re.sub(r"<[^>]+>", "\n", value)))
+    if isinstance(getattr(w, "description", None), str):
+        out.append(w.description)  # type: ignore[attr-defined]
+    out.extend(getattr(w, "_options_labels", ()) or ())
+    out.extend(t for t in (getattr(w, "titles", ()) or ()) if t)
+    spec = getattr(w, "spec", None) if hasattr(w, "embed_options") else None
+    if isinstance(spec, dict):
+        _chart_text({k: v for k, v in spec.items() if k not in ("datasets", "data")}, out)
+        for rows in (spec.get("datasets") or {}).values():
+            for r in rows:
+                out.extend(str(r[k]) for k in ("label", "bar", "series") if isinstance(r.get(k), str))
+    for c in getattr(w, "children", ()) or ():
+        widget_text(c, out)
+    return out
+
+
+def _chart_text(o: object, out: list[str]) -> None:
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k in ("title", "text") and isinstance(v, str):
+                out.append(v)
+            elif k != "labelExpr":
+                _chart_text(v, out)
+    elif isinstance(o, list):
+        for x in o:
+            _chart_text(x, out)

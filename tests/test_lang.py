@@ -148,3 +148,34 @@ def test_offline_report_has_no_english_words_or_figures(lang):
     body = re.sub(r"<style>.*?</style>|<[^>]+>", "\n", page.split("<body", 1)[1].split(">", 1)[1], flags=re.S)
     left = english_left(html.unescape(body), lang)
     assert not left, "English left in the report:\n" + "\n".join(left)
+
+
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_widgets_in_every_mode_and_proof_leave_no_english(lang):
+    """The states a viewer reaches by clicking (each mode, a model that does not fit, each proof's
+    plan), read from the widgets themselves: faster and wider than the browser test."""
+    from aiworkbook.widgets import KVPlanner, ModelSizer, ProfileLocker, ProofRunner
+    from english_left import widget_text
+
+    found: dict[str, str] = {}
+
+    def check(w: object, where: str) -> None:
+        for line in english_left("\n".join(widget_text(w)), lang):
+            found.setdefault(line, where)
+
+    sizer = ModelSizer(lang=lang, background=False)
+    for mode in ("infer", "train", "lora", "qlora"):
+        sizer.controls["mode"].value = mode
+        check(sizer, f"sizer, {mode}")
+    sizer.value = {"model": "llama-3-70b", "gpu": "RTX-4090", "mode": "infer"}
+    check(sizer, "sizer, 70B on an RTX-4090")
+    kv = KVPlanner(lang=lang, background=False)
+    check(kv, "KV planner")
+    runner = ProofRunner(lang=lang, allow_run=False)
+    for name in runner.registry.names():
+        runner.proof.value = name
+        check(runner, f"proof {name}")
+    check(ProfileLocker(lang=lang, detect=False), "profile locker")
+    for w in (sizer, kv, runner):
+        w.close()
+    assert not found, "English left:\n" + "\n".join(f"{where}: {line}" for line, where in found.items())

@@ -71,14 +71,7 @@ def _rule_label(name: str, lang: str) -> str:
 def rule_formula(formula: str, lang: str = "en") -> str:
     """The rule of thumb's formula ("6 B · 8,030,261,248 params + KV cache") in `lang`: its words from the
     catalog, its numbers in the language's format."""
-    if lang == "en":
-        return formula
-    from aiworkbook.i18n_format import localize_numbers
-
-    for word, key in ((" params", "chart.params"), ("KV cache", "component.kv_cache")):
-        formula = formula.replace(word, (" " if word.startswith(" ") else "") + tr(key, lang))
-    formula = formula.replace("activations", component_label("activations", lang))
-    return localize_numbers(formula, lang)
+    return formula_words(formula, lang)
 
 
 def memory_chart(estimate: Any, lang: str = "en") -> alt.LayerChart:

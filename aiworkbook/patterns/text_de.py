@@ -357,4 +357,6 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "said.a finite number >= {}": "eine endliche Zahl >= {}",
     "said.an integer >= {} or the engine default": "eine ganze Zahl >= {} oder die Vorgabe der Engine",
     "said.a number from {} to {}": "eine Zahl von {} bis {}",
+    "formula.phrase.14": "Schätzung von LLaMA-Factory für",
+    "formula.phrase.15": "KV-Cache",
 }

@@ -362,4 +362,6 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "said.a finite number >= {}": "a finite number >= {}",
     "said.an integer >= {} or the engine default": "an integer >= {} or the engine default",
     "said.a number from {} to {}": "a number from {} to {}",
+    "formula.phrase.14": "LLaMA-Factory's estimate for",
+    "formula.phrase.15": "KV cache",
 }

@@ -357,4 +357,6 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "said.a finite number >= {}": "een eindig getal >= {}",
     "said.an integer >= {} or the engine default": "een geheel getal >= {} of de standaard van de engine",
     "said.a number from {} to {}": "een getal van {} tot en met {}",
+    "formula.phrase.14": "schatting van LLaMA-Factory voor",
+    "formula.phrase.15": "KV-cache",
 }
