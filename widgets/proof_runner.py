@@ -287,7 +287,7 @@ class ProofRunner(Composite):
         from aiworkbook.proofs.flags import FLAGS
 
         colour = {"pass": "#0072B2", "fail": "#D55E00"}.get(r.verdict, "#555555")
-        flags = [[f, FLAGS.get(f, "")] for f in r.flags]
+        flags = [[f, self._said(f"flag.{f}", FLAGS.get(f, ""))] for f in r.flags]
         ratio = fmt_value(r.ratio, "ratio", self.lang) if r.ratio is not None else "n/a"
         self.outcome.value = (
             f'<b style="color:{colour}">[{html.escape(verdict_label(r.verdict, self.lang))}]</b> '

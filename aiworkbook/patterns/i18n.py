@@ -43,7 +43,7 @@ def _get(key: str, lang: str) -> str | tuple[str, ...]:
 
 
 #: a figure inside a sentence the library wrote (not a digit inside a name such as fp32)
-_FIGURE = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?![\w])")
+_FIGURE = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?=x\b|[^\w]|$)")  # 1.69x is a figure too
 
 
 def said(sentence: str, lang: str = "en") -> str:

@@ -228,7 +228,10 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     )
     out.append(table(header, rows, "aiwb-proofs"))
     if flags:
-        out += [h(3, t("report.flags")), ul(f"{f}: {FLAGS.get(f, '')}" for f in sorted(flags))]
+        out += [
+            h(3, t("report.flags")),
+            ul(f"{f}: {t('flag.' + f) if f in FLAGS else ''}" for f in sorted(flags)),
+        ]
     noted = [g for g in prof.proofs if g.result.get("notes")]
     if noted:  # what a proof found beside its one figure: the serving proof's SLO load, the KV run-out
         out += [
