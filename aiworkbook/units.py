@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import math
 
+from aiworkbook.i18n_format import decimal_sign, fixed, general, money, percent
+
+#: "days" in the languages of the dashboards (fmt_seconds)
+_DAYS = {"nl": "dagen", "de": "Tage"}
+_PER_MTOK = {"nl": "per miljoen tokens", "de": "pro Million Tokens"}
+
 GiB = 2**30
 MiB = 2**20
 KiB = 2**10
@@ -52,9 +58,10 @@ def _missing(x: object) -> bool:
     return x is None or (isinstance(x, float) and not math.isfinite(x))
 
 
-def fmt_bytes(n: float, unit: str = "auto") -> str:
+def fmt_bytes(n: float, unit: str = "auto", lang: str = "en") -> str:
     """Binary units (KiB..TiB) chosen by size, or the unit asked for (GiB, MiB, KiB, TiB, or decimal
-    GB/MB/TB), always labelled. None/NaN give "n/a"; an unknown unit is a SpecError."""
+    GB/MB/TB), always labelled, numbers in `lang` (aiworkbook.i18n_format). None/NaN give "n/a"; an
+    unknown unit is a SpecError."""
     if _missing(n):
         return "n/a"
     if unit != "auto":
@@ -63,49 +70,49 @@ def fmt_bytes(n: float, unit: str = "auto") -> str:
 
             raise SpecError("unit", unit, "auto, " + ", ".join(BYTE_UNITS))
         digits = 1 if unit in ("MB", "MiB", "KiB") else 2
-        return f"{n / BYTE_UNITS[unit]:,.{digits}f} {unit}"
+        return f"{fixed(n / BYTE_UNITS[unit], digits, lang)} {unit}"
     sign = "-" if n < 0 else ""
     a = abs(n)
     for name, size in (("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
         if a >= size:
-            return f"{sign}{a / size:,.2f} {name}"
+            return f"{sign}{fixed(a / size, 2, lang)} {name}"
     return f"{sign}{int(a)} B"
 
 
-def fmt_count(n: float) -> str:
+def fmt_count(n: float, lang: str = "en") -> str:
     """Parameter-style counts: 8.03 B, 124.4 M, with the exact integer kept elsewhere."""
     a = abs(n)
     for name, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if a >= size:
-            return f"{n / size:,.2f} {name}"
-    return f"{n:,.0f}"
+            return f"{fixed(n / size, 2, lang)} {name}"
+    return fixed(n, 0, lang)
 
 
-def fmt_seconds(s: float) -> str:
+def fmt_seconds(s: float, lang: str = "en") -> str:
     """ns/us/ms/s/min/h/days chosen by magnitude."""
     if s is None or (isinstance(s, float) and (math.isnan(s) or math.isinf(s))):
         return "n/a"
     a = abs(s)
     if a < 1e-6:
-        return f"{s * 1e9:.1f} ns"
+        return f"{fixed(s * 1e9, 1, lang, False)} ns"
     if a < 1e-3:
-        return f"{s * 1e6:.1f} us"
+        return f"{fixed(s * 1e6, 1, lang, False)} us"
     if a < 1:
-        return f"{s * 1e3:.2f} ms"
+        return f"{fixed(s * 1e3, 2, lang, False)} ms"
     if a < 120:
-        return f"{s:.2f} s"
+        return f"{fixed(s, 2, lang, False)} s"
     if a < 7200:
-        return f"{s / 60:.1f} min"
+        return f"{fixed(s / 60, 1, lang, False)} min"
     if a < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
+        return f"{fixed(s / 3600, 1, lang, False)} h"
+    return f"{fixed(s / 86400, 1, lang, False)} {_DAYS.get(lang, 'days')}"
 
 
 #: The units fmt_rate accepts (besides "auto").
 RATE_UNITS: dict[str, float] = {"TB/s": TB, "GB/s": GB, "MB/s": MB, "kB/s": 1e3, "GiB/s": GiB, "MiB/s": MiB}
 
 
-def fmt_rate(bps: float, unit: str = "GB/s") -> str:
+def fmt_rate(bps: float, unit: str = "GB/s", lang: str = "en") -> str:
     """Bandwidth in decimal units (GB/s = 1e9 B/s), the convention of datasheets and nccl-tests.
     unit="auto" picks B/s, kB/s, MB/s, GB/s or TB/s by size (host disk and network rates); binary
     GiB/s and MiB/s on request. None/NaN give "n/a"; an unknown unit is a SpecError."""
@@ -117,40 +124,40 @@ def fmt_rate(bps: float, unit: str = "GB/s") -> str:
                 unit = name
                 break
         else:
-            return f"{bps:,.0f} B/s"
+            return f"{fixed(bps, 0, lang)} B/s"
     if unit not in RATE_UNITS:
         from aiworkbook.errors import SpecError
 
         raise SpecError("unit", unit, "auto, " + ", ".join(RATE_UNITS))
     digits = {"TB/s": 3, "MB/s": 1, "kB/s": 1, "MiB/s": 1}.get(unit, 2)
-    return f"{bps / RATE_UNITS[unit]:,.{digits}f} {unit}"
+    return f"{fixed(bps / RATE_UNITS[unit], digits, lang)} {unit}"
 
 
-def fmt_flops(f: float) -> str:
+def fmt_flops(f: float, lang: str = "en") -> str:
     """FLOP/s in decimal units (TFLOP/s = 1e12); None/NaN give "n/a"."""
     if _missing(f):
         return "n/a"
     for name, size in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9)):
         if abs(f) >= size:
-            return f"{f / size:,.1f} {name}"
-    return f"{f:,.0f} FLOP/s"
+            return f"{fixed(f / size, 1, lang)} {name}"
+    return f"{fixed(f, 0, lang)} FLOP/s"
 
 
-def fmt_number(v: float) -> str:
+def fmt_number(v: float, lang: str = "en") -> str:
     """A plain figure for people: thousands separated, never scientific notation between 1e-3 and 1e15."""
     if _missing(v):
         return "n/a"
     a = abs(v)
     if isinstance(v, int) or a >= 100:
-        return f"{v:,.0f}"
+        return fixed(v, 0, lang)
     if a >= 1:
-        return f"{v:,.2f}"
+        return fixed(v, 2, lang)
     if a >= 1e-3 or a == 0:
-        return f"{v:.4f}".rstrip("0").rstrip(".") if a else "0"
-    return f"{v:.3g}"
+        return f"{v:.4f}".rstrip("0").rstrip(".").replace(".", decimal_sign(lang)) if a else "0"
+    return general(v, 3, lang)
 
 
-def fmt_value(v: object, unit: str = "") -> str:
+def fmt_value(v: object, unit: str = "", lang: str = "en") -> str:
     """One figure in its unit (the unit a typed section's field declares): bytes binary, rates decimal,
     seconds in s (a long time also in min/h/days), fractions in %, money in $; None/NaN give n/a."""
     if isinstance(v, bool):
@@ -160,27 +167,27 @@ def fmt_value(v: object, unit: str = "") -> str:
     if not isinstance(v, int | float) or _missing(v):
         return "n/a" if isinstance(v, int | float) else str(v)
     if unit == "B":
-        return fmt_bytes(v)
+        return fmt_bytes(v, lang=lang)
     if unit == "B/s":
-        return fmt_rate(v, "auto")
+        return fmt_rate(v, "auto", lang)
     if unit == "FLOP/s":
-        return fmt_flops(v)
+        return fmt_flops(v, lang)
     if unit == "FLOP":
-        return fmt_flops(v).replace("/s", "")
+        return fmt_flops(v, lang).replace("/s", "")
     if unit == "s":
-        return f"{fmt_number(v)} s ({fmt_seconds(v)})" if abs(v) >= 120 else fmt_seconds(v)
+        return f"{fmt_number(v, lang)} s ({fmt_seconds(v, lang)})" if abs(v) >= 120 else fmt_seconds(v, lang)
     if unit == "fraction":
-        return f"{v:.1%}"
+        return percent(v, 1, lang)
     if unit == "$":
-        return f"${v:,.2f}"
+        return money(v, lang)
     if unit == "$/h":
-        return f"${v:,.2f}/h"
+        return f"{money(v, lang)}/h"
     if unit == "$/Mtok":
-        return f"${fmt_number(v)} per M tokens"
+        return f"{money(v, lang)} {_PER_MTOK.get(lang, 'per M tokens')}"
     if unit == "J/Mtok":
-        return f"{fmt_number(v)} J per M tokens"
+        return f"{fmt_number(v, lang)} J {_PER_MTOK.get(lang, 'per M tokens')}"
     if unit in ("tokens/s", "1/s"):
-        return f"{fmt_number(v)}/s" if unit == "1/s" else f"{fmt_number(v)} tokens/s"
+        return f"{fmt_number(v, lang)}/s" if unit == "1/s" else f"{fmt_number(v, lang)} tokens/s"
     if unit == "ratio":
-        return f"{v:.3f}"
-    return f"{fmt_number(v)} {unit}".rstrip()
+        return fixed(v, 3, lang, False)
+    return f"{fmt_number(v, lang)} {unit}".rstrip()

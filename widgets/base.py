@@ -21,7 +21,7 @@ import traitlets
 
 from aiworkbook import _lazy_iri  # noqa: F401  (before anything imports altair; see its docstring)
 
-from .i18n import check_lang, label
+from .i18n import check_lang, choice, label
 
 _offline_done = False
 _offline_lock = threading.Lock()
@@ -39,7 +39,33 @@ def chart_view(chart: Any = None) -> Any:
         if not _offline_done:
             enable_offline()
             _offline_done = True
-    return alt.JupyterChart(chart if chart is not None else alt.Chart(alt.Data(values=[])).mark_point())
+    # SVG, not canvas: a chart's words are text a screen reader, a search and the language test read
+    return alt.JupyterChart(
+        chart if chart is not None else alt.Chart(alt.Data(values=[])).mark_point(), embed_options=EMBED
+    )
+
+
+#: vega-embed's options for every chart (https://github.com/vega/vega-embed#options)
+EMBED: dict[str, Any] = {"renderer": "svg"}
+#: vega-embed's action menu in Dutch and German (its `i18n` option)
+EMBED_I18N: dict[str, dict[str, str]] = {
+    "nl": {
+        "CLICK_TO_VIEW_ACTIONS": "Klik voor acties",
+        "COMPILED_ACTION": "Vega-code bekijken",
+        "EDITOR_ACTION": "Openen in de Vega-editor",
+        "PNG_ACTION": "Opslaan als PNG",
+        "SOURCE_ACTION": "Bron bekijken",
+        "SVG_ACTION": "Opslaan als SVG",
+    },
+    "de": {
+        "CLICK_TO_VIEW_ACTIONS": "Für Aktionen klicken",
+        "COMPILED_ACTION": "Vega-Code ansehen",
+        "EDITOR_ACTION": "Im Vega-Editor öffnen",
+        "PNG_ACTION": "Als PNG speichern",
+        "SOURCE_ACTION": "Quelle ansehen",
+        "SVG_ACTION": "Als SVG speichern",
+    },
+}
 
 
 def kernel_loop() -> asyncio.AbstractEventLoop | None:
@@ -255,6 +281,15 @@ class Composite(W.VBox):
         """One line for people: a SpecError's message (field, value, allowed) or the error's own text."""
         from aiworkbook.errors import SpecError
 
+        if isinstance(exc, SpecError) and self.lang != "en":  # the frame in the viewer's language
+            from aiworkbook.errors import printable, quote
+            from aiworkbook.patterns.i18n import said
+
+            allowed = said(exc.allowed, self.lang)  # the library's words where the catalog has them
+            self.error = self.t(
+                "error_line", field=printable(exc.field), value=quote(exc.value), allowed=allowed
+            )
+            return
         self.error = str(exc) if isinstance(exc, SpecError) else f"{type(exc).__name__}: {exc}"
 
     def guarded(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -270,7 +305,10 @@ class Composite(W.VBox):
         return call
 
     def ready(self) -> None:
-        """Mark the composite built (browser tests wait for `.aiwb-ready`); call last."""
+        """Mark the composite built (browser tests wait for `.aiwb-ready`); call last. Every choice
+        widget inside shows its options in the widget's language from now on (localize_choices)."""
+        if self.lang != "en":
+            localize_choices(self, self.lang)
         kids: tuple[Any, ...] = tuple(getattr(self, "children", ()))
         self.children = [*kids, style_html()]
         self.add_class("aiwb-ready")
@@ -312,6 +350,31 @@ def where_html(measured: bool = False, lang: str = "en") -> W.HTML:
     box = W.HTML(f"<i>{html.escape(here(measured).sentence(lang))}</i>")
     box.add_class("aiwb-where")
     return box
+
+
+def localize_choices(root: Any, lang: str) -> None:
+    """Each drop-down and toggle under `root` shows `choice.<label>` words in `lang`, also after its
+    options are replaced: options and values stay the library's, so the code that builds and reads them
+    is unchanged."""
+
+    def relabel(w: Any) -> None:
+        shown = tuple(choice(x, lang) for x in w._options_labels)
+        if shown != tuple(w._options_labels):
+            w.set_trait("_options_labels", shown)  # the words the browser shows; index and value unchanged
+
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        w = stack.pop()
+        if id(w) in seen:
+            continue
+        seen.add(id(w))
+        if isinstance(w, W.widgets.widget_selection._Selection):
+            relabel(w)
+            w.observe(lambda change: relabel(change["owner"]), names="_options_labels")
+        elif lang in EMBED_I18N and hasattr(w, "embed_options") and hasattr(w, "spec"):  # alt.JupyterChart
+            w.embed_options = {**(w.embed_options or {}), "i18n": EMBED_I18N[lang]}
+        stack.extend(getattr(w, "children", ()) or ())
 
 
 def value_html(text: str) -> W.HTML:

@@ -141,7 +141,7 @@ EN: dict[str, str] = {
     "priced_trained_on": "{price} per million tokens trained on {n} × {gpu}",
     "per_run": "per training run of {tokens} tokens",
     "budget_line": "Dashed line: the budget, {util} of the {gpu}'s memory that the engine may use; the itemised bar must stay under it to fit.",
-    "rule_explained": "Right-hand bar: the rule of thumb, {ratio:.1f}× the itemised bar: a quick guess from the parameter count alone. Trust the itemised bar: it counts each component for this shape, precision and engine.",
+    "rule_explained": "Right-hand bar: the rule of thumb, {ratio}× the itemised bar: a quick guess from the parameter count alone. Trust the itemised bar: it counts each component for this shape, precision and engine.",
     "beyond_positions": "an integer in [1, {max}]: {model} has {max} positions (max_position_embeddings)",
     "raise_tp": "The weights alone do not fit {box} × {gpu}: raise Tensor parallel to {tp}, the smallest size that fits.",
     "raise_tp_none": "The weights alone do not fit {box} × {gpu}, nor any tensor-parallel size up to 64: pick a larger GPU.",
@@ -160,6 +160,85 @@ EN: dict[str, str] = {
     "plan_line": "{proof}: predicts {predicted}; runs on {device}; takes {rough}",
     "plan_none": "{proof}: no prediction on {device} (the result is information only); runs on {device}; takes {rough}",
     "plan_inputs": "with {inputs}",
+    "the_cpu": "the CPU",
+    "the_gpu": "the GPU",
+    # page: titles and introductions of the dashboards (the notebooks' text)
+    "page.sizing.title": "Sizing: model → memory, GPUs, cost",
+    "page.sizing.intro": "Pick a model and its shape: the answer (fits or not, on which GPUs, at what cost) comes "
+    "first, the chart that explains it next, then the controls (a training mode adds the fine-tuning ones: "
+    "torch.compile, chunked loss, offloading, LoRA rank and targets, with the host memory they take) and "
+    "every formula behind the numbers. All figures come from aiworkbook.sizing, the same calls as "
+    "`aiworkbook size`.",
+    "page.kv.title": "KV cache and concurrency (inference)",
+    "page.kv.intro": "How many sequences fit at a context length, and the engine arguments that reserve that "
+    "memory. The planner follows the sizer's model and GPU.",
+    "page.preflight.title": "Pre-flight on this GPU (vLLM)",
+    "page.preflight.intro": "Will vllm serve start here now, next to what already holds the GPU? It reads the GPU "
+    "(who holds what), applies vLLM's start-up rule and says the largest --gpu-memory-utilization that starts, "
+    "with its KV cache: the same call as aiworkbook preflight vllm.",
+    "page.monitor.title": "GPU monitor",
+    "page.monitor.intro": "Utilisation, memory, power, temperature and throttle reasons from this machine's "
+    "one shared sampler (2 Hz). Without an NVIDIA GPU the monitor says so, shows the host and offers a "
+    "recorded trace, labelled as recorded. Started with AIWORKBOOK_PROMETHEUS_URL set, it shows the fleet "
+    "instead: every node and GPU that Prometheus scrapes, and since when a series has had no data.",
+    "page.report.title": "Proofs and profile report",
+    "page.report.intro": "Each proof shows its prediction before it runs, then the estimate next to what was "
+    "measured on this node, with verdicts and honesty flags. The profile locks the decision and checks later "
+    "runs against it. Proofs run only when the server was started with --allow-proofs, one at a time.",
+    "page.report.lock_title": "Lock the profile and write the report",
+    "page.report.workload_title": "A workload to lock: size it here, then press “Add the current sizing” above",
+    # choices a drop-down offers (the value stays the library's; only the words shown change)
+    "choice.infer": "inference",
+    "choice.train": "full training",
+    "choice.none": "none",
+    "choice.selective": "selective",
+    "choice.full": "full",
+    "tokens": "tokens",
+    "cheapest": "cheapest: {n} × {gpu} at {price}/h",
+    "error_line": "{field} = {value} is not valid; allowed: {allowed}",
+    "ratio": "ratio",
+    "on_device": "on",
+    "device": "device",
+    "bytes": "bytes",
+    # proof inputs (the registry's InputSpec names) and their choices
+    "input.model": "model",
+    "input.device": "device",
+    "input.quick": "quick run",
+    "input.target": "target URL",
+    "input.served_model": "served model",
+    "input.scheduler": "scheduler",
+    "input.backend": "backend",
+    "input.rate": "request rate (per s)",
+    "input.concurrency": "concurrency",
+    "input.sweep": "sweep",
+    "input.slo_ttft_ms": "SLO time to first token (ms)",
+    "input.slo_tpot_ms": "SLO time per output token (ms)",
+    "input.size_mb": "size (MB)",
+    "input.dir": "folder",
+    "input.format": "format",
+    "input.formats": "formats",
+    "input.gpus": "GPUs",
+    "input.keep": "keep the files",
+    "input.dtype": "dtype",
+    "input.shards": "shards",
+    "input.samples_per_shard": "samples per shard",
+    "input.sample_kb": "sample size (KB)",
+    "input.batch": "batch",
+    "input.workers": "workers",
+    "input.prefetch": "prefetch",
+    "input.compute": "compute per step",
+    "input.step_ms": "step time (ms)",
+    "input.rows": "rows",
+    "input.cols": "columns",
+    "input.iterations": "iterations",
+    "input.threads": "threads",
+    "input.ranks": "ranks",
+    "input.sizes": "sizes",
+    "choice.auto": "automatic",
+    "choice.static": "static",
+    "choice.continuous": "continuous",
+    "choice.synthetic": "synthetic",
+    "choice.sleep": "sleep (no model)",
 }
 
 NL: dict[str, str] = {
@@ -287,7 +366,7 @@ NL: dict[str, str] = {
     "priced_trained_on": "{price} per miljoen getrainde tokens op {n} × {gpu}",
     "per_run": "per trainingsrun van {tokens} tokens",
     "budget_line": "Stippellijn: het budget, {util} van het geheugen van de {gpu} dat de engine mag gebruiken; de gespecificeerde balk moet eronder blijven om te passen.",
-    "rule_explained": "Rechterbalk: de vuistregel, {ratio:.1f}× de gespecificeerde balk: een snelle schatting uit alleen het aantal parameters. Vertrouw de gespecificeerde balk: die telt elk onderdeel voor deze vorm, precisie en engine.",
+    "rule_explained": "Rechterbalk: de vuistregel, {ratio}× de gespecificeerde balk: een snelle schatting uit alleen het aantal parameters. Vertrouw de gespecificeerde balk: die telt elk onderdeel voor deze vorm, precisie en engine.",
     "beyond_positions": "een geheel getal in [1, {max}]: {model} heeft {max} posities (max_position_embeddings)",
     "raise_tp": "Alleen de gewichten passen al niet op {box} × {gpu}: verhoog Tensorparallel naar {tp}, de kleinste grootte die past.",
     "raise_tp_none": "Alleen de gewichten passen al niet op {box} × {gpu}, en op geen tensorparallelle grootte tot 64: kies een grotere GPU.",
@@ -306,6 +385,84 @@ NL: dict[str, str] = {
     "plan_line": "{proof}: voorspelt {predicted}; draait op {device}; duurt {rough}",
     "plan_none": "{proof}: geen voorspelling op {device} (het resultaat is alleen informatie); draait op {device}; duurt {rough}",
     "plan_inputs": "met {inputs}",
+    "the_cpu": "de CPU",
+    "the_gpu": "de GPU",
+    "page.sizing.title": "Dimensionering: model → geheugen, GPU's, kosten",
+    "page.sizing.intro": "Kies een model en zijn vorm: eerst het antwoord (past het of niet, op welke GPU's, "
+    "tegen welke kosten), daarna de grafiek die het verklaart, dan de instellingen (een trainingsmodus voegt "
+    "die voor fijnafstemming toe: torch.compile, loss in blokken, offloading, LoRA-rang en -doelmodules, met "
+    "het hostgeheugen dat ze innemen) en elke formule achter de cijfers. Alle cijfers komen uit "
+    "aiworkbook.sizing, dezelfde aanroepen als `aiworkbook size`.",
+    "page.kv.title": "KV-cache en gelijktijdigheid (inferentie)",
+    "page.kv.intro": "Hoeveel sequenties passen bij een contextlengte, en de engine-argumenten die dat "
+    "geheugen reserveren. De planner volgt het model en de GPU van de sizer.",
+    "page.preflight.title": "Pre-flight op deze GPU (vLLM)",
+    "page.preflight.intro": "Start vllm serve hier nu, naast wat de GPU al bezet houdt? Het leest de GPU (wie "
+    "houdt wat vast), past de opstartregel van vLLM toe en noemt de hoogste --gpu-memory-utilization die start, "
+    "met de KV-cache die dat geeft: dezelfde aanroep als aiworkbook preflight vllm.",
+    "page.monitor.title": "GPU-monitor",
+    "page.monitor.intro": "Benutting, geheugen, vermogen, temperatuur en redenen voor afknijpen, uit de ene "
+    "gedeelde sampler van deze machine (2 Hz). Zonder NVIDIA-GPU zegt de monitor dat, toont hij de host en "
+    "biedt hij een opgenomen trace aan, als opname gemarkeerd. Gestart met AIWORKBOOK_PROMETHEUS_URL toont hij "
+    "in plaats daarvan de vloot: elke node en GPU die Prometheus uitleest, en sinds wanneer een reeks geen "
+    "gegevens meer heeft.",
+    "page.report.title": "Bewijzen en profielrapport",
+    "page.report.intro": "Elk bewijs toont zijn voorspelling voordat het draait, daarna de schatting naast "
+    "wat op deze node gemeten is, met oordelen en eerlijkheidsvlaggen. Het profiel legt de beslissing vast "
+    "en toetst latere runs eraan. Bewijzen draaien alleen als de server met --allow-proofs gestart is, één "
+    "tegelijk.",
+    "page.report.lock_title": "Profiel vastleggen en rapport schrijven",
+    "page.report.workload_title": "Een workload om vast te leggen: dimensioneer hem hier en druk dan hierboven op “Huidige dimensionering toevoegen”",
+    "choice.infer": "inferentie",
+    "choice.train": "volledige training",
+    "choice.none": "geen",
+    "choice.selective": "selectief",
+    "choice.full": "volledig",
+    "tokens": "tokens",
+    "cheapest": "goedkoopst: {n} × {gpu} voor {price}/u",
+    "error_line": "{field} = {value} is niet geldig; toegestaan: {allowed}",
+    "ratio": "verhouding",
+    "on_device": "op",
+    "device": "apparaat",
+    "bytes": "bytes",
+    "input.model": "model",
+    "input.device": "apparaat",
+    "input.quick": "snelle run",
+    "input.target": "doel-URL",
+    "input.served_model": "geserveerd model",
+    "input.scheduler": "scheduler",
+    "input.backend": "backend",
+    "input.rate": "verzoeken per seconde",
+    "input.concurrency": "gelijktijdig",
+    "input.sweep": "reeks",
+    "input.slo_ttft_ms": "SLO tijd tot eerste token (ms)",
+    "input.slo_tpot_ms": "SLO tijd per uitvoertoken (ms)",
+    "input.size_mb": "grootte (MB)",
+    "input.dir": "map",
+    "input.format": "formaat",
+    "input.formats": "formaten",
+    "input.gpus": "GPU's",
+    "input.keep": "bestanden bewaren",
+    "input.dtype": "dtype",
+    "input.shards": "shards",
+    "input.samples_per_shard": "voorbeelden per shard",
+    "input.sample_kb": "grootte voorbeeld (KB)",
+    "input.batch": "batch",
+    "input.workers": "workers",
+    "input.prefetch": "vooraf laden",
+    "input.compute": "rekenwerk per stap",
+    "input.step_ms": "staptijd (ms)",
+    "input.rows": "rijen",
+    "input.cols": "kolommen",
+    "input.iterations": "iteraties",
+    "input.threads": "threads",
+    "input.ranks": "ranks",
+    "input.sizes": "groottes",
+    "choice.auto": "automatisch",
+    "choice.static": "statisch",
+    "choice.continuous": "continu",
+    "choice.synthetic": "synthetisch",
+    "choice.sleep": "wachten (geen model)",
 }
 
 DE: dict[str, str] = {
@@ -433,7 +590,7 @@ DE: dict[str, str] = {
     "priced_trained_on": "{price} pro Million trainierter Tokens auf {n} × {gpu}",
     "per_run": "pro Trainingslauf mit {tokens} Tokens",
     "budget_line": "Gestrichelte Linie: das Budget, {util} des Speichers der {gpu}, den die Engine nutzen darf; der aufgeschlüsselte Balken muss darunter bleiben.",
-    "rule_explained": "Rechter Balken: die Faustregel, {ratio:.1f}× der aufgeschlüsselte Balken: eine schnelle Schätzung allein aus der Parameterzahl. Vertrauen Sie dem aufgeschlüsselten Balken: er zählt jede Komponente für diese Form, Präzision und Engine.",
+    "rule_explained": "Rechter Balken: die Faustregel, {ratio}× der aufgeschlüsselte Balken: eine schnelle Schätzung allein aus der Parameterzahl. Vertrauen Sie dem aufgeschlüsselten Balken: er zählt jede Komponente für diese Form, Präzision und Engine.",
     "beyond_positions": "eine ganze Zahl in [1, {max}]: {model} hat {max} Positionen (max_position_embeddings)",
     "raise_tp": "Schon die Gewichte passen nicht auf {box} × {gpu}: Tensor-parallel auf {tp} erhöhen, die kleinste Größe, die passt.",
     "raise_tp_none": "Schon die Gewichte passen nicht auf {box} × {gpu}, auch nicht bei Tensor-parallel bis 64: eine größere GPU wählen.",
@@ -452,6 +609,84 @@ DE: dict[str, str] = {
     "plan_line": "{proof}: sagt {predicted} voraus; läuft auf {device}; dauert {rough}",
     "plan_none": "{proof}: keine Vorhersage auf {device} (das Ergebnis ist nur Information); läuft auf {device}; dauert {rough}",
     "plan_inputs": "mit {inputs}",
+    "the_cpu": "der CPU",
+    "the_gpu": "der GPU",
+    "page.sizing.title": "Dimensionierung: Modell → Speicher, GPUs, Kosten",
+    "page.sizing.intro": "Wählen Sie ein Modell und seine Form: zuerst die Antwort (passt es oder nicht, auf "
+    "welchen GPUs, zu welchen Kosten), dann das Diagramm, das sie erklärt, dann die Einstellungen (ein "
+    "Trainingsmodus fügt die der Feinabstimmung hinzu: torch.compile, Loss in Blöcken, Auslagerung, LoRA-Rang "
+    "und -Zielmodule, mit dem Host-Speicher, den sie belegen) und jede Formel hinter den Zahlen. Alle Zahlen "
+    "stammen aus aiworkbook.sizing, denselben Aufrufen wie `aiworkbook size`.",
+    "page.kv.title": "KV-Cache und Gleichzeitigkeit (Inferenz)",
+    "page.kv.intro": "Wie viele Sequenzen bei einer Kontextlänge passen, und die Engine-Argumente, die diesen "
+    "Speicher reservieren. Der Planer folgt dem Modell und der GPU des Sizers.",
+    "page.preflight.title": "Pre-Flight auf dieser GPU (vLLM)",
+    "page.preflight.intro": "Startet vllm serve hier jetzt, neben dem, was die GPU schon belegt? Es liest die GPU "
+    "(wer hält was), wendet die Startregel von vLLM an und nennt die größte --gpu-memory-utilization, die startet, "
+    "mit dem KV-Cache, den das ergibt: derselbe Aufruf wie aiworkbook preflight vllm.",
+    "page.monitor.title": "GPU-Monitor",
+    "page.monitor.intro": "Auslastung, Speicher, Leistung, Temperatur und Drosselungsgründe aus dem einen "
+    "gemeinsamen Sampler dieser Maschine (2 Hz). Ohne NVIDIA-GPU sagt der Monitor das, zeigt den Host und "
+    "bietet eine aufgezeichnete Spur an, als Aufzeichnung gekennzeichnet. Mit AIWORKBOOK_PROMETHEUS_URL gestartet, "
+    "zeigt er stattdessen die Flotte: jeden Knoten und jede GPU, die Prometheus abfragt, und seit wann eine Reihe "
+    "keine Daten mehr hat.",
+    "page.report.title": "Nachweise und Profilbericht",
+    "page.report.intro": "Jeder Nachweis zeigt seine Vorhersage, bevor er läuft, dann die Schätzung neben dem, "
+    "was auf diesem Knoten gemessen wurde, mit Urteilen und Ehrlichkeits-Flags. Das Profil schreibt die "
+    "Entscheidung fest und prüft spätere Läufe dagegen. Nachweise laufen nur, wenn der Server mit "
+    "--allow-proofs gestartet wurde, einer nach dem anderen.",
+    "page.report.lock_title": "Profil festschreiben und Bericht schreiben",
+    "page.report.workload_title": "Eine Arbeitslast zum Festschreiben: hier dimensionieren, dann oben „Aktuelle Dimensionierung hinzufügen“ drücken",
+    "choice.infer": "Inferenz",
+    "choice.train": "volles Training",
+    "choice.none": "keins",
+    "choice.selective": "selektiv",
+    "choice.full": "vollständig",
+    "tokens": "Tokens",
+    "cheapest": "am günstigsten: {n} × {gpu} für {price}/h",
+    "error_line": "{field} = {value} ist nicht gültig; erlaubt: {allowed}",
+    "ratio": "Verhältnis",
+    "on_device": "auf",
+    "device": "Gerät",
+    "bytes": "Bytes",
+    "input.model": "Modell",
+    "input.device": "Gerät",
+    "input.quick": "schneller Lauf",
+    "input.target": "Ziel-URL",
+    "input.served_model": "bereitgestelltes Modell",
+    "input.scheduler": "Scheduler",
+    "input.backend": "Backend",
+    "input.rate": "Anfragen pro Sekunde",
+    "input.concurrency": "gleichzeitig",
+    "input.sweep": "Reihe",
+    "input.slo_ttft_ms": "SLO Zeit bis zum ersten Token (ms)",
+    "input.slo_tpot_ms": "SLO Zeit pro Ausgabetoken (ms)",
+    "input.size_mb": "Größe (MB)",
+    "input.dir": "Ordner",
+    "input.format": "Format",
+    "input.formats": "Formate",
+    "input.gpus": "GPUs",
+    "input.keep": "Dateien behalten",
+    "input.dtype": "dtype",
+    "input.shards": "Shards",
+    "input.samples_per_shard": "Beispiele pro Shard",
+    "input.sample_kb": "Größe eines Beispiels (KB)",
+    "input.batch": "Batch",
+    "input.workers": "Worker",
+    "input.prefetch": "Vorabladen",
+    "input.compute": "Rechenarbeit pro Schritt",
+    "input.step_ms": "Schrittzeit (ms)",
+    "input.rows": "Zeilen",
+    "input.cols": "Spalten",
+    "input.iterations": "Iterationen",
+    "input.threads": "Threads",
+    "input.ranks": "Ranks",
+    "input.sizes": "Größen",
+    "choice.auto": "automatisch",
+    "choice.static": "statisch",
+    "choice.continuous": "kontinuierlich",
+    "choice.synthetic": "synthetisch",
+    "choice.sleep": "warten (kein Modell)",
 }
 
 TABLES: dict[str, dict[str, str]] = {"en": EN, "nl": NL, "de": DE}
@@ -467,5 +702,83 @@ def label(key: str, lang: str = "en", **fmt: Any) -> str:
     """The label `key` in `lang`, formatted with `fmt`; SpecError for an unknown language or key."""
     table = TABLES[check_lang(lang)]
     if key not in table:
-        raise SpecError("label", key, "a key of the widget label tables")
+        from aiworkbook.patterns.i18n import TABLES as TEXTS
+
+        shared = TEXTS[lang].get(key)  # one catalog: the library's texts (charts, report) answer too
+        if not isinstance(shared, str):
+            raise SpecError("label", key, "a key of the widget label tables")
+        return shared.format(**fmt) if fmt else shared
     return table[key].format(**fmt) if fmt else table[key]
+
+
+def choice(value: Any, lang: str = "en") -> str:
+    """What a drop-down shows for the library's `value`: `choice.<value>` from the table, a pattern's
+    title, else the value itself (dtype, recipe and engine names read the same in every language)."""
+    found = TABLES[check_lang(lang)].get(f"choice.{value}")
+    if found is None:
+        from aiworkbook.patterns.i18n import TABLES as TEXTS
+
+        title = TEXTS[lang].get(f"pattern.{value}.title", TEXTS[lang].get(f"proof.{value}.title"))
+        found = title if isinstance(title, str) else None  # a pattern or a proof reads as its title
+    return found if found is not None else str(value)
+
+
+#: Names of the languages, each in its own language (the switch shows them so).
+NATIVE = {"en": "English", "nl": "Nederlands", "de": "Deutsch"}
+
+
+def page_lang(default: str | None = None) -> str:
+    """The language of this dashboard page: `?lang=` of the viewer's URL (Voilà puts the query in the
+    kernel's QUERY_STRING), else `aiworkbook app --lang` (the AIWORKBOOK_LANG variable), else English.
+    An unknown language falls back rather than failing: a typo in a URL never breaks the page."""
+    import os
+    from urllib.parse import parse_qs
+
+    from aiworkbook.cli.app_cmds import LANG_ENV
+
+    asked = parse_qs(os.environ.get("QUERY_STRING", "")).get("lang", [None])[-1]
+    for lang in (asked, os.environ.get(LANG_ENV), default):
+        if lang in TABLES:
+            return str(lang)
+    return "en"
+
+
+def switch_html(lang: str) -> str:
+    """A small drop-down of the three languages; choosing one reloads the page with `?lang=` (the
+    widgets are built in one language, so a reload re-renders every word and number at once)."""
+    import html
+
+    opts = "".join(
+        f'<option value="{code}"{" selected" if code == lang else ""}>{NATIVE[code]}</option>'
+        for code in LANGS
+    )
+    return (
+        '<form method="get" class="aiwb-lang" style="float:right;margin:0 0 0 1em">'
+        f"<label>{html.escape(label('language', lang))} "
+        f'<select name="lang" onchange="this.form.submit()">{opts}</select></label></form>'
+    )
+
+
+def page_header(key: str, lang: str, intro: bool = True, switch: bool = True) -> Any:
+    """A dashboard's language switch, title (`page.<key>.title`) and introduction (`page.<key>.intro`)
+    in `lang`: one widget, so they render together."""
+    import html
+
+    import ipywidgets as W
+
+    text = switch_html(lang) if switch else ""
+    text += f"<h1>{html.escape(label(f'page.{key}.title', lang))}</h1>"
+    if intro:
+        text += f"<p>{html.escape(label(f'page.{key}.intro', lang))}</p>"
+    w = W.HTML(text)
+    w.add_class("aiwb-page-header")
+    return w
+
+
+def section(key: str, lang: str) -> Any:
+    """A section heading of a dashboard in `lang`."""
+    import html
+
+    import ipywidgets as W
+
+    return W.HTML(f"<h2>{html.escape(label(key, lang))}</h2>")

@@ -220,23 +220,26 @@ class KVPlanner(Composite):
 
     def _apply(self, p: dict[str, Any]) -> None:
         from aiworkbook.charts import heatmap_chart
+        from aiworkbook.i18n_format import integer
         from aiworkbook.units import fmt_bytes
 
+        lang = self.lang
         w, spec = p["workload"], p["spec"]
         ctx, n = w.context_len, w.concurrency
         self.headline.value = (
-            f"<b>{html.escape(self.t('max_concurrency', context=f'{ctx:,}'))}: {p['max_concurrency']:,}</b>"
+            f"<b>{html.escape(self.t('max_concurrency', context=integer(ctx, lang)))}: "
+            f"{integer(p['max_concurrency'], lang)}</b>"
         )
         self.figures.value = (
-            f"{html.escape(self.t('max_context', n=n))}: {p['max_context']:,}<br>"
-            f"{html.escape(self.t('kv_per_seq'))}: {fmt_bytes(p['kv_per_seq_bytes'])}<br>"
-            f"{html.escape(self.t('kv_budget'))}: {fmt_bytes(p['kv_budget_bytes'], 'GiB')}<br>"
-            f"{n} × {ctx:,}: {self.t('fits') if p['fits']['fits'] else self.t('does_not_fit')}"
-            + self._tp_hint(p)
+            f"{html.escape(self.t('max_context', n=integer(n, lang)))}: {integer(p['max_context'], lang)}<br>"
+            f"{html.escape(self.t('kv_per_seq'))}: {fmt_bytes(p['kv_per_seq_bytes'], lang=lang)}<br>"
+            f"{html.escape(self.t('kv_budget'))}: {fmt_bytes(p['kv_budget_bytes'], 'GiB', lang)}<br>"
+            f"{integer(n, lang)} × {integer(ctx, lang)}: "
+            f"{self.t('fits') if p['fits']['fits'] else self.t('does_not_fit')}" + self._tp_hint(p)
         )
         args = p["vllm_args"]
         self.args.value = f"<b>{html.escape(self.t('vllm_args'))}</b><pre>{html.escape(args)}</pre>"
-        self.chart.chart = heatmap_chart(spec, w, p["gpu"], p["batches"], p["lengths"])
+        self.chart.chart = heatmap_chart(spec, w, p["gpu"], p["batches"], p["lengths"], lang=lang)
         self.status.value = ""
         self.error = ""
         self.result = {

@@ -426,15 +426,18 @@ class ModelSizer(Composite):
     # -- output --------------------------------------------------------------------------------
     def _apply(self, out: dict[str, Any]) -> None:
         from aiworkbook.charts import memory_chart
+        from aiworkbook.charts.memory import rule_formula
+        from aiworkbook.i18n_format import integer, money
         from aiworkbook.units import fmt_bytes
 
+        lang = self.lang
         est = out["estimate"]
         d = est.to_dict()
         fit, cost, w = d["fits"], d["cost"], est.workload
         shape = (
-            f"{w.concurrency} × {w.context_len:,} tokens"
+            f"{w.concurrency} × {integer(w.context_len, lang)} {self.t('tokens')}"
             if not w.training
-            else f"{w.batch} × {w.seq_len:,} tokens"
+            else f"{w.batch} × {integer(w.seq_len, lang)} {self.t('tokens')}"
         )
         words = self.t("fits") if fit["fits"] else self.t("does_not_fit")
         from aiworkbook.charts.theme import VERDICT_COLOURS  # altair loads on first draw, not on import
@@ -446,17 +449,17 @@ class ModelSizer(Composite):
             shape=shape,
             verdict=f'<span style="color:{colour}">{words}</span>',
             gpu=html.escape(str(fit["gpu"])),
-            headroom=fmt_bytes(fit["headroom_bytes"], "GiB"),
+            headroom=fmt_bytes(fit["headroom_bytes"], "GiB", lang),
             headroom_word=self.t("headroom"),
         )
         line += self._needs_words(out.get("needs") or {}, fit)
         self.headline.value = f"<b>{line}</b>"
-        self.chart.chart = memory_chart(est)
+        self.chart.chart = memory_chart(est, lang=lang)
         rule = d["rules_of_thumb"]
         self.rule.value = (
-            f"<b>{self.t('memory')}</b>: {fmt_bytes(d['memory']['total'], 'GiB')}<br>"
-            f"<b>{self.t('rule_of_thumb')}</b>: {fmt_bytes(rule['bytes'], 'GiB')} "
-            f"({html.escape(rule['formula'])})" + self._explain_html(d)
+            f"<b>{self.t('memory')}</b>: {fmt_bytes(d['memory']['total'], 'GiB', lang)}<br>"
+            f"<b>{self.t('rule_of_thumb')}</b>: {fmt_bytes(rule['bytes'], 'GiB', lang)} "
+            f"({html.escape(rule_formula(rule['formula'], lang))})" + self._explain_html(d)
         )
         self.cost.value = self._cost_html(cost) if fit["fits"] else ""
         self.host.value = self._host_html(d.get("host") or {})
@@ -465,13 +468,13 @@ class ModelSizer(Composite):
             [
                 r["gpu"],
                 r["gpus"] if r["gpus"] is not None else "—",
-                f"${r['price_per_gpu_hour']:,.2f}" if r["price_per_gpu_hour"] else "—",
+                money(r["price_per_gpu_hour"], lang) if r["price_per_gpu_hour"] else "—",
             ]
             for r in out["fits_on"]
         ]
         best = out["cheapest"]
         note = (
-            f"cheapest: {best['gpus']} × {best['gpu']} at ${best['usd_per_hour']:,.2f}/h"
+            self.t("cheapest", n=best["gpus"], gpu=best["gpu"], price=money(best["usd_per_hour"], lang))
             if best
             else self.t("none_fit")
         )
@@ -487,7 +490,9 @@ class ModelSizer(Composite):
     def _needs_words(self, n: dict[str, Any], fit: dict[str, Any]) -> str:
         """What the set-up needs and its price (aiworkbook.sizing.needs): a set-up that does not fit is
         priced on the GPUs it needs, never on the one it does not fit."""
-        t, out = self.t, ""
+        from aiworkbook.i18n_format import money
+
+        t, out, lang = self.t, "", self.lang
         here, cheap, priced = n.get("here"), n.get("cheapest"), n.get("priced")
         if not fit["fits"]:
             if here is not None:
@@ -503,14 +508,14 @@ class ModelSizer(Composite):
         where = {"n": priced["gpus"], "gpu": html.escape(priced["gpu"])}
         if fit["fits"]:  # priced as shown: the GPUs are the headline's own
             if priced.get("usd_per_mtok") is not None:
-                return f"{out}, ${priced['usd_per_mtok']:,.2f} {t('per_mtok')}"
+                return f"{out}, {money(priced['usd_per_mtok'], lang)} {t('per_mtok')}"
             if priced.get("usd_per_mtok_trained") is not None:
-                return f"{out}, {_usd(priced['usd_per_mtok_trained'])} {t('per_mtok_trained')}"
+                return f"{out}, {_usd(priced['usd_per_mtok_trained'], lang)} {t('per_mtok_trained')}"
             return out
         if priced.get("usd_per_mtok") is not None:
-            out += ", " + t("priced_on", price=f"${priced['usd_per_mtok']:,.2f}", **where)
+            out += ", " + t("priced_on", price=money(priced["usd_per_mtok"], lang), **where)
         elif priced.get("usd_per_mtok_trained") is not None:
-            out += ", " + t("priced_trained_on", price=_usd(priced["usd_per_mtok_trained"]), **where)
+            out += ", " + t("priced_trained_on", price=_usd(priced["usd_per_mtok_trained"], lang), **where)
         return out
 
     def _explain_html(self, d: dict[str, Any]) -> str:
@@ -518,21 +523,28 @@ class ModelSizer(Composite):
         rule, fit = d.get("rules_of_thumb") or {}, d.get("fits") or {}
         lines = []
         if fit.get("budget_bytes"):
-            util = f"{d['workload'].get('gpu_memory_utilization', 0.9):.0%}"
+            from aiworkbook.i18n_format import percent
+
+            util = percent(d["workload"].get("gpu_memory_utilization", 0.9), 0, self.lang)
             lines.append(self.t("budget_line", util=util, gpu=html.escape(str(fit.get("gpu")))))
         if rule.get("ratio_to_itemised"):
-            lines.append(html.escape(self.t("rule_explained", ratio=rule["ratio_to_itemised"])))
+            from aiworkbook.i18n_format import fixed
+
+            ratio = fixed(rule["ratio_to_itemised"], 1, self.lang)
+            lines.append(html.escape(self.t("rule_explained", ratio=ratio)))
         return "".join(f'<div class="aiwb-explain" style="font-size:90%;color:#444">{x}</div>' for x in lines)
 
     def _cost_html(self, cost: dict[str, Any]) -> str:
+        from aiworkbook.i18n_format import integer, money
+
         if cost.get("decode_usd_per_mtok") is not None:
-            return f"<b>{self.t('cost')}</b>: ${cost['decode_usd_per_mtok']:,.2f} {self.t('per_mtok')}"
+            return f"<b>{self.t('cost')}</b>: {money(cost['decode_usd_per_mtok'], self.lang)} {self.t('per_mtok')}"
         if cost.get("usd_per_mtok_trained") is not None:
-            per_tok = f"{_usd(cost['usd_per_mtok_trained'])} {self.t('per_mtok_trained')}"
+            per_tok = f"{_usd(cost['usd_per_mtok_trained'], self.lang)} {self.t('per_mtok_trained')}"
             run = cost.get("run") or {}
             if run.get("usd") is not None:  # a training workload is priced per run when its tokens are known
-                tokens = f"{run.get('train_tokens', 0):,.0f}"
-                per_tok = f"${run['usd']:,.0f} {self.t('per_run', tokens=tokens)}; {per_tok}"
+                tokens = integer(run.get("train_tokens", 0), self.lang)
+                per_tok = f"{money(run['usd'], self.lang, 0)} {self.t('per_run', tokens=tokens)}; {per_tok}"
             return f"<b>{self.t('cost')}</b>: {per_tok}"
         return html.escape(cost.get("note", ""))
 
@@ -543,8 +555,9 @@ class ModelSizer(Composite):
 
         if not host.get("host_bytes"):
             return ""
-        parts = ", ".join(f"{self.t(k)} {fmt_bytes(host[k], 'GiB')}" for k in HOST_KEYS if host.get(k))
-        return f"<b>{self.t('host_memory')}</b>: {fmt_bytes(host['host_bytes'], 'GiB')} ({parts})"
+        lang = self.lang
+        parts = ", ".join(f"{self.t(k)} {fmt_bytes(host[k], 'GiB', lang)}" for k in HOST_KEYS if host.get(k))
+        return f"<b>{self.t('host_memory')}</b>: {fmt_bytes(host['host_bytes'], 'GiB', lang)} ({parts})"
 
     def wait(self, timeout: float = 60.0) -> bool:
         return True if self._bg is None else self._bg.wait(timeout)
@@ -555,10 +568,12 @@ class ModelSizer(Composite):
         super().close()
 
 
-def _usd(x: float) -> str:
-    """Dollars with three significant digits when under a dollar ($0.0000336, not $0.00)."""
+def _usd(x: float, lang: str = "en") -> str:
+    """Dollars with three significant digits when under a dollar ($0.0000336, not $0.00), in `lang`."""
     import math
 
+    from aiworkbook.i18n_format import money
+
     if x >= 1 or x <= 0:
-        return f"${x:,.2f}"
-    return f"${x:.{max(2, 2 - math.floor(math.log10(x)))}f}"
+        return money(x, lang)
+    return money(x, lang, max(2, 2 - math.floor(math.log10(x))))

@@ -133,13 +133,22 @@ class ProfileLocker(Composite):
         return entry
 
     def _summary(self) -> None:
+        from aiworkbook.charts.theme import verdict_label
         from aiworkbook.provenance import verdict_words
 
         rows = [
-            [r.proof, verdict_words(r.to_dict()), r.device, ", ".join(r.flags) or "—"] for r in self.results
+            [
+                r.proof,
+                verdict_label(verdict_words(r.to_dict()), self.lang),
+                r.device,
+                ", ".join(r.flags) or "—",
+            ]
+            for r in self.results
         ]
         table = (
-            html_table([self.t("proof"), self.t("verdict"), "device", self.t("flags")], rows) if rows else ""
+            html_table([self.t("proof"), self.t("verdict"), self.t("device"), self.t("flags")], rows)
+            if rows
+            else ""
         )
         self.details.value = table
 

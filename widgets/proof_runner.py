@@ -17,6 +17,7 @@ import ipywidgets as W
 import traitlets
 
 from aiworkbook.errors import SpecError
+from aiworkbook.patterns.i18n import said
 from aiworkbook.units import fmt_value
 
 from .base import (
@@ -26,6 +27,7 @@ from .base import (
     chart_view,
     dropdown,
     html_table,
+    localize_choices,
     value_html,
     where_html,
 )
@@ -166,14 +168,23 @@ class ProofRunner(Composite):
 
     def _proof_changed(self, change: dict[str, Any] | None = None) -> None:
         info = self._info()
-        self.proves.value = f"<b>{html.escape(info.title)}</b>: {html.escape(info.proves)}"
+        title, proves = (
+            self._said(f"proof.{self.proof.value}.title", info.title),
+            self._said(f"proof.{self.proof.value}.proves", info.proves),
+        )
+        self.proves.value = f"<b>{html.escape(title)}</b>: {html.escape(proves)}"
         self.inputs = {}
         for spec in info.inputs:
             w = input_widget(spec)
             if w is not None:
+                (w.toggle if isinstance(w, OptionalNumber) else w).description = self._said(
+                    f"input.{spec.name}", spec.name
+                )
                 w.observe(self.guarded(self._replan), names="value")
                 self.inputs[spec.name] = w
         self.form.children = list(self.inputs.values())
+        if self.lang != "en":
+            localize_choices(self.form, self.lang)
         self._replan()
 
     def _set_inputs(self, inputs: dict[str, Any]) -> None:
@@ -203,21 +214,22 @@ class ProofRunner(Composite):
     def _plan_words(self, p: Any) -> str:
         """The plan as a sentence: what it predicts (or that it predicts nothing there), where it runs,
         roughly how long, then its sizes in units ("buffer 256.00 MiB", not "buffer_bytes=268435456")."""
-        device = {"cpu": "the CPU", "cuda": "the GPU"}.get(p.device, p.device)
+        lang = self.lang
+        device = {"cpu": self.t("the_cpu"), "cuda": self.t("the_gpu")}.get(p.device, p.device)
         rough = self.t("rough", seconds=p.rough_s) if p.rough_s else "—"
         if p.predicted is None:
             line = html.escape(self.t("plan_none", proof=p.proof, device=device, rough=rough))
         else:
-            label = f"{p.predicted_label} = " if p.predicted_label else ""
-            predicted = f"{label}{fmt_value(p.predicted, p.unit)}"
+            label = f"{said(p.predicted_label, lang)} = " if p.predicted_label else ""
+            predicted = f"{label}{said(fmt_value(p.predicted, p.unit, lang), lang)}"
             line = html.escape(
                 self.t("plan_line", proof=p.proof, predicted=predicted, device=device, rough=rough)
             )
         if p.fits is not None:
             line += f" ({html.escape(self.t('fits') if p.fits else self.t('does_not_fit'))})"
         # a setting the proof leaves unset (a sweep's cap, an SLO off) is not shown at all
-        sizes = ", ".join(_size_words(k, v) for k, v in p.sizes.items() if v is not None)
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in p.notes)
+        sizes = ", ".join(_size_words(k, v, lang) for k, v in p.sizes.items() if v is not None)
+        notes = "".join(f"<li>{html.escape(said(n, lang))}</li>" for n in p.notes)
         return (
             f"<b>{html.escape(self.t('plan'))}</b>: {line}"
             + (f"<br><small>{html.escape(self.t('plan_inputs', inputs=sizes))}</small>" if sizes else "")
@@ -293,30 +305,38 @@ class ProofRunner(Composite):
 
     def _show_result(self, r: Any) -> None:
         from aiworkbook.charts import proofs_chart
-        from aiworkbook.charts.theme import VERDICT_COLOURS
+        from aiworkbook.charts.theme import VERDICT_COLOURS, verdict_label
         from aiworkbook.proofs.flags import FLAGS
         from aiworkbook.provenance import verdict_words
 
         verdict = verdict_words(r.to_dict())  # a CPU fallback's pass reads "info (CPU only)"
         colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["info"])
-        flags = [[f, FLAGS.get(f, "")] for f in r.flags]
-        ratio = f"{r.ratio:.3f}" if r.ratio is not None else "n/a"
+        flags = [[f, self._said(f"flag.{f}", FLAGS.get(f, ""))] for f in r.flags]
+        ratio = fmt_value(r.ratio, "ratio", self.lang) if r.ratio is not None else "n/a"
         self.outcome.value = (
-            f'<b style="color:{colour}">[{html.escape(verdict)}]</b> '
-            f"{self.t('measured')} <b>{fmt_value(r.measured, r.unit)}</b> vs {self.t('predicted')} "
-            f"{html.escape(r.predicted_label)} <b>{fmt_value(r.predicted, r.unit)}</b> "
-            f"(ratio {ratio}, ±{r.tolerance:.0%}) on {html.escape(r.device)}"
+            f'<b style="color:{colour}">[{html.escape(verdict_label(verdict, self.lang))}]</b> '
+            f"{self.t('measured')} <b>{fmt_value(r.measured, r.unit, self.lang)}</b> / {self.t('predicted')} "
+            f"{html.escape(said(r.predicted_label, self.lang))} <b>{fmt_value(r.predicted, r.unit, self.lang)}</b> "
+            f"({self.t('ratio')} {ratio}, ±{fmt_value(r.tolerance, 'fraction', self.lang)}) "
+            f"{self.t('on_device')} {html.escape(r.device)}"
             + (html_table([self.t("flags"), ""], flags) if flags else "")
-            + "".join(f"<br><small>{html.escape(n)}</small>" for n in r.notes)
+            + "".join(f"<br><small>{html.escape(said(n, self.lang))}</small>" for n in r.notes)
         )
         self.progress.bar_style = "success" if verdict == "pass" else "warning"
         if r.verdict != "interrupted":  # a finished run's bar finishes, whatever the last step reported
             self.progress.value = 1.0
-        self.chart.chart = self._chart(r, proofs_chart)
+        self.chart.chart = self._chart(r, proofs_chart, self.lang)
         self.result = r.to_dict()
 
+    def _said(self, key: str, english: str) -> str:
+        """The catalog's words for `key` in this widget's language; the library's English when absent."""
+        try:
+            return self.t(key)
+        except SpecError:
+            return english
+
     @staticmethod
-    def _chart(r: Any, default: Any) -> Any:
+    def _chart(r: Any, default: Any, lang: str = "en") -> Any:
         """The chart the registry declares for this proof (`ProofInfo.chart`): the roofline, the
         latency sweep, else estimate vs measured (also when a run left the declared data empty)."""
         from aiworkbook.charts import latency_chart, roofline_chart
@@ -325,10 +345,10 @@ class ProofRunner(Composite):
         kind = registry.get(r.proof).chart if r.proof in registry.names() else "estimate"
         d = r.details
         if kind == "roofline" and d.get("chart"):
-            return roofline_chart(d["chart"])
+            return roofline_chart(d["chart"], lang=lang)
         if kind == "latency" and d.get("sweep"):
-            return latency_chart(d["sweep"], knee=d.get("knee"))
-        return default([r])
+            return latency_chart(d["sweep"], knee=d.get("knee"), lang=lang)
+        return default([r], lang=lang)
 
     def wait(self, timeout: float = 600.0) -> bool:
         """Block until the running proof has ended and its outcome is shown (tests, scripts)."""
@@ -339,16 +359,17 @@ class ProofRunner(Composite):
         super().close()
 
 
-def _size_words(key: str, value: Any) -> str:
-    """One plan size in words and units: buffer_bytes=268435456 -> "buffer 256.00 MiB"."""
+def _size_words(key: str, value: Any, lang: str = "en") -> str:
+    """One plan size in words and units: buffer_bytes=268435456 -> "buffer 256.00 MiB" (numbers in
+    `lang`'s format; the setting's name stays the library's)."""
+    from aiworkbook.i18n_format import integer
     from aiworkbook.units import fmt_bytes
 
     if key.endswith("_bytes") and isinstance(value, int | float) and not isinstance(value, bool):
-        return f"{key[: -len('_bytes')].replace('_', ' ')} {fmt_bytes(value)}"
+        return f"{key[: -len('_bytes')].replace('_', ' ')} {fmt_bytes(value, lang=lang)}"
     if isinstance(value, int) and not isinstance(value, bool):
-        return f"{key.replace('_', ' ')} {value:,}"
+        return f"{key.replace('_', ' ')} {integer(value, lang)}"
     if isinstance(value, list | tuple):
-        return (
-            f"{key.replace('_', ' ')} {', '.join(f'{x:,}' if isinstance(x, int) else str(x) for x in value)}"
-        )
+        shown = ", ".join(integer(x, lang) if isinstance(x, int) else str(x) for x in value)
+        return f"{key.replace('_', ' ')} {shown}"
     return f"{key.replace('_', ' ')} {value}"

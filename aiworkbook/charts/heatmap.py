@@ -7,7 +7,7 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import HEIGHT, WIDTH, finish, gib
+from aiworkbook.charts.theme import HEIGHT, WIDTH, finish, gib, tr
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -26,14 +26,20 @@ def heatmap_data(
 
 
 def heatmap_chart(
-    spec: Any, workload: Any, gpu: Any, batches=DEFAULT_BATCHES, lengths=DEFAULT_LENGTHS, device: str = "cuda"
+    spec: Any,
+    workload: Any,
+    gpu: Any,
+    batches=DEFAULT_BATCHES,
+    lengths=DEFAULT_LENGTHS,
+    device: str = "cuda",
+    lang: str = "en",
 ) -> alt.LayerChart:
     """GiB per GPU over batch x length; cells that do not fit are hatched out by opacity, and the fit
     frontier (largest fitting batch per length) is drawn as a line of points."""
     d = heatmap_data(spec, workload, gpu, batches, lengths, device)
     training = workload.mode != "infer"
-    bname = "micro-batch" if training else "concurrency"
-    lname = "sequence length" if training else "context (tokens)"
+    bname = tr("chart.micro_batch", lang) if training else tr("chart.concurrency", lang)
+    lname = tr("chart.seq_len", lang) if training else tr("chart.context_tokens", lang)
     x = alt.X("length:O", title=lname)
     y = alt.Y("batch:O", title=bname, sort="descending")
     cells = (
@@ -42,13 +48,15 @@ def heatmap_chart(
         .encode(
             x=x,
             y=y,
-            color=alt.Color("gib:Q", scale=alt.Scale(scheme="cividis", type="log"), title="GiB per GPU"),
+            color=alt.Color(
+                "gib:Q", scale=alt.Scale(scheme="cividis", type="log"), title=tr("chart.gib_per_gpu", lang)
+            ),
             opacity=alt.condition(alt.datum.fits, alt.value(1.0), alt.value(0.25)),
             tooltip=[
                 alt.Tooltip("batch:O", title=bname),
                 alt.Tooltip("length:O", title=lname),
                 alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
-                alt.Tooltip("fits:N"),
+                alt.Tooltip("fits:N", title=tr("chart.fits", lang)),
             ],
         )
     )
@@ -58,8 +66,11 @@ def heatmap_chart(
         .encode(
             x=x,
             y=y,
-            tooltip=[alt.Tooltip("length:O", title=lname), alt.Tooltip("batch:O", title=f"max {bname}")],
+            tooltip=[
+                alt.Tooltip("length:O", title=lname),
+                alt.Tooltip("batch:O", title=tr("chart.max", lang, what=bname)),
+            ],
         )
     )
-    title = f"{spec.name} on {d['gpu']}: fit frontier (faded cells do not fit)"
-    return finish(alt.layer(cells, frontier).properties(width=WIDTH, height=HEIGHT), title)
+    title = tr("chart.heatmap_title", lang, model=spec.name, gpu=d["gpu"])
+    return finish(alt.layer(cells, frontier).properties(width=WIDTH, height=HEIGHT), title, lang)

@@ -6,7 +6,7 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import PALETTE, finish
+from aiworkbook.charts.theme import PALETTE, finish, tr
 
 PERCENTILES = ("p50", "p95", "p99")
 REQUIRED = (
@@ -34,15 +34,21 @@ def _ms(v: float | None) -> float | None:
     return None if v is None else float(v) * 1e3
 
 
-def latency_chart(rows: list[dict[str, Any]], knee: float | None = None) -> alt.HConcatChart:
+def latency_chart(
+    rows: list[dict[str, Any]], knee: float | None = None, lang: str = "en"
+) -> alt.HConcatChart:
     """Three panels against load: TTFT and TPOT (p50/p95/p99, ms) and output tokens/s; the knee (the
     load past which latency climbs without throughput) as a dashed rule in each."""
     long = latency_rows(rows)
     thr = [{"load": r["load"], "throughput_tok_s": r["throughput_tok_s"]} for r in rows]
     colour = alt.Color(
-        "percentile:N", scale=alt.Scale(domain=list(PERCENTILES), range=list(PALETTE[:3])), title="percentile"
+        "percentile:N",
+        scale=alt.Scale(domain=list(PERCENTILES), range=list(PALETTE[:3])),
+        title=tr("chart.percentile", lang),
     )
-    knee_rows = [{"load": knee, "label": f"knee at load {knee:g}"}] if knee is not None else []
+    knee_rows = (
+        [{"load": knee, "label": tr("chart.knee", lang, knee=f"{knee:g}")}] if knee is not None else []
+    )
 
     def knee_rule() -> alt.Chart:
         return (
@@ -58,7 +64,7 @@ def latency_chart(rows: list[dict[str, Any]], knee: float | None = None) -> alt.
             .transform_filter(alt.datum.metric == metric)
             .mark_line(point=True)
             .encode(
-                x=alt.X("load:Q", title="load (concurrent requests or requests/s)"),
+                x=alt.X("load:Q", title=tr("chart.load_axis", lang)),
                 y=alt.Y("ms:Q", title=f"{metric} (ms)"),
                 color=colour,
                 tooltip=["load:Q", "percentile:N", alt.Tooltip("ms:Q", format=",.1f")],
@@ -70,13 +76,12 @@ def latency_chart(rows: list[dict[str, Any]], knee: float | None = None) -> alt.
         alt.Chart(alt.Data(values=thr))
         .mark_line(point=True, color=PALETTE[7])  # black: not one of the percentiles' colours
         .encode(
-            x=alt.X("load:Q", title="load"),
-            y=alt.Y("throughput_tok_s:Q", title="output tokens/s"),
+            x=alt.X("load:Q", title=tr("chart.load", lang)),
+            y=alt.Y("throughput_tok_s:Q", title=tr("chart.output_tps", lang)),
             tooltip=["load:Q", alt.Tooltip("throughput_tok_s:Q", format=",.0f")],
         )
     )
     layers = [tput, knee_rule()] if knee_rows else [tput]
-    panels.append(alt.layer(*layers).properties(title="throughput", width=260, height=200))
-    return finish(
-        alt.hconcat(*panels), "Latency vs load" + (f" (knee at {knee:g})" if knee is not None else "")
-    )
+    panels.append(alt.layer(*layers).properties(title=tr("chart.throughput", lang), width=260, height=200))
+    knee_said = f" ({tr('chart.knee', lang, knee=f'{knee:g}')})" if knee is not None else ""
+    return finish(alt.hconcat(*panels), tr("chart.latency_title", lang) + knee_said, lang)

@@ -9,7 +9,7 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import HEIGHT, finish, gib, label, scale
+from aiworkbook.charts.theme import HEIGHT, component_label, finish, formula_words, gib, label, scale, tr
 from aiworkbook.sizing.memory import COMPONENTS
 from aiworkbook.units import fmt_bytes
 
@@ -20,19 +20,21 @@ RULE = "rule of thumb"
 OFF_SCALE = 4
 
 
-def memory_rows(estimate: Any) -> list[dict[str, Any]]:
-    """Rows of the chart from an Estimate (or its to_dict()): one per non-zero component, one for the rule."""
+def memory_rows(estimate: Any, lang: str = "en") -> list[dict[str, Any]]:
+    """Rows of the chart from an Estimate (or its to_dict()): one per non-zero component, one for the rule.
+    `label`: the component's legend word in `lang`; `bar`: the bar's name in `lang`."""
     d = estimate.to_dict() if hasattr(estimate, "to_dict") else dict(estimate)
+    itemised, rule_bar = _bars(lang)
     mem, formulas, rule = d["memory"], d.get("formulas", {}), d.get("rules_of_thumb") or {}
     rows = [
         {
-            "bar": ITEMISED,
+            "bar": itemised,
             "component": c,
-            "name": label(c),
+            "label": component_label(c, lang),
             "order": i,
             "bytes": int(mem[c]),
             "gib": gib(mem[c]),
-            "formula": formulas.get(c, ""),
+            "formula": formula_words(formulas.get(c, ""), lang),
         }
         for i, c in enumerate(COMPONENTS)
         if mem.get(c)
@@ -40,46 +42,74 @@ def memory_rows(estimate: Any) -> list[dict[str, Any]]:
     if rule.get("bytes") is not None:
         rows.append(
             {
-                "bar": RULE,
+                "bar": rule_bar,
                 "component": str(rule.get("rule", RULE)),
-                "name": label(rule.get("rule", RULE)),
+                "label": _rule_label(str(rule.get("rule", RULE)), lang),
                 "order": len(COMPONENTS),
                 "bytes": int(rule["bytes"]),
                 "gib": gib(rule["bytes"]),
-                "formula": str(rule.get("formula", "")),
+                "formula": rule_formula(str(rule.get("formula", "")), lang),
             }
         )
     return rows
 
 
-def memory_chart(estimate: Any) -> alt.LayerChart:
+def _bars(lang: str) -> tuple[str, str]:
+    return (ITEMISED, RULE) if lang == "en" else (tr("chart.itemised", lang), tr("chart.rule", lang))
+
+
+def _rule_label(name: str, lang: str) -> str:
+    """`infer_6B_per_param` as "6 B per parameter (inference)" in `lang`; other names as they are."""
+    import re
+
+    m = re.fullmatch(r"(\w+?)_(\d+(?:\.\d+)?)B_per_param", name)
+    if lang == "en":
+        return label(name)  # plain words: "rule of thumb: 6 bytes per parameter (inference)"
+    if not m:
+        return name
+    from aiworkbook.patterns.i18n import TABLES
+
+    mode = TABLES[lang].get(f"mode.{m.group(1)}", m.group(1))
+    return tr("chart.rule_name", lang, n=m.group(2).replace(".", ","), mode=mode)
+
+
+def rule_formula(formula: str, lang: str = "en") -> str:
+    """The rule of thumb's formula ("6 B · 8,030,261,248 params + KV cache") in `lang`: its words from the
+    catalog, its numbers in the language's format."""
+    return formula_words(formula, lang)
+
+
+def memory_chart(estimate: Any, lang: str = "en") -> alt.LayerChart:
     """Stacked bar of GiB per component with its formula as tooltip, the rule-of-thumb bar beside it,
     and a dashed line at the GPU's budget (utilisation x usable memory) when the estimate has a GPU."""
     d = estimate.to_dict() if hasattr(estimate, "to_dict") else dict(estimate)
-    rows = memory_rows(d)
-    names = [r["name"] for r in rows]
+    rows = memory_rows(d, lang)
+    names = [r["label"] for r in rows]
+    itemised, rule_bar = _bars(lang)
     bars = (
         alt.Chart(alt.Data(values=rows))
         .mark_bar()
         .encode(
-            x=alt.X("bar:N", title=None, sort=[ITEMISED, RULE], axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("sum(gib):Q", title="GiB (2^30 bytes)", stack="zero"),
-            color=alt.Color("name:N", scale=scale(names), sort=names, title="component"),
+            x=alt.X("bar:N", title=None, sort=[itemised, rule_bar], axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("sum(gib):Q", title=tr("chart.gib_axis", lang), stack="zero"),
+            color=alt.Color("label:N", scale=scale(names), sort=names, title=tr("chart.component", lang)),
             order=alt.Order("order:Q"),
             tooltip=[
-                alt.Tooltip("name:N", title="component"),
+                alt.Tooltip("label:N", title=tr("chart.component", lang)),
                 alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
-                alt.Tooltip("bytes:Q", format=","),
-                alt.Tooltip("formula:N"),
+                alt.Tooltip("bytes:Q", title=tr("chart.bytes", lang), format=","),
+                alt.Tooltip("formula:N", title=tr("chart.formula", lang)),
             ],
         )
     )
     layers: list[Any] = [bars]
     fits = d.get("fits") or {}
-    tallest = max(sum(r["bytes"] for r in rows if r["bar"] == ITEMISED), *(r["bytes"] for r in rows))
+    tallest = max(sum(r["bytes"] for r in rows if r["bar"] == itemised), *(r["bytes"] for r in rows))
     off_scale = bool(fits.get("budget_bytes")) and fits["budget_bytes"] > OFF_SCALE * max(tallest, 1)
     if fits.get("budget_bytes") and not off_scale:
-        budget = [{"gib": gib(fits["budget_bytes"]), "label": f"budget on {fits.get('gpu')}"}]
+        budget = [
+            {"gib": gib(fits["budget_bytes"]), "label": tr("chart.budget_on", lang, gpu=fits.get("gpu"))}
+        ]
         line = alt.Chart(alt.Data(values=budget)).encode(
             y="gib:Q", tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", format=",.2f")]
         )
@@ -91,9 +121,9 @@ def memory_chart(estimate: Any) -> alt.LayerChart:
     if mem["total"] < summed:  # a training step's peak: not every component is alive at once
         peak = [
             {
-                "bar": ITEMISED,
+                "bar": itemised,
                 "gib": gib(mem["total"]),
-                "label": "the step's peak (the total)",
+                "label": tr("chart.peak", lang),
                 "formula": (d.get("formulas") or {}).get("total", ""),
             }
         ]
@@ -101,7 +131,7 @@ def memory_chart(estimate: Any) -> alt.LayerChart:
             alt.Chart(alt.Data(values=peak))
             .mark_tick(color="#000000", thickness=3, size=60)
             .encode(
-                x=alt.X("bar:N", sort=[ITEMISED, RULE]),
+                x=alt.X("bar:N", sort=[itemised, rule_bar]),
                 y="gib:Q",
                 tooltip=[
                     alt.Tooltip("label:N"),
@@ -110,8 +140,13 @@ def memory_chart(estimate: Any) -> alt.LayerChart:
                 ],
             )
         )
-    gpu = f" on {d['gpu']}" if d.get("gpu") else ""
-    title = f"{d.get('model', 'model')}: {fmt_bytes(d['memory']['total'], 'GiB')} per GPU{gpu}"
+    total = fmt_bytes(d["memory"]["total"], "GiB", lang)
+    model = d.get("model", "model")
+    title = (
+        tr("chart.memory_title_gpu", lang, model=model, total=total, gpu=d["gpu"])
+        if d.get("gpu")
+        else tr("chart.memory_title", lang, model=model, total=total)
+    )
     if off_scale:  # a line far above the bars would flatten them to nothing: say the budget instead
-        title += f" (budget {fmt_bytes(fits['budget_bytes'], 'GiB')}, off the scale)"
-    return finish(alt.layer(*layers).properties(width=220, height=HEIGHT), title)
+        title += " " + tr("chart.budget_off_scale", lang, budget=fmt_bytes(fits["budget_bytes"], "GiB", lang))
+    return finish(alt.layer(*layers).properties(width=220, height=HEIGHT), title, lang)

@@ -7,7 +7,7 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import ESTIMATE_COLOUR, HEIGHT, finish, verdict_scale
+from aiworkbook.charts.theme import ESTIMATE_COLOUR, HEIGHT, finish, tr, verdict_legend, verdict_scale
 from aiworkbook.provenance import verdict_words
 
 ESTIMATE = "estimate"
@@ -43,7 +43,7 @@ def _name(r: Any) -> str:
     return r.proof if hasattr(r, "proof") else r["proof"]
 
 
-def proofs_chart(results: list[Any]) -> alt.LayerChart:
+def proofs_chart(results: list[Any], lang: str = "en") -> alt.LayerChart:
     """Per proof: the estimate (1.0) and measured / estimate, the tolerance band around 1 as a tick.
 
     Proofs without an estimate (verdict info) keep their row with the measured figure in the tooltip.
@@ -52,14 +52,14 @@ def proofs_chart(results: list[Any]) -> alt.LayerChart:
     tooltip = [
         alt.Tooltip("proof:N"),
         alt.Tooltip("kind:N"),
-        alt.Tooltip("verdict:N"),
-        alt.Tooltip("predicted_label:N", title="estimate of"),
-        alt.Tooltip("predicted:Q", title="estimate", format=",.4~g"),
-        alt.Tooltip("measured:Q", format=",.4~g"),
+        alt.Tooltip("verdict:N", title=tr("chart.verdict", lang)),
+        alt.Tooltip("predicted_label:N", title=tr("chart.estimate_of", lang)),
+        alt.Tooltip("predicted:Q", title=tr("chart.estimate", lang), format=",.4~g"),
+        alt.Tooltip("measured:Q", title=tr("chart.measured", lang), format=",.4~g"),
         alt.Tooltip("unit:N"),
-        alt.Tooltip("ratio:Q", title="measured / estimate", format=".3f"),
+        alt.Tooltip("ratio:Q", title=tr("chart.ratio", lang), format=".3f"),
         alt.Tooltip("tolerance:Q", format=".0%"),
-        alt.Tooltip("flags:N", title="honesty flags"),
+        alt.Tooltip("flags:N", title=tr("chart.flags", lang)),
     ]
     base = alt.Chart(alt.Data(values=rows)).encode(
         y=alt.Y("proof:N", title=None),
@@ -68,11 +68,19 @@ def proofs_chart(results: list[Any]) -> alt.LayerChart:
     )
     est = base.transform_filter(alt.datum.kind == ESTIMATE).mark_bar(color=ESTIMATE_COLOUR)
     meas = base.transform_filter(alt.datum.kind == MEASURED).mark_bar()
-    x = alt.X("relative:Q", title="relative to the estimate (estimate = 1)")
+    x = alt.X("relative:Q", title=tr("chart.relative", lang))
     one = alt.Chart(alt.Data(values=[{"x": 1.0}])).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
     chart = alt.layer(
         est.encode(x=x),
-        meas.encode(x=x, color=alt.Color("verdict:N", scale=verdict_scale(), title="verdict")),
+        meas.encode(
+            x=x,
+            color=alt.Color(
+                "verdict:N",
+                scale=verdict_scale(),
+                title=tr("chart.verdict", lang),
+                legend=verdict_legend(lang),
+            ),
+        ),
         one,
     ).properties(width=360, height=max(HEIGHT // 2, 48 * max(1, len(results))))
-    return finish(chart, "Estimate vs measured")
+    return finish(chart, tr("chart.proofs_title", lang), lang)

@@ -7,7 +7,7 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import HEIGHT, WIDTH, finish, scale
+from aiworkbook.charts.theme import HEIGHT, WIDTH, finish, scale, tr
 
 
 def _rows(data: Any) -> list[dict[str, Any]]:
@@ -18,7 +18,7 @@ def _rows(data: Any) -> list[dict[str, Any]]:
     return [dict(r) for r in data]
 
 
-def roofline_chart(data: Any, source: str | None = None) -> alt.LayerChart:
+def roofline_chart(data: Any, source: str | None = None, lang: str = "en") -> alt.LayerChart:
     """`data`: the rows of roofline_chart_data (kind "ceiling" per dtype and intensity, at most one
     kind "workload"), a DataFrame of them, or a roofline proof's `details`. FLOP/s shown as TFLOP/s.
     `source` ("datasheet" when no roofline proof measured the ceilings) is said in the title."""
@@ -32,9 +32,9 @@ def roofline_chart(data: Any, source: str | None = None) -> alt.LayerChart:
     dtypes = list(dict.fromkeys(r["dtype"] for r in ceilings))
     for r in ceilings + points:
         r["tflops"] = float(r["attainable_flops"]) / 1e12
-    colour = alt.Color("dtype:N", scale=scale(dtypes), title="dtype roof")
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
-    y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
+    colour = alt.Color("dtype:N", scale=scale(dtypes), title=tr("chart.dtype_roof", lang))
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title=tr("chart.intensity", lang))
+    y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title=tr("chart.attainable", lang))
     roofs = (
         alt.Chart(alt.Data(values=ceilings))
         .mark_line()
@@ -50,7 +50,7 @@ def roofline_chart(data: Any, source: str | None = None) -> alt.LayerChart:
                 y=y,
                 color=colour,
                 tooltip=[
-                    alt.Tooltip("label:N", title="workload"),
+                    alt.Tooltip("label:N", title=tr("chart.workload", lang)),
                     alt.Tooltip("dtype:N"),
                     alt.Tooltip("intensity:Q", format=",.2f"),
                     alt.Tooltip("tflops:Q", title="TFLOP/s", format=",.2f"),
@@ -59,7 +59,10 @@ def roofline_chart(data: Any, source: str | None = None) -> alt.LayerChart:
             )
         )
     name = ceilings[0].get("spec", "")
-    title = f"Decode roofline{' of ' + name if name else ''}{f' ({source})' if source else ''}"
+    title = tr("chart.roofline_of", lang, gpu=name) if name else tr("chart.roofline_title", lang)
+    if source:
+        title += f" ({tr('chart.datasheet', lang) if source == 'datasheet' else source})"
     if points:
-        title += f": {points[0].get('label', 'workload')} is {points[0].get('bound', '')}-bound"
-    return finish(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT), title)
+        what = points[0].get("label", tr("chart.workload", lang))
+        title += ": " + tr("chart.bound", lang, what=what, bound=points[0].get("bound", ""))
+    return finish(alt.layer(*layers).properties(width=WIDTH, height=HEIGHT), title, lang)

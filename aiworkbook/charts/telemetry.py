@@ -9,7 +9,7 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import HEIGHT, WIDTH, finish, scale
+from aiworkbook.charts.theme import HEIGHT, WIDTH, finish, scale, tr
 
 #: Axis titles for the metrics people watch (others use the column name).
 TITLES: dict[str, str] = {
@@ -77,35 +77,43 @@ def telemetry_rows(frame: Any, metric: str) -> list[dict[str, Any]]:
     return rows
 
 
-def source_label(header: dict[str, Any] | None = None, gpu: str | None = None) -> str:
+def source_label(header: dict[str, Any] | None = None, gpu: str | None = None, lang: str = "en") -> str:
     """'recorded on <GPU>, <date>' / 'synthetic trace ...' for a trace header, 'live on <GPU>' otherwise."""
+    if header is not None and lang != "en":  # the stored label is English: said again from its fields
+        src = header.get("replay_of") if header.get("source") == "replay" else header
+        src = src if isinstance(src, dict) else {}
+        gpu_name, date = src.get("gpu") or "—", str(src.get("recorded_at", "—"))[:10]
+        kind = "chart.synthetic" if src.get("source") == "synthetic" else "chart.recorded_on"
+        said = tr(kind, lang, gpu=gpu_name, date=date)
+        return tr("chart.replay_of", lang, what=said) if header.get("source") == "replay" else said
     if header is not None:
         from aiworkbook.telemetry.replay import trace_label
 
         return str(header.get("label") or trace_label(header))
-    return f"live on {gpu}" if gpu else "live"
+    return tr("chart.live_on", lang, gpu=gpu) if gpu else tr("chart.live", lang)
 
 
 def telemetry_chart(
-    frame: Any, metric: str, header: dict[str, Any] | None = None, gpu: str | None = None
+    frame: Any, metric: str, header: dict[str, Any] | None = None, gpu: str | None = None, lang: str = "en"
 ) -> alt.Chart:
     """A line per GPU of `metric` over time. `frame`: telemetry.export.to_dataframe(samples) (or the
     samples); `header`: the trace header when the samples were recorded or synthetic (its label goes
     in the title); `gpu`: the live GPU's name otherwise."""
-    return series_chart(telemetry_rows(frame, metric), metric, source_label(header, gpu))
+    return series_chart(telemetry_rows(frame, metric), metric, source_label(header, gpu, lang), lang)
 
 
-def series_chart(rows: list[dict[str, Any]], metric: str, source: str) -> alt.Chart:
+def series_chart(rows: list[dict[str, Any]], metric: str, source: str, lang: str = "en") -> alt.Chart:
     """A line per series of `metric` from long rows (t_s, series, value, phase), titled
     "<metric>: <source>" (where the data came from: live, a trace's label, a Prometheus server)."""
     key = metric.split(".", 1)[-1]
+    name = tr(f"metric.{key}", lang) if key in TITLES else key
     series = list(dict.fromkeys(r["series"] for r in rows))
     chart = (
         alt.Chart(alt.Data(values=rows))
         .mark_line()
         .encode(
-            x=alt.X("t_s:Q", title="time (s)"),
-            y=alt.Y("value:Q", title=TITLES.get(key, key)),
+            x=alt.X("t_s:Q", title=tr("chart.time_s", lang)),
+            y=alt.Y("value:Q", title=name),
             color=alt.Color("series:N", scale=scale(series), title=None),
             tooltip=[
                 "series:N",
@@ -116,4 +124,4 @@ def series_chart(rows: list[dict[str, Any]], metric: str, source: str) -> alt.Ch
         )
         .properties(width=WIDTH, height=HEIGHT // 2)
     )
-    return finish(chart, f"{TITLES.get(key, key)}: {source}")
+    return finish(chart, f"{name}: {source}", lang)

@@ -55,10 +55,101 @@ def gib(n: float | int | None) -> float | None:
     return None if n is None else float(n) / GiB
 
 
-def finish(chart: Any, title: str | None = None) -> Any:
-    """The shared configuration: font sizes, no chart border, a title when given."""
+def tr(key: str, lang: str = "en", **fmt: Any) -> str:
+    """A chart's word in `lang` from the one catalog (aiworkbook.patterns.i18n), formatted with `fmt`."""
+    from aiworkbook.patterns.i18n import text
+
+    s = text(key, lang)
+    return s.format(**fmt) if fmt else s
+
+
+def component_label(name: str, lang: str = "en") -> str:
+    """A memory component's legend word (`component.<name>`); an unknown one reads as its name."""
+    from aiworkbook.patterns.i18n import TABLES
+
+    found = TABLES.get(lang, {}).get(f"component.{name}")
+    return found if isinstance(found, str) else name
+
+
+def verdict_label(verdict: str, lang: str = "en") -> str:
+    """A proof verdict (pass, fail, info, does-not-fit, interrupted, error) in `lang`."""
+    from aiworkbook.patterns.i18n import TABLES
+
+    found = TABLES.get(lang, {}).get(f"verdict.{verdict}") if lang != "en" else None
+    return found if isinstance(found, str) else verdict
+
+
+def verdict_legend(lang: str = "en") -> Any:
+    """The verdict legend with its labels in `lang` (the data keeps the library's verdict names)."""
+    if lang == "en":
+        return alt.Legend()
+    import json
+
+    words = {v: verdict_label(v, lang) for v in VERDICT_COLOURS}
+    return alt.Legend(labelExpr=f"{json.dumps(words)}[datum.label] || datum.label")
+
+
+#: words of the sizing library's formulas, said in Dutch and German (the formulas' notation stays)
+FORMULA_WORDS = (
+    "params",
+    "trainable",
+    "seqs",
+    "layers",
+    "tokens",
+    "vocab",
+    "inference",
+    "measured",
+    "others",
+)
+#: the memory components (aiworkbook.sizing.memory.COMPONENTS) and the total
+COMPONENT_NAMES = (
+    "weights",
+    "gradients",
+    "optimizer",
+    "master_weights",
+    "activations",
+    "logits",
+    "kv_cache",
+    "workspace",
+    "cuda_context",
+    "reserve",
+    "total",
+)
+
+
+def formula_words(formula: str, lang: str = "en") -> str:
+    """A sizing formula with its component names, common words and numbers in `lang`; a phrase the
+    catalog does not hold stays as the library wrote it."""
+    if lang == "en" or not formula:
+        return formula
+    import re
+
+    from aiworkbook.i18n_format import localize_numbers
+    from aiworkbook.patterns.i18n import TABLES
+
+    table = TABLES[lang]
+    for key, english in TABLES["en"].items():  # whole phrases first, then single words
+        if key.startswith("formula.phrase.") and isinstance(english, str) and english in formula:
+            formula = formula.replace(english, str(table[key]))
+
+    def word(m: re.Match[str]) -> str:
+        w = m.group(0)
+        found = table.get(f"component.{w}") or table.get(f"formula.{w}")
+        return found if isinstance(found, str) else w
+
+    names = "|".join(sorted({*COMPONENT_NAMES, *FORMULA_WORDS}, key=len, reverse=True))
+    return localize_numbers(re.sub(rf"\b(?:{names})\b", word, formula), lang)
+
+
+def finish(chart: Any, title: str | None = None, lang: str = "en") -> Any:
+    """The shared configuration: font sizes, no chart border, a title when given, and numbers on axes
+    and in tooltips in `lang`'s format (Vega's number locale)."""
     if title is not None:
         chart = chart.properties(title=title)
+    if lang != "en":
+        from aiworkbook.i18n_format import vega_locale
+
+        chart = chart.configure(locale={"number": vega_locale(lang)})
     return (
         chart.configure_view(strokeWidth=0)
         .configure_axis(labelFontSize=11, titleFontSize=12)

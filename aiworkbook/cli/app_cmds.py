@@ -30,6 +30,9 @@ import typer
 
 DASHBOARDS = ("sizing", "monitor", "report")
 ALLOW_PROOFS_ENV = "AIWORKBOOK_ALLOW_PROOFS"
+#: the page language `--lang` sets (widgets.i18n.page_lang reads it; a viewer's `?lang=` overrides it)
+LANG_ENV = "AIWORKBOOK_LANG"
+LANGS = ("en", "nl", "de")
 #: the token reaches the Voilà server through this variable (also read by `aiworkbook app` itself)
 TOKEN_ENV = "AIWORKBOOK_TOKEN"
 #: the server module: Voilà with the Host allowlist, XSRF, the kernel cap and culling without a page
@@ -123,13 +126,15 @@ def launch(
     progressive: bool = True,
     allow_hosts: Sequence[str] = (),
     max_viewers: int = MAX_VIEWERS,
+    lang: str = "en",
 ) -> Launch:
     """The Voilà command for dashboard `name`. A non-loopback ip gets a token (generated when none is
     given): sharing is deliberate and never open. `preheat` > 0 keeps that many kernels warm
     (Voilà then renders in one go: pre-heating and progressive rendering exclude each other).
     progressive=False puts every cell's output in the first HTML answer (what a smoke test reads).
     `allow_hosts`: names (NAME or NAME:PORT) the dashboard answers to besides loopback and `ip`.
-    The token goes to the server in Launch.env (TOKEN_ENV), never in argv."""
+    The token goes to the server in Launch.env (TOKEN_ENV), never in argv. `lang` (en, nl, de) is the
+    pages' language (LANG_ENV); a viewer's `?lang=` picks another."""
     from aiworkbook.cli.app_hosts import parse_allow_host
     from aiworkbook.errors import SpecError
 
@@ -142,6 +147,8 @@ def launch(
         raise SpecError("token", token, "a non-empty string")
     if not _is_loopback(ip) and token is None:
         token = secrets.token_urlsafe(24)
+    if lang not in LANGS:
+        raise SpecError("lang", lang, ", ".join(LANGS))
     if preheat < 0:
         raise SpecError("preheat", preheat, "0 (off) or more kernels")
     if not (1 <= max_viewers <= 1000):
@@ -189,7 +196,7 @@ def launch(
     host = f"[{shown}]" if ":" in shown else shown
     url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
     jupyter_path = os.pathsep.join(p for p in (str(template_root()), os.environ.get("JUPYTER_PATH")) if p)
-    env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0", "JUPYTER_PATH": jupyter_path}
+    env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0", "JUPYTER_PATH": jupyter_path, LANG_ENV: lang}
     if token is not None:
         env[TOKEN_ENV] = token  # not argv: `ps` shows a command line to every user of the machine
     return Launch(argv=argv, env=env, url=url, port=port, ip=ip, cwd=str(path.parent))
@@ -310,6 +317,9 @@ def register(app: typer.Typer) -> None:
         preheat: int = typer.Option(
             0, "--preheat", help="Keep this many kernels warm (0: render progressively)."
         ),
+        lang: str = typer.Option(
+            "en", "--lang", help="Language of the pages: en, nl or de (a viewer's ?lang= picks another)."
+        ),
         print_command: bool = typer.Option(
             False, "--print-command", help="Print the Voilà command line and exit without starting it."
         ),
@@ -325,6 +335,7 @@ def register(app: typer.Typer) -> None:
             preheat=preheat,
             allow_hosts=allow_host or (),
             max_viewers=max_viewers,
+            lang=lang,
         )
         if print_command:
             env = " ".join(f"{k}={v}" for k, v in spec.env.items())

@@ -10,7 +10,9 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
+from aiworkbook.i18n_format import fixed, integer, percent
 from aiworkbook.patterns import get_pattern, recommend, text
+from aiworkbook.patterns.i18n import said
 from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
@@ -89,9 +91,9 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
         est = prof.estimates.get(w.name, {})
         wl = _shape(est.get("workload", w.workload))
         if wl.mode == "infer":
-            shape = f"{wl.concurrency} × {wl.context_len:,} tokens"
+            shape = f"{wl.concurrency} × {integer(wl.context_len, t.lang)} {t('report.tokens')}"
         else:
-            shape = f"{wl.mode} {wl.batch} × {wl.seq_len:,} tokens"
+            shape = f"{t('mode.' + wl.mode)} {wl.batch} × {integer(wl.seq_len, t.lang)} {t('report.tokens')}"
         parts = [f"{w.name} — {w.model}, {shape}"]
         fit = est.get("fits") or {}
         cost = est.get("cost") or {}
@@ -99,18 +101,18 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
             verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
             gpus = max(1, wl.tp * wl.dp)
             parts.append(f"{verdict}: {gpus} × {fit['gpu']}")
-            parts.append(f"{fmt_bytes(fit['headroom_bytes'])} {t('report.headroom')}")
+            parts.append(f"{fmt_bytes(fit['headroom_bytes'], lang=t.lang)} {t('report.headroom')}")
             if not fit.get("fits"):  # never priced on GPUs it does not fit on: what it needs, priced
                 parts += _needs_parts(w, wl, fit["gpu"], t)
                 cost = {}
         if cost.get("decode_usd_per_mtok") is not None:
-            parts.append(f"{_usd(cost['decode_usd_per_mtok'])} {t('report.usd_per_mtok')}")
+            parts.append(f"{_usd(cost['decode_usd_per_mtok'], t.lang)} {t('report.usd_per_mtok')}")
         elif cost.get("usd_per_mtok_trained") is not None:
             run = (cost.get("run") or {}).get("usd")
             parts.append(
-                f"{run:,.0f} {t('report.usd_per_run')}"
+                f"{fixed(run, 0, t.lang)} {t('report.usd_per_run')}"
                 if run is not None
-                else f"{_usd(cost['usd_per_mtok_trained'])} {t('report.usd_per_mtok_trained')}"
+                else f"{_usd(cost['usd_per_mtok_trained'], t.lang)} {t('report.usd_per_mtok_trained')}"
             )
         lines.append(", ".join(parts))
     return lines
@@ -132,9 +134,11 @@ def _needs_parts(entry: Any, wl: Any, gpu: str, t: _Texts) -> list[str]:
         out.append(t("report.lowest_cost").format(n=n.cheapest.gpus, gpu=n.cheapest.gpu))
     o = n.priced
     if o is not None and o.usd_per_mtok is not None:
-        out.append(f"{_usd(o.usd_per_mtok)} {t('report.usd_per_mtok')} ({o.gpus} × {o.gpu})")
+        out.append(f"{_usd(o.usd_per_mtok, t.lang)} {t('report.usd_per_mtok')} ({o.gpus} × {o.gpu})")
     elif o is not None and o.usd_per_mtok_trained is not None:
-        out.append(f"{_usd(o.usd_per_mtok_trained)} {t('report.usd_per_mtok_trained')} ({o.gpus} × {o.gpu})")
+        out.append(
+            f"{_usd(o.usd_per_mtok_trained, t.lang)} {t('report.usd_per_mtok_trained')} ({o.gpus} × {o.gpu})"
+        )
     return out
 
 
@@ -155,25 +159,35 @@ def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
     ):
         if node is None:
             continue
-        rows.append((label, node.name, *_node_cells(node)))
-        rows += [(f"{label} · pool", pool.name, *_node_cells(pool)) for pool in node.pools]
+        rows.append((label, node.name, *_node_cells(node, t)))
+        rows += [(f"{label} · {t('report.pool')}", pool.name, *_node_cells(pool, t)) for pool in node.pools]
     if rows:
-        out.append(table(("", "name", "GPU", "CPU", "RAM", "storage", "USD/h"), rows))
-    out.append(p(f"{t('report.fingerprint')}: {prof.node.fingerprint.describe()}", "aiwb-fingerprint"))
+        out.append(table(("", t("report.name"), "GPU", "CPU", "RAM", t("report.storage"), "USD/h"), rows))
+    out.append(p(f"{t('report.fingerprint')}: {_fingerprint(prof, t)}", "aiwb-fingerprint"))
     return out
 
 
-def _node_cells(node: Any) -> tuple[str, ...]:
+def _fingerprint(prof: LockedProfile, t: _Texts) -> str:
+    """The node's fingerprint in one line, its words in the report's language."""
+    import re
+
+    said = prof.node.fingerprint.describe()
+    return said if t.lang == "en" else re.sub(r"\bdriver\b", t("report.driver"), said)
+
+
+def _node_cells(node: Any, t: _Texts) -> tuple[str, ...]:
+    import re
+
     gpu = f"{node.gpu_count} × {node.gpu}" if node.gpu else (node.gpu_status or "—")
-    model = node.cpu_model or "?"
-    cpu = model if "cores" in model else f"{model} ({node.cpu_cores} cores)"  # some names carry it
+    model = re.sub(r"\s*\(\d+ cores\)$", "", node.cpu_model or "?")  # a declared "(32 cores)" said once
+    cpu = f"{model} ({node.cpu_cores} {t('report.cores')})"
     disk = (
-        f"{fmt_bytes(node.local_storage_bytes)} {node.storage_type}".strip()
+        f"{fmt_bytes(node.local_storage_bytes, lang=t.lang)} {node.storage_type}".strip()
         if node.local_storage_bytes
         else "—"
     )
-    price = f"{node.price_per_hour_usd:,.2f}" if node.price_per_hour_usd else "—"
-    return gpu, cpu, fmt_bytes(node.ram_bytes), disk, price
+    price = fixed(node.price_per_hour_usd, 2, t.lang) if node.price_per_hour_usd else "—"
+    return gpu, cpu, fmt_bytes(node.ram_bytes, lang=t.lang), disk, price
 
 
 def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
@@ -185,21 +199,41 @@ def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         if not est:
             continue
         wl = est["workload"]
-        out.append(h(3, f"{w.name}: {est['model']} ({wl['mode']}) · {est.get('gpu') or est['device']}"))
-        mem, formulas = est["memory"], est.get("formulas", {})
-        from aiworkbook.charts.theme import label
+        mode = (
+            t("mode." + wl["mode"]) if wl.get("mode") in ("infer", "train", "lora", "qlora") else wl["mode"]
+        )
+        out.append(h(3, f"{w.name}: {est['model']} ({mode}) · {est.get('gpu') or est['device']}"))
+        from aiworkbook.charts.theme import component_label, formula_words
 
-        rows = [(label(c), fmt_bytes(v), formulas.get(c, "")) for c, v in mem.items() if v or c == "total"]
+        mem, formulas = est["memory"], est.get("formulas", {})
+        rows = [
+            (
+                component_label(c, t.lang),
+                fmt_bytes(v, lang=t.lang),
+                formula_words(formulas.get(c, ""), t.lang),
+            )
+            for c, v in mem.items()
+            if v or c == "total"
+        ]
         out.append(
             table((t("report.component"), t("report.bytes"), t("report.formula")), rows, "aiwb-memory")
         )
         rule = est.get("rules_of_thumb") or {}
         if rule:
-            out.append(p(f"{t('report.rule_of_thumb')}: {rule['formula']} = {fmt_bytes(rule['bytes'])}"))
+            from aiworkbook.charts.memory import rule_formula
+
+            formula = rule_formula(rule["formula"], t.lang)
+            out.append(p(f"{t('report.rule_of_thumb')}: {formula} = {fmt_bytes(rule['bytes'], lang=t.lang)}"))
         if charts:
             from aiworkbook.charts import memory_chart
 
-            out.append(_chart("memory", f"{t('report.memory')}: {w.name}", lambda est=est: memory_chart(est)))
+            out.append(
+                _chart(
+                    "memory",
+                    f"{t('report.memory')}: {w.name}",
+                    lambda est=est: memory_chart(est, lang=t.lang),
+                )
+            )
     return out
 
 
@@ -207,20 +241,22 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     out = [h(2, t("report.proofs"))]
     if not prof.proofs:
         return [*out, p(t("report.no_proofs"))]
+    from aiworkbook.charts.theme import verdict_label
+
     rows, flags = [], set()
     for g in prof.proofs:
         r = g.result
-        ratio = f"{r['ratio']:.3f}" if r.get("ratio") is not None else "—"
+        ratio = fixed(r["ratio"], 3, t.lang, False) if r.get("ratio") is not None else "—"
         tol = prof.tolerance(g.name)
         rows.append(
             (
                 g.name,
-                _estimate_cell(r),
-                fmt_value(r.get("measured"), r.get("unit", "")),
+                _estimate_cell(r, t.lang),
+                fmt_value(r.get("measured"), r.get("unit", ""), t.lang),
                 ratio,
-                verdict_words(r),
+                verdict_label(verdict_words(r), t.lang),
                 ", ".join(r.get("flags", [])) or "—",
-                f"±{tol.pass_within:.0%} / ±{tol.fail_beyond:.0%}",
+                f"±{percent(tol.pass_within, 0, t.lang)} / ±{percent(tol.fail_beyond, 0, t.lang)}",
             )
         )
         flags.update(r.get("flags", []))
@@ -237,23 +273,29 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     if any(cpu_only(g.result) for g in prof.proofs):
         out.append(p(t("report.cpu_only_note"), "aiwb-cpu-only"))
     if flags:
-        out += [h(3, t("report.flags")), ul(f"{f}: {FLAGS.get(f, '')}" for f in sorted(flags))]
+        out += [
+            h(3, t("report.flags")),
+            ul(f"{f}: {t('flag.' + f) if f in FLAGS else ''}" for f in sorted(flags)),
+        ]
     noted = [g for g in prof.proofs if g.result.get("notes")]
     if noted:  # what a proof found beside its one figure: the serving proof's SLO load, the KV run-out
-        out += [h(3, t("report.proof_notes")), ul(f"{g.name}: {n}" for g in noted for n in g.result["notes"])]
+        out += [
+            h(3, t("report.proof_notes")),
+            ul(f"{g.name}: {said(n, t.lang)}" for g in noted for n in g.result["notes"]),
+        ]
     if charts and any(g.result.get("ratio") is not None for g in prof.proofs):  # no empty chart
         from aiworkbook.charts import proofs_chart
 
         results = [g.result for g in prof.proofs]
-        out.append(_chart("proofs", t("report.proofs"), lambda: proofs_chart(results)))
+        out.append(_chart("proofs", t("report.proofs"), lambda: proofs_chart(results, lang=t.lang)))
     return out
 
 
-def _estimate_cell(r: dict[str, Any]) -> str:
+def _estimate_cell(r: dict[str, Any], lang: str = "en") -> str:
     if r.get("predicted") is None:
         return "—"
-    value = fmt_value(r.get("predicted"), r.get("unit", ""))
-    return f"{r['predicted_label']}: {value}" if r.get("predicted_label") else value
+    value = fmt_value(r.get("predicted"), r.get("unit", ""), lang)
+    return f"{said(r['predicted_label'], lang)}: {value}" if r.get("predicted_label") else value
 
 
 def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
@@ -266,13 +308,14 @@ def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         rows = [
             (
                 r["load"],
-                *(fmt_value(r.get(k), "s") for k in ("p50_ttft_s", "p95_ttft_s", "p99_ttft_s")),
-                *(fmt_value(r.get(k), "s") for k in ("p95_tpot_s", "p99_tpot_s")),
-                f"{r.get('throughput_tok_s', 0):,.0f}",
+                *(fmt_value(r.get(k), "s", t.lang) for k in ("p50_ttft_s", "p95_ttft_s", "p99_ttft_s")),
+                *(fmt_value(r.get(k), "s", t.lang) for k in ("p95_tpot_s", "p99_tpot_s")),
+                integer(r.get("throughput_tok_s", 0), t.lang),
             )
             for r in det["sweep"]
         ]
-        out.append(table(("load", "p50 TTFT", "p95 TTFT", "p99 TTFT", "p95 TPOT", "p99 TPOT", "tok/s"), rows))
+        load = t("report.load")
+        out.append(table((load, "p50 TTFT", "p95 TTFT", "p99 TTFT", "p95 TPOT", "p99 TPOT", "tok/s"), rows))
         if charts:
             from aiworkbook.charts import latency_chart
 
@@ -280,7 +323,7 @@ def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
                 _chart(
                     "latency",
                     f"{t('report.latency')}: {g.name}",
-                    lambda d=det: latency_chart(d["sweep"], d.get("knee")),
+                    lambda d=det: latency_chart(d["sweep"], d.get("knee"), lang=t.lang),
                 )
             )
     return out
@@ -317,12 +360,12 @@ def _roofline(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     from aiworkbook.charts import roofline_chart
 
     if _roofline_measured(prof):
-        return [*out, _chart("roofline", t("report.roofline"), lambda: roofline_chart(rows))]
+        return [*out, _chart("roofline", t("report.roofline"), lambda: roofline_chart(rows, lang=t.lang))]
     caption = f"{t('report.roofline')}: {t('report.datasheet')}"  # never mistaken for a measurement
     return [
         *out,
         p(caption, "aiwb-datasheet"),
-        _chart("roofline", caption, lambda: roofline_chart(rows, "datasheet")),
+        _chart("roofline", caption, lambda: roofline_chart(rows, "datasheet", lang=t.lang)),
     ]
 
 
@@ -344,23 +387,23 @@ def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
     for name, est in prof.estimates.items():
         c = dict(est.get("cost") or {})
         fit = est.get("fits") or {}
-        where = f"{c.get('price_per_gpu_hour') or 0:,.2f} × {c.get('gpus', '—')}"
+        where = f"{fixed(c.get('price_per_gpu_hour') or 0, 2, t.lang)} × {c.get('gpus', '—')}"
         if fit.get("gpu") and not fit.get("fits") and name in by_name:
             o = _needed(by_name[name], est, fit["gpu"])
             c = {"note": t("report.does_not_fit") + f": 1 × {fit['gpu']}"}
             if o is not None:
                 c = {"decode_usd_per_mtok": o.usd_per_mtok, "usd_per_mtok_trained": o.usd_per_mtok_trained}
                 per_gpu = o.usd_per_hour / o.gpus if o.usd_per_hour else 0
-                where = f"{per_gpu:,.2f} × {o.gpus} {o.gpu}"
+                where = f"{fixed(per_gpu, 2, t.lang)} × {o.gpus} {o.gpu}"
         run = (c.get("run") or {}).get("usd")
         note = c.get("note", "")
         rows.append(
             (
                 name,
-                _usd(c.get("decode_usd_per_mtok")),
-                _usd(c.get("prefill_usd_per_mtok")),
-                _usd(c.get("usd_per_mtok_trained")),
-                f"{run:,.0f}" if run is not None else "—",
+                _usd(c.get("decode_usd_per_mtok"), t.lang),
+                _usd(c.get("prefill_usd_per_mtok"), t.lang),
+                _usd(c.get("usd_per_mtok_trained"), t.lang),
+                fixed(run, 0, t.lang) if run is not None else "—",
                 where + (f" ({note})" if note else ""),
             )
         )
@@ -369,10 +412,10 @@ def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
     header = (
         "",
         t("report.usd_per_mtok"),
-        "prefill USD/Mtok",
+        t("report.prefill_usd"),
         t("report.usd_per_mtok_trained"),
         t("report.usd_per_run"),
-        "USD/GPU-h × GPUs",
+        t("report.usd_gpu_h"),
     )
     return [h(2, t("report.cost")), table(header, rows, "aiwb-cost")]
 
@@ -388,16 +431,17 @@ def _needed(entry: Any, est: dict[str, Any], gpu: str) -> Any:
         return None
 
 
-def _usd(x: Any) -> str:
-    """Dollars with enough digits to be read: 1.26, 0.126, 0.000412 (never a bare 0.000)."""
+def _usd(x: Any, lang: str = "en") -> str:
+    """Dollars with enough digits to be read: 1.26, 0.126, 0.000412 (never a bare 0.000), in `lang`'s
+    number format."""
     if x is None:
         return "—"
     x = float(x)
     if x >= 1 or x <= 0:
-        return f"{x:,.2f}"
+        return fixed(x, 2, lang)
     import math
 
-    return f"{x:.{max(2, 2 - math.floor(math.log10(x)))}f}"  # three significant digits, no exponent
+    return fixed(x, max(2, 2 - math.floor(math.log10(x))), lang)  # three significant digits, no exponent
 
 
 def _deployment(prof: LockedProfile, t: _Texts) -> list[Block]:
@@ -436,9 +480,19 @@ def _environment(prof: LockedProfile, t: _Texts) -> list[Block]:
                 g.result.get("created", ""),
             )
         )
-    out = [h(2, t("report.environment")), p(f"{t('report.fingerprint')}: {prof.node.fingerprint.describe()}")]
+    out = [h(2, t("report.environment")), p(f"{t('report.fingerprint')}: {_fingerprint(prof, t)}")]
     if rows:
-        out.append(table(("proof", "device", "GPU", "driver", "torch", "CPU", "threads", "run at"), rows))
+        head = (
+            "report.proof",
+            "report.device",
+            "GPU",
+            "report.driver",
+            "torch",
+            "CPU",
+            "report.threads",
+            "report.run_at",
+        )
+        out.append(table(tuple(t(k) if k.startswith("report.") else k for k in head), rows))
     return out
 
 

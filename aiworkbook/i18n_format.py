@@ -1,0 +1,108 @@
+"""Numbers in the viewer's language: the one place where a figure gets its decimal sign and digit
+grouping. English keeps Python's own format (`4,096`, `40.24`); Dutch and German use Babel's CLDR
+data (`4.096`, `40,24`; https://babel.pocoo.org/en/latest/numbers.html). Babel loads only when a
+figure is formatted in nl or de, so an English page pays nothing for it."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+#: The languages of the dashboards and the report, with the CLDR locale each formats numbers in.
+LOCALES: dict[str, str] = {"en": "en_US", "nl": "nl_NL", "de": "de_DE"}
+
+
+def check(lang: Any) -> str:
+    """`lang` itself, or a SpecError naming the languages there are."""
+    if lang not in LOCALES:
+        from aiworkbook.errors import SpecError
+
+        raise SpecError("lang", lang, ", ".join(LOCALES))
+    return str(lang)
+
+
+@cache
+def _pattern(digits: int, group: bool) -> str:
+    return ("#,##0" if group else "0") + ("." + "0" * digits if digits > 0 else "")
+
+
+def fixed(x: float, digits: int = 2, lang: str = "en", group: bool = True) -> str:
+    """`x` with exactly `digits` decimals, digits grouped by thousands (`group`): 40.24 / 40,24."""
+    if check(lang) == "en":
+        return f"{x:,.{digits}f}" if group else f"{x:.{digits}f}"
+    from babel.numbers import format_decimal
+
+    return str(format_decimal(x, format=_pattern(digits, group), locale=LOCALES[lang]))
+
+
+def integer(n: float, lang: str = "en") -> str:
+    """A whole number with thousands grouped: 4,096 / 4.096."""
+    return fixed(round(n), 0, lang)
+
+
+def general(x: float, sig: int = 3, lang: str = "en") -> str:
+    """Python's `{x:.{sig}g}` with the language's decimal sign (exponents left as they are)."""
+    s = f"{x:.{sig}g}"
+    return s if check(lang) == "en" else s.replace(".", decimal_sign(lang))
+
+
+def percent(fraction: float, digits: int = 1, lang: str = "en") -> str:
+    """A fraction as a percentage: 0.123 -> 12.3% / 12,3 %."""
+    if check(lang) == "en":
+        return f"{fraction:.{digits}%}"
+    return f"{fixed(fraction * 100, digits, lang)} %"
+
+
+def money(usd: float, lang: str = "en", digits: int = 2) -> str:
+    """US dollars: $1.26 in English; Babel's currency format in nl (US$ 1,26) and de (1,26 $)."""
+    if check(lang) == "en":
+        return f"${usd:,.{digits}f}"
+    from babel import Locale
+    from babel.numbers import format_currency
+
+    pattern = Locale.parse(LOCALES[lang]).currency_formats["standard"].pattern.split(";")[0]
+    pattern = pattern.replace("0.00", "0" + ("." + "0" * digits if digits > 0 else ""))
+    return str(format_currency(usd, "USD", format=pattern, locale=LOCALES[lang], currency_digits=False))
+
+
+@cache
+def decimal_sign(lang: str) -> str:
+    if check(lang) == "en":
+        return "."
+    from babel.numbers import get_decimal_symbol
+
+    return str(get_decimal_symbol(LOCALES[lang]))
+
+
+@cache
+def group_sign(lang: str) -> str:
+    if check(lang) == "en":
+        return ","
+    from babel.numbers import get_group_symbol
+
+    return str(get_group_symbol(LOCALES[lang]))
+
+
+def vega_locale(lang: str) -> dict[str, Any]:
+    """A Vega number-format locale (d3-format) for chart axes and tooltips in `lang`."""
+    return {
+        "decimal": decimal_sign(lang),
+        "thousands": group_sign(lang),
+        "grouping": [3],
+        "currency": ["$", ""] if check(lang) == "en" else ["", " $"],
+    }
+
+
+def localize_numbers(text: str, lang: str = "en") -> str:
+    """`text` written by the library in English number format ("8,030,261,248 params", "6.5 GiB") with
+    each number in `lang`'s format; words are left as they are."""
+    import re
+
+    if check(lang) == "en":
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        whole, _, frac = m.group(0).partition(".")
+        return whole.replace(",", group_sign(lang)) + (decimal_sign(lang) + frac if frac else "")
+
+    return re.sub(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+\.\d+(?![\w.])", one, text)
