@@ -82,7 +82,8 @@ def widget_text(w: object, out: list[str] | None = None) -> list[str]:
     out = [] if out is None else out
     value = getattr(w, "value", None)
     if type(w).__name__ in ("HTML", "HTMLMath") and isinstance(value, str):
-        out.append(html.unescape(re.sub(r"<[^>]+>", "\n", value)))
+        text = re.sub(r"<style>.*?</style>", "", value, flags=re.S)  # a stylesheet is not read by anyone
+        out.append(html.unescape(re.sub(r"<[^>]+>", "\n", text)))
     if isinstance(getattr(w, "description", None), str):
         out.append(w.description)  # type: ignore[attr-defined]
     out.extend(getattr(w, "_options_labels", ()) or ())

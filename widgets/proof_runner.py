@@ -215,15 +215,16 @@ class ProofRunner(Composite):
         """The plan as a sentence: what it predicts (or that it predicts nothing there), where it runs,
         roughly how long, then its sizes in units ("buffer 256.00 MiB", not "buffer_bytes=268435456")."""
         lang = self.lang
+        proof = p.proof if lang == "en" else self._said(f"proof.{p.proof}.title", p.proof)
         device = {"cpu": self.t("the_cpu"), "cuda": self.t("the_gpu")}.get(p.device, p.device)
         rough = self.t("rough", seconds=p.rough_s) if p.rough_s else "—"
         if p.predicted is None:
-            line = html.escape(self.t("plan_none", proof=p.proof, device=device, rough=rough))
+            line = html.escape(self.t("plan_none", proof=proof, device=device, rough=rough))
         else:
             label = f"{said(p.predicted_label, lang)} = " if p.predicted_label else ""
             predicted = f"{label}{said(fmt_value(p.predicted, p.unit, lang), lang)}"
             line = html.escape(
-                self.t("plan_line", proof=p.proof, predicted=predicted, device=device, rough=rough)
+                self.t("plan_line", proof=proof, predicted=predicted, device=device, rough=rough)
             )
         if p.fits is not None:
             line += f" ({html.escape(self.t('fits') if p.fits else self.t('does_not_fit'))})"
@@ -362,14 +363,21 @@ class ProofRunner(Composite):
 def _size_words(key: str, value: Any, lang: str = "en") -> str:
     """One plan size in words and units: buffer_bytes=268435456 -> "buffer 256.00 MiB" (numbers in
     `lang`'s format; the setting's name stays the library's)."""
-    from aiworkbook.i18n_format import integer
+    from aiworkbook.i18n_format import fixed, integer
     from aiworkbook.units import fmt_bytes
 
+    from .i18n import size_name, yes_no
+
     if key.endswith("_bytes") and isinstance(value, int | float) and not isinstance(value, bool):
-        return f"{key[: -len('_bytes')].replace('_', ' ')} {fmt_bytes(value, lang=lang)}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{key.replace('_', ' ')} {integer(value, lang)}"
+        return f"{size_name(key[: -len('_bytes')], lang)} {fmt_bytes(value, lang=lang)}"
+    name = size_name(key, lang)
+    if isinstance(value, bool):
+        return f"{name} {yes_no(value, lang)}"
+    if isinstance(value, int):
+        return f"{name} {integer(value, lang)}"
+    if isinstance(value, float):
+        return f"{name} {fixed(value, 3 if abs(value) < 1 else 2, lang)}"
     if isinstance(value, list | tuple):
         shown = ", ".join(integer(x, lang) if isinstance(x, int) else str(x) for x in value)
-        return f"{key.replace('_', ' ')} {shown}"
-    return f"{key.replace('_', ' ')} {value}"
+        return f"{name} {shown}"
+    return f"{name} {value}"
