@@ -55,7 +55,7 @@ def test_legends_read_plain_words():
     assert "_" not in label("train_18B_per_param")
     spec = load_model("llama-3-8b")
     chart = memory_chart(estimate(spec, INFER, gpu="H100-SXM")).to_dict()
-    shown = {r["name"] for r in rows_of(chart) if "name" in r}
-    assert {"KV cache", "CUDA context"} <= shown
+    shown = {r["label"] for r in rows_of(chart) if "label" in r and "component" in r}
+    assert {"KV cache", "CUDA context", "rule of thumb: 6 B/parameter (inference)"} <= shown
     assert not [s for s in shown if "_" in s]
-    assert chart["layer"][0]["encoding"]["color"]["field"] == "name"
+    assert chart["layer"][0]["encoding"]["color"]["field"] == "label"

@@ -107,6 +107,12 @@ class ProfileLocker(Composite):
         self.workloads.append((model, workload, gpu))
         self._summary()
 
+    def collect(self, runner: Any) -> None:
+        """Each result `runner` (a ProofRunner) finishes joins the profile to lock; a bad one shows in
+        this widget's error area, never as a traceback."""
+        add = self.guarded(self.add_result)
+        runner.observe(lambda change: change["new"] and add(change["new"]), names="result")
+
     def follow(self, sizer: Any) -> traitlets.dlink:
         """Keep `sizing` at a ModelSizer's value, for "Add the current sizing"; `.unlink()` cuts it."""
         return traitlets.dlink((sizer, "value"), (self, "sizing"))
