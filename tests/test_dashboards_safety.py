@@ -46,7 +46,7 @@ def _wait_gone(s: Server, kernel_id: str, bound_s: float) -> float:
     while s.alive(kernel_id):
         if time.monotonic() - t0 > bound_s:
             pytest.fail(f"kernel {kernel_id} still alive after {bound_s:.0f} s")
-        time.sleep(0.25)
+        time.sleep(0.25)  # real time: a real Voilà server culls kernels on its own clock
     return time.monotonic() - t0
 
 
@@ -54,7 +54,7 @@ def _drain(s: Server, bound_s: float = 60) -> None:
     """Wait until the server holds no kernel (earlier tests' kernels culled)."""
     deadline = time.monotonic() + bound_s
     while s.kernels() and time.monotonic() < deadline:
-        time.sleep(0.25)
+        time.sleep(0.25)  # real time: the real server's culler runs on its own clock
     assert s.kernels() == 0
 
 
@@ -314,6 +314,7 @@ def test_a_sampling_monitor_whose_page_went_away_is_culled(server):
 
         last = datetime.fromisoformat(model["last_activity"].replace("Z", "+00:00")).timestamp()
         active_after_close |= last > closed
+        # real time: the server's disconnect grace and cull interval are real seconds; the bound fails a leak
         assert time.monotonic() - t0 < GRACE_S + INTERVAL_S + 10, "the monitor's kernel outlived its page"
         time.sleep(0.2)
     assert active_after_close, "the monitor did not sample after its page left (nothing to prove)"

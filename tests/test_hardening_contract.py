@@ -368,7 +368,7 @@ def test_second_ctrl_c_during_finalisation_keeps_the_csv(tmp_path, monkeypatch):
 
     def to_csv_interrupted(samples, path):
         os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, while the files are written
-        time.sleep(0.05)
+        time.sleep(0.05)  # real time: a real signal's handler runs here, inside the write, not after it
         return real(samples, path)
 
     monkeypatch.setattr(export, "to_csv", to_csv_interrupted)
@@ -403,8 +403,8 @@ def sampler():
     from aiworkbook.telemetry.sampler import Sampler
 
     s = Sampler(interval=0.1, gpu_reader=ReplayReader(SYNTHETIC), host=True)
+    s.sample_now()  # a latest sample to serve at once, without waiting for the thread's ticks
     s.start()
-    time.sleep(0.25)
     yield s
     s.stop()
 
@@ -464,12 +464,12 @@ def test_idle_connections_time_out_and_resets_print_nothing(sampler, monkeypatch
         addr = srv.server_address
         before = threading.active_count()
         idle = [socket.create_connection(addr) for _ in range(50)]
-        time.sleep(0.2)
+        time.sleep(0.2)  # real time: the real server accepts and starts its connection threads
         assert threading.active_count() <= before + om.MAX_CONNECTIONS
         for s in idle[:10]:  # clients that reset mid-connection
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
             s.close()
-        time.sleep(1.0)
+        time.sleep(1.0)  # real time: the server's own socket timeout (0.3 s) must pass on real sockets
         assert threading.active_count() <= before + 1  # every idle connection's thread let go
         for s in idle[10:]:
             s.close()

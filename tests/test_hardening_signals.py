@@ -56,7 +56,7 @@ class Proc:
                 return
             if self.p.poll() is not None:
                 pytest.fail(f"exited {self.p.returncode} before the signal: {''.join(self.err)[-2000:]}")
-            time.sleep(0.05)
+            time.sleep(0.05)  # real time: a real child process writes the marker when it gets there
         self.p.kill()
         pytest.fail("the marker never came")
 
@@ -106,7 +106,7 @@ import sys, time
 import aiworkbook.telemetry.sampler as sampler
 def slow_init(self, *a, **k):  # NVML initialising on a busy node
     print("initialising", file=sys.stderr, flush=True)
-    time.sleep(60)
+    time.sleep(60)  # real time: the child must be blocked in start-up when the signal arrives
 sampler.Sampler.__init__ = slow_init
 from aiworkbook.cli import entry
 sys.argv = ["aiworkbook", "monitor", "--interval", "0.1"]

@@ -113,7 +113,7 @@ def test_a_save_killed_at_random_points_leaves_a_restorable_checkpoint(tmp_path,
             [sys.executable, "-c", _SAVER, str(tmp_path), fmt], stdout=subprocess.PIPE, text=True
         )
         assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 0.4))
+        time.sleep(rng.uniform(0.0, 0.4))  # real time: the kill lands at a random point of a real save
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
         path, bad = C.restore_latest(tmp_path, fmt)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -95,16 +94,22 @@ def test_result_rejects_unknown_flag_verdict_and_wrong_kind(tmp_path):
 
 
 def test_timing_warns_on_wide_spread_and_sets_threads():
+    now = [0.0]  # an injected clock: each call of fn "takes" the next delay, no sleeping
     delays = iter([0.0, 0.0] + [0.001, 0.006] * 5)  # 2 warm-ups, then alternating 1 ms / 6 ms trials
 
     def fn():
-        time.sleep(next(delays))
+        now[0] += next(delays)
 
-    t = time_trials(fn, warmup=2, trials=10, threads=1)
+    t = time_trials(fn, warmup=2, trials=10, threads=1, clock=lambda: now[0])
     assert t.threads == 1 and t.method == "perf_counter" and t.stats.n == 10
+    assert sorted(t.samples) == pytest.approx([0.001] * 5 + [0.006] * 5)  # warm-ups not timed
     assert t.warnings and "IQR/median" in t.warnings[0]
-    steady = time_trials(lambda: time.sleep(0.002), warmup=1, trials=5, threads=1)
-    assert steady.median >= 0.002
+
+    def steady_fn():
+        now[0] += 0.002
+
+    steady = time_trials(steady_fn, warmup=1, trials=5, threads=1, clock=lambda: now[0])
+    assert steady.median == pytest.approx(0.002) and not steady.warnings
 
 
 def test_cpu_threads_restores():

@@ -115,7 +115,9 @@ def _spin_until_seen(bound_s: float = 10.0) -> None:
 
 
 def _run_until_interrupted(bound_s: float = 10.0) -> float:
-    """Python code at safe points until KeyboardInterrupt; returns how long that took (fails at the bound)."""
+    """Python code at safe points until KeyboardInterrupt; returns how long that took (fails at the bound).
+
+    Real time: a real signal arrives asynchronously; the bound only turns a lost signal into a failure."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < bound_s:
         sum(range(100))
@@ -188,7 +190,7 @@ def test_a_deferred_signal_stops_a_blocking_sleep(handled):
         with pytest.raises(KeyboardInterrupt):
             gc.collect()
             gc.callbacks.remove(callback)
-            time.sleep(10)
+            time.sleep(10)  # real time on purpose: the real signal must end this C-level sleep (EINTR)
     finally:
         if callback in gc.callbacks:
             gc.callbacks.remove(callback)

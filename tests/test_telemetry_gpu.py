@@ -36,7 +36,7 @@ def test_real_environment_and_sampler_window():
     t0 = time.monotonic()
     with s:
         with s.phase("idle"):
-            time.sleep(0.5)
+            time.sleep(0.5)  # real time: a real GPU's samples, taken by the real sampler thread
     summary = s.window(since=t0).summary()
     assert summary["n_samples"] >= 4 and "gpu0.power_w" in summary["metrics"]
 

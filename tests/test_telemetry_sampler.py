@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -27,6 +26,27 @@ def fake():
 
 def _manual(fake, **kw) -> Sampler:
     return Sampler(gpu_reader=GPUReader(clock=fake.clock), host=False, events=False, clock=fake.clock, **kw)
+
+
+class _Counted:
+    """A reader that counts the sampler thread's reads: tests wait for ticks, not for fixed times."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.reads, self._cond = inner, 0, threading.Condition()
+
+    def __getattr__(self, name):  # source, handles, ... of the wrapped reader
+        return getattr(self.inner, name)
+
+    def read_all(self):
+        with self._cond:
+            self.reads += 1
+            self._cond.notify_all()
+        return self.inner.read_all()
+
+    def wait_reads(self, n: int, timeout: float = 10.0) -> bool:
+        """True once `n` reads have started (bounded: False after `timeout` s)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.reads >= n, timeout)
 
 
 def test_ring_is_bounded_and_counts_drops():
@@ -115,11 +135,12 @@ def test_unavailable_metrics_are_reported_with_reason(fake):
 
 def test_background_thread_start_stop_idempotent_and_phase_boundaries():
     with FakeNVML([DATACENTER]):
-        s = Sampler(interval=0.1, host=True, events=True)
+        reader = _Counted(GPUReader())
+        s = Sampler(interval=0.1, gpu_reader=reader, host=True, events=True)
         s.start()
         s.start()
         assert s.running
-        time.sleep(0.25)
+        assert reader.wait_reads(2)  # two ticks of the thread
         with s.phase("load"):
             pass  # too short for a tick: the entry/exit samples still tag it
         s.stop()
@@ -127,17 +148,20 @@ def test_background_thread_start_stop_idempotent_and_phase_boundaries():
         assert not s.running
         n = len(s.samples())
         assert n >= 3 and "load" in s.window().phases()
-        time.sleep(0.15)
-        assert len(s.samples()) == n  # really stopped
+        # really stopped: stop() joined the only worker, so nothing can add a sample any more
         assert [t.name for t in threading.enumerate()].count("aiworkbook-telemetry") == 0
+        reads = reader.reads
+        s.sample_now()  # the caller's own sample still works after stop
+        assert len(s.samples()) == n + 1 and reader.reads == reads + 1
 
 
 def test_sampling_survives_a_lost_gpu_and_a_failing_reader(fake):
-    s = Sampler(interval=0.1, gpu_reader=GPUReader(), host=False, events=False)
+    reader = _Counted(GPUReader())
+    s = Sampler(interval=0.1, gpu_reader=reader, host=False, events=False)
     s.start()
-    time.sleep(0.15)
+    assert reader.wait_reads(1)
     fake.lose(0)
-    time.sleep(0.25)
+    assert reader.wait_reads(reader.reads + 2)  # at least one whole read began after the loss
     s.stop()
     last = s.latest()
     assert last.gpus[0]["power_w"] == NA("GPU is lost") and last.gpus[1]["power_w"] == 412.0
@@ -148,10 +172,11 @@ def test_sampling_survives_a_lost_gpu_and_a_failing_reader(fake):
         def read_all(self):
             raise RuntimeError("reader bug")
 
-    b = Sampler(interval=0.1, gpu_reader=Broken(), host=False, events=False)
+    broken = _Counted(Broken())
+    b = Sampler(interval=0.1, gpu_reader=broken, host=False, events=False)
     b.start()
-    time.sleep(0.25)
-    b.stop()
+    assert broken.wait_reads(2)
+    b.stop()  # joins the thread: both failed reads are counted by now
     assert b.errors >= 2 and "reader bug" in b.last_error
 
 

@@ -70,6 +70,18 @@ def register(app: typer.Typer) -> None:
     prove = typer.Typer(
         help="Run a proof: a measurement on this node next to the estimate it tests.", no_args_is_help=True
     )
+    _register_roofline(prove)
+    _register_vram_and_kv(prove)
+
+    from aiworkbook.cli import prove_storage_cmds, serve_cmds
+
+    serve_cmds.register_prove(prove)  # `prove serving`
+    prove_storage_cmds.register_prove(prove)  # checkpoint, restore, coldstart, dataload, host, allreduce
+    app.add_typer(prove, name="prove")
+
+
+def _register_roofline(prove: typer.Typer) -> None:
+    """`prove roofline`: the node's ceilings, optionally saved as a calibrated NodeProfile."""
 
     @prove.command("roofline")
     def roofline(
@@ -108,6 +120,10 @@ def register(app: typer.Typer) -> None:
 
             calibrated_node(r).save(node_out)
             typer.echo(f"wrote {node_out} (size with: aiworkbook size MODEL --node {node_out})")
+
+
+def _register_vram_and_kv(prove: typer.Typer) -> None:
+    """`prove vram` and `prove kv`: the sizing estimate's memory against a real model on this node."""
 
     @prove.command("vram")
     def vram(
@@ -166,9 +182,3 @@ def register(app: typer.Typer) -> None:
                 f"{cap['measured']} sequences, predicted {cap['predicted']}"
             )
         _emit(r, json_file)
-
-    from aiworkbook.cli import prove_storage_cmds, serve_cmds
-
-    serve_cmds.register_prove(prove)  # `prove serving`
-    prove_storage_cmds.register_prove(prove)  # checkpoint, restore, coldstart, dataload, host, allreduce
-    app.add_typer(prove, name="prove")

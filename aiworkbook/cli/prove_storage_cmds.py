@@ -56,6 +56,13 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
 
 def register_prove(prove: typer.Typer) -> None:
     """Add the storage, data, host and all-reduce proofs to the `prove` group."""
+    _register_checkpoint(prove)
+    _register_start_and_data(prove)
+    _register_host_and_network(prove)
+
+
+def _register_checkpoint(prove: typer.Typer) -> None:
+    """`prove checkpoint` and `prove restore`."""
     from aiworkbook.units import fmt_bytes, fmt_rate
 
     @prove.command("checkpoint")
@@ -100,6 +107,11 @@ def register_prove(prove: typer.Typer) -> None:
             quick=quick, keep=keep,
         )  # fmt: skip
         _formats(r, fmt_bytes, fmt_rate)
+
+
+def _register_start_and_data(prove: typer.Typer) -> None:
+    """`prove coldstart` and `prove dataload`."""
+    from aiworkbook.units import fmt_rate
 
     @prove.command("coldstart")
     def coldstart(
@@ -148,6 +160,11 @@ def register_prove(prove: typer.Typer) -> None:
                 f"samples/s ({fmt_rate(x['cold']['bytes_per_s'])}), warm {x['warm']['samples_per_s']:,.0f} "
                 f"samples/s ({fmt_rate(x['warm']['bytes_per_s'])})"
             )
+
+
+def _register_host_and_network(prove: typer.Typer) -> None:
+    """`prove host` and `prove allreduce`."""
+    from aiworkbook.units import fmt_bytes, fmt_rate
 
     @prove.command("host")
     def host(

@@ -66,23 +66,10 @@ def _name(name: str) -> str:
     return name
 
 
-def manifests(
-    profile: LockedProfile,
-    profile_text: str,
-    *,
-    name: str = "aiworkbook-check",
-    image: str,
-    kind: str = "job",
-    namespace: str | None = None,
-    nodes: int = 1,
-    gpus: int | None = None,
-    product: str | None = None,
-    mig_strategy: str = "mixed",
-    textfile_dir: str | None = None,
-    interval_s: int = 86400,
-) -> list[dict[str, Any]]:
-    """[ConfigMap, Job] or [ConfigMap, DaemonSet] as plain dicts (JSON/YAML-ready)."""
-    name = _name(name)
+def _check_args(
+    kind: str, mig_strategy: str, nodes: int, interval_s: int, image: str, profile_text: str
+) -> None:
+    """A SpecError naming the field for each argument out of range, before anything is built."""
     if kind not in KINDS:
         raise SpecError("kind", kind, ", ".join(KINDS))
     if mig_strategy not in MIG_STRATEGIES:
@@ -96,6 +83,12 @@ def manifests(
         raise SpecError(
             "profile", f"{len(profile_text.encode()):,} B", "a profile under 1 MiB (a ConfigMap's limit)"
         )
+
+
+def _resource(
+    profile: LockedProfile, gpus: int | None, product: str | None, mig_strategy: str
+) -> tuple[str, int, str]:
+    """The extended resource a pod requests, how many, and the node label value it selects."""
     gpu, count, mig = locked_gpu(profile)
     if not gpu and product is None:
         raise SpecError("profile", "locked without a GPU", "a profile locked on a GPU node, or --product")
@@ -110,15 +103,20 @@ def manifests(
     label = product if product is not None else product_label(gpu or "", mig, mig_strategy)
     if not _LABEL_VALUE.match(label) or len(label) > 63:
         raise SpecError("product", label, "a label value (<= 63 of A-Z a-z 0-9 - _ .)")
-    labels = {"app.kubernetes.io/name": "aiworkbook-check", "app.kubernetes.io/instance": name}
-    meta = {"name": name, "labels": labels, **({"namespace": namespace} if namespace else {})}
-    cm_name = f"{name}-profile"
-    configmap = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {**meta, "name": cm_name},
-        "data": {PROFILE_KEY: profile_text},
-    }
+    return resource, count, label
+
+
+def _container(
+    name: str,
+    cm_name: str,
+    image: str,
+    kind: str,
+    resource: str,
+    count: int,
+    textfile_dir: str | None,
+    interval_s: int,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The check container (once, or in a re-check loop for a DaemonSet) and the pod's volumes."""
     check = ["aiworkbook", "check", f"{PROFILE_DIR}/{PROFILE_KEY}"]
     volumes: list[dict[str, Any]] = [{"name": "profile", "configMap": {"name": cm_name}}]
     mounts: list[dict[str, Any]] = [{"name": "profile", "mountPath": PROFILE_DIR, "readOnly": True}]
@@ -149,13 +147,13 @@ def manifests(
         container["env"] = [{"name": "AIWB_INTERVAL_S", "value": str(interval_s)}]
     else:
         container["command"] = check
-    pod: dict[str, Any] = {
-        "restartPolicy": "Always" if kind == "daemonset" else "Never",
-        "nodeSelector": {"nvidia.com/gpu.product": label},
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        "containers": [container],
-        "volumes": volumes,
-    }
+    return container, volumes
+
+
+def _workload(
+    kind: str, meta: dict[str, Any], labels: dict[str, str], pod: dict[str, Any], nodes: int
+) -> dict[str, Any]:
+    """A DaemonSet, or a Job with one pod per node (anti-affinity on the hostname)."""
     template = {"metadata": {"labels": labels}, "spec": pod}
     if kind == "daemonset":
         workload = {
@@ -184,6 +182,46 @@ def manifests(
                 "template": template,
             },
         }
+    return workload
+
+
+def manifests(
+    profile: LockedProfile,
+    profile_text: str,
+    *,
+    name: str = "aiworkbook-check",
+    image: str,
+    kind: str = "job",
+    namespace: str | None = None,
+    nodes: int = 1,
+    gpus: int | None = None,
+    product: str | None = None,
+    mig_strategy: str = "mixed",
+    textfile_dir: str | None = None,
+    interval_s: int = 86400,
+) -> list[dict[str, Any]]:
+    """[ConfigMap, Job] or [ConfigMap, DaemonSet] as plain dicts (JSON/YAML-ready)."""
+    name = _name(name)
+    _check_args(kind, mig_strategy, nodes, interval_s, image, profile_text)
+    resource, count, label = _resource(profile, gpus, product, mig_strategy)
+    labels = {"app.kubernetes.io/name": "aiworkbook-check", "app.kubernetes.io/instance": name}
+    meta = {"name": name, "labels": labels, **({"namespace": namespace} if namespace else {})}
+    cm_name = f"{name}-profile"
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {**meta, "name": cm_name},
+        "data": {PROFILE_KEY: profile_text},
+    }
+    container, volumes = _container(name, cm_name, image, kind, resource, count, textfile_dir, interval_s)
+    pod: dict[str, Any] = {
+        "restartPolicy": "Always" if kind == "daemonset" else "Never",
+        "nodeSelector": {"nvidia.com/gpu.product": label},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [container],
+        "volumes": volumes,
+    }
+    workload = _workload(kind, meta, labels, pod, nodes)
     return [configmap, workload]
 
 

@@ -6,6 +6,7 @@ decides whether scale-from-zero is possible.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -55,6 +56,48 @@ def plan(
     )
 
 
+def _write_checkpoint(spec, tdt: torch.dtype, path: Path) -> Path:
+    """A random model's weights as safetensors at ``path``, synced to disk."""
+    from safetensors.torch import save_file
+
+    src = DecoderModel(spec, dtype=tdt)
+    save_file({k: v.contiguous() for k, v in src.state_dict().items()}, str(path))
+    fsio.fsync_path(path)
+    del src
+    with torch.device("meta"):  # torch's one-time meta-device set-up (~3 s once per process) stays off the
+        DecoderModel(spec, dtype=tdt)  # clock: process start-up and imports are not counted either
+    return path
+
+
+def _one_cold_start(path: Path, spec, tdt: torch.dtype, dev: str, ids: torch.Tensor) -> dict[str, float]:
+    """Seconds of each phase from the (cache-dropped) checkpoint to the first logits."""
+    from safetensors.torch import load_file
+
+    from aiworkbook.proofs.checkpoint import touch
+
+    t0 = time.perf_counter()
+    sd = load_file(str(path))
+    for t in sd.values():
+        touch(t)
+    t1 = time.perf_counter()
+    with torch.device("meta"):
+        m = DecoderModel(spec, dtype=tdt)
+    m.load_state_dict(sd, assign=True)
+    m.inv_freq = _inv_freq(spec)  # a non-persistent buffer: not in the checkpoint
+    t2 = time.perf_counter()
+    m = m.to(dev)
+    _sync(dev)
+    t3 = time.perf_counter()
+    with torch.no_grad():
+        out = m(ids.to(dev))
+    _sync(dev)
+    t4 = time.perf_counter()
+    if not torch.isfinite(out.float()).all():
+        raise RuntimeError("the first forward pass produced non-finite logits")
+    del m, sd, out
+    return dict(zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True))
+
+
 def run(
     *,
     control: Control = NULL,
@@ -66,10 +109,7 @@ def run(
     quick: bool = False,
     keep: bool = False,
 ) -> ProofResult:
-    from safetensors.torch import load_file, save_file
-
     from aiworkbook.errors import SpecError
-    from aiworkbook.proofs.checkpoint import touch
 
     if dtype not in ("fp32", "bf16", "fp16"):
         raise SpecError("dtype", dtype, "fp32, bf16, fp16")
@@ -86,40 +126,12 @@ def run(
     with scratch.scratch(d, "coldstart", keep=keep) as own:
         work = own.path
         control.step(0, n + 1, "writing the weights checkpoint")
-        src = DecoderModel(spec, dtype=tdt)
-        path = work / "model.safetensors"
-        save_file({k: v.contiguous() for k, v in src.state_dict().items()}, str(path))
-        fsio.fsync_path(path)
-        del src
-        with torch.device(
-            "meta"
-        ):  # torch's one-time meta-device set-up (~3 s once per process) stays off the
-            DecoderModel(spec, dtype=tdt)  # clock: process start-up and imports are not counted either
+        path = _write_checkpoint(spec, tdt, work / "model.safetensors")
         ids = torch.randint(0, spec.vocab_size, (1, 8))
         for i in range(n):
             control.step(i + 1, n + 1, f"cold start {i + 1}/{n}")
             cold.append(fsio.drop_cache(path))
-            t0 = time.perf_counter()
-            sd = load_file(str(path))
-            for t in sd.values():
-                touch(t)
-            t1 = time.perf_counter()
-            with torch.device("meta"):
-                m = DecoderModel(spec, dtype=tdt)
-            m.load_state_dict(sd, assign=True)
-            m.inv_freq = _inv_freq(spec)  # a non-persistent buffer: not in the checkpoint
-            t2 = time.perf_counter()
-            m = m.to(dev)
-            _sync(dev)
-            t3 = time.perf_counter()
-            with torch.no_grad():
-                out = m(ids.to(dev))
-            _sync(dev)
-            t4 = time.perf_counter()
-            if not torch.isfinite(out.float()).all():
-                raise RuntimeError("the first forward pass produced non-finite logits")
-            rows.append(dict(zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True)))
-            del m, sd, out
+            rows.append(_one_cold_start(path, spec, tdt, dev, ids))
     totals = [sum(r.values()) for r in rows]
     med = {k: summarize([r[k] for r in rows]).median for k in PHASES}
     flags = [*choice.flags]

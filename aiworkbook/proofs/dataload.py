@@ -291,6 +291,76 @@ def plan(
     )
 
 
+def _check_args(compute: str, batch: int, step_ms: float, threshold: float) -> None:
+    """Bad arguments fail with a SpecError before anything is written."""
+    if compute not in COMPUTES:
+        raise SpecError("compute", compute, ", ".join(COMPUTES))
+    if batch < 1 or step_ms < 0 or not 0 < threshold < 1:
+        raise SpecError(
+            "batch/step_ms/threshold",
+            (batch, step_ms, threshold),
+            "batch >= 1; step_ms >= 0; 0 < threshold < 1",
+        )
+
+
+def _timed_loops(
+    ds,
+    files,
+    best: dict,
+    compute: str,
+    step_ms: float,
+    size: int,
+    dev: str,
+    batch: int,
+    n_steps: int,
+    control: Control,
+):
+    """The training loop on the best loader (page cache dropped first), then on synthetic on-device data."""
+    step = _Step(compute, step_ms / 1000, size, dev)
+    sub = _subscribe(dev)
+    try:
+        for f in files:
+            fsio.drop_cache(f)
+        dl = loader(ds, batch, best["workers"], best["pin_memory"], best["prefetch"] or 2, shuffle=True)
+        real = train_loop(dl, step, n_steps, dev, control, "training loop on the DataLoader")
+        synth = train_loop(
+            _synthetic(batch, size, dev),
+            step,
+            n_steps,
+            dev,
+            control,
+            "training loop on synthetic on-device data",
+        )
+    finally:
+        if sub is not None:
+            sub.close()
+    return real, synth
+
+
+def _notes(
+    real: dict,
+    synth: dict,
+    best: dict,
+    rows: list,
+    util: dict,
+    compute: str,
+    step_ms: float,
+    threshold: float,
+) -> list[str]:
+    """What the input-wait fraction came from, and whether the cold epochs really were cold."""
+    frac = real["input_wait_fraction"]
+    notes = [
+        f"input wait {frac:.1%} of the step window ({real['steps']} steps, {compute} step of {step_ms:g} ms, "
+        f"loader workers={best['workers']} pin={best['pin_memory']} prefetch={best['prefetch']}); synthetic on-device data "
+        f"{synth['input_wait_fraction']:.1%}; red flag above {threshold:.0%}",
+        f"GPU utilisation in the window: {util.get('mean_pct', util.get('why'))}",
+    ]
+    why = next((r["cold_note"] for r in rows if r["cold_note"]), "")
+    if why:
+        notes.append(f"cold epochs are NOT cache-cold: {why}")
+    return notes
+
+
 def run(
     *,
     control: Control = NULL,
@@ -309,14 +379,7 @@ def run(
     quick: bool = False,
     keep: bool = False,
 ) -> ProofResult:
-    if compute not in COMPUTES:
-        raise SpecError("compute", compute, ", ".join(COMPUTES))
-    if batch < 1 or step_ms < 0 or not 0 < threshold < 1:
-        raise SpecError(
-            "batch/step_ms/threshold",
-            (batch, step_ms, threshold),
-            "batch >= 1; step_ms >= 0; 0 < threshold < 1",
-        )
+    _check_args(compute, batch, step_ms, threshold)
     choice = resolve_device(device)
     dev = choice.device
     sh, per, size = _sizes(quick, shards, samples_per_shard, sample_kb)
@@ -332,26 +395,7 @@ def run(
         try:
             rows = sweep(ds, files, cfgs, batch, control)
             best = max(rows, key=lambda r: r["warm"]["samples_per_s"])
-            step = _Step(compute, step_ms / 1000, size, dev)
-            sub = _subscribe(dev)
-            try:
-                for f in files:
-                    fsio.drop_cache(f)
-                dl = loader(
-                    ds, batch, best["workers"], best["pin_memory"], best["prefetch"] or 2, shuffle=True
-                )
-                real = train_loop(dl, step, n_steps, dev, control, "training loop on the DataLoader")
-                synth = train_loop(
-                    _synthetic(batch, size, dev),
-                    step,
-                    n_steps,
-                    dev,
-                    control,
-                    "training loop on synthetic on-device data",
-                )
-            finally:
-                if sub is not None:
-                    sub.close()
+            real, synth = _timed_loops(ds, files, best, compute, step_ms, size, dev, batch, n_steps, control)
         finally:
             ds.close()
     util = gpu_utilisation(real["t_start"], real["t_end"], dev)
@@ -359,15 +403,7 @@ def run(
     flags = [*choice.flags]
     if all(r["cache_cold"] for r in rows):
         flags.append(F.CACHE_COLD)
-    notes = [
-        f"input wait {frac:.1%} of the step window ({real['steps']} steps, {compute} step of {step_ms:g} ms, "
-        f"loader workers={best['workers']} pin={best['pin_memory']} prefetch={best['prefetch']}); synthetic on-device data "
-        f"{synth['input_wait_fraction']:.1%}; red flag above {threshold:.0%}",
-        f"GPU utilisation in the window: {util.get('mean_pct', util.get('why'))}",
-    ]
-    why = next((r["cold_note"] for r in rows if r["cold_note"]), "")
-    if why:
-        notes.append(f"cold epochs are NOT cache-cold: {why}")
+    notes = _notes(real, synth, best, rows, util, compute, step_ms, threshold)
     notes.append(own.note())
     return ProofResult(
         proof="dataload",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,7 +33,8 @@ NOTE_FROM_S = 0.010
 class GcPauses:
     """Collections seen while it is installed: count per generation, total and longest pause."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock  # injectable: tests time a pause without sleeping
         self.counting = True  # off while `measuring` collects on purpose, outside the window
         self.windows = 0  # measured windows run with automatic collection off
         self.counts = [0, 0, 0]
@@ -43,11 +44,11 @@ class GcPauses:
 
     def callback(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
-            self._t0 = time.perf_counter()
+            self._t0 = self._clock()
             return
         if self._t0 is None:  # installed mid-collection
             return
-        took = time.perf_counter() - self._t0
+        took = self._clock() - self._t0
         self._t0 = None
         if not self.counting:
             return

@@ -248,19 +248,16 @@ def run(*, control: Control, model: str | ModelSpec = "tiny-llama", **inputs: An
         return prove_kv(model, **inputs)
 
 
-def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -> ProofResult:
-    """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate.
-    `inputs` are `_prepare`'s (device, quick, batches, contexts, new_tokens, budget_bytes)."""
+def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[list[dict[str, Any]], Any, int]:
+    """Each (batch, context) point after a discarded warm-up, then how many sequences fit the budget.
+
+    Returns the grid, the measured capacity and the prefill transient (from the estimate) it kept free."""
     from tqdm.auto import tqdm
 
-    setup = _prepare(model, **inputs)  # device, quick, shapes...: see _prepare
     run_spec, dev, new, dtype_name = setup.run_spec, setup.dev, setup.new, setup.dtype_name
-    batches, contexts, flags, notes = setup.batches, setup.contexts, setup.flags, setup.notes
-    budget_bytes, inputs = setup.budget_bytes, setup.inputs
-    dtype = TORCH_DTYPES[dtype_name]
+    batches, contexts, budget_bytes = setup.batches, setup.contexts, setup.budget_bytes
     grid: list[dict[str, Any]] = []
     model_ = None
-    t_start = time.monotonic()
     with interruptible(f"kv proof of {run_spec.name}", dev):
         try:
             with oom_guard(f"building {run_spec.name} on {dev}", dev):
@@ -284,6 +281,19 @@ def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -
         finally:
             model_ = None
             release_memory(dev)
+    return grid, cap_measured, transient
+
+
+def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -> ProofResult:
+    """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate.
+    `inputs` are `_prepare`'s (device, quick, batches, contexts, new_tokens, budget_bytes)."""
+    setup = _prepare(model, **inputs)  # device, quick, shapes...: see _prepare
+    run_spec, dev, new, dtype_name = setup.run_spec, setup.dev, setup.new, setup.dtype_name
+    contexts, flags, notes = setup.contexts, setup.flags, setup.notes
+    budget_bytes, inputs = setup.budget_bytes, setup.inputs
+    dtype = TORCH_DTYPES[dtype_name]
+    t_start = time.monotonic()
+    grid, cap_measured, transient = _measure_grid(setup, dtype, progress)
     cap_predicted = predicted_capacity(run_spec, max(contexts), new, dtype_name, dev, budget_bytes)
     ok = [g for g in grid if "kv_measured" in g]
     if not ok:

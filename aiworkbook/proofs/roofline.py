@@ -493,41 +493,29 @@ def run(*, control: Control, model: str | ModelSpec | None = None, **inputs: Any
         return prove_roofline(model, **inputs)
 
 
-def prove_roofline(
-    model: str | ModelSpec | None = None,
-    *,
-    device: str = "auto",
-    quick: bool = False,
-    threads: int | None = None,
-    buffer_bytes: int | None = None,
-    batch: int = 1,
-    context: int = 2048,
-    dtypes: list[str] | None = None,
-    shapes: list[int] | None = None,
-    progress: bool = False,
-) -> ProofResult:
-    """Measure the device's ceilings; predicted = the datasheet bandwidth on CUDA (info only on the CPU).
+def _model_point(model: str | ModelSpec | None, batch: int, context: int) -> tuple[ModelSpec | None, Any]:
+    """The model and its workload point; a bad model name or shape fails before anything is measured."""
+    if model is None:
+        return None, None
+    from aiworkbook.specs import load_model
 
-    dtypes/shapes override the matmul sweep (default: every dtype the device has; CPU 512, 1024 or 512
-    when quick; CUDA 2048, 4096, 8192 or 4096, 8192 when quick)."""
+    spec = load_model(model) if isinstance(model, str) else model
+    return spec, workload_point(spec, batch=batch, context=context)
+
+
+def _measure_ceilings(
+    dev: str,
+    quick: bool,
+    trials: int,
+    buffer_bytes: int | None,
+    threads: int | None,
+    dtypes: list[str] | None,
+    shapes: list[int] | None,
+    progress: bool,
+) -> tuple[dict[str, Any], Any, dict[str, Any], str]:
+    """Bandwidth, matmul rates and (CUDA) host<->device copies, with progress; the copies' error or ""."""
     from tqdm.auto import tqdm
 
-    if threads is not None:  # bounded by the machine before torch sees it (100000 threads segfault)
-        from aiworkbook.proofs.timing import bounded_threads
-
-        threads = bounded_threads(threads)
-    spec = None
-    point = None
-    if model is not None:  # a bad model name or shape fails before anything is measured
-        from aiworkbook.specs import load_model
-
-        spec = load_model(model) if isinstance(model, str) else model
-        point = workload_point(spec, batch=batch, context=context)
-    choice = resolve_device(device)
-    dev = choice.device
-    flags = set(choice.flags)
-    trials = 5 if quick else 10
-    t_start = time.monotonic()
     h2d_error = ""
     steps = ["bandwidth", "matmul"] + (["host-device"] if dev == "cuda" else [])
     bar = tqdm(total=len(steps), desc="roofline", disable=not progress, leave=False)
@@ -552,20 +540,13 @@ def prove_roofline(
         finally:
             bar.close()
     report(len(steps), len(steps), "done")
-    if bw["cache_resident"]:
-        flags.add(F.L2_RESIDENT if dev == "cuda" else F.LLC_RESIDENT)
-    st = summarize(bw["read_samples_bps"])
-    if st.wide:
-        flags.add(F.SPREAD_WIDE)
-    env = capture(dev)
-    throttle_details: dict[str, Any] = {}
-    if throttle_check(env, t_start, throttle_details):
-        flags.add(F.THROTTLED)
-    ceilings = {"bandwidth": bw, "matmul": mm, "host_device": h2d}
-    base = datasheet_spec() if dev == "cuda" else None
-    cal = calibrated_spec(ceilings, dev, base)
+    return bw, mm, h2d, h2d_error
+
+
+def _notes(reason: str, bw: dict[str, Any], h2d_error: str, dev: str) -> list[str]:
+    """What the result says about how it was measured."""
     notes = [
-        choice.reason,
+        reason,
         f"copy: {bw['copy_convention']}; read: {bw['read_convention']}",
         f"buffers {bw['buffer_bytes']} B vs last-level cache {bw['cache_bytes']} B ({bw['cache_source']}), "
         f"random fp32 data ({_RANDOM_BLOCK // MiB} MiB random block tiled)",
@@ -579,6 +560,52 @@ def prove_roofline(
         notes.append(
             "no datasheet bandwidth for the host: verdict is info; the measured ceilings become 'CPU (measured)'"
         )
+    return notes
+
+
+def prove_roofline(
+    model: str | ModelSpec | None = None,
+    *,
+    device: str = "auto",
+    quick: bool = False,
+    threads: int | None = None,
+    buffer_bytes: int | None = None,
+    batch: int = 1,
+    context: int = 2048,
+    dtypes: list[str] | None = None,
+    shapes: list[int] | None = None,
+    progress: bool = False,
+) -> ProofResult:
+    """Measure the device's ceilings; predicted = the datasheet bandwidth on CUDA (info only on the CPU).
+
+    dtypes/shapes override the matmul sweep (default: every dtype the device has; CPU 512, 1024 or 512
+    when quick; CUDA 2048, 4096, 8192 or 4096, 8192 when quick)."""
+    if threads is not None:  # bounded by the machine before torch sees it (100000 threads segfault)
+        from aiworkbook.proofs.timing import bounded_threads
+
+        threads = bounded_threads(threads)
+    spec, point = _model_point(model, batch, context)
+    choice = resolve_device(device)
+    dev = choice.device
+    flags = set(choice.flags)
+    trials = 5 if quick else 10
+    t_start = time.monotonic()
+    bw, mm, h2d, h2d_error = _measure_ceilings(
+        dev, quick, trials, buffer_bytes, threads, dtypes, shapes, progress
+    )
+    if bw["cache_resident"]:
+        flags.add(F.L2_RESIDENT if dev == "cuda" else F.LLC_RESIDENT)
+    st = summarize(bw["read_samples_bps"])
+    if st.wide:
+        flags.add(F.SPREAD_WIDE)
+    env = capture(dev)
+    throttle_details: dict[str, Any] = {}
+    if throttle_check(env, t_start, throttle_details):
+        flags.add(F.THROTTLED)
+    ceilings = {"bandwidth": bw, "matmul": mm, "host_device": h2d}
+    base = datasheet_spec() if dev == "cuda" else None
+    cal = calibrated_spec(ceilings, dev, base)
+    notes = _notes(choice.reason, bw, h2d_error, dev)
     return ProofResult(
         proof="roofline",
         device=dev,

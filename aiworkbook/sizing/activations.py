@@ -164,26 +164,24 @@ def _grad_free_prefix(spec, w: Workload, norm: int, attn: int, mlp: int, e: int)
     return inner + attn + inner + mlp - i * e  # down_proj: only the tensor it reads
 
 
-def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
-    e = width(w.precision)
-    amp = autocast_fp32_weights(w)
-    p = dropout_p(spec, w)
-    m = (1 if device == "cuda" else e) if p > 0 else 0  # dropout mask bytes per element
-    h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
-    mt = spec.model_type
-
-    fused = w.compile  # torch.compile: element-wise chains save their inputs only
-    rms = spec.norm == "rmsnorm"
+def _norm_term(h: int, e: int, amp: bool, fused: bool, rms: bool) -> tuple[int, str]:
+    """Bytes one norm saves per token, and its formula."""
     if fused:  # input and fp32 statistics; the output only where a matmul reads it (not under AMP: casts)
         if amp:
-            norm, norm_txt = 4 * h + (4 if rms else 8), f"4·{h} + {4 if rms else 8} (compiled)"
-        else:
-            norm, norm_txt = 2 * e * h + (4 if rms else 8), f"2·{e}·{h} + {4 if rms else 8} (compiled)"
-    elif rms:  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
-        norm, norm_txt = 4 * h + 2 * e * h + 4, (f"8·{h} + 4" if amp else f"4·{h} + 2·{e}·{h} + 4")
-    else:  # AMP: fp32 input + mean/rstd (the fp32 output is not saved: its readers save casts)
-        norm, norm_txt = 2 * e * h + 8, (f"4·{h} + 8" if amp else f"2·{e}·{h} + 8")
+            return 4 * h + (4 if rms else 8), f"4·{h} + {4 if rms else 8} (compiled)"
+        return 2 * e * h + (4 if rms else 8), f"2·{e}·{h} + {4 if rms else 8} (compiled)"
+    if rms:  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
+        return 4 * h + 2 * e * h + 4, (f"8·{h} + 4" if amp else f"4·{h} + 2·{e}·{h} + 4")
+    # AMP: fp32 input + mean/rstd (the fp32 output is not saved: its readers save casts)
+    return 2 * e * h + 8, (f"4·{h} + 8" if amp else f"2·{e}·{h} + 8")
 
+
+def _attention_term(
+    spec, w: Workload, device: str, e: int, m: int, p: float, amp: bool
+) -> tuple[int, int, str]:
+    """(bytes per token, score bytes per token per key, formula) that attention saves in one layer."""
+    a, k, d, mt = spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.model_type
+    h = spec.hidden_size
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
     flash = w.flash and not (device == "cpu" and p > 0)
     score = 0
@@ -216,7 +214,12 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
             sm = 4 + e if (mt in _UPCAST_SOFTMAX and e != 4) else e
             score = a * (sm + ((m + e) if p > 0 else 0))
         attn_txt = f"4·{a}·{d}·{e} + {a}·s·{score // a}"
-    casts = 0
+    return attn, score, attn_txt
+
+
+def _mlp_term(spec, device: str, e: int, amp: bool, fused: bool) -> tuple[int, str, int]:
+    """(bytes per token, formula, autocast casts) of one layer's MLP; the casts exclude attention's."""
+    i, mt = spec.intermediate_size, spec.model_type
     # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
@@ -239,6 +242,34 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
         casts = 1  # fc1 / c_fc
     if fused:
         mlp_txt += " (compiled)"
+    return mlp, mlp_txt, casts
+
+
+def _per_token_and_seq(spec, e: int, m: int, p: float, amp: bool, norm: int, frozen_token: int, device: str):
+    """Bytes saved once per token (final norm, ids, embedding mask, labels) and once per sequence."""
+    h, d, mt = spec.hidden_size, spec.head_dim, spec.model_type
+    emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
+    per_token = norm + 8 + (h * emb_mask) - frozen_token  # final norm, input ids, embedding dropout mask
+    if spec.is_decoder:
+        per_token += 8  # shifted labels
+    per_seq = 8 if spec.learned_positions else 0
+    if mt in _ROPE:
+        per_seq += 2 * d * (4 if amp else e)  # cos/sin at the embeddings' dtype (fp32 under AMP)
+    return per_token, per_seq
+
+
+def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
+    e = width(w.precision)
+    amp = autocast_fp32_weights(w)
+    p = dropout_p(spec, w)
+    m = (1 if device == "cuda" else e) if p > 0 else 0  # dropout mask bytes per element
+    h, a, k, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
+    mt = spec.model_type
+
+    fused = w.compile  # torch.compile: element-wise chains save their inputs only
+    norm, norm_txt = _norm_term(h, e, amp, fused, spec.norm == "rmsnorm")
+    attn, score, attn_txt = _attention_term(spec, w, device, e, m, p, amp)
+    mlp, mlp_txt, casts = _mlp_term(spec, device, e, amp, fused)
     casts += 1 if mt == "gpt2" else 3  # fused c_attn, or q, k, v
     drop = 2 * h * m
     layer = spec.norms_per_layer * norm + attn + mlp + drop
@@ -258,13 +289,7 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
         + frozen_txt
     )
 
-    emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
-    per_token = norm + 8 + (h * emb_mask) - frozen_token  # final norm, input ids, embedding dropout mask
-    if spec.is_decoder:
-        per_token += 8  # shifted labels
-    per_seq = 8 if spec.learned_positions else 0
-    if mt in _ROPE:
-        per_seq += 2 * d * (4 if amp else e)  # cos/sin at the embeddings' dtype (fp32 under AMP)
+    per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
     if not amp:
         return ActivationTerms(layer, score, per_token, per_seq, h * e, parts, first_layer_free=prefix)
     head = 2 * spec.vocab_size * h if spec.is_decoder else 0
