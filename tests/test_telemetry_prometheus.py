@@ -268,3 +268,18 @@ def test_the_fleet_widget_names_the_stopped_node_in_the_legend_and_the_table():
         assert "recorded" in m.headline.value and all("recorded" in _title(v) for v in m.charts.values())
     finally:
         m.close()
+
+
+def test_app_monitor_takes_the_prometheus_url_and_refuses_others():
+    """`aiworkbook app monitor --prometheus URL` hands the URL to the dashboard (the viewer cannot pick
+    one); another dashboard, or a URL that is not http(s), is bad input."""
+    from aiworkbook.cli.app_cmds import PROMETHEUS_ENV, launch
+    from aiworkbook.errors import SpecError
+
+    assert launch("monitor", prometheus="http://127.0.0.1:9090").env[PROMETHEUS_ENV] == "http://127.0.0.1:9090"
+    assert PROMETHEUS_ENV not in launch("monitor").env
+    with pytest.raises(SpecError, match="only with the monitor dashboard"):
+        launch("sizing", prometheus="http://127.0.0.1:9090")
+    for bad in ("ftp://x", "127.0.0.1:9090", "http://"):
+        with pytest.raises(SpecError, match="prometheus"):
+            launch("monitor", prometheus=bad)

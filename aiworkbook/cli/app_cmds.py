@@ -30,6 +30,8 @@ import typer
 
 DASHBOARDS = ("sizing", "monitor", "report")
 ALLOW_PROOFS_ENV = "AIWORKBOOK_ALLOW_PROOFS"
+#: the Prometheus server whose fleet the monitor dashboard shows (docs/fleet.md)
+PROMETHEUS_ENV = "AIWORKBOOK_PROMETHEUS_URL"
 #: the page language `--lang` sets (widgets.i18n.page_lang reads it; a viewer's `?lang=` overrides it)
 LANG_ENV = "AIWORKBOOK_LANG"
 LANGS = ("en", "nl", "de")
@@ -127,6 +129,7 @@ def launch(
     allow_hosts: Sequence[str] = (),
     max_viewers: int = MAX_VIEWERS,
     lang: str = "en",
+    prometheus: str | None = None,
 ) -> Launch:
     """The Voilà command for dashboard `name`. A non-loopback ip gets a token (generated when none is
     given): sharing is deliberate and never open. `preheat` > 0 keeps that many kernels warm
@@ -134,7 +137,8 @@ def launch(
     progressive=False puts every cell's output in the first HTML answer (what a smoke test reads).
     `allow_hosts`: names (NAME or NAME:PORT) the dashboard answers to besides loopback and `ip`.
     The token goes to the server in Launch.env (TOKEN_ENV), never in argv. `lang` (en, nl, de) is the
-    pages' language (LANG_ENV); a viewer's `?lang=` picks another."""
+    pages' language (LANG_ENV); a viewer's `?lang=` picks another. `prometheus` (monitor only): the
+    Prometheus server whose fleet the monitor shows (PROMETHEUS_ENV); a viewer cannot pick another."""
     from aiworkbook.cli.app_hosts import parse_allow_host
     from aiworkbook.errors import SpecError
 
@@ -149,6 +153,14 @@ def launch(
         token = secrets.token_urlsafe(24)
     if lang not in LANGS:
         raise SpecError("lang", lang, ", ".join(LANGS))
+    if prometheus is not None:
+        from urllib.parse import urlsplit
+
+        if name != "monitor":
+            raise SpecError("prometheus", prometheus, "only with the monitor dashboard")
+        parts = urlsplit(prometheus)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise SpecError("prometheus", prometheus, "an http:// or https:// URL of a Prometheus server")
     if preheat < 0:
         raise SpecError("preheat", preheat, "0 (off) or more kernels")
     if not (1 <= max_viewers <= 1000):
@@ -197,6 +209,8 @@ def launch(
     url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
     jupyter_path = os.pathsep.join(p for p in (str(template_root()), os.environ.get("JUPYTER_PATH")) if p)
     env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0", "JUPYTER_PATH": jupyter_path, LANG_ENV: lang}
+    if prometheus is not None:
+        env[PROMETHEUS_ENV] = prometheus  # widgets/dashboards/monitor.ipynb shows the fleet
     if token is not None:
         env[TOKEN_ENV] = token  # not argv: `ps` shows a command line to every user of the machine
     return Launch(argv=argv, env=env, url=url, port=port, ip=ip, cwd=str(path.parent))
@@ -320,6 +334,11 @@ def register(app: typer.Typer) -> None:
         lang: str = typer.Option(
             "en", "--lang", help="Language of the pages: en, nl or de (a viewer's ?lang= picks another)."
         ),
+        prometheus: str = typer.Option(
+            None,
+            "--prometheus",
+            help="monitor only: show the fleet a Prometheus server scrapes (URL, e.g. http://prom:9090).",
+        ),
         print_command: bool = typer.Option(
             False, "--print-command", help="Print the Voilà command line and exit without starting it."
         ),
@@ -336,6 +355,7 @@ def register(app: typer.Typer) -> None:
             allow_hosts=allow_host or (),
             max_viewers=max_viewers,
             lang=lang,
+            prometheus=prometheus,
         )
         if print_command:
             env = " ".join(f"{k}={v}" for k, v in spec.env.items())
