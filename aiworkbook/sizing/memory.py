@@ -13,6 +13,7 @@ from aiworkbook.sizing import activations as act
 from aiworkbook.sizing import optimizer_step, timeline
 from aiworkbook.sizing.states import model_states, zero3_gather_bytes
 from aiworkbook.sizing.workload import Workload
+from aiworkbook.specs.kv import kv_bytes as kv_cache_bytes
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
 
 #: What moves off the GPU, per GPU: FSDP CPU offload's states, offloaded activations, and a paged
@@ -109,21 +110,8 @@ def kv_tokens(w: Workload, context):
 
 def kv_bytes(spec, w: Workload, sequences, context):
     """KV cache of `sequences` each holding `context` tokens, per GPU (each tp rank holds max(1, k/t) heads)."""
-    if not spec.is_decoder:
-        return 0 * sequences * context
     tokens = kv_tokens(w, context)
-    groups = getattr(spec, "kv_groups", ())  # families with layer types or MLA (specs.families)
-    if groups:
-        bits = DTYPE_BITS[w.kv_dtype]
-        per_token = [
-            (_cap(tokens, g.window) if g.window else tokens) * g.elems_per_token(w.tp) for g in groups
-        ]
-        return sequences * (sum(per_token) * bits // 8)
-    heads = max(1, -(-spec.num_kv_heads // w.tp))
-    per_layer_token = 2 * heads * spec.head_dim * DTYPE_BITS[w.kv_dtype]  # bits
-    full = spec.num_layers - spec.sliding_window_layers
-    windowed = _cap(tokens, spec.sliding_window) if spec.sliding_window else tokens
-    return sequences * ((full * tokens + spec.sliding_window_layers * windowed) * per_layer_token // 8)
+    return sequences * kv_cache_bytes(spec.kv_layer_groups(), tokens, DTYPE_BITS[w.kv_dtype], w.tp)
 
 
 def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
