@@ -8,6 +8,7 @@ micro-batch and s the sequence length; for inference b is the concurrency and s 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from aiworkbook.sizing import activations as act
 from aiworkbook.sizing import optimizer_step, timeline
@@ -15,6 +16,9 @@ from aiworkbook.sizing.states import model_states, zero3_gather_bytes
 from aiworkbook.sizing.workload import Workload
 from aiworkbook.specs.kv import kv_bytes as kv_cache_bytes
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 #: What moves off the GPU, per GPU: FSDP CPU offload's states, offloaded activations, and a paged
 #: optimizer's state (CUDA unified memory outside PyTorch's allocator, on the host under pressure).
@@ -108,18 +112,18 @@ def kv_tokens(w: Workload, context):
     return -(-context // w.block_size) * w.block_size
 
 
-def kv_bytes(spec, w: Workload, sequences, context):
+def kv_bytes(spec: ModelSpecLike, w: Workload, sequences, context):
     """KV cache of `sequences` each holding `context` tokens, per GPU (each tp rank holds max(1, k/t) heads)."""
     tokens = kv_tokens(w, context)
     return sequences * kv_cache_bytes(spec.kv_layer_groups(), tokens, DTYPE_BITS[w.kv_dtype], w.tp)
 
 
-def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
+def components(spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda") -> dict:
     """All components for batch b and length s (scalars or broadcastable numpy arrays)."""
     return _components(spec, w, b, s, device)[0]
 
 
-def _components(spec, w: Workload, b, s, device: str) -> tuple[dict, str]:
+def _components(spec: ModelSpecLike, w: Workload, b, s, device: str) -> tuple[dict, str]:
     """`components` and the name of a training step's peak phase ("" for inference or arrays)."""
     st = model_states(spec, w)
     c = dict(
@@ -163,7 +167,7 @@ def _components(spec, w: Workload, b, s, device: str) -> tuple[dict, str]:
     return c, phase
 
 
-def _not_at_once(spec, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
+def _not_at_once(spec: ModelSpecLike, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
     """Training: (bytes the components hold at different times of the step: their sum less the step's
     peak phase, `timeline`; that phase's name); (0, "") for inference."""
     if not w.training:
@@ -173,7 +177,7 @@ def _not_at_once(spec, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
     return summed - peak, phase
 
 
-def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown:
+def memory_breakdown(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> MemoryBreakdown:
     """The itemised breakdown of one workload with a formula per component."""
     if w.training:
         b, s = w.batch, w.seq_len
@@ -264,7 +268,7 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
     return MemoryBreakdown(**vals, formulas=f, host=host_components(spec, w, b, s, device))
 
 
-def host_components(spec, w: Workload, b: int, s: int, device: str = "cuda") -> dict[str, int]:
+def host_components(spec: ModelSpecLike, w: Workload, b: int, s: int, device: str = "cuda") -> dict[str, int]:
     """Bytes per GPU the options keep off the GPU, by HOST_KEYS."""
     st = model_states(spec, w)
     return {
