@@ -42,7 +42,7 @@ from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.sizing import optimizer_step
-from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # the seeds' 18 B/param, shown beside
+from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # 18 B/param (docs/architecture.md), shown beside
 from aiworkbook.specs import ModelSpec, load_model
 from aiworkbook.units import fmt_bytes
 

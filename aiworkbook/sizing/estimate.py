@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
 
 DEVICES = ("cuda", "cpu")
-#: The seeds' rules of thumb, bytes per parameter (shown beside the itemised total, never instead).
+#: Rules of thumb, bytes per parameter (shown beside the itemised total, never instead; sources in
+#: docs/architecture.md, "Rules of thumb").
 TRAIN_RULE_BYTES = 18
 INFER_RULE_BYTES = 6
 #: Fine-tuning's bytes per parameter as LLaMA-Factory's README estimates them ("Hardware Requirement",

@@ -35,7 +35,8 @@ COMPONENTS = (
     "cuda_context",
     "reserve",
 )
-#: CUDA context with PyTorch loaded: ~290 MB lazy loading to ~670 MB eager (REFERENCE.md); middle.
+#: CUDA context with PyTorch loaded: ~290 MB lazy loading to ~670 MB eager
+#: (https://github.com/pytorch/pytorch/pull/86509); the middle.
 CUDA_CONTEXT_BYTES = 500 * MiB
 #: One cuBLAS workspace: torch allocates one per (handle, stream) through its caching allocator, of
 #: CUBLAS_WORKSPACE_CONFIG's size, by default 32 MiB on Hopper (sm 9.0) and 8 MiB + 128 KiB elsewhere
@@ -51,9 +52,9 @@ def cublas_handles(w: Workload) -> int:
     return 2 if w.training else 1
 
 
-#: NCCL and other non-torch buffers when more than one GPU talks (REFERENCE.md: ~0.4 GiB).
+#: NCCL and other non-torch buffers when more than one GPU talks (~0.4 GiB: docs/architecture.md).
 NCCL_BYTES = int(0.4 * GiB)
-#: CUDA graphs captured by serving engines (REFERENCE.md: 0.4–2.4 GiB).
+#: CUDA graphs captured by serving engines (0.4–2.4 GiB: docs/architecture.md).
 CUDA_GRAPH_BYTES = int(0.5 * GiB)
 #: Caching-allocator fragmentation allowance for plain PyTorch (share of allocated bytes).
 ALLOCATOR_RESERVE_PERCENT = 5

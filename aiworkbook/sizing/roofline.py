@@ -6,7 +6,7 @@ through `GPUSpec.calibrated`). Times are lower bounds: efficiency factors scale 
   input lookup does no arithmetic); these are model FLOPs (MFU's convention): recomputation's extra
   forward is hardware work the assumed MFU absorbs.
 - Decode step: max((weight bytes + KV bytes read) / BW, FLOPs / peak); batch 1 is BW / weight bytes.
-  Weight bytes are all stored weights and FLOPs 2 per active parameter (REFERENCE's convention:
+  Weight bytes are all stored weights and FLOPs 2 per active parameter (the convention of docs/architecture.md:
   Llama-3-8B bf16 on an H100 SXM, 209 tokens/s at an empty cache; crossover peak/BW·(bytes per
   parameter / 2) = 295). An untied input-embedding lookup really gathers B rows instead of streaming
   V·h, so the true ceiling is a little higher (Llama-3-8B: 15.01 GB read, 223 tokens/s).
@@ -108,7 +108,7 @@ def weight_bytes_read(spec: ModelSpecLike, w: Workload, batch=1):
 
     Lookup-only tables (an untied input embedding, learned positions, token types) are not streamed:
     a step reads one row per sequence. A tied embedding is read whole, as the output head. Counting
-    the whole untied table instead (REFERENCE's rule of thumb) under-states Llama-3-8B's batch-1
+    the whole untied table instead (the common rule of thumb) under-states Llama-3-8B's batch-1
     ceiling on H100 SXM by 7 % (209 vs 223 tokens/s).
     """
     total, _ = inference_weight_bytes(spec, w.weights_dtype)

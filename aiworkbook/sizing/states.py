@@ -1,6 +1,6 @@
 """Model states: weights, gradients, optimizer state and master weights, per training recipe.
 
-The recipe is a setting, not a constant (REFERENCE.md table). Bytes per trainable parameter:
+The recipe is a setting, not a constant (ZeRO, https://arxiv.org/abs/1910.02054; docs/architecture.md). Bytes per trainable parameter:
 
 | recipe        | weights | grads | optimizer        | master |
 |---------------|---------|-------|------------------|--------|
