@@ -69,7 +69,7 @@ def test_the_stand_in_reports_its_own_clock_readings_per_request():
 def test_the_end_of_a_stream_is_one_write_that_ends_the_body():
     """The finish chunk, the usage chunk and [DONE] leave in one write with the chunked terminator:
     one send, so the client wakes once for the end of its stream."""
-    from aiworkbook.serving.server import _Stream
+    from aiworkbook.serving.sse import Stream
 
     class Resp:
         def __init__(self) -> None:
@@ -82,7 +82,7 @@ def test_the_end_of_a_stream_is_one_write_that_ends_the_body():
             self.writes.append(("eof", data))
 
     resp = Resp()
-    st = _Stream(resp, "m", False, {"stream_options": {"include_usage": True}}, prompt=3)  # type: ignore[arg-type]
+    st = Stream(resp, "m", False, {"stream_options": {"include_usage": True}}, prompt=3)  # type: ignore[arg-type]
 
     async def go() -> None:
         await st.tokens_out(" a", 1)

@@ -1,6 +1,7 @@
 """The `aiworkbook` command. Each concept registers its commands from its own module.
 
-Bad input (SpecError / ValueError) prints one line on stderr and exits 2, without a traceback.
+Bad input (a SpecError, a usage error, an unreadable path) prints one line on stderr and exits 2,
+without a traceback; any other exception is a bug in aiworkbook: one `internal error` line, exit 1.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aiworkbook.cli import (
     size_cmds,
     specs_cmds,
 )
+from aiworkbook.errors import SpecError
 
 app = typer.Typer(
     name="aiworkbook",
@@ -131,10 +133,10 @@ def _dispatch(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point. Bad input (a usage error, a SpecError/ValueError, an unwritable path, input nested
-    too deeply) prints one line and returns 2; Ctrl-C returns 130 and SIGTERM 143 with one line; any
-    other exception is a bug: one `internal error` line and 1 (AIWORKBOOK_DEBUG=1 shows the traceback).
-    Never two tracebacks."""
+    """Entry point. Bad input (a usage error, a SpecError, an unwritable path, input nested too deeply)
+    prints one line and returns 2; Ctrl-C returns 130 and SIGTERM 143 with one line; any other
+    exception, a plain ValueError included (the library names bad input with SpecError), is a bug:
+    one `internal error` line and 1 (AIWORKBOOK_DEBUG=1 shows the traceback). Never two tracebacks."""
     import errno
     import os
 
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                 return _interrupted(exc, mark)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except ValueError as exc:  # SpecError and friends
+    except SpecError as exc:  # bad input, named by the library
         typer.echo(f"error: {exc}", err=True)
         return 2
     except RecursionError:

@@ -117,7 +117,7 @@ def _with_opts(fn):
         opts["_vllm"] = flags
         return fn(opts=opts, **kw)
 
-    wrapper.__signature__ = inspect.Signature(params)
+    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper

@@ -7,6 +7,7 @@ from typing import Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.patterns.i18n import text, texts
+from aiworkbook.proofs.registry import PATTERN_PROOFS
 from aiworkbook.specs.node import PATTERNS
 
 #: Proofs that are planned but not (yet) in aiworkbook.proofs.registry on every branch.
@@ -77,14 +78,13 @@ class Pattern:
         }
 
 
-#: Language-independent facts per pattern: the proofs to run (in order) and the targets to track.
+#: Language-independent facts per pattern: the targets to track. The proofs to run (in order) are
+#: aiworkbook.proofs.registry.PATTERN_PROOFS, the one table the proof registry reads too.
 _FACTS: dict[str, dict[str, tuple[str, ...]]] = {
     "classical-ml-cpu": {
-        "proofs": ("host", "roofline", "dataload"),
         "targets": ("cpu_utilisation", "ram_peak", "run_time_variance", "staging_time", "restore_time"),
     },
     "dl-training": {
-        "proofs": ("roofline", "vram", "dataload", "checkpoint", "restore", "allreduce"),
         "targets": (
             "gpu_utilisation",
             "input_wait",
@@ -96,11 +96,9 @@ _FACTS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "llm-inference": {
-        "proofs": ("roofline", "kv", "coldstart", "serving"),
         "targets": ("p95_p99", "ttft", "throughput_at_slo", "kv_headroom", "cold_start"),
     },
     "hybrid": {
-        "proofs": ("roofline", "vram", "checkpoint", "kv", "coldstart", "serving", "restore"),
         "targets": (
             "gpu_utilisation",
             "checkpoint_time",
@@ -134,7 +132,7 @@ def get_pattern(pattern_id: str, lang: str = "en") -> Pattern:
         infrastructure=texts(f"{k}.infrastructure", lang),
         red_flags=texts(f"{k}.red_flags", lang),
         sizing_questions=texts(f"{k}.sizing", lang),
-        proofs=_FACTS[pattern_id]["proofs"],
+        proofs=PATTERN_PROOFS[pattern_id],
         targets=_FACTS[pattern_id]["targets"],
     )
 

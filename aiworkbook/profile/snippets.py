@@ -7,9 +7,12 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class VllmArgs:
         }
 
 
-def vllm_workload(spec: Any, w: Any, gpu: Any) -> Any:
+def vllm_workload(spec: ModelSpecLike, w: Any, gpu: Any) -> Any:
     """The workload as vLLM would run it: engine vllm, at its tensor-parallel size, or the smallest
     one that fits when it does not (SpecError when no size does)."""
     from aiworkbook.sizing import capacity
@@ -92,7 +95,7 @@ def mig_slice(gpu: Any, profile: str) -> Any:
     )
 
 
-def placement(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> Placement:
+def placement(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) -> Placement:
     """The smallest resource that holds the workload: a MIG slice smaller than the whole GPU when one
     does (`mig`, tp 1, MIG 'mixed' strategy), else whole GPUs (tp for serving, tp x dp for training)."""
     from aiworkbook.sizing import capacity
@@ -112,7 +115,9 @@ def placement(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> Placement:
     return Placement(w, g, "nvidia.com/gpu", count)
 
 
-def vllm_args(spec: Any, w: Any, gpu: Any, *, mig: bool = True, model: str | None = None) -> VllmArgs:
+def vllm_args(
+    spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True, model: str | None = None
+) -> VllmArgs:
     """Arguments that match the KV capacity of the placement: --max-num-seqs is
     capacity.max_concurrency at --max-model-len = the workload's context (prompt + new tokens), on the
     GPU or MIG slice that k8s_resources asks for. `model`: what vLLM loads (a Hugging Face repository
@@ -140,7 +145,7 @@ def vllm_args(spec: Any, w: Any, gpu: Any, *, mig: bool = True, model: str | Non
     )
 
 
-def k8s_resources(spec: Any, w: Any, gpu: Any, *, mig: bool = True) -> dict[str, Any]:
+def k8s_resources(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) -> dict[str, Any]:
     """A pod's resources block for the placement: `nvidia.com/mig-<profile>: 1` or `nvidia.com/gpu: n`."""
     pl = placement(spec, w, gpu, mig=mig)
     return {"limits": {pl.resource: pl.count}}

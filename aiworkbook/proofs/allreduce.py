@@ -54,9 +54,14 @@ def default_sizes(device: str, quick: bool) -> list[int]:
 def parse_sizes(sizes: str | list[int] | None, device: str, quick: bool) -> list[int]:
     if sizes is None or sizes == "":
         return default_sizes(device, quick)
-    items = (
-        [int(float(s) * KiB) for s in sizes.split(",")] if isinstance(sizes, str) else [int(s) for s in sizes]
-    )
+    try:
+        items = (
+            [int(float(s) * KiB) for s in sizes.split(",")]
+            if isinstance(sizes, str)
+            else [int(s) for s in sizes]
+        )
+    except (ValueError, OverflowError):  # 'abc', '1,,2', 'inf': not sizes (a SpecError below)
+        items = []
     if not items or any(s < 4 for s in items):
         raise SpecError("sizes", sizes, "message sizes in KiB, comma-separated, each >= 4 bytes")
     return items

@@ -19,7 +19,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -33,6 +33,9 @@ from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.units import MiB, fmt_bytes, fmt_rate
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 FORMATS = ("safetensors", "torch", "dcp", "dcp-async")
 MANIFEST = "manifest.json"
@@ -61,7 +64,7 @@ def synthetic_state(nbytes: int, seed: int = 0) -> dict[str, torch.Tensor]:
     return out
 
 
-def model_state(spec, seed: int = 0) -> dict[str, torch.Tensor]:
+def model_state(spec: ModelSpecLike, seed: int = 0) -> dict[str, torch.Tensor]:
     """A DecoderModel (fp32, CPU) and its AdamW state after one step, flattened to name -> tensor."""
     from aiworkbook.proofs.model import DecoderModel
 
@@ -361,7 +364,7 @@ def _inputs(model: str | None, size_mb: float | None, quick: bool) -> tuple[Any,
     return None, int(size_mb * MiB)
 
 
-def estimate_storage(spec, nbytes: int) -> dict[str, Any]:
+def estimate_storage(spec: ModelSpecLike | None, nbytes: int) -> dict[str, Any]:
     """The estimate's storage section (fp32 AdamW training, the state this proof saves) and assumptions."""
     from aiworkbook.sizing.assumptions import Assumptions
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,10 +23,13 @@ from aiworkbook.proofs.stats import summarize
 from aiworkbook.specs import load_model
 from aiworkbook.units import fmt_bytes, fmt_rate
 
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
+
 PHASES = ("load_s", "build_s", "transfer_s", "first_forward_s")
 
 
-def _estimate(spec, dtype: Any) -> dict[str, Any]:
+def _estimate(spec: ModelSpecLike, dtype: Any) -> dict[str, Any]:
     from aiworkbook.sizing.estimate import estimate
     from aiworkbook.sizing.workload import Workload
 
@@ -173,7 +176,7 @@ def run(
     )
 
 
-def _inv_freq(spec) -> torch.Tensor:
+def _inv_freq(spec: ModelSpecLike) -> torch.Tensor:
     """The rotary frequencies (a non-persistent buffer, so not in the checkpoint) rebuilt off the meta device."""
     from aiworkbook.proofs.model import rope_theta
 

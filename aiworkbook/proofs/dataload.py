@@ -2,7 +2,7 @@
 pin_memory, prefetch swept) cold and warm, then a training loop whose compute step is a real model step
 or a calibrated sleep, reporting the input-wait fraction (time blocked in `next(loader)` over the step
 window, as torchtitan counts it) beside GPU utilisation from telemetry in the same window and the
-same loop on synthetic on-device data. The seeds' red flag: GPUs idle while data loads (> 10 % wait).
+same loop on synthetic on-device data. The red flag: GPUs idle while data loads (> 10 % wait, docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.units import KiB, fmt_bytes
 
-THRESHOLD = 0.10  # the seeds' red flag: more than 10 % of the step window waiting for input
+THRESHOLD = 0.10  # the red flag (docs/architecture.md): more than 10 % of the step window waiting for input
 COMPUTES = ("sleep", "model")
 
 

@@ -32,7 +32,9 @@ class VramDetails(Section):
         "", "measured vs predicted per component", omit_none=True
     )
     optimizer_state: dict[str, Any] | None = figure("", "bytes and tensors of AdamW's state", omit_none=True)
-    rule_18_bytes_per_param: dict[str, Any] | None = figure("", "the seeds' rule of thumb", omit_none=True)
+    rule_18_bytes_per_param: dict[str, Any] | None = figure(
+        "", "the 18 B/param rule of thumb (docs/architecture.md)", omit_none=True
+    )
     estimate: dict[str, Any] | None = figure("", "the estimate under test (size --json)", omit_none=True)
     formulas: dict[str, str] | None = figure("", "each component's formula", omit_none=True)
     loss: float | None = figure("", "the last step's loss (a sanity check)", omit_none=True)

@@ -23,8 +23,14 @@ from aiworkbook.units import fmt_bytes
 DEVICES = ("auto", "cpu", "cuda")
 
 
-class WouldNotFit(ValueError):
-    """Refused before allocating: the predicted peak exceeds the memory free on the device."""
+class WouldNotFit(SpecError):
+    """Refused before allocating: the predicted peak exceeds the memory free on the device. Bad input
+    (a model or size too large for this node: exit 2 on the command line), so a SpecError whose
+    message is the whole sentence."""
+
+    def __init__(self, message: str) -> None:
+        ValueError.__init__(self, message)
+        self.field, self.value, self.allowed, self.source = "memory", None, message, None
 
 
 class DoesNotFit(RuntimeError):

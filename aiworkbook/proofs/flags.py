@@ -1,4 +1,4 @@
-"""Honesty flags: the qualifiers a reader needs before trusting a number (REFERENCE "Measuring honestly")."""
+"""Honesty flags: the qualifiers a reader needs before trusting a number (docs/architecture.md, "Measuring honestly")."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 proof writes: its own new folder (proofs/scratch.py).
 
 Why: `torch.save` does not fsync and the page cache makes a re-read look like RAM; a figure counts
-only when the bytes are on storage (REFERENCE "Measuring honestly").
+only when the bytes are on storage (docs/architecture.md, "Measuring honestly"; fsync(2)).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """CPU node proof (the classical-ML pattern): host memory bandwidth, a real gradient-boosted fit
 (scikit-learn's HistGradientBoosting) on generated tabular data with rows/s against threads 1..N and
-peak RSS beside the data's in-memory size (the seeds' "RAM headroom for feature engineering"), and
+peak RSS beside the data's in-memory size (the RAM headroom feature engineering needs), and
 Parquet columnar read throughput (pyarrow) cold and warm.
 """
 

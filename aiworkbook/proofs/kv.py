@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -36,6 +36,9 @@ from aiworkbook.proofs.timing import time_trials
 from aiworkbook.proofs.vram import allocated_prediction, check_int, fit_proxy
 from aiworkbook.specs import ModelSpec, load_model
 from aiworkbook.units import MiB
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 TOLERANCE = 0.10
 CLIMB = 1.20  # latency "starts to climb" at the first context whose median step is 20 % above the shortest's
@@ -68,7 +71,7 @@ def _workload(b: int, ctx: int, new: int, dtype: Any):
     )
 
 
-def _estimate(spec, w, device):
+def _estimate(spec: ModelSpecLike, w, device):
     from aiworkbook.sizing import estimate
 
     return estimate(spec, w, gpu=None, device=device)

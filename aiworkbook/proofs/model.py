@@ -22,7 +22,7 @@ from torch import nn
 
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing.workload import ATTENTIONS  # one list for the sizing, the CLI and this model
-from aiworkbook.specs import ModelSpec
+from aiworkbook.specs.protocol import ModelSpecLike
 
 #: "flash" runs torch's SDPA, which picks the flash kernel where it can (sizing counts both alike).
 SDPA_ATTENTIONS = ("sdpa", "flash")
@@ -45,7 +45,7 @@ class RMSNorm(nn.Module):
         return self.weight * x.to(dtype)
 
 
-def _norm(spec: ModelSpec, **fk) -> nn.Module:
+def _norm(spec: ModelSpecLike, **fk) -> nn.Module:
     if spec.norm == "layernorm":
         return nn.LayerNorm(spec.hidden_size, eps=1e-5, **fk)
     return RMSNorm(spec.hidden_size, **fk)
@@ -87,7 +87,7 @@ FUSED_QKV = ("gpt2", "gpt_neox", "phi3")
 
 
 class Attention(nn.Module):
-    def __init__(self, spec: ModelSpec, idx: int, attention: str, **fk) -> None:
+    def __init__(self, spec: ModelSpecLike, idx: int, attention: str, **fk) -> None:
         super().__init__()
         h, a, k, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
         self.a, self.k, self.d, self.idx, self.attention = a, k, d, idx, attention
@@ -163,7 +163,7 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, spec: ModelSpec, **fk) -> None:
+    def __init__(self, spec: ModelSpecLike, **fk) -> None:
         super().__init__()
         h, i = spec.hidden_size, spec.intermediate_size
         self.gated = spec.gated_mlp
@@ -186,7 +186,7 @@ def _gelu_new(x: torch.Tensor) -> torch.Tensor:
 class MoE(nn.Module):
     """Top-k routed experts (Mixtral's sparse MoE block): fp32 router softmax, renormalised weights."""
 
-    def __init__(self, spec: ModelSpec, **fk) -> None:
+    def __init__(self, spec: ModelSpecLike, **fk) -> None:
         super().__init__()
         self.top_k = spec.experts_per_token
         self.gate = nn.Linear(spec.hidden_size, spec.num_experts, bias=False, **fk)
@@ -207,7 +207,7 @@ class MoE(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, spec: ModelSpec, idx: int, attention: str, **fk) -> None:
+    def __init__(self, spec: ModelSpecLike, idx: int, attention: str, **fk) -> None:
         super().__init__()
         self.input_norm = _norm(spec, **fk)
         self.attn = Attention(spec, idx, attention, **fk)
@@ -233,7 +233,7 @@ class Block(nn.Module):
 DEFAULT_ROPE_THETA = 10000.0
 
 
-def rope_theta(spec: ModelSpec) -> float:
+def rope_theta(spec: ModelSpecLike) -> float:
     """The rotary base of the model's config: `rope_theta` (GPT-NeoX: `rotary_emb_base`), from
     spec.extra when a loader filled it, else from the config.json the spec was read from (spec.source);
     10,000 (transformers' default) when neither says. It changes the values, never the bytes."""
@@ -245,7 +245,7 @@ def rope_theta(spec: ModelSpec) -> float:
     return DEFAULT_ROPE_THETA
 
 
-def _source_config(spec: ModelSpec) -> dict:
+def _source_config(spec: ModelSpecLike) -> dict:
     from pathlib import Path
 
     from aiworkbook.specs.model import load_config_file
@@ -265,7 +265,7 @@ class DecoderModel(nn.Module):
 
     def __init__(
         self,
-        spec: ModelSpec,
+        spec: ModelSpecLike,
         *,
         attention: str = "sdpa",
         checkpointing: str = "none",

@@ -19,6 +19,17 @@ from typing import Any, Literal
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs.control import Cancelled, Control, ProgressFn, exclusive
+from aiworkbook.specs.node import PATTERNS
+
+#: The one pattern -> proofs table: the proofs each pattern runs, in the order it runs them.
+#: aiworkbook.patterns (Pattern.proofs) and ProofInfo.patterns both read it. A multi-node answer adds
+#: allreduce to any pattern but classical ML (aiworkbook/patterns/questionnaire.py).
+PATTERN_PROOFS: dict[str, tuple[str, ...]] = {
+    "classical-ml-cpu": ("host", "roofline", "dataload"),
+    "dl-training": ("roofline", "vram", "dataload", "checkpoint", "restore", "allreduce"),
+    "llm-inference": ("roofline", "kv", "coldstart", "serving"),
+    "hybrid": ("roofline", "vram", "checkpoint", "kv", "coldstart", "serving", "restore"),
+}
 
 InputKind = Literal["model", "int", "float", "bool", "choice", "ints", "path", "str"]
 #: The chart a proof's result is drawn as: its estimate beside the measurement, the roofline of
@@ -63,8 +74,12 @@ class ProofInfo:
     cpu: bool = True
     gpu: bool = True
     rough_s: dict[str, float] = field(default_factory=dict)
-    patterns: tuple[str, ...] = ()
     chart: ChartKind = "estimate"
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        """The patterns that run this proof, in specs.PATTERNS order (derived from PATTERN_PROOFS)."""
+        return tuple(p for p in PATTERNS if self.name in PATTERN_PROOFS[p])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -155,7 +170,6 @@ for _info in (
             _QUICK,
         ),
         rough_s={"cpu": 20.0, "cuda": 30.0},
-        patterns=("classical-ml-cpu", "dl-training", "llm-inference", "hybrid"),
         chart="roofline",
     ),
     ProofInfo(
@@ -165,7 +179,6 @@ for _info in (
         "aiworkbook.proofs.vram",
         (_MODEL, _DEVICE, _QUICK),
         rough_s={"cpu": 10.0, "cuda": 20.0},
-        patterns=("dl-training", "hybrid"),
     ),
     ProofInfo(
         "kv",
@@ -174,7 +187,6 @@ for _info in (
         "aiworkbook.proofs.kv",
         (_MODEL, _DEVICE, _QUICK),
         rough_s={"cpu": 15.0, "cuda": 20.0},
-        patterns=("llm-inference", "hybrid"),
     ),
     ProofInfo(
         "serving",
@@ -199,7 +211,6 @@ for _info in (
             _QUICK,
         ),
         rough_s={"cpu": 25.0, "cuda": 40.0},
-        patterns=("llm-inference", "hybrid"),
         chart="latency",
     ),
     ProofInfo(
@@ -221,7 +232,6 @@ for _info in (
             _QUICK,
         ),
         rough_s={"cpu": 10.0, "cuda": 10.0},
-        patterns=("dl-training", "hybrid"),
     ),
     ProofInfo(
         "restore",
@@ -230,7 +240,6 @@ for _info in (
         "aiworkbook.proofs.restore",
         (_MODEL_OPT, _SIZE_MB, _DIR, _FORMAT, _KEEP, _QUICK),
         rough_s={"cpu": 5.0, "cuda": 5.0},
-        patterns=("dl-training", "hybrid"),
     ),
     ProofInfo(
         "coldstart",
@@ -246,7 +255,6 @@ for _info in (
             _QUICK,
         ),
         rough_s={"cpu": 5.0, "cuda": 10.0},
-        patterns=("llm-inference", "hybrid"),
     ),
     ProofInfo(
         "dataload",
@@ -275,7 +283,6 @@ for _info in (
             _QUICK,
         ),
         rough_s={"cpu": 10.0, "cuda": 10.0},
-        patterns=("dl-training", "hybrid"),
     ),
     ProofInfo(
         "host",
@@ -295,7 +302,6 @@ for _info in (
         cpu=True,
         gpu=False,
         rough_s={"cpu": 10.0},
-        patterns=("classical-ml-cpu",),
     ),
     ProofInfo(
         "allreduce",
@@ -310,7 +316,6 @@ for _info in (
             _QUICK,
         ),
         rough_s={"cpu": 15.0, "cuda": 20.0},
-        patterns=("dl-training", "hybrid"),
     ),
 ):
     register(_info)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -42,9 +42,12 @@ from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.sizing import optimizer_step
-from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # the seeds' 18 B/param, shown beside
+from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # 18 B/param (docs/architecture.md), shown beside
 from aiworkbook.specs import ModelSpec, load_model
 from aiworkbook.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 TOLERANCE = 0.10
 
@@ -485,7 +488,9 @@ def device_delta(m: dict[str, Any], baseline: dict[str, Any] | None, uuid: str |
     return int(m["device_delta_torch"]), "mem_get_info"
 
 
-def _result(spec, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, t_start) -> ProofResult:
+def _result(
+    spec: ModelSpecLike, w, dev, est, m, predicted, flags, notes, inputs, nvml_before, t_start
+) -> ProofResult:
     mem = est.memory
     st, saved = m["states"], m["saved"]
     acts = saved.get("activations", 0) + m.get("recompute_layer", 0)

@@ -9,7 +9,10 @@ DecoderModel built from a ModelSpec over a paged KV pool."""
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 
 class Backend(Protocol):
@@ -64,7 +67,7 @@ class TorchBackend:
 
     def __init__(
         self,
-        spec: Any,
+        spec: ModelSpecLike,
         pool: Any,
         device: str = "cpu",
         dtype: str = "fp32",

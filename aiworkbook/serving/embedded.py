@@ -3,11 +3,14 @@ KV pool is sized from the sizing engine's KV bytes per token, on a free loopback
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.serving.pool import BlockPool
 from aiworkbook.units import MiB
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 BACKENDS = ("torch", "synthetic")
 BLOCK_SIZE = 16
@@ -31,14 +34,14 @@ def infer_workload(concurrency: int = 1, context: int = 1, dtype: Any = "fp32"):
     )
 
 
-def kv_bytes_per_token(spec: Any, dtype: str = "fp32") -> int:
+def kv_bytes_per_token(spec: ModelSpecLike, dtype: str = "fp32") -> int:
     """The sizing engine's KV bytes for one token of one sequence (all layers, K and V)."""
     from aiworkbook.sizing.memory import kv_bytes
 
     return int(kv_bytes(spec, infer_workload(1, BLOCK_SIZE, dtype), 1, BLOCK_SIZE)) // BLOCK_SIZE
 
 
-def predicted_capacity(spec: Any, budget_bytes: int, context: int, dtype: str = "fp32") -> int:
+def predicted_capacity(spec: ModelSpecLike, budget_bytes: int, context: int, dtype: str = "fp32") -> int:
     """Sequences of `context` tokens whose KV cache (sizing's kv_bytes, whole blocks) fits the budget."""
     from aiworkbook.sizing.memory import kv_bytes
 
@@ -46,7 +49,7 @@ def predicted_capacity(spec: Any, budget_bytes: int, context: int, dtype: str = 
     return int(budget_bytes) // one if one else 0
 
 
-def default_kv_budget(device: str, spec: Any = None, dtype: str = "fp32") -> int:
+def default_kv_budget(device: str, spec: ModelSpecLike | None = None, dtype: str = "fp32") -> int:
     """CPU: 64 MiB. CUDA: the free memory less the safety margin (serving.limits, vLLM's 10 %) less the
     weights (the sizing library's), at most 8 GiB (pass kv_budget_bytes for more)."""
     if not device.startswith("cuda"):
@@ -54,7 +57,8 @@ def default_kv_budget(device: str, spec: Any = None, dtype: str = "fp32") -> int
     from aiworkbook.serving.limits import free_bytes, usable_bytes, weights_bytes
 
     free = free_bytes(device)[0]
-    return min(CUDA_KV_CAP, max(0, usable_bytes(free) - weights_bytes(spec, dtype)))
+    weights = weights_bytes(spec, dtype) if spec is not None else 0
+    return min(CUDA_KV_CAP, max(0, usable_bytes(free) - weights))
 
 
 def build_engine(
@@ -124,7 +128,7 @@ def embedded_server(engine: Any, name: str = "", host: str = "127.0.0.1", port: 
     return ServerThread(make_app(name or engine.spec.name, engine=engine), host, port, engine=engine)
 
 
-def predicted_kv_bytes(spec: Any, sequences: int, context: int, dtype: str = "fp32") -> int:
+def predicted_kv_bytes(spec: ModelSpecLike, sequences: int, context: int, dtype: str = "fp32") -> int:
     """The sizing engine's kv_cache for `sequences` sequences of `context` tokens (whole blocks)."""
     from aiworkbook.sizing.memory import kv_bytes
 

@@ -24,11 +24,17 @@ import itertools
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.serving.backends import Backend
 from aiworkbook.serving.pool import BlockPool, blocks_for
+
+#: emit(kind, payload): 'token' with a token, 'done' with the finish reason, 'error' with its text;
+#: called from the engine thread, so it must be thread-safe
+Emit = Callable[[str, Any], None]
 
 SCHEDULERS = ("static", "continuous")
 #: tokens per continuous-batching forward: vLLM V1's max_num_batched_tokens below 70 GiB GPUs
@@ -48,7 +54,7 @@ class Sequence:
     id: int
     prompt_len: int
     max_tokens: int
-    emit: Any  # emit(kind, payload): called from the engine thread, thread-safe
+    emit: Emit
     prompt_words: list[str] = field(default_factory=list)
     generated: int = 0
     prefilled: int = 0  # prompt tokens in the KV cache (a chunked prefill takes several forwards)
@@ -63,9 +69,11 @@ class Sequence:
 
 
 class Engine:
+    """The scheduler between the server's requests and one `Backend` (serving/backends.py)."""
+
     def __init__(
         self,
-        backend: Any,
+        backend: Backend,
         pool: BlockPool,
         *,
         scheduler: str = "continuous",
@@ -117,7 +125,7 @@ class Engine:
         self._thread.join(timeout=10)
 
     def submit(
-        self, prompt_len: int, max_tokens: int, emit, prompt_words: list[str] | None = None
+        self, prompt_len: int, max_tokens: int, emit: Emit, prompt_words: list[str] | None = None
     ) -> Sequence:
         """Queue a sequence, or raise Rejected (429: queue full; 400: larger than the pool or context)."""
         need = blocks_for(prompt_len + max_tokens, self.pool.block_size)

@@ -7,10 +7,13 @@ that is not auto, cpu, cuda or cuda:N (or a CUDA device this machine lacks). `se
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.units import MiB
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 #: memory left spare beyond the weights and the KV pool: 10 % of what is free, at least 256 MiB
 #: (the activations of a forward, the allocator's slack, torch's own buffers, the server itself).
@@ -89,7 +92,7 @@ def free_bytes(device: str) -> tuple[int, str]:
         return free_memory("cuda")[0], f"free on {device} (torch.cuda.mem_get_info)"
 
 
-def weights_bytes(spec: Any, dtype: str) -> int:
+def weights_bytes(spec: ModelSpecLike, dtype: str) -> int:
     """The sizing library's inference weight bytes of `spec` at `dtype`."""
     from aiworkbook.serving.embedded import infer_workload
     from aiworkbook.sizing.states import model_states

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
@@ -49,74 +49,140 @@ def defaults(quick: bool) -> dict[str, Any]:
     }
 
 
-def _settings(inputs: dict[str, Any]) -> dict[str, Any]:
-    quick = bool(inputs.get("quick", False))
-    d = defaults(quick)
-    rate, conc, sweep = inputs.get("rate"), inputs.get("concurrency"), inputs.get("sweep")
-    kind = inputs.get("sweep_kind") or ("rate" if rate is not None and conc is None else "concurrency")
-    if kind not in SWEEP_KINDS:
-        raise SpecError("sweep_kind", kind, ", ".join(SWEEP_KINDS))
-    if sweep:
-        loads = tuple(float(x) if kind == "rate" else int(x) for x in sweep)
-    elif kind == "rate" and rate is not None:
-        loads = (float(rate),)
-    elif conc is not None:
-        loads = (int(conc),)
-    else:
-        loads = d["loads"]
-    for x in loads:
-        if not x > 0:
-            raise SpecError("sweep", x, "loads > 0")
-    scheduler = inputs.get("scheduler") or "continuous"
-    if scheduler not in ("static", "continuous"):
-        raise SpecError("scheduler", scheduler, "static, continuous")
-    out = {
-        "quick": quick,
-        "kind": kind,
-        "loads": loads,
-        "scheduler": scheduler,
-        "requests": int(inputs.get("requests") or d["requests"]),
-        "prompt_tokens": int(inputs.get("prompt_tokens") or d["prompt_tokens"]),
-        "output_tokens": int(inputs.get("output_tokens") or d["output_tokens"]),
-        "slo_ttft_s": inputs["slo_ttft_ms"] / 1e3 if inputs.get("slo_ttft_ms") else None,
-        "slo_tpot_s": inputs["slo_tpot_ms"] / 1e3 if inputs.get("slo_tpot_ms") else None,
-        "rate": rate if kind == "concurrency" else None,
-        "concurrency": conc if kind == "rate" else None,
-        "burstiness": float(inputs.get("burstiness") or 1.0),
-        "contexts": d["contexts"],
-        "context_concurrency": d["context_concurrency"],
-        "compare": inputs.get("compare", True),
-        "context_sweep": inputs.get("context_sweep", True),
-        "request_timeout_s": float(inputs.get("request_timeout_s") or REQUEST_TIMEOUT_S),
-        "connect_timeout_s": float(inputs.get("connect_timeout_s") or CONNECT_TIMEOUT_S),
-        "max_duration_s": float(inputs["max_duration_s"]) if inputs.get("max_duration_s") else None,
-    }
-    for key in ("request_timeout_s", "connect_timeout_s", "max_duration_s"):
-        v = out[key]
-        if v is not None and not 0 < v < float("inf"):
-            raise SpecError(key, v, "seconds > 0")
-    out["deadline"] = None  # set when the run starts (perf_counter)
-    out["warmup_s"] = float(inputs.get("warmup_s") or 0.0)
-    out["cooldown_s"] = float(inputs.get("cooldown_s") or 0.0)
-    out["max_error_rate"] = float(inputs["max_error_rate"]) if inputs.get("max_error_rate") else None
-    Load(  # the checks of warmup_s, cooldown_s and max_error_rate, before anything runs
-        concurrency=1,
-        warmup_s=out["warmup_s"],
-        cooldown_s=out["cooldown_s"],
-        max_error_rate=out["max_error_rate"],
-    )
-    for key in ("requests", "prompt_tokens", "output_tokens"):
-        if out[key] < 1:
-            raise SpecError(key, out[key], ">= 1")
-    return out
+@dataclass(frozen=True)
+class ServingSettings:
+    """The serving proof's settings, checked once from its inputs (`from_inputs`) before anything runs.
+
+    The fields up to `max_error_rate` are the plan's sizes (`sizes()`, in this order); the last four
+    choose the embedded server's model and engine and the API the load uses."""
+
+    quick: bool
+    kind: str  # one of SWEEP_KINDS
+    loads: tuple[float, ...]  # concurrencies (ints) or arrival rates (req/s)
+    scheduler: str
+    requests: int
+    prompt_tokens: int
+    output_tokens: int
+    slo_ttft_s: float | None
+    slo_tpot_s: float | None
+    rate: float | None  # a concurrency sweep's fixed arrival rate, if any
+    concurrency: int | None  # a rate sweep's concurrency cap, if any
+    burstiness: float
+    contexts: tuple[int, ...]
+    context_concurrency: int
+    compare: bool
+    context_sweep: bool
+    request_timeout_s: float
+    connect_timeout_s: float
+    max_duration_s: float | None
+    deadline: float | None  # perf_counter deadline, set when the run starts (`started`)
+    warmup_s: float
+    cooldown_s: float
+    max_error_rate: float | None
+    model: str = "tiny-llama"
+    backend: str = "torch"
+    kv_budget_bytes: int | None = None
+    api: str = "completions"
+
+    @classmethod
+    def from_inputs(cls, inputs: dict[str, Any]) -> ServingSettings:
+        quick = bool(inputs.get("quick", False))
+        d = defaults(quick)
+        rate, conc, sweep = inputs.get("rate"), inputs.get("concurrency"), inputs.get("sweep")
+        kind = inputs.get("sweep_kind") or ("rate" if rate is not None and conc is None else "concurrency")
+        if kind not in SWEEP_KINDS:
+            raise SpecError("sweep_kind", kind, ", ".join(SWEEP_KINDS))
+        if sweep:
+            loads = tuple(float(x) if kind == "rate" else int(x) for x in sweep)
+        elif kind == "rate" and rate is not None:
+            loads = (float(rate),)
+        elif conc is not None:
+            loads = (int(conc),)
+        else:
+            loads = d["loads"]
+        for x in loads:
+            if not x > 0:
+                raise SpecError("sweep", x, "loads > 0")
+        scheduler = inputs.get("scheduler") or "continuous"
+        if scheduler not in ("static", "continuous"):
+            raise SpecError("scheduler", scheduler, "static, continuous")
+        s = cls(
+            quick=quick,
+            kind=kind,
+            loads=loads,
+            scheduler=scheduler,
+            requests=int(inputs.get("requests") or d["requests"]),
+            prompt_tokens=int(inputs.get("prompt_tokens") or d["prompt_tokens"]),
+            output_tokens=int(inputs.get("output_tokens") or d["output_tokens"]),
+            slo_ttft_s=inputs["slo_ttft_ms"] / 1e3 if inputs.get("slo_ttft_ms") else None,
+            slo_tpot_s=inputs["slo_tpot_ms"] / 1e3 if inputs.get("slo_tpot_ms") else None,
+            rate=rate if kind == "concurrency" else None,
+            concurrency=conc if kind == "rate" else None,
+            burstiness=float(inputs.get("burstiness") or 1.0),
+            contexts=d["contexts"],
+            context_concurrency=d["context_concurrency"],
+            compare=inputs.get("compare", True),
+            context_sweep=inputs.get("context_sweep", True),
+            request_timeout_s=float(inputs.get("request_timeout_s") or REQUEST_TIMEOUT_S),
+            connect_timeout_s=float(inputs.get("connect_timeout_s") or CONNECT_TIMEOUT_S),
+            max_duration_s=float(inputs["max_duration_s"]) if inputs.get("max_duration_s") else None,
+            deadline=None,
+            warmup_s=float(inputs.get("warmup_s") or 0.0),
+            cooldown_s=float(inputs.get("cooldown_s") or 0.0),
+            max_error_rate=float(inputs["max_error_rate"]) if inputs.get("max_error_rate") else None,
+            model=inputs.get("model") or "tiny-llama",
+            backend=inputs.get("backend") or "torch",
+            kv_budget_bytes=inputs.get("kv_budget_bytes"),
+            api=inputs.get("api") or "completions",
+        )
+        for key in ("request_timeout_s", "connect_timeout_s", "max_duration_s"):
+            v = getattr(s, key)
+            if v is not None and not 0 < v < float("inf"):
+                raise SpecError(key, v, "seconds > 0")
+        Load(  # the checks of warmup_s, cooldown_s and max_error_rate, before anything runs
+            concurrency=1,
+            warmup_s=s.warmup_s,
+            cooldown_s=s.cooldown_s,
+            max_error_rate=s.max_error_rate,
+        )
+        for key in ("requests", "prompt_tokens", "output_tokens"):
+            if getattr(s, key) < 1:
+                raise SpecError(key, getattr(s, key), ">= 1")
+        return s
+
+    def started(self) -> ServingSettings:
+        """The same settings with the run's deadline set from now (when there is a max duration)."""
+        if self.max_duration_s is None:
+            return self
+        return replace(self, deadline=time.perf_counter() + self.max_duration_s)
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
+    @property
+    def has_slo(self) -> bool:
+        return bool(self.slo_ttft_s or self.slo_tpot_s)
+
+    def sizes(self) -> dict[str, Any]:
+        """The plan's view: every field up to max_error_rate, tuples as lists."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name in _ENGINE_FIELDS:
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+
+_ENGINE_FIELDS = ("model", "backend", "kv_budget_bytes", "api")
 
 
 def plan(**inputs: Any) -> Plan:
     """What the proof will run and the KV bytes the estimate predicts at the heaviest load."""
-    s = _settings(inputs)
+    s = ServingSettings.from_inputs(inputs)
     target = inputs.get("target")
-    points = len(s["loads"])
-    notes = [f"{s['kind']} sweep {list(s['loads'])}, {s['requests']} requests per point"]
+    points = len(s.loads)
+    notes = [f"{s.kind} sweep {list(s.loads)}, {s.requests} requests per point"]
     if target:
         return Plan(
             "serving",
@@ -124,7 +190,7 @@ def plan(**inputs: Any) -> Plan:
             None,
             "",
             "s",
-            {"target": target, **_plan_sizes(s)},
+            {"target": target, **s.sizes()},
             None,
             None,
             tuple(notes + ["a remote server: no KV estimate to compare, verdict info"]),
@@ -133,33 +199,25 @@ def plan(**inputs: Any) -> Plan:
     from aiworkbook.serving.embedded import predicted_kv_bytes
     from aiworkbook.specs import load_model
 
-    spec = load_model(inputs.get("model") or "tiny-llama")
+    spec = load_model(s.model)
     dev = resolve_device(inputs.get("device") or "auto").device
     predicted, label = None, ""
-    if s["kind"] == "concurrency":
-        c = int(max(s["loads"]))
-        predicted = float(predicted_kv_bytes(spec, c, s["prompt_tokens"] + s["output_tokens"]))
-        label = f"kv_cache of {c} sequences x {s['prompt_tokens'] + s['output_tokens']} tokens"
-    rough = (
-        points * (2.0 if s["quick"] else 6.0)
-        + (8.0 if s["compare"] else 0)
-        + (6.0 if s["context_sweep"] else 0)
-    )
+    if s.kind == "concurrency":
+        c = int(max(s.loads))
+        predicted = float(predicted_kv_bytes(spec, c, s.prompt_tokens + s.output_tokens))
+        label = f"kv_cache of {c} sequences x {s.prompt_tokens + s.output_tokens} tokens"
+    rough = points * (2.0 if s.quick else 6.0) + (8.0 if s.compare else 0) + (6.0 if s.context_sweep else 0)
     return Plan(
         "serving",
         dev,
         predicted,
         label,
         "B",
-        {"model": spec.name, **_plan_sizes(s)},
+        {"model": spec.name, **s.sizes()},
         True,
         rough,
         tuple(notes),
     )
-
-
-def _plan_sizes(s: dict[str, Any]) -> dict[str, Any]:
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()}
 
 
 @contextlib.contextmanager
@@ -190,11 +248,14 @@ def _measure(
     target: Target,
     load: Load,
     control: Control,
-    s: dict[str, Any],
+    s: ServingSettings,
     msg: str,
+    *,
     rows: list[dict[str, Any]] | None = None,
     at: float = 0.0,
-):
+) -> dict[str, Any]:
+    """One load point against `target`: the run's summary (and each request's samples into `rows`)."""
+
     def on_done(done: int, total: int) -> None:
         if control.progress is not None:
             with contextlib.suppress(Exception):
@@ -204,64 +265,58 @@ def _measure(
 
     with measuring():  # no garbage-collector pause inside the load point (client, server, engine share it)
         records = run_load_sync(
-            target, load, on_done=on_done, stop=lambda: control.cancelled, deadline=s["deadline"]
+            target, load, on_done=on_done, stop=lambda: control.cancelled, deadline=s.deadline
         )
     control.check(msg)
     if rows is not None:  # per-request samples (--samples-csv)
         rows.extend(samples(records, at))
-    return summarize_run(records, slo_ttft_s=s["slo_ttft_s"], slo_tpot_s=s["slo_tpot_s"])
+    return summarize_run(records, slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s)
 
 
-def _embedded_target(url: str, name: str, api: str, s: dict[str, Any]) -> Target:
+def _embedded_target(url: str, name: str, s: ServingSettings) -> Target:
     """The embedded server honours the exact-length extensions and per-chunk usage."""
     return Target(
         url,
         name,
-        api=api,
+        api=s.api,
         exact_lengths=True,
         continuous_usage=True,
-        timeout_s=s["request_timeout_s"],
-        connect_timeout_s=s["connect_timeout_s"],
+        timeout_s=s.request_timeout_s,
+        connect_timeout_s=s.connect_timeout_s,
     )
 
 
-def _past(s: dict[str, Any]) -> bool:
-    return s["deadline"] is not None and time.perf_counter() > s["deadline"]
-
-
-def _load_at(s: dict[str, Any], x: float, **over: Any) -> Load:
+def _load_at(s: ServingSettings, x: float, **over: Any) -> Load:
     kw: dict[str, Any] = dict(
-        requests=s["requests"],
-        prompt_tokens=s["prompt_tokens"],
-        output_tokens=s["output_tokens"],
-        burstiness=s["burstiness"],
+        requests=s.requests,
+        prompt_tokens=s.prompt_tokens,
+        output_tokens=s.output_tokens,
+        burstiness=s.burstiness,
         warmup=1,
-        warmup_s=s["warmup_s"],
-        cooldown_s=s["cooldown_s"],
-        max_error_rate=s["max_error_rate"],
+        warmup_s=s.warmup_s,
+        cooldown_s=s.cooldown_s,
+        max_error_rate=s.max_error_rate,
     )
-    if s["kind"] == "rate":
-        kw.update(rate=float(x), concurrency=s["concurrency"])
+    if s.kind == "rate":
+        kw.update(rate=float(x), concurrency=s.concurrency)
     else:
-        kw.update(concurrency=int(x), rate=s["rate"])
+        kw.update(concurrency=int(x), rate=s.rate)
     kw.update(over)
     return Load(**kw)
 
 
 def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     """Sweep the load, find the knee (and the SLO's load), compare schedulers, sweep the context."""
-    s = _settings(inputs)
-    if s["max_duration_s"] is not None:
-        s["deadline"] = time.perf_counter() + s["max_duration_s"]
+    s = ServingSettings.from_inputs(inputs).started()
     target_url = inputs.get("target")
-    api = inputs.get("api") or "completions"
-    flags: set[str] = {F.QUEUE_TIME_INCLUDED} if s["kind"] == "rate" or s["rate"] else set()
+    api = s.api
+    flags: set[str] = {F.QUEUE_TIME_INCLUDED} if s.kind == "rate" or s.rate else set()
     notes: list[str] = []
-    details: dict[str, Any] = {"kind": s["kind"]}
-    steps = len(s["loads"]) + (1 if s["slo_ttft_s"] or s["slo_tpot_s"] else 0)
+    details: dict[str, Any] = {"kind": s.kind}
+    steps = len(s.loads) + (1 if s.has_slo else 0)
     embedded = not target_url
     if embedded:
-        steps += (2 if s["compare"] else 0) + (len(s["contexts"]) if s["context_sweep"] else 0)
+        steps += (2 if s.compare else 0) + (len(s.contexts) if s.context_sweep else 0)
     spec = dev = None
     engine = None
     stack = contextlib.ExitStack()
@@ -276,19 +331,19 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
             if half_dtype(dev)[1]:  # build_engine falls back to fp16 on a GPU without bf16
                 flags.add(F.BF16_UNSUPPORTED)
             engine = build_engine(
-                inputs.get("model") or "tiny-llama",
-                backend=inputs.get("backend") or "torch",
-                scheduler=s["scheduler"],
+                s.model,
+                backend=s.backend,
+                scheduler=s.scheduler,
                 max_batch=int(inputs.get("max_batch") or 16),
-                kv_budget_bytes=inputs.get("kv_budget_bytes"),
+                kv_budget_bytes=s.kv_budget_bytes,
                 device=dev,
                 step_s=float(inputs.get("synthetic_step_s") or 0.01),
             )
             spec = engine.spec
             server = stack.enter_context(embedded_server(engine))
-            target = _embedded_target(server.url, spec.name, api, s)
+            target = _embedded_target(server.url, spec.name, s)
             notes.append(
-                f"embedded server on {server.url} ({engine.backend.name} backend, {s['scheduler']} batching, "
+                f"embedded server on {server.url} ({engine.backend.name} backend, {s.scheduler} batching, "
                 f"max batch {engine.max_batch}, KV pool {engine.pool.num_blocks} blocks of "
                 f"{engine.pool.block_size} tokens = {engine.pool.to_dict()['kv_bytes_total']} B)"
             )
@@ -300,10 +355,10 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
                 model=inputs.get("served_model") or None,
                 api=api,
                 kind=inputs.get("server_kind") or "auto",
-                timeout_s=min(s["request_timeout_s"], s["max_duration_s"] or float("inf")),
-                connect_timeout_s=s["connect_timeout_s"],
+                timeout_s=min(s.request_timeout_s, s.max_duration_s or float("inf")),
+                connect_timeout_s=s.connect_timeout_s,
             )
-            target, dev = replace(found.target, timeout_s=s["request_timeout_s"]), "remote"
+            target, dev = replace(found.target, timeout_s=s.request_timeout_s), "remote"
             details["target"] = found.to_dict()
             notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
         rows: list[dict[str, Any]] = []
@@ -313,17 +368,17 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         kv_at: dict[float, dict[str, Any]] = {}
         done = 0
         with _telemetry() as telemetry:
-            for x in s["loads"]:
-                if _past(s):
+            for x in s.loads:
+                if s.past_deadline():
                     notes.append(
-                        f"stopped at the run's deadline ({s['max_duration_s']:g} s) before {s['kind']} {x}"
+                        f"stopped at the run's deadline ({s.max_duration_s:g} s) before {s.kind} {x}"
                     )
                     break
-                msg = f"{s['kind']} {x}"
+                msg = f"{s.kind} {x}"
                 control.step(done, steps, msg)
                 if engine is not None:
                     engine.reset_peaks()
-                summary = _measure(target, _load_at(s, x), control, s, msg, per_request, x)
+                summary = _measure(target, _load_at(s, x), control, s, msg, rows=per_request, at=x)
                 row = sweep_row(x, summary)
                 row.update(
                     prompt_tokens=summary["prompt_tokens"],
@@ -331,7 +386,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
                     excluded=summary["excluded"],
                 )
                 if summary["stopped"]:
-                    notes.append(f"{s['kind']} {x}: {summary['stopped']}")
+                    notes.append(f"{s.kind} {x}: {summary['stopped']}")
                 if summary["requests"] and not summary["completed"]:
                     failed.append((x, summary))
                 produced[0] += summary["output_tokens"]
@@ -344,16 +399,16 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
                 done += 1
             knee = find_knee(rows, "p99_ttft_s")
             details.update(sweep=rows, knee=knee)
-            if s["slo_ttft_s"] or s["slo_tpot_s"]:
+            if s.has_slo:
                 control.step(done, steps, "bisection against the SLO")
                 details["slo_search"] = _slo_search(target, s, control)
                 done += 1
-            if embedded and s["compare"] and not _past(s):
-                details["schedulers"] = _compare(inputs, s, control, done, steps, api, dev)
+            if embedded and s.compare and not s.past_deadline():
+                details["schedulers"] = _compare(s, control, done, steps, dev)
                 done += 2
-            if embedded and s["context_sweep"] and not _past(s):
-                details["context_sweep"] = _context_sweep(inputs, s, control, done, steps, api, dev)
-                done += len(s["contexts"])
+            if embedded and s.context_sweep and not s.past_deadline():
+                details["context_sweep"] = _context_sweep(s, control, done, steps, dev)
+                done += len(s.contexts)
         details["telemetry"] = telemetry
         if per_request is not None:
             details["requests"] = per_request
@@ -361,7 +416,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
             details["server"] = engine.stats()
     control.step(steps, steps, "done")
     if knee is not None:
-        notes.append(f"the tail bends after {s['kind']} {knee}: p99 TTFT grows {2.0:g}x faster beyond it")
+        notes.append(f"the tail bends after {s.kind} {knee}: p99 TTFT grows {2.0:g}x faster beyond it")
     else:
         notes.append("no knee in this sweep: p99 TTFT did not bend")
     n = sum(r["n"] for r in rows)
@@ -376,19 +431,19 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
             f"stdev {pt['stdev']:.1f}, min {pt['min']}, max {pt['max']} (load {rows[0]['load']})"
         )
     left_out = sum(sum(r["excluded"].values()) for r in rows)
-    if s["warmup_s"] or s["cooldown_s"]:
+    if s.warmup_s or s.cooldown_s:
         notes.append(
-            f"left out as warm-up (first {s['warmup_s']:g} s) or cool-down (last {s['cooldown_s']:g} s): "
+            f"left out as warm-up (first {s.warmup_s:g} s) or cool-down (last {s.cooldown_s:g} s): "
             f"{left_out} requests over the sweep"
         )
     if not embedded and produced[1]:
         mean = produced[0] / produced[1]
         notes.append(
-            f"output tokens per completed request: mean {mean:.1f} of {s['output_tokens']} asked "
+            f"output tokens per completed request: mean {mean:.1f} of {s.output_tokens} asked "
             "(the server's usage, else the chunks counted)"
         )
     notes[:0] = [
-        f"measured nothing at {s['kind']} {x}: all {sm['requests']} requests failed ({sm['errors']}); "
+        f"measured nothing at {s.kind} {x}: all {sm['requests']} requests failed ({sm['errors']}); "
         f"first error: {sm['first_error']}"
         for x, sm in failed
     ]
@@ -397,19 +452,19 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     label = ""
     if (
         embedded
-        and s["kind"] == "concurrency"
+        and s.kind == "concurrency"
         and spec is not None
         and engine is not None
-        and max(s["loads"]) in kv_at
+        and max(s.loads) in kv_at
     ):
         from aiworkbook.serving.embedded import predicted_kv_bytes
 
-        c = max(s["loads"])
+        c = max(s.loads)
         measured = float(kv_at[c]["kv_bytes_peak"])
         predicted = float(
-            predicted_kv_bytes(spec, min(int(c), engine.max_batch), s["prompt_tokens"] + s["output_tokens"])
+            predicted_kv_bytes(spec, min(int(c), engine.max_batch), s.prompt_tokens + s.output_tokens)
         )
-        label = f"kv_cache of {min(int(c), engine.max_batch)} sequences x {s['prompt_tokens'] + s['output_tokens']} tokens"
+        label = f"kv_cache of {min(int(c), engine.max_batch)} sequences x {s.prompt_tokens + s.output_tokens} tokens"
         notes.append(
             "measured = the KV pool's peak reserved bytes at the heaviest load (blocks for prompt + "
             "max_tokens per running sequence); predicted = the sizing engine's kv_cache"
@@ -419,7 +474,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     result_inputs: dict[str, Any] = {
         k: v for k, v in inputs.items() if isinstance(v, str | int | float | bool | type(None))
     }
-    result_inputs.update(kind=s["kind"], loads=list(s["loads"]), requests=s["requests"])
+    result_inputs.update(kind=s.kind, loads=list(s.loads), requests=s.requests)
     return ProofResult(
         proof="serving",
         device=str(dev),
@@ -491,7 +546,7 @@ def _environment(dev: Any) -> dict[str, Any]:
     return capture(dev if dev in ("cpu", "cuda") else "cpu")
 
 
-def _slo_search(target: Target, s: dict[str, Any], control: Control) -> dict[str, Any]:
+def _slo_search(target: Target, s: ServingSettings, control: Control) -> dict[str, Any]:
     """The most load whose p95 TTFT and p95 TPOT meet the SLO, by bisection over the sweep's range."""
     probes: list[dict[str, Any]] = []
 
@@ -500,8 +555,8 @@ def _slo_search(target: Target, s: dict[str, Any], control: Control) -> dict[str
         t, p = sm["ttft_s"]["p95"], sm["tpot_s"]["p95"]
         ok = (
             sm["completed"] > 0
-            and (s["slo_ttft_s"] is None or (t is not None and t <= s["slo_ttft_s"]))
-            and (s["slo_tpot_s"] is None or (p is None or p <= s["slo_tpot_s"]))
+            and (s.slo_ttft_s is None or (t is not None and t <= s.slo_ttft_s))
+            and (s.slo_tpot_s is None or (p is None or p <= s.slo_tpot_s))
         )
         probes.append(
             {
@@ -514,58 +569,52 @@ def _slo_search(target: Target, s: dict[str, Any], control: Control) -> dict[str
         )
         return ok
 
-    lo, hi = min(s["loads"]), max(s["loads"])
-    best, _ = bisect_load(meets, lo, hi, steps=2 if s["quick"] else 5, integer=s["kind"] == "concurrency")
+    lo, hi = min(s.loads), max(s.loads)
+    best, _ = bisect_load(meets, lo, hi, steps=2 if s.quick else 5, integer=s.kind == "concurrency")
     tput = next((p["throughput_tok_s"] for p in reversed(probes) if p["load"] == best and p["met"]), None)
     return {
-        "slo": {"ttft_s": s["slo_ttft_s"], "tpot_s": s["slo_tpot_s"]},
+        "slo": {"ttft_s": s.slo_ttft_s, "tpot_s": s.slo_tpot_s},
         "max_load": best,
         "throughput_tok_s_at_max_load": tput,
         "probes": probes,
     }
 
 
-def _compare(
-    inputs: dict[str, Any], s: dict[str, Any], control: Control, done: int, steps: int, api: str, dev: Any
-) -> dict[str, Any]:
+def _compare(s: ServingSettings, control: Control, done: int, steps: int, dev: Any) -> dict[str, Any]:
     """Static vs continuous batching on the same mixed-length closed-loop load."""
     from aiworkbook.serving.embedded import build_engine, embedded_server
 
-    conc = 8 if s["quick"] else 16
-    requests = max(2 * conc, s["requests"])
+    conc = 8 if s.quick else 16
+    requests = max(2 * conc, s.requests)
     out: dict[str, Any] = {"concurrency": conc, "requests": requests, "length_dist": "uniform +-90 %"}
     for i, sched in enumerate(("static", "continuous")):
         control.step(done + i, steps, f"{sched} batching at concurrency {conc}")
         eng = build_engine(
-            inputs.get("model") or "tiny-llama",
-            backend=inputs.get("backend") or "torch",
+            s.model,
+            backend=s.backend,
             scheduler=sched,
             max_batch=conc,
-            kv_budget_bytes=inputs.get("kv_budget_bytes"),
+            kv_budget_bytes=s.kv_budget_bytes,
             device=dev,
         )
         load = Load(
             requests=requests,
             concurrency=conc,
-            prompt_tokens=s["prompt_tokens"],
-            output_tokens=s["output_tokens"],
+            prompt_tokens=s.prompt_tokens,
+            output_tokens=s.output_tokens,
             length_dist="uniform",
             length_spread=0.9,
             warmup=1,
         )
         with embedded_server(eng) as srv:
-            sm = _measure(
-                _embedded_target(srv.url, eng.spec.name, api, s), load, control, s, f"{sched} batching"
-            )
+            sm = _measure(_embedded_target(srv.url, eng.spec.name, s), load, control, s, f"{sched} batching")
         out[sched] = sweep_row(conc, sm) | {"iterations": eng.counters["iterations"]}
     st, co = out["static"]["throughput_tok_s"], out["continuous"]["throughput_tok_s"]
     out["throughput_ratio"] = co / st if st and co else None
     return out
 
 
-def _context_sweep(
-    inputs: dict[str, Any], s: dict[str, Any], control: Control, done: int, steps: int, api: str, dev: Any
-) -> dict[str, Any]:
+def _context_sweep(s: ServingSettings, control: Control, done: int, steps: int, dev: Any) -> dict[str, Any]:
     """Fixed concurrency, growing prompts, a pool sized to run out before the longest context: KV peak,
     TPOT, and the sequences that ran at once, next to the estimate's capacity at each context."""
     from aiworkbook.serving.embedded import (
@@ -576,13 +625,13 @@ def _context_sweep(
     )
     from aiworkbook.specs import load_model
 
-    spec = load_model(inputs.get("model") or "tiny-llama")
-    conc, out_tok, ctxs = s["context_concurrency"], s["output_tokens"], s["contexts"]
+    spec = load_model(s.model)
+    conc, out_tok, ctxs = s.context_concurrency, s.output_tokens, s.contexts
     # the pool holds `conc` sequences of the second-longest context: the longest must run out
     budget = conc * (ctxs[-2] + out_tok) * kv_bytes_per_token(spec, "fp32" if dev == "cpu" else "bf16")
     eng = build_engine(
         spec,
-        backend=inputs.get("backend") or "torch",
+        backend=s.backend,
         scheduler="continuous",
         max_batch=conc,
         kv_budget_bytes=budget,
@@ -596,7 +645,7 @@ def _context_sweep(
             load = Load(
                 requests=2 * conc, concurrency=conc, prompt_tokens=ctx, output_tokens=out_tok, warmup=0
             )
-            sm = _measure(_embedded_target(srv.url, spec.name, api, s), load, control, s, f"context {ctx}")
+            sm = _measure(_embedded_target(srv.url, spec.name, s), load, control, s, f"context {ctx}")
             st = eng.stats()
             cap = predicted_capacity(spec, budget, ctx + out_tok, "fp32" if dev == "cpu" else "bf16")
             rows.append(

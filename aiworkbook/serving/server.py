@@ -7,117 +7,35 @@
 A body is read whole and validated (requests.py) before any token or any 200: a bad one is a 4xx with
 a JSON error naming the field; a client that leaves is one DEBUG line (docs/serving.md, Limits).
 
-Behind it either the Engine (a model behind a scheduler and a KV pool) or `FixedDelay`, a stand-in
-that answers every request after a planted time to first token and inter-token gap, with optional
-faults (a stream dropped mid-way, a malformed event): the ground truth the load generator is tested
-against. The stand-in's `GET /timings` gives, per request, its handler's entry and the start of its
-first token's write on perf_counter (the load generator's clock), keyed by the prompt's first word.
+Behind it either the Engine (a model behind a scheduler and a KV pool) or `FixedDelay`, the
+planted-delay stand-in of serving/standin.py (with its own `GET /timings`). The wire format (the
+event stream, the JSON error) is serving/sse.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import json
 import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from aiworkbook.errors import SpecError
 from aiworkbook.serving.requests import BODY_MAX_BYTES, BODY_READ_TIMEOUT_S, RequestError, parse
+from aiworkbook.serving.sse import PREPARED, error, open_stream
+from aiworkbook.serving.standin import FAULTS, TIMINGS_KEPT, FixedDelay, StandIn
+
+if TYPE_CHECKING:
+    from aiworkbook.serving.engine import Engine
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-FAULTS = ("drop", "malformed")
-TIMINGS_KEPT = 4096  # the stand-in's last requests that GET /timings reports
 #: seconds a connection may sit idle, before its first request or between requests, before the server
 #: closes it (aiohttp's keepalive_timeout, whose own default is an hour; uvicorn's, under vLLM, is 5 s)
 IDLE_TIMEOUT_S = 15.0
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class FixedDelay:
-    """A stand-in model: first token after `ttft_s`, then one chunk of `chunk_tokens` tokens every
-    `itl_s * chunk_tokens`; `fault` ('drop' or 'malformed') strikes after `fault_after` chunks."""
-
-    ttft_s: float = 0.01
-    itl_s: float = 0.005
-    chunk_tokens: int = 1
-    fault: str | None = None
-    fault_after: int = 2
-
-
-class _Stream:
-    """Writes OpenAI-style chunks for one request."""
-
-    def __init__(self, resp: web.StreamResponse, model: str, chat: bool, body: dict[str, Any], prompt: int):
-        opts = body.get("stream_options") or {}
-        self.resp, self.model, self.chat, self.prompt = resp, model, chat, prompt
-        self.usage = bool(opts.get("include_usage"))
-        self.continuous = bool(opts.get("continuous_usage_stats"))
-        self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:16]
-        self.created = int(time.time())
-        self.tokens = 0
-
-    def _usage(self) -> dict[str, int]:
-        return {
-            "prompt_tokens": self.prompt,
-            "completion_tokens": self.tokens,
-            "total_tokens": self.prompt + self.tokens,
-        }
-
-    def _chunk(self, text: str | None, finish: str | None) -> dict[str, Any]:
-        choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "logprobs": None}
-        if self.chat:
-            choice["delta"] = {"content": text} if text is not None else {}
-        else:
-            choice["text"] = text or ""
-        obj = "chat.completion.chunk" if self.chat else "text_completion"
-        d = {"id": self.id, "object": obj, "created": self.created, "model": self.model, "choices": [choice]}
-        if self.continuous and self.usage:
-            d["usage"] = self._usage()
-        return d
-
-    @staticmethod
-    def _event(obj: dict[str, Any] | str) -> bytes:
-        data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
-        return f"data: {data}\n\n".encode()
-
-    async def send(self, obj: dict[str, Any] | str) -> None:
-        await self.resp.write(self._event(obj))
-
-    async def tokens_out(self, text: str, n: int) -> None:
-        self.tokens += n
-        await self.send(self._chunk(text, None))
-
-    async def finish(self, reason: str) -> None:
-        """The finish chunk, the usage chunk and [DONE] in one write that also ends the chunked body:
-        one send instead of four, so the client wakes once for the end of its stream."""
-        events: list[dict[str, Any] | str] = [self._chunk(None if self.chat else "", reason)]
-        if self.usage:
-            obj = "chat.completion.chunk" if self.chat else "text_completion"
-            events.append(
-                {
-                    "id": self.id,
-                    "object": obj,
-                    "created": self.created,
-                    "model": self.model,
-                    "choices": [],
-                    "usage": self._usage(),
-                }
-            )
-        events.append("[DONE]")
-        await self.resp.write_eof(b"".join(map(self._event, events)))
-
-
-def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
-    err = {"message": message, "type": kind, "param": param, "code": status}
-    return web.json_response({"error": err}, status=status)
 
 
 async def _read_body(request: web.Request) -> bytes | web.Response:
@@ -125,13 +43,13 @@ async def _read_body(request: web.Request) -> bytes | web.Response:
     try:
         return await asyncio.wait_for(request.read(), BODY_READ_TIMEOUT_S)
     except web.HTTPRequestEntityTooLarge:
-        return _error(413, f"the body is larger than {BODY_MAX_BYTES} bytes", "invalid_request_error", "body")
+        return error(413, f"the body is larger than {BODY_MAX_BYTES} bytes", "invalid_request_error", "body")
     except asyncio.TimeoutError:
-        return _error(
+        return error(
             408, f"the body took longer than {BODY_READ_TIMEOUT_S:g} s", "invalid_request_error", "body"
         )
     except web.RequestPayloadError as exc:  # a body that cannot be decoded (Content-Encoding), cut short
-        return _error(400, f"the body cannot be read: {exc}", "invalid_request_error", "body")
+        return error(400, f"the body cannot be read: {exc}", "invalid_request_error", "body")
 
 
 @web.middleware
@@ -143,7 +61,7 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
         if exc.status < 400:
             raise
         kind = "not_found" if exc.status == 404 else "invalid_request_error"
-        return _error(exc.status, f"{exc.reason}: {request.method} {request.path}"[:300], kind)
+        return error(exc.status, f"{exc.reason}: {request.method} {request.path}"[:300], kind)
 
 
 async def _forget_handler_chains(app: web.Application) -> None:
@@ -160,14 +78,81 @@ async def _forget_handler_chains(app: web.Application) -> None:
 #: make_app's choice for ServerThread: cancel a handler whose client went away (an engine request
 #: then frees its KV blocks and batch slot); the stand-in keeps aiohttp's default
 CANCEL_ON_DISCONNECT = web.AppKey("cancel_on_disconnect", bool)
-#: the request's streaming response, once its 200 has gone out
-_PREPARED = web.RequestKey("prepared", web.StreamResponse)
 
 
-def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = None) -> web.Application:
+async def _engine_answer(
+    engine: Engine,
+    model_name: str,
+    request: web.Request,
+    body: dict[str, Any],
+    chat: bool,
+    words: list[str],
+    max_tokens: int,
+) -> web.StreamResponse:
+    """One request through the Engine: its tokens as they come (streamed) or the whole answer."""
+    from aiworkbook.serving.engine import Rejected
+
+    loop = asyncio.get_running_loop()
+    q: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    def emit(kind: str, payload: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(q.put_nowait, (kind, payload))
+        except RuntimeError:  # the server's loop has closed (shutting down): nobody is listening
+            pass
+
+    try:
+        seq = engine.submit(len(words), max_tokens, emit, words)
+    except Rejected as exc:
+        kind = "rate_limit_exceeded" if exc.status == 429 else "invalid_request_error"
+        return error(exc.status, str(exc), kind)
+    resp: web.StreamResponse | None = None
+    try:
+        if not body.get("stream"):
+            toks: list[str] = []
+            while (item := await q.get())[0] == "token":
+                toks.append(f" t{item[1]}")
+            if item[0] == "error":
+                return error(500, str(item[1]), "server_error")
+            text = "".join(toks)
+            choice = {"index": 0, "finish_reason": item[1]}
+            choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+            usage = {
+                "prompt_tokens": len(words),
+                "completion_tokens": len(toks),
+                "total_tokens": len(words) + len(toks),
+            }
+            return web.json_response(
+                {
+                    "id": uuid.uuid4().hex,
+                    "object": "chat.completion" if chat else "text_completion",
+                    "model": model_name,
+                    "choices": [choice],
+                    "usage": usage,
+                }
+            )
+        resp, st = await open_stream(request, model_name, body, chat, len(words))
+        while True:
+            kind, payload = await q.get()
+            if kind == "token":
+                await st.tokens_out(f" t{payload}", 1)
+            elif kind == "done":
+                await st.finish(payload)
+                return resp
+            else:
+                await st.send({"error": {"message": str(payload), "type": "server_error"}})
+                return resp
+    finally:
+        engine.cancel(seq)  # stops the work when the client went away mid-answer
+
+
+def make_app(
+    model_name: str, engine: Engine | None = None, fixed: FixedDelay | None = None
+) -> web.Application:
     """The aiohttp application: an Engine or a FixedDelay stand-in behind the OpenAI routes."""
     if (engine is None) == (fixed is None):
         raise SpecError("backend", "engine and fixed", "exactly one of an Engine or a FixedDelay")
+    standin = StandIn(fixed, model_name) if fixed is not None else None
     app = web.Application(client_max_size=BODY_MAX_BYTES, middlewares=[_json_errors])
     app[CANCEL_ON_DISCONNECT] = engine is not None
     app.on_cleanup.append(_forget_handler_chains)
@@ -181,120 +166,20 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
             try:
                 g = parse(raw, chat)
             except RequestError as exc:
-                return _error(400, str(exc), "invalid_request_error", exc.field)
+                return error(400, str(exc), "invalid_request_error", exc.field)
             opts = {"include_usage": g.include_usage, "continuous_usage_stats": g.continuous_usage}
             body = {"stream": g.stream, "stream_options": opts}
-            if fixed is not None:
-                return await _fixed(request, body, chat, g.words, g.max_tokens, arrived)
-            return await _engine(request, body, chat, g.words, g.max_tokens)
+            if standin is not None:
+                return await standin.answer(request, body, chat, g.words, g.max_tokens, arrived)
+            assert engine is not None
+            return await _engine_answer(engine, model_name, request, body, chat, g.words, g.max_tokens)
         except ConnectionError as exc:  # the client went away mid-answer: not the server's error
             log.debug("client %s went away from %s: %s", request.remote, request.path, exc)
-            prepared = request.get(_PREPARED)
+            prepared = request.get(PREPARED)
             return prepared if prepared is not None else web.Response(status=499)
         except asyncio.CancelledError:
             log.debug("client %s went away from %s: request cancelled", request.remote, request.path)
             raise
-
-    async def _sleep_until(due: float) -> None:
-        """Sleep to the perf_counter deadline `due`, not past it: asyncio.sleep wakes up to a millisecond
-        late (the selector's timeout is rounded up), which a planted delay must not add to the
-        harness overhead it is used to measure. The last 2 ms yield to the loop instead of sleeping.
-        perf_counter, not the loop's clock: /timings readings are set against the client's perf_counter
-        stamps, and uvloop's loop.time() counts whole milliseconds (a deadline from it comes up to a
-        millisecond early)."""
-        while (left := due - time.perf_counter()) > 0:
-            await asyncio.sleep(left - 0.002 if left > 0.002 else 0)
-
-    async def _open(request, body, chat, prompt) -> tuple[web.StreamResponse, _Stream]:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        request[_PREPARED] = resp
-        await resp.prepare(request)
-        return resp, _Stream(resp, model_name, chat, body, prompt)
-
-    async def _fixed(request, body, chat, words, max_tokens, arrived: float) -> web.StreamResponse:
-        assert fixed is not None
-        due = arrived + fixed.ttft_s  # from the handler's entry: its own body parsing is not the client's
-        resp, st = await _open(request, body, chat, len(words))
-        await _sleep_until(due)
-        sent = chunks = 0
-        while sent < max_tokens:
-            if fixed.fault and chunks >= fixed.fault_after:
-                if fixed.fault == "malformed":
-                    await st.send('{"choices": [{"text": "unterminated')
-                    await st.finish("length")
-                    return resp
-                if request.transport is not None:  # 'drop': the connection dies mid-stream
-                    request.transport.close()
-                return resp
-            if chunks:
-                due += fixed.itl_s * fixed.chunk_tokens
-                await _sleep_until(due)
-            n = min(fixed.chunk_tokens, max_tokens - sent)
-            if not chunks:  # read before the write: the reader it wakes may run before this thread again
-                timings.append(
-                    {"prompt_head": words[0], "entered": arrived, "first_write": time.perf_counter()}
-                )
-            await st.tokens_out(" tok" * n, n)
-            sent += n
-            chunks += 1
-        await st.finish("length")
-        return resp
-
-    async def _engine(request, body, chat, words, max_tokens) -> web.StreamResponse:
-        from aiworkbook.serving.engine import Rejected
-
-        loop = asyncio.get_running_loop()
-        q: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-
-        def emit(kind: str, payload: Any) -> None:
-            try:
-                loop.call_soon_threadsafe(q.put_nowait, (kind, payload))
-            except RuntimeError:  # the server's loop has closed (shutting down): nobody is listening
-                pass
-
-        try:
-            seq = engine.submit(len(words), max_tokens, emit, words)
-        except Rejected as exc:
-            kind = "rate_limit_exceeded" if exc.status == 429 else "invalid_request_error"
-            return _error(exc.status, str(exc), kind)
-        resp: web.StreamResponse | None = None
-        try:
-            if not body.get("stream"):
-                toks: list[str] = []
-                while (item := await q.get())[0] == "token":
-                    toks.append(f" t{item[1]}")
-                if item[0] == "error":
-                    return _error(500, str(item[1]), "server_error")
-                text = "".join(toks)
-                choice = {"index": 0, "finish_reason": item[1]}
-                choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
-                usage = {
-                    "prompt_tokens": len(words),
-                    "completion_tokens": len(toks),
-                    "total_tokens": len(words) + len(toks),
-                }
-                return web.json_response(
-                    {
-                        "id": uuid.uuid4().hex,
-                        "object": "chat.completion" if chat else "text_completion",
-                        "model": model_name,
-                        "choices": [choice],
-                        "usage": usage,
-                    }
-                )
-            resp, st = await _open(request, body, chat, len(words))
-            while True:
-                kind, payload = await q.get()
-                if kind == "token":
-                    await st.tokens_out(f" t{payload}", 1)
-                elif kind == "done":
-                    await st.finish(payload)
-                    return resp
-                else:
-                    await st.send({"error": {"message": str(payload), "type": "server_error"}})
-                    return resp
-        finally:
-            engine.cancel(seq)  # stops the work when the client went away mid-answer
 
     async def completions(request: web.Request) -> web.StreamResponse:
         return await generate(request, chat=False)
@@ -307,17 +192,13 @@ def make_app(model_name: str, engine: Any = None, fixed: FixedDelay | None = Non
             {"object": "list", "data": [{"id": model_name, "object": "model", "owned_by": "aiworkbook"}]}
         )
 
-    # the stand-in's own clock readings per request, for splitting a measured TTFT into the client's
-    # send, the stand-in's lateness and the delivery back (benchmarks/bench_serving.py)
-    timings: collections.deque[dict[str, Any]] = collections.deque(maxlen=TIMINGS_KEPT)
-
     async def timings_route(request: web.Request) -> web.Response:
-        if fixed is None:
-            return _error(404, "/timings is the fixed-delay stand-in's; an engine reports /kv", "not_found")
-        return web.json_response({"clock": "perf_counter", "requests": list(timings)})
+        if standin is None:
+            return error(404, "/timings is the fixed-delay stand-in's; an engine reports /kv", "not_found")
+        return await standin.timings_route(request)
 
     def _stats() -> dict[str, Any]:
-        return engine.stats() if engine is not None else {"backend": "fixed-delay"}
+        return engine.stats() if engine is not None else StandIn.stats()
 
     async def kv(request: web.Request) -> web.Response:
         return web.json_response(_stats())
@@ -383,7 +264,7 @@ class ServerThread:
         app: web.Application,
         host: str = "127.0.0.1",
         port: int = 0,
-        engine: Any = None,
+        engine: Engine | None = None,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
     ) -> None:
         from aiworkbook.serving.limits import check_port
@@ -452,3 +333,6 @@ class ServerThread:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+__all__ = ["FAULTS", "TIMINGS_KEPT", "FixedDelay", "ServerThread", "make_app"]

@@ -64,9 +64,13 @@ on the proof kit's decoder (tests/test_sizing_amp.py):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiworkbook.sizing.states import recipe_bytes, width
 from aiworkbook.sizing.workload import Workload
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 LOSS_CHUNK_TOKENS = 1024
 #: Layers whose saved tensors stay on the GPU under activation offloading: one copied out (or prefetched
@@ -104,22 +108,22 @@ def autocast_fp32_weights(w: Workload) -> bool:
     )
 
 
-def layer_matrix_params(spec) -> int:
+def layer_matrix_params(spec: ModelSpecLike) -> int:
     """Matrix parameters of one layer (attention, MLP or every expert, router): what autocast copies."""
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
     mlp = (3 if spec.gated_mlp else 2) * h * i * max(1, spec.num_experts) + h * spec.num_experts
     return h * a * d + 2 * h * k * d + a * d * h + mlp
 
 
-def dropout_p(spec, w: Workload) -> float:
+def dropout_p(spec: ModelSpecLike, w: Workload) -> float:
     if w.dropout is not None:
         return w.dropout
-    if getattr(spec, "dropout", None) is not None:  # the config's own probabilities decide
+    if spec.dropout is not None:  # the config's own probabilities decide
         return spec.dropout
     return _DROPOUT_DEFAULT.get(spec.model_type, 0.0)
 
 
-def _frozen_base_drops(spec, w: Workload, e: int, fused: bool) -> tuple[int, int, str]:
+def _frozen_base_drops(spec: ModelSpecLike, w: Workload, e: int, fused: bool) -> tuple[int, int, str]:
     """LoRA/QLoRA: bytes per token per layer (and outside the layers) autograd does not save because the
     base is frozen. A matmul saves its input only for its weight's gradient, so a frozen projection
     without an adapter keeps nothing (an adapter's A reads the same tensor and keeps it); a frozen
@@ -142,7 +146,7 @@ def _frozen_base_drops(spec, w: Workload, e: int, fused: bool) -> tuple[int, int
     return layer, token, f" − {layer} frozen base (inputs of frozen projections, normalised values)"
 
 
-def _grad_free_prefix(spec, w: Workload, norm: int, attn: int, mlp: int, e: int) -> int:
+def _grad_free_prefix(spec: ModelSpecLike, w: Workload, norm: int, attn: int, mlp: int, e: int) -> int:
     """LoRA/QLoRA: bytes per token the first layer does not save before its first adapter. The frozen
     embedding's output needs no gradient, so nothing upstream of the first adapter is recorded: the
     first norm's internals (q/k/v adapters), the attention too (o_proj), the second norm's internals
@@ -177,7 +181,7 @@ def _norm_term(h: int, e: int, amp: bool, fused: bool, rms: bool) -> tuple[int, 
 
 
 def _attention_term(
-    spec, w: Workload, device: str, e: int, m: int, p: float, amp: bool
+    spec: ModelSpecLike, w: Workload, device: str, e: int, m: int, p: float, amp: bool
 ) -> tuple[int, int, str]:
     """(bytes per token, score bytes per token per key, formula) that attention saves in one layer."""
     a, k, d, mt = spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.model_type
@@ -217,7 +221,7 @@ def _attention_term(
     return attn, score, attn_txt
 
 
-def _mlp_term(spec, device: str, e: int, amp: bool, fused: bool) -> tuple[int, str, int]:
+def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) -> tuple[int, str, int]:
     """(bytes per token, formula, autocast casts) of one layer's MLP; the casts exclude attention's."""
     i, mt = spec.intermediate_size, spec.model_type
     # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
@@ -245,7 +249,9 @@ def _mlp_term(spec, device: str, e: int, amp: bool, fused: bool) -> tuple[int, s
     return mlp, mlp_txt, casts
 
 
-def _per_token_and_seq(spec, e: int, m: int, p: float, amp: bool, norm: int, frozen_token: int, device: str):
+def _per_token_and_seq(
+    spec: ModelSpecLike, e: int, m: int, p: float, amp: bool, norm: int, frozen_token: int, device: str
+):
     """Bytes saved once per token (final norm, ids, embedding mask, labels) and once per sequence."""
     h, d, mt = spec.hidden_size, spec.head_dim, spec.model_type
     emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
@@ -258,7 +264,7 @@ def _per_token_and_seq(spec, e: int, m: int, p: float, amp: bool, norm: int, fro
     return per_token, per_seq
 
 
-def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
+def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationTerms:
     e = width(w.precision)
     amp = autocast_fp32_weights(w)
     p = dropout_p(spec, w)
@@ -309,7 +315,7 @@ def terms(spec, w: Workload, device: str = "cuda") -> ActivationTerms:
     )
 
 
-def _layer_split(spec, w: Workload, n, s, t: ActivationTerms):
+def _layer_split(spec: ModelSpecLike, w: Workload, n, s, t: ActivationTerms):
     """(bytes each layer keeps until its backward, bytes of the one layer recomputed at a time)."""
     full_layer = n * t.per_token_layer + n * s * t.per_token_score + t.layer_copies
     if w.checkpointing == "selective":
@@ -322,12 +328,14 @@ def _layer_split(spec, w: Workload, n, s, t: ActivationTerms):
     return n * t.recompute_input, once
 
 
-def _resident_layers(spec, w: Workload) -> int:
+def _resident_layers(spec: ModelSpecLike, w: Workload) -> int:
     """Layers whose kept tensors are on the GPU: all, or the layers in flight when offloading."""
     return min(spec.num_layers, IN_FLIGHT_LAYERS) if w.activation_offload else spec.num_layers
 
 
-def activation_bytes(spec, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None):
+def activation_bytes(
+    spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None
+):
     """Saved-for-backward bytes of the layers and embeddings (not the loss) for batch b, length s.
 
     Under AMP each layer adds autocast's 16-bit copies of its matrices (only the recomputed layer's
@@ -343,12 +351,12 @@ def activation_bytes(spec, w: Workload, b, s, device: str = "cuda", t: Activatio
     return layers // w.tp + n * t.per_token + s * t.per_seq_position
 
 
-def _first_layer_offloaded(spec, w: Workload) -> bool:
+def _first_layer_offloaded(spec: ModelSpecLike, w: Workload) -> bool:
     return w.activation_offload and spec.num_layers > IN_FLIGHT_LAYERS
 
 
 def offloaded_activation_bytes(
-    spec, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None
+    spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None
 ):
     """Host bytes activation offloading moves off the GPU: every kept layer but those in flight."""
     if not w.activation_offload or not w.training:
@@ -361,7 +369,7 @@ def offloaded_activation_bytes(
     return moved // w.tp
 
 
-def logits_bytes(spec, w: Workload, b, s):
+def logits_bytes(spec: ModelSpecLike, w: Workload, b, s):
     """The loss's tensors kept for backward: fp32 log-probs (one 1,024-token chunk with the fused
     chunked loss); with `loss_chunks` under compile, the head's 16-bit output and a fp32 log-sum-exp
     per token (each chunk's up-cast is recomputed in backward)."""
@@ -375,7 +383,7 @@ def logits_bytes(spec, w: Workload, b, s):
     return 4 * n * spec.vocab_size // w.tp + 4
 
 
-def loss_transient_bytes(spec, w: Workload, b, s):
+def loss_transient_bytes(spec: ModelSpecLike, w: Workload, b, s):
     """Backward through the loss, beside the saved tensors: the fp32 gradient of the log-probs and of the
     logits (2 x 4 B per logit); compiled, one fused gradient in the dtype of the loss's input (fp32 logits
     unchunked; with `loss_chunks` the 16-bit chunk, whose fp32 up-cast is fused away: a CPU profile of
@@ -405,7 +413,7 @@ def _max(a, b):
     return b.clip(min=a) if hasattr(b, "clip") else max(a, b)
 
 
-def head_autocast_bytes(spec, w: Workload, b, s, t: ActivationTerms | None = None):
+def head_autocast_bytes(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTerms | None = None):
     """AMP only: the LM head's 16-bit weight copy and its 16-bit cast of the fp32 final-norm output.
 
     Saved for backward by the head matmul (so they sit with the logits); 0 outside the AMP regime."""
@@ -431,7 +439,7 @@ def prefill_tokens(w: Workload, batch, seq):
     return n.clip(max=w.max_batched_tokens) if hasattr(n, "clip") else min(n, w.max_batched_tokens)
 
 
-def inference_activation_bytes(spec, w: Workload, batch, seq):
+def inference_activation_bytes(spec: ModelSpecLike, w: Workload, batch, seq):
     """Peak transient of one layer during prefill (nothing is kept for backward)."""
     e = width(w.precision)
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
@@ -443,13 +451,13 @@ def inference_activation_bytes(spec, w: Workload, batch, seq):
     return (n * per_tok + scores) // w.tp
 
 
-def inference_logits_bytes(spec, w: Workload, batch):
+def inference_logits_bytes(spec: ModelSpecLike, w: Workload, batch):
     """Last-position logits in fp32 for sampling, one row per sequence; none for an encoder-only model
     (no LM head: it does not sample)."""
     return 4 * batch * spec.vocab_size if spec.is_decoder else 0 * batch
 
 
-def formulas(spec, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:
+def formulas(spec: ModelSpecLike, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:
     t = terms(spec, w, device)
     n = b * s
     L = _resident_layers(spec, w)

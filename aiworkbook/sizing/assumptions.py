@@ -34,7 +34,9 @@ class Assumptions(Section):
     restart_s: float = figure("s", "reschedule + reload before training resumes", default=600.0)
     price_per_gpu_hour: float | None = figure("$/h", "None: the GPU catalogue's illustrative price")
     utilization: float = figure("fraction", "share of wall time serving GPUs do useful work", default=0.7)
-    headroom: float = figure("fraction", "idle capacity kept for latency (seeds: 20-40 %)", default=0.3)
+    headroom: float = figure(
+        "fraction", "idle capacity kept for latency (20-40 %: docs/architecture.md)", default=0.3
+    )
     pue: float = figure("ratio", "facility power over IT power", default=1.3)
     usd_per_kwh: float = figure("$", "price of one kWh", default=0.15)
     train_tokens: float | None = figure("tokens", "a token budget for the run cost, e.g. 1e12")

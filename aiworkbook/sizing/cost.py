@@ -22,7 +22,7 @@ def serving_cost(
     utilization: float = 0.7,
     headroom: float = 0.3,
 ) -> dict:
-    """$ per million prompt and generated tokens; `headroom` is idle capacity kept for latency (seeds: 20-40 %).
+    """$ per million prompt and generated tokens; `headroom` is idle capacity kept for latency (20-40 %: docs/architecture.md).
     decode_tokens_per_s None (an encoder-only model generates nothing): no decode figure."""
     if not 0 <= headroom < 1:
         raise SpecError("headroom", headroom, "a fraction in [0, 1)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing import capacity, roofline
@@ -13,8 +13,12 @@ from aiworkbook.sizing.sections import Cost, Fits, Roofline, RulesOfThumb, Stora
 from aiworkbook.sizing.states import trainable_and_optimizer
 from aiworkbook.sizing.workload import Workload
 
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
+
 DEVICES = ("cuda", "cpu")
-#: The seeds' rules of thumb, bytes per parameter (shown beside the itemised total, never instead).
+#: Rules of thumb, bytes per parameter (shown beside the itemised total, never instead; sources in
+#: docs/architecture.md, "Rules of thumb").
 TRAIN_RULE_BYTES = 18
 INFER_RULE_BYTES = 6
 #: Fine-tuning's bytes per parameter as LLaMA-Factory's README estimates them ("Hardware Requirement",
@@ -61,7 +65,7 @@ class Estimate:
         }
 
 
-def _rules(spec, w: Workload, mem: MemoryBreakdown) -> RulesOfThumb:
+def _rules(spec: ModelSpecLike, w: Workload, mem: MemoryBreakdown) -> RulesOfThumb:
     if w.mode in ADAPTER_RULE_BYTES:
         per = ADAPTER_RULE_BYTES[w.mode]
         rule = int(per * spec.params) // w.tp + mem.activations
@@ -100,7 +104,7 @@ def default_device(gpu, node=None) -> str:
 
 
 def estimate(
-    spec,
+    spec: ModelSpecLike,
     w: Workload,
     gpu=None,
     device: str | None = None,

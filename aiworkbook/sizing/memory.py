@@ -8,12 +8,17 @@ micro-batch and s the sequence length; for inference b is the concurrency and s 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from aiworkbook.sizing import activations as act
 from aiworkbook.sizing import optimizer_step, timeline
 from aiworkbook.sizing.states import model_states, zero3_gather_bytes
 from aiworkbook.sizing.workload import Workload
+from aiworkbook.specs.kv import kv_bytes as kv_cache_bytes
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 #: What moves off the GPU, per GPU: FSDP CPU offload's states, offloaded activations, and a paged
 #: optimizer's state (CUDA unified memory outside PyTorch's allocator, on the host under pressure).
@@ -30,7 +35,8 @@ COMPONENTS = (
     "cuda_context",
     "reserve",
 )
-#: CUDA context with PyTorch loaded: ~290 MB lazy loading to ~670 MB eager (REFERENCE.md); middle.
+#: CUDA context with PyTorch loaded: ~290 MB lazy loading to ~670 MB eager
+#: (https://github.com/pytorch/pytorch/pull/86509); the middle.
 CUDA_CONTEXT_BYTES = 500 * MiB
 #: One cuBLAS workspace: torch allocates one per (handle, stream) through its caching allocator, of
 #: CUBLAS_WORKSPACE_CONFIG's size, by default 32 MiB on Hopper (sm 9.0) and 8 MiB + 128 KiB elsewhere
@@ -46,9 +52,9 @@ def cublas_handles(w: Workload) -> int:
     return 2 if w.training else 1
 
 
-#: NCCL and other non-torch buffers when more than one GPU talks (REFERENCE.md: ~0.4 GiB).
+#: NCCL and other non-torch buffers when more than one GPU talks (~0.4 GiB: docs/architecture.md).
 NCCL_BYTES = int(0.4 * GiB)
-#: CUDA graphs captured by serving engines (REFERENCE.md: 0.4–2.4 GiB).
+#: CUDA graphs captured by serving engines (0.4–2.4 GiB: docs/architecture.md).
 CUDA_GRAPH_BYTES = int(0.5 * GiB)
 #: Caching-allocator fragmentation allowance for plain PyTorch (share of allocated bytes).
 ALLOCATOR_RESERVE_PERCENT = 5
@@ -107,31 +113,18 @@ def kv_tokens(w: Workload, context):
     return -(-context // w.block_size) * w.block_size
 
 
-def kv_bytes(spec, w: Workload, sequences, context):
+def kv_bytes(spec: ModelSpecLike, w: Workload, sequences, context):
     """KV cache of `sequences` each holding `context` tokens, per GPU (each tp rank holds max(1, k/t) heads)."""
-    if not spec.is_decoder:
-        return 0 * sequences * context
     tokens = kv_tokens(w, context)
-    groups = getattr(spec, "kv_groups", ())  # families with layer types or MLA (specs.families)
-    if groups:
-        bits = DTYPE_BITS[w.kv_dtype]
-        per_token = [
-            (_cap(tokens, g.window) if g.window else tokens) * g.elems_per_token(w.tp) for g in groups
-        ]
-        return sequences * (sum(per_token) * bits // 8)
-    heads = max(1, -(-spec.num_kv_heads // w.tp))
-    per_layer_token = 2 * heads * spec.head_dim * DTYPE_BITS[w.kv_dtype]  # bits
-    full = spec.num_layers - spec.sliding_window_layers
-    windowed = _cap(tokens, spec.sliding_window) if spec.sliding_window else tokens
-    return sequences * ((full * tokens + spec.sliding_window_layers * windowed) * per_layer_token // 8)
+    return sequences * kv_cache_bytes(spec.kv_layer_groups(), tokens, DTYPE_BITS[w.kv_dtype], w.tp)
 
 
-def components(spec, w: Workload, b, s, device: str = "cuda") -> dict:
+def components(spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda") -> dict:
     """All components for batch b and length s (scalars or broadcastable numpy arrays)."""
     return _components(spec, w, b, s, device)[0]
 
 
-def _components(spec, w: Workload, b, s, device: str) -> tuple[dict, str]:
+def _components(spec: ModelSpecLike, w: Workload, b, s, device: str) -> tuple[dict, str]:
     """`components` and the name of a training step's peak phase ("" for inference or arrays)."""
     st = model_states(spec, w)
     c = dict(
@@ -175,7 +168,7 @@ def _components(spec, w: Workload, b, s, device: str) -> tuple[dict, str]:
     return c, phase
 
 
-def _not_at_once(spec, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
+def _not_at_once(spec: ModelSpecLike, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
     """Training: (bytes the components hold at different times of the step: their sum less the step's
     peak phase, `timeline`; that phase's name); (0, "") for inference."""
     if not w.training:
@@ -185,7 +178,7 @@ def _not_at_once(spec, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
     return summed - peak, phase
 
 
-def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown:
+def memory_breakdown(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> MemoryBreakdown:
     """The itemised breakdown of one workload with a formula per component."""
     if w.training:
         b, s = w.batch, w.seq_len
@@ -276,7 +269,7 @@ def memory_breakdown(spec, w: Workload, device: str = "cuda") -> MemoryBreakdown
     return MemoryBreakdown(**vals, formulas=f, host=host_components(spec, w, b, s, device))
 
 
-def host_components(spec, w: Workload, b: int, s: int, device: str = "cuda") -> dict[str, int]:
+def host_components(spec: ModelSpecLike, w: Workload, b: int, s: int, device: str = "cuda") -> dict[str, int]:
     """Bytes per GPU the options keep off the GPU, by HOST_KEYS."""
     st = model_states(spec, w)
     return {

@@ -35,9 +35,13 @@ one tensor; ZeRO-1+ steps the local shard; FSDP CPU offload steps on the host (n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiworkbook.sizing.states import _lora_shapes, recipe_bytes, trainable_and_optimizer
 from aiworkbook.sizing.workload import Workload
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 #: The implementations torch.optim has; the Workload field's values.
 IMPLS = ("foreach", "fused", "forloop")
@@ -58,7 +62,7 @@ def resolve_impl(w: Workload, device: str) -> str:
     return "foreach" if device in FOREACH_DEVICES else "forloop"
 
 
-def tensor_sizes(spec, w: Workload) -> list[int]:
+def tensor_sizes(spec: ModelSpecLike, w: Workload) -> list[int]:
     """Elements of each trainable tensor in `model.parameters()` order (a Llama-style decoder: embedding,
     per layer norm, q, k, v, o, norm, MLP, then the final norm and an untied head; LoRA: each adapter's A
     and B). Biases are left out: the forloop peak is decided by the largest tensors."""
@@ -101,7 +105,7 @@ class StepTemporaries:
     formula: str
 
 
-def temporaries(spec, w: Workload, device: str = "cuda") -> StepTemporaries:
+def temporaries(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> StepTemporaries:
     """The step's temporaries per GPU (see the module docstring); the formula is built from the same
     terms as the number."""
     impl = resolve_impl(w, device)

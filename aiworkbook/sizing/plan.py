@@ -7,15 +7,20 @@ storage.py and cost.py for the formulas themselves.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.sizing import cost, storage
 from aiworkbook.sizing.assumptions import Assumptions
 from aiworkbook.sizing.sections import Cost, Dataloader, RunCost, Section, Storage, from_mapping
 from aiworkbook.sizing.workload import Workload
 
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
-def storage_section(spec, w: Workload, roof: Mapping[str, Any] | Section, a: Assumptions) -> Storage:
+
+def storage_section(
+    spec: ModelSpecLike, w: Workload, roof: Mapping[str, Any] | Section, a: Assumptions
+) -> Storage:
     """Checkpoint sizes and times (always), Young/Daly and goodput for training, the loader rate."""
     gpus = w.dp * w.tp
     if w.training:
@@ -51,7 +56,7 @@ def storage_section(spec, w: Workload, roof: Mapping[str, Any] | Section, a: Ass
 
 
 def cost_section(
-    spec,
+    spec: ModelSpecLike,
     w: Workload,
     gpu,
     roof: Mapping[str, Any] | Section,

@@ -6,7 +6,7 @@ through `GPUSpec.calibrated`). Times are lower bounds: efficiency factors scale 
   input lookup does no arithmetic); these are model FLOPs (MFU's convention): recomputation's extra
   forward is hardware work the assumed MFU absorbs.
 - Decode step: max((weight bytes + KV bytes read) / BW, FLOPs / peak); batch 1 is BW / weight bytes.
-  Weight bytes are all stored weights and FLOPs 2 per active parameter (REFERENCE's convention:
+  Weight bytes are all stored weights and FLOPs 2 per active parameter (the convention of docs/architecture.md:
   Llama-3-8B bf16 on an H100 SXM, 209 tokens/s at an empty cache; crossover peak/BW·(bytes per
   parameter / 2) = 295). An untied input-embedding lookup really gathers B rows instead of streaming
   V·h, so the true ceiling is a little higher (Llama-3-8B: 15.01 GB read, 223 tokens/s).
@@ -18,9 +18,14 @@ through `GPUSpec.calibrated`). Times are lower bounds: efficiency factors scale 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiworkbook.sizing.memory import kv_bytes
 from aiworkbook.sizing.states import inference_weight_bytes
 from aiworkbook.sizing.workload import Workload
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 _COMPUTE_DTYPE = {
     "fp32": "fp32",
@@ -46,13 +51,13 @@ def experts_touched(num_experts: int, top_k: int, batch):
     return num_experts * (1 - (1 - top_k / num_experts) ** batch)
 
 
-def matmul_params(spec) -> int:
+def matmul_params(spec: ModelSpecLike) -> int:
     """Parameters that take part in a matmul per token: active layer weights plus the output head."""
     head = spec.vocab_size * spec.hidden_size if spec.is_decoder else 0
     return spec.params_active - spec.params_embedding - spec.params_head + head
 
 
-def training_flops_per_token(spec, seq_len: int, adapter_params: int | None = None) -> float:
+def training_flops_per_token(spec: ModelSpecLike, seq_len: int, adapter_params: int | None = None) -> float:
     """Model FLOPs per token, 6·N + 12·L·a·d·s (MFU's numerator: recomputation is not counted).
 
     With `adapter_params` (LoRA/QLoRA) the frozen base skips its weight gradients: 4·N + 6·N_adapters.
@@ -63,7 +68,7 @@ def training_flops_per_token(spec, seq_len: int, adapter_params: int | None = No
     return float(f)
 
 
-def train_step(spec, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU) -> dict:
+def train_step(spec: ModelSpecLike, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU) -> dict:
     """Step time at an assumed MFU, tokens/s over the data-parallel group, FLOPs per GPU."""
     if not 0 < mfu <= 1:
         from aiworkbook.errors import SpecError
@@ -98,12 +103,12 @@ def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float) -> f
     return model_flops_per_step / step_time_s / peak_flops
 
 
-def weight_bytes_read(spec, w: Workload, batch=1):
+def weight_bytes_read(spec: ModelSpecLike, w: Workload, batch=1):
     """Weight bytes one decode step streams on one GPU: every matrix the step multiplies by, over tp.
 
     Lookup-only tables (an untied input embedding, learned positions, token types) are not streamed:
     a step reads one row per sequence. A tied embedding is read whole, as the output head. Counting
-    the whole untied table instead (REFERENCE's rule of thumb) under-states Llama-3-8B's batch-1
+    the whole untied table instead (the common rule of thumb) under-states Llama-3-8B's batch-1
     ceiling on H100 SXM by 7 % (209 vs 223 tokens/s).
     """
     total, _ = inference_weight_bytes(spec, w.weights_dtype)
@@ -114,7 +119,7 @@ def weight_bytes_read(spec, w: Workload, batch=1):
     return (total - lookup * table_b + rows * table_b) / w.tp
 
 
-def decode_flops_bytes(spec, w: Workload, batch=None, context=None) -> dict:
+def decode_flops_bytes(spec: ModelSpecLike, w: Workload, batch=None, context=None) -> dict:
     """One decode step's work per GPU at `batch` sequences of `context` tokens (arrays allowed):
     FLOPs 2·N_matmul·b + 4·L·a·d·ctx·b, the weight bytes it streams (MoE: only the experts the batch
     touches) and the KV bytes it reads. The one derivation behind `decode` and the proofs' chart point."""
@@ -144,7 +149,7 @@ def decode_flops_bytes(spec, w: Workload, batch=None, context=None) -> dict:
 
 
 def decode(
-    spec,
+    spec: ModelSpecLike,
     w: Workload,
     gpu,
     batch=None,
@@ -173,7 +178,7 @@ def decode(
     }
 
 
-def crossover_batch(spec, w: Workload, gpu) -> float:
+def crossover_batch(spec: ModelSpecLike, w: Workload, gpu) -> float:
     """Batch above which decode is compute-bound (KV reads ignored): weight bytes·peak / (BW·2·N)."""
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype], field="weights_dtype")
     wbytes = weight_bytes_read(spec, w.replace(tp=1))
@@ -181,7 +186,12 @@ def crossover_batch(spec, w: Workload, gpu) -> float:
 
 
 def prefill_time(
-    spec, w: Workload, gpu, prompt: int | None = None, batch: int = 1, compute_efficiency: float = 1.0
+    spec: ModelSpecLike,
+    w: Workload,
+    gpu,
+    prompt: int | None = None,
+    batch: int = 1,
+    compute_efficiency: float = 1.0,
 ) -> float:
     """TTFT lower bound without queueing: prefill FLOPs over the peak, at least one read of the weights.
 
@@ -197,7 +207,7 @@ def prefill_time(
     return max(flops / peak, weight_bytes_read(spec, w) / gpu.memory_bandwidth_bps)
 
 
-def inference_roofline(spec, w: Workload, gpu) -> dict:
+def inference_roofline(spec: ModelSpecLike, w: Workload, gpu) -> dict:
     """TTFT, TPOT and decode throughput at the workload's concurrency, with the crossover batch. An
     encoder-only model does not decode: its TTFT is the forward pass, every decode figure None."""
     if not spec.is_decoder:

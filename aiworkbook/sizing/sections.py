@@ -239,7 +239,7 @@ class Cost(Section):
 
 @dataclasses.dataclass(frozen=True)
 class RulesOfThumb(Section):
-    """The seeds' bytes-per-parameter rule beside the itemised total (never instead of it)."""
+    """A bytes-per-parameter rule of thumb beside the itemised total, never instead of it (docs/architecture.md)."""
 
     rule: str = figure("", "which rule", default="")
     formula: str = figure("", "the rule spelled out", default="")

@@ -1,6 +1,6 @@
 """Model states: weights, gradients, optimizer state and master weights, per training recipe.
 
-The recipe is a setting, not a constant (REFERENCE.md table). Bytes per trainable parameter:
+The recipe is a setting, not a constant (ZeRO, https://arxiv.org/abs/1910.02054; docs/architecture.md). Bytes per trainable parameter:
 
 | recipe        | weights | grads | optimizer        | master |
 |---------------|---------|-------|------------------|--------|
@@ -38,8 +38,12 @@ parameter. ZeRO-3 (FSDP full shard) also gathers one unit's full weights and gra
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiworkbook.sizing.workload import Workload
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 _FIXED = {  # weights, grads, optimizer, master
     "fp32-adamw": (4, 4, 8, 0),
@@ -85,7 +89,7 @@ def recipe_bytes(recipe: str, precision: str) -> tuple[int, int, int, int]:
     return (w, w, opt, master)
 
 
-def adafactor_state(spec) -> int:
+def adafactor_state(spec: ModelSpecLike) -> int:
     """Adafactor's factored second moment: 4·(rows + cols) per matrix, 4 per vector parameter (fp32)."""
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
     mats = [(h, a * d), (h, k * d), (h, k * d), (a * d, h)]
@@ -98,7 +102,7 @@ def adafactor_state(spec) -> int:
     return 4 * (spec.num_layers * (per_layer_factored + vector_params) + tables + other)
 
 
-def _lora_shapes(spec) -> dict[str, tuple[int, int, int]]:
+def _lora_shapes(spec: ModelSpecLike) -> dict[str, tuple[int, int, int]]:
     """(in, out, copies per layer) of each projection LoRA can adapt."""
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
     experts = max(1, spec.num_experts)
@@ -113,7 +117,7 @@ def _lora_shapes(spec) -> dict[str, tuple[int, int, int]]:
     }
 
 
-def lora_params(spec, w: Workload) -> int:
+def lora_params(spec: ModelSpecLike, w: Workload) -> int:
     """Trainable adapter parameters: rank · (in + out) for each targeted projection in each layer
     (all-linear: every projection of the block, attention and MLP, not the LM head, as PEFT does)."""
     shapes = _lora_shapes(spec)
@@ -121,7 +125,7 @@ def lora_params(spec, w: Workload) -> int:
     return spec.num_layers * per_layer
 
 
-def largest_trainable_tensor(spec, w: Workload) -> int:
+def largest_trainable_tensor(spec: ModelSpecLike, w: Workload) -> int:
     """Elements of the largest trainable tensor: the one gradient optimizer-in-backward holds at a time
     (the vocabulary table or the widest matrix for full training; the widest adapter matrix for LoRA)."""
     shapes = _lora_shapes(spec)
@@ -130,14 +134,14 @@ def largest_trainable_tensor(spec, w: Workload) -> int:
     return max(w.lora_rank * max(shapes[m][0], shapes[m][1]) for m in w.lora_modules(spec))
 
 
-def _small_tensor_params(spec, w: Workload) -> int:
+def _small_tensor_params(spec: ModelSpecLike, w: Workload) -> int:
     """Trainable parameters in tensors under bitsandbytes' min_8bit_size (norm vectors): 32-bit state."""
     if w.mode != "train" or spec.hidden_size >= BNB_MIN_8BIT_SIZE:
         return 0
     return (spec.num_layers * spec.norms_per_layer + 1) * spec.hidden_size
 
 
-def trainable_and_optimizer(spec, w: Workload) -> tuple[int, int, str]:
+def trainable_and_optimizer(spec: ModelSpecLike, w: Workload) -> tuple[int, int, str]:
     """(trainable parameters, their optimizer-state bytes before sharding, the formula): every parameter
     for full training, the adapters for LoRA/QLoRA, (0, 0, "") for inference. Adafactor's factored state
     replaces trainable · the recipe's optimizer bytes. Model states, the checkpoint and the estimate's
@@ -162,7 +166,7 @@ def trainable_and_optimizer(spec, w: Workload) -> tuple[int, int, str]:
     return trainable, trainable * ob, f"{trainable:,} trainable · {ob} B"
 
 
-def frozen_base_bytes(spec, w: Workload) -> tuple[int, str]:
+def frozen_base_bytes(spec: ModelSpecLike, w: Workload) -> tuple[int, str]:
     """Weights of a frozen base: LoRA at the precision's width; QLoRA NF4 linears, bf16 for the rest."""
     if w.mode == "qlora":
         lin = spec.params_linear
@@ -173,7 +177,7 @@ def frozen_base_bytes(spec, w: Workload) -> tuple[int, str]:
     return spec.params * b, f"{spec.params:,} params · {b} B (frozen base)"
 
 
-def inference_weight_bytes(spec, weights_dtype: str) -> tuple[int, str]:
+def inference_weight_bytes(spec: ModelSpecLike, weights_dtype: str) -> tuple[int, str]:
     """Quantised linears at their bits (with scale overhead); embeddings, head and norms stay 16-bit.
 
     A checkpoint quantised in its config (spec.quant) is sized at its own bytes unless another
@@ -206,7 +210,7 @@ class States:
     paged: int = 0
 
 
-def model_states(spec, w: Workload) -> States:
+def model_states(spec: ModelSpecLike, w: Workload) -> States:
     """Weights, gradients, optimizer and master bytes per GPU after ZeRO and tensor-parallel sharding."""
     t, dp = w.tp, w.dp
     f: dict[str, str] = {}
@@ -255,7 +259,7 @@ def model_states(spec, w: Workload) -> States:
     return States(weights, grads, optimizer, master, trainable, f, paged=paged)
 
 
-def zero3_unit_params(spec) -> int:
+def zero3_unit_params(spec: ModelSpecLike) -> int:
     """Parameters of the largest unit ZeRO-3/FSDP gathers whole: a transformer block or the vocabulary table."""
     return max(spec.params_per_layer, spec.vocab_size * spec.hidden_size)
 
@@ -265,7 +269,7 @@ def zero3_unit_params(spec) -> int:
 GATHERED_UNITS = 2
 
 
-def zero3_gather_bytes(spec, w: Workload) -> int:
+def zero3_gather_bytes(spec: ModelSpecLike, w: Workload) -> int:
     """ZeRO-3's working set beyond the shards: one unit's gathered weights and its unsharded gradients
     before the reduce-scatter, (weights + grads bytes) · unit parameters / tp. 0 below ZeRO-3 unless
     FSDP offloads to the CPU: then the gathered units are all the GPU holds of the model, even on one

@@ -5,13 +5,17 @@ checkpoints and failures, and the data-loader rate that keeps the GPUs fed.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing.states import recipe_bytes
 
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
+
 
 def checkpoint_bytes(
-    spec,
+    spec: ModelSpecLike,
     recipe: str = "megatron-bf16",
     precision: str = "bf16-mixed",
     trainable: int | None = None,
@@ -61,7 +65,7 @@ def waste_fraction(delta_s: float, interval_s: float, mtbf_s: float, restart_s: 
 
 
 def checkpoint_plan(
-    spec,
+    spec: ModelSpecLike,
     recipe: str,
     precision: str,
     write_bps: float,

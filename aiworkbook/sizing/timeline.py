@@ -21,9 +21,14 @@ are not counted).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiworkbook.sizing import activations as act
 from aiworkbook.sizing.states import recipe_bytes, width
 from aiworkbook.sizing.workload import Workload
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 #: Recipes whose frameworks keep gradients in buffers allocated once (Megatron's fp32 main_grad buffer,
 #: DeepSpeed's contiguous gradient partitions): zeroed each step, never freed.
@@ -40,7 +45,7 @@ def gradients_resident(w: Workload) -> bool:
 PHASES = ("loss backward", "head backward", "top layer backward", "bottom layer backward", "optimizer step")
 
 
-def phase_bytes(spec, w: Workload, b, s, c: dict, transient, t=None, step_tmp=0) -> dict:
+def phase_bytes(spec: ModelSpecLike, w: Workload, b, s, c: dict, transient, t=None, step_tmp=0) -> dict:
     """Bytes above the resident states in each phase (see the module docstring); `c` holds the
     gradients, activations and logits components, `transient` the loss's backward transient, `step_tmp`
     the optimizer step's temporaries."""

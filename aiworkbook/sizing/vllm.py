@@ -36,6 +36,7 @@ from typing import Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing.sections import Section, figure
+from aiworkbook.specs.kv import kv_bytes, one_layer
 from aiworkbook.units import DTYPE_BITS
 
 GiB = 1 << 30
@@ -309,22 +310,12 @@ def _kv_layout(spec, s: VllmSettings) -> list[tuple[str, int, int, int | None]]:
     """(kind, layers on the busiest pipeline stage, page bytes per layer, window) per layer type."""
     from math import ceil
 
-    kvb = _kv_bytes(s, spec)
+    bits = int(_kv_bytes(s, spec) * 8)
     tp, pp = s.tensor_parallel_size, s.pipeline_parallel_size
-    groups = getattr(spec, "kv_groups", ())
     out = []
-    if groups:
-        for g in groups:
-            page = int(s.block_size * g.heads_per_rank(tp) * g.width * kvb)
-            out.append((g.kind, ceil(g.layers / pp), page, g.window))
-        return out
-    heads = max(1, -(-spec.num_kv_heads // tp))
-    page = int(s.block_size * heads * 2 * spec.head_dim * kvb)
-    full = spec.num_layers - spec.sliding_window_layers
-    if full:
-        out.append(("full", ceil(full / pp), page, None))
-    if spec.sliding_window_layers:
-        out.append(("sliding", ceil(spec.sliding_window_layers / pp), page, spec.sliding_window))
+    for g in spec.kv_layer_groups():
+        page = kv_bytes((one_layer(g),), s.block_size, bits, tp, windowed=False)
+        out.append((g.kind, ceil(g.layers / pp), page, g.window))
     return out
 
 

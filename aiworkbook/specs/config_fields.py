@@ -11,10 +11,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.specs.quantization import scheme_from_config
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.model import ModelSpec
 
 DROPOUT_KEYS = (
     "attn_pdrop",
@@ -42,7 +45,7 @@ def config_dropout(cfg: dict[str, Any], source: str) -> float | None:
     return max(found) if found else None
 
 
-def apply_config_fields(spec: Any, cfg: dict[str, Any], source: str) -> Any:
+def apply_config_fields(spec: ModelSpec, cfg: dict[str, Any], source: str) -> ModelSpec:
     changes: dict[str, Any] = {}
     p = config_dropout(cfg, source)
     if p is not None:

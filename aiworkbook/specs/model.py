@@ -12,24 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.specs.kv import KVGroup, kv_bytes
 from aiworkbook.specs.quantization import QuantScheme
 from aiworkbook.units import KV_DTYPES, dtype_bits
-
-FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox", "bert")
-
-# Family defaults where the config may omit a key (values of transformers' config classes).
-_TIE_DEFAULT = {
-    "llama": False,
-    "mistral": False,
-    "mixtral": False,
-    "qwen2": False,
-    "gemma": True,
-    "gemma2": True,
-    "phi3": False,
-    "gpt2": True,
-    "gpt_neox": False,
-    "bert": True,
-}
 
 
 @dataclass(frozen=True)
@@ -167,24 +152,31 @@ class ModelSpec:
         return self.num_layers * (attn + mlp)
 
     # ---- KV cache ---------------------------------------------------------------------------
-    def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> int:
-        """K and V for one token across all layers: 2 · L · kv_heads · head_dim · bytes."""
-        bits = dtype_bits(kv_dtype, "kv_dtype", KV_DTYPES)
+    def kv_layer_groups(self) -> tuple[KVGroup, ...]:
+        """The layers grouped by how they cache: full layers, and sliding-window layers capped at the
+        window; none for an encoder. (A FamilySpec lists its own groups.)"""
         if not self.is_decoder:
-            return 0
-        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * bits // 8
+            return ()
+        L, swl, width = self.num_layers, self.sliding_window_layers, 2 * self.head_dim
+        groups = []
+        if L - swl:
+            groups.append(KVGroup("full", L - swl, self.num_kv_heads, width))
+        if swl:
+            groups.append(KVGroup("sliding", swl, self.num_kv_heads, width, self.sliding_window))
+        return tuple(groups)
 
-    def kv_cache_bytes(self, tokens: int, kv_dtype: str = "bf16") -> int:
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16", tp: int = 1) -> int:
+        """Cache bytes one token adds on every layer (windows not applied), per tensor-parallel rank:
+        2 · L · kv_heads · head_dim · bytes for a base family."""
+        bits = dtype_bits(kv_dtype, "kv_dtype", KV_DTYPES)
+        return int(kv_bytes(self.kv_layer_groups(), 1, bits, tp, windowed=False))
+
+    def kv_cache_bytes(self, tokens: int, kv_dtype: str = "bf16", tp: int = 1) -> int:
         """Cache bytes of one sequence of `tokens`, with sliding-window layers capped at the window."""
         if tokens < 0:
             raise SpecError("tokens", tokens, ">= 0")
         bits = dtype_bits(kv_dtype, "kv_dtype", KV_DTYPES)
-        if not self.is_decoder:
-            return 0
-        per_layer_token_bits = 2 * self.num_kv_heads * self.head_dim * bits
-        full = self.num_layers - self.sliding_window_layers
-        windowed = min(tokens, self.sliding_window) if self.sliding_window else tokens
-        return (full * tokens + self.sliding_window_layers * windowed) * per_layer_token_bits // 8
+        return int(kv_bytes(self.kv_layer_groups(), tokens, bits, tp))
 
     # ---- presentation -----------------------------------------------------------------------
     def summary(self, kv_dtype: str = "bf16") -> dict[str, Any]:
@@ -243,184 +235,35 @@ class ModelSpec:
 # ---- reading config.json ------------------------------------------------------------------------
 
 
-def _get(
-    cfg: dict, keys: tuple[str, ...], source: str, *, default: Any = SpecError, positive: bool = True
-) -> Any:
-    for k in keys:
-        if k in cfg and cfg[k] is not None:
-            v = cfg[k]
-            if positive:
-                if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                    raise SpecError(k, v, "a positive integer", source=source)
-            return v
-    if default is SpecError:
-        raise SpecError(keys[0], None, "a positive integer (the key is missing)", source=source)
-    return default
-
-
-def _flag(cfg: dict, key: str, default: bool, source: str) -> bool:
-    """A JSON boolean, strictly: the string "false" is refused, never read as true (null: the default)."""
-    v = cfg.get(key)
-    if v is None:
-        return default
-    if not isinstance(v, bool):
-        raise SpecError(key, v, "true or false (a JSON boolean, not a string or number)", source=source)
-    return v
-
-
 def spec_from_config(
     cfg: dict[str, Any], *, name: str = "", source: str = "<dict>", family: str | None = None
 ) -> ModelSpec:
-    """Build a ModelSpec from a parsed Hugging Face config.json (`family`: assert an unknown type's shape)."""
-    spec = _spec_from_config(cfg, name=name, source=source, family=family)
+    """Build a ModelSpec from a parsed Hugging Face config.json (`family`: assert an unknown type's shape).
+
+    Every family is read by its parser in the registry (aiworkbook/specs/families); the config's
+    dropout, masked-LM head and quantisation apply on top (aiworkbook/specs/config_fields.py)."""
     from aiworkbook.specs.config_fields import apply_config_fields
 
-    return apply_config_fields(spec, cfg, source)
+    return apply_config_fields(_read(cfg, name=name, source=source, family=family), cfg, source)
 
 
-def _spec_from_config(
-    cfg: dict[str, Any], *, name: str = "", source: str = "<dict>", family: str | None = None
-) -> ModelSpec:
+def _read(cfg: dict[str, Any], *, name: str, source: str, family: str | None) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise SpecError("config", type(cfg).__name__, "a JSON object", source=source)
     from aiworkbook.specs import families
 
     mt = cfg.get("model_type")
+    every = families.names()
     if family is not None and family != mt:
-        if family not in FAMILIES + families.known():
-            raise SpecError("family", family, ", ".join(FAMILIES + families.known()), source=source)
+        if family not in every:
+            raise SpecError("family", family, ", ".join(every), source=source)
         spec = spec_from_config({**cfg, "model_type": family}, name=name, source=source)
         return replace(spec, asserted_family=family)
-    if mt in families.known():
-        return families.parse(cfg, name=name, source=source)
-    if mt not in FAMILIES:
+    if mt not in every:
         raise SpecError(
-            "model_type",
-            mt,
-            ", ".join(FAMILIES + families.known()) + " (or assert one with --family NAME)",
-            source=source,
+            "model_type", mt, ", ".join(every) + " (or assert one with --family NAME)", source=source
         )
-
-    L = _get(cfg, ("num_hidden_layers", "n_layer"), source)
-    h = _get(cfg, ("hidden_size", "n_embd"), source)
-    a = _get(cfg, ("num_attention_heads", "n_head"), source)
-    k = _get(cfg, ("num_key_value_heads",), source, default=a)
-    V = _get(cfg, ("vocab_size",), source)
-    if a % k:
-        raise SpecError("num_key_value_heads", k, f"a divisor of num_attention_heads ({a})", source=source)
-    head_dim = cfg.get("head_dim")
-    if head_dim is None:
-        if h % a:
-            raise SpecError(
-                "head_dim",
-                None,
-                f"given explicitly when hidden_size ({h}) is not a multiple of heads ({a})",
-                source=source,
-            )
-        head_dim = h // a
-    elif isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0:
-        raise SpecError("head_dim", head_dim, "a positive integer", source=source)
-
-    common: dict[str, Any] = dict(
-        name=name or cfg.get("_name_or_path") or mt,
-        model_type=mt,
-        num_layers=L,
-        hidden_size=h,
-        num_heads=a,
-        num_kv_heads=k,
-        head_dim=head_dim,
-        vocab_size=V,
-        tie_word_embeddings=_flag(cfg, "tie_word_embeddings", _TIE_DEFAULT[mt], source),
-        source=source,
-    )
-
-    if mt == "gpt2":
-        n_inner = cfg.get("n_inner")
-        return ModelSpec(
-            **common,
-            intermediate_size=_get({"n_inner": n_inner}, ("n_inner",), source)
-            if n_inner is not None
-            else 4 * h,
-            max_position_embeddings=_get(cfg, ("n_positions", "max_position_embeddings"), source),
-            qkv_bias=True,
-            o_bias=True,
-            mlp_bias=True,
-            norm="layernorm",
-            gated_mlp=False,
-            learned_positions=True,
-        )
-    if mt == "bert":
-        return ModelSpec(
-            **{**common, "tie_word_embeddings": True},
-            intermediate_size=_get(cfg, ("intermediate_size",), source),
-            max_position_embeddings=_get(cfg, ("max_position_embeddings",), source),
-            qkv_bias=True,
-            o_bias=True,
-            mlp_bias=True,
-            norm="layernorm",
-            gated_mlp=False,
-            learned_positions=True,
-            type_vocab_size=_get(cfg, ("type_vocab_size",), source, default=2),
-            is_decoder=False,
-            pooler=_flag(cfg, "add_pooling_layer", True, source),
-        )
-    if mt == "gpt_neox":
-        bias = _flag(cfg, "attention_bias", True, source)
-        return ModelSpec(
-            **common,
-            intermediate_size=_get(cfg, ("intermediate_size",), source),
-            max_position_embeddings=_get(cfg, ("max_position_embeddings",), source),
-            qkv_bias=bias,
-            o_bias=bias,
-            mlp_bias=True,
-            norm="layernorm",
-            gated_mlp=False,
-        )
-
-    I = _get(cfg, ("intermediate_size",), source)
-    P = _get(cfg, ("max_position_embeddings",), source, default=4096)
-    kw: dict[str, Any] = dict(intermediate_size=I, max_position_embeddings=P)
-    window = cfg.get("sliding_window")
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
-        raise SpecError("sliding_window", window, "a positive integer or null", source=source)
-
-    if mt in ("llama",):
-        kw.update(
-            qkv_bias=_flag(cfg, "attention_bias", False, source),
-            o_bias=_flag(cfg, "attention_bias", False, source),
-            mlp_bias=_flag(cfg, "mlp_bias", False, source),
-        )
-    elif mt == "mistral":
-        kw.update(sliding_window=window, sliding_window_layers=L if window else 0)
-    elif mt == "mixtral":
-        E = _get(cfg, ("num_local_experts",), source)
-        top = _get(cfg, ("num_experts_per_tok",), source)
-        if top > E:
-            raise SpecError("num_experts_per_tok", top, f"1..num_local_experts ({E})", source=source)
-        kw.update(
-            num_experts=E,
-            experts_per_token=top,
-            sliding_window=window,
-            sliding_window_layers=L if window else 0,
-        )
-    elif mt == "qwen2":
-        kw.update(qkv_bias=True)
-        if cfg.get("use_sliding_window") and window:
-            # HF: layer i slides when i >= max_window_layers, so a value >= L means no layer slides
-            full = cfg.get("max_window_layers", L)
-            if not isinstance(full, int) or isinstance(full, bool) or full < 0:
-                raise SpecError("max_window_layers", full, "an integer >= 0", source=source)
-            kw.update(sliding_window=window, sliding_window_layers=max(0, L - full))
-    elif mt == "gemma":
-        pass
-    elif mt == "gemma2":
-        kw.update(norms_per_layer=4)
-        if window:  # even layers slide, odd layers attend globally
-            kw.update(sliding_window=window, sliding_window_layers=(L + 1) // 2)
-    elif mt == "phi3":
-        if window:
-            kw.update(sliding_window=window, sliding_window_layers=L)
-    return ModelSpec(**common, **kw)
+    return families.parse(cfg, name=name, source=source)
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:

@@ -10,9 +10,12 @@ Embeddings, the output head, norms and routers stay 16-bit (every scheme here le
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 METHODS = ("mxfp4", "fp8", "gptq", "awq", "compressed-tensors", "bitsandbytes")
 
@@ -24,7 +27,7 @@ class QuantScheme:
     scope: str  # "linear": every projection in the layers; "experts": the routed experts only
     label: str
 
-    def weight_bytes(self, spec: Any) -> int:
+    def weight_bytes(self, spec: ModelSpecLike) -> int:
         """Bytes of the whole checkpoint's weights: quantised matrices at `bits`, the rest at 2 B."""
         q = getattr(spec, "layer_params_experts", 0) if self.scope == "experts" else spec.params_linear
         return int(q * self.bits / 8) + 2 * (spec.params - q)

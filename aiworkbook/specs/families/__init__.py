@@ -1,7 +1,9 @@
-"""Families beyond the original ten, one parser per concept, and the dispatch spec_from_config hooks.
+"""The one config reader: a parser per family, and the dispatch spec_from_config goes through.
 
-`parse(cfg)` reads a config whose `model_type` is one of FAMILY_PARSERS or a multimodal wrapper
-(read through its `text_config`, the vision tower counted apart). `--family NAME` (the `family`
+`parse(cfg)` reads a config whose `model_type` is one of PARSERS (the ten base families of
+families/base.py, which give a plain ModelSpec, and FAMILY_PARSERS, the families since, which give a
+FamilySpec with per-layer sums) or a multimodal wrapper (read through its `text_config`, the vision tower counted
+apart). `--family NAME` (the `family`
 argument) lets a user read an unknown `model_type` as a known family's shape; the spec says so.
 """
 
@@ -12,13 +14,17 @@ from dataclasses import replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
-from aiworkbook.specs.families import dense, mla, moe, vision
+from aiworkbook.specs.families import base, dense, mla, moe, vision
 from aiworkbook.specs.families.blocks import Config
 from aiworkbook.specs.families.spec import FamilySpec, KVGroup
+from aiworkbook.specs.model import ModelSpec
 
-Parser = Callable[[Config, str, str], FamilySpec]
+Parser = Callable[[Config, str, str], ModelSpec]
 
-FAMILY_PARSERS: dict[str, Parser] = {
+FAMILIES = tuple(base.PARSERS)  # the base families: every layer alike, a plain ModelSpec
+
+# families with per-layer sums (FamilySpec)
+FAMILY_PARSERS: dict[str, Callable[[Config, str, str], FamilySpec]] = {
     "qwen3": dense.qwen3,
     "qwen3_moe": moe.qwen_moe,
     "qwen2_moe": moe.qwen_moe,
@@ -34,6 +40,8 @@ FAMILY_PARSERS: dict[str, Parser] = {
     "smollm3": dense.llama_like,
     "starcoder2": dense.starcoder2,
 }
+
+PARSERS: dict[str, Parser] = {**base.PARSERS, **FAMILY_PARSERS}  # every family, the one registry
 
 # Keys a wrapper's text_config may omit (the transformers config class's defaults).
 TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -88,7 +96,6 @@ EXAMPLES: dict[str, str] = {
 def family_examples() -> dict[str, str]:
     """Every family aiworkbook reads, with a preset (or the tiny shape the tests use) to try it on."""
     from aiworkbook.specs.catalog import list_presets
-    from aiworkbook.specs.model import FAMILIES
 
     presets = list_presets()
     out: dict[str, str] = {}
@@ -107,16 +114,22 @@ def _preset_type(name: str) -> str:
 
 
 def known() -> tuple[str, ...]:
+    """The families beyond the base ten (read as a FamilySpec), wrappers included."""
     return tuple(FAMILY_PARSERS) + tuple(WRAPPERS)
 
 
-def parse(cfg: dict[str, Any], *, name: str, source: str) -> FamilySpec:
+def names() -> tuple[str, ...]:
+    """Every model_type aiworkbook reads: the base ten, then the rest."""
+    return FAMILIES + known()
+
+
+def parse(cfg: dict[str, Any], *, name: str, source: str) -> ModelSpec:
     mt = cfg.get("model_type")
     if mt in WRAPPERS:
         return _wrapper(cfg, mt, name=name, source=source)
-    if mt not in FAMILY_PARSERS:
-        raise SpecError("model_type", mt, ", ".join(known()), source=source)
-    return FAMILY_PARSERS[mt](Config(cfg, source), mt, name)
+    if mt not in PARSERS:
+        raise SpecError("model_type", mt, ", ".join(names()), source=source)
+    return PARSERS[mt](Config(cfg, source), mt, name)
 
 
 def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilySpec:
@@ -150,7 +163,7 @@ def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilyS
 
 def _text_spec(text: dict[str, Any], text_mt: str, label: str, source: str) -> FamilySpec:
     if text_mt in FAMILY_PARSERS:
-        return parse(text, name=label, source=source)
+        return FAMILY_PARSERS[text_mt](Config(text, source), text_mt, label)
     # a base family (mistral3 wraps mistral): counted by spec_from_config, grouped here
     from aiworkbook.specs.families.spec import from_base
     from aiworkbook.specs.model import spec_from_config
@@ -160,6 +173,9 @@ def _text_spec(text: dict[str, Any], text_mt: str, label: str, source: str) -> F
 
 __all__ = [
     "EXAMPLES",
+    "FAMILIES",
+    "PARSERS",
+    "names",
     "family_examples",
     "FAMILY_PARSERS",
     "WRAPPERS",

@@ -12,36 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiworkbook.errors import SpecError
+from aiworkbook.specs.kv import KVGroup
 from aiworkbook.specs.model import ModelSpec
-from aiworkbook.units import KV_DTYPES, dtype_bits
-
-KV_KINDS = ("full", "sliding", "chunked", "mla")
-
-
-@dataclass(frozen=True)
-class KVGroup:
-    """Layers that cache alike: `heads` KV heads of `width` elements per token (K and V together).
-
-    MLA caches one latent per token (`heads` = 1, `width` = kv_lora_rank + qk_rope_head_dim) that
-    tensor parallelism does not split; sliding and chunked layers keep at most `window` tokens.
-    """
-
-    kind: str
-    layers: int
-    heads: int
-    width: int
-    window: int | None = None
-
-    def tokens_kept(self, tokens: int) -> int:
-        return min(tokens, self.window) if self.window and self.kind in ("sliding", "chunked") else tokens
-
-    def heads_per_rank(self, tp: int = 1) -> int:
-        """KV heads one tensor-parallel rank holds: split, replicated when fewer than ranks; MLA whole."""
-        return self.heads if self.kind == "mla" else max(1, -(-self.heads // tp))
-
-    def elems_per_token(self, tp: int = 1) -> int:
-        return self.layers * self.heads_per_rank(tp) * self.width
 
 
 @dataclass(frozen=True)
@@ -94,17 +66,8 @@ class FamilySpec(ModelSpec):
     def params_linear(self) -> int:  # type: ignore[override]
         return self.layer_params_linear
 
-    def kv_bytes_per_token(self, kv_dtype: str = "bf16", tp: int = 1) -> int:  # type: ignore[override]
-        """Cache bytes one token adds on every layer (windows not applied), per tensor-parallel rank."""
-        bits = dtype_bits(kv_dtype, "kv_dtype", KV_DTYPES)
-        return sum(g.elems_per_token(tp) for g in self.kv_groups) * bits // 8
-
-    def kv_cache_bytes(self, tokens: int, kv_dtype: str = "bf16", tp: int = 1) -> int:  # type: ignore[override]
-        """One sequence of `tokens`: each group holds its own tokens (sliding/chunked capped)."""
-        if tokens < 0:
-            raise SpecError("tokens", tokens, ">= 0")
-        bits = dtype_bits(kv_dtype, "kv_dtype", KV_DTYPES)
-        return sum(g.tokens_kept(tokens) * g.elems_per_token(tp) for g in self.kv_groups) * bits // 8
+    def kv_layer_groups(self) -> tuple[KVGroup, ...]:
+        return self.kv_groups
 
     def summary(self, kv_dtype: str = "bf16") -> dict[str, Any]:
         out = super().summary(kv_dtype)
@@ -135,14 +98,6 @@ def from_base(spec: ModelSpec, family: str) -> FamilySpec:
     base = {f.name: getattr(spec, f.name) for f in fields(ModelSpec)}
     L = spec.num_layers
     idle = L * (spec.num_experts - spec.experts_per_token) * spec.expert_params if spec.num_experts else 0
-    groups = []
-    width = 2 * spec.head_dim
-    if L - spec.sliding_window_layers:
-        groups.append(KVGroup("full", L - spec.sliding_window_layers, spec.num_kv_heads, width))
-    if spec.sliding_window_layers:
-        groups.append(
-            KVGroup("sliding", spec.sliding_window_layers, spec.num_kv_heads, width, spec.sliding_window)
-        )
     return FamilySpec(
         **base,
         family=family,
@@ -152,5 +107,8 @@ def from_base(spec: ModelSpec, family: str) -> FamilySpec:
         embed_params=spec.params_embedding,
         head_params=spec.params_head,
         final_params=spec.params_final,
-        kv_groups=tuple(groups),
+        kv_groups=spec.kv_layer_groups(),
     )
+
+
+__all__ = ["FamilySpec", "KVGroup", "from_base"]
