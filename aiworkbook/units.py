@@ -182,8 +182,11 @@ def fmt_value(v: object, unit: str = "", lang: str = "en") -> str:
         return money(v, lang)
     if unit == "$/h":
         return f"{money(v, lang)}/h"
-    if unit == "$/Mtok":
-        return f"{money(v, lang)} {_PER_MTOK.get(lang, 'per M tokens')}"
+    if unit == "$/Mtok":  # three significant digits: $0.0259, not $0.03
+        if lang == "en":
+            return f"${fmt_number(v)} per M tokens"
+        digits = 2 if v >= 1 or v <= 0 else max(2, 2 - math.floor(math.log10(v)))
+        return f"{money(v, lang, digits)} {_PER_MTOK.get(lang, 'per M tokens')}"
     if unit == "J/Mtok":
         return f"{fmt_number(v, lang)} J {_PER_MTOK.get(lang, 'per M tokens')}"
     if unit in ("tokens/s", "1/s"):

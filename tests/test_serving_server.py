@@ -171,8 +171,9 @@ def test_multi_token_chunks_divide_their_gap():
     assert len(itl) == 6  # two gaps of three tokens each
     (t0, _), (t1, _), (t2, _) = r.chunks
     assert itl == [(t1 - t0) / 3] * 3 + [(t2 - t1) / 3] * 3  # each chunk's gap shared by its tokens
-    # a planted 30 ms gap over 3 tokens: at least ~10 ms each (a loaded machine only makes it longer)
-    assert all(x >= 0.009 for x in itl)
+    # the stand-in keeps an absolute 30 ms schedule (a late chunk is followed by a shorter gap), so
+    # only the pair's span is bounded: two gaps of 30 ms less the first chunk's lateness
+    assert all(x > 0 for x in itl) and sum(itl) > 0.03
 
 
 @pytest.mark.parametrize(("fault", "kind"), [("drop", "stream-dropped"), ("malformed", "malformed-event")])
