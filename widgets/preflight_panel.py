@@ -160,6 +160,24 @@ class PreflightPanel(Composite):
         self.headline.value, self.details.value = render(doc, self.words)
 
 
+#: why NVML found no GPU (aiworkbook/nvml.py's reasons a machine without one meets), in nl and de,
+#: keyed by the panel's "no_gpu" words of that language
+NVML_WHY: dict[str, dict[str, str]] = {
+    "geen NVIDIA-GPU gevonden": {
+        "NVIDIA driver/NVML library not found": "NVIDIA-driver of NVML-bibliotheek ontbreekt",
+        "NVIDIA driver not loaded": "NVIDIA-driver niet geladen",
+        "NVML library and driver versions do not match": "versies van NVML-bibliotheek en driver verschillen",
+        "no permission": "geen toestemming",
+    },
+    "keine NVIDIA-GPU gefunden": {
+        "NVIDIA driver/NVML library not found": "NVIDIA-Treiber oder NVML-Bibliothek fehlt",
+        "NVIDIA driver not loaded": "NVIDIA-Treiber nicht geladen",
+        "NVML library and driver versions do not match": "Versionen von NVML-Bibliothek und Treiber verschieden",
+        "no permission": "keine Berechtigung",
+    },
+}
+
+
 def _gib(n: Any) -> str:
     from aiworkbook.units import fmt_bytes
 
@@ -171,6 +189,9 @@ def render(doc: dict[str, Any], w: dict[str, str]) -> tuple[str, str]:
     e = html.escape
     if not doc.get("gpu_found", True):
         reason = (doc.get("reasons") or [""])[0]
+        if w is not WORDS["en"]:  # "no NVIDIA GPU found (why)": the why said in the panel's language
+            why = reason.removeprefix("no NVIDIA GPU found").strip().removeprefix("(").removesuffix(")")
+            reason = NVML_WHY.get(w["no_gpu"], {}).get(why, why)
         return f"<b>{e(w['no_gpu'])}</b>", f"<span class='aiwb-preflight-reason'>{e(reason)}</span>"
     u = doc["utilization"]
     head = e(w["starts" if doc["starts"] else "not_start"].format(u=f"{u:g}"))
