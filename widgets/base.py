@@ -76,28 +76,25 @@ def kernel_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class OptionalNumber(W.HBox):
-    """A number that may be unset: the check box switches the number on; off, `value` is None (the
-    library's default for the field). The number box keeps the field's low/high bounds."""
+class OptionalBox(W.HBox):
+    """A check box that switches a number box on; off, `value` is None (the library's default for the
+    field). A subclass makes `self.toggle` (`toggle_box()`) and `self.number`, then calls `_wire()`;
+    `_shown(v)` is what the number box shows of a value set from Python."""
 
     value = traitlets.Any(None)
 
-    def __init__(self, description: str, low: float, high: float, start: float, integer: bool) -> None:
-        self.toggle = W.Checkbox(
-            value=False, description=description, indent=False, layout=W.Layout(width="auto")
-        )
-        if integer:
-            self.number: Any = W.BoundedIntText(
-                value=int(start), min=int(low), max=int(high), disabled=True, layout=W.Layout(width="9em")
-            )
-        else:
-            self.number = W.BoundedFloatText(
-                value=start, min=low, max=high, step=0.05, disabled=True, layout=W.Layout(width="9em")
-            )
+    @staticmethod
+    def toggle_box(description: str) -> W.Checkbox:
+        return W.Checkbox(value=False, description=description, indent=False, layout=W.Layout(width="auto"))
+
+    def _wire(self) -> None:
         self._setting = False
         super().__init__([self.toggle, self.number], layout=W.Layout(align_items="center"))
         self.toggle.observe(self._from_children, names="value")
         self.number.observe(self._from_children, names="value")
+
+    def _shown(self, v: Any) -> Any:
+        return v
 
     def _from_children(self, change: dict[str, Any]) -> None:
         if self._setting:
@@ -111,11 +108,28 @@ class OptionalNumber(W.HBox):
         self._setting = True
         try:
             if v is not None:
-                self.number.value = v
+                self.number.value = self._shown(v)
             self.toggle.value = v is not None
             self.number.disabled = v is None
         finally:
             self._setting = False
+
+
+class OptionalNumber(OptionalBox):
+    """A number that may be unset: the check box switches the number on; off, `value` is None (the
+    library's default for the field). The number box keeps the field's low/high bounds."""
+
+    def __init__(self, description: str, low: float, high: float, start: float, integer: bool) -> None:
+        self.toggle = self.toggle_box(description)
+        if integer:
+            self.number: Any = W.BoundedIntText(
+                value=int(start), min=int(low), max=int(high), disabled=True, layout=W.Layout(width="9em")
+            )
+        else:
+            self.number = W.BoundedFloatText(
+                value=start, min=low, max=high, step=0.05, disabled=True, layout=W.Layout(width="9em")
+            )
+        self._wire()
 
 
 class Delivery:
@@ -231,6 +245,20 @@ class Background:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+class _Syncing:
+    """`with widget.syncing():` the block sets the widget's own controls or value; its observers,
+    which check `_syncing`, leave those changes alone."""
+
+    def __init__(self, owner: Composite) -> None:
+        self.owner = owner
+
+    def __enter__(self) -> None:
+        self.owner._syncing = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.owner._syncing = False
+
+
 class Composite(W.VBox):
     """A composite widget: `aiwb-<name>` on the box, `aiwb-error` on its error area, `aiwb-ready` last.
 
@@ -244,6 +272,7 @@ class Composite(W.VBox):
     marks_stale: bool = False
     error = traitlets.Unicode("")
     result = traitlets.Dict()
+    _syncing = False  # see `syncing()`
 
     def __init__(self, lang: str = "en", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -254,6 +283,10 @@ class Composite(W.VBox):
         self.error_area.add_class("aiwb-error")
         self.status = W.HTML("")
         self.status.add_class("aiwb-status")
+
+    def syncing(self) -> _Syncing:
+        """`with self.syncing():` set controls or `value` without the observers re-running the widget."""
+        return _Syncing(self)
 
     def t(self, key: str, **fmt: Any) -> str:
         """The label `key` in this widget's language."""
@@ -312,6 +345,45 @@ class Composite(W.VBox):
         kids: tuple[Any, ...] = tuple(getattr(self, "children", ()))
         self.children = [*kids, style_html()]
         self.add_class("aiwb-ready")
+
+
+class ValueComposite(Composite):
+    """A composite whose `value` (a dict of its fields) a notebook may set: `_apply_value(v)` sets the
+    controls from it (a SpecError, shown, for what is not `value_takes`), except while the widget
+    sets `value` itself (`syncing()`)."""
+
+    value = traitlets.Dict()
+    value_takes = "a dict"  # the error's "allowed" when `value` is set to other than a dict
+
+    @traitlets.observe("value")
+    def _value_set(self, change: dict[str, Any]) -> None:
+        if not self._syncing:
+            self.guarded(self._take_value)(change["new"])
+
+    def _take_value(self, v: Any) -> None:
+        from aiworkbook.errors import SpecError
+
+        if not isinstance(v, dict):
+            raise SpecError("value", type(v).__name__, self.value_takes)
+        self._apply_value(v)
+
+    def _apply_value(self, v: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+class BackgroundComposite(ValueComposite):
+    """A ValueComposite that computes its figures on a `Background` thread (`_bg`, set in `__init__`;
+    None computes them at once on the caller's thread)."""
+
+    _bg: Background | None = None
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        return True if self._bg is None else self._bg.wait(timeout)
+
+    def close(self) -> None:
+        if self._bg is not None:
+            self._bg.shutdown()
+        super().close()
 
 
 #: Labels wrap instead of being cut ("Concurre…", "Upload config.js…") at 1400 and 1024 px: ipywidgets

@@ -15,7 +15,7 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
-from .base import dropdown
+from .base import OptionalBox, dropdown
 
 
 def schema() -> dict[str, dict[str, Any]]:
@@ -88,41 +88,19 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-class OptionalField(W.HBox):
+class OptionalField(OptionalBox):
     """An optional number (None: the library's default): the check box switches the number on. `value`
     is None when off, else what the box holds (a number set from Python, or the typed text, which
     `parse()` turns into the field's value or a SpecError)."""
 
-    value = traitlets.Any(None)
-
     def __init__(self, field: str, description: str, start: Any) -> None:
         self.field = field
-        self.toggle = W.Checkbox(
-            value=False, description=description, indent=False, layout=W.Layout(width="auto")
-        )
+        self.toggle = self.toggle_box(description)
         self.number = FieldText(field, start, disabled=True, layout=W.Layout(width="9em"))
-        self._setting = False
-        super().__init__([self.toggle, self.number], layout=W.Layout(align_items="center"))
-        self.toggle.observe(self._from_children, names="value")
-        self.number.observe(self._from_children, names="value")
+        self._wire()
 
-    def _from_children(self, change: dict[str, Any]) -> None:
-        if self._setting:
-            return
-        self.number.disabled = not self.toggle.value
-        self.value = self.number.value if self.toggle.value else None
-
-    @traitlets.observe("value")
-    def _to_children(self, change: dict[str, Any]) -> None:
-        v = change["new"]
-        self._setting = True
-        try:
-            if v is not None:
-                self.number.value = _text(v)
-            self.toggle.value = v is not None
-            self.number.disabled = v is None
-        finally:
-            self._setting = False
+    def _shown(self, v: Any) -> Any:
+        return _text(v)
 
     def parse(self) -> Any:
         from aiworkbook.sizing.workload import parse_field

@@ -11,7 +11,7 @@ import traitlets
 
 from aiworkbook.errors import SpecError
 
-from .base import Background, Composite, chart_view, dropdown, value_html, where_html
+from .base import Background, BackgroundComposite, chart_view, dropdown, value_html, where_html
 from .form import FieldText, control, read, schema, set_number
 
 FIELDS = ("model", "gpu", "engine", "kv_dtype", "context", "concurrency", "gpu_memory_utilization", "tp")
@@ -86,7 +86,7 @@ def _vllm_command(spec: Any, w: Any, gpu: Any, lang: str = "en") -> str:
     return args.command()
 
 
-class KVPlanner(Composite):
+class KVPlanner(BackgroundComposite):
     """`value`: {model, gpu, engine, kv_dtype, context, concurrency, gpu_memory_utilization, tp} (a dict
     of its fields; observable and linkable, e.g. `ipywidgets.dlink` from a ModelSizer's `value`);
     `result`: max_concurrency, max_context, kv_per_seq_bytes, kv_budget_bytes, fits, vllm_args. The
@@ -94,7 +94,7 @@ class KVPlanner(Composite):
 
     css = "kv-planner"
     marks_stale = True
-    value = traitlets.Dict()
+    value_takes = "a dict of " + ", ".join(FIELDS)
 
     def __init__(
         self,
@@ -110,7 +110,6 @@ class KVPlanner(Composite):
         from aiworkbook.specs import list_gpus, list_presets
 
         self._bg = Background() if background else None
-        self._syncing = False
         t = self.t
         self.controls: dict[str, W.ValueWidget] = {
             "model": dropdown(list_presets(), model, t("model")),
@@ -159,11 +158,8 @@ class KVPlanner(Composite):
         if self._syncing:
             return
         inputs = self._inputs()
-        self._syncing = True
-        try:
+        with self.syncing():
             self.value = inputs
-        finally:
-            self._syncing = False
         from aiworkbook.specs import load_model
 
         check_context(load_model(inputs["model"]), inputs["context"], self.lang)  # refused now, not used
@@ -193,19 +189,11 @@ class KVPlanner(Composite):
 
         return traitlets.dlink((sizer, "value"), (self, "value"), transform=pick)
 
-    @traitlets.observe("value")
-    def _value_set(self, change: dict[str, Any]) -> None:
-        if not self._syncing:
-            self.guarded(self._apply_value)(change["new"])
-
-    def _apply_value(self, v: Any) -> None:
-        if not isinstance(v, dict):
-            raise SpecError("value", type(v).__name__, "a dict of " + ", ".join(FIELDS))
+    def _apply_value(self, v: dict[str, Any]) -> None:
         for k in v:
             if k not in self.controls:
                 raise SpecError("value", k, ", ".join(FIELDS))
-        self._syncing = True
-        try:
+        with self.syncing():
             for k, x in v.items():
                 c = self.controls[k]
                 if isinstance(c, FieldText):
@@ -214,8 +202,6 @@ class KVPlanner(Composite):
                 if x not in c.options:
                     raise SpecError(k, x, ", ".join(map(str, c.options)))
                 c.value = x
-        finally:
-            self._syncing = False
         self._changed()
 
     def _apply(self, p: dict[str, Any]) -> None:
@@ -263,11 +249,3 @@ class KVPlanner(Composite):
             else self.t("raise_tp_none", box=box, gpu=gpu)
         )
         return f'<br><span class="aiwb-hint" style="color:#D55E00">{html.escape(words)}</span>'
-
-    def wait(self, timeout: float = 60.0) -> bool:
-        return True if self._bg is None else self._bg.wait(timeout)
-
-    def close(self) -> None:
-        if self._bg is not None:
-            self._bg.shutdown()
-        super().close()

@@ -14,11 +14,10 @@ import json
 from typing import Any
 
 import ipywidgets as W
-import traitlets
 
 from aiworkbook.errors import SpecError
 
-from .base import Background, Composite, chart_view, dropdown, html_table, value_html, where_html
+from .base import Background, BackgroundComposite, chart_view, dropdown, html_table, value_html, where_html
 from .finetune import FinetuneControls, all_fields
 from .form import NumberText, applies, choices_in, control, effective, read, set_number
 
@@ -104,7 +103,7 @@ def _int(field: str, text: str) -> Any:
         raise SpecError(field, text, "an integer") from None
 
 
-class ModelSizer(Composite):
+class ModelSizer(BackgroundComposite):
     """`value`: {"model", "gpu", "config"?, and the Workload fields the form offers, fine-tuning ones
     included (those that do not apply to the mode at their defaults)}; `result`: the estimate's JSON
     (`aiworkbook size --json`) plus `fits_on` and `cheapest`. Both are traitlets a notebook can observe
@@ -113,7 +112,7 @@ class ModelSizer(Composite):
 
     css = "model-sizer"
     marks_stale = True
-    value = traitlets.Dict()
+    value_takes = "a dict of model, gpu and workload fields"
 
     def __init__(
         self,
@@ -128,7 +127,6 @@ class ModelSizer(Composite):
         from aiworkbook.specs import list_gpus, list_presets
 
         self._bg = Background() if background else None
-        self._syncing = False
         self._spec: Any = None
         self._before_narrowing: dict[str, Any] = {}
         self._all = choices()
@@ -181,6 +179,14 @@ class ModelSizer(Composite):
             w.observe(self.guarded(self._changed), names="value")
         self.config_text.observe(self.guarded(self._changed), names="value")
         self.upload.observe(self.guarded(self._uploaded), names="value")
+        self._lay_out(main)
+        self.guarded(self._changed)()
+        self.ready()
+
+    def _lay_out(self, main: list[Any]) -> None:
+        """The page: headline and chart on top, then the model's source, the form (the GPU, then the
+        `main` controls), fine-tuning, the family and config entries folded away, the catalogue table."""
+        t = self.t
         form = W.GridBox(
             [self.gpu, *main],
             layout=W.Layout(grid_template_columns="repeat(3, minmax(200px, 1fr))"),
@@ -204,8 +210,6 @@ class ModelSizer(Composite):
             ),
             self.fits_table,
         ]
-        self.guarded(self._changed)()
-        self.ready()
 
     # -- inputs --------------------------------------------------------------------------------
     def _raw_inputs(self) -> dict[str, Any]:
@@ -268,8 +272,7 @@ class ModelSizer(Composite):
         from aiworkbook.sizing.workload import allowed
 
         inputs = effective(raw)
-        self._syncing = True
-        try:
+        with self.syncing():
             self.finetune.offer_valid(spec, inputs)
             raw = {**raw, "lora_targets": list(self.finetune.controls["lora_targets"].value)}
             mode, now = str(inputs["mode"]), effective(raw)
@@ -287,8 +290,6 @@ class ModelSizer(Composite):
                     self.controls[f].options = order
                 if self.controls[f].value != inputs[f]:
                     self.controls[f].value = inputs[f]
-        finally:
-            self._syncing = False
 
     def _narrow(self, raw: dict[str, Any]) -> None:
         """A mode that narrows a choice (QLoRA: NF4 weights) shows the value it uses; leaving that mode
@@ -301,13 +302,10 @@ class ModelSizer(Composite):
                     self._before_narrowing.setdefault(f, raw[f])
             elif f in self._before_narrowing:
                 raw[f] = self._before_narrowing.pop(f)
-                self._syncing = True
-                try:
+                with self.syncing():
                     if raw[f] not in self.controls[f].options:
                         self.controls[f].options = list(self._all[f])
                     self.controls[f].value = raw[f]
-                finally:
-                    self._syncing = False
 
     def _changed(self, change: dict[str, Any] | None = None) -> None:
         if self._syncing:
@@ -341,29 +339,17 @@ class ModelSizer(Composite):
         self.finetune.show_for(mode)
 
     def _set_value(self, v: dict[str, Any]) -> None:
-        self._syncing = True
-        try:
+        with self.syncing():
             self.value = v
-        finally:
-            self._syncing = False
 
-    @traitlets.observe("value")
-    def _value_set(self, change: dict[str, Any]) -> None:
-        if self._syncing:
-            return
-        self.guarded(self._apply_value)(change["new"])
-
-    def _apply_value(self, v: Any) -> None:
+    def _apply_value(self, v: dict[str, Any]) -> None:
         """Set controls from a value dict (unknown keys and bad values are SpecErrors, shown)."""
-        if not isinstance(v, dict):
-            raise SpecError("value", type(v).__name__, "a dict of model, gpu and workload fields")
         known = {"model", "gpu", "config", *CHOICE_FIELDS, *INT_FIELDS, *all_fields()}
         for k in v:
             if k not in known:
                 raise SpecError("value", k, ", ".join(sorted(known)))
         self._check_hidden(v)
-        self._syncing = True
-        try:
+        with self.syncing():
             if "config" in v:
                 self.config_text.value = str(v["config"])
                 self.source.value = "pasted"
@@ -391,8 +377,6 @@ class ModelSizer(Composite):
             for f in all_fields():
                 if f in v:
                     self.finetune.set(f, v[f])
-        finally:
-            self._syncing = False
         self._changed()
 
     def _check_hidden(self, v: dict[str, Any]) -> None:
@@ -558,14 +542,6 @@ class ModelSizer(Composite):
         lang = self.lang
         parts = ", ".join(f"{self.t(k)} {fmt_bytes(host[k], 'GiB', lang)}" for k in HOST_KEYS if host.get(k))
         return f"<b>{self.t('host_memory')}</b>: {fmt_bytes(host['host_bytes'], 'GiB', lang)} ({parts})"
-
-    def wait(self, timeout: float = 60.0) -> bool:
-        return True if self._bg is None else self._bg.wait(timeout)
-
-    def close(self) -> None:
-        if self._bg is not None:
-            self._bg.shutdown()
-        super().close()
 
 
 def _usd(x: float, lang: str = "en") -> str:

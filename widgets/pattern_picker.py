@@ -7,27 +7,23 @@ import html
 from typing import Any
 
 import ipywidgets as W
-import traitlets
 
-from aiworkbook.errors import SpecError
-
-from .base import Composite, dropdown, value_html
+from .base import ValueComposite, dropdown, value_html
 from .i18n import LANGS
 
 
-class PatternPicker(Composite):
+class PatternPicker(ValueComposite):
     """`value`: the answers (question key -> answer); `result`: `recommend(answers, lang).to_dict()`.
     Changing `language` relabels the questions and the recommendation."""
 
     css = "pattern-picker"
-    value = traitlets.Dict()
+    value_takes = "a dict of answers"
 
     def __init__(self, lang: str = "en", **answers: Any) -> None:
         super().__init__(lang=lang)
         from aiworkbook.patterns import QUESTIONS
 
         self.questions = QUESTIONS
-        self._syncing = False
         self.language = dropdown(LANGS, lang, self.t("language"))
         self.language.observe(self.guarded(self._language), names="value")
         self.controls: dict[str, W.ValueWidget] = {}
@@ -48,8 +44,7 @@ class PatternPicker(Composite):
         self.ready()
 
     def _relabel(self) -> None:
-        self._syncing = True
-        try:
+        with self.syncing():
             self.language.description = self.t("language")
             for q in self.questions:
                 c = self.controls[q.key]
@@ -58,8 +53,6 @@ class PatternPicker(Composite):
                     old = c.value
                     c.options = [(lbl, key) for key, lbl in q.choice_labels(self.lang).items()]
                     c.value = old if old in q.choices else (q.default or q.choices[0])
-        finally:
-            self._syncing = False
 
     def _language(self, change: dict[str, Any]) -> None:
         from .i18n import check_lang
@@ -83,11 +76,8 @@ class PatternPicker(Composite):
 
         answers = self.answers()
         rec = recommend(answers, lang=self.lang)
-        self._syncing = True
-        try:
+        with self.syncing():
             self.value = rec.answers.to_dict()
-        finally:
-            self._syncing = False
         self.title.value = f"<b>{html.escape(self.t('pattern'))}: {html.escape(rec.pattern.title)}</b>"
 
         def items(xs: Any) -> str:
@@ -103,23 +93,13 @@ class PatternPicker(Composite):
         self.error = ""
         self.result = rec.to_dict()
 
-    @traitlets.observe("value")
-    def _value_set(self, change: dict[str, Any]) -> None:
-        if not self._syncing:
-            self.guarded(self._apply_value)(change["new"])
-
-    def _apply_value(self, v: Any) -> None:
+    def _apply_value(self, v: dict[str, Any]) -> None:
         from aiworkbook.patterns import Answers
 
-        if not isinstance(v, dict):
-            raise SpecError("value", type(v).__name__, "a dict of answers")
         merged = {**self.answers(), **v}
         parsed = Answers.parse(merged).to_dict()  # every answer validated by the library first
-        self._syncing = True
-        try:
+        with self.syncing():
             for q in self.questions:
                 x = parsed[q.key]
                 self.controls[q.key].value = ("" if x is None else f"{x:g}") if q.kind == "float" else x
-        finally:
-            self._syncing = False
         self._changed()

@@ -9,6 +9,7 @@ from typing import Any
 
 import altair as alt
 
+from aiworkbook.sizing.memory import COMPONENTS
 from aiworkbook.units import GiB
 
 #: Okabe-Ito: distinguishable under the common colour-vision deficiencies.
@@ -102,19 +103,7 @@ FORMULA_WORDS = (
     "others",
 )
 #: the memory components (aiworkbook.sizing.memory.COMPONENTS) and the total
-COMPONENT_NAMES = (
-    "weights",
-    "gradients",
-    "optimizer",
-    "master_weights",
-    "activations",
-    "logits",
-    "kv_cache",
-    "workspace",
-    "cuda_context",
-    "reserve",
-    "total",
-)
+COMPONENT_NAMES = (*COMPONENTS, "total")
 
 
 def formula_words(formula: str, lang: str = "en") -> str:

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import typer
 
+from aiworkbook.cli.options import option
+
 DASHBOARDS = ("sizing", "monitor", "report")
 ALLOW_PROOFS_ENV = "AIWORKBOOK_ALLOW_PROOFS"
 #: the Prometheus server whose fleet the monitor dashboard shows (docs/fleet.md)
@@ -154,13 +156,7 @@ def launch(
     if lang not in LANGS:
         raise SpecError("lang", lang, ", ".join(LANGS))
     if prometheus is not None:
-        from urllib.parse import urlsplit
-
-        if name != "monitor":
-            raise SpecError("prometheus", prometheus, "only with the monitor dashboard")
-        parts = urlsplit(prometheus)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise SpecError("prometheus", prometheus, "an http:// or https:// URL of a Prometheus server")
+        _check_prometheus(name, prometheus)
     if preheat < 0:
         raise SpecError("preheat", preheat, "0 (off) or more kernels")
     if not (1 <= max_viewers <= 1000):
@@ -168,7 +164,39 @@ def launch(
     if preheat >= max_viewers:
         raise SpecError("preheat", preheat, f"fewer than --max-viewers ({max_viewers}): warm kernels count")
     hosts = [parse_allow_host(h) for h in allow_hosts]
-    argv = [
+    argv = _voila_argv(path, ip, port, open_browser, max_viewers)
+    if preheat:
+        argv += ["--preheat_kernel=True", f"--pool_size={preheat}"]
+    argv.append(f"--progressive_rendering={progressive and not preheat}")
+    argv += [f"--DashboardVoila.allow_hosts={n if p is None else _host_port(n, p)}" for n, p in hosts]
+    shown = socket.gethostname() if ip in ("0.0.0.0", "::") else ip  # a name the allowlist holds
+    host = f"[{shown}]" if ":" in shown else shown
+    url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
+    jupyter_path = os.pathsep.join(p for p in (str(template_root()), os.environ.get("JUPYTER_PATH")) if p)
+    env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0", "JUPYTER_PATH": jupyter_path, LANG_ENV: lang}
+    if prometheus is not None:
+        env[PROMETHEUS_ENV] = prometheus  # widgets/dashboards/monitor.ipynb shows the fleet
+    if token is not None:
+        env[TOKEN_ENV] = token  # not argv: `ps` shows a command line to every user of the machine
+    return Launch(argv=argv, env=env, url=url, port=port, ip=ip, cwd=str(path.parent))
+
+
+def _check_prometheus(name: str, prometheus: str) -> None:
+    """`--prometheus` is for the monitor only, and an http(s) URL."""
+    from urllib.parse import urlsplit
+
+    from aiworkbook.errors import SpecError
+
+    if name != "monitor":
+        raise SpecError("prometheus", prometheus, "only with the monitor dashboard")
+    parts = urlsplit(prometheus)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SpecError("prometheus", prometheus, "an http:// or https:// URL of a Prometheus server")
+
+
+def _voila_argv(path: Path, ip: str, port: int, open_browser: bool, max_viewers: int) -> list[str]:
+    """The Voilà server's command line before the pre-heat and rendering choices."""
+    return [
         sys.executable,
         "-m",
         SERVER_MODULE,
@@ -200,20 +228,6 @@ def launch(
         # Voilà's lab template less its two FontAwesome stylesheets from a CDN (see template_root)
         f"--template={TEMPLATE}",
     ]
-    if preheat:
-        argv += ["--preheat_kernel=True", f"--pool_size={preheat}"]
-    argv.append(f"--progressive_rendering={progressive and not preheat}")
-    argv += [f"--DashboardVoila.allow_hosts={n if p is None else _host_port(n, p)}" for n, p in hosts]
-    shown = socket.gethostname() if ip in ("0.0.0.0", "::") else ip  # a name the allowlist holds
-    host = f"[{shown}]" if ":" in shown else shown
-    url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
-    jupyter_path = os.pathsep.join(p for p in (str(template_root()), os.environ.get("JUPYTER_PATH")) if p)
-    env = {ALLOW_PROOFS_ENV: "1" if allow_proofs else "0", "JUPYTER_PATH": jupyter_path, LANG_ENV: lang}
-    if prometheus is not None:
-        env[PROMETHEUS_ENV] = prometheus  # widgets/dashboards/monitor.ipynb shows the fleet
-    if token is not None:
-        env[TOKEN_ENV] = token  # not argv: `ps` shows a command line to every user of the machine
-    return Launch(argv=argv, env=env, url=url, port=port, ip=ip, cwd=str(path.parent))
 
 
 def _host_port(name: str, port: int) -> str:
@@ -299,11 +313,9 @@ def register(app: typer.Typer) -> None:
     @app.command("app")
     def app_cmd(
         dashboard: str = typer.Argument("sizing", help="sizing | monitor | report"),
-        port: int = typer.Option(None, "--port", help="Port to serve on (default: a free one)."),
-        ip: str = typer.Option(
-            "127.0.0.1",
-            "--ip",
-            help="Address to bind; anything but loopback needs a token (one is generated).",
+        port: int = option("--port", "Port to serve on (default: a free one)."),
+        ip: str = option(
+            "--ip", "Address to bind; anything but loopback needs a token (one is generated).", "127.0.0.1"
         ),
         token: str = typer.Option(
             None,
@@ -312,35 +324,29 @@ def register(app: typer.Typer) -> None:
             help=f"Token viewers must present (?token=...); better from ${TOKEN_ENV} or --token-file, "
             "which `ps` does not show.",
         ),
-        token_file: Path = typer.Option(
-            None, "--token-file", help="Read the token from this file's first line."
-        ),
-        allow_host: list[str] = typer.Option(
-            None,
+        token_file: Path = option("--token-file", "Read the token from this file's first line."),
+        allow_host: list[str] = option(
             "--allow-host",
-            help="Also answer to this host name (NAME or NAME:PORT; repeatable), e.g. the name viewers "
+            "Also answer to this host name (NAME or NAME:PORT; repeatable), e.g. the name viewers "
             "type or a reverse proxy's. Any other Host gets 403.",
         ),
-        max_viewers: int = typer.Option(
-            MAX_VIEWERS, "--max-viewers", help="Most viewers (kernels) at once; one more sees 'full'."
+        max_viewers: int = option(
+            "--max-viewers", "Most viewers (kernels) at once; one more sees 'full'.", MAX_VIEWERS
         ),
-        no_browser: bool = typer.Option(False, "--no-browser", help="Do not open a browser."),
-        allow_proofs: bool = typer.Option(
-            False, "--allow-proofs", help="Let viewers run proofs (one at a time) in the report dashboard."
+        no_browser: bool = option("--no-browser", "Do not open a browser.", False),
+        allow_proofs: bool = option(
+            "--allow-proofs", "Let viewers run proofs (one at a time) in the report dashboard.", False
         ),
-        preheat: int = typer.Option(
-            0, "--preheat", help="Keep this many kernels warm (0: render progressively)."
+        preheat: int = option("--preheat", "Keep this many kernels warm (0: render progressively).", 0),
+        lang: str = option(
+            "--lang", "Language of the pages: en, nl or de (a viewer's ?lang= picks another).", "en"
         ),
-        lang: str = typer.Option(
-            "en", "--lang", help="Language of the pages: en, nl or de (a viewer's ?lang= picks another)."
-        ),
-        prometheus: str = typer.Option(
-            None,
+        prometheus: str = option(
             "--prometheus",
-            help="monitor only: show the fleet a Prometheus server scrapes (URL, e.g. http://prom:9090).",
+            "monitor only: show the fleet a Prometheus server scrapes (URL, e.g. http://prom:9090).",
         ),
-        print_command: bool = typer.Option(
-            False, "--print-command", help="Print the Voilà command line and exit without starting it."
+        print_command: bool = option(
+            "--print-command", "Print the Voilà command line and exit without starting it.", False
         ),
     ) -> None:
         """Serve a Voilà dashboard (sizing, monitor, report) on 127.0.0.1 and print its URL."""

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+from aiworkbook.cli.options import option
+
+if TYPE_CHECKING:
+    from aiworkbook.telemetry.replay import ReplayReader
 
 
 def register(app: typer.Typer) -> None:
@@ -14,46 +20,32 @@ def register(app: typer.Typer) -> None:
 
     @app.command("monitor")
     def monitor(
-        interval: float = typer.Option(1.0, "--interval", help="Seconds between samples (0.1 to 3600)."),
-        duration: float = typer.Option(
-            None, "--duration", help="Stop after this many seconds (default: until Ctrl-C)."
-        ),
-        jsonl: Path = typer.Option(
-            None, "--jsonl", help="Append every sample to this JSONL log as it comes."
-        ),
-        record: Path = typer.Option(
-            None,
+        interval: float = option("--interval", "Seconds between samples (0.1 to 3600).", 1.0),
+        duration: float = option("--duration", "Stop after this many seconds (default: until Ctrl-C)."),
+        jsonl: Path = option("--jsonl", "Append every sample to this JSONL log as it comes."),
+        record: Path = option(
             "--record",
-            help="Write a recorded trace (schema-versioned JSONL) at the end, e.g. data/traces/<gpu>.jsonl.",
+            "Write a recorded trace (schema-versioned JSONL) at the end, e.g. data/traces/<gpu>.jsonl.",
         ),
-        csv: Path = typer.Option(None, "--csv", help="Write all samples as CSV at the end."),
-        serve: str = typer.Option(
-            None, "--serve", help="Serve Prometheus/OpenMetrics text at HOST:PORT/metrics."
+        csv: Path = option("--csv", "Write all samples as CSV at the end."),
+        serve: str = option("--serve", "Serve Prometheus/OpenMetrics text at HOST:PORT/metrics."),
+        replay: str = option(
+            "--replay", "Replay a trace file instead of reading NVML ('synthetic': the shipped demo trace)."
         ),
-        replay: str = typer.Option(
-            None,
-            "--replay",
-            help="Replay a trace file instead of reading NVML ('synthetic': the shipped demo trace).",
-        ),
-        host: bool = typer.Option(True, "--host/--no-host", help="Read host CPU, RAM, disk and network too."),
-        quiet: bool = typer.Option(False, "--quiet", help="No table; only the summary at the end."),
-        capabilities: bool = typer.Option(
-            False, "--capabilities", help="Print the per-GPU capability matrix and exit."
-        ),
-        prometheus: str = typer.Option(
-            None,
+        host: bool = option("--host/--no-host", "Read host CPU, RAM, disk and network too.", True),
+        quiet: bool = option("--quiet", "No table; only the summary at the end.", False),
+        capabilities: bool = option("--capabilities", "Print the per-GPU capability matrix and exit.", False),
+        prometheus: str = option(
             "--prometheus",
-            help="Read the fleet (every node and GPU) from this Prometheus server instead, e.g. http://127.0.0.1:9090.",
+            "Read the fleet (every node and GPU) from this Prometheus server instead, e.g. http://127.0.0.1:9090.",
         ),
-        window: float = typer.Option(
-            600.0, "--window", help="With --prometheus: seconds of history to read (10 to 604800)."
+        window: float = option(
+            "--window", "With --prometheus: seconds of history to read (10 to 604800).", 600.0
         ),
-        node_label: str = typer.Option(
-            "instance",
-            "--node-label",
-            help="With --prometheus: the label naming a node (instance, Hostname).",
+        node_label: str = option(
+            "--node-label", "With --prometheus: the label naming a node (instance, Hostname).", "instance"
         ),
-        as_json: bool = typer.Option(False, "--json", help="With --prometheus: print JSON for scripts."),
+        as_json: bool = option("--json", "With --prometheus: print JSON for scripts.", False),
     ) -> None:
         """Live GPU and host telemetry; logs, records a trace and serves metrics on request."""
         if prometheus is not None:
@@ -67,7 +59,6 @@ def register(app: typer.Typer) -> None:
                 )
             _fleet(prometheus, window, node_label, as_json)
             return
-        from aiworkbook.errors import SpecError
         from aiworkbook.telemetry.monitor import check_duration, check_outputs
         from aiworkbook.telemetry.sampler import Sampler, check_interval
 
@@ -84,18 +75,7 @@ def register(app: typer.Typer) -> None:
             from aiworkbook.telemetry.openmetrics import parse_bind
 
             parse_bind(serve)
-        reader = None
-        if replay:
-            from aiworkbook.telemetry.replay import ReplayReader, shipped_traces
-
-            if replay == "synthetic":
-                found = [p for p in shipped_traces() if "synthetic" in p.name]
-                if not found:
-                    raise SpecError(
-                        "replay", replay, "a trace file (no synthetic trace shipped under data/traces)"
-                    )
-                replay = str(found[0])
-            reader = ReplayReader(replay)
+        reader = _replay_reader(replay) if replay else None
         sampler = Sampler(interval=interval, gpu_reader=reader, host=host)
         if capabilities:
             from aiworkbook.telemetry.capabilities import format_matrix
@@ -104,6 +84,19 @@ def register(app: typer.Typer) -> None:
             typer.echo(format_matrix(sampler.gpu_reader.capabilities()))
             return
         _run(sampler, interval, duration, jsonl, record, csv, serve, quiet)
+
+
+def _replay_reader(replay: str) -> ReplayReader:
+    """The reader of trace file `replay` ('synthetic': the shipped demo trace)."""
+    from aiworkbook.errors import SpecError
+    from aiworkbook.telemetry.replay import ReplayReader, shipped_traces
+
+    if replay == "synthetic":
+        found = [p for p in shipped_traces() if "synthetic" in p.name]
+        if not found:
+            raise SpecError("replay", replay, "a trace file (no synthetic trace shipped under data/traces)")
+        replay = str(found[0])
+    return ReplayReader(replay)
 
 
 def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:

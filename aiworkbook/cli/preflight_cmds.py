@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.options import option
 from aiworkbook.units import fmt_bytes
 
 preflight_app = typer.Typer(
@@ -47,16 +48,15 @@ def _with_vllm_flags(fn):
 def vllm_cmd(
     model: str = typer.Argument(..., help="A preset name or a path to a config.json (or its folder)."),
     flags: dict[str, Any] = {},  # noqa: B006  (filled from vLLM's flags by _with_vllm_flags)
-    device: str = typer.Option(
-        None,
+    device: str = option(
         "--device",
-        help="Devices, one per rank: NVML indices, GPU:MIG slices (0:1) or GPU-/MIG- UUIDs, comma-separated "
+        "Devices, one per rank: NVML indices, GPU:MIG slices (0:1) or GPU-/MIG- UUIDs, comma-separated "
         "(default: CUDA_VISIBLE_DEVICES, else the first tp x pp GPUs).",
     ),
-    context_mib: int = typer.Option(
-        None, "--context-mib", help="vLLM's own CUDA context, MiB, taken before its check (default 500)."
+    context_mib: int = option(
+        "--context-mib", "vLLM's own CUDA context, MiB, taken before its check (default 500)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = option("--json", "Machine-readable output.", False),
 ) -> None:
     """Will `vllm serve MODEL [flags]` start here now, next to the GPU's other tenants? Exit 0 starts,
     1 will not start (or no GPU), 2 bad input."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
 
 
@@ -82,22 +83,19 @@ def _explicit_assumptions(given: dict[str, Any]) -> dict[str, Any]:
 
 
 def lock_cmd(
-    pattern: str = typer.Option(
-        None,
+    pattern: str = option(
         "--pattern",
-        help="classical-ml-cpu | dl-training | llm-inference | hybrid (default: what --answer recommends)",
+        "classical-ml-cpu | dl-training | llm-inference | hybrid (default: what --answer recommends)",
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Where to write the locked profile (JSON)."),
-    node: str = typer.Option(None, "--node", help="The declared reference node (data/nodes name or a JSON)."),
-    workload: list[str] = typer.Option(
-        [], "--workload", help="Workload JSON (`size --json` output); repeat."
-    ),
-    result: list[str] = typer.Option([], "--result", help="Proof result JSON (`prove ... --json`); repeat."),
-    tolerance: list[str] = typer.Option([], "--tolerance", help="PROOF=0.05 or PROOF=0.05:0.2; repeat."),
-    answer: list[str] = typer.Option([], "--answer", help="Questionnaire answer KEY=VALUE; repeat."),
-    lang: str = typer.Option("en", "--lang", help="Report language: en | nl | de."),
-    note: list[str] = typer.Option([], "--note", help="A note to keep with the profile; repeat."),
-    detect: bool = typer.Option(True, "--detect/--no-detect", help="Record the detected node as well."),
+    node: str = option("--node", "The declared reference node (data/nodes name or a JSON)."),
+    workload: list[str] = option("--workload", "Workload JSON (`size --json` output); repeat.", []),
+    result: list[str] = option("--result", "Proof result JSON (`prove ... --json`); repeat.", []),
+    tolerance: list[str] = option("--tolerance", "PROOF=0.05 or PROOF=0.05:0.2; repeat.", []),
+    answer: list[str] = option("--answer", "Questionnaire answer KEY=VALUE; repeat.", []),
+    lang: str = option("--lang", "Report language: en | nl | de.", "en"),
+    note: list[str] = option("--note", "A note to keep with the profile; repeat.", []),
+    detect: bool = option("--detect/--no-detect", "Record the detected node as well.", True),
 ) -> None:
     """Lock a profile: a pattern, workloads sized on the node and the proof results as golden proofs."""
     from aiworkbook.cli.paths import check_paths
@@ -127,24 +125,19 @@ def lock_cmd(
 
 def check_cmd(
     profile: Path = typer.Argument(..., help="A locked profile (aiworkbook lock)."),
-    results: list[str] = typer.Option(
-        None, "--results", help="Proof result JSON files to check instead of re-running; repeat."
+    results: list[str] = option(
+        "--results", "Proof result JSON files to check instead of re-running; repeat."
     ),
-    strict: bool = typer.Option(False, "--strict", help="Treat drift as a regression (exit 1)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the check as JSON."),
-    dir: Path = typer.Option(
-        None,
+    strict: bool = option("--strict", "Treat drift as a regression (exit 1).", False),
+    as_json: bool = option("--json", "Print the check as JSON.", False),
+    dir: Path = option(
         "--dir",
-        help="Re-run proofs that write files in their own new folders here (default: a temporary folder "
+        "Re-run proofs that write files in their own new folders here (default: a temporary folder "
         "removed afterwards); the profile's own dir is never used.",
     ),
-    junit: Path = typer.Option(
-        None, "--junit", help="Also write JUnit XML here: one test case per golden proof."
-    ),
-    textfile: Path = typer.Option(
-        None,
-        "--textfile",
-        help="Also write the verdicts and ratios for Prometheus' textfile collector (.prom).",
+    junit: Path = option("--junit", "Also write JUnit XML here: one test case per golden proof."),
+    textfile: Path = option(
+        "--textfile", "Also write the verdicts and ratios for Prometheus' textfile collector (.prom)."
     ),
 ) -> None:
     """Re-run the golden proofs here (or take --results) and compare: exit 0 pass, 1 regression, 2 unusable."""
@@ -189,9 +182,9 @@ def _ci_outputs(rep: Any, profile: Path, junit: Path | None, textfile: Path | No
 
 def report_cmd(
     profile: Path = typer.Argument(..., help="A locked profile (aiworkbook lock)."),
-    html: Path = typer.Option(None, "--html", help="Write a standalone offline HTML report here."),
-    md: Path = typer.Option(None, "--md", help="Write a Markdown report here."),
-    lang: str = typer.Option(None, "--lang", help="en | nl | de (default: the profile's)."),
+    html: Path = option("--html", "Write a standalone offline HTML report here."),
+    md: Path = option("--md", "Write a Markdown report here."),
+    lang: str = option("--lang", "en | nl | de (default: the profile's)."),
 ) -> None:
     """A stakeholder report: decision, node, memory, estimate vs measured, charts, cost, deployment."""
     from aiworkbook.cli.paths import check_paths

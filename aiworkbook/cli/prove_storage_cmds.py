@@ -8,6 +8,8 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.options import option
+
 DIR_HELP = (
     "directory in which the proof makes its own new folder aiworkbook-<proof>-<time>-<random> and writes "
     "only there (removed afterwards unless --keep); nothing else in it is touched"
@@ -67,20 +69,18 @@ def _register_checkpoint(prove: typer.Typer) -> None:
 
     @prove.command("checkpoint")
     def checkpoint(
-        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = option("--dir", DIR_HELP, ...),
         model: str = typer.Option(None, help="save this model's weights + AdamW state (else --size-mb)"),
-        size_mb: float = typer.Option(None, "--size-mb", help="MiB of state to save when no model is given"),
-        format: str = typer.Option("safetensors", "--format", help="headline format"),
+        size_mb: float = option("--size-mb", "MiB of state to save when no model is given"),
+        format: str = option("--format", "headline format", "safetensors"),
         formats: str = typer.Option("safetensors,torch,dcp,dcp-async", help="formats to measure"),
         trials: int = typer.Option(None, help="saves and restores per format"),
         gpus: int = typer.Option(1024, help="GPUs of the job for the Young/Daly interval"),
-        keep: bool = typer.Option(
-            False,
-            "--keep",
-            help="keep the proof's own folder, holding one checkpoint for `prove restore --dir`",
+        keep: bool = option(
+            "--keep", "keep the proof's own folder, holding one checkpoint for `prove restore --dir`", False
         ),
-        quick: bool = typer.Option(False, "--quick", help="32 MiB, one trial"),
-        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+        quick: bool = option("--quick", "32 MiB, one trial", False),
+        json_file: Path = option("--json", JSON_HELP),
     ) -> None:
         """Durable checkpoint writes per format beside plain sequential I/O; Young/Daly at the measured time."""
         r = _run(
@@ -91,14 +91,14 @@ def _register_checkpoint(prove: typer.Typer) -> None:
 
     @prove.command("restore")
     def restore(
-        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = option("--dir", DIR_HELP, ...),
         model: str = typer.Option(None, help="model whose weights + AdamW state are restored"),
-        size_mb: float = typer.Option(None, "--size-mb", help="MiB of state when no model is given"),
-        format: str = typer.Option("safetensors", "--format", help="safetensors, torch, dcp or dcp-async"),
+        size_mb: float = option("--size-mb", "MiB of state when no model is given"),
+        format: str = option("--format", "safetensors, torch, dcp or dcp-async", "safetensors"),
         trials: int = typer.Option(None, help="restores"),
-        keep: bool = typer.Option(False, "--keep", help=KEEP_HELP),
-        quick: bool = typer.Option(False, "--quick", help="32 MiB, one trial"),
-        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+        keep: bool = option("--keep", KEEP_HELP, False),
+        quick: bool = option("--quick", "32 MiB, one trial", False),
+        json_file: Path = option("--json", JSON_HELP),
     ) -> None:
         """Cold-cache restore throughput; every tensor checked. Restores, read-only, the checkpoint a
         `prove checkpoint --keep` left (--dir its folder or the folder holding it) when there is one."""
@@ -116,13 +116,13 @@ def _register_start_and_data(prove: typer.Typer) -> None:
     @prove.command("coldstart")
     def coldstart(
         model: str = typer.Argument("tiny-llama", help="model preset"),
-        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = option("--dir", DIR_HELP, ...),
         dtype: str = typer.Option("bf16", help="fp32, bf16 or fp16 weights"),
         device: str = typer.Option("auto", help="auto, cpu or cuda"),
         trials: int = typer.Option(None, help="cold starts"),
-        keep: bool = typer.Option(False, "--keep", help=KEEP_HELP),
-        quick: bool = typer.Option(False, "--quick", help="one cold start"),
-        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+        keep: bool = option("--keep", KEEP_HELP, False),
+        quick: bool = option("--quick", "one cold start", False),
+        json_file: Path = option("--json", JSON_HELP),
     ) -> None:
         """Checkpoint on disk to the first forward pass: load, build, transfer, warm-up."""
         _run(
@@ -132,21 +132,21 @@ def _register_start_and_data(prove: typer.Typer) -> None:
 
     @prove.command("dataload")
     def dataload(
-        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = option("--dir", DIR_HELP, ...),
         shards: int = typer.Option(None, help="shard files to generate"),
-        samples_per_shard: int = typer.Option(None, "--samples-per-shard", help="samples per shard"),
-        sample_kb: float = typer.Option(None, "--sample-kb", help="KiB per sample"),
+        samples_per_shard: int = option("--samples-per-shard", "samples per shard"),
+        sample_kb: float = option("--sample-kb", "KiB per sample"),
         batch: int = typer.Option(16, help="samples per batch"),
         workers: str = typer.Option(None, help="worker counts to sweep, e.g. 0,2,4"),
         prefetch: str = typer.Option("2", help="batches prefetched per worker to sweep, e.g. 2,4"),
         compute: str = typer.Option("sleep", help="sleep (calibrated) or model (a real step)"),
-        step_ms: float = typer.Option(5.0, "--step-ms", help="sleep step in ms"),
+        step_ms: float = option("--step-ms", "sleep step in ms", 5.0),
         steps: int = typer.Option(None, help="training-loop steps"),
         threshold: float = typer.Option(0.10, help="red flag above this input-wait fraction"),
         device: str = typer.Option("auto", help="auto, cpu or cuda"),
-        keep: bool = typer.Option(False, "--keep", help=KEEP_HELP),
-        quick: bool = typer.Option(False, "--quick", help="a few hundred KB, two configs"),
-        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+        keep: bool = option("--keep", KEEP_HELP, False),
+        quick: bool = option("--quick", "a few hundred KB, two configs", False),
+        json_file: Path = option("--json", JSON_HELP),
     ) -> None:
         """DataLoader throughput cold and warm; the input-wait fraction of a training loop."""
         r = _run(
@@ -168,14 +168,14 @@ def _register_host_and_network(prove: typer.Typer) -> None:
 
     @prove.command("host")
     def host(
-        dir: str = typer.Option(..., "--dir", help=DIR_HELP),
+        dir: str = option("--dir", DIR_HELP, ...),
         rows: int = typer.Option(None, help="rows of generated tabular data"),
         cols: int = typer.Option(None, help="feature columns"),
         iterations: int = typer.Option(None, help="boosting iterations"),
         threads: int = typer.Option(None, help="most threads to sweep (default: every CPU)"),
-        keep: bool = typer.Option(False, "--keep", help=KEEP_HELP),
-        quick: bool = typer.Option(False, "--quick", help="20,000 rows, 10 trees"),
-        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+        keep: bool = option("--keep", KEEP_HELP, False),
+        quick: bool = option("--quick", "20,000 rows, 10 trees", False),
+        json_file: Path = option("--json", JSON_HELP),
     ) -> None:
         """CPU node: memory bandwidth, HistGradientBoosting rows/s over threads, peak RSS, Parquet reads."""
         r = _run(
@@ -193,8 +193,8 @@ def _register_host_and_network(prove: typer.Typer) -> None:
         sizes: str = typer.Option(None, help="message sizes in KiB, comma-separated"),
         iters: int = typer.Option(None, help="timed iterations per size"),
         device: str = typer.Option("auto", help="auto, cpu (gloo) or cuda (NCCL)"),
-        quick: bool = typer.Option(False, "--quick", help="three small sizes"),
-        json_file: Path = typer.Option(None, "--json", help=JSON_HELP),
+        quick: bool = option("--quick", "three small sizes", False),
+        json_file: Path = option("--json", JSON_HELP),
     ) -> None:
         """All-reduce under torchrun: algbw and busbw per size, correctness, per-rank step times."""
         r = _run("allreduce", json_file, ranks=ranks, sizes=sizes, iters=iters, device=device, quick=quick)

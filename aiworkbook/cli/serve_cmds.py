@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
+
+from aiworkbook.cli.options import option
 
 
 def register(app: typer.Typer) -> None:
@@ -77,32 +80,30 @@ def register_prove(prove: typer.Typer) -> None:
     @prove.command("serving")
     def serving(
         model: str = typer.Argument(None, help="model for the embedded server (default tiny-llama)"),
-        target: str = typer.Option(None, "--target", help="an OpenAI-compatible base URL instead"),
-        served_model: str = typer.Option(
-            None,
-            "--served-model",
-            help="model name the target serves (default: the one GET /v1/models lists)",
+        target: str = option("--target", "an OpenAI-compatible base URL instead"),
+        served_model: str = option(
+            "--served-model", "model name the target serves (default: the one GET /v1/models lists)"
         ),
-        server_kind: str = typer.Option(
-            "auto",
+        server_kind: str = option(
             "--server-kind",
-            help="auto (probe whether it accepts ignore_eos/min_tokens) | vllm | sglang | tgi | openai | transformers",
+            "auto (probe whether it accepts ignore_eos/min_tokens) | vllm | sglang | tgi | openai | transformers",
+            "auto",
         ),
-        request_timeout: float = typer.Option(120.0, "--request-timeout", help="seconds per request"),
-        connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="seconds to connect"),
-        max_duration: float = typer.Option(
-            None, "--max-duration", help="seconds for the whole run; what is in flight then is cancelled"
+        request_timeout: float = option("--request-timeout", "seconds per request", 120.0),
+        connect_timeout: float = option("--connect-timeout", "seconds to connect", 10.0),
+        max_duration: float = option(
+            "--max-duration", "seconds for the whole run; what is in flight then is cancelled"
         ),
-        warmup_duration: float = typer.Option(
-            None, "--warmup-duration", help="leave out requests scheduled in each point's first seconds"
+        warmup_duration: float = option(
+            "--warmup-duration", "leave out requests scheduled in each point's first seconds"
         ),
-        cooldown_duration: float = typer.Option(
-            None, "--cooldown-duration", help="leave out requests ending in each point's last seconds"
+        cooldown_duration: float = option(
+            "--cooldown-duration", "leave out requests ending in each point's last seconds"
         ),
-        max_error_rate: float = typer.Option(
-            None, "--max-error-rate", help="stop a load point once more than this fraction failed (0-1)"
+        max_error_rate: float = option(
+            "--max-error-rate", "stop a load point once more than this fraction failed (0-1)"
         ),
-        samples_csv: Path = typer.Option(None, "--samples-csv", help="write one row per request here (CSV)"),
+        samples_csv: Path = option("--samples-csv", "write one row per request here (CSV)"),
         api: str = typer.Option("completions", help="completions | chat"),
         scheduler: str = typer.Option("continuous", help="static | continuous (embedded server)"),
         backend: str = typer.Option("torch", help="torch | synthetic (embedded server)"),
@@ -118,15 +119,16 @@ def register_prove(prove: typer.Typer) -> None:
         output_tokens: int = typer.Option(
             None, help="output length (exact where the server accepts ignore_eos / min_tokens)"
         ),
-        slo_ttft: float = typer.Option(None, "--slo-ttft", help="TTFT SLO in ms (goodput, bisection)"),
-        slo_tpot: float = typer.Option(None, "--slo-tpot", help="TPOT SLO in ms"),
-        no_compare: bool = typer.Option(False, "--no-compare", help="skip static vs continuous"),
-        no_context: bool = typer.Option(False, "--no-context", help="skip the context-length sweep"),
-        import_file: Path = typer.Option(None, "--import", help="a vllm bench serve or GuideLLM result"),
-        quick: bool = typer.Option(False, "--quick", help="4 load points, 16 requests each"),
-        json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
+        slo_ttft: float = option("--slo-ttft", "TTFT SLO in ms (goodput, bisection)"),
+        slo_tpot: float = option("--slo-tpot", "TPOT SLO in ms"),
+        no_compare: bool = option("--no-compare", "skip static vs continuous", False),
+        no_context: bool = option("--no-context", "skip the context-length sweep", False),
+        import_file: Path = option("--import", "a vllm bench serve or GuideLLM result"),
+        quick: bool = option("--quick", "4 load points, 16 requests each", False),
+        json_file: Path = option("--json", "write the ProofResult JSON here"),
     ) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
+        options = dict(locals())  # the command's options, in their order (the result's inputs keep it)
         from aiworkbook.cli.prove_cmds import _check_outputs, _emit, run_with_bar
 
         _check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv)
@@ -135,50 +137,48 @@ def register_prove(prove: typer.Typer) -> None:
 
             r = import_results(import_file)
         else:
-            from aiworkbook.errors import SpecError
-
-            loads = None
-            if sweep:
-                try:
-                    loads = [float(x) for x in sweep.split(",") if x.strip()]
-                except ValueError:
-                    raise SpecError("sweep", sweep, "comma-separated numbers, e.g. 1,2,4,8") from None
-            r = run_with_bar(
-                "serving",
-                model=model,
-                target=target,
-                served_model=served_model,
-                server_kind=server_kind,
-                request_timeout_s=request_timeout,
-                connect_timeout_s=connect_timeout,
-                max_duration_s=max_duration,
-                warmup_s=warmup_duration,
-                cooldown_s=cooldown_duration,
-                max_error_rate=max_error_rate,
-                samples=samples_csv is not None,
-                api=api,
-                scheduler=scheduler,
-                backend=backend,
-                rate=rate,
-                concurrency=concurrency,
-                burstiness=burstiness,
-                sweep=loads,
-                sweep_kind=sweep_kind,
-                requests=requests,
-                prompt_tokens=prompt_tokens,
-                output_tokens=output_tokens,
-                slo_ttft_ms=slo_ttft,
-                slo_tpot_ms=slo_tpot,
-                compare=not no_compare,
-                context_sweep=not no_context,
-                quick=quick,
-            )
+            r = run_with_bar("serving", **_serving_inputs(options))
         _print_details(r)
         _emit(r, json_file)
         if samples_csv is not None and "requests" in r.details:
             _write_samples(samples_csv, r.details["requests"])
         if r.verdict == "error":  # a run that measured nothing fails
             raise typer.Exit(1)
+
+
+# `prove serving`'s options whose input to the serving proof has another name
+_SERVING_INPUT_NAMES = {
+    "request_timeout": "request_timeout_s",
+    "connect_timeout": "connect_timeout_s",
+    "max_duration": "max_duration_s",
+    "warmup_duration": "warmup_s",
+    "cooldown_duration": "cooldown_s",
+    "slo_ttft": "slo_ttft_ms",
+    "slo_tpot": "slo_tpot_ms",
+}
+
+
+def _serving_inputs(options: dict[str, Any]) -> dict[str, Any]:
+    """The serving proof's inputs from `prove serving`'s options, in the options' order: the sweep as
+    numbers, --samples-csv as `samples`, --no-compare / --no-context as `compare` / `context_sweep`."""
+    from aiworkbook.errors import SpecError
+
+    inputs: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in ("import_file", "json_file"):
+            continue
+        if name == "samples_csv":
+            inputs["samples"] = value is not None
+        elif name == "sweep":
+            try:
+                inputs["sweep"] = [float(x) for x in value.split(",") if x.strip()] if value else None
+            except ValueError:
+                raise SpecError("sweep", value, "comma-separated numbers, e.g. 1,2,4,8") from None
+        elif name in ("no_compare", "no_context"):
+            inputs["compare" if name == "no_compare" else "context_sweep"] = not value
+        else:
+            inputs[_SERVING_INPUT_NAMES.get(name, name)] = value
+    return inputs
 
 
 FORMULA_HEADS = ("=", "+", "-", "@", "\t", "\r")

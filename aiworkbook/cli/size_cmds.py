@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.options import option
 from aiworkbook.persist import dumps_json
 from aiworkbook.units import fmt_bytes, fmt_value
 
@@ -127,40 +128,25 @@ def _with_opts(fn):
 def size(
     model: str = _MODEL,
     opts: dict[str, Any] = {},  # noqa: B006  (filled by _with_opts from the workload options)
-    gpu: str = typer.Option(
-        None,
-        "--gpu",
-        help="Catalogue GPU (aiworkbook gpus), or a JSON of measured ceilings (prove roofline).",
+    gpu: str = option(
+        "--gpu", "Catalogue GPU (aiworkbook gpus), or a JSON of measured ceilings (prove roofline)."
     ),
-    node: str = typer.Option(
-        None, "--node", help="Node profile (aiworkbook nodes) or its JSON: GPU, storage speed and price."
+    node: str = option(
+        "--node", "Node profile (aiworkbook nodes) or its JSON: GPU, storage speed and price."
     ),
-    pool: str = typer.Option(
-        None,
-        "--pool",
-        help="With a node that has pools (hybrid): the pool to size on, by name or its first word.",
+    pool: str = option(
+        "--pool", "With a node that has pools (hybrid): the pool to size on, by name or its first word."
     ),
-    device: str = typer.Option(
-        None,
+    device: str = option(
         "--device",
-        help="cuda | cpu (cpu: no context/workspace/reserve). Default: cpu for a measured host spec, else cuda.",
+        "cuda | cpu (cpu: no context/workspace/reserve). Default: cpu for a measured host spec, else cuda.",
     ),
-    train_tokens: float = typer.Option(
-        None, "--train-tokens", help="Token budget for the run cost, e.g. 1e12."
-    ),
-    price: float = typer.Option(
-        None, "--price", help="$ per GPU-hour (default: the catalogue's example price)."
-    ),
-    write_gbps: float = typer.Option(
-        None, "--write-gbps", help="Checkpoint write throughput, GB/s (default 2)."
-    ),
-    read_gbps: float = typer.Option(
-        None, "--read-gbps", help="Checkpoint read throughput, GB/s (default 4)."
-    ),
-    mtbf_hours: float = typer.Option(
-        None, "--mtbf-hours", help="One GPU's MTBF in hours (default: Llama 3's)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    train_tokens: float = option("--train-tokens", "Token budget for the run cost, e.g. 1e12."),
+    price: float = option("--price", "$ per GPU-hour (default: the catalogue's example price)."),
+    write_gbps: float = option("--write-gbps", "Checkpoint write throughput, GB/s (default 2)."),
+    read_gbps: float = option("--read-gbps", "Checkpoint read throughput, GB/s (default 4)."),
+    mtbf_hours: float = option("--mtbf-hours", "One GPU's MTBF in hours (default: Llama 3's)."),
+    as_json: bool = option("--json", "Machine-readable output.", False),
 ) -> None:
     """Itemised memory (weights ... reserve, GiB), rules of thumb, roofline, fit, storage and cost."""
     from dataclasses import replace
@@ -278,17 +264,14 @@ def _print_estimate(spec, est) -> None:
 def fit(
     model: str = _MODEL,
     opts: dict[str, Any] = {},  # noqa: B006  (filled by _with_opts from the workload options)
-    gpu: str = typer.Option(
-        None,
+    gpu: str = option(
         "--gpu",
-        help="Catalogue GPU (aiworkbook gpus) or a JSON of measured ceilings. Default: the node's, else H100-SXM.",
+        "Catalogue GPU (aiworkbook gpus) or a JSON of measured ceilings. Default: the node's, else H100-SXM.",
     ),
-    node: str = typer.Option(None, "--node", help="Node profile (aiworkbook nodes) or its JSON: its GPU."),
-    pool: str = typer.Option(
-        None, "--pool", help="With a node that has pools: the pool, by name or first word."
-    ),
-    device: str = typer.Option(None, "--device", help="cuda | cpu. Default: cpu for a measured host spec."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    node: str = option("--node", "Node profile (aiworkbook nodes) or its JSON: its GPU."),
+    pool: str = option("--pool", "With a node that has pools: the pool, by name or first word."),
+    device: str = option("--device", "cuda | cpu. Default: cpu for a measured host spec."),
+    as_json: bool = option("--json", "Machine-readable output.", False),
 ) -> None:
     """Capacity: max concurrency and context, max micro-batch, GPUs needed, cheapest GPU, MIG profile."""
     from aiworkbook.sizing import capacity

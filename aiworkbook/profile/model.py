@@ -239,19 +239,9 @@ class LockedProfile(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> LockedProfile:
         names = [p.name for p in self.proofs]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise SpecError("proofs.name", dup[0], "a name no other golden proof has")
-        extra = sorted(set(self.tolerances) - set(names))
-        if extra:
-            raise SpecError("tolerances", extra[0], "the name of a golden proof: " + ", ".join(names))
+        _names_match("proofs.name", names, "tolerances", self.tolerances, "golden proof")
         wl = [w.name for w in self.workloads]
-        dup = sorted({n for n in wl if wl.count(n) > 1})
-        if dup:
-            raise SpecError("workloads.name", dup[0], "a name no other workload has")
-        stray = sorted(set(self.estimates) - set(wl))
-        if stray:
-            raise SpecError("estimates", stray[0], "the name of a workload: " + ", ".join(wl))
+        _names_match("workloads.name", wl, "estimates", self.estimates, "workload")
         return self
 
     def tolerance(self, name: str) -> Tolerance:
@@ -318,3 +308,13 @@ def _validate(body: dict[str, Any], source: str | None) -> LockedProfile:
         return LockedProfile.model_validate_json(json.dumps(body, default=str), strict=True)
     except ValidationError as exc:
         raise validation_error(exc, source=source) from None
+
+
+def _names_match(field: str, names: list[str], keyed: str, keys: Any, what: str) -> None:
+    """`names` are unique, and every key of `keys` (the `keyed` field) is one of them."""
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SpecError(field, dup[0], f"a name no other {what} has")
+    stray = sorted(set(keys) - set(names))
+    if stray:
+        raise SpecError(keyed, stray[0], f"the name of a {what}: " + ", ".join(names))

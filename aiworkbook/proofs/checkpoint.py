@@ -127,21 +127,15 @@ def _check_format(fmt: str) -> str:
 
 
 def save_checkpoint(
-    root: str | os.PathLike,
-    state: dict[str, torch.Tensor],
-    fmt: str,
-    step: int,
-    *,
-    control: Control = NULL,
-    manifest: dict[str, Any] | None = None,
-    keep: int = 1,
+    root: str | os.PathLike, state: dict[str, torch.Tensor], fmt: str, step: int, **options: Any
 ) -> dict[str, Any]:
-    """Save `state` atomically as `<root>/<fmt>/step-<step>` and point LATEST at it.
+    """Save `state` atomically as `<root>/<fmt>/step-<step>` and point LATEST at it (`options`:
+    start_save's control, manifest and keep).
 
     Returns write_s (until files, folder and rename are durable), stall_s (how long the caller was
     blocked: the whole write for sync formats, until async_save returned for dcp-async), bytes, path.
     `keep` older checkpoints survive (the previous one is kept until the new one is durable)."""
-    return start_save(root, state, fmt, step, control=control, manifest=manifest, keep=keep).wait()
+    return start_save(root, state, fmt, step, **options).wait()
 
 
 def start_save(

@@ -57,18 +57,7 @@ def defaults(device: str, quick: bool) -> dict[str, Any]:
 def _workload(b: int, ctx: int, new: int, dtype: Any):
     from aiworkbook.sizing import Workload
 
-    return Workload(
-        mode="infer",
-        batch=b,
-        concurrency=b,
-        seq_len=ctx,
-        new_tokens=new,
-        precision=dtype,
-        weights_dtype=dtype,
-        kv_dtype=dtype,
-        block_size=1,
-        attention="sdpa",
-    )
+    return Workload.decoding(b, ctx, dtype, new_tokens=new, block_size=1, attention="sdpa")
 
 
 def _estimate(spec: ModelSpecLike, w, device):

@@ -219,7 +219,11 @@ class Block(nn.Module):
             self.post_mlp_out_norm = _norm(spec, **fk)
 
     def forward(self, x, rope, cache):
-        a = self.attn(self.input_norm(x), rope, cache)
+        return self.after_attention(x, self.attn(self.input_norm(x), rope, cache))
+
+    def after_attention(self, x, a):
+        """The rest of the layer once attention gave `a`: its residual add, then the MLP's (with the
+        extra output norms of a four-norm layer)."""
         if self.four_norms:
             a = self.post_attn_out_norm(a)
         x = x + a

@@ -359,15 +359,8 @@ def workload_point(
     from aiworkbook.sizing import Workload
     from aiworkbook.sizing.roofline import compute_dtype, decode_flops_bytes
 
-    w = Workload(
-        mode="infer",
-        batch=batch,
-        concurrency=batch,
-        seq_len=context,
-        weights_dtype=weights_dtype,
-        kv_dtype=kv_dtype,
-        block_size=1,  # the cache's own tokens, no paging blocks
-    )
+    # block_size 1: the cache's own tokens, no paging blocks
+    w = Workload.decoding(batch, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, block_size=1)
     work = decode_flops_bytes(spec, w, batch, context)
     flops = float(work["flops"])
     nbytes = float(work["weight_bytes_read"] + work["kv_bytes_read"])

@@ -62,19 +62,12 @@ def check_int(field: str, value: Any, low: int, allowed: str | None = None) -> N
 
 def defaults(device: str, quick: bool) -> dict[str, Any]:
     """Shape and precision when the caller gives none: fp32 AdamW on the CPU, pure bf16 AdamW on CUDA."""
-    if device == "cpu":
-        return {
-            "batch": 1,
-            "seq_len": 128 if quick else 512,
-            "precision": "fp32",
-            "recipe": "fp32-adamw",
-            "steps": 2 if quick else 3,
-        }
+    cpu = device == "cpu"
     return {
         "batch": 1,
-        "seq_len": 512 if quick else 2048,
-        "precision": "bf16",
-        "recipe": "pure-bf16",
+        "seq_len": (128 if quick else 512) if cpu else (512 if quick else 2048),
+        "precision": "fp32" if cpu else "bf16",
+        "recipe": "fp32-adamw" if cpu else "pure-bf16",
         "steps": 2 if quick else 3,
     }
 
@@ -528,24 +521,9 @@ def _result(
     }
     if dev == "cuda":
         measured = m["peak_allocated"]
-        delta, how = device_delta(m, nvml_before, cuda_uuid())
+        details["cuda"], how = _cuda_details(m, nvml_before, mem)
         if how != "nvml-baseline":
             flags.add(F.CONTEXT_EXCLUDED)
-        details["cuda"] = {
-            "peak_allocated": m["peak_allocated"],
-            "peak_reserved": m["peak_reserved"],
-            "device_delta": delta,
-            "device_delta_method": how,
-            "device_delta_includes_context": how == "nvml-baseline",
-            "device_delta_torch": m["device_delta_torch"],
-            "total_used_at_peak": m["total_used_at_peak"],
-            "process_used_at_peak": m.get("process_used_at_peak"),
-            "nvml_baseline_used": nvml_before["used"] if nvml_before else None,
-            "predicted_total": int(mem.total),
-            "predicted_cuda_context": int(mem.cuda_context),
-            "predicted_reserve": int(mem.reserve),
-            "ratio_delta_over_total": delta / mem.total if mem.total else None,
-        }
         notes.append(
             "measured = torch.cuda.max_memory_allocated; reserved and the device-level delta "
             f"({how}) are in details.cuda"
@@ -580,6 +558,26 @@ def _result(
         details=details,
         notes=notes,
     )
+
+
+def _cuda_details(m: dict[str, Any], nvml_before: Any, mem: Any) -> tuple[dict[str, Any], str]:
+    """details.cuda of a CUDA run (peaks, the device-level delta and how it was read), and that how."""
+    delta, how = device_delta(m, nvml_before, cuda_uuid())
+    return {
+        "peak_allocated": m["peak_allocated"],
+        "peak_reserved": m["peak_reserved"],
+        "device_delta": delta,
+        "device_delta_method": how,
+        "device_delta_includes_context": how == "nvml-baseline",
+        "device_delta_torch": m["device_delta_torch"],
+        "total_used_at_peak": m["total_used_at_peak"],
+        "process_used_at_peak": m.get("process_used_at_peak"),
+        "nvml_baseline_used": nvml_before["used"] if nvml_before else None,
+        "predicted_total": int(mem.total),
+        "predicted_cuda_context": int(mem.cuda_context),
+        "predicted_reserve": int(mem.reserve),
+        "ratio_delta_over_total": delta / mem.total if mem.total else None,
+    }, how
 
 
 def _row(name: str, measured: int, predicted: int) -> dict[str, Any]:

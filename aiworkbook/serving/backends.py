@@ -157,13 +157,7 @@ class TorchBackend:
                 a = _varlen_paged_attention(
                     layer.attn, layer.input_norm(x), rope, self.k[i], self.v[i], new_slots, groups
                 )
-                if layer.four_norms:
-                    a = layer.post_attn_out_norm(a)
-                x = x + a
-                h = layer.mlp(layer.post_attention_norm(x))
-                if layer.four_norms:
-                    h = layer.post_mlp_out_norm(h)
-                x = x + h
+                x = layer.after_attention(x, a)
             w = m.embed_tokens.weight if m.lm_head is None else m.lm_head.weight
             last = x[0, torch.tensor(ends, device=self.device)]
             toks = torch.nn.functional.linear(m.norm(last), w).argmax(-1).tolist()

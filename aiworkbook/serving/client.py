@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiworkbook.errors import SpecError
@@ -165,6 +165,50 @@ async def _head(resp: Any, limit: int = ERROR_BODY_BYTES) -> str:
     return buf.decode("utf-8", "replace")
 
 
+async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
+    """Read the event stream into `rec` (chunk times and tokens, usage) up to [DONE]: (when [DONE]
+    arrived or 0.0, the last event). An event that is malformed or an error sets `rec.error` and ends
+    the reading."""
+    seen_usage = 0
+    event: Any = None
+    async for raw in resp.content:
+        if not raw.startswith(b"data:"):  # blank separators, comments, other SSE fields
+            continue
+        data = raw[5:].strip()
+        if data == b"[DONE]":
+            return time.perf_counter(), event
+        now = time.perf_counter()
+        try:
+            event = json.loads(data)
+        except ValueError:  # bytes that are not UTF-8 are taken as the text they stand for
+            try:
+                event = json.loads(data.decode("utf-8", "replace"))
+            except ValueError:
+                event = None
+        if not isinstance(event, dict):
+            rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
+            return 0.0, event
+        if "error" in event:
+            rec.error, rec.detail = "server-error", str(event["error"])[:200]
+            return 0.0, event
+        usage = event.get("usage") or _NO_USAGE
+        if not isinstance(usage, dict) or not isinstance(event.get("choices") or _NO_CHOICES, list):
+            rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
+            return 0.0, event
+        text = _content(event)
+        if text:
+            n = 1
+            if isinstance(usage.get("completion_tokens"), int):  # per-chunk usage: exact tokens
+                n = max(1, usage["completion_tokens"] - seen_usage)
+            rec.chunks.append((now, n))
+        if isinstance(usage.get("completion_tokens"), int):
+            seen_usage = usage["completion_tokens"]
+            rec.usage_tokens = seen_usage
+            if isinstance(usage.get("prompt_tokens"), int):
+                rec.prompt_tokens = usage["prompt_tokens"]
+    return 0.0, event
+
+
 async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens: int, salt: int = 0) -> None:
     """Stream one request into `rec`: chunk times and token counts, usage, end, or an error kind:
     http-<status> (redirects are not followed), content-type (200 but not an event stream),
@@ -181,7 +225,6 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
         headers["Authorization"] = f"Bearer {key}"
     body = _body(target, rec.prompt_tokens, max_tokens, salt)
     rec.sent = time.perf_counter()
-    seen_usage = 0
     done = 0.0  # when [DONE] arrived: the request's end
     event: Any = None
     try:
@@ -195,42 +238,9 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
                 rec.error = "content-type"
                 rec.detail = f"{resp.content_type}: {(await _head(resp))[:180]}"
                 return
-            async for raw in resp.content:
-                if not raw.startswith(b"data:"):  # blank separators, comments, other SSE fields
-                    continue
-                data = raw[5:].strip()
-                if data == b"[DONE]":
-                    done = time.perf_counter()
-                    break
-                now = time.perf_counter()
-                try:
-                    event = json.loads(data)
-                except ValueError:  # bytes that are not UTF-8 are taken as the text they stand for
-                    try:
-                        event = json.loads(data.decode("utf-8", "replace"))
-                    except ValueError:
-                        event = None
-                if not isinstance(event, dict):
-                    rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
-                    return
-                if "error" in event:
-                    rec.error, rec.detail = "server-error", str(event["error"])[:200]
-                    return
-                usage = event.get("usage") or _NO_USAGE
-                if not isinstance(usage, dict) or not isinstance(event.get("choices") or _NO_CHOICES, list):
-                    rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
-                    return
-                text = _content(event)
-                if text:
-                    n = 1
-                    if isinstance(usage.get("completion_tokens"), int):  # per-chunk usage: exact tokens
-                        n = max(1, usage["completion_tokens"] - seen_usage)
-                    rec.chunks.append((now, n))
-                if isinstance(usage.get("completion_tokens"), int):
-                    seen_usage = usage["completion_tokens"]
-                    rec.usage_tokens = seen_usage
-                    if isinstance(usage.get("prompt_tokens"), int):
-                        rec.prompt_tokens = usage["prompt_tokens"]
+            done, event = await _read_events(resp, rec)
+            if rec.error is not None:  # an event that ends the request with an error
+                return
             if done and not resp.content.at_eof():
                 await _read_to_end(resp)
             elif not done and _finished(event):  # a clean end of body after the last answer's chunk
@@ -306,6 +316,71 @@ class Load:
             raise SpecError("warmup", self.warmup, ">= 0")
 
 
+@dataclass
+class _Senders:
+    """What one `run_load` shares between its warm-up, open-loop and closed-loop senders: the lengths,
+    the records, the tallies and why the run stops early (`failing`)."""
+
+    session: Any
+    target: Target
+    load: Load
+    prompts: list[int]
+    outs: list[int]
+    on_done: Callable[[int, int], None] | None
+    records: list[RequestRecord] = field(default_factory=list)
+    done: int = 0
+    errors: int = 0
+    failing: str = ""  # set when the error rate passed load.max_error_rate
+    next_i: int = 0  # the closed loop's next request
+    sem: asyncio.Semaphore | None = None
+
+    async def send(self, rec: RequestRecord, i: int) -> None:
+        self.records.append(rec)
+        await send_one(self.session, self.target, rec, self.outs[i], salt=i)
+
+    async def warm(self) -> None:  # sequential, excluded from every figure
+        for i in range(self.load.warmup):
+            rec = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=self.prompts[i], warmup=True)
+            await self.send(rec, i)
+
+    def finished(self, rec: RequestRecord) -> None:
+        load = self.load
+        self.done += 1
+        if rec.error is not None:
+            self.errors += 1
+            done, errors = self.done, self.errors
+            if load.max_error_rate and done >= ERROR_WINDOW and errors / done > load.max_error_rate:
+                self.failing = (
+                    f"stopped: {errors} of {done} requests failed (max error rate {load.max_error_rate:g})"
+                )
+        if self.on_done is not None:
+            self.on_done(self.done, load.requests)
+
+    async def open_one(self, i: int, at: float) -> None:
+        rec = RequestRecord(scheduled=at, prompt_tokens=self.prompts[i])
+        self.records.append(rec)
+        delay = at - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if self.sem is not None:
+            async with self.sem:
+                await send_one(self.session, self.target, rec, self.outs[i], salt=i)
+        else:
+            await send_one(self.session, self.target, rec, self.outs[i], salt=i)
+        self.finished(rec)
+
+    async def worker(self, k: int, limit: int) -> None:
+        load = self.load
+        if load.ramp_s > 0:
+            await asyncio.sleep(k * load.ramp_s / limit)
+        while self.next_i < load.warmup + load.requests and not self.failing:
+            i = self.next_i
+            self.next_i += 1
+            rec = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=self.prompts[i])
+            await self.send(rec, i)
+            self.finished(rec)
+
+
 async def run_load(
     target: Target,
     load: Load,
@@ -318,15 +393,6 @@ async def run_load(
     when it turns true, or perf_counter passes `deadline`, the outstanding requests are cancelled
     (error 'cancelled') and the records so far returned."""
     import aiohttp
-
-    failing = ""  # set when the error rate passed load.max_error_rate
-
-    def halt() -> bool:
-        return (
-            bool(failing)
-            or (stop is not None and stop())
-            or (deadline is not None and time.perf_counter() > deadline)
-        )
 
     n = load.requests
     prompts = lengths(
@@ -341,81 +407,43 @@ async def run_load(
     )
     limit = load.concurrency or 0
     conn = aiohttp.TCPConnector(limit=limit or 1000, force_close=False)
-    records: list[RequestRecord] = []
-    done = 0
     # read_bufsize bounds what one response buffers: aiohttp pauses the socket past twice it, and a
     # line longer than that raises LineTooLong (our `oversize`) instead of growing without end
     session_kw = dict(timeout=target.client_timeout(), read_bufsize=MAX_LINE_BYTES // 2)
 
     async with aiohttp.ClientSession(connector=conn, **session_kw) as session:
+        s = _Senders(session, target, load, prompts, outs, on_done)
+        records = s.records
 
-        async def warm() -> None:  # sequential, excluded from every figure
-            for i in range(load.warmup):
-                rec = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=prompts[i], warmup=True)
-                records.append(rec)
-                await send_one(session, target, rec, outs[i], salt=i)
+        def halt() -> bool:
+            return (
+                bool(s.failing)
+                or (stop is not None and stop())
+                or (deadline is not None and time.perf_counter() > deadline)
+            )
 
-        if load.warmup and await _watch([asyncio.ensure_future(warm())], halt):
+        if load.warmup and await _watch([asyncio.ensure_future(s.warm())], halt):
             return _cancelled(records)
 
-        sem = asyncio.Semaphore(limit) if limit else None
-
-        errors = 0
-
-        def finished(rec: RequestRecord) -> None:
-            nonlocal done, errors, failing
-            done += 1
-            if rec.error is not None:
-                errors += 1
-                if load.max_error_rate and done >= ERROR_WINDOW and errors / done > load.max_error_rate:
-                    failing = f"stopped: {errors} of {done} requests failed (max error rate {load.max_error_rate:g})"
-            if on_done is not None:
-                on_done(done, n)
-
-        async def open_one(i: int, at: float) -> None:
-            rec = RequestRecord(scheduled=at, prompt_tokens=prompts[i])
-            records.append(rec)
-            delay = at - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if sem is not None:
-                async with sem:
-                    await send_one(session, target, rec, outs[i], salt=i)
-            else:
-                await send_one(session, target, rec, outs[i], salt=i)
-            finished(rec)
-
-        next_i = load.warmup
-
-        async def worker(k: int) -> None:
-            nonlocal next_i
-            if load.ramp_s > 0:
-                await asyncio.sleep(k * load.ramp_s / limit)
-            while next_i < load.warmup + n and not failing:
-                i = next_i
-                next_i += 1
-                rec = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=prompts[i])
-                records.append(rec)
-                await send_one(session, target, rec, outs[i], salt=i)
-                finished(rec)
-
+        s.sem = asyncio.Semaphore(limit) if limit else None
+        s.next_i = load.warmup
         t0 = time.perf_counter() + 0.005
         if load.rate is not None:
             offsets = schedule(n, load.rate, burstiness=load.burstiness, seed=load.seed)
             tasks = [
-                asyncio.ensure_future(open_one(load.warmup + k, t0 + off)) for k, off in enumerate(offsets)
+                asyncio.ensure_future(s.open_one(load.warmup + k, t0 + off)) for k, off in enumerate(offsets)
             ]
         else:
-            tasks = [asyncio.ensure_future(worker(k)) for k in range(limit)]
+            tasks = [asyncio.ensure_future(s.worker(k, limit)) for k in range(limit)]
         halted = await _watch(tasks, halt)
-        if (halted or failing) and load.rate is None:  # the closed loop's requests never sent
+        if (halted or s.failing) and load.rate is None:  # the closed loop's requests never sent
             now = time.perf_counter()
             records += [
                 RequestRecord(scheduled=now, end=now, prompt_tokens=prompts[i], error="cancelled")
-                for i in range(next_i, load.warmup + n)
+                for i in range(s.next_i, load.warmup + n)
             ]
     _cancelled(
-        records, failing or ("the run's deadline" if deadline and time.perf_counter() > deadline else "")
+        records, s.failing or ("the run's deadline" if deadline and time.perf_counter() > deadline else "")
     )
     _window(records, load.warmup_s, load.cooldown_s)
     return records

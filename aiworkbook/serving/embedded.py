@@ -22,16 +22,7 @@ def infer_workload(concurrency: int = 1, context: int = 1, dtype: Any = "fp32"):
     """An inference Workload for the pool (dtype: one of Workload's precisions; Workload validates it)."""
     from aiworkbook.sizing import Workload
 
-    return Workload(
-        mode="infer",
-        batch=concurrency,
-        concurrency=concurrency,
-        seq_len=context,
-        precision=dtype,
-        weights_dtype=dtype,
-        kv_dtype=dtype,
-        block_size=BLOCK_SIZE,
-    )
+    return Workload.decoding(concurrency, context, dtype, block_size=BLOCK_SIZE)
 
 
 def kv_bytes_per_token(spec: ModelSpecLike, dtype: str = "fp32") -> int:

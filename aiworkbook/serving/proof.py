@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
@@ -305,11 +305,138 @@ def _load_at(s: ServingSettings, x: float, **over: Any) -> Load:
     return Load(**kw)
 
 
+@dataclass
+class _Opened:
+    """What the load runs against: the target, the device name, and the embedded engine (or None)."""
+
+    target: Target
+    dev: Any
+    engine: Any = None
+
+
+def _open_embedded(
+    stack: contextlib.ExitStack, s: ServingSettings, inputs: dict[str, Any], flags: set[str], notes: list[str]
+) -> _Opened:
+    """Build the engine on the resolved device and start the embedded server inside `stack`."""
+    from aiworkbook.proofs.device import half_dtype, resolve_device
+    from aiworkbook.serving.embedded import build_engine, embedded_server
+
+    choice = resolve_device(inputs.get("device") or "auto")
+    dev = choice.device
+    flags.update(choice.flags)
+    if half_dtype(dev)[1]:  # build_engine falls back to fp16 on a GPU without bf16
+        flags.add(F.BF16_UNSUPPORTED)
+    engine = build_engine(
+        s.model,
+        backend=s.backend,
+        scheduler=s.scheduler,
+        max_batch=int(inputs.get("max_batch") or 16),
+        kv_budget_bytes=s.kv_budget_bytes,
+        device=dev,
+        step_s=float(inputs.get("synthetic_step_s") or 0.01),
+    )
+    server = stack.enter_context(embedded_server(engine))
+    notes.append(
+        f"embedded server on {server.url} ({engine.backend.name} backend, {s.scheduler} batching, "
+        f"max batch {engine.max_batch}, KV pool {engine.pool.num_blocks} blocks of "
+        f"{engine.pool.block_size} tokens = {engine.pool.to_dict()['kv_bytes_total']} B)"
+    )
+    return _Opened(_embedded_target(server.url, engine.spec.name, s), dev, engine)
+
+
+def _open_remote(
+    target_url: str, s: ServingSettings, inputs: dict[str, Any], details: dict[str, Any], notes: list[str]
+) -> _Opened:
+    """Discover the remote server's model and kind."""
+    from aiworkbook.serving.discover import discover_sync
+
+    found = discover_sync(
+        target_url,
+        model=inputs.get("served_model") or None,
+        api=s.api,
+        kind=inputs.get("server_kind") or "auto",
+        timeout_s=min(s.request_timeout_s, s.max_duration_s or float("inf")),
+        connect_timeout_s=s.connect_timeout_s,
+    )
+    details["target"] = found.to_dict()
+    notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
+    return _Opened(replace(found.target, timeout_s=s.request_timeout_s), "remote")
+
+
+@dataclass
+class _Sweep:
+    """The load sweep's rows and tallies."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    output_tokens: int = 0  # over the sweep
+    completed: int = 0  # requests, over the sweep
+    kv_at: dict[float, dict[str, Any]] = field(default_factory=dict)  # engine stats per load
+    done: int = 0  # steps done
+
+
+def _sweep_loads(
+    s: ServingSettings,
+    opened: _Opened,
+    control: Control,
+    steps: int,
+    notes: list[str],
+    per_request: list[dict[str, Any]] | None,
+) -> _Sweep:
+    """One measured point per load, until the run's deadline."""
+    sw = _Sweep()
+    engine = opened.engine
+    for x in s.loads:
+        if s.past_deadline():
+            notes.append(f"stopped at the run's deadline ({s.max_duration_s:g} s) before {s.kind} {x}")
+            break
+        msg = f"{s.kind} {x}"
+        control.step(sw.done, steps, msg)
+        if engine is not None:
+            engine.reset_peaks()
+        summary = _measure(opened.target, _load_at(s, x), control, s, msg, rows=per_request, at=x)
+        row = sweep_row(x, summary)
+        row.update(
+            prompt_tokens=summary["prompt_tokens"],
+            output_tokens_per_request=summary["output_tokens_per_request"],
+            excluded=summary["excluded"],
+        )
+        if summary["stopped"]:
+            notes.append(f"{s.kind} {x}: {summary['stopped']}")
+        if summary["requests"] and not summary["completed"]:
+            sw.failed.append((x, summary))
+        sw.output_tokens += summary["output_tokens"]
+        sw.completed += summary["completed"]
+        if engine is not None:
+            st = engine.stats()
+            row.update(kv_bytes_peak=st["kv_bytes_peak"], peak_running=st["peak_running"])
+            sw.kv_at[x] = st
+        sw.rows.append(row)
+        sw.done += 1
+    return sw
+
+
+def _after_sweep(
+    s: ServingSettings, opened: _Opened, control: Control, done: int, steps: int, details: dict[str, Any]
+) -> None:
+    """The SLO search, and on the embedded server the scheduler comparison and the context sweep."""
+    if s.has_slo:
+        control.step(done, steps, "bisection against the SLO")
+        details["slo_search"] = _slo_search(opened.target, s, control)
+        done += 1
+    if opened.engine is None:
+        return
+    if s.compare and not s.past_deadline():
+        details["schedulers"] = _compare(s, control, done, steps, opened.dev)
+        done += 2
+    if s.context_sweep and not s.past_deadline():
+        details["context_sweep"] = _context_sweep(s, control, done, steps, opened.dev)
+
+
 def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     """Sweep the load, find the knee (and the SLO's load), compare schedulers, sweep the context."""
     s = ServingSettings.from_inputs(inputs).started()
     target_url = inputs.get("target")
-    api = s.api
     flags: set[str] = {F.QUEUE_TIME_INCLUDED} if s.kind == "rate" or s.rate else set()
     notes: list[str] = []
     details: dict[str, Any] = {"kind": s.kind}
@@ -317,104 +444,65 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     embedded = not target_url
     if embedded:
         steps += (2 if s.compare else 0) + (len(s.contexts) if s.context_sweep else 0)
-    spec = dev = None
-    engine = None
-    stack = contextlib.ExitStack()
-    with stack:
+    with contextlib.ExitStack() as stack:
         if embedded:
-            from aiworkbook.proofs.device import half_dtype, resolve_device
-            from aiworkbook.serving.embedded import build_engine, embedded_server
-
-            choice = resolve_device(inputs.get("device") or "auto")
-            dev = choice.device
-            flags.update(choice.flags)
-            if half_dtype(dev)[1]:  # build_engine falls back to fp16 on a GPU without bf16
-                flags.add(F.BF16_UNSUPPORTED)
-            engine = build_engine(
-                s.model,
-                backend=s.backend,
-                scheduler=s.scheduler,
-                max_batch=int(inputs.get("max_batch") or 16),
-                kv_budget_bytes=s.kv_budget_bytes,
-                device=dev,
-                step_s=float(inputs.get("synthetic_step_s") or 0.01),
-            )
-            spec = engine.spec
-            server = stack.enter_context(embedded_server(engine))
-            target = _embedded_target(server.url, spec.name, s)
-            notes.append(
-                f"embedded server on {server.url} ({engine.backend.name} backend, {s.scheduler} batching, "
-                f"max batch {engine.max_batch}, KV pool {engine.pool.num_blocks} blocks of "
-                f"{engine.pool.block_size} tokens = {engine.pool.to_dict()['kv_bytes_total']} B)"
-            )
+            opened = _open_embedded(stack, s, inputs, flags, notes)
         else:
-            from aiworkbook.serving.discover import discover_sync
-
-            found = discover_sync(
-                str(target_url),
-                model=inputs.get("served_model") or None,
-                api=api,
-                kind=inputs.get("server_kind") or "auto",
-                timeout_s=min(s.request_timeout_s, s.max_duration_s or float("inf")),
-                connect_timeout_s=s.connect_timeout_s,
-            )
-            target, dev = replace(found.target, timeout_s=s.request_timeout_s), "remote"
-            details["target"] = found.to_dict()
-            notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
-        rows: list[dict[str, Any]] = []
-        failed: list[tuple[float, dict[str, Any]]] = []
+            opened = _open_remote(str(target_url), s, inputs, details, notes)
         per_request: list[dict[str, Any]] | None = [] if inputs.get("samples") else None
-        produced = [0, 0]  # output tokens, completed requests over the sweep
-        kv_at: dict[float, dict[str, Any]] = {}
-        done = 0
         with _telemetry() as telemetry:
-            for x in s.loads:
-                if s.past_deadline():
-                    notes.append(
-                        f"stopped at the run's deadline ({s.max_duration_s:g} s) before {s.kind} {x}"
-                    )
-                    break
-                msg = f"{s.kind} {x}"
-                control.step(done, steps, msg)
-                if engine is not None:
-                    engine.reset_peaks()
-                summary = _measure(target, _load_at(s, x), control, s, msg, rows=per_request, at=x)
-                row = sweep_row(x, summary)
-                row.update(
-                    prompt_tokens=summary["prompt_tokens"],
-                    output_tokens_per_request=summary["output_tokens_per_request"],
-                    excluded=summary["excluded"],
-                )
-                if summary["stopped"]:
-                    notes.append(f"{s.kind} {x}: {summary['stopped']}")
-                if summary["requests"] and not summary["completed"]:
-                    failed.append((x, summary))
-                produced[0] += summary["output_tokens"]
-                produced[1] += summary["completed"]
-                if engine is not None:
-                    st = engine.stats()
-                    row.update(kv_bytes_peak=st["kv_bytes_peak"], peak_running=st["peak_running"])
-                    kv_at[x] = st
-                rows.append(row)
-                done += 1
-            knee = find_knee(rows, "p99_ttft_s")
-            details.update(sweep=rows, knee=knee)
-            if s.has_slo:
-                control.step(done, steps, "bisection against the SLO")
-                details["slo_search"] = _slo_search(target, s, control)
-                done += 1
-            if embedded and s.compare and not s.past_deadline():
-                details["schedulers"] = _compare(s, control, done, steps, dev)
-                done += 2
-            if embedded and s.context_sweep and not s.past_deadline():
-                details["context_sweep"] = _context_sweep(s, control, done, steps, dev)
-                done += len(s.contexts)
+            sw = _sweep_loads(s, opened, control, steps, notes, per_request)
+            knee = find_knee(sw.rows, "p99_ttft_s")
+            details.update(sweep=sw.rows, knee=knee)
+            _after_sweep(s, opened, control, sw.done, steps, details)
         details["telemetry"] = telemetry
         if per_request is not None:
             details["requests"] = per_request
-        if engine is not None:
-            details["server"] = engine.stats()
+        if opened.engine is not None:
+            details["server"] = opened.engine.stats()
     control.step(steps, steps, "done")
+    notes += _sweep_notes(s, sw, knee, embedded)
+    notes[:0] = [
+        f"measured nothing at {s.kind} {x}: all {sm['requests']} requests failed ({sm['errors']}); "
+        f"first error: {sm['first_error']}"
+        for x, sm in sw.failed
+    ]
+    notes += _summary_notes(details)
+    measured, predicted, label = _kv_comparison(s, opened, sw)
+    if measured is not None:
+        notes.append(
+            "measured = the KV pool's peak reserved bytes at the heaviest load (blocks for prompt + "
+            "max_tokens per running sequence); predicted = the sizing engine's kv_cache"
+        )
+        flags.add(F.ACCOUNTED)
+    rows = sw.rows
+    result_inputs: dict[str, Any] = {
+        k: v for k, v in inputs.items() if isinstance(v, str | int | float | bool | type(None))
+    }
+    result_inputs.update(kind=s.kind, loads=list(s.loads), requests=s.requests)
+    return ProofResult(
+        proof="serving",
+        device=str(opened.dev),
+        inputs=result_inputs,
+        measured=measured,
+        unit="B",
+        predicted=predicted,
+        predicted_label=label,
+        tolerance=TOLERANCE,
+        verdict="error" if sw.failed or not rows else ("" if measured is not None else "info"),
+        samples=[r["p99_ttft_s"] for r in rows if r["p99_ttft_s"] is not None],
+        flags=sorted(flags),
+        environment=_environment(opened.dev),
+        details=details,
+        notes=notes,
+    )
+
+
+def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> list[str]:
+    """What the sweep shows: the knee, how many samples the percentiles pool, the prompt and output
+    lengths the server reported, the requests left out as warm-up or cool-down."""
+    notes = []
+    rows = sw.rows
     if knee is not None:
         notes.append(f"the tail bends after {s.kind} {knee}: p99 TTFT grows {2.0:g}x faster beyond it")
     else:
@@ -436,61 +524,28 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
             f"left out as warm-up (first {s.warmup_s:g} s) or cool-down (last {s.cooldown_s:g} s): "
             f"{left_out} requests over the sweep"
         )
-    if not embedded and produced[1]:
-        mean = produced[0] / produced[1]
+    if not embedded and sw.completed:
+        mean = sw.output_tokens / sw.completed
         notes.append(
             f"output tokens per completed request: mean {mean:.1f} of {s.output_tokens} asked "
             "(the server's usage, else the chunks counted)"
         )
-    notes[:0] = [
-        f"measured nothing at {s.kind} {x}: all {sm['requests']} requests failed ({sm['errors']}); "
-        f"first error: {sm['first_error']}"
-        for x, sm in failed
-    ]
-    notes += _summary_notes(details)
-    measured = predicted = None
-    label = ""
-    if (
-        embedded
-        and s.kind == "concurrency"
-        and spec is not None
-        and engine is not None
-        and max(s.loads) in kv_at
-    ):
-        from aiworkbook.serving.embedded import predicted_kv_bytes
+    return notes
 
-        c = max(s.loads)
-        measured = float(kv_at[c]["kv_bytes_peak"])
-        predicted = float(
-            predicted_kv_bytes(spec, min(int(c), engine.max_batch), s.prompt_tokens + s.output_tokens)
-        )
-        label = f"kv_cache of {min(int(c), engine.max_batch)} sequences x {s.prompt_tokens + s.output_tokens} tokens"
-        notes.append(
-            "measured = the KV pool's peak reserved bytes at the heaviest load (blocks for prompt + "
-            "max_tokens per running sequence); predicted = the sizing engine's kv_cache"
-        )
-        flags.add(F.ACCOUNTED)
-    samples = [r["p99_ttft_s"] for r in rows if r["p99_ttft_s"] is not None]
-    result_inputs: dict[str, Any] = {
-        k: v for k, v in inputs.items() if isinstance(v, str | int | float | bool | type(None))
-    }
-    result_inputs.update(kind=s.kind, loads=list(s.loads), requests=s.requests)
-    return ProofResult(
-        proof="serving",
-        device=str(dev),
-        inputs=result_inputs,
-        measured=measured,
-        unit="B",
-        predicted=predicted,
-        predicted_label=label,
-        tolerance=TOLERANCE,
-        verdict="error" if failed or not rows else ("" if measured is not None else "info"),
-        samples=samples,
-        flags=sorted(flags),
-        environment=_environment(dev),
-        details=details,
-        notes=notes,
-    )
+
+def _kv_comparison(s: ServingSettings, opened: _Opened, sw: _Sweep) -> tuple[float | None, float | None, str]:
+    """(measured, predicted, label): the KV pool's peak at the heaviest concurrency against the sizing
+    estimate; (None, None, "") on a remote server, a rate sweep or when the heaviest load did not run."""
+    engine = opened.engine
+    if engine is None or s.kind != "concurrency" or max(s.loads) not in sw.kv_at:
+        return None, None, ""
+    from aiworkbook.serving.embedded import predicted_kv_bytes
+
+    c = max(s.loads)
+    sequences, tokens = min(int(c), engine.max_batch), s.prompt_tokens + s.output_tokens
+    measured = float(sw.kv_at[c]["kv_bytes_peak"])
+    predicted = float(predicted_kv_bytes(engine.spec, sequences, tokens))
+    return measured, predicted, f"kv_cache of {sequences} sequences x {tokens} tokens"
 
 
 def _ms(v: Any) -> str:

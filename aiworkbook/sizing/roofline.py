@@ -27,15 +27,10 @@ from aiworkbook.sizing.workload import Workload
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
 
-_COMPUTE_DTYPE = {
-    "fp32": "fp32",
-    "bf16": "bf16",
-    "fp16": "fp16",
-    "fp8": "fp8",
-    "int8": "bf16",
-    "int4": "bf16",
-    "nf4": "bf16",
-}
+# float weights compute at their own dtype; integer ones (int8/int4/nf4) dequantise to bf16
+_COMPUTE_DTYPE = {d: d for d in ("fp32", "bf16", "fp16", "fp8")} | dict.fromkeys(
+    ("int8", "int4", "nf4"), "bf16"
+)
 DEFAULT_TRAIN_MFU = 0.4
 
 

@@ -407,6 +407,15 @@ class Workload:
         d["lora_targets"] = list(self.lora_targets)
         return d
 
+    @classmethod
+    def decoding(cls, sequences: int, context: int, dtype: Any = None, **given: Any) -> Workload:
+        """Inference with `sequences` in flight (batch and concurrency) at `context` tokens, as the
+        proofs and the embedded server measure it; `dtype` (when given) for the precision, the weights
+        and the KV cache alike."""
+        if dtype is not None:
+            given.update(precision=dtype, weights_dtype=dtype, kv_dtype=dtype)
+        return cls(mode="infer", batch=sequences, concurrency=sequences, seq_len=context, **given)
+
     # ---- schema ---------------------------------------------------------------------------
     @classmethod
     def fields(cls) -> list[dict[str, Any]]:

@@ -94,6 +94,16 @@ def kv_kind(layer_type: str) -> str:
     ]
 
 
+def biases(bias: bool) -> dict[str, bool]:
+    """assemble()'s fields for q/k/v and o projections that both have a bias or both have none."""
+    return {"qkv_bias": bias, "o_bias": bias}
+
+
+def experts(intermediate: int, n: int, top: int) -> dict[str, int]:
+    """assemble()'s MoE fields: an expert's intermediate size, the experts, the experts per token."""
+    return {"intermediate_size": intermediate, "num_experts": n, "experts_per_token": top}
+
+
 def assemble(
     common: dict[str, Any],
     layers: list[Layer],

@@ -7,12 +7,16 @@ layer types (sliding, full) the config names or the family derives.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from aiworkbook.errors import SpecError
 from aiworkbook.specs.families.blocks import (
     Config,
     Layer,
     assemble,
     attention,
+    biases,
     kv_kind,
     mlp,
     read_common,
@@ -42,34 +46,35 @@ def _layers(c, L, types, attn, ffn, k, d, window) -> list[Layer]:
 
 
 def qwen3(c: Config, mt: str, name: str) -> FamilySpec:
-    common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False, head_dim_default=128)
-    bias = c.flag("attention_bias", False)
-    attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, q_norm=d, k_norm=d)
-    ffn = mlp(h, c.integer("intermediate_size"))
-    layers = _layers(c, L, _types_qwen(c, L), attn, (ffn[0] + 2 * h, ffn[1]), k, d, window_of(c))
-    return assemble(
-        common,
-        layers,
-        family=mt,
-        intermediate_size=c.integer("intermediate_size"),
-        qkv_bias=bias,
-        o_bias=bias,
-    )
+    read = read_common(c, mt, name=name, tie_default=False, head_dim_default=128)
+    L, d = read[1], read[5]
+    return _qk_normed(c, mt, read, d, d, lambda: (_types_qwen(c, L), window_of(c)))
 
 
 def olmo2(c: Config, mt: str, name: str) -> FamilySpec:
-    common, L, h, a, k, d, V = read_common(c, mt, name=name, tie_default=False)
+    read = read_common(c, mt, name=name, tie_default=False)
+    L, a, k, d = read[1], read[3], read[4], read[5]
+    return _qk_normed(c, mt, read, a * d, k * d, lambda: (["full_attention"] * L, None))
+
+
+def _qk_normed(
+    c: Config,
+    mt: str,
+    read: tuple[Any, ...],
+    q_norm: int,
+    k_norm: int,
+    kinds: Callable[[], tuple[list[str], int | None]],
+) -> FamilySpec:
+    """A dense decoder with norms on q and k (Qwen 3 per head, OLMo 2 over all heads); `read` is
+    read_common's answer, `kinds()` the layer types and the window (read after the sizes)."""
+    common, L, h, a, k, d, _ = read
     bias = c.flag("attention_bias", False)
-    attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, q_norm=a * d, k_norm=k * d)
+    attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias, q_norm=q_norm, k_norm=k_norm)
     ffn = mlp(h, c.integer("intermediate_size"))
-    layers = _layers(c, L, ["full_attention"] * L, attn, (ffn[0] + 2 * h, ffn[1]), k, d, None)
+    types, window = kinds()
+    layers = _layers(c, L, types, attn, (ffn[0] + 2 * h, ffn[1]), k, d, window)
     return assemble(
-        common,
-        layers,
-        family=mt,
-        intermediate_size=c.integer("intermediate_size"),
-        qkv_bias=bias,
-        o_bias=bias,
+        common, layers, family=mt, intermediate_size=c.integer("intermediate_size"), **biases(bias)
     )
 
 
@@ -88,15 +93,7 @@ def llama_like(c: Config, mt: str, name: str) -> FamilySpec:
         ]
         types = ["sliding_attention" if not r else "full_attention" for r in rope]
     layers = _layers(c, L, types, attn, (ffn[0] + 2 * h, ffn[1]), k, d, window_of(c))
-    return assemble(
-        common,
-        layers,
-        family=mt,
-        intermediate_size=I,
-        qkv_bias=bias,
-        o_bias=bias,
-        mlp_bias=mbias,
-    )
+    return assemble(common, layers, family=mt, intermediate_size=I, **biases(bias), mlp_bias=mbias)
 
 
 def starcoder2(c: Config, mt: str, name: str) -> FamilySpec:
@@ -114,8 +111,7 @@ def starcoder2(c: Config, mt: str, name: str) -> FamilySpec:
         family=mt,
         final=2 * h,
         intermediate_size=I,
-        qkv_bias=bias,
-        o_bias=bias,
+        **biases(bias),
         mlp_bias=bias,
         norm="layernorm",
         gated_mlp=False,
@@ -178,8 +174,7 @@ def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
         layers,
         family=mt,
         intermediate_size=I,
-        qkv_bias=bias,
-        o_bias=bias,
+        **biases(bias),
         norms_per_layer=4,
         rope_table_positions=(P, int(P * factor)),
     )

@@ -9,7 +9,7 @@ projection and the shared head's norm; the embedding and head are the main model
 
 from __future__ import annotations
 
-from aiworkbook.specs.families.blocks import Config, Layer, assemble, mlp, read_common
+from aiworkbook.specs.families.blocks import Config, Layer, assemble, experts, mlp, read_common
 from aiworkbook.specs.families.moe import _experts, _moe_layer
 from aiworkbook.specs.families.spec import FamilySpec, KVGroup
 
@@ -61,9 +61,7 @@ def deepseek(c: Config, mt: str, name: str) -> FamilySpec:
         common,
         layers,
         family=mt,
-        intermediate_size=Im,
-        num_experts=E,
-        experts_per_token=top,
+        **experts(Im, E, top),
         num_kv_heads=a,
         head_dim=c.integer("v_head_dim"),
         mtp_params=mtp,

@@ -13,6 +13,8 @@ from aiworkbook.specs.families.blocks import (
     Layer,
     assemble,
     attention,
+    biases,
+    experts,
     kv_kind,
     mlp,
     read_common,
@@ -64,15 +66,7 @@ def qwen_moe(c: Config, mt: str, name: str) -> FamilySpec:
         else:
             f = mlp(h, I)
             layers.append(Layer(attn[0] + 2 * h + f[0], attn[0] + 2 * h + f[0], attn[1] + f[1], kv))
-    return assemble(
-        common,
-        layers,
-        family=mt,
-        intermediate_size=Im,
-        num_experts=E,
-        experts_per_token=top,
-        qkv_bias=bias,
-    )
+    return assemble(common, layers, family=mt, **experts(Im, E, top), qkv_bias=bias)
 
 
 def phimoe(c: Config, mt: str, name: str) -> FamilySpec:
@@ -91,11 +85,8 @@ def phimoe(c: Config, mt: str, name: str) -> FamilySpec:
         family=mt,
         head=head,
         final=2 * h,
-        intermediate_size=I,
-        num_experts=E,
-        experts_per_token=top,
-        qkv_bias=bias,
-        o_bias=bias,
+        **experts(I, E, top),
+        **biases(bias),
         norm="layernorm",
     )
 
@@ -113,17 +104,7 @@ def gpt_oss(c: Config, mt: str, name: str) -> FamilySpec:
     layers = [
         _moe_layer(attn, 2 * h, E, top, expert, E * h + E, (0, 0), std_kv(kv_kind(t), k, d, w)) for t in types
     ]
-    return assemble(
-        common,
-        layers,
-        family=mt,
-        intermediate_size=I,
-        num_experts=E,
-        experts_per_token=top,
-        qkv_bias=bias,
-        o_bias=bias,
-        mlp_bias=True,
-    )
+    return assemble(common, layers, family=mt, **experts(I, E, top), **biases(bias), mlp_bias=True)
 
 
 def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
@@ -151,11 +132,4 @@ def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
         else:
             f = mlp(h, Imlp)
             layers.append(Layer(attn[0] + 2 * h + f[0], attn[0] + 2 * h + f[0], attn[1] + f[1], kv))
-    return assemble(
-        common,
-        layers,
-        family=mt,
-        intermediate_size=I,
-        num_experts=E,
-        experts_per_token=top,
-    )
+    return assemble(common, layers, family=mt, **experts(I, E, top))
