@@ -276,7 +276,9 @@ def test_app_monitor_takes_the_prometheus_url_and_refuses_others():
     from aiworkbook.cli.app_cmds import PROMETHEUS_ENV, launch
     from aiworkbook.errors import SpecError
 
-    assert launch("monitor", prometheus="http://127.0.0.1:9090").env[PROMETHEUS_ENV] == "http://127.0.0.1:9090"
+    assert (
+        launch("monitor", prometheus="http://127.0.0.1:9090").env[PROMETHEUS_ENV] == "http://127.0.0.1:9090"
+    )
     assert PROMETHEUS_ENV not in launch("monitor").env
     with pytest.raises(SpecError, match="only with the monitor dashboard"):
         launch("sizing", prometheus="http://127.0.0.1:9090")
