@@ -179,7 +179,7 @@ EN: dict[str, str] = {
     "page.monitor.title": "GPU monitor",
     "page.monitor.intro": "Utilisation, memory, power, temperature and throttle reasons from this machine's "
     "one shared sampler (2 Hz). Without an NVIDIA GPU the monitor says so, shows the host and offers a "
-    "recorded trace, labelled as recorded. Started with AIWORKBOOK_PROMETHEUS_URL set, it shows the fleet "
+    "recorded trace, labelled as recorded. Started with --prometheus URL, it shows the fleet "
     "instead: every node and GPU that Prometheus scrapes, and since when a series has had no data.",
     "page.report.title": "Proofs and profile report",
     "page.report.intro": "Each proof shows its prediction before it runs, then the estimate next to what was "
@@ -403,7 +403,7 @@ NL: dict[str, str] = {
     "page.monitor.title": "GPU-monitor",
     "page.monitor.intro": "Benutting, geheugen, vermogen, temperatuur en redenen voor afknijpen, uit de ene "
     "gedeelde sampler van deze machine (2 Hz). Zonder NVIDIA-GPU zegt de monitor dat, toont hij de host en "
-    "biedt hij een opgenomen trace aan, als opname gemarkeerd. Gestart met AIWORKBOOK_PROMETHEUS_URL toont hij "
+    "biedt hij een opgenomen trace aan, als opname gemarkeerd. Gestart met --prometheus URL toont hij "
     "in plaats daarvan de vloot: elke node en GPU die Prometheus uitleest, en sinds wanneer een reeks geen "
     "gegevens meer heeft.",
     "page.report.title": "Bewijzen en profielrapport",
@@ -627,7 +627,7 @@ DE: dict[str, str] = {
     "page.monitor.title": "GPU-Monitor",
     "page.monitor.intro": "Auslastung, Speicher, Leistung, Temperatur und Drosselungsgründe aus dem einen "
     "gemeinsamen Sampler dieser Maschine (2 Hz). Ohne NVIDIA-GPU sagt der Monitor das, zeigt den Host und "
-    "bietet eine aufgezeichnete Spur an, als Aufzeichnung gekennzeichnet. Mit AIWORKBOOK_PROMETHEUS_URL gestartet, "
+    "bietet eine aufgezeichnete Spur an, als Aufzeichnung gekennzeichnet. Mit --prometheus URL gestartet, "
     "zeigt er stattdessen die Flotte: jeden Knoten und jede GPU, die Prometheus abfragt, und seit wann eine Reihe "
     "keine Daten mehr hat.",
     "page.report.title": "Nachweise und Profilbericht",
