@@ -76,8 +76,10 @@ def test_plan_shows_before_running_and_paths_are_not_offered(runner):
 
 def test_run_reports_progress_and_the_result(runner):
     runner.inputs["steps"].value = 4
+    assert runner.chart.layout.display == "none"  # no empty chart before a result
     runner.run()
     assert runner.wait(30)
+    assert runner.chart.layout.display == ""
     assert runner.result["verdict"] == "pass" and runner.result["flags"] == ["accounted"]
     assert runner.result["measured"] == pytest.approx(BYTES_PER_STEP * 4 * 1.02)
     assert runner.progress.value == 1.0 and "4/4" in runner.progress_text.value

@@ -143,6 +143,7 @@ class ProofRunner(Composite):
         self.progress_text = W.HTML("")
         self.outcome = value_html("")
         self.chart = chart_view()
+        self.chart.layout.display = "none"  # no empty chart: shown with the first result
         buttons = [self.run_button, self.cancel_button] if self.allow_run else [W.HTML(self.t("runs_off"))]
         self.where = where_html(measured=True, lang=lang)
         self.children = [
@@ -327,6 +328,7 @@ class ProofRunner(Composite):
         if r.verdict != "interrupted":  # a finished run's bar finishes, whatever the last step reported
             self.progress.value = 1.0
         self.chart.chart = self._chart(r, proofs_chart, self.lang)
+        self.chart.layout.display = ""
         self.result = r.to_dict()
 
     def _said(self, key: str, english: str) -> str:
