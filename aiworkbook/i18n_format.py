@@ -8,6 +8,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+#: The variable that carries `aiworkbook app --lang` to a dashboard's kernel (here, not in the CLI: a
+#: dashboard reads it at start-up and importing aiworkbook.cli there costs typer and the CLI's modules).
+LANG_ENV = "AIWORKBOOK_LANG"
 #: The languages of the dashboards and the report, with the CLDR locale each formats numbers in.
 LOCALES: dict[str, str] = {"en": "en_US", "nl": "nl_NL", "de": "de_DE"}
 

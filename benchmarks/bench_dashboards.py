@@ -40,11 +40,12 @@ ui.add_class("aiwb-ready")
 ui"""
 
 
-def _bare_notebook(folder: Path) -> Path:
+def _bare_notebook(folder: Path, cell: str = BARE_CELL) -> Path:
+    """bare.ipynb in `folder`: one code cell (`cell`), the Python 3 kernel."""
     import nbformat as nbf
 
     nb = nbf.v4.new_notebook()
-    nb.cells = [nbf.v4.new_code_cell(BARE_CELL)]
+    nb.cells = [nbf.v4.new_code_cell(cell)]
     nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
     path = folder / "bare.ipynb"
     nbf.write(nb, path)

@@ -177,10 +177,10 @@ class Delivery:
 #: first: Altair (through narwhals) reads numpy and pandas from sys.modules without the import lock, so
 #: a worker importing numpy while a cell builds a chart handed Altair a partially initialised numpy
 #: ("partially initialized module 'numpy' has no attribute 'ndarray'"), which a dashboard showed as an
-#: error cell under load.
+#: error cell under load. pandas is not here: no widget worker imports it (the monitor builds its frames on the
+#: kernel's loop), and narwhals skips a pandas nobody imported; loading it cost every sizing page 0.4 s.
 PRELOAD = (
     "numpy",
-    "pandas",
     "altair",
     "aiworkbook.sizing",
     "aiworkbook.sizing.capacity",

@@ -734,7 +734,7 @@ def page_lang(default: str | None = None) -> str:
     import os
     from urllib.parse import parse_qs
 
-    from aiworkbook.cli.app_cmds import LANG_ENV
+    from aiworkbook.i18n_format import LANG_ENV  # not aiworkbook.cli: typer and the CLI at every start
 
     asked = parse_qs(os.environ.get("QUERY_STRING", "")).get("lang", [None])[-1]
     for lang in (asked, os.environ.get(LANG_ENV), default):

@@ -29,13 +29,13 @@ from pathlib import Path
 import typer
 
 from aiworkbook.cli.options import option
+from aiworkbook.i18n_format import LANG_ENV  # noqa: F401  (the page language `--lang` sets; defined there)
 
 DASHBOARDS = ("sizing", "monitor", "report")
 ALLOW_PROOFS_ENV = "AIWORKBOOK_ALLOW_PROOFS"
 #: the Prometheus server whose fleet the monitor dashboard shows (docs/fleet.md)
 PROMETHEUS_ENV = "AIWORKBOOK_PROMETHEUS_URL"
-#: the page language `--lang` sets (widgets.i18n.page_lang reads it; a viewer's `?lang=` overrides it)
-LANG_ENV = "AIWORKBOOK_LANG"
+#: the page languages (`--lang`; widgets.i18n.page_lang reads LANG_ENV; a viewer's `?lang=` overrides it)
 LANGS = ("en", "nl", "de")
 #: the token reaches the Voilà server through this variable (also read by `aiworkbook app` itself)
 TOKEN_ENV = "AIWORKBOOK_TOKEN"

@@ -1,0 +1,223 @@
+"""Start-up of the sizing dashboard against a bare one-cell Voilà page, both served in the same run with
+the same `aiworkbook app` flags (progressive rendering, the same template, the same kernel manager).
+
+The reference (BARE_CELL) is the floor of a widget page: Voilà + a fresh kernel + `import ipywidgets` +
+one `ipywidgets.HTML` carrying `aiwb-ready`. A load is a fresh browser page from navigation until
+Voilà's spinner is gone and `.aiwb-ready` is in the page (what tests/browser/conftest.py waits for);
+for sizing also until the headline shows its numbers (`.aiwb-model-sizer .aiwb-value` not empty) and
+the memory chart has drawn its SVG, so a page that marks itself ready early cannot pass for fast.
+Pages alternate (bare, sizing, then sizing, bare), one warm-up load each is not counted, each page is
+left (its kernel shut down) and the kernels are let end before the next load. Then ten viewers at
+once: ten pages opened together, time until the last is ready, for each page.
+
+    .venv/bin/python benchmarks/bench_dashboard_startup.py [--n 5] [--viewers 10]
+or `python benchmarks/run.py dashboard_startup` (`make bench` runs it with the other benches).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the browser tests' flags
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_dashboards import _bare_notebook  # noqa: E402
+from chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+TIMEOUT_MS = 180_000  # one load; ten kernels at once on two shared cores are slow, never unbounded
+CROWD_S = 300.0  # all of the viewers at once must be ready within this; else the row says how many were
+SETTLE_S = 20.0  # at most this long for the last page's kernels to end before the next load
+BARE_CELL = """import ipywidgets as W
+w = W.HTML("x")
+w.add_class("aiwb-ready")
+w"""
+NUMBERS_JS = """() => {
+  const v = document.querySelector('.aiwb-model-sizer .aiwb-value');
+  return !!(v && v.textContent.trim()) && !!document.querySelector('.aiwb-model-sizer svg.marks');
+}"""
+
+
+def _kernels(proc) -> list:
+    import psutil
+
+    try:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    out = []
+    for p in kids:
+        try:
+            if any("ipykernel" in a for a in p.cmdline()):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def _settle(procs) -> None:
+    """Wait (bounded) until no kernel of a left page is still running: it would slow the next load."""
+    deadline = time.monotonic() + SETTLE_S
+    while time.monotonic() < deadline and any(_kernels(p) for p in procs):
+        time.sleep(0.2)
+
+
+def _leave(page) -> None:
+    try:
+        page.goto("about:blank", timeout=30_000)  # Voilà's unload beacon shuts the kernel down
+    finally:
+        page.close()
+
+
+def _wait_ready(page, t0: float, numbers: bool) -> tuple[float, float | None]:
+    page.wait_for_selector("#loading", state="hidden", timeout=TIMEOUT_MS)
+    page.wait_for_selector(".aiwb-ready", timeout=TIMEOUT_MS)
+    ready = time.perf_counter() - t0
+    if not numbers:
+        return ready, None
+    page.wait_for_function(NUMBERS_JS, timeout=TIMEOUT_MS, polling=20)
+    return ready, time.perf_counter() - t0
+
+
+def _load(browser, url: str, numbers: bool) -> tuple[float, float | None]:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        t0 = time.perf_counter()
+        page.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
+        return _wait_ready(page, t0, numbers)
+    finally:
+        _leave(page)
+
+
+def _crowd(browser, url: str, viewers: int) -> tuple[float, int]:
+    """(seconds from opening `viewers` pages at once until the last one is ready, how many were ready
+    within CROWD_S)."""
+    pages = [browser.new_page(viewport={"width": 1400, "height": 1000}) for _ in range(viewers)]
+    ready = 0
+    try:
+        t0 = time.perf_counter()
+        for p in pages:
+            p.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
+        for p in pages:
+            left_ms = max(1_000, int((CROWD_S - (time.perf_counter() - t0)) * 1000))
+            try:
+                p.wait_for_selector(".aiwb-ready", timeout=left_ms)
+                p.wait_for_selector("#loading", state="hidden", timeout=left_ms)
+                ready += 1
+            except Exception:  # a Playwright timeout: counted as not ready
+                pass
+        return time.perf_counter() - t0, ready
+    finally:
+        for p in pages:
+            _leave(p)
+
+
+def measure(n: int = 5, viewers: int = 10) -> dict[str, object]:
+    """Every load's seconds: {"bare": [...], "sizing": [...], "sizing_numbers": [...], "crowd_bare",
+    "crowd_sizing"}."""
+    from playwright.sync_api import sync_playwright
+
+    from aiworkbook.cli.app_cmds import launch, serving
+
+    times: dict[str, list[float]] = {"bare": [], "sizing": [], "sizing_numbers": []}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        sizing = launch("sizing", max_viewers=viewers + 2)
+        other = launch("sizing", max_viewers=viewers + 2)  # its own port; the notebook replaced
+        bare = replace(
+            other, argv=[*other.argv[:3], str(_bare_notebook(Path(tmp), BARE_CELL)), *other.argv[4:]]
+        )
+        with serving(bare) as pb, serving(sizing) as ps:
+            urls = {"bare": bare.url, "sizing": sizing.url}
+            for name in ("bare", "sizing"):  # warm-up: the disk cache, Chromium's first page; not counted
+                _load(browser, urls[name], numbers=name == "sizing")
+                _settle([pb, ps])
+            for i in range(n):
+                for name in ("bare", "sizing") if i % 2 == 0 else ("sizing", "bare"):
+                    ready, shown = _load(browser, urls[name], numbers=name == "sizing")
+                    times[name].append(ready)
+                    if shown is not None:
+                        times["sizing_numbers"].append(shown)
+                    _settle([pb, ps])
+                    print(f"  {name} {ready:.2f} s", file=sys.stderr, flush=True)
+            crowd_bare, ready_bare = _crowd(browser, urls["bare"], viewers)
+            _settle([pb, ps])
+            crowd_sizing, ready_sizing = _crowd(browser, urls["sizing"], viewers)
+            _settle([pb, ps])
+        browser.close()
+    return {
+        **times,
+        "crowd_bare": crowd_bare,
+        "crowd_sizing": crowd_sizing,
+        "ready_bare": ready_bare,
+        "ready_sizing": ready_sizing,
+        "viewers": viewers,
+    }
+
+
+def _row(name: str, value: float, reference: float, note: str) -> dict:
+    return {
+        "name": name,
+        "value": value,
+        "unit": "s",
+        "reference": reference,
+        "ratio": value / reference,
+        "note": note,
+    }
+
+
+def rows_from(m: dict) -> list[dict]:
+    bare = statistics.median(m["bare"])
+    n = len(m["bare"])
+    return [
+        _row(
+            "sizing: time to .aiwb-ready (median)",
+            statistics.median(m["sizing"]),
+            bare,
+            f"n={n}; target ≤ 1.5x",
+        ),
+        _row(
+            "sizing: time to headline + chart drawn (median)",
+            statistics.median(m["sizing_numbers"]),
+            bare,
+            f"n={n}; reference: the bare page's ready",
+        ),
+        _row(
+            f"sizing: {m['viewers']} viewers at once, last ready",
+            m["crowd_sizing"],
+            m["crowd_bare"],
+            f"ready: {m['ready_sizing']}/{m['viewers']} sizing, {m['ready_bare']}/{m['viewers']} bare"
+            f" within {CROWD_S:.0f} s",
+        ),
+    ]
+
+
+def run(n: int = 5, viewers: int = 10) -> list[dict]:
+    return rows_from(measure(n, viewers))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=5, help="counted loads of each page (at least 1; default 5)")
+    ap.add_argument("--viewers", type=int, default=10, help="pages opened at once (default 10)")
+    args = ap.parse_args(argv)
+    if args.n < 1 or not 1 <= args.viewers <= 50:
+        ap.error("--n must be at least 1 and --viewers 1 to 50")
+    m = measure(args.n, args.viewers)
+    print(f"{'page':<10} {'loads (s)':<48} median")
+    for name in ("bare", "sizing", "sizing_numbers"):
+        loads = " ".join(f"{x:.2f}" for x in m[name])
+        print(f"{name:<10} {loads:<48} {statistics.median(m[name]):.2f}")
+    for r in rows_from(m):
+        print(
+            f"{r['name']:<52} {r['value']:7.2f} s  ref {r['reference']:6.2f} s  ratio {r['ratio']:.2f}x  {r['note']}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
