@@ -129,7 +129,10 @@ def test_sizing_fine_tuning_section_shows_the_library_host_memory(browser, serve
         assert sizer.locator(".aiwb-finetune").is_visible() is False
         sizer.get_by_label(_label("mode"), exact=True).select_option("lora")
         page.wait_for_selector(".aiwb-finetune", state="visible", timeout=ANSWER_TIMEOUT_MS)
-        assert sizer.get_by_label(_label("lora_targets"), exact=True).is_visible()
+        # the section is shown first, its LoRA controls a moment later (another widget message)
+        sizer.get_by_label(_label("lora_targets"), exact=True).wait_for(
+            state="visible", timeout=ANSWER_TIMEOUT_MS
+        )
         sizer.locator(".aiwb-finetune label", has_text=_label("activation_offload")).click()
         host_line = sizer.locator(".aiwb-host")
         host_line.wait_for(state="visible", timeout=ANSWER_TIMEOUT_MS)
