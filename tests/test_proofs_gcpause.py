@@ -97,6 +97,6 @@ def test_a_serving_load_point_runs_without_automatic_collection(monkeypatch):
         return []
 
     monkeypatch.setattr(proof, "run_load_sync", fake_load)
-    s = {"slo_ttft_s": None, "slo_tpot_s": None, "deadline": None}
+    s = proof.ServingSettings.from_inputs({"quick": True})
     proof._measure(Target("http://127.0.0.1:9", "m"), Load(concurrency=1), Control(), s, "load 1")
     assert seen == [False] and gc.isenabled()
