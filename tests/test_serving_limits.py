@@ -322,7 +322,9 @@ def test_a_non_streaming_client_that_times_out_frees_its_slot_and_blocks():
         st = eng.stats()
         assert st["running"] == 0 and st["waiting"] == 0 and st["kv_blocks_used"] == 0
         assert st["tokens"] < 400  # the running one stopped early; the waiting one never started
-        assert st["admitted"] == 1
+        # the waiting one is admitted only if the first's cancel lands before its own disconnect is
+        # seen (a race a loaded CI machine wins now and then); either way nothing is left held
+        assert st["admitted"] in (1, 2)
         # the slot is free again: a request now is answered
         status, body = _post(s.url + "/v1/completions", b'{"prompt": "a", "max_tokens": 3}')
         assert status == 200 and json.loads(body)["usage"]["completion_tokens"] == 3

@@ -4,6 +4,8 @@ empty-lock warning and labelled downloads. Screenshots go to tests/browser/artif
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import RENDER_TIMEOUT_MS, close_page, open_dashboard, shot
 
@@ -38,7 +40,8 @@ def test_sizing_says_where_and_what_a_setup_needs_with_nothing_cut(browser, serv
         page.get_by_label("preset", exact=True).first.select_option("deepseek-v3")
         page.get_by_label("GPU", exact=True).first.select_option("RTX-4090")
         head = page.locator(".aiwb-model-sizer .aiwb-value").first
-        head.filter(has_text="needs").wait_for(timeout=RENDER_TIMEOUT_MS)
+        # the deepseek-on-H100 headline comes first: wait for the one about the GPU chosen last
+        head.filter(has_text=re.compile(r"needs \d+ × RTX-4090")).wait_for(timeout=RENDER_TIMEOUT_MS)
         text = head.text_content()
         assert (
             "× RTX-4090" in text and "at the lowest cost" in text and "per million output tokens on" in text
