@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import mmap
 import threading
 
-import numpy as np
 import pytest
 
 from aiworkbook.errors import SpecError
@@ -32,10 +32,14 @@ def test_fit_runs_the_requested_trees_in_chunks():
 
 
 def test_peak_rss_sees_an_allocation():
+    # Fresh anonymous pages, each written once: the allocator cannot hand back memory that an earlier test in
+    # this worker freed but kept resident (np.ones could, and then RSS did not move: seen in CI).
+    size = 64 * 2**20
     with H.PeakRSS(interval=0.001) as p:
         before = p.peak
-        a = np.ones(64 * 2**20 // 8)
-        a += 1  # touched: resident
+        m = mmap.mmap(-1, size)
+        for off in range(0, size, mmap.PAGESIZE):
+            m[off] = 1
         # held until the sampler thread has run once more (a loaded machine may not schedule it in time
         # otherwise); bounded, so a sampler that never sees it still fails
         seen = threading.Event()
@@ -44,7 +48,7 @@ def test_peak_rss_sees_an_allocation():
                 seen.set()
                 break
             seen.wait(0.005)
-        del a
+        m.close()
     assert p.peak - before > 48 * 2**20
 
 
