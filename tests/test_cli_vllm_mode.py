@@ -46,3 +46,31 @@ def test_a_training_mode_with_vllm_flags_is_refused(capsys, mode):
 def test_explicit_infer_with_vllm_flags_is_fine(capsys):
     assert main(["fit", "llama-3-8b", "--mode", "infer", "--engine", "vllm", "--max-model-len", "4096"]) == 0
     assert "vLLM start-up" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "field"),
+    [
+        ("--quantization", "bogus", "quantization"),
+        ("--dtype", "bogus", "dtype"),
+        ("--block-size", "7", "block_size"),
+        ("--engine-version", "zz", "engine_version"),
+        ("--kv-cache-dtype", "int3", "kv_cache_dtype"),
+    ],
+)
+@pytest.mark.parametrize("gpu", [[], ["--gpu", "H100-SXM"]])
+def test_a_bad_vllm_flag_is_refused_with_or_without_a_gpu(capsys, flag, value, field, gpu):
+    assert main(["size", "llama-3-8b", "--engine", "vllm", flag, value, *gpu]) == 2
+    err = capsys.readouterr().err
+    assert f"'{field}'" in err and "allowed" in err
+
+
+def test_a_vllm_flag_without_the_engine_is_checked_too(capsys):
+    assert main(["size", "llama-3-8b", "--block-size", "7"]) == 2
+    assert "'block_size'" in capsys.readouterr().err
+
+
+def test_fit_refuses_an_unknown_device(capsys):
+    assert main(["fit", "llama-3-8b", "--device", "tpu"]) == 2
+    err = capsys.readouterr().err
+    assert "'device'" in err and "cuda, cpu" in err

@@ -99,7 +99,7 @@ _opts.__signature__ = inspect.Signature(_workload_params())  # type: ignore[attr
 
 def _with_opts(fn):
     """Give a command the workload options of `_opts` (typer reads the merged signature)."""
-    from aiworkbook.cli.vllm_flags import apply_to_opts, implied_mode, vllm_flags
+    from aiworkbook.cli.vllm_flags import apply_to_opts, given, implied_mode, settings, vllm_flags
 
     own = [p for p in inspect.signature(fn).parameters.values() if p.name != "opts"]
     extra = list(inspect.signature(_opts).parameters.values())
@@ -115,6 +115,8 @@ def _with_opts(fn):
         opts["mode"] = implied_mode(opts, flags)
         if opts["engine"] == "vllm":
             apply_to_opts(opts, flags)
+        if opts["engine"] == "vllm" or given(flags):
+            settings(opts, flags).check()  # bad vLLM flags are refused with or without a GPU
         opts["_vllm"] = flags
         return fn(opts=opts, **kw)
 

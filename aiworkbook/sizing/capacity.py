@@ -236,7 +236,7 @@ def report(spec, w: Workload, target: Any, device: str | None = None) -> Capacit
     JSON file, a GPUSpec, or a NodeProfile (its calibrated GPU when measured, else its catalogue one).
     `device` None: cpu for a measured host spec, else cuda (as `estimate`)."""
     from aiworkbook.errors import SpecError
-    from aiworkbook.sizing.estimate import default_device
+    from aiworkbook.sizing.estimate import DEVICES, default_device
     from aiworkbook.specs.node import NodeProfile
 
     if isinstance(target, NodeProfile):
@@ -248,6 +248,8 @@ def report(spec, w: Workload, target: Any, device: str | None = None) -> Capacit
     if gpu is None:
         raise SpecError("gpu", None, "a catalogue GPU, a GPU JSON file or a node")
     dev = default_device(gpu) if device is None else device
+    if dev not in DEVICES:
+        raise SpecError("device", dev, ", ".join(DEVICES))
     w.check_against(spec)
     cheap = cheapest_gpu(spec, w, dev)
     infer = not w.training

@@ -52,6 +52,10 @@ GiB = 1 << 30
 #: blocks // groups x block: vllm-project/vllm#40691, fixed after it by #40694), its own sampler and
 #: non-torch memory (SAMPLER_BYTES, NON_TORCH).
 ENGINES = ("v1", "v1-092", "v0", "v1-019")
+#: --quantization methods this arithmetic knows, and the weight width each loads at (weights_bytes)
+QUANTIZATION_WEIGHTS = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "bitsandbytes": "nf4", "w8a8": "int8"}
+#: --block-size values vLLM accepts (vllm/config/cache.py: BlockSize)
+BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 #: The default `--gpu-memory-utilization` per engine version (0.9: vllm/config.py and the engine-args
 #: docs up to 0.2x, vllm-project/vllm#2162; 0.92: the CacheConfig above).
 DEFAULT_UTILIZATION = {"v1": 0.9, "v1-092": 0.92, "v0": 0.9, "v1-019": 0.9}
@@ -119,6 +123,10 @@ class VllmSettings:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise SpecError(name, v, "an integer >= 1")
+        if self.block_size not in BLOCK_SIZES:
+            raise SpecError("block_size", self.block_size, ", ".join(map(str, BLOCK_SIZES)))
+        if self.quantization is not None and self.quantization not in QUANTIZATION_WEIGHTS:
+            raise SpecError("quantization", self.quantization, ", ".join(QUANTIZATION_WEIGHTS))
         if self.engine not in ENGINES:
             raise SpecError("engine_version", self.engine, ", ".join(ENGINES))
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
@@ -206,9 +214,7 @@ def weight_bytes(spec, s: VllmSettings) -> int:
     (MistralConfig's default), 0.625 GiB more than the wrapper's tied count."""
     from aiworkbook.sizing.states import inference_weight_bytes
 
-    wd = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "bitsandbytes": "nf4", "w8a8": "int8"}.get(
-        s.quantization or "", "bf16"
-    )
+    wd = QUANTIZATION_WEIGHTS.get(s.quantization or "", "bf16")
     if _act_bytes(s, spec) == 4 and wd == "bf16":
         wd = "fp32"
     width = 4 if wd == "fp32" else 2
