@@ -59,3 +59,18 @@ def test_legends_read_plain_words():
     assert {"KV cache", "CUDA context", "rule of thumb: 6 B/parameter (inference)"} <= shown
     assert not [s for s in shown if "_" in s]
     assert chart["layer"][0]["encoding"]["color"]["field"] == "label"
+
+
+@pytest.mark.parametrize(
+    ("model", "w", "gpu"),
+    [
+        ("deepseek-v3", INFER, "RTX-4090"),
+        ("llama-3-8b", INFER, "H100-SXM"),
+        ("llama-3-70b", Workload(mode="train", batch=1, seq_len=2048), "A100-SXM-80GB"),
+    ],
+)
+def test_the_sizers_rows_give_the_same_answer_as_sizing_them_again(model, w, gpu):
+    """The sizer passes the catalogue rows it already has (one sizing per GPU, not two)."""
+    spec = load_model(model)
+    rows = capacity.per_gpu(spec, w)
+    assert needs(spec, w, gpu, rows=rows) == needs(spec, w, gpu)

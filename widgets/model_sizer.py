@@ -90,7 +90,8 @@ def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
         "estimate": est,
         "fits_on": fits_on,
         "cheapest": cheapest_of(fits_on),
-        "needs": needs(spec, w, gpu).to_dict(),  # what the headline prices: never a set-up that does not fit
+        # what the headline prices: never a set-up that does not fit
+        "needs": needs(spec, w, gpu, rows=fits_on).to_dict(),
     }
 
 

@@ -78,9 +78,12 @@ def option(spec: Any, w: Workload, gpu: Any, gpus: int, assumptions: Any = None)
     )
 
 
-def needs(spec: Any, w: Workload, gpu: Any, assumptions: Any = None, device: str = "cuda") -> Needs:
+def needs(
+    spec: Any, w: Workload, gpu: Any, assumptions: Any = None, device: str = "cuda", rows: Any = None
+) -> Needs:
     """Does `w` fit one `gpu` as given; if not, how many of them (tensor parallel), and which catalogue
-    GPU holds it at the lowest $/hour; each option priced on its own GPU."""
+    GPU holds it at the lowest $/hour; each option priced on its own GPU. `rows`: `capacity.per_gpu`'s
+    rows for this workload when the caller has them (the sizer's table), so they are not sized twice."""
     from aiworkbook.sizing import capacity
     from aiworkbook.specs import load_gpu
 
@@ -89,7 +92,7 @@ def needs(spec: Any, w: Workload, gpu: Any, assumptions: Any = None, device: str
     ok = bool(capacity.fits(spec, w, g, device)["fits"])
     n_here = w.tp if ok else capacity.gpus_needed(spec, w, g, device)
     here = option(spec, w, g, n_here, assumptions) if n_here is not None else None
-    best = capacity.cheapest_gpu(spec, w, device)
+    best = capacity.cheapest_of(rows) if rows is not None else capacity.cheapest_gpu(spec, w, device)
     cheapest = None
     if best is not None:
         if here is not None and best["gpu"] == here.gpu and best["gpus"] == here.gpus:
