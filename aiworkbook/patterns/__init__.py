@@ -6,7 +6,7 @@ English, Dutch and German, and the questionnaire that recommends one.
     rec.pattern.title, rec.reasons, rec.nodes, rec.proofs, rec.targets
 """
 
-from aiworkbook.patterns.catalog import PLANNED_PROOFS, TARGETS, Pattern, get_pattern, patterns, proof_status
+from aiworkbook.patterns.catalog import TARGETS, Pattern, get_pattern, patterns, proof_status
 from aiworkbook.patterns.i18n import LANGS, TABLES, text, texts
 from aiworkbook.patterns.questionnaire import (
     QUESTIONS,
@@ -21,7 +21,6 @@ from aiworkbook.specs.node import PATTERNS
 __all__ = [
     "LANGS",
     "PATTERNS",
-    "PLANNED_PROOFS",
     "QUESTIONS",
     "TABLES",
     "TARGETS",

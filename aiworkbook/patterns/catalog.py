@@ -10,17 +10,6 @@ from aiworkbook.patterns.i18n import text, texts
 from aiworkbook.proofs.registry import PATTERN_PROOFS
 from aiworkbook.specs.node import PATTERNS
 
-#: Proofs that are planned but not (yet) in aiworkbook.proofs.registry on every branch.
-PLANNED_PROOFS: tuple[str, ...] = (
-    "checkpoint",
-    "restore",
-    "coldstart",
-    "dataload",
-    "host",
-    "allreduce",
-    "serving",
-)
-
 #: Every target a pattern may track (labels under "target.<key>" in each language table).
 TARGETS: tuple[str, ...] = (
     "cpu_utilisation",
