@@ -190,3 +190,20 @@ def test_reasons_only_for_the_recommended_pattern():
     assert text("report.recommended_other").format(pattern=text("pattern.classical-ml-cpu.title")) in md
     md = render_markdown(lock("classical-ml-cpu", detected=None, answers=answers), lang="de")
     assert text("reason.tabular", "de") in md
+
+
+def test_the_report_picks_charts_by_the_proofs_declared_kind_not_by_their_details():
+    """A proof that is not drawn as a latency sweep is not tabled as one even if its details carry a
+    `sweep` list (nor as a roofline with a `chart` list); the serving proof is."""
+    chart_rows = [
+        {"kind": "ceiling", "dtype": "fp32", "intensity": 1.0, "attainable_flops": 1e11, "spec": "CPU"}
+    ]
+    odd = result("vram", 1e9, details={"sweep": SWEEP, "knee": 8, "chart": chart_rows})
+    p = lock("classical-ml-cpu", detected=None, results=[odd])
+    md = render_markdown(p)
+    assert text("report.no_serving") in md and "p95 TTFT" not in md
+    assert roofline_rows(p) != chart_rows  # the datasheet's or none, never the vram proof's rows
+    served = lock(
+        "classical-ml-cpu", detected=None, results=[result("serving", 0.4, "s", details={"sweep": SWEEP})]
+    )
+    assert "p95 TTFT" in render_markdown(served)

@@ -345,7 +345,7 @@ class ProofRunner(Composite):
         from aiworkbook.charts import latency_chart, roofline_chart
         from aiworkbook.proofs import registry
 
-        kind = registry.get(r.proof).chart if r.proof in registry.names() else "estimate"
+        kind = registry.chart_kind(r.proof)
         d = r.details
         if kind == "roofline" and d.get("chart"):
             return roofline_chart(d["chart"], lang=lang)

@@ -17,6 +17,7 @@ from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
 from aiworkbook.proofs.flags import FLAGS
+from aiworkbook.proofs.registry import chart_kind
 from aiworkbook.provenance import cpu_only, verdict_words
 from aiworkbook.units import fmt_bytes, fmt_value
 
@@ -300,7 +301,12 @@ def _estimate_cell(r: dict[str, Any], lang: str = "en") -> str:
 
 def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     out = [h(2, t("report.latency"))]
-    sweeps = [g for g in prof.proofs if isinstance(g.result.get("details", {}).get("sweep"), list)]
+    # the proofs the registry draws as a latency sweep (by their declared kind, not by probing details)
+    sweeps = [
+        g
+        for g in prof.proofs
+        if chart_kind(g.proof) == "latency" and isinstance(g.result.get("details", {}).get("sweep"), list)
+    ]
     if not sweeps:
         return [*out, p(t("report.no_serving"))]
     for g in sweeps:
@@ -334,7 +340,7 @@ def roofline_rows(prof: LockedProfile) -> list[dict[str, Any]] | None:
     with the first inference workload's decode point on it (None when neither exists)."""
     for g in prof.proofs:
         rows = g.result.get("details", {}).get("chart")
-        if g.proof == "roofline" and isinstance(rows, list) and rows:
+        if chart_kind(g.proof) == "roofline" and isinstance(rows, list) and rows:
             return rows
     est = next((e for e in prof.estimates.values() if e.get("gpu")), None)
     if est is None:
@@ -372,7 +378,7 @@ def _roofline(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
 def _roofline_measured(prof: LockedProfile) -> bool:
     """Whether a roofline proof's own chart rows are in the profile (else the rows are the datasheet's)."""
     return any(
-        g.proof == "roofline"
+        chart_kind(g.proof) == "roofline"
         and isinstance(g.result.get("details", {}).get("chart"), list)
         and bool(g.result["details"]["chart"])
         for g in prof.proofs

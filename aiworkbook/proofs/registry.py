@@ -330,6 +330,12 @@ def names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
+def chart_kind(name: str) -> ChartKind:
+    """The chart a result of proof `name` is drawn as; "estimate" for a proof this install does not
+    know (a profile locked elsewhere)."""
+    return _REGISTRY[name].chart if name in _REGISTRY else "estimate"
+
+
 def get(name: str) -> ProofInfo:
     """The proof called `name`; a SpecError lists the known ones."""
     if name not in _REGISTRY:
