@@ -465,7 +465,7 @@ class ModelSizer(BackgroundComposite):
         )
         self.fits_table.value = (
             f"<b>{self.t('fits_on')}</b>"
-            + html_table([self.t("gpu"), self.t("gpus_needed"), f"$ {self.t('per_gpu_hour')}"], rows)
+            + html_table([self.t("gpu"), self.t("gpus_needed"), self.t("per_gpu_hour")], rows)
             + f"<p>{html.escape(note)}</p>"
         )
         self.status.value = ""
