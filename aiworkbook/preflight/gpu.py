@@ -19,6 +19,7 @@ from typing import Any
 
 from aiworkbook import nvml
 from aiworkbook.errors import SpecError
+from aiworkbook.telemetry.processes import own_pid_namespace
 
 
 class NoGPU(Exception):
@@ -142,18 +143,6 @@ HOST_PIDS = (
     "names and containers not looked up: NVML lists host PIDs and this process runs in its own PID "
     "namespace, where the same numbers name other processes"
 )
-
-
-def own_pid_namespace(proc_root: str | os.PathLike = "/proc") -> bool:
-    """True inside a container with its own PID namespace: /proc/self/status's NSpid lists more than
-    one PID (one per nested namespace), so a host PID from NVML would look up the wrong process here."""
-    try:
-        for line in (Path(proc_root) / "self" / "status").read_text(errors="replace").splitlines():
-            if line.startswith("NSpid:"):
-                return len(line.split()[1:]) > 1
-    except OSError:
-        pass
-    return False
 
 
 # -- NVML --------------------------------------------------------------------------------------
