@@ -299,7 +299,9 @@ def test_the_proof_is_bounded_by_its_max_duration():
             "serving", target=s.url, served_model="m", sweep=[1, 2], requests=4, max_duration_s=1
         )
         took = time.monotonic() - t0
-    assert took < 4 and r.verdict == "error"  # the probe had the whole budget; nothing was measured
+    # the probe had the whole budget and nothing was measured; unbounded, the first load point alone
+    # would stall 4 requests x 3 s one after another (a loose bound: a loaded machine adds seconds)
+    assert took < 4 * 3 and r.verdict == "error"
     assert any("stopped at the run's deadline (1 s)" in n for n in r.notes)
     with pytest.raises(SpecError, match="max_duration_s"):
         registry.run("serving", target=s.url, max_duration_s=-1)
