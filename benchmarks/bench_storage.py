@@ -9,13 +9,15 @@ Beside fio (Debian's `fio` package; without it those rows say so and are skipped
 directory, at the same size, FIO_ROUNDS rounds each of fio's sequential write ending in fsync
 (end_fsync=1, which fio counts in the job's runtime), fio's cold read (invalidate=1: the file dropped
 from the page cache first), a safetensors save and its cold restore (the proof's reader, then
-safetensors' own load_file for comparison), alternating (one disk gave 0.24
-to 1.67 GB/s for one fio job within a minute: a burst then hits both alike). Goals: save >= 0.9x
-fio's write, restore >= 0.8x fio's cold read, each the ratio of the rounds' medians.
+safetensors' own load_file for comparison), alternating (one disk gave 0.24 to 1.67 GB/s for one fio
+job within a minute: a burst then hits both alike; fio goes first in even rounds, second in odd ones).
+Goals: save >= 0.9x fio's write, restore >= 0.8x fio's cold read, each the ratio of the rounds'
+medians.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -23,9 +25,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-FIO_ROUNDS = 9  # the disk swings 0.24-1.67 GB/s for one fio job: medians of many rounds
+FIO_ROUNDS = 10  # the disk swings 0.24-1.67 GB/s for one fio job: medians of many rounds
 FIO_GOALS = {"write": 0.9, "read": 0.8}
 
 
@@ -86,19 +90,37 @@ def fio_rows(
     man = C.make_manifest(state)
     nbytes = C.state_bytes(state)
     got: dict[str, list[float]] = {k: [] for k in ("fio write", "fio read", "save", "restore", "load_file")}
+    path = work / "fio.bin"
+    saved: dict[str, Any] = {}
+
+    def save(i: int) -> None:
+        saved.update(C.save_checkpoint(work / "vs-fio", state, "safetensors", i, manifest=man))
+        got["save"].append(saved["bytes"] / saved["write_s"])
+
+    def restore(key: str, reader: str) -> None:  # reader: the proof's, or safetensors' load_file + touch
+        seconds, bad, (cold, why) = C.timed_restore(saved["path"], "safetensors", man, reader=reader)
+        if bad or not cold:
+            raise RuntimeError(f"{key} beside fio: {len(bad)} tensors differ; cold: {cold} {why}")
+        got[key].append(saved["bytes"] / seconds)
+
     for i in range(rounds):
-        path = work / "fio.bin"
-        got["fio write"].append(run_fio(fio, path, nbytes, "write"))
-        got["fio read"].append(run_fio(fio, path, nbytes, "read"))
+        # writes, then cold reads; fio first in even rounds, second in odd ones: a virtual disk that
+        # slows after a burst, or whose host caches what was just read, must not favour one side
+        writes: list[Callable[[], None]] = [
+            lambda: got["fio write"].append(run_fio(fio, path, nbytes, "write")),
+            functools.partial(save, i),
+        ]
+        reads: list[Callable[[], None]] = [
+            lambda: got["fio read"].append(run_fio(fio, path, nbytes, "read")),
+            lambda: restore("restore", "populate"),
+            lambda: restore("load_file", "safetensors"),
+        ]
+        if i % 2:
+            writes.reverse()
+            reads[:2] = reads[1::-1]  # load_file last always: after the restore, never between the two
+        for job in writes + reads:
+            job()
         path.unlink()
-        s = C.save_checkpoint(work / "vs-fio", state, "safetensors", i, manifest=man)
-        got["save"].append(s["bytes"] / s["write_s"])
-        # the proof's reader, then safetensors' own load_file (+ a touch of each byte), each cold
-        for key, reader in (("restore", "populate"), ("load_file", "safetensors")):
-            seconds, bad, (cold, why) = C.timed_restore(s["path"], "safetensors", man, reader=reader)
-            if bad or not cold:
-                raise RuntimeError(f"{key} beside fio: {len(bad)} tensors differ; cold: {cold} {why}")
-            got[key].append(s["bytes"] / seconds)
     med = {k: statistics.median(v) for k, v in got.items()}
     rows = []
     for ours, theirs, what, goal, how in (
