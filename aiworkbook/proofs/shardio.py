@@ -16,10 +16,12 @@ benchmarks/bench_storage.py; see docs/proofs.md ("Beside fio").
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import mmap
 import os
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -68,25 +70,26 @@ def write_shard(path: str | os.PathLike, tensors: dict[str, torch.Tensor]) -> No
     start_writeback(path)
 
 
-_sync_file_range = None
+@functools.cache
+def _sync_file_range() -> Any:
+    """libc's sync_file_range, or None (not Linux)."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    return fn
 
 
 def start_writeback(path: str | os.PathLike) -> bool:
     """Ask the kernel to begin writing a file's dirty pages now, without waiting (Linux); False where
     not available. Not a durability step: fsync still follows."""
-    global _sync_file_range
-    if _sync_file_range is None:
-        try:
-            fn = ctypes.CDLL(None, use_errno=True).sync_file_range
-            fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-            _sync_file_range = fn
-        except (OSError, AttributeError):
-            _sync_file_range = False
-    if not _sync_file_range:
+    fn = _sync_file_range()
+    if fn is None:
         return False
     fd = os.open(path, os.O_RDONLY)
     try:
-        return _sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) == 0
+        return bool(fn(fd, 0, 0, SYNC_FILE_RANGE_WRITE) == 0)
     finally:
         os.close(fd)
 
