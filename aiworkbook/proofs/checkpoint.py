@@ -26,7 +26,7 @@ import torch
 from aiworkbook.errors import SpecError
 from aiworkbook.persist import atomic_write_text
 from aiworkbook.proofs import flags as F
-from aiworkbook.proofs import fsio, scratch
+from aiworkbook.proofs import fsio, scratch, shardio
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.registry import Plan
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
 
 FORMATS = ("safetensors", "torch", "dcp", "dcp-async")
+COLD_SHARE = 0.9  # a cold restore reads at least this share of the tensors' bytes from storage
+READERS = ("populate", "safetensors")  # how safetensors shards are read (load_checkpoint)
 MANIFEST = "manifest.json"
 QUICK_BYTES = 32 * MiB
 SHARD_BYTES = 64 * MiB  # one file per shard: a cancel lands between shards
@@ -232,12 +234,12 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
             control.step(i, len(parts), f"{fmt}: shard {i + 1}/{len(parts)}")
             path = tmp / f"shard-{i:05d}.{'safetensors' if fmt == 'safetensors' else 'pt'}"
             if fmt == "safetensors":
-                from safetensors.torch import save_file
-
-                save_file(part, str(path))
+                shardio.write_shard(path, part)
             else:
                 torch.save(part, path)
-            fsio.fsync_path(path)  # torch.save does not fsync; safetensors neither
+                shardio.start_writeback(path)
+            # no fsync per shard: the disk writes this shard while the next is built; publish()
+            # fsyncs every file, then the folders (torch.save and safetensors do not fsync)
         return []
     import torch.distributed.checkpoint as dcp
 
@@ -278,24 +280,33 @@ def load_checkpoint(
     *,
     control: Control = NULL,
     template: dict[str, torch.Tensor] | None = None,
+    reader: str = "populate",
 ) -> dict[str, torch.Tensor]:
-    """Load every tensor of a checkpoint folder and touch each byte (lazy mmap loads count only when
-    read). DCP loads in place into `template` (built from the manifest when not given)."""
+    """Load every tensor of a checkpoint folder with every byte read (lazy mmap loads count only when
+    read: mapped shards are populated by the kernel or else touched). DCP loads in place into
+    `template` (built from the manifest when not given). safetensors `reader`: "populate"
+    (shardio.load_shard, the default) or "safetensors" (its own load_file, then a touch of each byte)."""
     _check_format(fmt)
+    if reader not in READERS:
+        raise SpecError("reader", reader, ", ".join(READERS))
     p = Path(path)
     if fmt in ("safetensors", "torch"):
         out: dict[str, torch.Tensor] = {}
         files = sorted(p.glob("shard-*"))
         for i, f in enumerate(files):
             control.step(i, len(files), f"load {fmt}: shard {i + 1}/{len(files)}")
-            if fmt == "safetensors":
+            read = False
+            if fmt == "torch":
+                part = torch.load(f, weights_only=True)
+            elif reader == "populate":
+                part, read = shardio.load_shard(f)
+            else:
                 from safetensors.torch import load_file
 
                 part = load_file(str(f))
-            else:
-                part = torch.load(f, weights_only=True)
-            for t in part.values():
-                touch(t)
+            if not read:
+                for t in part.values():
+                    touch(t)
             out.update(part)
         return out
     import torch.distributed.checkpoint as dcp
@@ -478,15 +489,29 @@ def baseline(work: Path, nbytes: int, trials: int, control: Control) -> dict[str
 
 
 def timed_restore(
-    path: str | os.PathLike, fmt: str, man: dict[str, Any], control: Control = NULL
+    path: str | os.PathLike,
+    fmt: str,
+    man: dict[str, Any],
+    control: Control = NULL,
+    reader: str = "populate",
 ) -> tuple[float, list[str], tuple[bool, str]]:
-    """One cold restore: evict the folder from the page cache, load and touch every tensor (timed),
-    then compare each with the manifest (not timed). Returns (seconds, differing names, (cold, why not))."""
+    """One cold restore: evict the folder from the page cache, load every tensor with every byte read
+    (timed), then compare each with the manifest (not timed). Returns (seconds, differing names,
+    (cold, why not))."""
     cold = fsio.drop_cache(path)
     template = empty_like_manifest(man) if fmt.startswith("dcp") else None  # allocated before the clock
+    r0 = fsio.storage_read_bytes()
     t0 = time.perf_counter()
-    loaded = load_checkpoint(path, fmt, control=control, template=template)
+    loaded = load_checkpoint(path, fmt, control=control, template=template, reader=reader)
     seconds = time.perf_counter() - t0
+    r1 = fsio.storage_read_bytes()
+    if cold[0] and r0 is not None and r1 is not None:
+        need = sum(t.numel() * t.element_size() for t in loaded.values())
+        if r1 - r0 < COLD_SHARE * need:
+            cold = (
+                False,
+                f"only {fmt_bytes(r1 - r0)} of {fmt_bytes(need)} came from storage (/proc/self/io)",
+            )
     return seconds, verify(loaded, man), cold
 
 
@@ -563,6 +588,7 @@ def measure_format(
     loop = loop_stall(work, state, man, fmt, control)
     return {
         "format": fmt,
+        **({"writer": shardio.WRITER, "reader": shardio.READER} if fmt == "safetensors" else {}),
         "bytes": nbytes,
         "write_s": ws,
         "write_bps": nbytes / ws,

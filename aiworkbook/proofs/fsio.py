@@ -74,6 +74,20 @@ def drop_cache(path: str | os.PathLike) -> tuple[bool, str]:
     return True, ""
 
 
+def storage_read_bytes() -> int | None:
+    """Bytes this process has caused to be read from storage (Linux /proc/self/io `read_bytes`);
+    None where the kernel does not count them. A restore that reads fewer than its file's bytes from
+    storage was not cold, whatever drop_cache said (a page still mapped somewhere is not evicted)."""
+    try:
+        with open("/proc/self/io", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("read_bytes:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def fs_type(path: str | os.PathLike) -> str:
     """The file system type holding `path` (longest matching mount point), '' when unknown."""
     try:

@@ -1,0 +1,190 @@
+"""Checkpoint shards (proofs/shardio.py): standard safetensors files both ways, bit for bit, a new file
+only, fsync at the end of a save, a header checked before any tensor is made, and a restore that did
+not read its bytes from storage is never called cold."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file, save
+
+from aiworkbook.errors import SpecError
+from aiworkbook.proofs import checkpoint as C
+from aiworkbook.proofs import fsio, shardio
+
+
+def _state() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(64, 48, generator=g)
+    return {
+        "f32": torch.randn(1000, generator=g),
+        "f64": torch.randn(7, 3, generator=g, dtype=torch.float64),
+        "f16": torch.randn(33, generator=g).half(),
+        "bf16": torch.randn(5, 9, generator=g).bfloat16(),
+        "i64": torch.randint(-(2**40), 2**40, (11,), generator=g),
+        "i32": torch.randint(-(2**30), 2**30, (3, 3), generator=g, dtype=torch.int32),
+        "i16": torch.randint(-1000, 1000, (5,), generator=g, dtype=torch.int16),
+        "i8": torch.randint(-100, 100, (13,), generator=g, dtype=torch.int8),
+        "u8": torch.randint(0, 255, (17,), generator=g, dtype=torch.uint8),
+        "bool": torch.rand(9, generator=g) > 0.5,
+        "scalar": torch.tensor(2.5),
+        "empty": torch.empty(0, 4),
+        "transposed": base.t(),  # non-contiguous
+        "strided": base[::3, 1::2],  # non-contiguous, with an offset
+        "nan": torch.tensor([float("nan"), -0.0, float("inf")]),
+    }
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit for bit: dtype, shape and every byte (NaN and -0.0 included)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return bytes(a.contiguous().reshape(-1).view(torch.uint8).numpy()) == bytes(
+        b.contiguous().reshape(-1).view(torch.uint8).numpy()
+    )
+
+
+def test_a_shard_round_trips_bit_for_bit_through_both_readers(tmp_path):
+    state = _state()
+    path = tmp_path / "s.safetensors"
+    shardio.write_shard(path, state)
+    ours, populated = shardio.load_shard(path)
+    theirs = load_file(str(path))  # the header is safetensors' own: its reader takes the file
+    assert populated == sys.platform.startswith("linux")
+    assert set(ours) == set(theirs) == set(state)
+    for k, t in state.items():
+        assert _same(ours[k], t) and _same(theirs[k], t), k
+    ours["f32"][0] += 1.0  # a private mapping: the restored tensors are writable, the file is not changed
+    assert _same(load_file(str(path))["f32"], state["f32"])
+
+
+def test_a_file_safetensors_wrote_with_metadata_is_read(tmp_path):
+    state = {"a": torch.arange(10, dtype=torch.float32), "b": torch.ones(3, dtype=torch.bfloat16)}
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(save(state, metadata={"format": "pt"}))
+    got, _ = shardio.load_shard(path)
+    assert set(got) == {"a", "b"} and all(_same(got[k], state[k]) for k in state)
+
+
+def test_an_unaligned_file_from_another_writer_is_copied_not_misread(tmp_path):
+    half = torch.tensor([1.5], dtype=torch.float16)
+    f32 = torch.tensor([3.25, -1.0], dtype=torch.float32)
+    header = {
+        "h": {"dtype": "F16", "shape": [1], "data_offsets": [0, 2]},
+        "f": {"dtype": "F32", "shape": [2], "data_offsets": [2, 10]},
+    }
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    data = bytes(half.view(torch.uint8).numpy()) + bytes(f32.view(torch.uint8).numpy())
+    path = tmp_path / "u.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+    got, _ = shardio.load_shard(path)
+    assert _same(got["h"], half) and _same(got["f"], f32)
+
+
+def test_an_existing_file_is_refused_and_left_as_it_was(tmp_path):
+    path = tmp_path / "input.safetensors"
+    path.write_bytes(b"the user's bytes")
+    with pytest.raises(FileExistsError):
+        shardio.write_shard(path, {"a": torch.ones(3)})
+    assert path.read_bytes() == b"the user's bytes"
+
+
+def _entry(dtype="F32", shape=(2,), offsets=(0, 8)):
+    return {"dtype": dtype, "shape": list(shape), "data_offsets": list(offsets)}
+
+
+@pytest.mark.parametrize(
+    ("blob", "why"),
+    [
+        (b"\x01\x02", "shorter than"),
+        (struct.pack("<Q", 10**12) + b"{}", "header length"),
+        (struct.pack("<Q", 4) + b"nope", "not JSON"),
+        (struct.pack("<Q", 2) + b"[]", "not a JSON object"),
+        ({"a": _entry(offsets=(0, 4096))}, "outside the file"),
+        ({"a": _entry(shape=(3,))}, "holds 8 bytes"),
+        ({"a": _entry(dtype="Q7")}, "known dtype"),
+        ({"a": {"dtype": "F32"}}, "known dtype"),
+    ],
+)
+def test_a_bad_header_is_one_clear_error(tmp_path, blob, why):
+    if isinstance(blob, dict):
+        raw = json.dumps(blob).encode()
+        blob = struct.pack("<Q", len(raw)) + raw + bytes(8)
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(blob)
+    with pytest.raises(SpecError, match=why) as e:
+        shardio.load_shard(path)
+    assert e.value.field == "dir" and "\n" not in str(e.value)
+
+
+def test_without_populate_the_loader_touches_and_still_round_trips(tmp_path, monkeypatch):
+    state = {k: v for k, v in _state().items() if k in ("f32", "bf16", "transposed")}
+    s = C.save_checkpoint(tmp_path, state, "safetensors", 1)
+    monkeypatch.setattr(shardio, "MADV_POPULATE_READ", -1)  # madvise refuses it: as on an older kernel
+    touched: list[int] = []
+    real = C.touch
+    monkeypatch.setattr(C, "touch", lambda t: touched.append(1) or real(t))
+    loaded = C.load_checkpoint(s["path"], "safetensors")
+    assert len(touched) == len(state) and all(_same(loaded[k], v) for k, v in state.items())
+
+
+def test_a_save_ends_in_fsync_of_every_shard_the_manifest_and_the_folders(tmp_path, monkeypatch):
+    synced: list[str] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    split = C.shards
+    monkeypatch.setattr(C, "shards", lambda state: split(state, 2**20))
+    state = C.synthetic_state(3 * 2**20)
+    s = C.save_checkpoint(tmp_path, state, "safetensors", 4)
+    shards = sorted(p.name for p in (tmp_path / "safetensors" / "step-4").glob("shard-*"))
+    assert len(shards) >= 3
+    names = [os.path.basename(p) for p in synced]
+    assert all(n in names for n in [*shards, C.MANIFEST])
+    assert str(tmp_path / "safetensors") in synced  # the folder the step was renamed into
+    assert any(fsio.TMP_PREFIX in n for n in names)  # the step folder itself, before its rename
+    # each shard once, when the folder is published: no wait for the disk between shards
+    assert [names.count(n) for n in shards] == [1] * len(shards)
+    assert C.verify(C.load_checkpoint(s["path"], "safetensors"), C.make_manifest(state)) == []
+
+
+def test_writeback_is_started_where_the_kernel_offers_it(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 4096)
+    assert shardio.start_writeback(path) is sys.platform.startswith("linux")
+
+
+def test_a_restore_that_did_not_read_from_storage_is_not_cold(tmp_path, monkeypatch):
+    state = C.synthetic_state(2**20)
+    man = C.make_manifest(state)
+    s = C.save_checkpoint(tmp_path, state, "safetensors", 0, manifest=man)
+    monkeypatch.setattr(fsio, "drop_cache", lambda path: (True, ""))  # says cold...
+    monkeypatch.setattr(fsio, "storage_read_bytes", lambda: 1000)  # ...but nothing came from storage
+    seconds, bad, (cold, why) = C.timed_restore(s["path"], "safetensors", man)
+    assert bad == [] and not cold and "came from storage" in why
+    monkeypatch.setattr(fsio, "storage_read_bytes", lambda: None)  # not counted here: drop_cache's word
+    assert C.timed_restore(s["path"], "safetensors", man)[2] == (True, "")
+
+
+@pytest.mark.parametrize("reader", C.READERS)
+def test_both_readers_restore_cold_and_verify(tmp_path, reader):
+    state = C.synthetic_state(2 * 2**20, seed=4)
+    man = C.make_manifest(state)
+    s = C.save_checkpoint(tmp_path, state, "safetensors", 0, manifest=man)
+    seconds, bad, _cold = C.timed_restore(s["path"], "safetensors", man, reader=reader)
+    assert seconds > 0 and bad == []
+
+
+def test_an_unknown_reader_is_a_spec_error(tmp_path):
+    with pytest.raises(SpecError, match="reader"):
+        C.load_checkpoint(tmp_path, "safetensors", reader="fast")
