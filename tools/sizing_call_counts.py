@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import wraps
-from types import FunctionType
+from types import FunctionType, ModuleType
 
 WATCHED = ("aiworkbook.sizing.states", "aiworkbook.sizing.activations")
 
@@ -39,7 +39,7 @@ def counting() -> Iterator[Counter]:
     """Wrap every function of WATCHED (and its by-name imports in aiworkbook.*) with a counter."""
     calls: Counter = Counter()
     depth: Counter = Counter()  # per module: >0 while one of its functions runs
-    originals: list[tuple[object, str, object]] = []
+    originals: list[tuple[ModuleType, str, object]] = []
     wrapped: dict[object, object] = {}
     for modname in WATCHED:
         mod = sys.modules[modname]
@@ -89,7 +89,7 @@ def count(model: str, fields: dict, gpu: str | None) -> Counter:
 def main() -> int:
     for label, model, fields, gpu in CASES:
         c = count(model, fields, gpu)
-        by_mod = Counter()
+        by_mod: Counter = Counter()
         for k, v in c.items():
             if not k.startswith("entries:"):
                 by_mod[k.split(".")[0]] += v
