@@ -165,19 +165,37 @@ def _largest(ok, hi: int) -> int:
     return lo
 
 
-def gpus_needed(spec, w: Workload, gpu, device: str = "cuda") -> int | None:
-    """Smallest tensor-parallel size the Workload allows (1..workload.MAX_TP, the one bound; sizes that do
-    not split the heads, KV heads and MLP evenly are skipped, so no more than the model's heads are
-    tried) that fits; None if none does."""
-    from aiworkbook.errors import SpecError
+#: Per tensor-parallel size: (the workload at that size, its pass, its components at its own shape),
+#: or None where the size does not split the model. Shared by `per_gpu` across GPUs: none of it
+#: depends on the GPU, only the verdict does.
+TPCache = dict[int, "tuple[Workload, SizingPass, dict] | None"]
 
-    for t in range(1, min(MAX_TP, spec.num_heads) + 1):
+
+def _at_tp(
+    spec, w: Workload, t: int, device: str, cache: TPCache
+) -> tuple[Workload, SizingPass, dict] | None:
+    if t not in cache:
+        from aiworkbook.errors import SpecError
+
         wt = replace(w, tp=t)
         try:
             wt.check_against(spec)  # heads, KV heads and MLP split evenly
         except SpecError:
-            continue
-        if fits(spec, wt, gpu, device)["fits"]:
+            cache[t] = None
+        else:
+            p = sizing_pass(spec, wt, device)
+            cache[t] = (wt, p, p.components(*shape(wt)))
+    return cache[t]
+
+
+def gpus_needed(spec, w: Workload, gpu, device: str = "cuda", cache: TPCache | None = None) -> int | None:
+    """Smallest tensor-parallel size the Workload allows (1..workload.MAX_TP, the one bound; sizes that do
+    not split the heads, KV heads and MLP evenly are skipped, so no more than the model's heads are
+    tried) that fits; None if none does. `cache`: the passes per tp already computed (per_gpu's)."""
+    cache = {} if cache is None else cache
+    for t in range(1, min(MAX_TP, spec.num_heads) + 1):
+        at = _at_tp(spec, w, t, device, cache)
+        if at is not None and fits(spec, at[0], gpu, device, at[1], at[2])["fits"]:
             return t
     return None
 
@@ -197,8 +215,9 @@ def per_gpu(spec, w: Workload, gpus: Any = None, device: str = "cuda") -> list[d
     from aiworkbook.specs import list_gpus
 
     rows = []
+    cache: TPCache = {}  # one pass per tensor-parallel size, whichever GPU asks
     for g in list_gpus() if gpus is None else [_gpu(x) for x in gpus]:
-        n = gpus_needed(spec, w, g, device)
+        n = gpus_needed(spec, w, g, device, cache)
         rows.append({"gpu": g.name, "gpus": n, "price_per_gpu_hour": g.price_per_hour_usd})
     return rows
 
