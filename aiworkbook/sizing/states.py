@@ -175,8 +175,8 @@ def frozen_base_bytes(spec: ModelSpecLike, w: Workload) -> tuple[int, str]:
         rest = spec.params - lin
         n = int(lin * NF4_BITS / 8) + 2 * rest
         return n, f"{lin:,} linear params · {NF4_BITS:.3f} bits NF4 + {rest:,} others · 2 B"
-    b = width(w.precision)
-    return spec.params * b, f"{spec.params:,} params · {b} B (frozen base)"
+    base = (Term(spec.params, "{:,} params") * Term(width(w.precision), "{} B")).said(" (frozen base)")
+    return base.value, base.text
 
 
 def inference_weight_bytes(spec: ModelSpecLike, weights_dtype: str) -> tuple[int, str]:
@@ -191,9 +191,10 @@ def inference_weight_bytes(spec: ModelSpecLike, weights_dtype: str) -> tuple[int
     rest = spec.params - lin
     bits = QUANT_BITS[weights_dtype]
     rest_b = 4 if weights_dtype == "fp32" else 2
+    if weights_dtype in ("fp32", "bf16", "fp16"):  # linears at the same width as the rest
+        whole = Term(spec.params, "{:,} params") * Term(rest_b, "{} B")
+        return whole.value, whole.text
     n = int(lin * bits / 8) + rest * rest_b
-    if weights_dtype in ("fp32", "bf16", "fp16"):
-        return n, f"{spec.params:,} params · {rest_b} B"
     return n, f"{lin:,} linear params · {bits:.3f} bits + {rest:,} embedding/head/norm params · {rest_b} B"
 
 
