@@ -66,6 +66,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.states import recipe_bytes, width
 from aiworkbook.sizing.workload import Workload
 
@@ -454,11 +455,22 @@ def inference_activation_bytes(spec: ModelSpecLike, w: Workload, batch, seq):
 def inference_logits_bytes(spec: ModelSpecLike, w: Workload, batch):
     """Last-position logits in fp32 for sampling, one row per sequence; none for an encoder-only model
     (no LM head: it does not sample)."""
-    return 4 * batch * spec.vocab_size if spec.is_decoder else 0 * batch
+    return inference_logits_term(spec, batch).value
 
 
-def formulas(spec: ModelSpecLike, w: Workload, b: int, s: int, device: str) -> tuple[str, str]:
-    t = terms(spec, w, device)
+def inference_logits_term(spec: ModelSpecLike, batch) -> Term:
+    """`inference_logits_bytes` with its formula, from one expression."""
+    if not spec.is_decoder:
+        return Term(0 * batch, "0 (encoder-only: no LM head, nothing sampled)")
+    logits = Term(4, "{} B") * Term(batch, "{} seqs") * Term(spec.vocab_size, "{:,} vocab")
+    return logits.said(" (last-position fp32 logits)")
+
+
+def formulas(
+    spec: ModelSpecLike, w: Workload, b: int, s: int, device: str, t: ActivationTerms | None = None
+) -> tuple[str, str]:
+    """The activations' and the logits' formulas (`t`: the workload's terms when the caller has them)."""
+    t = terms(spec, w, device) if t is None else t
     n = b * s
     L = _resident_layers(spec, w)
     tp = f" / {w.tp} tp" if w.tp > 1 else ""

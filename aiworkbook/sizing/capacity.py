@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from aiworkbook.sizing.memory import COMPONENTS, components, kv_bytes
+from aiworkbook.sizing.memory import COMPONENTS, kv_bytes, shape
+from aiworkbook.sizing.onepass import SizingPass, sizing_pass
 from aiworkbook.sizing.sections import CapacityReport, CheapestGPU
 from aiworkbook.sizing.workload import MAX_TP, Workload
 
@@ -29,36 +30,50 @@ def budget(w: Workload, gpu) -> int:
     return int(_gpu(gpu).usable_memory_bytes * w.gpu_memory_utilization)
 
 
-def _kv_budget_at(spec, w: Workload, gpu, n, ctx, device: str = "cuda") -> int:
-    """Bytes left for the KV cache of n sequences of ctx tokens after everything else the engine holds.
+def _pass(spec, w: Workload, device: str, p: SizingPass | None) -> SizingPass:
+    """The workload's SizingPass: the caller's, else computed (once per solver call)."""
+    return p if p is not None else sizing_pass(spec, w, device)
+
+
+def _kv_budget_at(
+    spec, w: Workload, gpu, n, ctx, device: str = "cuda", p: SizingPass | None = None, c: dict | None = None
+) -> int:
+    """Bytes left for the KV cache of n sequences of ctx tokens after everything else the engine holds
+    (`c`: the components at that shape when the caller has them).
 
     vLLM: `total · gpu_memory_utilization − (weights + profile-run activations + non-torch memory)`;
     TensorRT-LLM: `free_gpu_memory_fraction · (total − everything but the cache)`.
     """
     gpu = _gpu(gpu)
-    c = components(spec, w, n, ctx, device)
+    c = _pass(spec, w, device, p).components(n, ctx) if c is None else c
     other = sum(int(c[k]) for k in COMPONENTS if k != "kv_cache")
     if w.engine == "trtllm":
         return int((gpu.usable_memory_bytes - other) * w.gpu_memory_utilization)
     return budget(w, gpu) - other
 
 
-def _kv_fits_at(spec, w: Workload, gpu, n, ctx, device: str = "cuda") -> bool:
-    return int(kv_bytes(spec, w, n, ctx)) <= _kv_budget_at(spec, w, gpu, n, ctx, device)
+def _kv_fits_at(spec, w: Workload, gpu, n, ctx, device: str = "cuda", p: SizingPass | None = None) -> bool:
+    return int(kv_bytes(spec, w, n, ctx)) <= _kv_budget_at(spec, w, gpu, n, ctx, device, p)
 
 
-def kv_budget(spec, w: Workload, gpu, device: str = "cuda") -> int:
+def kv_budget(spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | None = None) -> int:
     """Bytes left for the KV cache after everything else the engine holds."""
-    return _kv_budget_at(spec, w, gpu, w.concurrency, w.context_len, device)
+    return _kv_budget_at(spec, w, gpu, w.concurrency, w.context_len, device, p)
 
 
-def fits(spec, w: Workload, gpu, device: str = "cuda") -> dict:
-    """Does the workload fit one GPU of this kind? With the budget and the headroom in bytes."""
+def fits(
+    spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | None = None, c: dict | None = None
+) -> dict:
+    """Does the workload fit one GPU of this kind? With the budget and the headroom in bytes.
+
+    `p`: the workload's SizingPass; `c`: its components at the workload's shape (the estimate's
+    breakdown), so nothing is recomputed."""
     gpu = _gpu(gpu)
-    c = components(spec, w, *(_shape(w)), device)
+    if c is None:
+        c = _pass(spec, w, device, p).components(*shape(w))
     total = int(c["total"])
     if w.engine == "trtllm" and not w.training:
-        kvb = kv_budget(spec, w, gpu, device)
+        kvb = _kv_budget_at(spec, w, gpu, w.concurrency, w.context_len, device, p, c)
         ok = int(c["kv_cache"]) <= kvb
         limit = total - int(c["kv_cache"]) + kvb
     else:
@@ -74,16 +89,14 @@ def fits(spec, w: Workload, gpu, device: str = "cuda") -> dict:
     }
 
 
-def _shape(w: Workload) -> tuple[int, int]:
-    return (w.batch, w.seq_len) if w.training else (w.concurrency, w.context_len)
-
-
 def kv_fits(spec, w: Workload, gpu, device: str = "cuda") -> bool:
     """Whether the workload's KV cache fits what the engine leaves for it (same verdict as `fits`)."""
     return _kv_fits_at(spec, w, gpu, w.concurrency, w.context_len, device)
 
 
-def max_concurrency(spec, w: Workload, gpu, context: int | None = None, device: str = "cuda") -> int:
+def max_concurrency(
+    spec, w: Workload, gpu, context: int | None = None, device: str = "cuda", p: SizingPass | None = None
+) -> int:
     """Sequences of `context` tokens whose paged KV fits the engine's KV budget (0 if not even one).
 
     The boundary agrees with `fits`: n sequences fit, n + 1 do not.
@@ -96,25 +109,31 @@ def max_concurrency(spec, w: Workload, gpu, context: int | None = None, device: 
     per_seq = int(kv_bytes(spec, w, 1, ctx))
     if per_seq == 0:
         return 0
-    hi = max(1, _kv_budget_at(spec, w, gpu, 1, ctx, device) // per_seq)
-    return _largest(lambda n: _kv_fits_at(spec, w, gpu, n, ctx, device), hi)
+    p = _pass(spec, w, device, p)
+    hi = max(1, _kv_budget_at(spec, w, gpu, 1, ctx, device, p) // per_seq)
+    return _largest(lambda n: _kv_fits_at(spec, w, gpu, n, ctx, device, p), hi)
 
 
-def max_context(spec, w: Workload, gpu, concurrency: int | None = None, device: str = "cuda") -> int:
+def max_context(
+    spec, w: Workload, gpu, concurrency: int | None = None, device: str = "cuda", p: SizingPass | None = None
+) -> int:
     """Longest context (capped at the model's max positions) that `concurrency` sequences fit.
 
     It may be shorter than the workload's seq_len + new_tokens: then the workload does not fit.
     """
     n = w.concurrency if concurrency is None else concurrency
     cap = spec.max_position_embeddings
-    return _largest(lambda c: _kv_fits_at(spec, w, gpu, n, c, device), cap)
+    p = _pass(spec, w, device, p)
+    return _largest(lambda c: _kv_fits_at(spec, w, gpu, n, c, device, p), cap)
 
 
-def max_batch(spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16) -> int:
+def max_batch(
+    spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16, p: SizingPass | None = None
+) -> int:
     """Largest micro-batch (training, at most `limit`) or concurrency (inference) within the budget at
     the workload's length."""
     if not w.training:
-        return max_concurrency(spec, w, gpu, device=device)
+        return max_concurrency(spec, w, gpu, device=device, p=p)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         from aiworkbook.errors import SpecError
 
@@ -125,7 +144,7 @@ def max_batch(spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16
     # float64, not int64: at the largest shapes allowed (batch x heads x seq^2 for eager scores) int64
     # totals wrap negative and read as fitting; float64 only rounds, far above any budget
     b = np.arange(1, 1 + limit, dtype=np.float64)
-    tot = components(spec, w, b, w.seq_len, device)["total"]
+    tot = _pass(spec, w, device, p).components(b, w.seq_len)["total"]
     ok = np.nonzero(tot <= lim)[0]
     return int(b[ok[-1]]) if ok.size else 0
 
@@ -146,19 +165,37 @@ def _largest(ok, hi: int) -> int:
     return lo
 
 
-def gpus_needed(spec, w: Workload, gpu, device: str = "cuda") -> int | None:
-    """Smallest tensor-parallel size the Workload allows (1..workload.MAX_TP, the one bound; sizes that do
-    not split the heads, KV heads and MLP evenly are skipped, so no more than the model's heads are
-    tried) that fits; None if none does."""
-    from aiworkbook.errors import SpecError
+#: Per tensor-parallel size: (the workload at that size, its pass, its components at its own shape),
+#: or None where the size does not split the model. Shared by `per_gpu` across GPUs: none of it
+#: depends on the GPU, only the verdict does.
+TPCache = dict[int, "tuple[Workload, SizingPass, dict] | None"]
 
-    for t in range(1, min(MAX_TP, spec.num_heads) + 1):
+
+def _at_tp(
+    spec, w: Workload, t: int, device: str, cache: TPCache
+) -> tuple[Workload, SizingPass, dict] | None:
+    if t not in cache:
+        from aiworkbook.errors import SpecError
+
         wt = replace(w, tp=t)
         try:
             wt.check_against(spec)  # heads, KV heads and MLP split evenly
         except SpecError:
-            continue
-        if fits(spec, wt, gpu, device)["fits"]:
+            cache[t] = None
+        else:
+            p = sizing_pass(spec, wt, device)
+            cache[t] = (wt, p, p.components(*shape(wt)))
+    return cache[t]
+
+
+def gpus_needed(spec, w: Workload, gpu, device: str = "cuda", cache: TPCache | None = None) -> int | None:
+    """Smallest tensor-parallel size the Workload allows (1..workload.MAX_TP, the one bound; sizes that do
+    not split the heads, KV heads and MLP evenly are skipped, so no more than the model's heads are
+    tried) that fits; None if none does. `cache`: the passes per tp already computed (per_gpu's)."""
+    cache = {} if cache is None else cache
+    for t in range(1, min(MAX_TP, spec.num_heads) + 1):
+        at = _at_tp(spec, w, t, device, cache)
+        if at is not None and fits(spec, at[0], gpu, device, at[1], at[2])["fits"]:
             return t
     return None
 
@@ -178,8 +215,9 @@ def per_gpu(spec, w: Workload, gpus: Any = None, device: str = "cuda") -> list[d
     from aiworkbook.specs import list_gpus
 
     rows = []
+    cache: TPCache = {}  # one pass per tensor-parallel size, whichever GPU asks
     for g in list_gpus() if gpus is None else [_gpu(x) for x in gpus]:
-        n = gpus_needed(spec, w, g, device)
+        n = gpus_needed(spec, w, g, device, cache)
         rows.append({"gpu": g.name, "gpus": n, "price_per_gpu_hour": g.price_per_hour_usd})
     return rows
 
@@ -208,10 +246,11 @@ def fit_grid(spec, w: Workload, gpu, batches, lengths, device: str = "cuda") -> 
     grid = memory_grid(spec, w, batches, lengths, device)
     limit = budget(w, gpu)
     trt = w.engine == "trtllm" and not w.training
+    p = sizing_pass(spec, w, device) if trt else None
     cells = []
     for i, b in enumerate(batches):
         for j, s in enumerate(lengths):
-            ok = _kv_fits_at(spec, w, gpu, b, s, device) if trt else int(grid[i, j]) <= limit
+            ok = _kv_fits_at(spec, w, gpu, b, s, device, p) if trt else int(grid[i, j]) <= limit
             cells.append({"batch": b, "length": s, "bytes": int(grid[i, j]), "fits": bool(ok)})
     frontier = []
     for s in lengths:
@@ -221,13 +260,13 @@ def fit_grid(spec, w: Workload, gpu, batches, lengths, device: str = "cuda") -> 
     return {"cells": cells, "frontier": frontier, "gpu": gpu.name, "budget_bytes": limit}
 
 
-def mig_profile(spec, w: Workload, gpu, device: str = "cuda") -> str | None:
+def mig_profile(spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | None = None) -> str | None:
     """The smallest MIG profile of this GPU whose memory holds the workload's total; None if none does."""
     gpu = _gpu(gpu)
-    total = int(components(spec, w, *(_shape(w)), device)["total"])
-    for p in sorted(gpu.mig_profiles, key=lambda p: (p.memory_bytes, -p.max_instances)):
-        if total <= p.memory_bytes * w.gpu_memory_utilization:
-            return p.name
+    total = int(_pass(spec, w, device, p).components(*shape(w))["total"])
+    for mig in sorted(gpu.mig_profiles, key=lambda m: (m.memory_bytes, -m.max_instances)):
+        if total <= mig.memory_bytes * w.gpu_memory_utilization:
+            return mig.name
     return None
 
 
@@ -253,16 +292,18 @@ def report(spec, w: Workload, target: Any, device: str | None = None) -> Capacit
     w.check_against(spec)
     cheap = cheapest_gpu(spec, w, dev)
     infer = not w.training
+    p = sizing_pass(spec, w, dev)  # one pass; the solvers evaluate other shapes from its terms
+    c = p.components(*shape(w))
     return CapacityReport(
         model=spec.name,
         gpu=gpu.name,
-        fits=bool(fits(spec, w, gpu, dev)["fits"]),
-        max_batch=max_batch(spec, w, gpu, dev),
+        fits=bool(fits(spec, w, gpu, dev, p, c)["fits"]),
+        max_batch=max_batch(spec, w, gpu, dev, p=p),
         gpus_needed_tp=gpus_needed(spec, w, gpu, dev),
         cheapest_gpu=CheapestGPU(**cheap) if cheap is not None else None,
-        mig_profile=mig_profile(spec, w, gpu, dev),
-        max_concurrency=max_concurrency(spec, w, gpu, device=dev) if infer else None,
-        max_context=max_context(spec, w, gpu, device=dev) if infer else None,
+        mig_profile=mig_profile(spec, w, gpu, dev, p),
+        max_concurrency=max_concurrency(spec, w, gpu, device=dev, p=p) if infer else None,
+        max_context=max_context(spec, w, gpu, device=dev, p=p) if infer else None,
         mode="infer" if infer else "train",
         device=dev,
     )

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing import capacity, roofline
 from aiworkbook.sizing.assumptions import Assumptions
-from aiworkbook.sizing.memory import MemoryBreakdown, memory_breakdown
+from aiworkbook.sizing.memory import MemoryBreakdown, breakdown_of, evaluate, shape
+from aiworkbook.sizing.onepass import sizing_pass
 from aiworkbook.sizing.sections import Cost, Fits, Roofline, RulesOfThumb, Storage, from_mapping
-from aiworkbook.sizing.states import trainable_and_optimizer
 from aiworkbook.sizing.workload import Workload
 
 if TYPE_CHECKING:
@@ -131,23 +131,32 @@ def estimate(
     if device not in DEVICES:
         raise SpecError("device", device, ", ".join(DEVICES))
     w.check_against(spec)
-    mem = memory_breakdown(spec, w, device)
+    # one pass: the model states and activation terms once, the breakdown at the workload's shape
+    # once; every section below reads them (docs/architecture.md, "Sizing in one pass")
+    p = sizing_pass(spec, w, device)
+    ev = evaluate(p, *shape(w))
+    mem = breakdown_of(p, ev)
     params = {
         "params": spec.params,
         "params_active": spec.params_active,
         "params_non_embedding": spec.params_non_embedding,
-        "trainable": trainable_and_optimizer(spec, w)[0],
+        "trainable": p.trainable,
     }
     if w.training:
-        roof = from_mapping(Roofline, roofline.train_step(spec, w, gpu), mode="train")
+        roof = from_mapping(Roofline, roofline.train_step(spec, w, gpu, trainable=p.trainable), mode="train")
     elif gpu is not None:
-        roof = from_mapping(Roofline, roofline.inference_roofline(spec, w, gpu), mode="infer")
+        stored = p.weight_bytes[0] if p.weight_bytes is not None else None
+        roof = from_mapping(Roofline, roofline.inference_roofline(spec, w, gpu, stored), mode="infer")
     else:
         roof = Roofline(mode="none")
-    fit = from_mapping(Fits, capacity.fits(spec, w, gpu, device)) if gpu is not None else Fits()
+    fit = (
+        from_mapping(Fits, capacity.fits(spec, w, gpu, device, p, ev.components))
+        if gpu is not None
+        else Fits()
+    )
     from aiworkbook.sizing.plan import cost_section, storage_section
 
-    store = storage_section(spec, w, roof, assumptions)
+    store = storage_section(spec, w, roof, assumptions, p)
     return Estimate(
         spec.name,
         w,

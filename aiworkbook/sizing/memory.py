@@ -8,11 +8,11 @@ micro-batch and s the sequence length; for inference b is the concurrency and s 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.sizing import activations as act
-from aiworkbook.sizing import optimizer_step, timeline
-from aiworkbook.sizing.states import model_states, zero3_gather_bytes
+from aiworkbook.sizing import timeline
+from aiworkbook.sizing.onepass import SizingPass, sizing_pass
 from aiworkbook.sizing.workload import Workload
 from aiworkbook.specs.kv import kv_bytes as kv_cache_bytes
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
@@ -119,21 +119,34 @@ def kv_bytes(spec: ModelSpecLike, w: Workload, sequences, context):
     return sequences * kv_cache_bytes(spec.kv_layer_groups(), tokens, DTYPE_BITS[w.kv_dtype], w.tp)
 
 
-def components(spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda") -> dict:
-    """All components for batch b and length s (scalars or broadcastable numpy arrays)."""
-    return _components(spec, w, b, s, device)[0]
+def components(
+    spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda", p: SizingPass | None = None
+) -> dict:
+    """All components for batch b and length s (scalars or broadcastable numpy arrays); `p`: the
+    workload's SizingPass when the caller has it (its terms are reused, nothing recomputed)."""
+    return evaluate(p if p is not None else sizing_pass(spec, w, device), b, s).components
 
 
-def _components(spec: ModelSpecLike, w: Workload, b, s, device: str) -> tuple[dict, str]:
-    """`components` and the name of a training step's peak phase ("" for inference or arrays)."""
-    st = model_states(spec, w)
+@dataclass(frozen=True)
+class Evaluated:
+    """The breakdown at one shape: the components, a training step's peak phase ("" for inference or
+    arrays) and the loss's backward transient (in the workspace)."""
+
+    components: dict
+    phase: str
+    transient: Any
+
+
+def evaluate(p: SizingPass, b, s) -> Evaluated:
+    """The components of `p`'s workload at batch b and length s, from the pass's terms."""
+    spec, w, device = p.spec, p.w, p.device
+    st = p.states
     c = dict(
         weights=st.weights, gradients=st.gradients, optimizer=st.optimizer, master_weights=st.master_weights
     )
     zero = 0 * b * s
-    t = None
-    if w.training:
-        t = act.terms(spec, w, device)  # once: activations and the head's autocast copies share them
+    t = p.terms
+    if t is not None:
         c["activations"] = act.activation_bytes(spec, w, b, s, device, t)
         logprobs = act.logits_bytes(spec, w, b, s)
         # AMP: the head's 16-bit weight copy and input cast are saved with the logits
@@ -149,10 +162,10 @@ def _components(spec: ModelSpecLike, w: Workload, b, s, device: str) -> tuple[di
         c["kv_cache"] = kv_bytes(spec, w, b, s)
         transient = zero
     # the CPU's components count no workspace, so no loss transient either: only the optimizer step's
-    step_tmp = optimizer_step.temporaries(spec, w, device).bytes
+    step_tmp = p.step.bytes
     apart, phase = _not_at_once(spec, w, b, s, c, transient if device == "cuda" else zero, t, step_tmp)
     if device == "cuda":
-        ws = CUBLAS_WORKSPACE_BYTES * cublas_handles(w) + transient + step_tmp + zero3_gather_bytes(spec, w)
+        ws = CUBLAS_WORKSPACE_BYTES * cublas_handles(w) + transient + step_tmp + p.zero3_gather
         if w.dp * w.tp > 1:
             ws = ws + NCCL_BYTES
         if w.engine != "hf":
@@ -165,7 +178,7 @@ def _components(spec: ModelSpecLike, w: Workload, b, s, device: str) -> tuple[di
         c["cuda_context"] = c["reserve"] = zero
         c["workspace"] = zero + step_tmp
     c["total"] = sum(c[k] for k in COMPONENTS) - apart
-    return c, phase
+    return Evaluated(c, phase, transient)
 
 
 def _not_at_once(spec: ModelSpecLike, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
@@ -178,19 +191,30 @@ def _not_at_once(spec: ModelSpecLike, w: Workload, b, s, c: dict, transient, t, 
     return summed - peak, phase
 
 
-def memory_breakdown(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> MemoryBreakdown:
-    """The itemised breakdown of one workload with a formula per component."""
-    if w.training:
-        b, s = w.batch, w.seq_len
-    else:
-        b, s = w.concurrency, w.context_len
-    c, phase = _components(spec, w, b, s, device)
+def shape(w: Workload) -> tuple[int, int]:
+    """The workload's own (b, s): micro-batch and sequence for training, concurrency and context else."""
+    return (w.batch, w.seq_len) if w.training else (w.concurrency, w.context_len)
+
+
+def memory_breakdown(
+    spec: ModelSpecLike, w: Workload, device: str = "cuda", p: SizingPass | None = None
+) -> MemoryBreakdown:
+    """The itemised breakdown of one workload with a formula per component (`p`: its SizingPass)."""
+    p = p if p is not None else sizing_pass(spec, w, device)
+    return breakdown_of(p, evaluate(p, *shape(w)))
+
+
+def breakdown_of(p: SizingPass, ev: Evaluated) -> MemoryBreakdown:
+    """The MemoryBreakdown of `ev` (evaluated at the workload's own shape), with the formulas."""
+    spec, w, device = p.spec, p.w, p.device
+    b, s = shape(w)
+    c, phase = ev.components, ev.phase
     vals = {k: int(v) for k, v in c.items()}
-    f = dict(model_states(spec, w).formulas)
+    f = dict(p.states.formulas)
     for k in ("gradients", "optimizer", "master_weights"):
         f.setdefault(k, "0 (inference)")
     if w.training:
-        f["activations"], f["logits"] = act.formulas(spec, w, b, s, device)
+        f["activations"], f["logits"] = act.formulas(spec, w, b, s, device, p.terms)
         f["kv_cache"] = "0 (training keeps no KV cache)"
     else:
         e = 4 if w.precision == "fp32" else 2
@@ -204,11 +228,7 @@ def memory_breakdown(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> 
         f["activations"] = f"one layer's prefill transient: {who} · per-token width · {e} B" + (
             " + fp32 scores" if (w.engine == "hf" and not w.flash) else ""
         )
-        f["logits"] = (
-            f"4 B · {b} seqs · {spec.vocab_size:,} vocab (last-position fp32 logits)"
-            if spec.is_decoder
-            else "0 (encoder-only: no LM head, nothing sampled)"
-        )
+        f["logits"] = act.inference_logits_term(spec, b).text
         heads = max(1, -(-spec.num_kv_heads // w.tp))
         window = (
             f", {spec.sliding_window_layers} layers capped at {spec.sliding_window}"
@@ -235,12 +255,12 @@ def memory_breakdown(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> 
                 what += f", one of {w.loss_chunks} chunks" + ("" if lc else " (or the 16-bit chunks)")
             if w.compile and not lc:
                 what += "; compile_loss off: the loss runs eager"
-            ws.append(f"{fmt_bytes(int(act.loss_transient_bytes(spec, w, b, s)))} loss backward ({what})")
-        step = optimizer_step.temporaries(spec, w, device)
+            ws.append(f"{fmt_bytes(int(ev.transient))} loss backward ({what})")
+        step = p.step
         if step.bytes:
             ws.append(f"{fmt_bytes(step.bytes)} optimizer step ({step.formula})")
-        if zero3_gather_bytes(spec, w):
-            ws.append(f"{fmt_bytes(zero3_gather_bytes(spec, w))} ZeRO-3 gathered unit (weights + grads)")
+        if p.zero3_gather:
+            ws.append(f"{fmt_bytes(p.zero3_gather)} ZeRO-3 gathered unit (weights + grads)")
         if w.dp * w.tp > 1:
             ws.append(f"{fmt_bytes(NCCL_BYTES)} NCCL")
         if w.engine != "hf":
@@ -255,7 +275,7 @@ def memory_breakdown(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> 
     else:
         for k in ("workspace", "cuda_context", "reserve"):
             f[k] = "0 (device cpu)"
-        step = optimizer_step.temporaries(spec, w, device)
+        step = p.step
         if step.bytes:
             f["workspace"] = (
                 f"{fmt_bytes(step.bytes)} optimizer step ({step.formula}); no other workspace on cpu"
@@ -266,14 +286,17 @@ def memory_breakdown(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> 
             f"the step's peak, the {phase}: {f['total']} less "
             f"{fmt_bytes(sum(vals[k] for k in COMPONENTS) - vals['total'])} not alive then"
         )
-    return MemoryBreakdown(**vals, formulas=f, host=host_components(spec, w, b, s, device))
+    return MemoryBreakdown(**vals, formulas=f, host=host_components(spec, w, b, s, device, p))
 
 
-def host_components(spec: ModelSpecLike, w: Workload, b: int, s: int, device: str = "cuda") -> dict[str, int]:
+def host_components(
+    spec: ModelSpecLike, w: Workload, b: int, s: int, device: str = "cuda", p: SizingPass | None = None
+) -> dict[str, int]:
     """Bytes per GPU the options keep off the GPU, by HOST_KEYS."""
-    st = model_states(spec, w)
+    p = p if p is not None else sizing_pass(spec, w, device)
+    st = p.states
     return {
         "offloaded_states": int(st.host),
-        "offloaded_activations": int(act.offloaded_activation_bytes(spec, w, b, s, device)),
+        "offloaded_activations": int(act.offloaded_activation_bytes(spec, w, b, s, device, p.terms)),
         "paged_optimizer": int(st.paged),
     }

@@ -105,9 +105,11 @@ class StepTemporaries:
     formula: str
 
 
-def temporaries(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> StepTemporaries:
+def temporaries(
+    spec: ModelSpecLike, w: Workload, device: str = "cuda", trainable: int | None = None
+) -> StepTemporaries:
     """The step's temporaries per GPU (see the module docstring); the formula is built from the same
-    terms as the number."""
+    terms as the number. `trainable`: the trainable parameters when the caller has them already."""
     impl = resolve_impl(w, device)
     if not w.training or w.fsdp_cpu_offload:
         return StepTemporaries(0, impl, "0 (no optimizer step on the GPU)" if w.training else "")
@@ -124,7 +126,7 @@ def temporaries(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> StepT
     shard = f" / {div} (shard)" if div > 1 else ""
     sgd, adafactor = w.recipe == "sgd-momentum", w.recipe == "adafactor"
     if impl == "foreach" and not w.optimizer_in_backward:
-        group = trainable_and_optimizer(spec, w)[0]
+        group = trainable_and_optimizer(spec, w)[0] if trainable is None else trainable
         lists = copy if sgd else 1  # SGD: only the grad copy; Adam: sqrt(v); Adafactor: var_estimates
         n = lists * group // div
         name = "the grad copy" if sgd else ("var_estimates" if adafactor else "sqrt(exp_avg_sq)")

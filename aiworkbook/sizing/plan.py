@@ -15,18 +15,27 @@ from aiworkbook.sizing.sections import Cost, Dataloader, RunCost, Section, Stora
 from aiworkbook.sizing.workload import Workload
 
 if TYPE_CHECKING:
+    from aiworkbook.sizing.onepass import SizingPass
     from aiworkbook.specs.protocol import ModelSpecLike
 
 
 def storage_section(
-    spec: ModelSpecLike, w: Workload, roof: Mapping[str, Any] | Section, a: Assumptions
+    spec: ModelSpecLike,
+    w: Workload,
+    roof: Mapping[str, Any] | Section,
+    a: Assumptions,
+    p: SizingPass | None = None,
 ) -> Storage:
-    """Checkpoint sizes and times (always), Young/Daly and goodput for training, the loader rate."""
+    """Checkpoint sizes and times (always), Young/Daly and goodput for training, the loader rate.
+    `p`: the workload's SizingPass (trainable parameters, optimizer bytes, served weights)."""
     gpus = w.dp * w.tp
     if w.training:
-        from aiworkbook.sizing.states import trainable_and_optimizer
+        if p is not None:
+            trainable, opt = p.trainable, p.optimizer_bytes
+        else:
+            from aiworkbook.sizing.states import trainable_and_optimizer
 
-        trainable, opt, _ = trainable_and_optimizer(spec, w)
+            trainable, opt, _ = trainable_and_optimizer(spec, w)
         plan = storage.checkpoint_plan(
             spec,
             w.recipe,
@@ -47,7 +56,10 @@ def storage_section(
         return from_mapping(Storage, plan, mode="train", dataloader=loader)
     from aiworkbook.sizing.states import inference_weight_bytes
 
-    weights, _ = inference_weight_bytes(spec, w.weights_dtype)  # the served artefact, at its dtype
+    served = p.weight_bytes if p is not None else None
+    weights, _ = (
+        served if served is not None else inference_weight_bytes(spec, w.weights_dtype)
+    )  # at its dtype
     return Storage(
         mode="infer",
         weights_bytes=int(weights),

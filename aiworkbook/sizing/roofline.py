@@ -63,8 +63,11 @@ def training_flops_per_token(spec: ModelSpecLike, seq_len: int, adapter_params: 
     return float(f)
 
 
-def train_step(spec: ModelSpecLike, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU) -> dict:
-    """Step time at an assumed MFU, tokens/s over the data-parallel group, FLOPs per GPU."""
+def train_step(
+    spec: ModelSpecLike, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU, trainable: int | None = None
+) -> dict:
+    """Step time at an assumed MFU, tokens/s over the data-parallel group, FLOPs per GPU.
+    `trainable`: the trainable parameters (the adapters for LoRA) when the caller has them."""
     if not 0 < mfu <= 1:
         from aiworkbook.errors import SpecError
 
@@ -73,7 +76,7 @@ def train_step(spec: ModelSpecLike, w: Workload, gpu, mfu: float = DEFAULT_TRAIN
     if w.mode in ("lora", "qlora"):
         from aiworkbook.sizing.states import lora_params
 
-        adapters = lora_params(spec, w)
+        adapters = lora_params(spec, w) if trainable is None else trainable
     per_token = training_flops_per_token(spec, w.seq_len, adapter_params=adapters)
     tokens = w.batch * w.seq_len
     model_flops = per_token * tokens / w.tp
@@ -98,15 +101,15 @@ def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float) -> f
     return model_flops_per_step / step_time_s / peak_flops
 
 
-def weight_bytes_read(spec: ModelSpecLike, w: Workload, batch=1):
+def weight_bytes_read(spec: ModelSpecLike, w: Workload, batch=1, stored: int | None = None):
     """Weight bytes one decode step streams on one GPU: every matrix the step multiplies by, over tp.
 
     Lookup-only tables (an untied input embedding, learned positions, token types) are not streamed:
     a step reads one row per sequence. A tied embedding is read whole, as the output head. Counting
     the whole untied table instead (the common rule of thumb) under-states Llama-3-8B's batch-1
-    ceiling on H100 SXM by 7 % (209 vs 223 tokens/s).
+    ceiling on H100 SXM by 7 % (209 vs 223 tokens/s). `stored`: inference_weight_bytes when known.
     """
-    total, _ = inference_weight_bytes(spec, w.weights_dtype)
+    total = inference_weight_bytes(spec, w.weights_dtype)[0] if stored is None else stored
     table_b = 4 if w.weights_dtype == "fp32" else 2  # embeddings stay at 16 bits (fp32 when fp32)
     lookup = spec.params_embedding - (spec.vocab_size * spec.hidden_size if spec.tie_word_embeddings else 0)
     tables = 1 + bool(spec.learned_positions) + bool(spec.type_vocab_size)
@@ -114,7 +117,9 @@ def weight_bytes_read(spec: ModelSpecLike, w: Workload, batch=1):
     return (total - lookup * table_b + rows * table_b) / w.tp
 
 
-def decode_flops_bytes(spec: ModelSpecLike, w: Workload, batch=None, context=None) -> dict:
+def decode_flops_bytes(
+    spec: ModelSpecLike, w: Workload, batch=None, context=None, stored: int | None = None
+) -> dict:
     """One decode step's work per GPU at `batch` sequences of `context` tokens (arrays allowed):
     FLOPs 2·N_matmul·b + 4·L·a·d·ctx·b, the weight bytes it streams (MoE: only the experts the batch
     touches) and the KV bytes it reads. The one derivation behind `decode` and the proofs' chart point."""
@@ -122,7 +127,7 @@ def decode_flops_bytes(spec: ModelSpecLike, w: Workload, batch=None, context=Non
 
     batch = w.concurrency if batch is None else batch
     context = w.context_len if context is None else context
-    wbytes = weight_bytes_read(spec, w, batch)
+    wbytes = weight_bytes_read(spec, w, batch, stored)
     if spec.num_experts:
         # one expert across all layers, at the linear layers' width (experts are quantised linears)
         expert_bytes = spec.num_layers * spec.expert_params * QUANT_BITS[w.weights_dtype] / 8 / w.tp
@@ -151,11 +156,12 @@ def decode(
     context=None,
     mem_efficiency: float = 1.0,
     compute_efficiency: float = 1.0,
+    stored: int | None = None,
 ) -> dict:
     """Decode step time, tokens/s and the bound at `batch` sequences of `context` tokens (arrays allowed)."""
     import numpy as np
 
-    work = decode_flops_bytes(spec, w, batch, context)
+    work = decode_flops_bytes(spec, w, batch, context, stored)
     batch, wbytes, kv, flops = work["batch"], work["weight_bytes_read"], work["kv_bytes_read"], work["flops"]
     bw = gpu.memory_bandwidth_bps * mem_efficiency
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype], field="weights_dtype") * compute_efficiency
@@ -173,10 +179,10 @@ def decode(
     }
 
 
-def crossover_batch(spec: ModelSpecLike, w: Workload, gpu) -> float:
+def crossover_batch(spec: ModelSpecLike, w: Workload, gpu, stored: int | None = None) -> float:
     """Batch above which decode is compute-bound (KV reads ignored): weight bytes·peak / (BW·2·N)."""
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype], field="weights_dtype")
-    wbytes = weight_bytes_read(spec, w.replace(tp=1))
+    wbytes = weight_bytes_read(spec, w.replace(tp=1), stored=stored)
     return wbytes * peak / (gpu.memory_bandwidth_bps * 2 * matmul_params(spec))
 
 
@@ -187,6 +193,7 @@ def prefill_time(
     prompt: int | None = None,
     batch: int = 1,
     compute_efficiency: float = 1.0,
+    stored: int | None = None,
 ) -> float:
     """TTFT lower bound without queueing: prefill FLOPs over the peak, at least one read of the weights.
 
@@ -199,15 +206,18 @@ def prefill_time(
     n = matmul_params(spec)
     flops = batch * (2 * (n - head) * s + 2 * head + 2 * L * a * d * s * s) / w.tp
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype], field="weights_dtype") * compute_efficiency
-    return max(flops / peak, weight_bytes_read(spec, w) / gpu.memory_bandwidth_bps)
+    return max(flops / peak, weight_bytes_read(spec, w, stored=stored) / gpu.memory_bandwidth_bps)
 
 
-def inference_roofline(spec: ModelSpecLike, w: Workload, gpu) -> dict:
+def inference_roofline(spec: ModelSpecLike, w: Workload, gpu, stored: int | None = None) -> dict:
     """TTFT, TPOT and decode throughput at the workload's concurrency, with the crossover batch. An
-    encoder-only model does not decode: its TTFT is the forward pass, every decode figure None."""
+    encoder-only model does not decode: its TTFT is the forward pass, every decode figure None.
+    `stored`: the served weight bytes (inference_weight_bytes) when the caller has them."""
+    if stored is None:
+        stored = inference_weight_bytes(spec, w.weights_dtype)[0]
     if not spec.is_decoder:
         return {
-            "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency),
+            "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency, stored=stored),
             "tpot_s": None,
             "decode_tokens_per_s": None,
             "decode_bound": None,
@@ -216,14 +226,14 @@ def inference_roofline(spec: ModelSpecLike, w: Workload, gpu) -> dict:
             "experts_touched_per_layer": None,
             "compute_dtype": compute_dtype(w.weights_dtype),
         }
-    dec = decode(spec, w, gpu)
+    dec = decode(spec, w, gpu, stored=stored)
     return {
-        "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency),
+        "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency, stored=stored),
         "tpot_s": float(dec["step_time_s"]),
         "decode_tokens_per_s": float(dec["tokens_per_s"]),
         "decode_bound": dec["bound"],
-        "batch1_tokens_per_s": float(decode(spec, w, gpu, batch=1)["tokens_per_s"]),
-        "crossover_batch": crossover_batch(spec, w, gpu),
+        "batch1_tokens_per_s": float(decode(spec, w, gpu, batch=1, stored=stored)["tokens_per_s"]),
+        "crossover_batch": crossover_batch(spec, w, gpu, stored),
         "experts_touched_per_layer": float(
             experts_touched(spec.num_experts, spec.experts_per_token, w.concurrency)
         ),

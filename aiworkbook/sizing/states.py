@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.workload import Workload
 
 if TYPE_CHECKING:
@@ -163,7 +164,8 @@ def trainable_and_optimizer(spec: ModelSpecLike, w: Workload) -> tuple[int, int,
             f"{big:,} trainable · (2 B int8 m, v + 2 · 4 B absmax / {BNB_BLOCK})"
             + (f" + {small:,} in small tensors · 8 B" if small else ""),
         )
-    return trainable, trainable * ob, f"{trainable:,} trainable · {ob} B"
+    opt_term = Term(trainable, "{:,} trainable") * Term(ob, "{} B")
+    return trainable, opt_term.value, opt_term.text
 
 
 def frozen_base_bytes(spec: ModelSpecLike, w: Workload) -> tuple[int, str]:
@@ -173,8 +175,8 @@ def frozen_base_bytes(spec: ModelSpecLike, w: Workload) -> tuple[int, str]:
         rest = spec.params - lin
         n = int(lin * NF4_BITS / 8) + 2 * rest
         return n, f"{lin:,} linear params · {NF4_BITS:.3f} bits NF4 + {rest:,} others · 2 B"
-    b = width(w.precision)
-    return spec.params * b, f"{spec.params:,} params · {b} B (frozen base)"
+    base = (Term(spec.params, "{:,} params") * Term(width(w.precision), "{} B")).said(" (frozen base)")
+    return base.value, base.text
 
 
 def inference_weight_bytes(spec: ModelSpecLike, weights_dtype: str) -> tuple[int, str]:
@@ -189,9 +191,10 @@ def inference_weight_bytes(spec: ModelSpecLike, weights_dtype: str) -> tuple[int
     rest = spec.params - lin
     bits = QUANT_BITS[weights_dtype]
     rest_b = 4 if weights_dtype == "fp32" else 2
+    if weights_dtype in ("fp32", "bf16", "fp16"):  # linears at the same width as the rest
+        whole = Term(spec.params, "{:,} params") * Term(rest_b, "{} B")
+        return whole.value, whole.text
     n = int(lin * bits / 8) + rest * rest_b
-    if weights_dtype in ("fp32", "bf16", "fp16"):
-        return n, f"{spec.params:,} params · {rest_b} B"
     return n, f"{lin:,} linear params · {bits:.3f} bits + {rest:,} embedding/head/norm params · {rest_b} B"
 
 
@@ -210,53 +213,66 @@ class States:
     paged: int = 0
 
 
-def model_states(spec: ModelSpecLike, w: Workload) -> States:
-    """Weights, gradients, optimizer and master bytes per GPU after ZeRO and tensor-parallel sharding."""
+def model_states(
+    spec: ModelSpecLike,
+    w: Workload,
+    trainable_opt: tuple[int, int, str] | None = None,
+    served: tuple[int, str] | None = None,
+) -> States:
+    """Weights, gradients, optimizer and master bytes per GPU after ZeRO and tensor-parallel sharding.
+
+    `trainable_opt` (`trainable_and_optimizer`'s answer) and `served` (`inference_weight_bytes`'s) when
+    the caller has them already (onepass.sizing_pass)."""
     t, dp = w.tp, w.dp
     f: dict[str, str] = {}
+    tp = Term(t, "{} tp")
     if w.mode == "infer":
-        n, txt = inference_weight_bytes(spec, w.weights_dtype)
-        f["weights"] = txt + (f" / {t} tp" if t > 1 else "")
-        return States(n // t, 0, 0, 0, 0, f)
+        stored = Term(*(inference_weight_bytes(spec, w.weights_dtype) if served is None else served))
+        n = stored // tp if t > 1 else stored
+        f["weights"] = n.text
+        return States(n.value, 0, 0, 0, 0, f)
 
     wb, gb, _, mb = recipe_bytes(w.recipe, w.precision)
-    trainable, opt, opt_txt = trainable_and_optimizer(spec, w)
+    trainable, opt, opt_txt = trainable_and_optimizer(spec, w) if trainable_opt is None else trainable_opt
     base, base_txt = (0, "") if w.mode == "train" else frozen_base_bytes(spec, w)
 
-    def shard(n: int, stage: int) -> tuple[int, str]:
-        div = dp if w.zero >= stage else 1
-        return n // (div * t), (f" / {dp} ZeRO-{w.zero}" if div > 1 else "") + (f" / {t} tp" if t > 1 else "")
+    def shard(x: Term, stage: int) -> Term:
+        """x over the ZeRO ranks that shard it at this stage and over tp: its text says each division."""
+        if w.zero >= stage and dp > 1:
+            x = x // Term(dp, f"{{}} ZeRO-{w.zero}")
+        return x // tp if t > 1 else x
 
-    weights, sw = shard(trainable * wb, 3)
-    f["weights"] = f"{trainable:,} params · {wb} B{sw}"
+    def per(n: int, what: str, nbytes: int) -> Term:
+        return Term(n, "{:,} " + what) * Term(nbytes, "{} B")
+
+    weights = shard(per(trainable, "params", wb), 3)
     if base:
-        bw, sb = shard(base, 3)
-        weights += bw
-        f["weights"] = f"{base_txt}{sb} + {trainable:,} adapter params · {wb} B{sw}"
-    grads, sg = shard(trainable * gb, 2)
-    f["gradients"] = f"{trainable:,} trainable · {gb} B{sg}" + (
-        " (frozen base: no gradients)" if w.mode != "train" else ""
-    )
+        weights = shard(Term(base, base_txt), 3) + shard(per(trainable, "adapter params", wb), 3)
+    grads = shard(per(trainable, "trainable", gb), 2)
+    if w.mode != "train":
+        grads = grads.said(" (frozen base: no gradients)")
     if w.optimizer_in_backward:
         big = largest_trainable_tensor(spec, w)
-        grads = big * gb // t
-        f["gradients"] = (
-            f"{big:,} elements of the largest tensor · {gb} B (optimizer in backward: one at a time)"
+        # the text does not say "/ tp" (kept as it was: the JSON stays byte-identical)
+        grads = Term(
+            big * gb // t,
+            f"{big:,} elements of the largest tensor · {gb} B (optimizer in backward: one at a time)",
         )
-    optimizer, so = shard(opt, 1)
-    f["optimizer"] = opt_txt + so
-    master, sm = shard(trainable * mb, 1)
-    f["master_weights"] = f"{trainable:,} trainable · {mb} B{sm}"
+    optimizer = shard(Term(opt, opt_txt), 1)
+    master = shard(per(trainable, "trainable", mb), 1)
+    f["weights"], f["gradients"] = weights.text, grads.text
+    f["optimizer"], f["master_weights"] = optimizer.text, master.text
     paged = 0
     if w.paged_optimizer:
-        paged, optimizer = optimizer, 0
-        f["optimizer"] = f"0 on PyTorch's allocator: {opt_txt}{so} paged (CUDA unified memory)"
+        paged = optimizer.value
+        optimizer = Term(0, f"0 on PyTorch's allocator: {optimizer.text} paged (CUDA unified memory)")
+        f["optimizer"] = optimizer.text
+    states = (weights.value, grads.value, optimizer.value, master.value)
     if w.fsdp_cpu_offload:
-        host = weights + grads + optimizer + master
         for k in ("weights", "gradients", "optimizer", "master_weights"):
             f[k] = f"0 on the GPU: {f[k]} on the host (FSDP CPU offload)"
-        return States(0, 0, 0, 0, trainable, f, host=host, paged=paged)
-    return States(weights, grads, optimizer, master, trainable, f, paged=paged)
+        return States(0, 0, 0, 0, trainable, f, host=sum(states), paged=paged)
+    return States(*states, trainable, f, paged=paged)
 
 
 def zero3_unit_params(spec: ModelSpecLike) -> int:

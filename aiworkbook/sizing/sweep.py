@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiworkbook.sizing.memory import components
+from aiworkbook.sizing.onepass import sizing_pass
 from aiworkbook.sizing.workload import Workload
 
 
@@ -22,8 +22,9 @@ def memory_grid(spec, w: Workload, batches, lengths, device: str = "cuda", compo
         if arr.size == 0 or arr.min() < 1:
             raise SpecError(name, arr.ravel().tolist()[:4], "one or more integers >= 1")
     # every component grows with b and s: if the largest corner is exact in int64, every cell is
-    corner = components(spec, w, int(b.max()), int(s.max()), device)
+    p = sizing_pass(spec, w, device)  # the terms once; both shapes below are evaluated from them
+    corner = p.components(int(b.max()), int(s.max()))
     if max(int(v) for v in corner.values()) > 2**62:
         raise SpecError("lengths", int(s.max()), "a grid whose largest cell stays below 2**62 bytes (int64)")
-    out = components(spec, w, b, s, device)[component]
+    out = p.components(b, s)[component]
     return np.broadcast_to(np.asarray(out, dtype=np.int64), (b.shape[0], s.shape[1])).copy()

@@ -1,0 +1,75 @@
+"""One pass over a workload: the model states, the activation terms, the optimizer step's temporaries and
+the served weights computed once, and every section of an Estimate derived from them.
+
+`estimate()` builds one `SizingPass`; the memory breakdown, the fit verdict, the roofline, storage and
+cost read it instead of returning to states.py and activations.py. Capacity's solvers evaluate other
+batches and lengths with `SizingPass.components(b, s)`: the per-token coefficients are reused, but the
+breakdown is still evaluated at each shape, not scaled, because it is not linear in b·s (paged KV rounds
+to blocks, the chunked loss and the engines' prefill are capped, the loss transient and a training step's
+peak are maxima). tools/sizing_call_counts.py counts the calls; tests/test_sizing_onepass.py bounds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiworkbook.sizing import activations as act
+from aiworkbook.sizing import optimizer_step
+from aiworkbook.sizing.states import (
+    States,
+    inference_weight_bytes,
+    model_states,
+    trainable_and_optimizer,
+    zero3_gather_bytes,
+)
+from aiworkbook.sizing.workload import Workload
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
+
+
+@dataclass(frozen=True)
+class SizingPass:
+    """Everything about a workload that does not depend on the batch and length, computed once."""
+
+    spec: Any  # ModelSpecLike
+    w: Workload
+    device: str
+    states: States
+    trainable: int
+    #: Optimizer-state bytes before sharding (trainable_and_optimizer's second value) and its formula.
+    optimizer_bytes: int
+    optimizer_formula: str
+    #: Training's activation coefficients (None for inference).
+    terms: act.ActivationTerms | None
+    step: optimizer_step.StepTemporaries
+    zero3_gather: int
+    #: Inference: the served weights at the workload's weights dtype, with their formula
+    #: (inference_weight_bytes); None for training.
+    weight_bytes: tuple[int, str] | None
+
+    def components(self, b, s) -> dict:
+        """The breakdown's components at batch b and length s (scalars or numpy arrays)."""
+        from aiworkbook.sizing.memory import evaluate
+
+        return evaluate(self, b, s).components
+
+
+def sizing_pass(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> SizingPass:
+    """Enter states.py and activations.py once for `w`: the terms every section derives from."""
+    trainable, opt, opt_txt = trainable_and_optimizer(spec, w)
+    served = None if w.training else inference_weight_bytes(spec, w.weights_dtype)
+    return SizingPass(
+        spec=spec,
+        w=w,
+        device=device,
+        states=model_states(spec, w, (trainable, opt, opt_txt), served),
+        trainable=trainable,
+        optimizer_bytes=opt,
+        optimizer_formula=opt_txt,
+        terms=act.terms(spec, w, device) if w.training else None,
+        step=optimizer_step.temporaries(spec, w, device, trainable=trainable),
+        zero3_gather=zero3_gather_bytes(spec, w),
+        weight_bytes=served,
+    )
