@@ -139,3 +139,24 @@ def test_golden_outputs_are_byte_identical_to_the_recorded_ones():
         if seen != (want["exit_code"], want["error"], want["sha256"], want["chars"]):
             differ.append(case)
     assert differ == []
+
+
+def test_texts_that_once_left_out_part_of_their_number_now_say_it():
+    """Two formulas found disagreeing with their numbers in the one-pass review: the training logits
+    (the number adds the fp32 scalar loss) and optimizer-in-backward gradients under tensor parallelism
+    (the number divides by tp)."""
+    from aiworkbook.sizing import Workload, estimate
+    from aiworkbook.specs import load_model
+
+    spec = load_model("llama-3.2-1b")
+    w = Workload(mode="train", batch=1, seq_len=256, tp=2, optimizer_in_backward=True)
+    est = estimate(spec, w, gpu="H100-SXM")
+    f = est.memory.formulas
+    assert (
+        f["gradients"].startswith(f"{spec.params_embedding:,} elements") or "largest tensor" in f["gradients"]
+    )
+    assert "/ 2 tp" in f["gradients"] and f["logits"].endswith(" + 4 B loss")
+    one = estimate(
+        spec, Workload(mode="train", batch=1, seq_len=256, optimizer_in_backward=True), gpu="H100-SXM"
+    )
+    assert est.memory.gradients == one.memory.gradients // 2

@@ -509,13 +509,15 @@ def formulas(
         lg = f"4 B · min({n:,}, {LOSS_CHUNK_TOKENS}) tokens · {spec.vocab_size:,} vocab (chunked loss){tp}"
     elif w.loss_chunks is not None and w.loss_compiled:
         lg = (
-            f"{width(w.precision)} B · {n:,} tokens · {spec.vocab_size:,} vocab (16-bit head output in "
-            f"{w.loss_chunks} chunks; each chunk's fp32 up-cast recomputed in backward) + 4 B lse{tp}"
+            f"({width(w.precision)} B · {n:,} tokens · {spec.vocab_size:,} vocab (16-bit head output in "
+            f"{w.loss_chunks} chunks; each chunk's fp32 up-cast recomputed in backward) + 4 B · {n:,} "
+            f"tokens lse){tp}"
         )
     elif w.loss_chunks is not None:
         lg = f"4 B · {n:,} tokens · {spec.vocab_size:,} vocab (each of {w.loss_chunks} chunks' fp32 log-probs){tp}"
     else:
         lg = f"4 B · {b} seqs · {s} tokens · {spec.vocab_size:,} vocab (fp32 log-probs){tp}"
+    lg += " + 4 B loss"  # the fp32 scalar logits_bytes adds
     if t.head_copy:
         lg += (
             f" + 2 B · {spec.vocab_size:,} · {spec.hidden_size} autocast copy of the head matrix"

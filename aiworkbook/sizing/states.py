@@ -253,11 +253,8 @@ def model_states(
         grads = grads.said(" (frozen base: no gradients)")
     if w.optimizer_in_backward:
         big = largest_trainable_tensor(spec, w)
-        # the text does not say "/ tp" (kept as it was: the JSON stays byte-identical)
-        grads = Term(
-            big * gb // t,
-            f"{big:,} elements of the largest tensor · {gb} B (optimizer in backward: one at a time)",
-        )
+        one = Term(big, "{:,} elements of the largest tensor") * Term(gb, "{} B")
+        grads = (one // tp if t > 1 else one).said(" (optimizer in backward: one at a time)")
     optimizer = shard(Term(opt, opt_txt), 1)
     master = shard(per(trainable, "trainable", mb), 1)
     f["weights"], f["gradients"] = weights.text, grads.text
