@@ -152,9 +152,7 @@ def test_texts_that_once_left_out_part_of_their_number_now_say_it():
     w = Workload(mode="train", batch=1, seq_len=256, tp=2, optimizer_in_backward=True)
     est = estimate(spec, w, gpu="H100-SXM")
     f = est.memory.formulas
-    assert (
-        f["gradients"].startswith(f"{spec.params_embedding:,} elements") or "largest tensor" in f["gradients"]
-    )
+    assert "largest tensor" in f["gradients"]
     assert "/ 2 tp" in f["gradients"] and f["logits"].endswith(" + 4 B loss")
     one = estimate(
         spec, Workload(mode="train", batch=1, seq_len=256, optimizer_in_backward=True), gpu="H100-SXM"
