@@ -434,3 +434,29 @@ def test_workers_start_only_after_the_modules_they_import_are_loaded():
     for _ in range(3):  # before the fix most runs of this failed; each run is a fresh interpreter
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_charts_share_the_served_bundle_only_under_the_dashboard_server(tmp_path, monkeypatch):
+    """Under the dashboard server (CHART_JS_ENV set) a chart's JavaScript is a few lines importing the
+    cached bundle by its URL, so a page evaluates the bundle once; elsewhere, or with no cached bundle,
+    each chart carries the bundle itself."""
+    import altair as alt
+    from aiworkbook.widgets import base
+
+    from aiworkbook.charts import render
+    from aiworkbook.paths import CHART_JS_ENV
+
+    bundle = tmp_path / ("jupyterchart-" + "0" * 32 + ".js")
+    bundle.write_text("export default {render() {}};", encoding="utf-8")
+    monkeypatch.setattr(render, "_bundle_file", bundle)
+    monkeypatch.delenv(CHART_JS_ENV, raising=False)
+    assert base.shared_chart_class() is None  # a notebook in JupyterLab: no server route to load from
+    monkeypatch.setenv(CHART_JS_ENV, "/under/aiwb/charts/")
+    cls = base.shared_chart_class()
+    assert issubclass(cls, alt.JupyterChart)
+    chart = cls(alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q"))
+    assert f'"/under/aiwb/charts/{bundle.name}"' in chart._esm and len(chart._esm) < 300
+    assert chart.spec["mark"]["type"] == "point"
+    chart.close()
+    bundle.unlink()  # the cache emptied since: back to the bundle in each chart, never a dead URL
+    assert base.shared_chart_class() is None
