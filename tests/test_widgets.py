@@ -460,3 +460,22 @@ def test_charts_share_the_served_bundle_only_under_the_dashboard_server(tmp_path
     chart.close()
     bundle.unlink()  # the cache emptied since: back to the bundle in each chart, never a dead URL
     assert base.shared_chart_class() is None
+
+
+def test_dashboard_charts_draw_the_spec_altair_would_without_revalidating_it():
+    """A chart of aiworkbook.charts shows the very spec Altair's JupyterChart would send; a chart with a
+    parameter still goes Altair's own way (its params and selections set up)."""
+    import altair as alt
+    from aiworkbook.widgets.base import dashboard_chart_class
+
+    from aiworkbook.charts import memory_chart
+
+    chart = memory_chart(estimate(load_model("llama-3-8b"), Workload(mode="infer"), gpu="H100-SXM"))
+    ours, altairs = dashboard_chart_class()(chart), alt.JupyterChart(chart)
+    assert ours.spec == altairs.spec and ours._params == {} and ours._vl_selections == {}
+    pick = alt.selection_point(fields=["x"], name="pick")
+    selectable = alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q").add_params(pick)
+    ours.chart = selectable
+    assert ours._selection_types == {"pick": "point"} and ours.spec == alt.JupyterChart(selectable).spec
+    for w in (ours, altairs):
+        w.close()

@@ -41,7 +41,7 @@ def chart_view(chart: Any = None) -> Any:
     with _offline_lock:
         if not _offline_done:
             enable_offline()
-            _chart_class = shared_chart_class() or alt.JupyterChart
+            _chart_class = shared_chart_class() or dashboard_chart_class()
             _offline_done = True
     # SVG, not canvas: a chart's words are text a screen reader, a search and the language test read
     return _chart_class(
@@ -64,15 +64,49 @@ def shared_chart_class() -> Any:
     import json
     import os
 
-    import altair as alt
-
     from aiworkbook.charts.render import bundle_file
     from aiworkbook.paths import CHART_JS_ENV
 
     prefix, path = os.environ.get(CHART_JS_ENV), bundle_file()
     if not prefix or path is None or not path.is_file():
         return None
-    return type("SharedChart", (alt.JupyterChart,), {"_esm": SHARED_ESM % json.dumps(prefix + path.name)})
+    esm = SHARED_ESM % json.dumps(prefix + path.name)
+    return type("SharedChart", (dashboard_chart_class(),), {"_esm": esm})
+
+
+_dashboard_chart: Any = None
+
+
+def dashboard_chart_class() -> Any:
+    """`alt.JupyterChart` that draws a chart without selections or parameters (all of
+    aiworkbook.charts') from its spec unvalidated: Altair checks every spec against the Vega-Lite
+    JSON schema, ~0.3 s a chart and over a second for the first in a kernel (it builds the validator),
+    for the same builders that tests/test_charts.py validates. Any other chart takes Altair's own path."""
+    global _dashboard_chart
+    if _dashboard_chart is None:
+        import altair as alt
+        from altair.jupyter.jupyter_chart import Params, Selections, collect_transform_params
+        from altair.utils._vegafusion_data import using_vegafusion
+
+        class DashboardChart(alt.JupyterChart):
+            @traitlets.observe("chart")
+            def _on_change_chart(self, change: Any) -> None:
+                new = change.new
+                if (
+                    new is None
+                    or using_vegafusion()
+                    or not alt.utils.is_undefined(getattr(new, "params", alt.Undefined))
+                    or collect_transform_params(new)
+                ):
+                    super()._on_change_chart(change)
+                    return
+                self.params, self.selections = Params({}), Selections({})  # as Altair's, with none
+                with self.hold_sync():
+                    self.spec = new.to_dict(validate=False)
+                    self._selection_types, self._vl_selections, self._params = {}, {}, {}
+
+        _dashboard_chart = DashboardChart
+    return _dashboard_chart
 
 
 #: vega-embed's options for every chart (https://github.com/vega/vega-embed#options)
