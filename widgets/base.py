@@ -80,8 +80,8 @@ _dashboard_chart: Any = None
 def dashboard_chart_class() -> Any:
     """`alt.JupyterChart` that draws a chart without selections or parameters (all of
     aiworkbook.charts') from its spec unvalidated: Altair checks every spec against the Vega-Lite
-    JSON schema, ~0.3 s a chart and over a second for the first in a kernel (it builds the validator),
-    for the same builders that tests/test_charts.py validates. Any other chart takes Altair's own path."""
+    JSON schema on every draw (0.05-0.1 s a chart on this 2-core machine, several times that under
+    load), for the same builders tests/test_charts.py validates. Any other chart takes Altair's path."""
     global _dashboard_chart
     if _dashboard_chart is None:
         import altair as alt
