@@ -12,6 +12,7 @@ tests/fake_nvml.py) and calling `reset()`.
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 from typing import Any
 
@@ -79,11 +80,29 @@ def reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _no_library() -> bool:
+    """On Linux NVML is libnvidia-ml.so.1 (pynvml loads that name): when it cannot be loaded, NVML
+    cannot start, known without importing nvidia-ml-py (~0.25 s of class definitions, paid by every
+    dashboard kernel on a machine without a GPU). An imported pynvml (a test's fake) is always asked."""
+    if not sys.platform.startswith("linux") or "pynvml" in sys.modules:
+        return False
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return True
+    return False
+
+
 def ensure() -> str | None:
     """Initialise NVML if not yet tried. None when usable, else why not ("no NVIDIA GPU found (...)")."""
     global _state, _atexit_registered
     with _lock:
         if _state is None:
+            if _no_library():
+                _state = _REASONS["NVML_ERROR_LIBRARY_NOT_FOUND"]  # what nvmlInit would say
+                return _state
             try:
                 import pynvml
             except ImportError:

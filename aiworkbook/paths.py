@@ -21,3 +21,17 @@ def data_dir() -> Path:
         f"aiworkbook's catalogues (models/, gpus/, nodes/) are neither in {here / '_data'} nor in "
         f"{here.parent / 'data'}; reinstall the package or set AIWORKBOOK_DATA"
     )
+
+
+#: cached JupyterChart bundles are `CHART_BUNDLE_PREFIX` + 32 hex digits + ".js" in cache_dir()
+#: (aiworkbook.charts.render.enable_offline writes them)
+CHART_BUNDLE_PREFIX = "jupyterchart-"
+#: set by the dashboard server for its kernels: the URL path under which it serves those bundles, so a
+#: page loads one bundle for all of its charts (aiworkbook.widgets.base.chart_view)
+CHART_JS_ENV = "AIWORKBOOK_CHART_JS"
+
+
+def cache_dir() -> Path:
+    """aiworkbook's cache folder: $XDG_CACHE_HOME/aiworkbook, else ~/.cache/aiworkbook."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aiworkbook"

@@ -180,6 +180,16 @@ def rows_from(m: dict) -> list[dict]:
             bare,
             f"n={n}; target ≤ 1.5x",
         ),
+        {
+            **_row(
+                "sizing: time to .aiwb-ready, paired (median of per-pair ratios)",
+                statistics.median(m["sizing"]),
+                bare,
+                f"n={n}; ratio: median of each sizing load over the bare load next to it (drift in a shared"
+                " machine's load cancels); value and ref: the medians",
+            ),
+            "ratio": statistics.median(s / b for s, b in zip(m["sizing"], m["bare"], strict=True)),
+        },
         _row(
             "sizing: time to headline + chart drawn (median)",
             statistics.median(m["sizing_numbers"]),
@@ -212,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("bare", "sizing", "sizing_numbers"):
         loads = " ".join(f"{x:.2f}" for x in m[name])
         print(f"{name:<10} {loads:<48} {statistics.median(m[name]):.2f}")
+    pairs = " ".join(f"{s / b:.2f}" for s, b in zip(m["sizing"], m["bare"], strict=True))
+    print(f"{'ratios':<10} {pairs}")
     for r in rows_from(m):
         print(
             f"{r['name']:<52} {r['value']:7.2f} s  ref {r['reference']:6.2f} s  ratio {r['ratio']:.2f}x  {r['note']}"

@@ -273,3 +273,23 @@ def test_struct_fields_the_readers_read_exist(real):
     assert real.nvmlEventTypeXidCriticalError == 0x8
     assert real.NVML_TOTAL_POWER_SAMPLES == 0 and real.NVML_GPU_UTILIZATION_SAMPLES == 1
     assert real.NVML_PCIE_UTIL_TX_BYTES == 0 and real.NVML_PCIE_UTIL_RX_BYTES == 1
+
+
+def test_without_the_nvml_library_nvidia_ml_py_is_not_even_imported():
+    """Where libnvidia-ml.so.1 cannot be loaded, ensure() says what nvmlInit would (library not found)
+    without importing nvidia-ml-py; where it can, NVML is asked as before."""
+    import ctypes
+    import subprocess
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+        loadable = True
+    except OSError:
+        loadable = False
+    code = "import sys; from aiworkbook import nvml; print(nvml.ensure()); print('pynvml' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    why, imported = out.stdout.splitlines()
+    if loadable or not sys.platform.startswith("linux"):
+        assert imported == "True"
+    else:
+        assert (why, imported) == ("NVIDIA driver/NVML library not found", "False")

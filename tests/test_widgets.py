@@ -434,3 +434,48 @@ def test_workers_start_only_after_the_modules_they_import_are_loaded():
     for _ in range(3):  # before the fix most runs of this failed; each run is a fresh interpreter
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_charts_share_the_served_bundle_only_under_the_dashboard_server(tmp_path, monkeypatch):
+    """Under the dashboard server (CHART_JS_ENV set) a chart's JavaScript is a few lines importing the
+    cached bundle by its URL, so a page evaluates the bundle once; elsewhere, or with no cached bundle,
+    each chart carries the bundle itself."""
+    import altair as alt
+    from aiworkbook.widgets import base
+
+    from aiworkbook.charts import render
+    from aiworkbook.paths import CHART_JS_ENV
+
+    bundle = tmp_path / ("jupyterchart-" + "0" * 32 + ".js")
+    bundle.write_text("export default {render() {}};", encoding="utf-8")
+    monkeypatch.setattr(render, "_bundle_file", bundle)
+    monkeypatch.delenv(CHART_JS_ENV, raising=False)
+    assert base.shared_chart_class() is None  # a notebook in JupyterLab: no server route to load from
+    monkeypatch.setenv(CHART_JS_ENV, "/under/aiwb/charts/")
+    cls = base.shared_chart_class()
+    assert issubclass(cls, alt.JupyterChart)
+    chart = cls(alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q"))
+    assert f'"/under/aiwb/charts/{bundle.name}"' in chart._esm and len(chart._esm) < 300
+    assert chart.spec["mark"]["type"] == "point"
+    chart.close()
+    bundle.unlink()  # the cache emptied since: back to the bundle in each chart, never a dead URL
+    assert base.shared_chart_class() is None
+
+
+def test_dashboard_charts_draw_the_spec_altair_would_without_revalidating_it():
+    """A chart of aiworkbook.charts shows the very spec Altair's JupyterChart would send; a chart with a
+    parameter still goes Altair's own way (its params and selections set up)."""
+    import altair as alt
+    from aiworkbook.widgets.base import dashboard_chart_class
+
+    from aiworkbook.charts import memory_chart
+
+    chart = memory_chart(estimate(load_model("llama-3-8b"), Workload(mode="infer"), gpu="H100-SXM"))
+    ours, altairs = dashboard_chart_class()(chart), alt.JupyterChart(chart)
+    assert ours.spec == altairs.spec and ours._params == {} and ours._vl_selections == {}
+    pick = alt.selection_point(fields=["x"], name="pick")
+    selectable = alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q").add_params(pick)
+    ours.chart = selectable
+    assert ours._selection_types == {"pick": "point"} and ours.spec == alt.JupyterChart(selectable).spec
+    for w in (ours, altairs):
+        w.close()

@@ -25,12 +25,15 @@ from .i18n import check_lang, choice, label
 
 _offline_done = False
 _offline_lock = threading.Lock()
+_chart_class: Any = None
 
 
 def chart_view(chart: Any = None) -> Any:
     """An `alt.JupyterChart` showing `chart`, with Altair's JavaScript served from the installed
-    packages (no CDN): `aiworkbook.charts.render.enable_offline` runs once per kernel."""
-    global _offline_done
+    packages (no CDN): `aiworkbook.charts.render.enable_offline` runs once per kernel. Under the
+    dashboard server the chart loads that bundle from the server by URL (`shared_chart_class`), so a
+    page fetches and evaluates it once for all its charts instead of once per chart."""
+    global _offline_done, _chart_class
     import altair as alt
 
     from aiworkbook.charts.render import enable_offline
@@ -38,11 +41,72 @@ def chart_view(chart: Any = None) -> Any:
     with _offline_lock:
         if not _offline_done:
             enable_offline()
+            _chart_class = shared_chart_class() or dashboard_chart_class()
             _offline_done = True
     # SVG, not canvas: a chart's words are text a screen reader, a search and the language test read
-    return alt.JupyterChart(
+    return _chart_class(
         chart if chart is not None else alt.Chart(alt.Data(values=[])).mark_point(), embed_options=EMBED
     )
+
+
+#: the module a shared chart's widget loads: Altair's offline bundle, imported by its URL on this page
+#: (the browser's module map evaluates one URL once per page; anywidget imports a blob of `_esm`)
+SHARED_ESM = """const url = new URL(%s, window.location.href).href;
+const mod = await import(url);
+export default mod.default;
+"""
+
+
+def shared_chart_class() -> Any:
+    """A JupyterChart whose JavaScript is SHARED_ESM pointing at the cached bundle as the dashboard
+    server serves it (aiworkbook.paths.CHART_JS_ENV, set by aiworkbook.widgets.dashboard_server), or
+    None outside that server or when the bundle is not cached (then each chart carries the bundle)."""
+    import json
+    import os
+
+    from aiworkbook.charts.render import bundle_file
+    from aiworkbook.paths import CHART_JS_ENV
+
+    prefix, path = os.environ.get(CHART_JS_ENV), bundle_file()
+    if not prefix or path is None or not path.is_file():
+        return None
+    esm = SHARED_ESM % json.dumps(prefix + path.name)
+    return type("SharedChart", (dashboard_chart_class(),), {"_esm": esm})
+
+
+_dashboard_chart: Any = None
+
+
+def dashboard_chart_class() -> Any:
+    """`alt.JupyterChart` that draws a chart without selections or parameters (all of
+    aiworkbook.charts') from its spec unvalidated: Altair checks every spec against the Vega-Lite
+    JSON schema on every draw (0.05-0.1 s a chart on this 2-core machine, several times that under
+    load), for the same builders tests/test_charts.py validates. Any other chart takes Altair's path."""
+    global _dashboard_chart
+    if _dashboard_chart is None:
+        import altair as alt
+        from altair.jupyter.jupyter_chart import Params, Selections, collect_transform_params
+        from altair.utils._vegafusion_data import using_vegafusion
+
+        class DashboardChart(alt.JupyterChart):
+            @traitlets.observe("chart")
+            def _on_change_chart(self, change: Any) -> None:
+                new = change.new
+                if (
+                    new is None
+                    or using_vegafusion()
+                    or not alt.utils.is_undefined(getattr(new, "params", alt.Undefined))
+                    or collect_transform_params(new)
+                ):
+                    super()._on_change_chart(change)
+                    return
+                self.params, self.selections = Params({}), Selections({})  # as Altair's, with none
+                with self.hold_sync():
+                    self.spec = new.to_dict(validate=False)
+                    self._selection_types, self._vl_selections, self._params = {}, {}, {}
+
+        _dashboard_chart = DashboardChart
+    return _dashboard_chart
 
 
 #: vega-embed's options for every chart (https://github.com/vega/vega-embed#options)

@@ -26,6 +26,7 @@ from typing import Any
 
 from jupyter_core.utils import ensure_async
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from jupyter_server.utils import url_path_join
 from tornado import web
 from tornado.httputil import HTTPServerRequest
 from tornado.routing import Matcher, Rule
@@ -35,6 +36,7 @@ from voila.tornado.handler import TornadoVoilaHandler
 
 from aiworkbook.cli.app_cmds import TOKEN_ENV
 from aiworkbook.cli.app_hosts import HostAllowlist, allowlist
+from aiworkbook.paths import CHART_BUNDLE_PREFIX, CHART_JS_ENV, cache_dir
 
 FULL_PAGE = (
     "<!doctype html><html><head><meta charset='utf-8'><title>Dashboard full</title></head>"
@@ -211,6 +213,25 @@ def _is_logout(handler: Any) -> bool:
     return isinstance(handler, type) and issubclass(handler, LogoutHandler)
 
 
+#: where the page finds Altair's offline bundle (under the base URL): aiworkbook.widgets.base.chart_view
+CHART_JS_PATH = "aiwb/charts/"
+
+
+class ChartBundle(web.StaticFileHandler):
+    """Altair's offline JupyterChart bundle as the kernels cached it (aiworkbook.charts.render): every
+    chart of a page imports this one URL, so the browser fetches and evaluates ~0.9 MB once per page,
+    not once per chart, and the kernels no longer send it with each chart. Only the cache's
+    content-named bundles are served (the route's pattern), kept for a year: a new bundle has a new name."""
+
+    def get_cache_time(self, path: str, modified: Any, mime_type: str) -> int:
+        return 365 * 24 * 3600
+
+
+def chart_bundle_route(server_url: str) -> tuple[str, type[ChartBundle], dict[str, str]]:
+    pattern = url_path_join(server_url, CHART_JS_PATH, rf"({CHART_BUNDLE_PREFIX}[0-9a-f]{{32}}\.js)")
+    return (pattern, ChartBundle, {"path": str(cache_dir())})
+
+
 class _Foreign(Matcher):
     """Matches a request whose Host or Origin names no allowed host (then the Refused handler runs)."""
 
@@ -260,6 +281,7 @@ class DashboardVoila(Voila):
         super().initialize(argv)
         if token:
             self.token = token
+        os.environ[CHART_JS_ENV] = url_path_join(self.base_url, CHART_JS_PATH)  # the kernels inherit it
         self.port_retries = 0  # the allowlist names this port: never serve on another
         self.hosts = allowlist(self.ip, self.port, self.allow_hosts)
 
@@ -273,7 +295,8 @@ class DashboardVoila(Voila):
         # no /logout: jupyter_server's page wants a logout.html Voilà's templates lack (a 500, found by
         # tests/test_dashboards_fuzz.py); the path then gets the page handler's 404
         handlers = [h for h in super().init_handlers() if not _is_logout(h[1])]
-        return [(h[0], _guarded(h[1]), *h[2:]) for h in handlers]
+        bundle = chart_bundle_route(self.server_url or self.base_url)  # before the page's catch-all
+        return [bundle, *((h[0], _guarded(h[1]), *h[2:]) for h in handlers)]
 
     def listen(self) -> None:
         router = self.app.default_router

@@ -5,9 +5,12 @@ Altair's default HTML loads vega from a CDN, which never loads in CI or behind a
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
+
+from aiworkbook.paths import CHART_BUNDLE_PREFIX, cache_dir
+
+_bundle_file: Path | None = None  # the cached bundle enable_offline loaded (bundle_file())
 
 
 def to_svg(chart: Any) -> str:
@@ -47,10 +50,13 @@ def enable_offline(cache: bool = True) -> None:
     def cached_bundle(snippet: str, vl_version: str | None = None) -> str:
         import hashlib
 
+        global _bundle_file
         key = hashlib.sha256(f"{version}|{vl_version}|{snippet}".encode()).hexdigest()[:32]
-        path = _cache_dir() / f"jupyterchart-{key}.js"
+        path = cache_dir() / f"{CHART_BUNDLE_PREFIX}{key}.js"
         try:
-            return path.read_text(encoding="utf-8")
+            bundle = path.read_text(encoding="utf-8")
+            _bundle_file = path
+            return bundle
         except OSError:
             pass
         bundle = original(snippet, vl_version=vl_version)
@@ -58,6 +64,7 @@ def enable_offline(cache: bool = True) -> None:
             from aiworkbook.persist import atomic_write_text
 
             atomic_write_text(path, bundle)
+            _bundle_file = path
         except OSError:
             pass  # a read-only home: no cache, same result
         return bundle
@@ -69,6 +76,8 @@ def enable_offline(cache: bool = True) -> None:
         vlc.javascript_bundle = original  # type: ignore[assignment]
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "aiworkbook"
+def bundle_file() -> Path | None:
+    """The cached file holding the JupyterChart bundle `enable_offline` loaded (None: not cached, or
+    `enable_offline` not run). The dashboard server serves it, so a page loads it once for all its
+    charts (aiworkbook.widgets.base.chart_view)."""
+    return _bundle_file

@@ -64,6 +64,26 @@ def test_dashboard_renders(browser, servers, name):
         close_page(page)
 
 
+def test_sizing_page_loads_the_chart_bundle_once_for_all_its_charts(browser, servers):
+    """The sizer's and the KV planner's charts both draw from one request for Altair's bundle (the
+    dashboard server's route, aiworkbook.widgets.base.chart_view), not a copy in each chart."""
+    from aiworkbook.widgets.dashboard_server import CHART_JS_PATH
+
+    spec, _ = servers.get("sizing")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})  # its own context: a cold cache
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if CHART_JS_PATH in r.url else None)
+    try:
+        page.goto(spec.url, wait_until="commit", timeout=RENDER_TIMEOUT_MS)
+        wait_ready(page)
+        for css in (".aiwb-model-sizer", ".aiwb-kv-planner"):
+            page.locator(f"{css} svg.marks").first.wait_for(timeout=RENDER_TIMEOUT_MS)
+        assert len(asked) == 1, asked
+        assert page.evaluate(f"fetch({asked[0]!r}).then(r => r.status)") == 200
+    finally:
+        close_page(page)
+
+
 def test_sizing_control_change_shows_the_library_numbers(browser, servers):
     spec, _ = servers.get("sizing")
     page = open_dashboard(browser, spec.url)
