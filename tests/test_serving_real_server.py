@@ -120,8 +120,11 @@ def test_every_request_succeeds_and_counts_the_servers_tokens(server: str, api: 
     )
     for r in recs:
         assert r.ok, (r.error, r.detail)
-        # the server's own usage, and one content chunk per token it streamed
-        assert r.usage_tokens == OUTPUT_TOKENS and sum(n for _, n in r.chunks) == r.usage_tokens
+        # The server's own usage counts every token. Content chunks can be fewer: transformers' streamer
+        # sends nothing for a token that decodes to no text yet (a skipped special token, a partial UTF-8
+        # sequence: DecodeStream.step returns None, transformers/cli/serving/utils.py DirectStreamer.put),
+        # and a random-weight model emits such tokens at random. So the client takes usage, not chunks.
+        assert r.usage_tokens == OUTPUT_TOKENS and 1 <= sum(n for _, n in r.chunks) <= r.usage_tokens
         assert r.tokens == OUTPUT_TOKENS and r.tpot_s is not None and r.tpot_s > 0
 
 

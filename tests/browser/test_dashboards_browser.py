@@ -319,6 +319,7 @@ def _connections(url: str, kernel_id: str) -> int | None:
         return None
 
 
+@pytest.mark.serial  # a cull within grace + interval + 15 s: beside another worker's load (CI, load 6-13)
 def test_a_killed_browsers_monitor_kernel_is_culled(servers, tmp_path):
     """A monitor kernel samples (activity) whatever happens to its page: when the browser dies without
     an unload beacon (SIGKILL), its websocket closes and the kernel is culled within the documented
