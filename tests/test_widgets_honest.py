@@ -148,3 +148,27 @@ def test_an_error_ends_the_working_sign(planner):
     planner.show_error(SpecError("context", 0, "an integer >= 1"))
     # the sign is gone: blank, or (a result was on screen) the line saying it was not updated
     assert planner.status.value in ("", f"<i>{planner.t('stale')}</i>") and "context" in planner.error
+
+
+def test_planner_following_a_sizer_on_the_same_model_and_gpu_plans_once(sizer, monkeypatch):
+    """follow() sets the sizer's model and GPU again; when they are the planner's own, no second plan
+    (a dashboard's start-up computed it twice); a real change still plans once more."""
+    import aiworkbook.widgets.kv_planner as kv
+
+    calls = []
+    real = kv.plan
+
+    def counting(*a, **kw):
+        calls.append(a[0]["model"])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(kv, "plan", counting)
+    planner = kv.KVPlanner(background=False)  # llama-3-8b on an H100-SXM, as the sizer
+    assert (sizer.value["model"], sizer.value["gpu"]) == (planner.value["model"], planner.value["gpu"])
+    link = planner.follow(sizer)
+    assert calls == ["llama-3-8b"] and planner.error == ""
+    assert set(planner.value) == set(kv.FIELDS)  # the whole value, not the link's two fields
+    sizer.value = {"model": "qwen3-8b"}
+    assert calls == ["llama-3-8b", "qwen3-8b"] and planner.value["model"] == "qwen3-8b"
+    link.unlink()
+    planner.close()

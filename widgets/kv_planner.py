@@ -193,16 +193,23 @@ class KVPlanner(BackgroundComposite):
         for k in v:
             if k not in self.controls:
                 raise SpecError("value", k, ", ".join(FIELDS))
+        changed = False
         with self.syncing():
             for k, x in v.items():
                 c = self.controls[k]
+                before = c.value
                 if isinstance(c, FieldText):
                     set_number(c, k, x)  # the library's bounds and message
-                    continue
-                if x not in c.options:
+                elif x not in c.options:
                     raise SpecError(k, x, ", ".join(map(str, c.options)))
-                c.value = x
-        self._changed()
+                else:
+                    c.value = x
+                changed = changed or c.value != before
+        if changed:
+            self._changed()
+        else:  # the same inputs (e.g. follow() linking a sizer on the same model and GPU): no new plan
+            with self.syncing():
+                self.value = self._inputs()
 
     def _apply(self, p: dict[str, Any]) -> None:
         from aiworkbook.charts import heatmap_chart
