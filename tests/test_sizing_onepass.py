@@ -158,3 +158,31 @@ def test_texts_that_once_left_out_part_of_their_number_now_say_it():
         spec, Workload(mode="train", batch=1, seq_len=256, optimizer_in_backward=True), gpu="H100-SXM"
     )
     assert est.memory.gradients == one.memory.gradients // 2
+
+
+@pytest.mark.parametrize("kv_dtype", ["bf16", "fp8", "int4"])
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_the_kv_formula_is_built_from_the_groups_its_number_sums(kv_dtype, tp):
+    """The KV text comes from the same KVGroups as `kv_bytes` (MLA latents, sliding windows, grouped
+    heads per rank): its Term's value equals the breakdown's kv_cache for every decoder preset."""
+    from aiworkbook.sizing import Workload, estimate
+    from aiworkbook.sizing.memory import kv_term
+    from aiworkbook.specs import list_presets, load_model
+
+    checked = 0
+    for name in list_presets():
+        spec = load_model(name)
+        if not spec.is_decoder:
+            continue
+        for seq in (100, 4096, 40_000):
+            w = Workload(mode="infer", concurrency=3, seq_len=seq, new_tokens=64, tp=tp, kv_dtype=kv_dtype)
+            try:
+                w.check_against(spec)
+            except ValueError:
+                continue  # a tp the model's heads cannot take, a context beyond its positions
+            est = estimate(spec, w)
+            term = kv_term(spec, w, 3, w.context_len)
+            assert term.value == est.memory.kv_cache, (name, seq)
+            assert est.memory.formulas["kv_cache"] == term.text
+            checked += 1
+    assert checked > 30

@@ -39,6 +39,10 @@ class Term:
     def __add__(self, other: Term) -> Term:
         return self._join(other, self.value + other.value, " + ")
 
+    def grouped(self) -> Term:
+        """The same value, its text in parentheses (a sum about to be multiplied)."""
+        return Term(self.value, render=lambda: f"({self.text})")
+
     def said(self, suffix: str) -> Term:
         """The same value with `suffix` appended to its text (a note on what the term is)."""
         return Term(self.value, render=lambda: self.text + suffix)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiworkbook.sizing import activations as act
 from aiworkbook.sizing import timeline
+from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.onepass import SizingPass, sizing_pass
 from aiworkbook.sizing.workload import Workload
 from aiworkbook.specs.kv import kv_bytes as kv_cache_bytes
@@ -117,6 +118,42 @@ def kv_bytes(spec: ModelSpecLike, w: Workload, sequences, context):
     """KV cache of `sequences` each holding `context` tokens, per GPU (each tp rank holds max(1, k/t) heads)."""
     tokens = kv_tokens(w, context)
     return sequences * kv_cache_bytes(spec.kv_layer_groups(), tokens, DTYPE_BITS[w.kv_dtype], w.tp)
+
+
+def kv_term(spec: ModelSpecLike, w: Workload, b: int, s: int) -> Term:
+    """The KV cache of b sequences of s tokens per GPU with its formula, built group by group from the
+    same `KVGroup`s `kv_bytes` sums (a full-attention model reads "2 · L layers · k kv heads · d · 2 B ·
+    T tokens (16-token blocks) · b seqs"; windowed and MLA groups say what they keep)."""
+    tokens = int(kv_tokens(w, s))
+    bits = DTYPE_BITS[w.kv_dtype]
+    parts: list[Term] = []
+    kept = tokens
+    for g in spec.kv_layer_groups():
+        kept = int(g.tokens_kept(tokens))
+        if g.kind == "mla":
+            shape = Term(g.layers, "{} MLA layers") * Term(g.width, "{} latent")
+        else:
+            kind = "" if g.kind == "full" else f" {g.kind} (window {g.window:,})"
+            shape = (
+                Term(2, "2")
+                * Term(g.layers, "{}" + kind + " layers")
+                * Term(g.heads_per_rank(w.tp), "{} kv heads")
+                * Term(g.width // 2, "{}")
+            )
+        parts.append(shape if len(spec.kv_layer_groups()) == 1 else shape * Term(kept, "{:,} tokens"))
+    width = Term(bits / 8, "{:g} B")
+    blocks = f" ({w.block_size}-token blocks)"
+    if not parts:
+        return Term(0, "0 (encoder: no KV cache)")
+    if len(parts) == 1:
+        per_seq = parts[0] * width * Term(kept, "{:,} tokens" + blocks)
+    else:
+        total = parts[0]
+        for t in parts[1:]:
+            total = total + t
+        per_seq = (total.grouped() * width).said(blocks)
+    out = per_seq * Term(b, "{} seqs")
+    return Term(int(out.value), render=lambda: out.text)
 
 
 def components(
@@ -229,17 +266,7 @@ def breakdown_of(p: SizingPass, ev: Evaluated) -> MemoryBreakdown:
             " + fp32 scores" if (w.engine == "hf" and not w.flash) else ""
         )
         f["logits"] = act.inference_logits_term(spec, b).text
-        heads = max(1, -(-spec.num_kv_heads // w.tp))
-        window = (
-            f", {spec.sliding_window_layers} layers capped at {spec.sliding_window}"
-            if spec.sliding_window
-            else ""
-        )
-        bits = DTYPE_BITS[w.kv_dtype]
-        f["kv_cache"] = (
-            f"2 · {spec.num_layers} layers · {heads} kv heads · {spec.head_dim} · {bits / 8:g} B · "
-            f"{int(kv_tokens(w, s)):,} tokens ({w.block_size}-token blocks) · {b} seqs{window}"
-        )
+        f["kv_cache"] = kv_term(spec, w, int(b), int(s)).text
     if device == "cuda":
         n = cublas_handles(w)
         ws = [
