@@ -15,6 +15,7 @@ from aiworkbook.sizing import timeline
 from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.onepass import SizingPass, sizing_pass
 from aiworkbook.sizing.workload import Workload
+from aiworkbook.specs.kv import KVGroup
 from aiworkbook.specs.kv import kv_bytes as kv_cache_bytes
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
 
@@ -120,37 +121,37 @@ def kv_bytes(spec: ModelSpecLike, w: Workload, sequences, context):
     return sequences * kv_cache_bytes(spec.kv_layer_groups(), tokens, DTYPE_BITS[w.kv_dtype], w.tp)
 
 
+def _kv_shape(g: KVGroup, tp: int) -> Term:
+    """One KV group's elements per token on a rank, said as the cache holds them."""
+    if g.kind == "mla":
+        return Term(g.layers, "{} MLA layers") * Term(g.width, "{} latent")
+    kind = "" if g.kind == "full" else f" {g.kind} (window {g.window:,})"
+    return (
+        Term(2, "2")
+        * Term(g.layers, "{}" + kind + " layers")
+        * Term(g.heads_per_rank(tp), "{} kv heads")
+        * Term(g.width // 2, "{}")
+    )
+
+
 def kv_term(spec: ModelSpecLike, w: Workload, b: int, s: int) -> Term:
     """The KV cache of b sequences of s tokens per GPU with its formula, built group by group from the
     same `KVGroup`s `kv_bytes` sums (a full-attention model reads "2 · L layers · k kv heads · d · 2 B ·
     T tokens (16-token blocks) · b seqs"; windowed and MLA groups say what they keep)."""
-    tokens = int(kv_tokens(w, s))
-    bits = DTYPE_BITS[w.kv_dtype]
-    parts: list[Term] = []
-    kept = tokens
-    for g in spec.kv_layer_groups():
-        kept = int(g.tokens_kept(tokens))
-        if g.kind == "mla":
-            shape = Term(g.layers, "{} MLA layers") * Term(g.width, "{} latent")
-        else:
-            kind = "" if g.kind == "full" else f" {g.kind} (window {g.window:,})"
-            shape = (
-                Term(2, "2")
-                * Term(g.layers, "{}" + kind + " layers")
-                * Term(g.heads_per_rank(w.tp), "{} kv heads")
-                * Term(g.width // 2, "{}")
-            )
-        parts.append(shape if len(spec.kv_layer_groups()) == 1 else shape * Term(kept, "{:,} tokens"))
-    width = Term(bits / 8, "{:g} B")
-    blocks = f" ({w.block_size}-token blocks)"
-    if not parts:
+    groups = spec.kv_layer_groups()
+    if not groups:
         return Term(0, "0 (encoder: no KV cache)")
-    if len(parts) == 1:
-        per_seq = parts[0] * width * Term(kept, "{:,} tokens" + blocks)
+    tokens = int(kv_tokens(w, s))
+    blocks = f" ({w.block_size}-token blocks)"
+    width = Term(DTYPE_BITS[w.kv_dtype] / 8, "{:g} B")
+    per_group = [(_kv_shape(g, w.tp), Term(int(g.tokens_kept(tokens)), "{:,} tokens")) for g in groups]
+    if len(per_group) == 1:
+        shape, kept = per_group[0]
+        per_seq = shape * width * kept.said(blocks)
     else:
-        total = parts[0]
-        for t in parts[1:]:
-            total = total + t
+        total = per_group[0][0] * per_group[0][1]
+        for shape, kept in per_group[1:]:
+            total = total + shape * kept
         per_seq = (total.grouped() * width).said(blocks)
     out = per_seq * Term(b, "{} seqs")
     return Term(int(out.value), render=lambda: out.text)
