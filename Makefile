@@ -67,10 +67,17 @@ prometheus:
 # The suite runs on PYTEST_WORKERS parallel workers (pytest-xdist; 0: in this process), a whole file
 # per worker (--dist loadfile): a module's Voilà servers, browser and notebook kernel stay in one.
 # Tests marked `serial` (timing that another worker's disk load upsets) run afterwards, alone.
+# mypy (about 40 s from a fresh clone) runs beside the parallel part, which waits on servers and
+# browsers much of the time, and is waited for before the serial part; its errors fail the run.
+# A worker that crashes (a native abort) fails the run at once (--max-worker-restart 0): a replaced
+# worker once left xdist's controller waiting for ever.
 PYTEST_WORKERS ?= 2
-test: install-test chromium prometheus lint typecheck
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not serial" $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; \
+test: install-test chromium prometheus lint
+	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & mp=$$!; \
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart 0 -m "not serial" $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; \
+	wait $$mp; rm=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
 	$(BIN)/pytest -m serial tests $(PYTEST_ARGS); rs=$$?; if [ $$rs -eq 5 ]; then rs=0; fi; \
+	if [ $$rm -ne 0 ]; then echo "mypy failed"; exit $$rm; fi; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$rs
 
 bench: install

@@ -5,6 +5,8 @@ Altair's default HTML loads vega from a CDN, which never loads in CI or behind a
 
 from __future__ import annotations
 
+import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +16,25 @@ _bundle_file: Path | None = None  # the cached bundle enable_offline loaded (bun
 
 
 def to_svg(chart: Any) -> str:
-    """The chart as a standalone SVG string, rendered in-process by vl-convert (no browser, no CDN)."""
+    """The chart as a standalone SVG string, rendered in-process by vl-convert (no browser, no CDN).
+
+    The spec is not validated against the Vega-Lite schema here: the charts are built by this
+    package (tests/test_charts.py validates every builder's spec), and validation took longer than
+    drawing (about 7 of 19 s for a profile report's three charts, `cProfile` of `report --html`).
+    The same spec renders to the same SVG, so a few recent ones are kept (a report drawn again, a
+    dashboard's download)."""
+    spec = json.dumps(chart.to_dict(validate=False), sort_keys=True)
+    return _svg_of(spec, _vl_version())
+
+
+@functools.lru_cache(maxsize=32)
+def _svg_of(spec: str, vl_version: str | None) -> str:
     import vl_convert as vlc
 
-    return vlc.vegalite_to_svg(chart.to_dict(), vl_version=_vl_version())
+    return vlc.vegalite_to_svg(json.loads(spec), vl_version=vl_version)
 
 
+@functools.cache
 def _vl_version() -> str | None:
     """Altair's Vega-Lite version as vl-convert names it ("v6.4.1" -> "6.4"); None (vl-convert's
     default) when this vl-convert does not bundle it."""
