@@ -462,3 +462,18 @@ def test_v019_gemma3_dummy_images_outlive_the_encoder():
     assert mm_dummy_batch_bytes(load_model("gemma-3-1b-it"), s, 1024, 8192, 8192) == (0, "")
     v1 = VllmSettings(max_model_len=8192)  # other releases keep their profile
     assert startup(spec, gpu, v1).activation_peak_bytes == startup(text_only, gpu, v1).activation_peak_bytes
+
+
+def test_issue23_gemma_configs_are_hybrid_as_vllm_groups_them():
+    """The two published Gemma configs tools/vllm_issue23_runs.py sizes: Gemma 2 27B alternates 23
+    sliding (4,096) and 23 full layers (two groups of 23); Gemma 3 12B has 40 sliding (1,024) and 8 full
+    (groups of 8: 5 + 1), and the multimodal wrapper's dummy image."""
+    g2 = _model({"config": "configs/gemma-2-27b-it.json"})
+    g3 = _model({"config": "configs/gemma-3-12b-it.json"})
+    s = VllmSettings(max_model_len=8192, engine="v1-019")
+    kv2 = kv_from_available(g2, s, 16 * GiB, 8192, 8192)
+    kv3 = kv_from_available(g3, s, 16 * GiB, 8192, 8192)
+    assert (kv2["group_size"], kv2["kv_groups"], kv2["page_bytes"]) == (23, 2, 16 * 16 * 128 * 2 * 2)
+    assert (kv3["group_size"], kv3["kv_groups"], kv3["page_bytes"]) == (8, 6, 16 * 8 * 256 * 2 * 2)
+    assert g3.mm_dummy_image == (3, 896, 256) and getattr(g2, "mm_dummy_image", ()) == ()
+    assert g2.vocab_size == 256000 and g3.vocab_size == 262208
