@@ -258,7 +258,7 @@ def profile_peak_bytes(
 ) -> tuple[int, str]:
     """Torch peak increase of the profile run over the weights (see the module docstring); `sm_count`
     (the GPU's streaming multiprocessors, 0 if not recorded) and `max_len` (--max-model-len) size the
-    vLLM 0.19 items (topk_topp_buffer_bytes, mm_dummy_batch_bytes)."""
+    vLLM 0.19 items (topk_topp_buffer_rows, mm_dummy_batch_bytes)."""
     # Three hidden-sized tensors live through the MLP: the layer's input (the model loop still
     # references it until the layer returns), the residual, and the normalised attention output.
     b, tp = _act_bytes(s, spec), s.tensor_parallel_size
