@@ -351,7 +351,8 @@ def test_v019_sampler_is_sort_free():
     spec, gpu = load_model("llama-3-8b"), get_gpu("H100-SXM")
     old = startup(spec, gpu, VllmSettings(max_model_len=8192))
     new = startup(spec, gpu, VllmSettings(max_model_len=8192, engine="v1-019"))
-    assert new.activation_peak_bytes == 1024 * 128256 * 14 + 8192 * 4096 * 2
+    buffer = 132 * 128256 * 4  # the Triton kernel's cached [SMs x vocab] fp32 scratch (H100 SXM: 132 SMs)
+    assert new.activation_peak_bytes == 1024 * 128256 * 14 + 8192 * 4096 * 2 + buffer
     assert old.activation_peak_bytes == 1024 * 128256 * 28 + 8192 * 4096 * 2
     assert "·14 +" in new.formulas["activation_peak"]
     # below the forward's MLP set the forward decides, whichever sampler the release runs
@@ -369,7 +370,7 @@ def test_v019_moe_workspace_outlives_the_forward():
     ws = moe_workspace_bytes(spec, s, 8192)
     assert ws == 8192 * 8 * (max(768, 2048) + max(1536, 2048)) * 2  # 512 MiB
     r = startup(spec, gpu, s)
-    assert r.activation_peak_bytes == 1024 * 151936 * 14 + 8192 * 2048 * 2 + ws
+    assert r.activation_peak_bytes == 1024 * 151936 * 14 + 8192 * 2048 * 2 + ws + 132 * 151936 * 4
     assert "fused-MoE workspace" in r.formulas["activation_peak"]
     assert moe_workspace_bytes(load_model("llama-3-8b"), s, 8192) == 0
     tp2 = VllmSettings(tensor_parallel_size=2, engine="v1-019")  # N = 2 x 768 / 2: K decides both
@@ -395,7 +396,7 @@ def test_v019_tensor_parallel_buffers():
     mixtral = load_model("mixtral-8x7b")
     a = startup(mixtral, gpu, VllmSettings(max_model_len=8192, tensor_parallel_size=2))
     b = startup(mixtral, gpu, VllmSettings(max_model_len=8192, tensor_parallel_size=2, engine="v1-019"))
-    peak_v019 = 1024 * 32000 * 14 + 8192 * 4096 * 2 + 8192 * 2 * (7168 + 14336) * 2
+    peak_v019 = 1024 * 32000 * 14 + 8192 * 4096 * 2 + 8192 * 2 * (7168 + 14336) * 2 + 132 * 32000 * 4
     assert b.activation_peak_bytes == peak_v019 > a.activation_peak_bytes
     extra = int(2.1 * GiB) - int(0.55 * GiB) + peak_v019 - a.activation_peak_bytes
     assert a.available_kv_bytes - b.available_kv_bytes == extra
@@ -419,3 +420,60 @@ def test_cli_engine_version_v019(capsys):
     assert doc["vllm"]["non_torch_bytes"] == int(2.1 * GiB) and doc["vllm"]["requested_bytes"] > 0
     assert main([*args, "--engine-version", "v9"]) == 2
     assert "engine_version" in capsys.readouterr().err
+
+
+def test_v019_topk_topp_buffer_follows_the_sm_count():
+    """apply_top_k_top_p_triton caches an fp32 [min(next_pow2(min(SMs, rows)), SMs) x vocab] buffer on
+    its first call, the profile's dummy sampler; rows below 8 take the PyTorch path (no buffer)."""
+    from aiworkbook.sizing.vllm import topk_topp_buffer_rows
+
+    assert topk_topp_buffer_rows(1024, 132) == 132  # H100 SXM
+    assert topk_topp_buffer_rows(100, 132) == 128  # next power of two of 100, under the SM count
+    assert topk_topp_buffer_rows(100, 108) == 108  # A100: capped at the SM count
+    assert topk_topp_buffer_rows(7, 132) == 0 and topk_topp_buffer_rows(1024, 0) == 0
+    spec = load_model("llama-3-8b")
+    s = VllmSettings(max_model_len=8192, engine="v1-019", max_num_seqs=1024, max_num_batched_tokens=8192)
+    h100, a100 = get_gpu("H100-SXM"), get_gpu("A100-SXM-80GB")
+    assert h100.sm_count == 132 and a100.sm_count == 108
+    diff = startup(spec, h100, s).activation_peak_bytes - startup(spec, a100, s).activation_peak_bytes
+    assert diff == (132 - 108) * 128256 * 4
+    unknown = startup(spec, get_gpu("B200"), s)  # no SM count recorded: the formula says so
+    assert "not counted" in unknown.formulas["activation_peak"]
+    assert unknown.activation_peak_bytes == 1024 * 128256 * 14 + 8192 * 4096 * 2
+
+
+def test_v019_gemma3_dummy_images_outlive_the_encoder():
+    """Gemma 3's profile keeps its dummy images (bf16 pixels) and their projected embeddings through the
+    decoder's dummy forward and the sampler: 32 images of 3 x 896^2 and 256 x hidden at 8,192 batched
+    tokens (encoder budget 8,192 // 256), fewer when max_num_seqs x images per prompt is smaller."""
+    from dataclasses import replace
+
+    from aiworkbook.sizing.vllm import mm_dummy_batch_bytes
+
+    spec, gpu = load_model("gemma-3-27b-it"), get_gpu("H100-SXM")
+    assert spec.mm_dummy_image == (3, 896, 256)
+    s = VllmSettings(max_model_len=8192, engine="v1-019")
+    held, txt = mm_dummy_batch_bytes(spec, s, 1024, 8192, 8192)
+    assert held == 32 * (3 * 896 * 896 + 256 * 5376) * 2 and "32 dummy images" in txt
+    assert mm_dummy_batch_bytes(spec, s, 2, 8192, 512)[0] == 4 * (3 * 896 * 896 + 256 * 5376) * 2
+    text_only = replace(spec, mm_dummy_image=())
+    with_images, without = startup(spec, gpu, s), startup(text_only, gpu, s)
+    assert with_images.activation_peak_bytes - without.activation_peak_bytes == held
+    assert mm_dummy_batch_bytes(load_model("gemma-3-1b-it"), s, 1024, 8192, 8192) == (0, "")
+    v1 = VllmSettings(max_model_len=8192)  # other releases keep their profile
+    assert startup(spec, gpu, v1).activation_peak_bytes == startup(text_only, gpu, v1).activation_peak_bytes
+
+
+def test_issue23_gemma_configs_are_hybrid_as_vllm_groups_them():
+    """The two published Gemma configs tools/vllm_issue23_runs.py sizes: Gemma 2 27B alternates 23
+    sliding (4,096) and 23 full layers (two groups of 23); Gemma 3 12B has 40 sliding (1,024) and 8 full
+    (groups of 8: 5 + 1), and the multimodal wrapper's dummy image."""
+    g2 = _model({"config": "configs/gemma-2-27b-it.json"})
+    g3 = _model({"config": "configs/gemma-3-12b-it.json"})
+    s = VllmSettings(max_model_len=8192, engine="v1-019")
+    kv2 = kv_from_available(g2, s, 16 * GiB, 8192, 8192)
+    kv3 = kv_from_available(g3, s, 16 * GiB, 8192, 8192)
+    assert (kv2["group_size"], kv2["kv_groups"], kv2["page_bytes"]) == (23, 2, 16 * 16 * 128 * 2 * 2)
+    assert (kv3["group_size"], kv3["kv_groups"], kv3["page_bytes"]) == (8, 6, 16 * 8 * 256 * 2 * 2)
+    assert g3.mm_dummy_image == (3, 896, 256) and getattr(g2, "mm_dummy_image", ()) == ()
+    assert g2.vocab_size == 256000 and g3.vocab_size == 262208

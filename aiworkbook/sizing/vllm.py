@@ -77,7 +77,8 @@ NON_TORCH = {
     "v1-019": (int(0.24 * GiB), int(2.1 * GiB)),
 }
 #: Bytes per logit the sampler keeps alive at its peak (see the module docstring). "v1-019": the
-#: sort-free top-k/top-p path (sampler_bytes_per_logit).
+#: sort-free top-k/top-p path (sampler_bytes_per_logit), plus its cached scratch (topk_topp_buffer_rows)
+#: and, for Gemma 3, the profile's dummy images (mm_dummy_batch_bytes).
 SAMPLER_BYTES = {"v1": 28, "v0": 40, "v1-019": 14}
 
 
@@ -252,8 +253,12 @@ def rope_cache_bytes(spec, s: VllmSettings) -> int:
     return positions * spec.head_dim * _act_bytes(s, spec)
 
 
-def profile_peak_bytes(spec, s: VllmSettings, seqs: int, tokens: int) -> tuple[int, str]:
-    """Torch peak increase of the profile run over the weights (see the module docstring)."""
+def profile_peak_bytes(
+    spec, s: VllmSettings, seqs: int, tokens: int, *, sm_count: int = 0, max_len: int = 0
+) -> tuple[int, str]:
+    """Torch peak increase of the profile run over the weights (see the module docstring); `sm_count`
+    (the GPU's streaming multiprocessors, 0 if not recorded) and `max_len` (--max-model-len) size the
+    vLLM 0.19 items (topk_topp_buffer_rows, mm_dummy_batch_bytes)."""
     # Three hidden-sized tensors live through the MLP: the layer's input (the model loop still
     # references it until the layer returns), the residual, and the normalised attention output.
     b, tp = _act_bytes(s, spec), s.tensor_parallel_size
@@ -272,12 +277,60 @@ def profile_peak_bytes(spec, s: VllmSettings, seqs: int, tokens: int) -> tuple[i
     per_logit = sampler_bytes_per_logit(s)
     sampler = rows * spec.vocab_size * per_logit + tokens * h * b
     samp_txt = f"{rows}·{spec.vocab_size}·{per_logit} + {tokens}·{h}·{b}"
+    if s.release == "v1-019":
+        held, held_txt = mm_dummy_batch_bytes(spec, s, seqs, tokens, max_len)
+        if held:  # the dummy images and their embeddings outlive the encoder run
+            fwd, sampler = fwd + held, sampler + held
+            fwd_txt, samp_txt = fwd_txt + held_txt, samp_txt + held_txt
+        buf_rows = topk_topp_buffer_rows(rows, sm_count)
+        if buf_rows:
+            sampler += buf_rows * spec.vocab_size * 4
+            samp_txt += f" + top-k/top-p buffer {buf_rows}·{spec.vocab_size}·4"
+        elif rows >= 8:
+            samp_txt += " (top-k/top-p buffer not counted: the GPU's SM count is not recorded)"
     if s.release == "v1-019" and spec.num_experts:  # the MoE scratch outlives the forward
         sampler += moe_workspace_bytes(spec, s, tokens)
         samp_txt += " + fused-MoE workspace"
     if sampler > fwd:
         return sampler, f"sampler {samp_txt} (forward {fwd_txt} is smaller)"
     return fwd, f"forward {fwd_txt} (sampler {samp_txt} is smaller)"
+
+
+def topk_topp_buffer_rows(rows: int, sm_count: int) -> int:
+    """Rows of the fp32 [rows x vocab] scratch buffer vLLM 0.19's Triton top-k/top-p kernel allocates on
+    its first call (the profile's dummy sampler) and keeps in a module-level cache, so it is still held
+    at the sampler's peak: vllm/v1/sample/ops/topk_topp_triton.py (v0.19.0), apply_top_k_top_p_triton:
+    NUM_PROGRAMS = min(num_sm, batch_size); size = min(next_power_of_2(NUM_PROGRAMS), num_sm);
+    `buffer = logits.new_empty((size, vocab_size))` stored in _TRITON_BUFFER_CACHE. The Triton path
+    runs for 8 rows or more (topk_topp_sampler.py, apply_top_k_top_p); 0 when the SM count is unknown."""
+    if rows < 8 or sm_count < 1:
+        return 0
+    programs = min(sm_count, rows)
+    return min(1 << (programs - 1).bit_length(), sm_count)
+
+
+def mm_dummy_batch_bytes(spec, s: VllmSettings, seqs: int, tokens: int, max_len: int) -> tuple[int, str]:
+    """What Gemma 3's multimodal profile leaves alive through the decoder's dummy forward and the dummy
+    sampler (vLLM 0.19.0, vllm/v1/worker/gpu_model_runner.py, profile_run): the batch of dummy images
+    (`batched_dummy_mm_inputs`, a local of profile_run, pixel values cast to the model dtype by
+    multimodal/processing/context.py _postprocess_output) and the projected image embeddings it puts in
+    `self.encoder_cache` (cleared only after the sampler). The image count is MultiModalBudget's
+    (multimodal/encoder_budget.py): encoder budget max(max_num_batched_tokens, tokens per image) //
+    tokens per image, at most max_num_seqs x min(999, max_model_len // tokens per image) (999: the
+    default limit per prompt, config/multimodal.py). Gemma 3's dummy image is one image_size^2 crop of
+    mm_tokens_per_image embeddings (gemma3_mm.py, pan-and-scan off by default). The encoder's own
+    activation peak (SigLIP over those images) is not sized here: about 3.4 GiB for 32 images of
+    896 px, below the dummy sampler's at the default 1,024 sequences."""
+    image = getattr(spec, "mm_dummy_image", ())
+    if not image:
+        return 0, ""
+    ch, size, per_item = image
+    b = _act_bytes(s, spec)
+    budget = max(tokens, per_item)
+    per_prompt = max(1, min(999, max_len // per_item)) if max_len else 1
+    n = max(1, min(budget // per_item, seqs * per_prompt))
+    held = n * (ch * size * size + per_item * spec.hidden_size) * b
+    return held, f" + {n} dummy images ({ch}·{size}²·{b} + {per_item}·{spec.hidden_size}·{b} each)"
 
 
 def moe_workspace_bytes(spec, s: VllmSettings, tokens: int) -> int:
@@ -348,7 +401,9 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
     tokens = s.max_num_batched_tokens or d_tokens
     requested = int(total * s.utilization)
     weights = weight_bytes(spec, s)
-    peak, peak_txt = profile_peak_bytes(spec, s, seqs, tokens)
+    peak, peak_txt = profile_peak_bytes(
+        spec, s, seqs, tokens, sm_count=getattr(gpu, "sm_count", 0), max_len=max_len
+    )
     tp = s.tensor_parallel_size
     non_torch = (
         s.non_torch_bytes

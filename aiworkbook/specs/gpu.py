@@ -47,6 +47,9 @@ class GPUSpec(BaseModel):
     scale_up_bps: float = 0.0
     l2_cache_bytes: int = 0
     compute_capability: str = ""
+    #: streaming multiprocessors (NVIDIA) or compute units (AMD), as the vendor's datasheet or
+    #: architecture whitepaper gives them; 0 = not recorded. vLLM 0.19's sampler sizes a buffer by it.
+    sm_count: int = Field(default=0, ge=0)
     mig_profiles: tuple[MIGProfile, ...] = ()
     price_per_hour_usd: float = Field(default=0.0, ge=0)
     source: str = ""

@@ -158,7 +158,14 @@ def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilyS
     text_tie = _text_spec(alone, text_mt, label, source).tie_word_embeddings
     vc = cfg.get("vision_config")
     n_vision = counter(Config(vc, source), spec.hidden_size, cfg) if isinstance(vc, dict) else 0
-    return replace(spec, model_type=mt, vision_params=n_vision, text_tie_word_embeddings=text_tie)
+    image: tuple[int, ...] = ()
+    if mt == "gemma3" and isinstance(vc, dict):  # vllm gemma3_mm.py: one image_size^2 image, no pan-and-scan
+        v = Config({**vision.SIGLIP_DEFAULTS, **{k: x for k, x in vc.items() if x is not None}}, source)
+        tokens = Config(cfg, source).integer("mm_tokens_per_image", default=256)
+        image = (v.integer("num_channels"), v.integer("image_size"), tokens)
+    return replace(
+        spec, model_type=mt, vision_params=n_vision, text_tie_word_embeddings=text_tie, mm_dummy_image=image
+    )
 
 
 def _text_spec(text: dict[str, Any], text_mt: str, label: str, source: str) -> FamilySpec:

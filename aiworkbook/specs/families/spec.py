@@ -37,6 +37,9 @@ class FamilySpec(ModelSpec):
     # positions of each distinct rotary cos/sin table the layers use (empty: one table of
     # max_position_embeddings); Gemma 3 keeps a local table and a global one, linear-scaled
     rope_table_positions: tuple[int, ...] = ()
+    # Gemma 3's image input as vLLM's profile builds its dummy batch: (channels, image_size, tokens per
+    # image); empty for text models and for wrappers whose dummy image this project has not read
+    mm_dummy_image: tuple[int, ...] = ()
 
     @property
     def params_per_layer(self) -> int:  # type: ignore[override]
