@@ -59,7 +59,7 @@ def test_estimate_enters_states_and_activations_once_per_quantity(label, model, 
     if Workload(**fields).training:
         assert calls["activations.terms"] == 1
     else:
-        assert calls["states.inference_weight_bytes"] == 1
+        assert calls["states.inference_weight_term"] == 1
     states_max, act_max = ENTRIES_MAX["train" if Workload(**fields).training else "infer"]
     assert calls["entries:states"] <= states_max
     assert calls["entries:activations"] <= act_max

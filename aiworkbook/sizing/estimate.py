@@ -145,7 +145,7 @@ def estimate(
     if w.training:
         roof = from_mapping(Roofline, roofline.train_step(spec, w, gpu, trainable=p.trainable), mode="train")
     elif gpu is not None:
-        stored = p.weight_bytes[0] if p.weight_bytes is not None else None
+        stored = p.weight_term.value if p.weight_term is not None else None
         roof = from_mapping(Roofline, roofline.inference_roofline(spec, w, gpu, stored), mode="infer")
     else:
         roof = Roofline(mode="none")
