@@ -68,5 +68,11 @@ class Term:
         out._prec = self._prec
         return out
 
+    def introduced(self, prefix: str) -> Term:
+        """The same value with `prefix` before its text (what the expression is)."""
+        out = Term(self.value, render=lambda: prefix + self.text)
+        out._prec = self._prec
+        return out
+
     def __repr__(self) -> str:
         return f"Term({self.value!r}, {self.text!r})"
