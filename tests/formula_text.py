@@ -86,6 +86,20 @@ def read(text: str) -> tuple[Fraction, Fraction] | None:
     def atom() -> tuple[Fraction, Fraction]:
         nonlocal pos
         kind, tok = peek()
+        if kind == "word" and tok == "min" and toks[pos + 1][0] == "open":  # min(a, b)
+            pos += 2
+            first = expr()
+            second = expr()
+            if peek()[0] != "close":
+                raise NotArithmetic("min() takes two numbers")
+            pos += 1
+            skip_note()
+            return min(first, second)
+        while kind == "word" and pos + 1 < len(toks):  # "one layer recomputed (...)": words naming a group
+            if toks[pos + 1][0] not in ("word", "open"):
+                break
+            pos += 1
+            kind, tok = peek()
         if kind == "open":
             pos += 1
             v, err = expr()

@@ -343,13 +343,72 @@ def activation_bytes(
     under full checkpointing). With activation offloading only the layers in flight stay on the GPU
     (`offloaded_activation_bytes` is the rest, on the host). `t`: the workload's terms when the caller
     already has them."""
+    return activation_term(spec, w, b, s, device, t).value
+
+
+def activation_term(
+    spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None
+) -> Term:
+    """`activation_bytes` with its formula, from one expression: the resident layers (each keeping its
+    tensors, or its input and one layer recomputed), over tp, plus the per-token and per-position bytes
+    outside the layers."""
     t = terms(spec, w, device) if t is None else t
     n = b * s
-    kept, once = _layer_split(spec, w, n, s, t)
-    layers = _resident_layers(spec, w) * kept + once
-    if w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
-        layers = layers - n * t.first_layer_free
-    return layers // w.tp + n * t.per_token + s * t.per_seq_position
+    L = Term(_resident_layers(spec, w), "{} layers")
+    tokens = Term(n, "{:,} tokens")
+    per_n = Term(n, "{:,}")
+    score = per_n.tight(Term(s)).tight(Term(t.per_token_score, "{} B scores"))
+    copies = Term(2, "{} B") * Term(
+        t.layer_copies // 2, "{:,} matrix params (autocast's 16-bit copies of the fp32 weights)"
+    )
+
+    def plus(x: Term, *more: tuple[Term, bool]) -> Term:
+        for y, shown in more:
+            x = x + y if shown else x
+        return x
+
+    if w.checkpointing == "full":
+        once = plus(
+            per_n * Term(t.per_token_layer, "{:,} B"),
+            (score, bool(t.per_token_score)),
+            (copies, bool(t.layer_copies)),
+        )
+        if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept input itself
+            once = once - per_n * Term(t.recompute_input, "{} B (its norm saves the kept input)")
+        layers = L * tokens * Term(t.recompute_input, "{} B inputs") + once.grouped().introduced(
+            "one layer recomputed "
+        )
+    elif w.checkpointing == "selective":
+        extra = Term(t.selective_extra, "{} B fp32 q/k at the checkpoint")
+        per_token = plus(
+            Term(t.per_token_layer, "{:,} B" + f" [{t.parts}]"), (extra, bool(t.selective_extra))
+        )
+        kept = plus(tokens * per_token.grouped(), (copies, bool(t.layer_copies)))
+        layers = (L * kept.grouped()).said(", scores recomputed")
+    else:
+        kept = plus(
+            tokens * Term(t.per_token_layer, "{:,} B" + f" [{t.parts}]"),
+            (score, bool(t.per_token_score)),
+            (copies, bool(t.layer_copies)),
+        )
+        layers = L * kept.grouped()
+    if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
+        free = Term(t.first_layer_free, "{} B not recorded before the first adapter (frozen embedding)")
+        layers = layers - per_n * free
+    if w.tp > 1:
+        layers = layers // Term(w.tp, "{} tp")
+    out = (
+        layers
+        + per_n * Term(t.per_token, "{} B ids/labels/final norm")
+        + Term(s) * Term(t.per_seq_position, "{} B positions")
+    )
+    if w.activation_offload:
+        out = out.introduced(
+            f"activation offload, {_resident_layers(spec, w)} of {spec.num_layers} layers in flight on the GPU: "
+        )
+    if autocast_fp32_weights(w):
+        out = out.introduced("AMP (fp32 weights, autocast; fp32 residual and norms, 16-bit matmul outputs): ")
+    return out
 
 
 def _first_layer_offloaded(spec: ModelSpecLike, w: Workload) -> bool:
@@ -374,14 +433,50 @@ def logits_bytes(spec: ModelSpecLike, w: Workload, b, s):
     """The loss's tensors kept for backward: fp32 log-probs (one 1,024-token chunk with the fused
     chunked loss); with `loss_chunks` under compile, the head's 16-bit output and a fp32 log-sum-exp
     per token (each chunk's up-cast is recomputed in backward)."""
+    return _loss_term(spec, w, b, s).value
+
+
+def _loss_term(spec: ModelSpecLike, w: Workload, b, s) -> Term:
+    """`logits_bytes` with its formula (the fp32 scalar loss included)."""
     if not spec.is_decoder:
-        return 0 * b
+        return Term(0 * b, "0 (encoder: no LM head loss)")
     n = b * s
+    vocab = Term(spec.vocab_size, "{:,} vocab")
     if w.chunked_loss:
-        n = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
-    if w.loss_chunks is not None and w.loss_compiled:
-        return (width(w.precision) * n * spec.vocab_size + 4 * n) // w.tp + 4
-    return 4 * n * spec.vocab_size // w.tp + 4
+        capped = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
+        chunk = Term(capped, render=lambda: f"min({n:,}, {LOSS_CHUNK_TOKENS}) tokens")
+        kept = Term(4, "{} B") * chunk * vocab.said(" (chunked loss)")
+    elif w.loss_chunks is not None and w.loss_compiled:
+        head_out = (
+            Term(width(w.precision), "{} B")
+            * Term(n, "{:,} tokens")
+            * vocab.said(
+                f" (16-bit head output in {w.loss_chunks} chunks; each chunk's fp32 up-cast recomputed in backward)"
+            )
+        )
+        kept = (head_out + Term(4, "{} B") * Term(n, "{:,} tokens lse")).grouped()
+    elif w.loss_chunks is not None:
+        kept = (
+            Term(4, "{} B")
+            * Term(n, "{:,} tokens")
+            * vocab.said(f" (each of {w.loss_chunks} chunks' fp32 log-probs)")
+        )
+    else:
+        kept = Term(4, "{} B") * Term(b, "{} seqs") * Term(s, "{} tokens") * vocab.said(" (fp32 log-probs)")
+    if w.tp > 1:
+        kept = kept // Term(w.tp, "{} tp")
+    return kept + Term(4, "{} B loss")  # the fp32 scalar loss
+
+
+def logits_term(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTerms | None = None) -> Term:
+    """The training breakdown's logits: the loss's kept tensors and, under AMP, the head's autocast
+    copies saved with them, with the formula."""
+    t = terms(spec, w) if t is None else t
+    loss = _loss_term(spec, w, b, s)
+    head = _head_autocast_term(spec, w, b, s, t)
+    if not t.head_copy:  # outside AMP the head's term is 0 (an array of them for arrays): not said
+        return Term(loss.value + head.value, render=lambda: loss.text)
+    return loss + head
 
 
 def loss_transient_bytes(spec: ModelSpecLike, w: Workload, b, s):
@@ -418,8 +513,24 @@ def head_autocast_bytes(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTer
     """AMP only: the LM head's 16-bit weight copy and its 16-bit cast of the fp32 final-norm output.
 
     Saved for backward by the head matmul (so they sit with the logits); 0 outside the AMP regime."""
+    return _head_autocast_term(spec, w, b, s, t).value
+
+
+def _head_autocast_term(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTerms | None = None) -> Term:
     t = terms(spec, w) if t is None else t
-    return (t.head_copy + b * s * t.head_input) // w.tp
+    h = Term(spec.hidden_size)
+    copy = (
+        Term(2, "{} B")
+        * Term(t.head_copy // (2 * spec.hidden_size), "{:,}")
+        * h.said(" autocast copy of the head matrix")
+    )
+    cast = (
+        Term(t.head_input // spec.hidden_size, "{} B")
+        * Term(b * s, "{:,} tokens")
+        * h.said(" head input cast")
+    )
+    both = copy + cast
+    return both // Term(w.tp, "{} tp") if w.tp > 1 else both
 
 
 #: vLLM's max_num_batched_tokens (API server on a large GPU) and TensorRT-LLM's max_num_tokens default.
@@ -442,14 +553,32 @@ def prefill_tokens(w: Workload, batch, seq):
 
 def inference_activation_bytes(spec: ModelSpecLike, w: Workload, batch, seq):
     """Peak transient of one layer during prefill (nothing is kept for backward)."""
+    return inference_activation_term(spec, w, batch, seq).value
+
+
+def inference_activation_term(spec: ModelSpecLike, w: Workload, batch, seq) -> Term:
+    """`inference_activation_bytes` with its formula: the prefill's tokens · the bytes one layer makes
+    per token (hidden in and out, q, k, v, the MLP's intermediates) + eager attention's fp32 scores."""
     e = width(w.precision)
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
     n = prefill_tokens(w, batch, seq)
     mlp = (3 if spec.gated_mlp else 2) * i * max(1, spec.experts_per_token)
-    per_tok = (2 * h + a * d + 2 * k * d + mlp) * e
+    if w.engine != "hf":
+        tokens = Term(n, f"{w.engine} profile forward of " + "{:,} batched tokens")
+    else:
+        tokens = Term(
+            n,
+            render=lambda: f"{batch} seqs · {seq} tokens" + (f" capped at {n:,}" if n < batch * seq else ""),
+        )
+    per_tok = Term(2 * h + a * d + 2 * k * d + mlp, "per-token width")
     # eager (hf only: engines run fused attention) materialises fp32 scores: n queries x seq keys
-    scores = n * a * seq * 4 if (w.engine == "hf" and not w.flash) else 0
-    return (n * per_tok + scores) // w.tp
+    eager = w.engine == "hf" and not w.flash
+    out = tokens * per_tok * Term(e, "{} B")
+    if eager:
+        out = out + Term(n * a * seq * 4, "fp32 scores")
+    if w.tp > 1:
+        out = out // Term(w.tp, "{} tp")
+    return out.introduced("one layer's prefill transient: ")
 
 
 def inference_logits_bytes(spec: ModelSpecLike, w: Workload, batch):
@@ -464,63 +593,3 @@ def inference_logits_term(spec: ModelSpecLike, batch) -> Term:
         return Term(0 * batch, "0 (encoder-only: no LM head, nothing sampled)")
     logits = Term(4, "{} B") * Term(batch, "{} seqs") * Term(spec.vocab_size, "{:,} vocab")
     return logits.said(" (last-position fp32 logits)")
-
-
-def formulas(
-    spec: ModelSpecLike, w: Workload, b: int, s: int, device: str, t: ActivationTerms | None = None
-) -> tuple[str, str]:
-    """The activations' and the logits' formulas (`t`: the workload's terms when the caller has them)."""
-    t = terms(spec, w, device) if t is None else t
-    n = b * s
-    L = _resident_layers(spec, w)
-    tp = f" / {w.tp} tp" if w.tp > 1 else ""
-    score = f" + {n:,}·{s}·{t.per_token_score} B scores" if t.per_token_score else ""
-    copies = (
-        f" + 2 B · {t.layer_copies // 2:,} matrix params (autocast's 16-bit copies of the fp32 weights)"
-        if t.layer_copies
-        else ""
-    )
-    if w.checkpointing == "full":
-        shared = f" − {n:,} · {t.recompute_input} B (its norm saves the kept input)" if t.layer_copies else ""
-        core = (
-            f"{L} layers · {n:,} tokens · {t.recompute_input} B inputs + one layer recomputed "
-            f"({n:,} · {t.per_token_layer:,} B{score}{copies}{shared})"
-        )
-    elif w.checkpointing == "selective":
-        extra = f" + {t.selective_extra} B fp32 q/k at the checkpoint" if t.selective_extra else ""
-        core = (
-            f"{L} layers · ({n:,} tokens · ({t.per_token_layer:,} B [{t.parts}]{extra}){copies}), "
-            "scores recomputed"
-        )
-    else:
-        core = f"{L} layers · ({n:,} tokens · {t.per_token_layer:,} B [{t.parts}]{score}{copies})"
-    if w.activation_offload:
-        core = f"activation offload, {L} of {spec.num_layers} layers in flight on the GPU: " + core
-    if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
-        core += f" − {n:,} · {t.first_layer_free} B not recorded before the first adapter (frozen embedding)"
-    act = (
-        f"{core}{tp} + {n:,} · {t.per_token} B ids/labels/final norm + {s} · {t.per_seq_position} B positions"
-    )
-    if autocast_fp32_weights(w):
-        act = "AMP (fp32 weights, autocast; fp32 residual and norms, 16-bit matmul outputs): " + act
-    if not spec.is_decoder:
-        return act, "0 (encoder: no LM head loss)"
-    if w.chunked_loss:
-        lg = f"4 B · min({n:,}, {LOSS_CHUNK_TOKENS}) tokens · {spec.vocab_size:,} vocab (chunked loss){tp}"
-    elif w.loss_chunks is not None and w.loss_compiled:
-        lg = (
-            f"({width(w.precision)} B · {n:,} tokens · {spec.vocab_size:,} vocab (16-bit head output in "
-            f"{w.loss_chunks} chunks; each chunk's fp32 up-cast recomputed in backward) + 4 B · {n:,} "
-            f"tokens lse){tp}"
-        )
-    elif w.loss_chunks is not None:
-        lg = f"4 B · {n:,} tokens · {spec.vocab_size:,} vocab (each of {w.loss_chunks} chunks' fp32 log-probs){tp}"
-    else:
-        lg = f"4 B · {b} seqs · {s} tokens · {spec.vocab_size:,} vocab (fp32 log-probs){tp}"
-    lg += " + 4 B loss"  # the fp32 scalar logits_bytes adds
-    if t.head_copy:
-        lg += (
-            f" + 2 B · {spec.vocab_size:,} · {spec.hidden_size} autocast copy of the head matrix"
-            f" + 2 B · {n:,} tokens · {spec.hidden_size} head input cast{tp}"
-        )
-    return act, lg

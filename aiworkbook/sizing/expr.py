@@ -49,6 +49,10 @@ class Term:
     def __mul__(self, other: Term) -> Term:
         return self._join(other, self.value * other.value, " · ", _PRODUCT, _PRODUCT)
 
+    def tight(self, other: Term) -> Term:
+        """A product written without spaces ("2,048·2048·192"), as a per-layer or per-token term."""
+        return self._join(other, self.value * other.value, "·", _PRODUCT, _PRODUCT)
+
     def __floordiv__(self, other: Term) -> Term:
         return self._join(other, self.value // other.value, " / ", _PRODUCT, _LEAF)
 

@@ -186,19 +186,22 @@ def evaluate(p: SizingPass, b, s) -> Evaluated:
     )
     zero = 0 * b * s
     t = p.terms
+    said: dict[str, Term] = {}
     if t is not None:
-        c["activations"] = act.activation_bytes(spec, w, b, s, device, t)
-        logprobs = act.logits_bytes(spec, w, b, s)
+        said["activations"] = act.activation_term(spec, w, b, s, device, t)
         # AMP: the head's 16-bit weight copy and input cast are saved with the logits
-        c["logits"] = logprobs + act.head_autocast_bytes(spec, w, b, s, t)
+        said["logits"] = act.logits_term(spec, w, b, s, t)
+        c.update((k, v.value) for k, v in said.items())
         c["kv_cache"] = zero
         # backward through the loss: the fp32 gradient of the log-probs and the fp32 gradient of the
         # logits (log_softmax's backward) live beside the saved log-probs: 2 x 4 B per logit
         transient = act.loss_transient_bytes(spec, w, b, s) + zero
     else:
         prompt = _cap(s, w.seq_len)
-        c["activations"] = act.inference_activation_bytes(spec, w, b, prompt)
-        c["logits"] = act.inference_logits_bytes(spec, w, b) + zero
+        said["activations"] = act.inference_activation_term(spec, w, b, prompt)
+        said["logits"] = act.inference_logits_term(spec, b)
+        c["activations"] = said["activations"].value
+        c["logits"] = said["logits"].value + zero
         c["kv_cache"] = kv_bytes(spec, w, b, s)
         transient = zero
     # the CPU's components count no workspace, so no loss transient either: only the optimizer step's
@@ -207,7 +210,7 @@ def evaluate(p: SizingPass, b, s) -> Evaluated:
     c.update((k, v.value) for k, v in terms.items())
     total = _total_term(w, c, apart, phase)
     c["total"] = total.value
-    return Evaluated(c, phase, transient, {**terms, "total": total})
+    return Evaluated(c, phase, transient, {**said, **terms, "total": total})
 
 
 def _bytes(value, what: str) -> Term:
@@ -322,23 +325,11 @@ def breakdown_of(p: SizingPass, ev: Evaluated) -> MemoryBreakdown:
     for k in ("gradients", "optimizer", "master_weights"):
         f.setdefault(k, "0 (inference)")
     if w.training:
-        f["activations"], f["logits"] = act.formulas(spec, w, b, s, device, p.terms)
         f["kv_cache"] = "0 (training keeps no KV cache)"
     else:
-        e = 4 if w.precision == "fp32" else 2
-        n = int(act.prefill_tokens(w, b, min(w.seq_len, s)))
-        who = (
-            f"{w.engine} profile forward of {n:,} batched tokens"
-            if w.engine != "hf"
-            else f"{b} seqs · {min(w.seq_len, s)} tokens"
-            + (f" capped at {n:,}" if n < b * min(w.seq_len, s) else "")
-        )
-        f["activations"] = f"one layer's prefill transient: {who} · per-token width · {e} B" + (
-            " + fp32 scores" if (w.engine == "hf" and not w.flash) else ""
-        )
-        f["logits"] = act.inference_logits_term(spec, b).text
         f["kv_cache"] = kv_term(spec, w, int(b), int(s)).text
     f.update((k, t.text) for k, t in ev.terms.items())
+    f = {k: f[k] for k in (*COMPONENTS, "total")}
     return MemoryBreakdown(**vals, formulas=f, host=host_components(spec, w, b, s, device, p))
 
 
