@@ -157,3 +157,24 @@ def test_texts_that_left_part_of_their_number_out_now_say_it():
     small = Workload(mode="train", recipe="blockwise-adamw-8bit", precision="bf16", dp=4, zero=1, seq_len=256)
     gpt2 = estimate(load_model("gpt2"), small).memory.formulas["optimizer"]
     assert gpt2.startswith("(") and gpt2.endswith(" in small tensors · 8 B) / 4 ZeRO-1")
+
+
+def test_the_per_layer_note_adds_up_to_the_bytes_it_explains():
+    """The "[...]" note after a layer's bytes per token is the text of the Term those bytes are (LoRA's
+    adapter outputs included); eager attention's a·s·x score term is said there and counted per key
+    position, so the note read at length s gives per_token_layer + s · per_token_score. A MoE layer names
+    its router instead of spelling it."""
+    from aiworkbook.sizing import activations as act
+
+    checked = 0
+    for name in list_presets():
+        spec = load_model(name)
+        for w in _workloads(spec, PLAIN + OPTIONS):
+            if not w.training or spec.num_experts:
+                continue
+            for device in ("cuda", "cpu"):
+                t = act.terms(spec, w, device)
+                value, allowed = read(t.parts.replace("·s·", "·7·"))
+                assert abs(value - (t.per_token_layer + 7 * t.per_token_score)) <= allowed, (name, w, t.parts)
+                checked += 1
+    assert checked > 500

@@ -144,7 +144,7 @@ def _frozen_base_drops(spec: ModelSpecLike, w: Workload, e: int, fused: bool) ->
         if not spec.num_experts and "down_proj" not in mods:
             layer += i * e  # the tensor the down projection reads
     token = mid + e * h + 8  # final norm's normalised value and output (frozen head), input ids
-    return layer, token, f" − {layer} frozen base (inputs of frozen projections, normalised values)"
+    return layer, token, " frozen base (inputs of frozen projections, normalised values)"
 
 
 def _grad_free_prefix(spec: ModelSpecLike, w: Workload, norm: int, attn: int, mlp: int, e: int) -> int:
@@ -278,23 +278,27 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
     attn, score, attn_txt = _attention_term(spec, w, device, e, m, p, amp)
     mlp, mlp_txt, casts = _mlp_term(spec, device, e, amp, fused)
     casts += 1 if mt == "gpt2" else 3  # fused c_attn, or q, k, v
-    drop = 2 * h * m
-    layer = spec.norms_per_layer * norm + attn + mlp + drop
+    # one layer's bytes per token as a Term: its value is per_token_layer, its text the "[...]" note
+    # (eager attention's a·s·x score term is said there but counted apart, per key position)
+    layer_t = (
+        Term(spec.norms_per_layer).tight(Term(norm, render=lambda: norm_txt).grouped())
+        + Term(attn, render=lambda: attn_txt)
+        + Term(mlp, render=lambda: mlp_txt)
+    )
+    if m:
+        layer_t = layer_t + Term(2).tight(Term(h)).tight(Term(m, "{} masks"))
     frozen_layer, frozen_token, frozen_txt = (0, 0, "") if amp else _frozen_base_drops(spec, w, e, fused)
     prefix = 0 if amp else _grad_free_prefix(spec, w, norm, attn, mlp, e)
-    layer -= frozen_layer
-    if w.mode in ("lora", "qlora"):  # each adapter's B saves A's rank-wide output (A shares x)
-        layer += len(w.lora_modules(spec)) * w.lora_rank * e
-    casts_txt = ""
     if amp:
-        layer += casts * 2 * h
-        casts_txt = f" + {casts}·2·{h} autocast casts of fp32 norm outputs"
-    parts = (
-        f"{spec.norms_per_layer}·({norm_txt}) + {attn_txt} + {mlp_txt}"
-        + (f" + 2·{h}·{m} masks" if m else "")
-        + casts_txt
-        + frozen_txt
-    )
+        layer_t = layer_t + Term(casts).tight(Term(2)).tight(
+            Term(h, "{} autocast casts of fp32 norm outputs")
+        )
+    if frozen_txt:
+        layer_t = layer_t - Term(frozen_layer, "{}" + frozen_txt)
+    if w.mode in ("lora", "qlora"):  # each adapter's B saves A's rank-wide output (A shares x)
+        adapters = Term(len(w.lora_modules(spec))).tight(Term(w.lora_rank))
+        layer_t = layer_t + adapters.tight(Term(e, "{} adapter outputs"))
+    layer, parts = layer_t.value, layer_t.text
 
     per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
     if not amp:
