@@ -322,15 +322,46 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
 
 def _layer_split(spec: ModelSpecLike, w: Workload, n, s, t: ActivationTerms):
     """(bytes each layer keeps until its backward, bytes of the one layer recomputed at a time)."""
-    full_layer = n * t.per_token_layer + n * s * t.per_token_score + t.layer_copies
+    kept, once = _layer_terms(w, n, s, t)
+    return kept.value, (once.value if once is not None else 0 * n)
+
+
+def _layer_terms(w: Workload, n, s, t: ActivationTerms) -> tuple[Term, Term | None]:
+    """`_layer_split` as Terms, said as the formula says them: a layer's tokens times its bytes per
+    token ("[...]": the terms they add up to), its scores and autocast copies; under full checkpointing
+    a layer's input kept and one layer recomputed (None: none recomputed)."""
+    tokens, per_n = Term(n, "{:,} tokens"), Term(n, "{:,}")
+    score = per_n.tight(Term(s)).tight(Term(t.per_token_score, "{} B scores"))
+    copies = Term(2, "{} B") * Term(
+        t.layer_copies // 2, "{:,} matrix params (autocast's 16-bit copies of the fp32 weights)"
+    )
+
+    def plus(x: Term, *more: tuple[Term, bool]) -> Term:
+        for y, shown in more:
+            x = x + y if shown else x
+        return x
+
+    if w.checkpointing == "full":
+        once = plus(
+            per_n * Term(t.per_token_layer, "{:,} B"),
+            (score, bool(t.per_token_score)),
+            (copies, bool(t.layer_copies)),
+        )
+        if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept input itself
+            once = once - per_n * Term(t.recompute_input, "{} B (its norm saves the kept input)")
+        return tokens * Term(t.recompute_input, "{} B inputs"), once.grouped().introduced(
+            "one layer recomputed "
+        )
+    per_token = Term(t.per_token_layer, "{:,} B" + f" [{t.parts}]")
     if w.checkpointing == "selective":
-        full_layer = n * (t.per_token_layer + t.selective_extra) + t.layer_copies
-    if w.checkpointing != "full":
-        return full_layer, 0 * n
-    once = full_layer  # one layer recomputed
-    if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept fp32 input itself
-        once = once - n * t.recompute_input
-    return n * t.recompute_input, once
+        extra = Term(t.selective_extra, "{} B fp32 q/k at the checkpoint")
+        kept = plus(
+            tokens * plus(per_token, (extra, bool(t.selective_extra))).grouped(),
+            (copies, bool(t.layer_copies)),
+        )
+        return kept.grouped(), None
+    kept = plus(tokens * per_token, (score, bool(t.per_token_score)), (copies, bool(t.layer_copies)))
+    return kept.grouped(), None
 
 
 def _resident_layers(spec: ModelSpecLike, w: Workload) -> int:
@@ -358,44 +389,14 @@ def activation_term(
     outside the layers."""
     t = terms(spec, w, device) if t is None else t
     n = b * s
-    L = Term(_resident_layers(spec, w), "{} layers")
-    tokens = Term(n, "{:,} tokens")
     per_n = Term(n, "{:,}")
-    score = per_n.tight(Term(s)).tight(Term(t.per_token_score, "{} B scores"))
-    copies = Term(2, "{} B") * Term(
-        t.layer_copies // 2, "{:,} matrix params (autocast's 16-bit copies of the fp32 weights)"
-    )
-
-    def plus(x: Term, *more: tuple[Term, bool]) -> Term:
-        for y, shown in more:
-            x = x + y if shown else x
-        return x
-
-    if w.checkpointing == "full":
-        once = plus(
-            per_n * Term(t.per_token_layer, "{:,} B"),
-            (score, bool(t.per_token_score)),
-            (copies, bool(t.layer_copies)),
-        )
-        if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept input itself
-            once = once - per_n * Term(t.recompute_input, "{} B (its norm saves the kept input)")
-        layers = L * tokens * Term(t.recompute_input, "{} B inputs") + once.grouped().introduced(
-            "one layer recomputed "
-        )
-    elif w.checkpointing == "selective":
-        extra = Term(t.selective_extra, "{} B fp32 q/k at the checkpoint")
-        per_token = plus(
-            Term(t.per_token_layer, "{:,} B" + f" [{t.parts}]"), (extra, bool(t.selective_extra))
-        )
-        kept = plus(tokens * per_token.grouped(), (copies, bool(t.layer_copies)))
-        layers = (L * kept.grouped()).said(", scores recomputed")
-    else:
-        kept = plus(
-            tokens * Term(t.per_token_layer, "{:,} B" + f" [{t.parts}]"),
-            (score, bool(t.per_token_score)),
-            (copies, bool(t.layer_copies)),
-        )
-        layers = L * kept.grouped()
+    kept, once = _layer_terms(w, n, s, t)
+    resident = _resident_layers(spec, w)
+    layers = Term(resident, "{} layers") * kept
+    if once is not None:
+        layers = layers + once
+    if w.checkpointing == "selective":
+        layers = layers.said(", scores recomputed")
     if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
         free = Term(t.first_layer_free, "{} B not recorded before the first adapter (frozen embedding)")
         layers = layers - per_n * free
@@ -408,7 +409,7 @@ def activation_term(
     )
     if w.activation_offload:
         out = out.introduced(
-            f"activation offload, {_resident_layers(spec, w)} of {spec.num_layers} layers in flight on the GPU: "
+            f"activation offload, {resident} of {spec.num_layers} layers in flight on the GPU: "
         )
     if autocast_fp32_weights(w):
         out = out.introduced("AMP (fp32 weights, autocast; fp32 residual and norms, 16-bit matmul outputs): ")
