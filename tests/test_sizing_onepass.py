@@ -37,6 +37,7 @@ REPEATS_ALLOWED = {
     "states.recipe_bytes": 8,
     "states.width": 3,
     "activations._layer_split": 2,
+    "activations._layer_terms": 2,
     "activations._max": 4,
     "activations._resident_layers": 2,
     "activations._first_layer_offloaded": 2,
