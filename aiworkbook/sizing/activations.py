@@ -169,16 +169,28 @@ def _grad_free_prefix(spec: ModelSpecLike, w: Workload, norm: int, attn: int, ml
     return inner + attn + inner + mlp - i * e  # down_proj: only the tensor it reads
 
 
+def _dot(*factors: int, note: str = "") -> Term:
+    """The product of `factors` written tight ("2·2·4096"), `note` after the last one."""
+    out = Term(factors[0], "{}" + (note if len(factors) == 1 else ""))
+    for k, f in enumerate(factors[1:], 2):
+        out = out.tight(Term(f, "{}" + (note if k == len(factors) else "")))
+    return out
+
+
 def _norm_term(h: int, e: int, amp: bool, fused: bool, rms: bool) -> tuple[int, str]:
     """Bytes one norm saves per token, and its formula."""
     if fused:  # input and fp32 statistics; the output only where a matmul reads it (not under AMP: casts)
         if amp:
-            return 4 * h + (4 if rms else 8), f"4·{h} + {4 if rms else 8} (compiled)"
-        return 2 * e * h + (4 if rms else 8), f"2·{e}·{h} + {4 if rms else 8} (compiled)"
+            t = _dot(4, h) + Term(4 if rms else 8, "{} (compiled)")
+        else:
+            t = _dot(2, e, h) + Term(4 if rms else 8, "{} (compiled)")
+        return t.value, t.text
     if rms:  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
-        return 4 * h + 2 * e * h + 4, (f"8·{h} + 4" if amp else f"4·{h} + 2·{e}·{h} + 4")
+        t = (_dot(8, h) if amp else _dot(4, h) + _dot(2, e, h)) + Term(4)  # AMP: e is 2, 4h + 2·2·h is 8h
+        return t.value, t.text
     # AMP: fp32 input + mean/rstd (the fp32 output is not saved: its readers save casts)
-    return 2 * e * h + 8, (f"4·{h} + 8" if amp else f"2·{e}·{h} + 8")
+    t = (_dot(4, h) if amp else _dot(2, e, h)) + Term(8)  # AMP: 2·2·h is 4h
+    return t.value, t.text
 
 
 def _attention_term(
@@ -189,26 +201,25 @@ def _attention_term(
     h = spec.hidden_size
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
     flash = w.flash and not (device == "cpu" and p > 0)
-    score = 0
+    score, score_note = 0, ""
     if flash:
         if mt == "gpt2":
             # q, k, v are views of the fused c_attn output. A training step runs without a KV cache:
             # transformers' GPT-2 with its default use_cache=True also keeps contiguous k and v copies
             # (+2·k·d·e per token per layer); pass use_cache=False when training.
-            attn = 3 * h * e + a * d * e + 4 * a
-            attn_txt = f"3·{h}·{e} qkv + {a}·{d}·{e} out + 4·{a} lse"
+            attn_t = _dot(3, h, e, note=" qkv") + _dot(a, d, e, note=" out") + _dot(4, a, note=" lse")
         else:
             # repeated to every query head first: the copies are saved (one KV head: a stride-0 view)
             kv = a if w.kv_repeat and k > 1 else k
-            attn = (a * d + 2 * kv * d) * e + a * d * e + 4 * a
             rep = " repeated" if w.kv_repeat and kv != k else ""
-            attn_txt = f"({a}·{d} + 2·{kv}·{d}{rep} + {a}·{d} out)·{e} + 4·{a} lse"
+            qkvo = _dot(a, d) + _dot(2, kv, d, note=rep) + _dot(a, d, note=" out")
+            attn_t = qkvo.tight(Term(e)) + _dot(4, a, note=" lse")
     elif amp and w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU
-        attn = 3 * a * d * 4 + a * d * e  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
+        attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
         score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
-        attn_txt = f"3·{a}·{d}·4 + {a}·{d}·{e} + {a}·s·12 (CPU math sdpa in fp32)"
+        score_note = " (CPU math sdpa in fp32)"
     else:
-        attn = 4 * a * d * e  # q, k, v (GQA repeated), o-proj input
+        attn_t = _dot(4, a, d, e)  # q, k, v (GQA repeated), o-proj input
         if amp:
             # eager under autocast: fp32 softmax (the fp32 mask promotes it, or an explicit dtype), then
             # the 16-bit copy the next matmul reads; with dropout the mask and the dropped 16-bit probs
@@ -218,8 +229,9 @@ def _attention_term(
         else:
             sm = 4 + e if (mt in _UPCAST_SOFTMAX and e != 4) else e
             score = a * (sm + ((m + e) if p > 0 else 0))
-        attn_txt = f"4·{a}·{d}·{e} + {a}·s·{score // a}"
-    return attn, score, attn_txt
+    # the score term is per key position: said beside the layer's bytes, counted apart (per_token_score)
+    said = f" + {a}·s·{score // a}{score_note}" if score else ""
+    return attn_t.value, score, attn_t.text + said
 
 
 def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) -> tuple[int, str, int]:
@@ -229,25 +241,23 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
     if spec.num_experts:
-        mlp_n = per_mlp * spec.experts_per_token
-        mlp = mlp_n * i * e + 8 * spec.num_experts
-        mlp_txt = f"{spec.experts_per_token}·{per_mlp}·{i}·{e} + router"
+        mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + Term(8 * spec.num_experts, "router")
         casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
     elif spec.gated_mlp:
-        mlp, mlp_txt = per_mlp * i * e, f"{per_mlp}·{i}·{e}"
+        mlp_t = _dot(per_mlp, i, e)
         casts = 2  # gate, up
     elif mt == "gpt2" and not fused:
         if amp and device == "cuda":  # CUDA autocast runs pow in fp32 (CPU does not)
-            mlp, mlp_txt = 16 * i, f"16·{i} (gelu_new, fp32 pow under CUDA autocast)"
+            mlp_t = _dot(16, i, note=" (gelu_new, fp32 pow under CUDA autocast)")
         else:
-            mlp, mlp_txt = 5 * i * e, f"5·{i}·{e} (gelu_new)"
+            mlp_t = _dot(5, i, e, note=" (gelu_new)")
         casts = 1  # c_fc
     else:
-        mlp, mlp_txt = per_mlp * i * e, f"{per_mlp}·{i}·{e}"
+        mlp_t = _dot(per_mlp, i, e)
         casts = 1  # fc1 / c_fc
     if fused:
-        mlp_txt += " (compiled)"
-    return mlp, mlp_txt, casts
+        mlp_t = mlp_t.said(" (compiled)")
+    return mlp_t.value, mlp_t.text, casts
 
 
 def _per_token_and_seq(
