@@ -1,11 +1,12 @@
 """Read a sizing formula's text back as arithmetic, to check it against the number shown beside it.
 
 The texts are written for people: "32 layers · (2,048 tokens · 200,840 B [per-layer terms]) / 2 tp +
-2,048 · 32788 B ids/labels". Read back, a number (thousands commas allowed, "64.00 MiB" in bytes) is a
-value, the words after it are its unit, `·` multiplies, `/` floor-divides (as the code does), `+` and
-`−` add and subtract, a parenthesised group right after an operator is arithmetic and one right after a
-value is a note; `[...]` is a note; an introduction ending in ": " is skipped. A text with no number
-("5 % of allocated bytes") is not arithmetic: `read` returns None.
+2,048 · 32788 B ids/labels". Read back, a number (thousands commas allowed; "64.00 MiB" and "4.127 bits"
+in bytes) is a value and the words after it its unit; `·` multiplies, `/` divides, `+` and `−` add and
+subtract, min(a, b) is the smaller; a parenthesised group after an operator (or after words naming it:
+"one layer recomputed (...)") is arithmetic and one right after a value is a note; `[...]` is a note;
+an introduction ending in ": " is skipped, and "0 on the GPU: ..." reads 0. A text with no number
+reads None ("5 % of allocated bytes" reads 5: the caller knows it is a share).
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "bits": Fraction(1, 8)}
+UNITS: dict[str, Fraction] = {
+    "KiB": Fraction(1 << 10),
+    "MiB": Fraction(1 << 20),
+    "GiB": Fraction(1 << 30),
+    "TiB": Fraction(1 << 40),
+    "bits": Fraction(1, 8),
+}
 _TOKEN = re.compile(
     r"(?P<num>(?<![\w.\-])\d[\d,]*(?:\.\d+)?(?![\w\-]))|(?P<op>\s+[/+−]\s+|\s*·\s*)|(?P<open>\()|(?P<close>\))"
     r"|(?P<bra>\[)|(?P<ket>\])|(?P<word>[^\s()\[\]·]+)|(?P<space>\s+)"
