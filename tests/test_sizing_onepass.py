@@ -38,6 +38,7 @@ REPEATS_ALLOWED = {
     "states.width": 3,
     "activations._layer_split": 2,
     "activations._layer_terms": 2,
+    "activations._dot": 8,  # one layer's norm, attention and MLP products, inside the one terms() call
     "activations._max": 4,
     "activations._resident_layers": 2,
     "activations._first_layer_offloaded": 2,
