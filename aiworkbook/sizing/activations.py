@@ -144,7 +144,7 @@ def _frozen_base_drops(spec: ModelSpecLike, w: Workload, e: int, fused: bool) ->
         if not spec.num_experts and "down_proj" not in mods:
             layer += i * e  # the tensor the down projection reads
     token = mid + e * h + 8  # final norm's normalised value and output (frozen head), input ids
-    return layer, token, f" − {layer} frozen base (inputs of frozen projections, normalised values)"
+    return layer, token, " frozen base (inputs of frozen projections, normalised values)"
 
 
 def _grad_free_prefix(spec: ModelSpecLike, w: Workload, norm: int, attn: int, mlp: int, e: int) -> int:
@@ -169,16 +169,28 @@ def _grad_free_prefix(spec: ModelSpecLike, w: Workload, norm: int, attn: int, ml
     return inner + attn + inner + mlp - i * e  # down_proj: only the tensor it reads
 
 
+def _dot(*factors: int, note: str = "") -> Term:
+    """The product of `factors` written tight ("2·2·4096"), `note` after the last one."""
+    out = Term(factors[0], "{}" + (note if len(factors) == 1 else ""))
+    for k, f in enumerate(factors[1:], 2):
+        out = out.tight(Term(f, "{}" + (note if k == len(factors) else "")))
+    return out
+
+
 def _norm_term(h: int, e: int, amp: bool, fused: bool, rms: bool) -> tuple[int, str]:
     """Bytes one norm saves per token, and its formula."""
     if fused:  # input and fp32 statistics; the output only where a matmul reads it (not under AMP: casts)
         if amp:
-            return 4 * h + (4 if rms else 8), f"4·{h} + {4 if rms else 8} (compiled)"
-        return 2 * e * h + (4 if rms else 8), f"2·{e}·{h} + {4 if rms else 8} (compiled)"
+            t = _dot(4, h) + Term(4 if rms else 8, "{} (compiled)")
+        else:
+            t = _dot(2, e, h) + Term(4 if rms else 8, "{} (compiled)")
+        return t.value, t.text
     if rms:  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
-        return 4 * h + 2 * e * h + 4, (f"8·{h} + 4" if amp else f"4·{h} + 2·{e}·{h} + 4")
+        t = (_dot(8, h) if amp else _dot(4, h) + _dot(2, e, h)) + Term(4)  # AMP: e is 2, 4h + 2·2·h is 8h
+        return t.value, t.text
     # AMP: fp32 input + mean/rstd (the fp32 output is not saved: its readers save casts)
-    return 2 * e * h + 8, (f"4·{h} + 8" if amp else f"2·{e}·{h} + 8")
+    t = (_dot(4, h) if amp else _dot(2, e, h)) + Term(8)  # AMP: 2·2·h is 4h
+    return t.value, t.text
 
 
 def _attention_term(
@@ -189,26 +201,25 @@ def _attention_term(
     h = spec.hidden_size
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
     flash = w.flash and not (device == "cpu" and p > 0)
-    score = 0
+    score, score_note = 0, ""
     if flash:
         if mt == "gpt2":
             # q, k, v are views of the fused c_attn output. A training step runs without a KV cache:
             # transformers' GPT-2 with its default use_cache=True also keeps contiguous k and v copies
             # (+2·k·d·e per token per layer); pass use_cache=False when training.
-            attn = 3 * h * e + a * d * e + 4 * a
-            attn_txt = f"3·{h}·{e} qkv + {a}·{d}·{e} out + 4·{a} lse"
+            attn_t = _dot(3, h, e, note=" qkv") + _dot(a, d, e, note=" out") + _dot(4, a, note=" lse")
         else:
             # repeated to every query head first: the copies are saved (one KV head: a stride-0 view)
             kv = a if w.kv_repeat and k > 1 else k
-            attn = (a * d + 2 * kv * d) * e + a * d * e + 4 * a
             rep = " repeated" if w.kv_repeat and kv != k else ""
-            attn_txt = f"({a}·{d} + 2·{kv}·{d}{rep} + {a}·{d} out)·{e} + 4·{a} lse"
+            qkvo = _dot(a, d) + _dot(2, kv, d, note=rep) + _dot(a, d, note=" out")
+            attn_t = qkvo.tight(Term(e)) + _dot(4, a, note=" lse")
     elif amp and w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU
-        attn = 3 * a * d * 4 + a * d * e  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
+        attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
         score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
-        attn_txt = f"3·{a}·{d}·4 + {a}·{d}·{e} + {a}·s·12 (CPU math sdpa in fp32)"
+        score_note = " (CPU math sdpa in fp32)"
     else:
-        attn = 4 * a * d * e  # q, k, v (GQA repeated), o-proj input
+        attn_t = _dot(4, a, d, e)  # q, k, v (GQA repeated), o-proj input
         if amp:
             # eager under autocast: fp32 softmax (the fp32 mask promotes it, or an explicit dtype), then
             # the 16-bit copy the next matmul reads; with dropout the mask and the dropped 16-bit probs
@@ -218,8 +229,9 @@ def _attention_term(
         else:
             sm = 4 + e if (mt in _UPCAST_SOFTMAX and e != 4) else e
             score = a * (sm + ((m + e) if p > 0 else 0))
-        attn_txt = f"4·{a}·{d}·{e} + {a}·s·{score // a}"
-    return attn, score, attn_txt
+    # the score term is per key position: said beside the layer's bytes, counted apart (per_token_score)
+    said = f" + {a}·s·{score // a}{score_note}" if score else ""
+    return attn_t.value, score, attn_t.text + said
 
 
 def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) -> tuple[int, str, int]:
@@ -229,25 +241,23 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
     if spec.num_experts:
-        mlp_n = per_mlp * spec.experts_per_token
-        mlp = mlp_n * i * e + 8 * spec.num_experts
-        mlp_txt = f"{spec.experts_per_token}·{per_mlp}·{i}·{e} + router"
+        mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + Term(8 * spec.num_experts, "router")
         casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
     elif spec.gated_mlp:
-        mlp, mlp_txt = per_mlp * i * e, f"{per_mlp}·{i}·{e}"
+        mlp_t = _dot(per_mlp, i, e)
         casts = 2  # gate, up
     elif mt == "gpt2" and not fused:
         if amp and device == "cuda":  # CUDA autocast runs pow in fp32 (CPU does not)
-            mlp, mlp_txt = 16 * i, f"16·{i} (gelu_new, fp32 pow under CUDA autocast)"
+            mlp_t = _dot(16, i, note=" (gelu_new, fp32 pow under CUDA autocast)")
         else:
-            mlp, mlp_txt = 5 * i * e, f"5·{i}·{e} (gelu_new)"
+            mlp_t = _dot(5, i, e, note=" (gelu_new)")
         casts = 1  # c_fc
     else:
-        mlp, mlp_txt = per_mlp * i * e, f"{per_mlp}·{i}·{e}"
+        mlp_t = _dot(per_mlp, i, e)
         casts = 1  # fc1 / c_fc
     if fused:
-        mlp_txt += " (compiled)"
-    return mlp, mlp_txt, casts
+        mlp_t = mlp_t.said(" (compiled)")
+    return mlp_t.value, mlp_t.text, casts
 
 
 def _per_token_and_seq(
@@ -278,23 +288,27 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
     attn, score, attn_txt = _attention_term(spec, w, device, e, m, p, amp)
     mlp, mlp_txt, casts = _mlp_term(spec, device, e, amp, fused)
     casts += 1 if mt == "gpt2" else 3  # fused c_attn, or q, k, v
-    drop = 2 * h * m
-    layer = spec.norms_per_layer * norm + attn + mlp + drop
+    # one layer's bytes per token as a Term: its value is per_token_layer, its text the "[...]" note
+    # (eager attention's a·s·x score term is said there but counted apart, per key position)
+    layer_t = (
+        Term(spec.norms_per_layer).tight(Term(norm, render=lambda: norm_txt).grouped())
+        + Term(attn, render=lambda: attn_txt)
+        + Term(mlp, render=lambda: mlp_txt)
+    )
+    if m:
+        layer_t = layer_t + Term(2).tight(Term(h)).tight(Term(m, "{} masks"))
     frozen_layer, frozen_token, frozen_txt = (0, 0, "") if amp else _frozen_base_drops(spec, w, e, fused)
     prefix = 0 if amp else _grad_free_prefix(spec, w, norm, attn, mlp, e)
-    layer -= frozen_layer
-    if w.mode in ("lora", "qlora"):  # each adapter's B saves A's rank-wide output (A shares x)
-        layer += len(w.lora_modules(spec)) * w.lora_rank * e
-    casts_txt = ""
     if amp:
-        layer += casts * 2 * h
-        casts_txt = f" + {casts}·2·{h} autocast casts of fp32 norm outputs"
-    parts = (
-        f"{spec.norms_per_layer}·({norm_txt}) + {attn_txt} + {mlp_txt}"
-        + (f" + 2·{h}·{m} masks" if m else "")
-        + casts_txt
-        + frozen_txt
-    )
+        layer_t = layer_t + Term(casts).tight(Term(2)).tight(
+            Term(h, "{} autocast casts of fp32 norm outputs")
+        )
+    if frozen_txt:
+        layer_t = layer_t - Term(frozen_layer, "{}" + frozen_txt)
+    if w.mode in ("lora", "qlora"):  # each adapter's B saves A's rank-wide output (A shares x)
+        adapters = Term(len(w.lora_modules(spec))).tight(Term(w.lora_rank))
+        layer_t = layer_t + adapters.tight(Term(e, "{} adapter outputs"))
+    layer, parts = layer_t.value, layer_t.text
 
     per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
     if not amp:
@@ -318,15 +332,46 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
 
 def _layer_split(spec: ModelSpecLike, w: Workload, n, s, t: ActivationTerms):
     """(bytes each layer keeps until its backward, bytes of the one layer recomputed at a time)."""
-    full_layer = n * t.per_token_layer + n * s * t.per_token_score + t.layer_copies
+    kept, once = _layer_terms(w, n, s, t)
+    return kept.value, (once.value if once is not None else 0 * n)
+
+
+def _layer_terms(w: Workload, n, s, t: ActivationTerms) -> tuple[Term, Term | None]:
+    """`_layer_split` as Terms, said as the formula says them: a layer's tokens times its bytes per
+    token ("[...]": the terms they add up to), its scores and autocast copies; under full checkpointing
+    a layer's input kept and one layer recomputed (None: none recomputed)."""
+    tokens, per_n = Term(n, "{:,} tokens"), Term(n, "{:,}")
+    score = per_n.tight(Term(s)).tight(Term(t.per_token_score, "{} B scores"))
+    copies = Term(2, "{} B") * Term(
+        t.layer_copies // 2, "{:,} matrix params (autocast's 16-bit copies of the fp32 weights)"
+    )
+
+    def plus(x: Term, *more: tuple[Term, bool]) -> Term:
+        for y, shown in more:
+            x = x + y if shown else x
+        return x
+
+    if w.checkpointing == "full":
+        once = plus(
+            per_n * Term(t.per_token_layer, "{:,} B"),
+            (score, bool(t.per_token_score)),
+            (copies, bool(t.layer_copies)),
+        )
+        if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept input itself
+            once = once - per_n * Term(t.recompute_input, "{} B (its norm saves the kept input)")
+        return tokens * Term(t.recompute_input, "{} B inputs"), once.grouped().introduced(
+            "one layer recomputed "
+        )
+    per_token = Term(t.per_token_layer, "{:,} B" + f" [{t.parts}]")
     if w.checkpointing == "selective":
-        full_layer = n * (t.per_token_layer + t.selective_extra) + t.layer_copies
-    if w.checkpointing != "full":
-        return full_layer, 0 * n
-    once = full_layer  # one layer recomputed
-    if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept fp32 input itself
-        once = once - n * t.recompute_input
-    return n * t.recompute_input, once
+        extra = Term(t.selective_extra, "{} B fp32 q/k at the checkpoint")
+        kept = plus(
+            tokens * plus(per_token, (extra, bool(t.selective_extra))).grouped(),
+            (copies, bool(t.layer_copies)),
+        )
+        return kept.grouped(), None
+    kept = plus(tokens * per_token, (score, bool(t.per_token_score)), (copies, bool(t.layer_copies)))
+    return kept.grouped(), None
 
 
 def _resident_layers(spec: ModelSpecLike, w: Workload) -> int:
@@ -343,13 +388,42 @@ def activation_bytes(
     under full checkpointing). With activation offloading only the layers in flight stay on the GPU
     (`offloaded_activation_bytes` is the rest, on the host). `t`: the workload's terms when the caller
     already has them."""
+    return activation_term(spec, w, b, s, device, t).value
+
+
+def activation_term(
+    spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None
+) -> Term:
+    """`activation_bytes` with its formula, from one expression: the resident layers (each keeping its
+    tensors, or its input and one layer recomputed), over tp, plus the per-token and per-position bytes
+    outside the layers."""
     t = terms(spec, w, device) if t is None else t
     n = b * s
-    kept, once = _layer_split(spec, w, n, s, t)
-    layers = _resident_layers(spec, w) * kept + once
-    if w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
-        layers = layers - n * t.first_layer_free
-    return layers // w.tp + n * t.per_token + s * t.per_seq_position
+    per_n = Term(n, "{:,}")
+    kept, once = _layer_terms(w, n, s, t)
+    resident = _resident_layers(spec, w)
+    layers = Term(resident, "{} layers") * kept
+    if once is not None:
+        layers = layers + once
+    if w.checkpointing == "selective":
+        layers = layers.said(", scores recomputed")
+    if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
+        free = Term(t.first_layer_free, "{} B not recorded before the first adapter (frozen embedding)")
+        layers = layers - per_n * free
+    if w.tp > 1:
+        layers = layers // Term(w.tp, "{} tp")
+    out = (
+        layers
+        + per_n * Term(t.per_token, "{} B ids/labels/final norm")
+        + Term(s) * Term(t.per_seq_position, "{} B positions")
+    )
+    if w.activation_offload:
+        out = out.introduced(
+            f"activation offload, {resident} of {spec.num_layers} layers in flight on the GPU: "
+        )
+    if autocast_fp32_weights(w):
+        out = out.introduced("AMP (fp32 weights, autocast; fp32 residual and norms, 16-bit matmul outputs): ")
+    return out
 
 
 def _first_layer_offloaded(spec: ModelSpecLike, w: Workload) -> bool:
@@ -374,14 +448,50 @@ def logits_bytes(spec: ModelSpecLike, w: Workload, b, s):
     """The loss's tensors kept for backward: fp32 log-probs (one 1,024-token chunk with the fused
     chunked loss); with `loss_chunks` under compile, the head's 16-bit output and a fp32 log-sum-exp
     per token (each chunk's up-cast is recomputed in backward)."""
+    return _loss_term(spec, w, b, s).value
+
+
+def _loss_term(spec: ModelSpecLike, w: Workload, b, s) -> Term:
+    """`logits_bytes` with its formula (the fp32 scalar loss included)."""
     if not spec.is_decoder:
-        return 0 * b
+        return Term(0 * b, "0 (encoder: no LM head loss)")
     n = b * s
+    vocab = Term(spec.vocab_size, "{:,} vocab")
     if w.chunked_loss:
-        n = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
-    if w.loss_chunks is not None and w.loss_compiled:
-        return (width(w.precision) * n * spec.vocab_size + 4 * n) // w.tp + 4
-    return 4 * n * spec.vocab_size // w.tp + 4
+        capped = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
+        chunk = Term(capped, render=lambda: f"min({n:,}, {LOSS_CHUNK_TOKENS}) tokens")
+        kept = Term(4, "{} B") * chunk * vocab.said(" (chunked loss)")
+    elif w.loss_chunks is not None and w.loss_compiled:
+        head_out = (
+            Term(width(w.precision), "{} B")
+            * Term(n, "{:,} tokens")
+            * vocab.said(
+                f" (16-bit head output in {w.loss_chunks} chunks; each chunk's fp32 up-cast recomputed in backward)"
+            )
+        )
+        kept = (head_out + Term(4, "{} B") * Term(n, "{:,} tokens lse")).grouped()
+    elif w.loss_chunks is not None:
+        kept = (
+            Term(4, "{} B")
+            * Term(n, "{:,} tokens")
+            * vocab.said(f" (each of {w.loss_chunks} chunks' fp32 log-probs)")
+        )
+    else:
+        kept = Term(4, "{} B") * Term(b, "{} seqs") * Term(s, "{} tokens") * vocab.said(" (fp32 log-probs)")
+    if w.tp > 1:
+        kept = kept // Term(w.tp, "{} tp")
+    return kept + Term(4, "{} B loss")  # the fp32 scalar loss
+
+
+def logits_term(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTerms | None = None) -> Term:
+    """The training breakdown's logits: the loss's kept tensors and, under AMP, the head's autocast
+    copies saved with them, with the formula."""
+    t = terms(spec, w) if t is None else t
+    loss = _loss_term(spec, w, b, s)
+    head = _head_autocast_term(spec, w, b, s, t)
+    if not t.head_copy:  # outside AMP the head's term is 0 (an array of them for arrays): not said
+        return Term(loss.value + head.value, render=lambda: loss.text)
+    return loss + head
 
 
 def loss_transient_bytes(spec: ModelSpecLike, w: Workload, b, s):
@@ -418,8 +528,24 @@ def head_autocast_bytes(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTer
     """AMP only: the LM head's 16-bit weight copy and its 16-bit cast of the fp32 final-norm output.
 
     Saved for backward by the head matmul (so they sit with the logits); 0 outside the AMP regime."""
+    return _head_autocast_term(spec, w, b, s, t).value
+
+
+def _head_autocast_term(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTerms | None = None) -> Term:
     t = terms(spec, w) if t is None else t
-    return (t.head_copy + b * s * t.head_input) // w.tp
+    h = Term(spec.hidden_size)
+    copy = (
+        Term(2, "{} B")
+        * Term(t.head_copy // (2 * spec.hidden_size), "{:,}")
+        * h.said(" autocast copy of the head matrix")
+    )
+    cast = (
+        Term(t.head_input // spec.hidden_size, "{} B")
+        * Term(b * s, "{:,} tokens")
+        * h.said(" head input cast")
+    )
+    both = copy + cast
+    return both // Term(w.tp, "{} tp") if w.tp > 1 else both
 
 
 #: vLLM's max_num_batched_tokens (API server on a large GPU) and TensorRT-LLM's max_num_tokens default.
@@ -442,14 +568,32 @@ def prefill_tokens(w: Workload, batch, seq):
 
 def inference_activation_bytes(spec: ModelSpecLike, w: Workload, batch, seq):
     """Peak transient of one layer during prefill (nothing is kept for backward)."""
+    return inference_activation_term(spec, w, batch, seq).value
+
+
+def inference_activation_term(spec: ModelSpecLike, w: Workload, batch, seq) -> Term:
+    """`inference_activation_bytes` with its formula: the prefill's tokens · the bytes one layer makes
+    per token (hidden in and out, q, k, v, the MLP's intermediates) + eager attention's fp32 scores."""
     e = width(w.precision)
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
     n = prefill_tokens(w, batch, seq)
     mlp = (3 if spec.gated_mlp else 2) * i * max(1, spec.experts_per_token)
-    per_tok = (2 * h + a * d + 2 * k * d + mlp) * e
+    if w.engine != "hf":
+        tokens = Term(n, f"{w.engine} profile forward of " + "{:,} batched tokens")
+    else:
+        tokens = Term(
+            n,
+            render=lambda: f"{batch} seqs · {seq} tokens" + (f" capped at {n:,}" if n < batch * seq else ""),
+        )
+    per_tok = Term(2 * h + a * d + 2 * k * d + mlp, "per-token width")
     # eager (hf only: engines run fused attention) materialises fp32 scores: n queries x seq keys
-    scores = n * a * seq * 4 if (w.engine == "hf" and not w.flash) else 0
-    return (n * per_tok + scores) // w.tp
+    eager = w.engine == "hf" and not w.flash
+    out = tokens * per_tok * Term(e, "{} B")
+    if eager:
+        out = out + Term(n * a * seq * 4, "fp32 scores")
+    if w.tp > 1:
+        out = out // Term(w.tp, "{} tp")
+    return out.introduced("one layer's prefill transient: ")
 
 
 def inference_logits_bytes(spec: ModelSpecLike, w: Workload, batch):
@@ -464,63 +608,3 @@ def inference_logits_term(spec: ModelSpecLike, batch) -> Term:
         return Term(0 * batch, "0 (encoder-only: no LM head, nothing sampled)")
     logits = Term(4, "{} B") * Term(batch, "{} seqs") * Term(spec.vocab_size, "{:,} vocab")
     return logits.said(" (last-position fp32 logits)")
-
-
-def formulas(
-    spec: ModelSpecLike, w: Workload, b: int, s: int, device: str, t: ActivationTerms | None = None
-) -> tuple[str, str]:
-    """The activations' and the logits' formulas (`t`: the workload's terms when the caller has them)."""
-    t = terms(spec, w, device) if t is None else t
-    n = b * s
-    L = _resident_layers(spec, w)
-    tp = f" / {w.tp} tp" if w.tp > 1 else ""
-    score = f" + {n:,}·{s}·{t.per_token_score} B scores" if t.per_token_score else ""
-    copies = (
-        f" + 2 B · {t.layer_copies // 2:,} matrix params (autocast's 16-bit copies of the fp32 weights)"
-        if t.layer_copies
-        else ""
-    )
-    if w.checkpointing == "full":
-        shared = f" − {n:,} · {t.recompute_input} B (its norm saves the kept input)" if t.layer_copies else ""
-        core = (
-            f"{L} layers · {n:,} tokens · {t.recompute_input} B inputs + one layer recomputed "
-            f"({n:,} · {t.per_token_layer:,} B{score}{copies}{shared})"
-        )
-    elif w.checkpointing == "selective":
-        extra = f" + {t.selective_extra} B fp32 q/k at the checkpoint" if t.selective_extra else ""
-        core = (
-            f"{L} layers · ({n:,} tokens · ({t.per_token_layer:,} B [{t.parts}]{extra}){copies}), "
-            "scores recomputed"
-        )
-    else:
-        core = f"{L} layers · ({n:,} tokens · {t.per_token_layer:,} B [{t.parts}]{score}{copies})"
-    if w.activation_offload:
-        core = f"activation offload, {L} of {spec.num_layers} layers in flight on the GPU: " + core
-    if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
-        core += f" − {n:,} · {t.first_layer_free} B not recorded before the first adapter (frozen embedding)"
-    act = (
-        f"{core}{tp} + {n:,} · {t.per_token} B ids/labels/final norm + {s} · {t.per_seq_position} B positions"
-    )
-    if autocast_fp32_weights(w):
-        act = "AMP (fp32 weights, autocast; fp32 residual and norms, 16-bit matmul outputs): " + act
-    if not spec.is_decoder:
-        return act, "0 (encoder: no LM head loss)"
-    if w.chunked_loss:
-        lg = f"4 B · min({n:,}, {LOSS_CHUNK_TOKENS}) tokens · {spec.vocab_size:,} vocab (chunked loss){tp}"
-    elif w.loss_chunks is not None and w.loss_compiled:
-        lg = (
-            f"({width(w.precision)} B · {n:,} tokens · {spec.vocab_size:,} vocab (16-bit head output in "
-            f"{w.loss_chunks} chunks; each chunk's fp32 up-cast recomputed in backward) + 4 B · {n:,} "
-            f"tokens lse){tp}"
-        )
-    elif w.loss_chunks is not None:
-        lg = f"4 B · {n:,} tokens · {spec.vocab_size:,} vocab (each of {w.loss_chunks} chunks' fp32 log-probs){tp}"
-    else:
-        lg = f"4 B · {b} seqs · {s} tokens · {spec.vocab_size:,} vocab (fp32 log-probs){tp}"
-    lg += " + 4 B loss"  # the fp32 scalar logits_bytes adds
-    if t.head_copy:
-        lg += (
-            f" + 2 B · {spec.vocab_size:,} · {spec.hidden_size} autocast copy of the head matrix"
-            f" + 2 B · {n:,} tokens · {spec.hidden_size} head input cast{tp}"
-        )
-    return act, lg

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing import capacity, roofline
 from aiworkbook.sizing.assumptions import Assumptions
+from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.memory import MemoryBreakdown, breakdown_of, evaluate, shape
 from aiworkbook.sizing.onepass import sizing_pass
 from aiworkbook.sizing.sections import Cost, Fits, Roofline, RulesOfThumb, Storage, from_mapping
@@ -66,17 +67,26 @@ class Estimate:
 
 
 def _rules(spec: ModelSpecLike, w: Workload, mem: MemoryBreakdown) -> RulesOfThumb:
+    params = Term(spec.params, "{:,} params")
+    tp = Term(w.tp, "{} tp")
     if w.mode in ADAPTER_RULE_BYTES:
         per = ADAPTER_RULE_BYTES[w.mode]
-        rule = int(per * spec.params) // w.tp + mem.activations
+        states = params_at(Term(per, "{:g} B"), params)
         name = f"{w.mode}_{per:g}B_per_param"
-        txt = f"{per:g} B · {spec.params:,} params + activations (LLaMA-Factory's estimate for {w.mode})"
+        note = f" (LLaMA-Factory's estimate for {w.mode})"
+        rest = Term(mem.activations, "activations")
     elif w.training:
-        rule = TRAIN_RULE_BYTES * spec.params // (w.tp * (w.dp if w.zero == 3 else 1)) + mem.activations
-        name, txt = "train_18B_per_param", f"18 B · {spec.params:,} params + activations"
+        states, note = Term(TRAIN_RULE_BYTES, "{} B") * params, ""
+        if w.zero == 3 and w.dp > 1:  # ZeRO-3 shards the states over dp as well
+            tp = tp * Term(w.dp, "{} ZeRO-3") if w.tp > 1 else Term(w.dp, "{} ZeRO-3")
+        name, rest = "train_18B_per_param", Term(mem.activations, "activations")
     else:
-        rule = INFER_RULE_BYTES * spec.params // w.tp + mem.kv_cache
-        name, txt = "infer_6B_per_param", f"6 B · {spec.params:,} params + KV cache"
+        states, note = Term(INFER_RULE_BYTES, "{} B") * params, ""
+        name, rest = "infer_6B_per_param", Term(mem.kv_cache, "KV cache")
+    if tp.value > 1:
+        states = states // tp
+    rule_t = (states + rest).said(note)
+    rule, txt = rule_t.value, rule_t.text
     return RulesOfThumb(
         rule=name,
         formula=txt,
@@ -85,6 +95,12 @@ def _rules(spec: ModelSpecLike, w: Workload, mem: MemoryBreakdown) -> RulesOfThu
         difference_bytes=int(rule - mem.total),
         ratio_to_itemised=rule / mem.total if mem.total else None,
     )
+
+
+def params_at(per: Term, params: Term) -> Term:
+    """params at a fractional rate of bytes each, in whole bytes."""
+    t = per * params
+    return Term(int(t.value), render=lambda: t.text)
 
 
 def default_device(gpu, node=None) -> str:
@@ -145,7 +161,7 @@ def estimate(
     if w.training:
         roof = from_mapping(Roofline, roofline.train_step(spec, w, gpu, trainable=p.trainable), mode="train")
     elif gpu is not None:
-        stored = p.weight_bytes[0] if p.weight_bytes is not None else None
+        stored = p.weight_term.value if p.weight_term is not None else None
         roof = from_mapping(Roofline, roofline.inference_roofline(spec, w, gpu, stored), mode="infer")
     else:
         roof = Roofline(mode="none")

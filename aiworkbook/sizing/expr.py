@@ -5,7 +5,9 @@ formula shown beside a figure is built from the expression that computed it and 
     weights.value  # n * 2 // 8
     weights.text   # "8,030,261,248 params · 2 B / 8 tp"
 
-Values may be numpy arrays (sweeps and capacity solvers); the text is rendered only when asked for.
+A sum multiplied or divided is put in parentheses in the text, as the value is computed, so the text
+read back as arithmetic gives the value (tests/formula_text.py reads it). Values may be numpy arrays
+(sweeps and capacity solvers); the text is rendered only when asked for.
 """
 
 from __future__ import annotations
@@ -13,31 +15,52 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+#: Precedence of a Term's outermost operation: a leaf, a product or quotient, a sum or difference.
+_LEAF, _PRODUCT, _SUM = 0, 1, 2
+
 
 class Term:
-    """A value with its rendering: `*` renders " · ", `//` " / ", `+` " + "; `fmt` formats the value."""
+    """A value with its rendering: `*` renders " · ", `//` " / ", `+` " + ", `-` " − "; `fmt` formats
+    the value."""
 
-    __slots__ = ("_render", "value")
+    __slots__ = ("_prec", "_render", "value")
 
     def __init__(self, value: Any, fmt: str = "{}", render: Callable[[], str] | None = None) -> None:
         self.value = value
         self._render = render if render is not None else (lambda: fmt.format(value))
+        self._prec = _LEAF
 
     @property
     def text(self) -> str:
         return self._render()
 
-    def _join(self, other: Term, value: Any, sep: str) -> Term:
-        return Term(value, render=lambda: f"{self.text}{sep}{other.text}")
+    def _join(self, other: Term, value: Any, sep: str, prec: int, right_max: int) -> Term:
+        left_max = _PRODUCT if prec == _PRODUCT else _SUM
+
+        def render() -> str:
+            left = f"({self.text})" if self._prec > left_max else self.text
+            right = f"({other.text})" if other._prec > right_max else other.text
+            return f"{left}{sep}{right}"
+
+        out = Term(value, render=render)
+        out._prec = prec
+        return out
 
     def __mul__(self, other: Term) -> Term:
-        return self._join(other, self.value * other.value, " · ")
+        return self._join(other, self.value * other.value, " · ", _PRODUCT, _PRODUCT)
+
+    def tight(self, other: Term) -> Term:
+        """A product written without spaces ("2,048·2048·192"), as a per-layer or per-token term."""
+        return self._join(other, self.value * other.value, "·", _PRODUCT, _PRODUCT)
 
     def __floordiv__(self, other: Term) -> Term:
-        return self._join(other, self.value // other.value, " / ")
+        return self._join(other, self.value // other.value, " / ", _PRODUCT, _LEAF)
 
     def __add__(self, other: Term) -> Term:
-        return self._join(other, self.value + other.value, " + ")
+        return self._join(other, self.value + other.value, " + ", _SUM, _SUM)
+
+    def __sub__(self, other: Term) -> Term:
+        return self._join(other, self.value - other.value, " − ", _SUM, _PRODUCT)
 
     def grouped(self) -> Term:
         """The same value, its text in parentheses (a sum about to be multiplied)."""
@@ -45,7 +68,15 @@ class Term:
 
     def said(self, suffix: str) -> Term:
         """The same value with `suffix` appended to its text (a note on what the term is)."""
-        return Term(self.value, render=lambda: self.text + suffix)
+        out = Term(self.value, render=lambda: self.text + suffix)
+        out._prec = self._prec
+        return out
+
+    def introduced(self, prefix: str) -> Term:
+        """The same value with `prefix` before its text (what the expression is)."""
+        out = Term(self.value, render=lambda: prefix + self.text)
+        out._prec = self._prec
+        return out
 
     def __repr__(self) -> str:
         return f"Term({self.value!r}, {self.text!r})"

@@ -168,11 +168,13 @@ def components(
 @dataclass(frozen=True)
 class Evaluated:
     """The breakdown at one shape: the components, a training step's peak phase ("" for inference or
-    arrays) and the loss's backward transient (in the workspace)."""
+    arrays), the loss's backward transient (in the workspace) and the Terms the device's components and
+    the total were computed as (their texts are the formulas)."""
 
     components: dict
     phase: str
     transient: Any
+    terms: dict[str, Term] = field(default_factory=dict)
 
 
 def evaluate(p: SizingPass, b, s) -> Evaluated:
@@ -184,39 +186,110 @@ def evaluate(p: SizingPass, b, s) -> Evaluated:
     )
     zero = 0 * b * s
     t = p.terms
+    said: dict[str, Term] = {}
     if t is not None:
-        c["activations"] = act.activation_bytes(spec, w, b, s, device, t)
-        logprobs = act.logits_bytes(spec, w, b, s)
+        said["activations"] = act.activation_term(spec, w, b, s, device, t)
         # AMP: the head's 16-bit weight copy and input cast are saved with the logits
-        c["logits"] = logprobs + act.head_autocast_bytes(spec, w, b, s, t)
+        said["logits"] = act.logits_term(spec, w, b, s, t)
+        c.update((k, v.value) for k, v in said.items())
         c["kv_cache"] = zero
         # backward through the loss: the fp32 gradient of the log-probs and the fp32 gradient of the
         # logits (log_softmax's backward) live beside the saved log-probs: 2 x 4 B per logit
         transient = act.loss_transient_bytes(spec, w, b, s) + zero
     else:
         prompt = _cap(s, w.seq_len)
-        c["activations"] = act.inference_activation_bytes(spec, w, b, prompt)
-        c["logits"] = act.inference_logits_bytes(spec, w, b) + zero
+        said["activations"] = act.inference_activation_term(spec, w, b, prompt)
+        said["logits"] = act.inference_logits_term(spec, b)
+        c["activations"] = said["activations"].value
+        c["logits"] = said["logits"].value + zero
         c["kv_cache"] = kv_bytes(spec, w, b, s)
         transient = zero
     # the CPU's components count no workspace, so no loss transient either: only the optimizer step's
-    step_tmp = p.step.bytes
-    apart, phase = _not_at_once(spec, w, b, s, c, transient if device == "cuda" else zero, t, step_tmp)
-    if device == "cuda":
-        ws = CUBLAS_WORKSPACE_BYTES * cublas_handles(w) + transient + step_tmp + p.zero3_gather
-        if w.dp * w.tp > 1:
-            ws = ws + NCCL_BYTES
-        if w.engine != "hf":
-            ws = ws + CUDA_GRAPH_BYTES
-        c["workspace"] = ws
-        c["cuda_context"] = CUDA_CONTEXT_BYTES + zero
-        allocated = sum(c[k] for k in COMPONENTS[:7]) + ws - apart
-        c["reserve"] = allocated * ALLOCATOR_RESERVE_PERCENT // 100 if w.engine == "hf" else zero
+    apart, phase = _not_at_once(spec, w, b, s, c, transient if device == "cuda" else zero, t, p.step.bytes)
+    terms = _device_terms(p, c, transient, zero, apart)
+    c.update((k, v.value) for k, v in terms.items())
+    total = _total_term(w, c, apart, phase)
+    c["total"] = total.value
+    return Evaluated(c, phase, transient, {**said, **terms, "total": total})
+
+
+def _bytes(value, what: str) -> Term:
+    """A byte count said as fmt_bytes says it, then what it is."""
+    return Term(value, render=lambda: f"{fmt_bytes(int(value))} {what}")
+
+
+def _sum_shown(parts: list[tuple[Term, bool]]) -> Term:
+    """The sum of every part; its text names the parts marked shown (the others are 0 here: a loss
+    transient of an encoder, an absent optimizer step or gathered unit)."""
+    value = parts[0][0].value
+    for part, _ in parts[1:]:
+        value = value + part.value
+    return Term(value, render=lambda: " + ".join(t.text for t, shown in parts if shown))
+
+
+def _loss_note(w: Workload) -> str:
+    """Which tensors the loss's backward transient is."""
+    lc = w.loss_compiled
+    what = "fp32 gradients of log-probs and logits" if not lc else "fused fp32 gradient"
+    if lc and w.loss_chunks is not None:
+        what = "fused 16-bit gradient" if w.precision != "fp32" else what
+    if w.loss_chunks is not None:
+        what += f", one of {w.loss_chunks} chunks" + ("" if lc else " (or the 16-bit chunks)")
+    if w.compile and not lc:
+        what += "; compile_loss off: the loss runs eager"
+    return what
+
+
+def _device_terms(p: SizingPass, c: dict, transient, zero, apart) -> dict[str, Term]:
+    """Workspace, CUDA context and allocator reserve as Terms (values and formulas from one expression);
+    `c`: the components so far (the reserve is a share of what they allocate)."""
+    spec, w, step = p.spec, p.w, p.step
+    if p.device != "cuda":
+        cpu = Term(zero, "0 (device cpu)")
+        ws = cpu
+        if step.bytes:
+            ws = _bytes(zero + step.bytes, f"optimizer step ({step.formula}); no other workspace on cpu")
+        return {"workspace": ws, "cuda_context": cpu, "reserve": cpu}
+    n = cublas_handles(w)
+    handles = f" ({n} handles: forward's thread, backward's autograd thread)" if n > 1 else ""
+    parts = [
+        (_bytes(CUBLAS_WORKSPACE_BYTES * n, "cuBLAS" + handles), True),
+        (_bytes(transient, f"loss backward ({_loss_note(w)})"), w.training and spec.is_decoder),
+        (_bytes(step.bytes, f"optimizer step ({step.formula})"), bool(step.bytes)),
+        (_bytes(p.zero3_gather, "ZeRO-3 gathered unit (weights + grads)"), bool(p.zero3_gather)),
+    ]
+    if w.dp * w.tp > 1:
+        parts.append((_bytes(NCCL_BYTES, "NCCL"), True))
+    if w.engine != "hf":
+        parts.append((_bytes(CUDA_GRAPH_BYTES, "CUDA graphs"), True))
+    ws = _sum_shown(parts)
+    context = Term(
+        CUDA_CONTEXT_BYTES + zero,
+        render=lambda: f"{fmt_bytes(CUDA_CONTEXT_BYTES)} (PyTorch CUDA context, 290-670 MB measured)",
+    )
+    if w.engine == "hf":
+        allocated = sum(c[k] for k in COMPONENTS[:7]) + ws.value - apart
+        pct = Term(ALLOCATOR_RESERVE_PERCENT, "{} %")
+        reserve = Term(
+            allocated * pct.value // 100,
+            render=lambda: f"{pct.text} of allocated bytes (caching-allocator fragmentation)",
+        )
     else:
-        c["cuda_context"] = c["reserve"] = zero
-        c["workspace"] = zero + step_tmp
-    c["total"] = sum(c[k] for k in COMPONENTS) - apart
-    return Evaluated(c, phase, transient)
+        reserve = Term(zero, f"0 ({w.engine} preallocates its pool; see capacity)")
+    return {"workspace": ws, "cuda_context": context, "reserve": reserve}
+
+
+def _total_term(w: Workload, c: dict, apart, phase: str) -> Term:
+    """The total: every component less what a training step does not hold at its peak phase."""
+    summed = sum(c[k] for k in COMPONENTS)
+
+    def render() -> str:
+        named = " + ".join(k for k in COMPONENTS if int(c[k]))
+        if w.training and int(apart) > 0:
+            return f"the step's peak, the {phase}: {named} less {fmt_bytes(int(apart))} not alive then"
+        return named
+
+    return Term(summed - apart, render=render)
 
 
 def _not_at_once(spec: ModelSpecLike, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
@@ -246,74 +319,17 @@ def breakdown_of(p: SizingPass, ev: Evaluated) -> MemoryBreakdown:
     """The MemoryBreakdown of `ev` (evaluated at the workload's own shape), with the formulas."""
     spec, w, device = p.spec, p.w, p.device
     b, s = shape(w)
-    c, phase = ev.components, ev.phase
+    c = ev.components
     vals = {k: int(v) for k, v in c.items()}
     f = dict(p.states.formulas)
     for k in ("gradients", "optimizer", "master_weights"):
         f.setdefault(k, "0 (inference)")
     if w.training:
-        f["activations"], f["logits"] = act.formulas(spec, w, b, s, device, p.terms)
         f["kv_cache"] = "0 (training keeps no KV cache)"
     else:
-        e = 4 if w.precision == "fp32" else 2
-        n = int(act.prefill_tokens(w, b, min(w.seq_len, s)))
-        who = (
-            f"{w.engine} profile forward of {n:,} batched tokens"
-            if w.engine != "hf"
-            else f"{b} seqs · {min(w.seq_len, s)} tokens"
-            + (f" capped at {n:,}" if n < b * min(w.seq_len, s) else "")
-        )
-        f["activations"] = f"one layer's prefill transient: {who} · per-token width · {e} B" + (
-            " + fp32 scores" if (w.engine == "hf" and not w.flash) else ""
-        )
-        f["logits"] = act.inference_logits_term(spec, b).text
         f["kv_cache"] = kv_term(spec, w, int(b), int(s)).text
-    if device == "cuda":
-        n = cublas_handles(w)
-        ws = [
-            f"{fmt_bytes(CUBLAS_WORKSPACE_BYTES * n)} cuBLAS"
-            + (f" ({n} handles: forward's thread, backward's autograd thread)" if n > 1 else "")
-        ]
-        if w.training and spec.is_decoder:
-            lc = w.loss_compiled
-            what = "fp32 gradients of log-probs and logits" if not lc else "fused fp32 gradient"
-            if lc and w.loss_chunks is not None:
-                what = "fused 16-bit gradient" if w.precision != "fp32" else what
-            if w.loss_chunks is not None:
-                what += f", one of {w.loss_chunks} chunks" + ("" if lc else " (or the 16-bit chunks)")
-            if w.compile and not lc:
-                what += "; compile_loss off: the loss runs eager"
-            ws.append(f"{fmt_bytes(int(ev.transient))} loss backward ({what})")
-        step = p.step
-        if step.bytes:
-            ws.append(f"{fmt_bytes(step.bytes)} optimizer step ({step.formula})")
-        if p.zero3_gather:
-            ws.append(f"{fmt_bytes(p.zero3_gather)} ZeRO-3 gathered unit (weights + grads)")
-        if w.dp * w.tp > 1:
-            ws.append(f"{fmt_bytes(NCCL_BYTES)} NCCL")
-        if w.engine != "hf":
-            ws.append(f"{fmt_bytes(CUDA_GRAPH_BYTES)} CUDA graphs")
-        f["workspace"] = " + ".join(ws)
-        f["cuda_context"] = f"{fmt_bytes(CUDA_CONTEXT_BYTES)} (PyTorch CUDA context, 290-670 MB measured)"
-        f["reserve"] = (
-            f"{ALLOCATOR_RESERVE_PERCENT} % of allocated bytes (caching-allocator fragmentation)"
-            if w.engine == "hf"
-            else f"0 ({w.engine} preallocates its pool; see capacity)"
-        )
-    else:
-        for k in ("workspace", "cuda_context", "reserve"):
-            f[k] = "0 (device cpu)"
-        step = p.step
-        if step.bytes:
-            f["workspace"] = (
-                f"{fmt_bytes(step.bytes)} optimizer step ({step.formula}); no other workspace on cpu"
-            )
-    f["total"] = " + ".join(k for k in COMPONENTS if vals[k])
-    if w.training and vals["total"] < sum(vals[k] for k in COMPONENTS):
-        f["total"] = (
-            f"the step's peak, the {phase}: {f['total']} less "
-            f"{fmt_bytes(sum(vals[k] for k in COMPONENTS) - vals['total'])} not alive then"
-        )
+    f.update((k, t.text) for k, t in ev.terms.items())
+    f = {k: f[k] for k in (*COMPONENTS, "total")}
     return MemoryBreakdown(**vals, formulas=f, host=host_components(spec, w, b, s, device, p))
 
 

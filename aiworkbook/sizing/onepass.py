@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from aiworkbook.sizing import activations as act
 from aiworkbook.sizing import optimizer_step
+from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.states import (
     States,
-    inference_weight_bytes,
+    inference_weight_term,
     model_states,
     trainable_and_optimizer,
     zero3_gather_bytes,
@@ -38,16 +39,22 @@ class SizingPass:
     device: str
     states: States
     trainable: int
-    #: Optimizer-state bytes before sharding (trainable_and_optimizer's second value) and its formula.
+    #: Optimizer-state bytes before sharding (trainable_and_optimizer's second value) and its Term.
     optimizer_bytes: int
-    optimizer_formula: str
+    optimizer_term: Term
     #: Training's activation coefficients (None for inference).
     terms: act.ActivationTerms | None
     step: optimizer_step.StepTemporaries
     zero3_gather: int
     #: Inference: the served weights at the workload's weights dtype, with their formula
-    #: (inference_weight_bytes); None for training.
-    weight_bytes: tuple[int, str] | None
+    #: (inference_weight_term); None for training.
+    weight_term: Term | None
+
+    @property
+    def weight_bytes(self) -> tuple[int, str] | None:
+        """The served weights' (bytes, formula); None for training."""
+        t = self.weight_term
+        return None if t is None else (t.value, t.text)
 
     def components(self, b, s) -> dict:
         """The breakdown's components at batch b and length s (scalars or numpy arrays)."""
@@ -58,18 +65,18 @@ class SizingPass:
 
 def sizing_pass(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> SizingPass:
     """Enter states.py and activations.py once for `w`: the terms every section derives from."""
-    trainable, opt, opt_txt = trainable_and_optimizer(spec, w)
-    served = None if w.training else inference_weight_bytes(spec, w.weights_dtype)
+    trainable, opt, opt_term = trainable_and_optimizer(spec, w)
+    served = None if w.training else inference_weight_term(spec, w.weights_dtype)
     return SizingPass(
         spec=spec,
         w=w,
         device=device,
-        states=model_states(spec, w, (trainable, opt, opt_txt), served),
+        states=model_states(spec, w, (trainable, opt, opt_term), served),
         trainable=trainable,
         optimizer_bytes=opt,
-        optimizer_formula=opt_txt,
+        optimizer_term=opt_term,
         terms=act.terms(spec, w, device) if w.training else None,
         step=optimizer_step.temporaries(spec, w, device, trainable=trainable),
         zero3_gather=zero3_gather_bytes(spec, w),
-        weight_bytes=served,
+        weight_term=served,
     )

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.states import _lora_shapes, recipe_bytes, trainable_and_optimizer
 from aiworkbook.sizing.workload import Workload
 
@@ -123,39 +124,39 @@ def temporaries(
         return StepTemporaries(0, impl, f"0 ({lib}: no temporaries beyond the kernel)")
     sizes = tensor_sizes(spec, w)
     div = w.tp * (w.dp if w.zero >= 1 else 1)
-    shard = f" / {div} (shard)" if div > 1 else ""
+    bytes_ = Term(width, "{} B")
+
+    def per_gpu(elements: Term) -> Term:
+        """elements over the shards (tp and ZeRO-1+ dp), at the stepped tensors' width."""
+        return (elements // Term(div, "{} (shard)") if div > 1 else elements) * bytes_
+
+    def answer(t: Term) -> StepTemporaries:
+        return StepTemporaries(t.value, impl, t.text)
+
     sgd, adafactor = w.recipe == "sgd-momentum", w.recipe == "adafactor"
     if impl == "foreach" and not w.optimizer_in_backward:
         group = trainable_and_optimizer(spec, w)[0] if trainable is None else trainable
         lists = copy if sgd else 1  # SGD: only the grad copy; Adam: sqrt(v); Adafactor: var_estimates
-        n = lists * group // div
         name = "the grad copy" if sgd else ("var_estimates" if adafactor else "sqrt(exp_avg_sq)")
-        txt = f"foreach: {name} of the group, {lists} · {group:,} elements{shard} · {width} B"
+        t = per_gpu(Term(lists) * Term(group, "{:,} elements")).introduced(f"foreach: {name} of the group, ")
         if copy and not sgd:
-            txt += f" ({what}: a grad-sized copy freed before it)"
-        return StepTemporaries(n * width, impl, txt)
+            t = t.said(f" ({what}: a grad-sized copy freed before it)")
+        return answer(t)
     if sgd or adafactor:  # forloop: one tensor's copy (SGD) or var_estimate (Adafactor) at a time
         lists = copy if sgd else 1
-        n = lists * max(sizes) // div
         why = "grad copy" if sgd else "var_estimate"
-        return StepTemporaries(
-            n * width,
-            impl,
-            f"{impl}: {lists} · {max(sizes):,}-element {why} of the largest tensor{shard} · {width} B",
-        )
+        largest = Term(lists) * Term(max(sizes), "{:,}-element " + why + " of the largest tensor")
+        return answer(per_gpu(largest).introduced(f"{impl}: "))
     if w.optimizer_in_backward and impl == "foreach":  # one tensor per optimizer: its sqrt
-        n = max(sizes) // div
-        return StepTemporaries(
-            n * width,
-            impl,
-            f"foreach per parameter (optimizer in backward): sqrt(exp_avg_sq) of the largest tensor, "
-            f"{max(sizes):,} elements{shard} · {width} B",
+        return answer(
+            per_gpu(Term(max(sizes), "{:,} elements")).introduced(
+                "foreach per parameter (optimizer in backward): sqrt(exp_avg_sq) of the largest tensor, "
+            )
         )
-    n = _forloop_peak(sizes, copy, w.maximize) // div
     extra = f" + {what} copy" if copy else ""
-    return StepTemporaries(
-        n * width,
-        impl,
-        f"forloop: sqrt(exp_avg_sq) and its quotient of one tensor + the previous tensor's denom{extra}, "
-        f"{n * div:,} elements at the largest{shard} · {width} B",
+    peak = Term(_forloop_peak(sizes, copy, w.maximize), "{:,} elements at the largest")
+    return answer(
+        per_gpu(peak).introduced(
+            f"forloop: sqrt(exp_avg_sq) and its quotient of one tensor + the previous tensor's denom{extra}, "
+        )
     )

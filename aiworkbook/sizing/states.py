@@ -142,41 +142,62 @@ def _small_tensor_params(spec: ModelSpecLike, w: Workload) -> int:
     return (spec.num_layers * spec.norms_per_layer + 1) * spec.hidden_size
 
 
-def trainable_and_optimizer(spec: ModelSpecLike, w: Workload) -> tuple[int, int, str]:
-    """(trainable parameters, their optimizer-state bytes before sharding, the formula): every parameter
-    for full training, the adapters for LoRA/QLoRA, (0, 0, "") for inference. Adafactor's factored state
-    replaces trainable · the recipe's optimizer bytes. Model states, the checkpoint and the estimate's
-    params all read it here."""
+def trainable_and_optimizer(spec: ModelSpecLike, w: Workload) -> tuple[int, int, Term]:
+    """(trainable parameters, their optimizer-state bytes before sharding, the Term they come from):
+    every parameter for full training, the adapters for LoRA/QLoRA, (0, 0, an empty Term) for inference.
+    Adafactor's factored state replaces trainable · the recipe's optimizer bytes. Model states, the
+    checkpoint and the estimate's params all read it here."""
     if w.mode == "infer":
-        return 0, 0, ""
+        return 0, 0, Term(0, "")
     ob = recipe_bytes(w.recipe, w.precision)[2]
     trainable = spec.params if w.mode == "train" else lora_params(spec, w)
     if w.recipe == "adafactor":
         opt = adafactor_state(spec) if w.mode == "train" else 4 * trainable
-        return trainable, opt, "4 B · (rows + cols) per matrix + 4 B per vector (factored second moment)"
-    if w.recipe in ("blockwise-adamw-8bit", "paged-adamw-8bit"):
-        small = _small_tensor_params(spec, w)
-        big = trainable - small
-        opt = ob * big + 2 * 4 * -(-big // BNB_BLOCK) + 8 * small
         return (
             trainable,
             opt,
-            f"{big:,} trainable · (2 B int8 m, v + 2 · 4 B absmax / {BNB_BLOCK})"
-            + (f" + {small:,} in small tensors · 8 B" if small else ""),
+            Term(opt, "4 B · (rows + cols) per matrix + 4 B per vector (factored second moment)"),
         )
+    if w.recipe in ("blockwise-adamw-8bit", "paged-adamw-8bit"):
+        small = _small_tensor_params(spec, w)
+        state = blockwise_8bit_term(Term(trainable - small, "{:,} trainable"), Term(ob, "{} B int8 m, v"))
+        if small:
+            state = state + Term(small, "{:,} in small tensors") * Term(8, "{} B")
+        return trainable, state.value, state
     opt_term = Term(trainable, "{:,} trainable") * Term(ob, "{} B")
-    return trainable, opt_term.value, opt_term.text
+    return trainable, opt_term.value, opt_term
+
+
+def blockwise_8bit_term(n: Term, quantised: Term) -> Term:
+    """n parameters' block-wise 8-bit state: the quantised m and v plus two fp32 absmax per block of
+    BNB_BLOCK (the last block of a tensor rounded up). The text factors n out, per parameter: "n · (2 B
+    int8 m, v + 2 · 4 B absmax / 256)"; the value counts whole blocks, so the two differ by less than 8 B
+    when n is not a multiple of the block."""
+    absmax = Term(2) * Term(4, "{} B absmax")
+    block = Term(BNB_BLOCK)
+    value = n.value * quantised.value + absmax.value * -(-n.value // block.value)
+    return Term(value, render=lambda: f"{n.text} · ({quantised.text} + {absmax.text} / {block.text})")
 
 
 def frozen_base_bytes(spec: ModelSpecLike, w: Workload) -> tuple[int, str]:
     """Weights of a frozen base: LoRA at the precision's width; QLoRA NF4 linears, bf16 for the rest."""
+    base = frozen_base_term(spec, w)
+    return base.value, base.text
+
+
+def frozen_base_term(spec: ModelSpecLike, w: Workload) -> Term:
+    """`frozen_base_bytes` as a Term (a sum for QLoRA, so a division puts it in parentheses)."""
     if w.mode == "qlora":
         lin = spec.params_linear
-        rest = spec.params - lin
-        n = int(lin * NF4_BITS / 8) + 2 * rest
-        return n, f"{lin:,} linear params · {NF4_BITS:.3f} bits NF4 + {rest:,} others · 2 B"
-    base = (Term(spec.params, "{:,} params") * Term(width(w.precision), "{} B")).said(" (frozen base)")
-    return base.value, base.text
+        nf4 = bits_term(Term(lin, "{:,} linear params"), Term(NF4_BITS, "{:.3f} bits NF4"))
+        return nf4 + Term(spec.params - lin, "{:,} others") * Term(2, "{} B")
+    return (Term(spec.params, "{:,} params") * Term(width(w.precision), "{} B")).said(" (frozen base)")
+
+
+def bits_term(n: Term, bits: Term) -> Term:
+    """n values of `bits` bits each, in whole bytes: int(n · bits / 8) (the text's unit says bits)."""
+    t = n * bits
+    return Term(int(t.value / 8), render=lambda: t.text)
 
 
 def inference_weight_bytes(spec: ModelSpecLike, weights_dtype: str) -> tuple[int, str]:
@@ -184,18 +205,21 @@ def inference_weight_bytes(spec: ModelSpecLike, weights_dtype: str) -> tuple[int
 
     A checkpoint quantised in its config (spec.quant) is sized at its own bytes unless another
     weights dtype than the default bf16 is asked for."""
+    t = inference_weight_term(spec, weights_dtype)
+    return t.value, t.text
+
+
+def inference_weight_term(spec: ModelSpecLike, weights_dtype: str) -> Term:
+    """`inference_weight_bytes` as a Term (a sum for quantised linears: a division groups it)."""
     q = getattr(spec, "quant", None)
     if q is not None and weights_dtype == "bf16":
-        return q.weight_bytes(spec), f"{q.label}, as the checkpoint's quantization_config stores it"
+        return Term(q.weight_bytes(spec), f"{q.label}, as the checkpoint's quantization_config stores it")
     lin = spec.params_linear
-    rest = spec.params - lin
-    bits = QUANT_BITS[weights_dtype]
-    rest_b = 4 if weights_dtype == "fp32" else 2
+    rest_b = Term(4 if weights_dtype == "fp32" else 2, "{} B")
     if weights_dtype in ("fp32", "bf16", "fp16"):  # linears at the same width as the rest
-        whole = Term(spec.params, "{:,} params") * Term(rest_b, "{} B")
-        return whole.value, whole.text
-    n = int(lin * bits / 8) + rest * rest_b
-    return n, f"{lin:,} linear params · {bits:.3f} bits + {rest:,} embedding/head/norm params · {rest_b} B"
+        return Term(spec.params, "{:,} params") * rest_b
+    linears = bits_term(Term(lin, "{:,} linear params"), Term(QUANT_BITS[weights_dtype], "{:.3f} bits"))
+    return linears + Term(spec.params - lin, "{:,} embedding/head/norm params") * rest_b
 
 
 @dataclass(frozen=True)
@@ -216,25 +240,25 @@ class States:
 def model_states(
     spec: ModelSpecLike,
     w: Workload,
-    trainable_opt: tuple[int, int, str] | None = None,
-    served: tuple[int, str] | None = None,
+    trainable_opt: tuple[int, int, Term] | None = None,
+    served: Term | None = None,
 ) -> States:
     """Weights, gradients, optimizer and master bytes per GPU after ZeRO and tensor-parallel sharding.
 
-    `trainable_opt` (`trainable_and_optimizer`'s answer) and `served` (`inference_weight_bytes`'s) when
+    `trainable_opt` (`trainable_and_optimizer`'s answer) and `served` (`inference_weight_term`'s) when
     the caller has them already (onepass.sizing_pass)."""
     t, dp = w.tp, w.dp
     f: dict[str, str] = {}
     tp = Term(t, "{} tp")
     if w.mode == "infer":
-        stored = Term(*(inference_weight_bytes(spec, w.weights_dtype) if served is None else served))
+        stored = inference_weight_term(spec, w.weights_dtype) if served is None else served
         n = stored // tp if t > 1 else stored
         f["weights"] = n.text
         return States(n.value, 0, 0, 0, 0, f)
 
     wb, gb, _, mb = recipe_bytes(w.recipe, w.precision)
-    trainable, opt, opt_txt = trainable_and_optimizer(spec, w) if trainable_opt is None else trainable_opt
-    base, base_txt = (0, "") if w.mode == "train" else frozen_base_bytes(spec, w)
+    trainable, _, opt_term = trainable_and_optimizer(spec, w) if trainable_opt is None else trainable_opt
+    base = None if w.mode == "train" else frozen_base_term(spec, w)
 
     def shard(x: Term, stage: int) -> Term:
         """x over the ZeRO ranks that shard it at this stage and over tp: its text says each division."""
@@ -246,8 +270,8 @@ def model_states(
         return Term(n, "{:,} " + what) * Term(nbytes, "{} B")
 
     weights = shard(per(trainable, "params", wb), 3)
-    if base:
-        weights = shard(Term(base, base_txt), 3) + shard(per(trainable, "adapter params", wb), 3)
+    if base is not None and base.value:
+        weights = shard(base, 3) + shard(per(trainable, "adapter params", wb), 3)
     grads = shard(per(trainable, "trainable", gb), 2)
     if w.mode != "train":
         grads = grads.said(" (frozen base: no gradients)")
@@ -255,7 +279,7 @@ def model_states(
         big = largest_trainable_tensor(spec, w)
         one = Term(big, "{:,} elements of the largest tensor") * Term(gb, "{} B")
         grads = (one // tp if t > 1 else one).said(" (optimizer in backward: one at a time)")
-    optimizer = shard(Term(opt, opt_txt), 1)
+    optimizer = shard(opt_term, 1)
     master = shard(per(trainable, "trainable", mb), 1)
     f["weights"], f["gradients"] = weights.text, grads.text
     f["optimizer"], f["master_weights"] = optimizer.text, master.text
