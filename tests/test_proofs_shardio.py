@@ -8,6 +8,8 @@ import json
 import os
 import struct
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -153,6 +155,33 @@ def test_the_writer_never_fsyncs_and_preallocates_where_the_kernel_offers_it(tmp
     assert path.stat().st_size == 8 + int.from_bytes(path.read_bytes()[:8], "little") + 4 * 4096
 
 
+def test_one_large_shard_reports_and_cancels_inside_the_shard(tmp_path, monkeypatch):
+    from aiworkbook.proofs.control import Cancelled, Control
+
+    monkeypatch.setattr(shardio, "WRITEBACK_EVERY", 2**18)
+    state = C.synthetic_state(3 * 2**20)
+    seen: list[tuple[int, int, str]] = []
+    s = C.save_checkpoint(
+        tmp_path / "a", state, "safetensors", 0, control=Control(progress=lambda *a: seen.append(a))
+    )
+    assert [p.name for p in Path(s["path"]).glob("shard-*")] == ["shard-00000.safetensors"]
+    done = [d for d, _t, _m in seen]
+    assert len(done) >= 10 and done == sorted(done) and seen[-1][1] == C.state_bytes(state)
+    assert all(m == "safetensors: shard 1/1" for _d, _t, m in seen)
+
+    ev = threading.Event()
+
+    def cancel_midway(done: int, total: int, msg: str) -> None:
+        if done > total // 2:
+            ev.set()  # as a viewer's Cancel button does, halfway through the only shard
+
+    with pytest.raises(Cancelled):
+        C.save_checkpoint(
+            tmp_path / "b", state, "safetensors", 0, control=Control(progress=cancel_midway, cancel=ev)
+        )
+    assert not any((tmp_path / "b" / "safetensors").iterdir())  # the half-written shard's folder is gone
+
+
 def test_a_dtype_without_a_known_order_is_written_by_save_file(tmp_path):
     e8 = getattr(torch, "float8_e8m0fnu", None)
     if e8 is None:
@@ -224,7 +253,7 @@ def test_a_save_ends_in_fsync_of_every_shard_the_manifest_and_the_folders(tmp_pa
 
     monkeypatch.setattr(os, "fsync", counting)
     split = C.shards
-    monkeypatch.setattr(C, "shards", lambda state: split(state, 2**20))
+    monkeypatch.setattr(C, "shards", lambda state, _bytes: split(state, 2**20))
     state = C.synthetic_state(3 * 2**20)
     s = C.save_checkpoint(tmp_path, state, "safetensors", 4)
     shards = sorted(p.name for p in (tmp_path / "safetensors" / "step-4").glob("shard-*"))

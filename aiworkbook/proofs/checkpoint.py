@@ -43,6 +43,10 @@ READERS = ("populate", "safetensors")  # how safetensors shards are read (load_c
 MANIFEST = "manifest.json"
 QUICK_BYTES = 32 * MiB
 SHARD_BYTES = 64 * MiB  # one file per shard: a cancel lands between shards
+#: safetensors shards are larger (Hugging Face's save_pretrained shards at up to 5 GB): the writer
+#: reports and honours a cancel every 32 MiB inside a shard (shardio.write_shard), and one file
+#: fsynced instead of four saved 1.1-1.2x in paired rounds (docs/proofs.md, "Beside fio")
+SAFETENSORS_SHARD_BYTES = 1024 * MiB
 _TENSOR_BYTES = 4 * MiB  # synthetic state: tensors of this size
 
 
@@ -228,16 +232,19 @@ def make_manifest(state: dict[str, torch.Tensor]) -> dict[str, Any]:
 
 def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control) -> list[Any]:
     """Write the files; returns the futures still running (dcp-async) or []."""
-    parts = shards(state)
+    parts = shards(state, SAFETENSORS_SHARD_BYTES if fmt == "safetensors" else SHARD_BYTES)
     if fmt in ("safetensors", "torch"):
+        total, before = state_bytes(state), 0
         for i, part in enumerate(parts):
-            control.step(i, len(parts), f"{fmt}: shard {i + 1}/{len(parts)}")
+            msg = f"{fmt}: shard {i + 1}/{len(parts)}"
+            control.step(before, total, msg)
             path = tmp / f"shard-{i:05d}.{'safetensors' if fmt == 'safetensors' else 'pt'}"
             if fmt == "safetensors":
-                shardio.write_shard(path, part)
+                shardio.write_shard(path, part, lambda n, b=before, m=msg: control.step(b + n, total, m))
             else:
                 torch.save(part, path)
                 shardio.start_writeback(path)
+            before += state_bytes(part)
             # no fsync per shard: the disk writes this shard while the next is built; publish()
             # fsyncs every file, then the folders (torch.save and safetensors do not fsync)
         return []

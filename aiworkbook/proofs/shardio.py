@@ -24,6 +24,7 @@ import functools
 import json
 import mmap
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +72,16 @@ DTYPE_ORDER += ("F8_E4M3", "F8_E5M2", "I8", "U8", "BOOL")
 _NAMES = {dt: name for name, dt in DTYPES.items()}  # every name in DTYPES is in DTYPE_ORDER
 
 
-def write_shard(path: str | os.PathLike, tensors: dict[str, torch.Tensor]) -> None:
+def write_shard(
+    path: str | os.PathLike,
+    tensors: dict[str, torch.Tensor],
+    progress: Callable[[int], None] | None = None,
+) -> None:
     """Write `tensors` as a new safetensors file (an existing `path` is refused, never replaced), the
     bytes save_file would write, and start its writeback; durability is the caller's fsync.
-    Non-contiguous tensors are written as their contiguous copies (safetensors refuses them as they
-    are)."""
+    `progress(tensor bytes written so far)` runs each time writeback is started: a large shard
+    reports, and a cancel raised there lands, every WRITEBACK_EVERY bytes. Non-contiguous tensors are written as
+    their contiguous copies (safetensors refuses them as they are)."""
     dense = {k: t if t.is_contiguous() else t.contiguous() for k, t in tensors.items()}
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # FileExistsError for an input
     if not all(t.dtype in _NAMES and t.layout == torch.strided for t in dense.values()):
@@ -86,7 +92,7 @@ def write_shard(path: str | os.PathLike, tensors: dict[str, torch.Tensor]) -> No
         start_writeback(path)
         return
     try:
-        _write_fd(fd, dense)
+        _write_fd(fd, dense, progress)
     finally:
         os.close(fd)
 
@@ -106,12 +112,12 @@ def safetensors_layout(tensors: dict[str, torch.Tensor]) -> tuple[bytes, list[to
     return len(raw).to_bytes(8, "little") + raw, [t for _, t in items]
 
 
-def _write_fd(fd: int, tensors: dict[str, torch.Tensor]) -> None:
+def _write_fd(fd: int, tensors: dict[str, torch.Tensor], progress: Callable[[int], None] | None) -> None:
     head, order = safetensors_layout(tensors)
     size = len(head) + sum(t.numel() * t.element_size() for t in order)
     preallocate(fd, size)
     _write_all(fd, memoryview(head))
-    done = started = 0
+    done, started = len(head), 0  # file offsets: written up to, writeback started up to
     for t in order:
         if not t.numel():
             continue
@@ -121,7 +127,9 @@ def _write_fd(fd: int, tensors: dict[str, torch.Tensor]) -> None:
             if done - started >= WRITEBACK_EVERY:
                 _writeback(fd, started, done - started)
                 started = done
-    _writeback(fd, started, 0)  # the rest, header included (0: to the end of the file)
+                if progress is not None:
+                    progress(done - len(head))
+    _writeback(fd, started, 0)  # the rest (0: to the end of the file)
 
 
 def _write_all(fd: int, view: memoryview) -> int:
