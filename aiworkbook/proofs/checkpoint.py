@@ -10,6 +10,7 @@ at any point leaves the previous checkpoint and its LATEST untouched.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -240,7 +241,7 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
             control.step(before, total, msg)
             path = tmp / f"shard-{i:05d}.{'safetensors' if fmt == 'safetensors' else 'pt'}"
             if fmt == "safetensors":
-                shardio.write_shard(path, part, lambda n, b=before, m=msg: control.step(b + n, total, m))
+                shardio.write_shard(path, part, functools.partial(_step_within, control, before, total, msg))
             else:
                 torch.save(part, path)
                 shardio.start_writeback(path)
@@ -261,6 +262,11 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
 
         # a Future, or (newer torch with a stager) an AsyncSaveResponse holding staging + upload futures
         return [resp] if isinstance(resp, Future) else [resp.staging_completion, resp.upload_completion]
+
+
+def _step_within(control: Control, before: int, total: int, msg: str, written: int) -> None:
+    """Progress (in bytes) from inside a shard, and a safe point for a cancel."""
+    control.step(before + written, total, msg)
 
 
 def latest(root: str | os.PathLike, fmt: str) -> Path:

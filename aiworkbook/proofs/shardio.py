@@ -67,8 +67,8 @@ DTYPES: dict[str, torch.dtype] = {
 }
 #: safetensors' data order: by dtype in this order, then by name (safetensors 0.8 `prepare`; the
 #: byte-for-byte test against save_file holds it)
-DTYPE_ORDER = ("U64", "I64", "F64", "C64", "F32", "U32", "I32", "BF16", "F16", "U16", "I16")
-DTYPE_ORDER += ("F8_E4M3", "F8_E5M2", "I8", "U8", "BOOL")
+DTYPE_ORDER: tuple[str, ...] = ("U64", "I64", "F64", "C64", "F32", "U32", "I32", "BF16", "F16", "U16")
+DTYPE_ORDER += ("I16", "F8_E4M3", "F8_E5M2", "I8", "U8", "BOOL")
 _NAMES = {dt: name for name, dt in DTYPES.items()}  # every name in DTYPES is in DTYPE_ORDER
 
 
@@ -121,7 +121,7 @@ def _write_fd(fd: int, tensors: dict[str, torch.Tensor], progress: Callable[[int
     for t in order:
         if not t.numel():
             continue
-        view = memoryview(t.detach().cpu().reshape(-1).view(torch.uint8).numpy())
+        view = memoryview(t.detach().cpu().reshape(-1).view(torch.uint8).numpy().data)
         for i in range(0, len(view), WRITEBACK_EVERY):
             done += _write_all(fd, view[i : i + WRITEBACK_EVERY])
             if done - started >= WRITEBACK_EVERY:
