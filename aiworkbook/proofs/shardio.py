@@ -1,14 +1,16 @@
 """Checkpoint shards in the standard safetensors format, written and read at the speed of the disk.
 
 Write: the same bytes `safetensors.torch.save_file` writes (tested byte for byte), but into a new
-file only (O_EXCL) that is first given its whole size on disk (Linux `fallocate`: the file system
-allocates one run of blocks instead of finding them page by page at writeback), each tensor written
-straight from its own memory, and writeback started every WRITEBACK_EVERY bytes
-(`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so the disk writes while the rest of the shard is copied
-into the page cache. The save still ends in fsync of every file and folder (fsio.publish). Paired
-against save_file + writeback per shard in alternating rounds, the two steps gave 1.1 to 1.4x the
-save rate (benchmarks/bench_storage.py; docs/proofs.md, "Beside fio"). A dtype outside DTYPE_ORDER
-(one this file does not know safetensors' order for) is written by save_file itself.
+file only (O_EXCL) that is first given its whole size on disk (Linux `fallocate`: its blocks are
+allocated before the writes, not during writeback), each tensor written straight from its own
+memory, and writeback started every WRITEBACK_EVERY bytes (`sync_file_range(SYNC_FILE_RANGE_WRITE)`),
+so the disk writes while the rest of the shard is copied into the page cache; there `progress` runs
+too, so a cancel lands inside a large shard. The save still ends in fsync of every file and folder
+(fsio.publish). At the same 64 MiB shards the writer measured 0.95 to 1.09x save_file + writeback per
+shard (paired medians of four runs; without fallocate, 0.89x the writer with it, one run of 40
+rounds): its gain is that shards can be large (checkpoint.SAFETENSORS_SHARD_BYTES), one fsync where
+there were four: 1.23x the old save, paired, 24 rounds (docs/proofs.md, "Beside fio"). A dtype
+outside DTYPE_ORDER (one this file does not know safetensors' order for) is written by save_file.
 
 Read: the file is mapped privately (copy-on-write, as safetensors' own `load_file` maps it), advised
 MADV_SEQUENTIAL and faulted in whole by the kernel with MADV_POPULATE_READ (Linux 5.14): every page
