@@ -264,6 +264,8 @@ def test_a_save_ends_in_fsync_of_every_shard_the_manifest_and_the_folders(tmp_pa
     assert any(fsio.TMP_PREFIX in n for n in names)  # the step folder itself, before its rename
     # each shard once, when the folder is published: no wait for the disk between shards
     assert [names.count(n) for n in shards] == [1] * len(shards)
+    # the manifest too: written plainly into the unpublished folder, no temp file fsynced of its own
+    assert names.count(C.MANIFEST) == 1 and not any(n.startswith(f".{C.MANIFEST}") for n in names)
     assert C.verify(C.load_checkpoint(s["path"], "safetensors"), C.make_manifest(state)) == []
 
 
