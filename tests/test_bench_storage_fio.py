@@ -101,5 +101,8 @@ def test_rows_with_fio_alternate_rounds_and_give_each_ratio(tmp_path):
         assert r["ratio"] == pytest.approx(r["value"] / r["reference"])
         assert goal in r["note"] and "2 alternating rounds" in r["note"]
         assert r["note"].count(",") >= 1 and "2 MiB on test fs" in r["note"]
+        each = r["note"].split("each round's ratio: ")[1].split(";")[0].split(", ")
+        mid = float(r["note"].split("not the goal's measure: ")[1].split(")")[0])
+        assert len(each) == 2 and mid == pytest.approx(sum(float(x) for x in each) / 2, abs=0.006)
     assert "MADV_POPULATE_READ" in rows[1]["note"] and "save_file" in rows[0]["note"]
     assert not (work / "fio.bin").exists()

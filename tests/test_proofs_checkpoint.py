@@ -16,6 +16,7 @@ import torch
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import checkpoint as C
+from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, registry, scratch
 from aiworkbook.proofs.control import Control
 
@@ -227,6 +228,16 @@ def test_coldstart_runs_to_first_logits(tmp_path):
     assert set(ph) == {"load_s", "build_s", "transfer_s", "first_forward_s"}
     assert r.measured == pytest.approx(sum(ph.values()))
     assert list(tmp_path.iterdir()) == []
+    if fsio.storage_read_bytes() is not None and fsio.fs_type(tmp_path) not in fsio.MEMORY_FS:
+        assert F.CACHE_COLD in r.flags  # the weights came from storage (/proc/self/io)
+
+
+def test_a_coldstart_whose_weights_did_not_come_from_storage_is_not_cold(tmp_path, monkeypatch):
+    monkeypatch.setattr(fsio, "drop_cache", lambda path: (True, ""))  # says cold...
+    monkeypatch.setattr(fsio, "storage_read_bytes", lambda: 1000)  # ...but nothing came from storage
+    r = registry.run("coldstart", model="tiny-llama", dir=str(tmp_path), quick=True, device="cpu")
+    assert F.CACHE_COLD not in r.flags
+    assert any("NOT cache-cold" in n and "came from storage" in n for n in r.notes)
 
 
 def test_restore_reads_a_kept_checkpoint_as_it_is(tmp_path):

@@ -8,10 +8,12 @@ import json
 import os
 import struct
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file, save
+from safetensors.torch import load_file, save, save_file
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import checkpoint as C
@@ -87,11 +89,118 @@ def test_an_unaligned_file_from_another_writer_is_copied_not_misread(tmp_path):
     assert _same(got["h"], half) and _same(got["f"], f32)
 
 
+def _every_dtype() -> dict[str, torch.Tensor]:
+    """_state() plus each dtype safetensors and this torch share, names that need escaping, and
+    several tensors per dtype so that the order by dtype, then name, is exercised."""
+    g = torch.Generator().manual_seed(5)
+    out = dict(_state())
+    for i, (name, dt) in enumerate(shardio.DTYPES.items()):
+        raw = torch.randint(0, 256, (3 + i,), generator=g, dtype=torch.uint8)
+        n = (len(raw) // dt.itemsize) * dt.itemsize or dt.itemsize
+        raw = torch.randint(0, 256, (n,), generator=g, dtype=torch.uint8)
+        out[f"z.{name}"] = raw.view(dt) if dt != torch.bool else raw % 2 == 1
+        out[f"a.{name}"] = out[f"z.{name}"][:1].clone()
+    out['quote"back\\slash\tctl\x01é'] = torch.ones(2)
+    out["Ω.last"] = torch.zeros(1, dtype=torch.int16)
+    return out
+
+
+@pytest.mark.parametrize(
+    "state",
+    [_every_dtype(), {}, {"empty": torch.empty(0)}, {"scalar": torch.tensor(7, dtype=torch.int8)}],
+    ids=["every-dtype", "no-tensors", "empty", "scalar"],
+)
+def test_the_writer_writes_the_bytes_save_file_writes(tmp_path, state):
+    ours, theirs = tmp_path / "ours.safetensors", tmp_path / "theirs.safetensors"
+    shardio.write_shard(ours, state)
+    save_file({k: t.contiguous() for k, t in state.items()}, str(theirs))
+    assert ours.read_bytes() == theirs.read_bytes()
+    back = load_file(str(ours))
+    assert set(back) == set(state) and all(_same(back[k], t) for k, t in state.items())
+
+
+def test_a_shard_larger_than_one_write_is_written_in_pieces_with_writeback_started(tmp_path, monkeypatch):
+    monkeypatch.setattr(shardio, "WRITEBACK_EVERY", 4096)
+    started: list[tuple[int, int]] = []
+    real = shardio._writeback
+    monkeypatch.setattr(shardio, "_writeback", lambda fd, a, n: started.append((a, n)) or real(fd, a, n))
+    writes: list[int] = []
+    write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, b: writes.append(len(b)) or write(fd, b))
+    g = torch.Generator().manual_seed(6)
+    state = {"big": torch.randn(10_000, generator=g), "small": torch.randn(3, generator=g).half()}
+    path, ref = tmp_path / "big.safetensors", tmp_path / "ref.safetensors"
+    shardio.write_shard(path, state)
+    assert max(writes) <= 4096 and sum(writes) == path.stat().st_size
+    # writeback started along the way, each range after the last, and for the rest at the end
+    assert len(started) >= 10 and started[-1][1] == 0
+    assert all(b[0] == a[0] + a[1] for a, b in zip(started, started[1:], strict=False))
+    save_file(state, str(ref))
+    assert path.read_bytes() == ref.read_bytes()
+
+
+def test_the_writer_never_fsyncs_and_preallocates_where_the_kernel_offers_it(tmp_path, monkeypatch):
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    monkeypatch.setattr(os, "fdatasync", synced.append)
+    given: list[bool] = []
+    real = shardio.preallocate
+    monkeypatch.setattr(shardio, "preallocate", lambda fd, n: given.append(real(fd, n)) or given[-1])
+    path = tmp_path / "s.safetensors"
+    shardio.write_shard(path, {"a": torch.ones(4096)})
+    assert synced == []  # durability is the publish's fsync, once per file (test above)
+    assert len(given) == 1
+    if sys.platform.startswith("linux") and fsio.fs_type(tmp_path) in ("ext4", "xfs", "btrfs", "tmpfs"):
+        assert given == [True]  # file systems that implement fallocate(2)
+    assert path.stat().st_size == 8 + int.from_bytes(path.read_bytes()[:8], "little") + 4 * 4096
+
+
+def test_one_large_shard_reports_and_cancels_inside_the_shard(tmp_path, monkeypatch):
+    from aiworkbook.proofs.control import Cancelled, Control
+
+    monkeypatch.setattr(shardio, "WRITEBACK_EVERY", 2**18)
+    state = C.synthetic_state(3 * 2**20)
+    seen: list[tuple[int, int, str]] = []
+    s = C.save_checkpoint(
+        tmp_path / "a", state, "safetensors", 0, control=Control(progress=lambda *a: seen.append(a))
+    )
+    assert [p.name for p in Path(s["path"]).glob("shard-*")] == ["shard-00000.safetensors"]
+    done = [d for d, _t, _m in seen]
+    assert len(done) >= 10 and done == sorted(done) and seen[-1][1] == C.state_bytes(state)
+    assert all(m == "safetensors: shard 1/1" for _d, _t, m in seen)
+
+    ev = threading.Event()
+
+    def cancel_midway(done: int, total: int, msg: str) -> None:
+        if done > total // 2:
+            ev.set()  # as a viewer's Cancel button does, halfway through the only shard
+
+    with pytest.raises(Cancelled):
+        C.save_checkpoint(
+            tmp_path / "b", state, "safetensors", 0, control=Control(progress=cancel_midway, cancel=ev)
+        )
+    assert not any((tmp_path / "b" / "safetensors").iterdir())  # the half-written shard's folder is gone
+
+
+def test_a_dtype_without_a_known_order_is_written_by_save_file(tmp_path):
+    e8 = getattr(torch, "float8_e8m0fnu", None)
+    if e8 is None:
+        pytest.skip("this torch has no float8_e8m0fnu: every dtype it has is in shardio.DTYPES")
+    state = {"odd": torch.ones(4).to(e8), "b": torch.ones(2)}
+    ours, theirs = tmp_path / "ours.safetensors", tmp_path / "theirs.safetensors"
+    shardio.write_shard(ours, state)
+    save_file(state, str(theirs))
+    assert ours.read_bytes() == theirs.read_bytes()
+    with pytest.raises(FileExistsError):
+        shardio.write_shard(ours, state)
+
+
 def test_an_existing_file_is_refused_and_left_as_it_was(tmp_path):
     path = tmp_path / "input.safetensors"
     path.write_bytes(b"the user's bytes")
-    with pytest.raises(FileExistsError):
-        shardio.write_shard(path, {"a": torch.ones(3)})
+    for state in ({"a": torch.ones(3)}, {"odd": torch.ones(1, dtype=torch.complex128)}):  # both writers
+        with pytest.raises(FileExistsError):
+            shardio.write_shard(path, state)
     assert path.read_bytes() == b"the user's bytes"
 
 
@@ -144,7 +253,7 @@ def test_a_save_ends_in_fsync_of_every_shard_the_manifest_and_the_folders(tmp_pa
 
     monkeypatch.setattr(os, "fsync", counting)
     split = C.shards
-    monkeypatch.setattr(C, "shards", lambda state: split(state, 2**20))
+    monkeypatch.setattr(C, "shards", lambda state, _bytes: split(state, 2**20))
     state = C.synthetic_state(3 * 2**20)
     s = C.save_checkpoint(tmp_path, state, "safetensors", 4)
     shards = sorted(p.name for p in (tmp_path / "safetensors" / "step-4").glob("shard-*"))
@@ -155,6 +264,8 @@ def test_a_save_ends_in_fsync_of_every_shard_the_manifest_and_the_folders(tmp_pa
     assert any(fsio.TMP_PREFIX in n for n in names)  # the step folder itself, before its rename
     # each shard once, when the folder is published: no wait for the disk between shards
     assert [names.count(n) for n in shards] == [1] * len(shards)
+    # the manifest too: written plainly into the unpublished folder, no temp file fsynced of its own
+    assert names.count(C.MANIFEST) == 1 and not any(n.startswith(f".{C.MANIFEST}") for n in names)
     assert C.verify(C.load_checkpoint(s["path"], "safetensors"), C.make_manifest(state)) == []
 
 
