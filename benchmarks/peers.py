@@ -14,8 +14,8 @@ from the request's send, this load generator from its scheduled time (the same i
 GuideLLM's ITL is its per-request inter_token_latency_ms. CPU per request: the tool's process tree
 for the run over its requests: GuideLLM's process tree (getrusage of reaped children) less a
 one-request run of it (its start-up: imports, tokenizer, worker processes); vLLM's client, one
-process, the CPU of its main() (past the imports; its dataset sampling and one test request
-included); ours in this process after a one-request warm-up. Overhead counts from the send for all
+process, the CPU of its main() (past the imports; its dataset sampling included; 0.34 sends no
+test request unless --ready-check-timeout-sec is given); ours in this process after a one-request warm-up. Overhead counts from the send for all
 three; this load generator's own figure, from the scheduled time, is beside it. The peers run from
 .venv-peers (`python tools/peer_results.py --setup`); kept out of `make test` and `make bench`.
 
@@ -88,7 +88,8 @@ def _stats(ttft_s: list[float], itl_s: list[float], tpot_s: list[float], tok_s: 
 def served(records: list[dict], since: float, n: int) -> dict:
     """What the stand-in delivered to one tool run, by its own records (`GET /timings`, perf_counter,
     one clock for all processes here): the run's `n` requests, the last `n` to enter its handler at or
-    after `since` (vLLM's client sends a test request before its run), their tokens over the first
+    after `since` (a probe a tool sends before its run, as vLLM's client does with
+    --ready-check-timeout-sec, is left out), their tokens over the first
     handler entry to the start of the last token's write. Streams with no last write (cut) count
     neither tokens nor end."""
     seen = sorted((t for t in records if t["entered"] >= since), key=lambda t: t["entered"])
