@@ -4,14 +4,18 @@ every 5 ms; 16 tokens per request), in one run, alternating tools within each ro
 
 Per tool and concurrency (1, 16, 64; max(32, 4 x c) requests): the client overhead (TTFT minus the
 planted 50 ms) p50/p99, the CPU the client spends per request, and its TTFT, ITL, TPOT and output
-tokens/s beside the planted truth (TTFT 50 ms, ITL 5 ms, tokens/s at most c x 16 / 0.125 s). Each
+tokens/s beside the truth: the planted TTFT 50 ms (from the handler's entry) and ITL 5 ms, and the
+tokens/s the stand-in served to that tool run by its own records (GET /timings: the run's tokens over
+its first handler entry to the start of its last token's write; `served`). The old bound, c x 16 /
+0.125 s, is printed beside it as an upper bound (no closed loop reaches it: a request's end and the
+next one's start take time the bound does not count). Each
 tool's figures come from its own result file, with its own definitions: GuideLLM and vLLM count TTFT
 from the request's send, this load generator from its scheduled time (the same in a closed loop);
 GuideLLM's ITL is its per-request inter_token_latency_ms. CPU per request: the tool's process tree
 for the run over its requests: GuideLLM's process tree (getrusage of reaped children) less a
 one-request run of it (its start-up: imports, tokenizer, worker processes); vLLM's client, one
-process, the CPU of its main() (past the imports; its dataset sampling and one test request
-included); ours in this process after a one-request warm-up. Overhead counts from the send for all
+process, the CPU of its main() (past the imports; its dataset sampling included; 0.34 sends no
+test request unless --ready-check-timeout-sec is given); ours in this process after a one-request warm-up. Overhead counts from the send for all
 three; this load generator's own figure, from the scheduled time, is beside it. The peers run from
 .venv-peers (`python tools/peer_results.py --setup`); kept out of `make test` and `make bench`.
 
@@ -81,6 +85,28 @@ def _stats(ttft_s: list[float], itl_s: list[float], tpot_s: list[float], tok_s: 
     }
 
 
+def served(records: list[dict], since: float, n: int) -> dict:
+    """What the stand-in delivered to one tool run, by its own records (`GET /timings`, perf_counter,
+    one clock for all processes here): the run's `n` requests, the last `n` to enter its handler at or
+    after `since` (a probe a tool sends before its run, as vLLM's client does with
+    --ready-check-timeout-sec, is left out), their tokens over the first
+    handler entry to the start of the last token's write. Streams with no last write (cut) count
+    neither tokens nor end."""
+    seen = sorted((t for t in records if t["entered"] >= since), key=lambda t: t["entered"])
+    mine = seen[-n:]
+    done = [t for t in mine if "last_write" in t]
+    out: dict = {"served_tok_s": None, "served_requests": len(done), "requests_seen": len(seen)}
+    if done:
+        window = max(t["last_write"] for t in done) - min(t["entered"] for t in mine)
+        out["served_tok_s"] = sum(t["tokens"] for t in done) / window if window > 0 else None
+    return out
+
+
+def off_pct(got: float | None, truth: float | None) -> float | None:
+    """How far a figure is from its truth, in % of the truth."""
+    return None if got is None or not truth else (got / truth - 1) * 100
+
+
 def run_ours(url: str, c: int, n: int, work: Path) -> tuple[dict, float]:
     from aiworkbook.serving.client import Load, Target, run_load_sync
     from aiworkbook.serving.metrics import summarize_run
@@ -128,6 +154,53 @@ def run_vllm(py: Path, url: str, tok: str, c: int, n: int, work: Path) -> tuple[
     return _stats([d["ttfts"][i] for i in ok], itls, tpots, d["output_throughput"]), cpu
 
 
+def table(rows: list[dict]) -> str:
+    """The rows as text: ms unless said; tok/s beside the stand-in's served figure (off by %, median of
+    the rounds' offsets) and the upper bound."""
+    out = [
+        "tool               c   ovh p50  ovh p99  CPU/req   TTFT    ITL    TPOT    tok/s   served  off %   bound"
+    ]
+    for x in sorted(rows, key=lambda x: (x["concurrency"], x["tool"])):
+        off = f"{v:+6.2f}" if (v := x.get("tok_s_off_served_pct")) is not None else "     -"
+        sched = x.get("overhead_p50_from_scheduled_ms")
+        out.append(
+            f"{x['tool']:<17} {x['concurrency']:>3} {x['overhead_p50_ms']:8.2f} {x['overhead_p99_ms']:8.2f} "
+            f"{x['cpu_ms_per_request']:8.2f} {x['ttft_p50_ms']:6.1f} {x['itl_p50_ms']:6.2f} {x['tpot_p50_ms']:6.2f} "
+            f"{x['tok_s']:8.1f} {x.get('served_tok_s') or float('nan'):8.1f} {off} {x['bound_tok_s']:7.0f}"
+            + (f"  from scheduled: {sched:.2f}" if sched is not None else "")
+        )
+    return "\n".join(out)
+
+
+def verdict(rows: list[dict], tool: str = "aiworkbook", within_pct: float = 3.0) -> str:
+    """The goal, for `tool`: its overhead p50 at the highest concurrency against the best peer's, and
+    each of its figures against its truth (TTFT 50 ms, ITL and TPOT 5 ms, tok/s the served figure)."""
+    lines = []
+    top = max(x["concurrency"] for x in rows)
+    at_top = {x["tool"]: x for x in rows if x["concurrency"] == top}
+    peers = {k: v["overhead_p50_ms"] for k, v in at_top.items() if k != tool}
+    if tool in at_top and peers:
+        best = min(peers, key=peers.__getitem__)
+        ratio = at_top[tool]["overhead_p50_ms"] / peers[best]
+        ok = "met" if ratio <= 0.5 else "missed"
+        lines.append(
+            f"overhead p50 at {top} streams: {ratio:.2f}x the best peer's ({best}); goal <= 0.5x: {ok}"
+        )
+    for x in sorted((x for x in rows if x["tool"] == tool), key=lambda x: x["concurrency"]):
+        offs = {
+            "TTFT": off_pct(x["ttft_p50_ms"], PLANTED_TTFT_S * 1e3),
+            "ITL": off_pct(x["itl_p50_ms"], PLANTED_ITL_S * 1e3),
+            "TPOT": off_pct(x["tpot_p50_ms"], PLANTED_ITL_S * 1e3),
+            "tok/s": x.get("tok_s_off_served_pct"),  # the median of the rounds' offsets
+        }
+        bad = [k for k, v in offs.items() if v is None or abs(v) > within_pct]
+        shown = ", ".join(f"{k} {v:+.1f} %" if v is not None else f"{k} -" for k, v in offs.items())
+        lines.append(
+            f"{tool} c={x['concurrency']}: {shown}; within {within_pct:g} %: {'no ' + str(bad) if bad else 'yes'}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--venv", type=Path, default=ROOT / ".venv-peers")
@@ -137,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     py = P.venv_python(a.venv)
     if not py.exists():
         P.setup(a.venv)
+    from aiworkbook.serving.client import fetch_json
+
     work = Path(tempfile.mkdtemp(prefix="aiwb-bench-peers-"))
     tok = str(work / "tokenizer")
     subprocess.run([str(py), "-c", P._TOKENIZER, tok], check=True)
@@ -157,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
                 startup = 0.0 if name == "aiworkbook" else startup
                 for c in CONCURRENCY:
                     n = _requests(c)
+                    since = time.perf_counter()
                     st, cpu = tools[name](c, n)
+                    st.update(served((fetch_json(url + "/timings") or {}).get("requests", []), since, n))
                     st["cpu_ms_per_request"] = max(0.0, cpu - startup) / max(1, n - 1) * 1e3
                     got.setdefault((name, c), []).append(st)
                     print(f"round {r + 1} {name} c={c}: {st}", file=sys.stderr, flush=True)
@@ -166,22 +243,18 @@ def main(argv: list[str] | None = None) -> int:
         keys = [k for k in runs[0] if isinstance(runs[0][k], int | float)]
         med = {k: statistics.median(x[k] for x in runs if x.get(k) is not None) for k in keys}
         med["overhead_p50_ms_rounds"] = [round(x["overhead_p50_ms"], 2) for x in runs]
-        rows.append({"tool": name, "concurrency": c, **med, "truth_tok_s": c * TOKENS / 0.125})
-    hdr = "tool               c   ovh p50  ovh p99  CPU/req   TTFT    ITL    TPOT   tok/s (truth)  (ms)"
-    print(hdr)
-    for x in sorted(rows, key=lambda x: (x["concurrency"], x["tool"])):
-        print(
-            f"{x['tool']:<17} {x['concurrency']:>3} {x['overhead_p50_ms']:8.2f} {x['overhead_p99_ms']:8.2f} "
-            f"{x['cpu_ms_per_request']:8.2f} {x['ttft_p50_ms']:6.1f} {x['itl_p50_ms']:6.2f} {x['tpot_p50_ms']:6.2f} "
-            f"{x['tok_s']:7.1f} ({x['truth_tok_s']:.0f})"
-            + (
-                f"  from scheduled: {v:.2f}"
-                if (v := x.get("overhead_p50_from_scheduled_ms")) is not None
-                else ""
-            )
-        )
+        # per round: the tool's tokens/s against what the stand-in served that same run
+        med["tok_s_off_served_pct_rounds"] = [
+            None if (v := off_pct(x["tok_s"], x["served_tok_s"])) is None else round(v, 2) for x in runs
+        ]
+        offs = [v for v in med["tok_s_off_served_pct_rounds"] if v is not None]
+        med["tok_s_off_served_pct"] = statistics.median(offs) if offs else None
+        rows.append({"tool": name, "concurrency": c, **med, "bound_tok_s": c * TOKENS / 0.125})
+    print(table(rows))
+    print(verdict(rows))
     if a.json:
-        a.json.write_text(json.dumps({"rows": rows, "truth": {"ttft_ms": 50, "itl_ms": 5}}, indent=1))
+        truth = {"ttft_ms": 50, "itl_ms": 5, "tok_s": "served_tok_s per row (the stand-in's records)"}
+        a.json.write_text(json.dumps({"rows": rows, "truth": truth}, indent=1))
     return 0
 
 

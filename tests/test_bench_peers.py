@@ -38,3 +38,54 @@ def test_vllm_client_is_timed_around_its_main_only():
 
 def test_request_counts_cover_every_stream_several_times():
     assert [B._requests(c) for c in B.CONCURRENCY] == [32, 64, 256]
+
+
+def _rec(entered: float, last: float | None, tokens: int = 16) -> dict:
+    t = {"prompt_head": "r0", "entered": entered, "first_write": entered + 0.05}
+    return t if last is None else {**t, "last_write": last, "tokens": tokens}
+
+
+def test_served_truth_is_the_runs_tokens_over_its_window_by_the_stand_ins_records():
+    """The run's n requests are the last n to enter after it began: an earlier run's record and a
+    test request before the run's own (vLLM's client sends one) are not in its window."""
+    records = [
+        _rec(9.0, 9.2),  # an earlier tool run
+        _rec(10.0, 10.125),  # a test request before the run
+        _rec(10.5, 10.625),
+        _rec(10.5, 10.63),
+        _rec(10.7, 10.825),
+        _rec(10.75, None),  # cut: no last write, no tokens
+    ]
+    got = B.served(records, since=9.5, n=4)
+    assert got["requests_seen"] == 5 and got["served_requests"] == 3
+    assert got["served_tok_s"] == pytest.approx(48 / (10.825 - 10.5))
+    assert B.served(records, since=11.0, n=4) == {
+        "served_tok_s": None,
+        "served_requests": 0,
+        "requests_seen": 0,
+    }
+
+
+def test_verdict_sets_each_figure_against_its_truth():
+    def row(tool, c, ovh, ttft=50.0, itl=5.0, tpot=5.0, off=0.0):
+        return {
+            "tool": tool,
+            "concurrency": c,
+            "overhead_p50_ms": ovh,
+            "ttft_p50_ms": ttft,
+            "itl_p50_ms": itl,
+            "tpot_p50_ms": tpot,
+            "tok_s_off_served_pct": off,
+        }
+
+    rows = [
+        row("aiworkbook", 1, 1.0, ttft=51.0),
+        row("aiworkbook", 64, 2.0, tpot=5.2, off=-3.5),
+        row("vllm bench serve", 64, 10.0),
+        row("guidellm", 64, 50.0),
+    ]
+    text = B.verdict(rows)
+    assert "0.20x the best peer's (vllm bench serve); goal <= 0.5x: met" in text
+    assert "aiworkbook c=1: TTFT +2.0 %, ITL +0.0 %, TPOT +0.0 %, tok/s +0.0 %; within 3 %: yes" in text
+    assert "aiworkbook c=64:" in text and "within 3 %: no ['TPOT', 'tok/s']" in text
+    assert B.off_pct(97.0, 100.0) == pytest.approx(-3.0) and B.off_pct(1.0, None) is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.error
 import urllib.request
 
@@ -67,6 +68,42 @@ def test_the_stand_in_reports_its_own_clock_readings_per_request():
     with srv as s, pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(s.url + "/timings", timeout=10)
     assert err.value.code == 404
+
+
+def test_the_stand_in_records_each_streams_last_write_and_tokens():
+    """A finished stream's record has the start of its last token's write and the tokens it sent
+    (what benchmarks/peers.py counts as served tokens/s); a stream cut by a fault has neither. The
+    served figure is never below the client's own: the client's window starts at its schedule (before
+    the handler's entry) and ends at its parse of the stream's end (after the last write)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "peers.py"
+    spec = importlib.util.spec_from_file_location("bench_peers", path)
+    assert spec and spec.loader
+    peers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peers)
+    with _fixed(ttft_s=0.02, itl_s=0.002, chunk_tokens=2) as s:
+        since = time.perf_counter()
+        load = Load(requests=6, concurrency=3, output_tokens=5, warmup=0)
+        recs = run_load_sync(Target(s.url, "stand-in"), load)
+        doc = json.loads(urllib.request.urlopen(s.url + "/timings", timeout=10).read())
+    assert len(doc["requests"]) == 6 and all(r.ok and r.tokens == 5 for r in recs)
+    for r, t in zip(recs, sorted(doc["requests"], key=lambda t: int(t["prompt_head"][1:])), strict=True):
+        assert t["tokens"] == 5  # chunks of 2, 2 and 1: the last write is cut to what is left
+        # three chunks: never before the planted deadline, 20 ms + two gaps of 2 tokens x 2 ms from
+        # the entry (from the first write it can be less: deadlines do not move when a write is late)
+        assert t["last_write"] - t["entered"] >= 0.02 + 2 * 2 * 0.002 and t["last_write"] >= t["first_write"]
+        assert t["last_write"] <= r.chunks[-1][0]  # written before the client parsed it
+    got = peers.served(doc["requests"], since, 6)
+    assert got["served_requests"] == got["requests_seen"] == 6
+    window = max(t["last_write"] for t in doc["requests"]) - min(t["entered"] for t in doc["requests"])
+    assert got["served_tok_s"] == pytest.approx(30 / window)
+    assert summarize_run(recs)["output_throughput_tok_s"] <= got["served_tok_s"]
+    with _fixed(ttft_s=0.0, itl_s=0.001, fault="drop", fault_after=1) as s:
+        run_load_sync(Target(s.url, "stand-in"), Load(requests=2, concurrency=1, output_tokens=4, warmup=0))
+        cut = json.loads(urllib.request.urlopen(s.url + "/timings", timeout=10).read())["requests"]
+    assert len(cut) == 2 and not any("last_write" in t or "tokens" in t for t in cut)
 
 
 def test_the_end_of_a_stream_is_one_write_that_ends_the_body():

@@ -4,7 +4,10 @@ the ground truth the load generator is tested against (tests/test_serving_server
 benchmarks/bench_serving.py), served by server.make_app(fixed=FixedDelay(...)).
 
 Its `GET /timings` gives, per request, its handler's entry and the start of its first token's write
-on perf_counter (the load generator's clock), keyed by the prompt's first word.
+on perf_counter (the load generator's clock), keyed by the prompt's first word; once the stream has
+sent its last token, also the start of that write and the tokens sent (what the server delivered:
+the truth a client's tokens/s is set against in benchmarks/peers.py). A stream cut by a fault has
+neither.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class StandIn:
         resp, st = await open_stream(request, self.model_name, body, chat, len(words))
         await sleep_until(due)
         sent = chunks = 0
+        rec: dict[str, Any] = {}
         while sent < max_tokens:
             if fixed.fault and chunks >= fixed.fault_after:
                 if fixed.fault == "malformed":
@@ -82,10 +86,14 @@ class StandIn:
                 due += fixed.itl_s * fixed.chunk_tokens
                 await sleep_until(due)
             n = min(fixed.chunk_tokens, max_tokens - sent)
-            if not chunks:  # read before the write: the reader it wakes may run before this thread again
-                self.timings.append(
-                    {"prompt_head": words[0], "entered": arrived, "first_write": time.perf_counter()}
-                )
+            last = sent + n >= max_tokens
+            if not chunks or last:  # read before the write: the reader it wakes may run before this again
+                now = time.perf_counter()
+                if not chunks:
+                    rec = {"prompt_head": words[0], "entered": arrived, "first_write": now}
+                    self.timings.append(rec)
+                if last:  # the same record, filled in: a served stream's end, for served tokens/s
+                    rec["last_write"], rec["tokens"] = now, sent + n
             await st.tokens_out(" tok" * n, n)
             sent += n
             chunks += 1
