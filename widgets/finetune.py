@@ -50,55 +50,110 @@ def _targets(x: Any) -> Any:
 
 class FinetuneControls:
     """One control per fine-tuning field (`controls[name]`, each with an observable `value`) and the
-    box that holds them (`box`, CSS class `aiwb-finetune`)."""
+    box that holds them (`box`, CSS class `aiwb-finetune`).
 
-    def __init__(self, t: Callable[..., str], defaults: dict[str, Any]) -> None:
-        info = schema()
-        self.controls: dict[str, Any] = {}
+    The controls are built when the section is first shown (`show_for` a training mode) or first
+    touched from Python (`controls`, `lora`): in inference the page never shows them, and not building
+    them spares the first render 58 widget models. Until then the fields' values live in `values()`
+    and `set()` checks a value as its control would. `on_build(controls)` runs once they exist."""
+
+    def __init__(
+        self,
+        t: Callable[..., str],
+        defaults: dict[str, Any],
+        on_build: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self._t = t
+        self._on_build = on_build
+        self.targets: tuple[str, ...] = tuple(schema()["lora_targets"]["choices"])
+        self._values: dict[str, Any] = {f: defaults[f] for f in all_fields()}
+        self._values["lora_targets"] = _targets(defaults["lora_targets"])
+        self._controls: dict[str, Any] | None = None
+        self._lora: Any = None
+        self.box = W.VBox([])
+        self.box.add_class("aiwb-finetune")
+
+    @property
+    def built(self) -> bool:
+        return self._controls is not None
+
+    @property
+    def controls(self) -> dict[str, Any]:
+        return self.build()
+
+    @property
+    def lora(self) -> Any:
+        self.build()
+        return self._lora
+
+    def build(self) -> dict[str, Any]:
+        """The controls, made now from the fields' current values if they do not exist yet."""
+        if self._controls is not None:
+            return self._controls
+        t, v = self._t, self._values
+        controls: dict[str, Any] = {}
         for f in (*bool_fields(), *OPTIONAL_FIELDS, "lora_rank"):  # from the field's own description
-            self.controls[f] = control(f, defaults[f], t(f))
-        self.targets: tuple[str, ...] = tuple(info["lora_targets"]["choices"])
-        self.controls["lora_targets"] = W.SelectMultiple(
+            controls[f] = control(f, v[f], t(f))
+        controls["lora_targets"] = W.SelectMultiple(
             options=self.targets,
-            value=_targets(defaults["lora_targets"]),
+            value=v["lora_targets"],
             rows=len(self.targets),
             description=t("lora_targets"),
             style={"description_width": "initial"},
         )
         grid = W.GridBox(
-            [self.controls[f] for f in (*bool_fields(), *OPTIONAL_FIELDS)],
+            [controls[f] for f in (*bool_fields(), *OPTIONAL_FIELDS)],
             layout=W.Layout(grid_template_columns="repeat(3, minmax(200px, 1fr))"),
         )
-        self.lora = W.HBox([self.controls["lora_rank"], self.controls["lora_targets"]])
-        self.box = W.VBox([W.HTML(f"<b>{t('finetune')}</b>"), grid, self.lora])
-        self.box.add_class("aiwb-finetune")
+        self._lora = W.HBox([controls["lora_rank"], controls["lora_targets"]])
+        self._lora.layout.display = self._lora_display
+        self._controls = controls
+        self.box.children = [W.HTML(f"<b>{t('finetune')}</b>"), grid, self._lora]
+        if self._on_build is not None:
+            self._on_build(controls)
+        return controls
+
+    _lora_display = "none"
 
     def values(self) -> dict[str, Any]:
         """Every control's value as a Workload field (lora_targets a list, as in `Workload.to_dict`);
         typed numbers parsed by the library (a SpecError names one out of range)."""
         from .form import read
 
-        return read({f: self.controls[f] for f in all_fields()})
+        if self._controls is None:
+            return {**self._values, "lora_targets": list(self._values["lora_targets"])}
+        return read({f: self._controls[f] for f in all_fields()})
 
     def show_for(self, mode: str) -> None:
-        self.box.layout.display = "" if shown("compile", mode) else "none"
-        self.lora.layout.display = "" if shown("lora_targets", mode) else "none"
+        shows = shown("compile", mode)
+        self._lora_display = "" if shown("lora_targets", mode) else "none"
+        if shows:
+            self.build()
+        self.box.layout.display = "" if shows else "none"
+        if self._lora is not None:
+            self._lora.layout.display = self._lora_display
 
     def offer_valid(self, spec: Any, inputs: dict[str, Any]) -> None:
         """A switch that cannot flip with the other inputs is disabled (one that is on stays usable, so
-        it can be switched off); LoRA offers the modules the model has (`workload.allowed`)."""
-        from aiworkbook.sizing import Workload
-        from aiworkbook.sizing.workload import allowed
+        it can be switched off); LoRA offers the modules the model has (`workload.allowed`). Before the
+        controls exist only the LoRA selection is kept in step (it is part of `values()`)."""
+        if self._controls is not None:
+            self._disable_what_cannot_flip(inputs)
+        self._offer_targets(spec, inputs)
 
+    def _disable_what_cannot_flip(self, inputs: dict[str, Any]) -> None:
+        from aiworkbook.sizing import Workload
+
+        controls = self.controls
         for f in bool_fields():
-            box = self.controls[f]
+            box = controls[f]
             try:
                 Workload(**effective({**inputs, f: not box.value}))
                 box.disabled = False
             except SpecError:
                 box.disabled = not box.value
         for f in OPTIONAL_FIELDS:  # an unset number whose switching on the library refuses
-            opt = self.controls[f]
+            opt = controls[f]
             if opt.value is None:
                 try:
                     Workload(**effective({**inputs, f: opt.number.number()}))
@@ -107,8 +162,12 @@ class FinetuneControls:
                     opt.toggle.disabled = True
             else:
                 opt.toggle.disabled = False
+
+    def _offer_targets(self, spec: Any, inputs: dict[str, Any]) -> None:
+        from aiworkbook.sizing.workload import allowed
+
         others = {k: v for k, v in inputs.items() if k != "lora_targets"}
-        current = tuple(self.controls["lora_targets"].value)
+        current = self.targets_value()
         if shown("lora_targets", str(inputs.get("mode"))):
             ok = allowed("lora_targets", spec, **others)
         else:
@@ -121,8 +180,17 @@ class FinetuneControls:
         order = tuple(m for m in self.targets if m in ok or m in current)
         self.set_targets(current, order)
 
+    def targets_value(self) -> tuple[str, ...]:
+        """The LoRA modules selected (shown or not)."""
+        if self._controls is None:
+            return tuple(self._values["lora_targets"])
+        return tuple(self._controls["lora_targets"].value)
+
     def set_targets(self, value: tuple[str, ...], options: tuple[str, ...] | None = None) -> None:
-        sel = self.controls["lora_targets"]
+        if self._controls is None:  # the options are offered when the control is built and shown
+            self._values["lora_targets"] = tuple(value)
+            return
+        sel = self._controls["lora_targets"]
         options = self.targets if options is None else options
         if tuple(sel.options) != options:
             sel.options = options  # resets the selection: set it again below
@@ -132,6 +200,8 @@ class FinetuneControls:
     def set(self, f: str, x: Any) -> None:
         """Set field `f` from a `value` dict: a SpecError names a value of the wrong kind or range (the
         library checks the combination when the estimate is built)."""
+        from .form import check_number, set_number
+
         if f in bool_fields():
             if not isinstance(x, bool):
                 raise SpecError(f, x, "True or False")
@@ -141,9 +211,12 @@ class FinetuneControls:
                 raise SpecError(f, x, "a list of " + ", ".join(self.targets))
             self.set_targets(tuple(x))
             return
+        elif self._controls is None:
+            x = check_number(f, x)  # what the control's value would read as
         else:
-            from .form import set_number
-
-            set_number(self.controls[f], f, x)
+            set_number(self._controls[f], f, x)
             return
-        self.controls[f].value = x
+        if self._controls is None:
+            self._values[f] = x
+        else:
+            self._controls[f].value = x

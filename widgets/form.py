@@ -143,14 +143,19 @@ def read(controls: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def set_number(c: Any, field: str, x: Any) -> None:
-    """Set a number control from a `value` dict: the library checks it first (a SpecError names the
-    field and its range; a bool or text is refused, as typed text would be)."""
+def check_number(field: str, x: Any) -> Any:
+    """A number from a `value` dict as the field takes it: the library checks it (a SpecError names
+    the field and its range; a bool or text is refused, as typed text would be)."""
     from aiworkbook.errors import SpecError
     from aiworkbook.sizing.workload import parse_field
 
     if isinstance(x, bool) or not (x is None or isinstance(x, int | float)):
         parse_field(field, str(x))  # names the field and its range
         raise SpecError(field, x, "a number")
-    parse_field(field, x)
+    return parse_field(field, x)
+
+
+def set_number(c: Any, field: str, x: Any) -> None:
+    """Set a number control from a `value` dict, checked first (`check_number`)."""
+    check_number(field, x)
     c.value = x if isinstance(c, OptionalField) else _text(x)
