@@ -89,6 +89,32 @@ def test_qlora_shows_the_nf4_weights_it_sizes_and_gives_back_the_choice_after(si
     assert sizer.controls["weights_dtype"].value == "bf16"
 
 
+def test_the_recipe_left_to_the_precision_is_an_option_in_words_and_reachable_again(sizer):
+    """ipywidgets draws a None value as an empty box, and None was not among the options: the recipe read
+    blank in every training mode and, once one was picked, could not be set back (seen in Chromium)."""
+    from aiworkbook.widgets.base import localize_choices
+
+    sizer.value = {"model": "qwen2.5-0.5b", "gpu": "L4", "mode": "train", "seq_len": 512}
+    r = settle(sizer)
+    recipe = sizer.controls["recipe"]
+    assert recipe.value == recipe.options[0] and recipe.label  # selected and shown, not blank
+    follows = Workload(mode="train", seq_len=512).recipe  # what None resolves to (the precision's recipe)
+    assert sizer.value["recipe"] is None and r["workload"]["recipe"] == follows != "adafactor"
+    sizer.controls["recipe"].value = "adafactor"
+    assert settle(sizer)["workload"]["recipe"] == "adafactor" and sizer.value["recipe"] == "adafactor"
+    sizer.controls["recipe"].value = recipe.options[0]  # the viewer picks it again
+    assert settle(sizer)["workload"]["recipe"] == follows and sizer.value["recipe"] is None
+    sizer.value = {"recipe": "sgd-momentum"}
+    sizer.value = {"recipe": None}  # and from Python
+    assert settle(sizer)["workload"]["recipe"] == follows and recipe.value == recipe.options[0]
+    labels = {}
+    for lang in ("en", "nl", "de"):
+        w = W.Dropdown(options=list(recipe.options), value=recipe.value)
+        localize_choices(w, lang)
+        labels[lang] = w._options_labels[0]
+    assert labels == {"en": "follows the precision", "nl": "volgt de precisie", "de": "folgt der Präzision"}
+
+
 def test_value_is_a_dict_of_the_fields_observable_and_linkable(sizer):
     from aiworkbook.widgets import KVPlanner
 

@@ -105,7 +105,12 @@ class FinetuneControls:
             [controls[f] for f in (*bool_fields(), *OPTIONAL_FIELDS)],
             layout=W.Layout(grid_template_columns="repeat(3, minmax(200px, 1fr))"),
         )
-        self._lora = W.HBox([controls["lora_rank"], controls["lora_targets"]])
+        # top-aligned: beside the tall target list, the rank's box stretched and its label sat centred,
+        # a row below its own input (seen in Chromium at 1400 px)
+        self._lora = W.HBox(
+            [controls["lora_rank"], controls["lora_targets"]], layout=W.Layout(align_items="flex-start")
+        )
+        self._lora.add_class("aiwb-lora")
         self._lora.layout.display = self._lora_display
         self._controls = controls
         self.box.children = [W.HTML(f"<b>{t('finetune')}</b>"), grid, self._lora]

@@ -108,13 +108,30 @@ class OptionalField(OptionalBox):
         return None if self.value is None else parse_field(self.field, self.value)
 
 
+#: What the drop-down of an optional choice holds while the library decides (the recipe: None follows
+#: the precision), shown in words (`choice.<it>`). ipywidgets reads a None value as "nothing selected"
+#: and draws an empty box, which also left no way back to None once a recipe was picked.
+UNSET = {"recipe": "by-precision"}
+
+
+def shown(field: str, value: Any) -> Any:
+    """The drop-down value that stands for the field's `value` (None: UNSET's word)."""
+    return UNSET[field] if value is None and field in UNSET else value
+
+
+def unset_first(field: str, values: Any) -> list[Any]:
+    """A drop-down's options: an optional choice offers UNSET's word first."""
+    return [UNSET[field], *values] if field in UNSET else list(values)
+
+
 def control(field: str, value: Any, description: str, options: Any = None, optional: bool = True) -> Any:
     """The control for one Workload field: a drop-down for a choice (`options` overrides the field's
     choices, e.g. the ZeRO stages), a check box for a switch, a text box for a number (with a switch
     for an optional one, unless `optional=False`: a form that always sets it)."""
     d = schema()[field]
     if options is not None or d["type"] == "choice":
-        return dropdown(options if options is not None else d["choices"], value, description)
+        values = options if options is not None else unset_first(field, d["choices"])
+        return dropdown(values, shown(field, value), description)
     if d["type"] == "bool":
         return W.Checkbox(value=bool(value), description=description, indent=False)
     if d["type"] in ("int", "float"):
@@ -138,6 +155,8 @@ def read(controls: dict[str, Any]) -> dict[str, Any]:
             out[f] = c.parse()
         elif isinstance(c, W.SelectMultiple):
             out[f] = list(c.value)
+        elif f in UNSET and c.value == UNSET[f]:
+            out[f] = None
         else:
             out[f] = c.value
     return out

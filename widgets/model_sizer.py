@@ -19,7 +19,18 @@ from aiworkbook.errors import SpecError
 
 from .base import Background, BackgroundComposite, chart_view, dropdown, html_table, value_html, where_html
 from .finetune import FinetuneControls, all_fields
-from .form import NumberText, applies, choices_in, control, effective, read, set_number
+from .form import (
+    UNSET,
+    NumberText,
+    applies,
+    choices_in,
+    control,
+    effective,
+    read,
+    set_number,
+    shown,
+    unset_first,
+)
 
 #: Workload fields offered as drop-downs, their choices from aiworkbook.sizing.workload.
 CHOICE_FIELDS = (
@@ -330,11 +341,11 @@ class ModelSizer(BackgroundComposite):
                     ok = [c for c in allowed(f, spec, **others) if narrowed is None or c in narrowed]
                 if inputs[f] not in ok:
                     ok.append(inputs[f])  # the current value stays selectable; its error is shown
-                order = [c for c in self._all[f] if c in ok]
+                order = unset_first(f, [c for c in self._all[f] if c in ok])
                 if list(self._main[f].options) != order:
                     self._main[f].options = order
-                if self._main[f].value != inputs[f]:
-                    self._main[f].value = inputs[f]
+                if self._main[f].value != shown(f, inputs[f]):
+                    self._main[f].value = shown(f, inputs[f])
 
     def _narrow(self, raw: dict[str, Any]) -> None:
         """A mode that narrows a choice (QLoRA: NF4 weights) shows the value it uses; leaving that mode
@@ -411,11 +422,12 @@ class ModelSizer(BackgroundComposite):
                 self.gpu.value = v["gpu"]
             for f in CHOICE_FIELDS:
                 if f in v:
-                    if v[f] not in self._all[f]:
-                        raise SpecError(f, v[f], ", ".join(map(str, self._all[f])))
-                    if v[f] not in self._main[f].options:
-                        self._main[f].options = list(self._all[f])
-                    self._main[f].value = v[f]
+                    if v[f] not in self._all[f] and not (v[f] is None and f in UNSET):
+                        allowed_ = [*map(str, self._all[f]), *(["None"] if f in UNSET else [])]
+                        raise SpecError(f, v[f], ", ".join(allowed_))
+                    if shown(f, v[f]) not in self._main[f].options:
+                        self._main[f].options = unset_first(f, self._all[f])
+                    self._main[f].value = shown(f, v[f])
             for f in INT_FIELDS:
                 if f in v:
                     set_number(self._main[f], f, v[f])  # the library's bounds and message
