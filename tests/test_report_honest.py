@@ -95,7 +95,7 @@ def test_training_is_priced_per_token_trained_not_as_output_tokens(prof):
 def test_datasheet_roofline_is_labelled_and_cores_not_doubled(prof):
     page = render_html(prof)
     assert "Decode roofline of H100-SXM (datasheet)" in page
-    assert "no roofline proof ran" in page
+    assert "no roofline proof measured them" in page
     assert "(32 cores) (32 cores)" not in page and "(32 cores)" in page
 
 
@@ -124,3 +124,16 @@ def test_the_where_sentence_is_in_the_reports_language(prof):
     assert "Gemeten op een CPU met 2 kernen zonder GPU" in render_markdown(prof, "nl")
     assert "Gemessen auf einer 2-Kern-CPU ohne GPU" in render_markdown(prof, "de")
     assert Where(cpu_cores=2, measured=False).sentence("nl").startswith("Op deze pagina wordt niets gemeten")
+
+
+def test_a_roofline_proof_without_ceiling_rows_is_not_said_to_have_never_run(tmp_path):
+    """A roofline result without its chart rows (an older or hand-made file) leaves the chart on the
+    datasheet's ceilings; the caption said "no roofline proof ran" beside that proof's own row."""
+    from profile_fakes import write_locked
+
+    from aiworkbook.profile.model import load_profile
+
+    prof = load_profile(write_locked(tmp_path))
+    assert any(g.proof == "roofline" for g in prof.proofs)
+    page = render_html(prof)
+    assert "no roofline proof measured them" in page and "no roofline proof ran" not in page

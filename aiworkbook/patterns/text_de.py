@@ -191,7 +191,7 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.value": "Wert",
     "report.recommended_other": "Der Fragebogen empfahl {pattern}; dieses Profil schreibt ein anderes Muster fest.",
     "report.usd_per_mtok_trained": "USD pro Million trainierter Tokens",
-    "report.datasheet": "Obergrenzen aus dem Datenblatt: kein Roofline-Nachweis gelaufen",
+    "report.datasheet": "Obergrenzen aus dem Datenblatt: von keinem Roofline-Nachweis gemessen",
     "report.needs": "braucht {n} × {gpu}",
     "report.lowest_cost": "oder {n} × {gpu} zu den geringsten Kosten",
     "report.cpu_only_note": "Nachweise ohne GPU sagen es in ihrem Urteil (info, nur CPU): ihre Zahlen beschreiben diese CPU, keine GPU.",

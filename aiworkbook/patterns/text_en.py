@@ -195,7 +195,7 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.value": "Value",
     "report.recommended_other": "The questionnaire recommended {pattern}; this profile locks another pattern.",
     "report.usd_per_mtok_trained": "USD per million tokens trained",
-    "report.datasheet": "datasheet ceilings: no roofline proof ran",
+    "report.datasheet": "datasheet ceilings: no roofline proof measured them",
     "report.needs": "needs {n} × {gpu}",
     "report.lowest_cost": "or {n} × {gpu} at the lowest cost",
     "report.cpu_only_note": "Proofs run without a GPU say so in their verdict (info, CPU only): their figures describe this CPU, not a GPU.",

@@ -191,7 +191,7 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "report.value": "Waarde",
     "report.recommended_other": "De vragenlijst raadde {pattern} aan; dit profiel legt een ander patroon vast.",
     "report.usd_per_mtok_trained": "USD per miljoen getrainde tokens",
-    "report.datasheet": "plafonds uit het datasheet: er is geen roofline-proef gedraaid",
+    "report.datasheet": "plafonds uit het datasheet: geen roofline-proef heeft ze gemeten",
     "report.needs": "heeft {n} × {gpu} nodig",
     "report.lowest_cost": "of {n} × {gpu} tegen de laagste kosten",
     "report.cpu_only_note": "Proeven zonder GPU zeggen dat in hun oordeel (info, alleen CPU): hun cijfers gaan over deze CPU, niet over een GPU.",
