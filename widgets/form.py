@@ -114,7 +114,7 @@ class OptionalField(OptionalBox):
 UNSET = {"recipe": "by-precision"}
 
 
-def shown(field: str, value: Any) -> Any:
+def option_of(field: str, value: Any) -> Any:
     """The drop-down value that stands for the field's `value` (None: UNSET's word)."""
     return UNSET[field] if value is None and field in UNSET else value
 
@@ -131,7 +131,7 @@ def control(field: str, value: Any, description: str, options: Any = None, optio
     d = schema()[field]
     if options is not None or d["type"] == "choice":
         values = options if options is not None else unset_first(field, d["choices"])
-        return dropdown(values, shown(field, value), description)
+        return dropdown(values, option_of(field, value), description)
     if d["type"] == "bool":
         return W.Checkbox(value=bool(value), description=description, indent=False)
     if d["type"] in ("int", "float"):

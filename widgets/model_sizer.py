@@ -26,9 +26,9 @@ from .form import (
     choices_in,
     control,
     effective,
+    option_of,
     read,
     set_number,
-    shown,
     unset_first,
 )
 
@@ -344,8 +344,8 @@ class ModelSizer(BackgroundComposite):
                 order = unset_first(f, [c for c in self._all[f] if c in ok])
                 if list(self._main[f].options) != order:
                     self._main[f].options = order
-                if self._main[f].value != shown(f, inputs[f]):
-                    self._main[f].value = shown(f, inputs[f])
+                if self._main[f].value != option_of(f, inputs[f]):
+                    self._main[f].value = option_of(f, inputs[f])
 
     def _narrow(self, raw: dict[str, Any]) -> None:
         """A mode that narrows a choice (QLoRA: NF4 weights) shows the value it uses; leaving that mode
@@ -359,9 +359,9 @@ class ModelSizer(BackgroundComposite):
             elif f in self._before_narrowing:
                 raw[f] = self._before_narrowing.pop(f)
                 with self.syncing():
-                    if raw[f] not in self._main[f].options:
-                        self._main[f].options = list(self._all[f])
-                    self._main[f].value = raw[f]
+                    if option_of(f, raw[f]) not in self._main[f].options:
+                        self._main[f].options = unset_first(f, self._all[f])
+                    self._main[f].value = option_of(f, raw[f])
 
     def _changed(self, change: dict[str, Any] | None = None) -> None:
         if self._syncing:
@@ -425,9 +425,9 @@ class ModelSizer(BackgroundComposite):
                     if v[f] not in self._all[f] and not (v[f] is None and f in UNSET):
                         allowed_ = [*map(str, self._all[f]), *(["None"] if f in UNSET else [])]
                         raise SpecError(f, v[f], ", ".join(allowed_))
-                    if shown(f, v[f]) not in self._main[f].options:
+                    if option_of(f, v[f]) not in self._main[f].options:
                         self._main[f].options = unset_first(f, self._all[f])
-                    self._main[f].value = shown(f, v[f])
+                    self._main[f].value = option_of(f, v[f])
             for f in INT_FIELDS:
                 if f in v:
                     set_number(self._main[f], f, v[f])  # the library's bounds and message

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
 
 FORMATS = ("safetensors", "torch", "dcp", "dcp-async")
-COLD_SHARE = 0.9  # a cold restore reads at least this share of the tensors' bytes from storage
 READERS = ("populate", "safetensors")  # how safetensors shards are read (load_checkpoint)
 MANIFEST = "manifest.json"
 QUICK_BYTES = 32 * MiB
@@ -521,13 +520,8 @@ def timed_restore(
     loaded = load_checkpoint(path, fmt, control=control, template=template, reader=reader)
     seconds = time.perf_counter() - t0
     r1 = fsio.storage_read_bytes()
-    if cold[0] and r0 is not None and r1 is not None:
-        need = sum(t.numel() * t.element_size() for t in loaded.values())
-        if r1 - r0 < COLD_SHARE * need:
-            cold = (
-                False,
-                f"only {fmt_bytes(r1 - r0)} of {fmt_bytes(need)} came from storage (/proc/self/io)",
-            )
+    read = None if r0 is None or r1 is None else r1 - r0
+    cold = fsio.confirm_cold(cold, read, sum(t.numel() * t.element_size() for t in loaded.values()))
     return seconds, verify(loaded, man), cold
 
 

@@ -13,7 +13,7 @@ import torch
 
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
-from aiworkbook.proofs.checkpoint import COLD_SHARE, touch
+from aiworkbook.proofs.checkpoint import touch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
@@ -134,17 +134,12 @@ def run(
         control.step(0, n + 1, "writing the weights checkpoint")
         path = _write_checkpoint(spec, tdt, work / "model.safetensors")
         ids = torch.randint(0, spec.vocab_size, (1, 8))
+        size = path.stat().st_size
         for i in range(n):
             control.step(i + 1, n + 1, f"cold start {i + 1}/{n}")
             dropped = fsio.drop_cache(path)
             row, read = _one_cold_start(path, spec, tdt, dev, ids)
-            size = path.stat().st_size
-            if dropped[0] and read is not None and read < COLD_SHARE * size:
-                dropped = (
-                    False,
-                    f"only {fmt_bytes(read)} of {fmt_bytes(size)} came from storage (/proc/self/io)",
-                )
-            cold.append(dropped)
+            cold.append(fsio.confirm_cold(dropped, read, size))
             rows.append(row)
     totals = [sum(r.values()) for r in rows]
     med = {k: summarize([r[k] for r in rows]).median for k in PHASES}

@@ -21,6 +21,7 @@ CHUNK = 16 * MiB  # one write/read unit: well under a second on any disk, so a c
 TMP_PREFIX = ".aiwb-tmp-"
 #: file systems whose "reads" never leave memory: a cold read there is a memory read
 MEMORY_FS = ("tmpfs", "ramfs", "devtmpfs", "overlay-tmpfs")
+COLD_SHARE = 0.9  # a cold read takes at least this share of the bytes it needs from storage
 
 
 class DiskFull(SpecError):
@@ -86,6 +87,14 @@ def storage_read_bytes() -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def confirm_cold(dropped: tuple[bool, str], read: int | None, need: int) -> tuple[bool, str]:
+    """`dropped` (drop_cache's answer) unless the timed read took under COLD_SHARE of the `need` bytes
+    from storage (`read`, from storage_read_bytes; None: not counted here, so not contradicted)."""
+    if dropped[0] and read is not None and read < COLD_SHARE * need:
+        return False, f"only {fmt_bytes(read)} of {fmt_bytes(need)} came from storage (/proc/self/io)"
+    return dropped
 
 
 def fs_type(path: str | os.PathLike) -> str:
