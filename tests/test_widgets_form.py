@@ -37,6 +37,23 @@ def test_a_typed_number_out_of_range_shows_the_library_error_and_is_not_used(siz
     assert sizer.t("stale") not in sizer.status.value
 
 
+def test_a_bad_number_the_new_mode_hides_does_not_stop_the_switch(sizer):
+    """Seen in Chromium: concurrency -5 typed in inference, then LoRA picked: the select read LoRA while
+    the form stayed inference's and nothing was computed, the bad box already hidden by the new mode."""
+    settle(sizer)
+    sizer.controls["concurrency"].value = "-5"
+    sizer.wait(120)
+    assert_error(sizer, "concurrency")
+    sizer.controls["mode"].value = "lora"
+    r = settle(sizer)  # no error: LoRA does not use concurrency
+    assert r["workload"]["mode"] == "lora" and sizer.controls["lora_targets"].layout is not None
+    assert sizer.finetune.box.layout.display == "" and sizer.controls["concurrency"].layout.display == "none"
+    assert sizer.controls["concurrency"].value == "-5"  # kept for when it shows again
+    sizer.controls["mode"].value = "infer"
+    sizer.wait(120)
+    assert_error(sizer, "concurrency")  # and refused again there
+
+
 def test_number_controls_are_unbounded_text_boxes(sizer):
     """No ipywidgets bounded box (it clamps silently) and no number box (the browser drops what it
     cannot parse): every Workload number is a plain text box the library parses."""

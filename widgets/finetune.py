@@ -120,14 +120,15 @@ class FinetuneControls:
 
     _lora_display = "none"
 
-    def values(self) -> dict[str, Any]:
+    def values(self, mode: str | None = None) -> dict[str, Any]:
         """Every control's value as a Workload field (lora_targets a list, as in `Workload.to_dict`);
-        typed numbers parsed by the library (a SpecError names one out of range)."""
+        typed numbers parsed by the library (a SpecError names one out of range; with `mode`, only
+        the ones that mode shows: `form.read`)."""
         from .form import read
 
         if self._controls is None:
             return {**self._values, "lora_targets": list(self._values["lora_targets"])}
-        return read({f: self._controls[f] for f in all_fields()})
+        return read({f: self._controls[f] for f in all_fields()}, mode)
 
     def show_for(self, mode: str) -> None:
         shows = shown("compile", mode)

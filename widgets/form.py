@@ -144,12 +144,17 @@ def control(field: str, value: Any, description: str, options: Any = None, optio
     raise ValueError(f"no single control for {field} ({d['type']})")
 
 
-def read(controls: dict[str, Any]) -> dict[str, Any]:
+def read(controls: dict[str, Any], mode: str | None = None) -> dict[str, Any]:
     """Every control's value as the Workload field it stands for; typed numbers parsed by the library
-    (a SpecError names the first field out of range: nothing of it is used)."""
+    (a SpecError names the first field out of range: nothing of it is used). With `mode`, a number
+    box the mode hides is not parsed: it reads as the field's default, as `effective` would make it,
+    and keeps its text for when it shows again (a bad concurrency left behind must not stop a switch
+    to a training mode, where that box is not even shown)."""
     out = {}
     for f, c in controls.items():
-        if isinstance(c, FieldText):
+        if mode is not None and isinstance(c, FieldText | OptionalField) and not applies(f, mode):
+            out[f] = schema()[f]["default"]
+        elif isinstance(c, FieldText):
             out[f] = c.number()
         elif isinstance(c, OptionalField):
             out[f] = c.parse()

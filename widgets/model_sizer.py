@@ -270,11 +270,10 @@ class ModelSizer(BackgroundComposite):
     # -- inputs --------------------------------------------------------------------------------
     def _raw_inputs(self) -> dict[str, Any]:
         """Every control's value, shown or not; typed numbers parsed by the library (a SpecError names
-        the first one out of range, and nothing is computed from it)."""
-        return {
-            **read(self._main),
-            **self.finetune.values(),
-        }
+        the first one out of range, and nothing is computed from it); a number box the mode hides
+        reads as its default (`form.read`)."""
+        mode = str(self._main["mode"].value)
+        return {**read(self._main, mode), **self.finetune.values(mode)}
 
     def _inputs(self) -> dict[str, Any]:
         """The Workload fields the estimate uses: hidden fine-tuning controls count as defaults."""
