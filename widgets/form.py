@@ -111,7 +111,7 @@ class OptionalField(OptionalBox):
 #: What the drop-down of an optional choice holds while the library decides (the recipe: None follows
 #: the precision), shown in words (`choice.<it>`). ipywidgets reads a None value as "nothing selected"
 #: and draws an empty box, which also left no way back to None once a recipe was picked.
-UNSET = {"recipe": "by-precision"}
+UNSET = {"recipe": "follows the precision"}  # English pages show values as they are
 
 
 def option_of(field: str, value: Any) -> Any:
