@@ -77,9 +77,10 @@ def test_plan_shows_before_running_and_paths_are_not_offered(runner):
 def test_run_reports_progress_and_the_result(runner):
     runner.inputs["steps"].value = 4
     assert runner.chart.layout.display == "none"  # no empty chart before a result
+    assert runner.progress_row.layout.display == "none"  # nor an empty progress bar
     runner.run()
     assert runner.wait(30)
-    assert runner.chart.layout.display == ""
+    assert runner.chart.layout.display == "" and runner.progress_row.layout.display == ""
     assert runner.result["verdict"] == "pass" and runner.result["flags"] == ["accounted"]
     assert runner.result["measured"] == pytest.approx(BYTES_PER_STEP * 4 * 1.02)
     assert runner.progress.value == 1.0 and "4/4" in runner.progress_text.value
@@ -249,3 +250,20 @@ def test_a_cpu_fallback_pass_reads_as_cpu_only_information(runner, monkeypatch):
     assert runner.result["verdict"] == "pass"  # the record keeps the proof's verdict
     assert "[info (CPU only)]" in runner.outcome.value and "[pass]" not in runner.outcome.value
     assert "without a GPU" in runner.where.value or "Measured on" in runner.where.value
+
+
+def test_a_dashboard_without_runs_shows_no_progress_bar_and_an_optional_model_reads_none():
+    from aiworkbook.widgets import ProofRunner
+    from aiworkbook.widgets.i18n import choice
+
+    r = ProofRunner(proof="roofline", allow_run=False, lang="de")
+    try:
+        assert r.progress_row.layout.display == "none" and "run" not in r.current_inputs()
+        model = r.inputs["model"]
+        shown = model._options_labels[model.index]  # the words the browser draws
+        assert model.value == "" and shown == "keins" == choice("none", "de")  # not a blank box
+        assert "model" not in r.current_inputs()  # "none" leaves the proof's default: no model point
+        model.value = "llama-3-8b"
+        assert r.current_inputs()["model"] == "llama-3-8b"
+    finally:
+        r.close()

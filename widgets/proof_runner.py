@@ -41,10 +41,9 @@ def input_widget(spec: Any) -> W.ValueWidget | None:
     from aiworkbook.specs import list_presets
 
     style = {"description_width": "initial"}
-    if spec.kind == "model":
-        return W.Dropdown(
-            options=["", *list_presets()], value=spec.default or "", description=spec.name, style=style
-        )
+    if spec.kind == "model":  # an optional model: "none" is a visible option (a blank one read as broken)
+        options = [("none", ""), *((p, p) for p in list_presets())]
+        return W.Dropdown(options=options, value=spec.default or "", description=spec.name, style=style)
     if spec.kind == "choice":
         return W.Dropdown(options=list(spec.choices), value=spec.default, description=spec.name, style=style)
     if spec.kind == "bool":
@@ -141,6 +140,8 @@ class ProofRunner(Composite):
         self.cancel_button.on_click(self.guarded(lambda _b: self.cancel()))
         self.progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, description="")
         self.progress_text = W.HTML("")
+        self.progress_row = W.HBox([self.progress, self.progress_text])
+        self.progress_row.layout.display = "none"  # no empty bar: shown when a run starts
         self.outcome = value_html("")
         self.chart = chart_view()
         self.chart.layout.display = "none"  # no empty chart: shown with the first result
@@ -155,7 +156,7 @@ class ProofRunner(Composite):
             self.plan_view,
             W.HBox(buttons),
             self.status,
-            W.HBox([self.progress, self.progress_text]),
+            self.progress_row,
             self.outcome,
             self.chart,
         ]
@@ -258,6 +259,7 @@ class ProofRunner(Composite):
         self.progress.value = 0.0
         self.progress.bar_style = ""
         self.progress_text.value = ""
+        self.progress_row.layout.display = ""
         # a visible working sign while the proof runs (cleared when it ends, however it ends)
         self.status.value = f'<i class="fa fa-spinner fa-spin"></i> {html.escape(self.t("working"))}'
         self.run_button.disabled, self.cancel_button.disabled = True, False
