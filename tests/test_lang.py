@@ -91,6 +91,23 @@ def test_switch_marks_the_pages_language():
     assert 'name="lang"' in html and "<h1>Dimensionering" in html
 
 
+def test_english_choices_read_as_words_too():
+    """English pages relabel as the others do: the library's "infer" reads "inference", a proof's name
+    its title; the values a notebook reads stay the library's."""
+    from aiworkbook.widgets import ModelSizer, ProofRunner
+
+    s = ModelSizer(lang="en", background=False)
+    r = ProofRunner(proof="vram", allow_run=False, lang="en")
+    try:
+        mode = s.controls["mode"]
+        assert mode.value == "infer" and mode._options_labels[mode.index] == "inference"
+        assert "full training" in mode._options_labels and "infer" not in mode._options_labels
+        assert r.proof.value == "vram" and r.proof._options_labels[r.proof.index] != "vram"
+    finally:
+        s.close()
+        r.close()
+
+
 def test_sizer_in_dutch_choices_numbers_and_chart():
     from aiworkbook.widgets import ModelSizer
 

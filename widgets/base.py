@@ -404,8 +404,7 @@ class Composite(W.VBox):
     def ready(self) -> None:
         """Mark the composite built (browser tests wait for `.aiwb-ready`); call last. Every choice
         widget inside shows its options in the widget's language from now on (localize_choices)."""
-        if self.lang != "en":
-            localize_choices(self, self.lang)
+        localize_choices(self, self.lang)  # English too: "inference", not the library's "infer"
         kids: tuple[Any, ...] = tuple(getattr(self, "children", ()))
         self.children = [*kids, style_html()]
         self.add_class("aiwb-ready")

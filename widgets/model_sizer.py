@@ -193,10 +193,9 @@ class ModelSizer(BackgroundComposite):
         the widget's language (as `ready()` does for the rest)."""
         for w in widgets.values():
             w.observe(self.guarded(self._changed), names="value")
-        if self.lang != "en":
-            from .base import localize_choices
+        from .base import localize_choices
 
-            localize_choices(box, self.lang)
+        localize_choices(box, self.lang)
 
     def _section(self, name: str) -> dict[str, Any]:
         """The family (`family`, the architecture boxes) or config (`config`, `upload`) entries."""

@@ -185,8 +185,7 @@ class ProofRunner(Composite):
                 w.observe(self.guarded(self._replan), names="value")
                 self.inputs[spec.name] = w
         self.form.children = list(self.inputs.values())
-        if self.lang != "en":
-            localize_choices(self.form, self.lang)
+        localize_choices(self.form, self.lang)
         self._replan()
 
     def _set_inputs(self, inputs: dict[str, Any]) -> None:

@@ -36,7 +36,9 @@ def test_sizing_says_where_and_what_a_setup_needs_with_nothing_cut(browser, serv
         page.locator(".aiwb-model-sizer .aiwb-finetune").first.wait_for(timeout=RENDER_TIMEOUT_MS)
         for width in (1400, 1024):
             assert _cut_at(page, width, "sizing-lora") == [], width
-        page.get_by_label("Mode", exact=True).first.select_option("infer")
+        page.get_by_label("Mode", exact=True).first.select_option(
+            "inference"
+        )  # the label English shows (value "infer")
         page.get_by_label("preset", exact=True).first.select_option("deepseek-v3")
         page.get_by_label("GPU", exact=True).first.select_option("RTX-4090")
         head = page.locator(".aiwb-model-sizer .aiwb-value").first

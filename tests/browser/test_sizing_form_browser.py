@@ -72,7 +72,9 @@ def test_sizing_typed_number_out_of_range_is_refused_and_mode_controls(browser, 
         assert _box(page, "concurrency").is_visible() and not _box(page, "batch").is_visible()
         for key in ("zero", "dp", "recipe"):
             assert not _box(page, key).is_visible(), key
-        sizer.get_by_label(_label("mode"), exact=True).select_option("train")
+        sizer.get_by_label(_label("mode"), exact=True).select_option(
+            "full training"
+        )  # the label (value "train")
         _box(page, "batch").wait_for(state="visible", timeout=ANSWER_TIMEOUT_MS)
         assert not _box(page, "concurrency").is_visible() and _box(page, "zero").is_visible()
         sizer.get_by_label(_label("mode"), exact=True).select_option("qlora")
