@@ -110,6 +110,18 @@ def test_sizer_bad_values_show_errors_and_keep_working(sizer):
     assert sizer.wait(120) and sizer.error == "" and sizer.result["model"] == "tiny-llama"
 
 
+def test_a_refused_value_leaves_nothing_of_itself(sizer):
+    """A dict refused on its last field does not keep its first: the GPU drop-down, the figures and
+    `value` stay as they were (the GPU was set before the concurrency was found bad)."""
+    assert sizer.wait(120)
+    before, result, gpu = dict(sizer.value), dict(sizer.result), sizer.gpu.value
+    sizer.value = {**before, "gpu": "RTX-4090", "concurrency": -5}
+    assert_error(sizer, "concurrency")
+    assert sizer.gpu.value == gpu != "RTX-4090" and sizer.value == before and sizer.result == result
+    sizer.value = {**before, "gpu": "RTX-4090"}
+    assert sizer.wait(120) and sizer.error == "" and sizer.result["gpu"] != result["gpu"]
+
+
 def test_sizer_pasted_and_uploaded_config(sizer):
     from aiworkbook.paths import data_dir
 

@@ -410,6 +410,25 @@ class Composite(W.VBox):
         self.add_class("aiwb-ready")
 
 
+#: widgets that show and are never typed into: left out of `control_values`
+_SHOWN_ONLY = (W.HTML, W.HTMLMath, W.Label, W.FloatProgress, W.IntProgress, W.Image)
+
+
+def control_values(root: Any) -> list[tuple[Any, Any]]:
+    """(widget, value) of every input control under `root`, to put back after a refused `value`
+    (a dict can fail on its third field after its first two were set)."""
+    out, stack, seen = [], [root], set()
+    while stack:
+        w = stack.pop()
+        if id(w) in seen:
+            continue
+        seen.add(id(w))
+        if w is not root and isinstance(w, W.ValueWidget) and not isinstance(w, (*_SHOWN_ONLY, Composite)):
+            out.append((w, w.value))
+        stack.extend(getattr(w, "children", ()) or ())
+    return out
+
+
 class ValueComposite(Composite):
     """A composite whose `value` (a dict of its fields) a notebook may set: `_apply_value(v)` sets the
     controls from it (a SpecError, shown, for what is not `value_takes`), except while the widget
@@ -420,8 +439,18 @@ class ValueComposite(Composite):
 
     @traitlets.observe("value")
     def _value_set(self, change: dict[str, Any]) -> None:
-        if not self._syncing:
-            self.guarded(self._take_value)(change["new"])
+        if self._syncing:
+            return
+        before = control_values(self)
+        try:
+            self._take_value(change["new"])
+        except Exception as exc:  # refused: nothing of it stays, neither in the controls nor in `value`
+            with self.syncing():
+                for w, x in before:
+                    if w.value != x:
+                        w.value = x
+                self.value = change["old"]
+            self.show_error(exc)
 
     def _take_value(self, v: Any) -> None:
         from aiworkbook.errors import SpecError

@@ -205,8 +205,8 @@ class KVPlanner(BackgroundComposite):
                 else:
                     c.value = x
                 changed = changed or c.value != before
-        if changed:
-            self._changed()
+        if changed or self.error:  # an error shown: the same inputs are computed again
+            self.guarded(self._changed)()  # refused by the library: shown, the controls keep the inputs
         else:  # the same inputs (e.g. follow() linking a sizer on the same model and GPU): no new plan
             with self.syncing():
                 self.value = self._inputs()

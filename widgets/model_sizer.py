@@ -432,7 +432,7 @@ class ModelSizer(BackgroundComposite):
             for f in all_fields():
                 if f in v:
                     self.finetune.set(f, v[f])
-        self._changed()
+        self.guarded(self._changed)()  # refused by the library: shown, the controls keep the inputs
 
     def _check_hidden(self, v: dict[str, Any]) -> None:
         """A field set to other than its default where its control is hidden (it does not apply to the

@@ -102,4 +102,4 @@ class PatternPicker(ValueComposite):
             for q in self.questions:
                 x = parsed[q.key]
                 self.controls[q.key].value = ("" if x is None else f"{x:g}") if q.kind == "float" else x
-        self._changed()
+        self.guarded(self._changed)()
