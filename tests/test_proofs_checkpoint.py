@@ -232,6 +232,20 @@ def test_coldstart_runs_to_first_logits(tmp_path):
         assert F.CACHE_COLD in r.flags  # the weights came from storage (/proc/self/io)
 
 
+def test_coldstart_counts_the_bytes_it_writes_also_for_a_quantised_config(tmp_path):
+    """The proof writes the model it builds, every weight at the dtype; gpt-oss-20b's config ships MXFP4
+    experts, so its checkpoint's bytes (the sizing library's) are a third of what the proof would write,
+    read and hold: the plan and the space checks count the built bytes."""
+    from aiworkbook.proofs.model import built_bytes
+    from aiworkbook.specs import load_model
+
+    r = registry.run("coldstart", model="tiny-llama", dir=str(tmp_path), quick=True, device="cpu", keep=True)
+    written = next(tmp_path.rglob("model.safetensors")).stat().st_size
+    assert 0 < written - r.details["weights_bytes"] < 64 * 1024  # the tensors, and the safetensors header
+    p = registry.plan("coldstart", model="gpt-oss-20b", dtype="bf16")
+    assert p.sizes["weights_bytes"] == built_bytes(load_model("gpt-oss-20b"), torch.bfloat16) > 40e9
+
+
 def test_a_coldstart_whose_weights_did_not_come_from_storage_is_not_cold(tmp_path, monkeypatch):
     monkeypatch.setattr(fsio, "drop_cache", lambda path: (True, ""))  # says cold...
     monkeypatch.setattr(fsio, "storage_read_bytes", lambda: 1000)  # ...but nothing came from storage

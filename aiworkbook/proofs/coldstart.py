@@ -17,7 +17,7 @@ from aiworkbook.proofs.checkpoint import touch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
-from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
+from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel, built_bytes
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -31,16 +31,13 @@ PHASES = ("load_s", "build_s", "transfer_s", "first_forward_s")
 
 
 def _estimate(spec: ModelSpecLike, dtype: Any) -> dict[str, Any]:
-    from aiworkbook.sizing.estimate import estimate
-    from aiworkbook.sizing.workload import Workload
+    """The bytes the proof writes and reads (the model it builds, every weight at `dtype`: a quantised
+    config's checkpoint would be smaller) and the estimate's time to read them at its read speed."""
+    from aiworkbook.sizing.assumptions import Assumptions
+    from aiworkbook.sizing.storage import transfer_time
 
-    st = estimate(
-        spec,
-        Workload(mode="infer", weights_dtype=dtype, precision="fp32" if dtype == "fp32" else dtype),
-        None,
-        "cpu",
-    ).storage
-    return dict(st)
+    nbytes = built_bytes(spec, TORCH_DTYPES[dtype])
+    return {"weights_bytes": nbytes, "load_s": transfer_time(nbytes, Assumptions().storage_read_bps)}
 
 
 def plan(

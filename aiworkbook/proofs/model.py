@@ -264,6 +264,14 @@ def _source_config(spec: ModelSpecLike) -> dict:
     return cfg if isinstance(cfg, dict) else {}
 
 
+def built_bytes(spec: ModelSpecLike, dtype: torch.dtype) -> int:
+    """The bytes a DecoderModel of `spec` allocates at `dtype` (parameters and buffers), counted on the
+    meta device without allocating. A quantised config (fp8, mxfp4) is built unquantised, so this, not the
+    sizing library's checkpoint bytes, is what a proof or the embedded server holds and writes."""
+    model = DecoderModel(spec, device="meta", dtype=dtype)
+    return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+
+
 class DecoderModel(nn.Module):
     """Embedding, L blocks, final norm, head, cross-entropy: the training graph the VRAM proof measures."""
 

@@ -93,17 +93,12 @@ def free_bytes(device: str) -> tuple[int, str]:
 
 
 def weights_bytes(spec: ModelSpecLike, dtype: str) -> int:
-    """The bytes the torch backend allocates for `spec`'s weights at `dtype`: its DecoderModel built on
-    the meta device (no memory), parameters and buffers. Not the sizing library's inference weights:
-    those follow a checkpoint's quantisation (fp8, mxfp4), while the backend materialises every weight at
-    `dtype`, so a quantised config was under-counted 2 to 3x (qwen3-235b-a22b-fp8, gpt-oss-20b)."""
-    import torch
+    """The bytes the torch backend allocates for `spec`'s weights at `dtype` (proofs.model.built_bytes).
+    Not the sizing library's inference weights: those follow a checkpoint's quantisation (fp8, mxfp4),
+    while the backend builds every weight at `dtype`: a quantised config was under-counted 2 to 3x."""
+    from aiworkbook.proofs.model import TORCH_DTYPES, built_bytes
 
-    from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
-
-    model = DecoderModel(spec, device="meta", dtype=TORCH_DTYPES[dtype])
-    tensors = [*model.parameters(), *model.buffers()]
-    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+    return built_bytes(spec, TORCH_DTYPES[dtype])
 
 
 def check_memory(
