@@ -493,6 +493,7 @@ LAYOUT_CSS = """
   padding: 0 10px; }
 .aiwb-widget .widget-toggle-buttons .jupyter-button { width: auto; }
 .aiwb-widget .aiwb-explain { line-height: 1.35; margin-top: 4px; }
+.aiwb-widget .aiwb-style, .aiwb-widget .widget-html:has(> .widget-html-content:empty) { display: none; }
 .aiwb-widget .aiwb-lora .widget-label { align-self: flex-start; padding-top: 4px; }
 .aiwb-pattern-picker .widget-inline-hbox { width: min(720px, 100%); }
 .aiwb-pattern-picker .widget-inline-hbox > .widget-label { width: 46% !important; max-width: 46%; text-align: right; }

@@ -62,7 +62,8 @@ class ProfileLocker(Composite):
         self._detect = detect
         nodes = [n.name for n in list_nodes()]
         self.pattern = dropdown(PATTERNS, pattern, self.t("pattern"))
-        self.node = dropdown(["", *nodes], node or "", self.t("node"))
+        # no catalogue node: the profile records the hardware as detected; "none" shown, not a blank box
+        self.node = dropdown([("none", ""), *((n, n) for n in nodes)], node or "", self.t("node"))
         self.lock_button = W.Button(description=self.t("lock"), icon="lock", button_style="primary")
         self.check_button = W.Button(description=self.t("check"), icon="check")
         self.report_button = W.Button(description=self.t("report"), icon="file")

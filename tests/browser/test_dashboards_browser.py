@@ -55,10 +55,23 @@ def test_dashboard_renders(browser, servers, name):
     try:
         assert page.locator(".aiwb-ready").count() >= 1
         assert VOILA_ERROR not in page.content()
+        # nothing empty takes room: an HTML widget without words (a status, an outcome, the style box)
+        # collapses, where each left a 28 px gap (three stacked after the report's plan)
+        blank = page.evaluate(
+            """() => [...document.querySelectorAll('.aiwb-widget .widget-html')]
+                .filter(e => e.innerText.trim() === '' && !e.querySelector('svg, canvas, img, table'))
+                .filter(e => e.getBoundingClientRect().height > 0).length"""
+        )
+        assert blank == 0
         if name == "report":  # served without --allow-proofs: plans only, no run button
             runner = page.locator(".aiwb-proof-runner").first
             assert _label("runs_off") in runner.text_content()
             assert runner.locator("button", has_text=_label("run")).count() == 0
+            bars = runner.locator(".widget-hprogress")  # no empty progress bar where nothing can run
+            assert not any(bars.nth(i).is_visible() for i in range(bars.count()))
+            locker = page.locator(".aiwb-profile-locker").first
+            node = locker.get_by_label(_label("node"), exact=True)
+            assert node.evaluate("e => e.options[e.selectedIndex].text") == "none"  # not a blank box
         shot(page, f"{name}-rendered")
     finally:
         close_page(page)
