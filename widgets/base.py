@@ -447,8 +447,11 @@ class ValueComposite(Composite):
         except Exception as exc:  # refused: nothing of it stays, neither in the controls nor in `value`
             with self.syncing():
                 for w, x in before:
-                    if w.value != x:
-                        w.value = x
+                    try:
+                        if w.value != x:
+                            w.value = x
+                    except Exception:  # a control that cannot go back keeps what it shows
+                        continue
                 self.value = change["old"]
             self.show_error(exc)
 
