@@ -23,13 +23,36 @@ def register(app: typer.Typer) -> None:
     app.command("fit")(fit)
 
 
-def _workload(**kw):
+def _workload(spec: Any = None, **kw):
     from aiworkbook.sizing import Workload
 
     kw = {k: v for k, v in kw.items() if k != "_vllm"}
     mode = kw["mode"]
     concurrency = kw.pop("concurrency") or (kw["batch"] if mode == "infer" else 1)
+    if kw.get("seq_len") is None:
+        kw["seq_len"] = default_seq(spec, mode, kw.get("new_tokens") or 0)
     return Workload(concurrency=concurrency, **kw)
+
+
+def default_seq(spec: Any, mode: str, new_tokens: int) -> int:
+    """--seq when not given: the Workload's default, or what the model's positions leave when fewer
+    (`size gpt2` sized 2,048 tokens on 1,024 positions and was refused; a default is not a user's
+    number, so following the model is not clamping it)."""
+    from aiworkbook.sizing.workload import Workload
+
+    default = int(next(d["default"] for d in Workload.fields() if d["name"] == "seq_len"))
+    room = int(getattr(spec, "max_position_embeddings", 0) or 0) - (new_tokens if mode == "infer" else 0)
+    return room if 0 < room < default else default
+
+
+def _seq_note(spec: Any, opts: dict[str, Any], w: Any) -> None:
+    """Say so when --seq followed the model instead of the default."""
+    if opts.get("seq_len") is None and w.seq_len != default_seq(None, w.mode, 0):
+        new = f" + {w.new_tokens:,} new" if w.mode == "infer" and w.new_tokens else ""
+        typer.echo(
+            f"sequence {w.seq_len:,} tokens{new}: {spec.name} has {spec.max_position_embeddings:,} positions "
+            f"(the default {default_seq(None, w.mode, 0):,} is longer; --seq sets it)"
+        )
 
 
 #: How the command line spells a Workload field where it is not `--field-name`, and what it says
@@ -38,7 +61,12 @@ def _workload(**kw):
 _CLI: dict[str, dict[str, Any]] = {
     "mode": {"default": None, "note": "Default: train; infer with --engine vllm/trtllm or a vLLM flag."},
     "batch": {"note": "Concurrency when --mode infer and no --concurrency."},
-    "seq_len": {"param": "seq", "decls": ("--seq",)},
+    "seq_len": {
+        "param": "seq",
+        "decls": ("--seq",),
+        "default": None,
+        "note": "Default: 2,048, or what the model's positions leave (less --new-tokens) when fewer.",
+    },
     "recipe": {"note": "See docs/sizing.md. Default: megatron-bf16, fp32-adamw at fp32."},
     "compile": {"param": "compile_"},
     "compile_loss": {"decls": ("--compile-loss/--no-compile-loss",)},
@@ -168,9 +196,10 @@ def size(
     }
     assumptions = replace(base, **{k: v for k, v in overrides.items() if v is not None})
     gpu_spec = load_gpu(gpu) if gpu else None
+    w = _workload(spec, **opts)
     est = estimate(
         spec,
-        _workload(**opts),
+        w,
         gpu=gpu_spec,
         device=device,
         assumptions=assumptions,
@@ -188,6 +217,7 @@ def size(
             )
         )
         return
+    _seq_note(spec, opts, w)
     _print_estimate(spec, est)
     if vllm:
         _section(_VLLM_TITLE, vllm)
@@ -280,7 +310,7 @@ def fit(
     from aiworkbook.specs import load_model
 
     spec = load_model(model)
-    w = _workload(**opts)
+    w = _workload(spec, **opts)
     node_profile = _node(node, pool, gpu_given=bool(gpu))
     target = gpu or node_profile or "H100-SXM"
     rep = capacity.report(spec, w, target, device=device)
@@ -291,6 +321,7 @@ def fit(
         doc["workbook_max_concurrency"] = doc.get("max_concurrency")
         typer.echo(dumps_json({**doc, **_vllm_json(vllm)}, indent=2))
         return
+    _seq_note(spec, opts, w)
     for k, v in rep.items():
         if k == "cheapest_gpu":
             text = f"{v.gpus} x {v.gpu} at {fmt_value(v.usd_per_hour, '$/h')}" if v is not None else "none"
