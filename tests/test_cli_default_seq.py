@@ -30,3 +30,17 @@ def test_a_typed_sequence_is_never_shortened(capsys):
     assert "'seq_len' = 2048" in err and "(1024)" in err
     assert main(["size", "llama-3-8b", "--json"]) == 0  # a longer model keeps the default
     assert json.loads(capsys.readouterr().out)["workload"]["seq_len"] == 2048
+
+
+def test_a_prompt_past_the_positions_is_named_as_typed():
+    """In inference the positions hold the prompt and the new tokens: the refusal names the prompt the user
+    typed and the room the new tokens leave (it named their sum as 'seq_len' before)."""
+    from aiworkbook.errors import SpecError
+    from aiworkbook.sizing import Workload
+    from aiworkbook.specs import load_model
+
+    with pytest.raises(SpecError) as err:
+        Workload(mode="infer", seq_len=1000, new_tokens=100).check_against(load_model("gpt2"))
+    assert (err.value.field, err.value.value) == ("seq_len", 1000)
+    assert err.value.allowed.startswith("<= 924: max_position_embeddings (1024) of gpt2 less 100 new tokens")
+    Workload(mode="infer", seq_len=924, new_tokens=100).check_against(load_model("gpt2"))  # the boundary fits

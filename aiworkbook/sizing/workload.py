@@ -394,10 +394,14 @@ class Workload:
         if spec.learned_positions:  # a learned position table has no row past its end
             n = self.seq_len if self.training else self.context_len
             if n > spec.max_position_embeddings:
+                limit = f"max_position_embeddings ({spec.max_position_embeddings}) of {spec.name}"
+                if not self.training and not self.context and self.new_tokens:  # the prompt, as typed
+                    room = spec.max_position_embeddings - self.new_tokens
+                    raise SpecError(
+                        "seq_len", self.seq_len, f"<= {room}: {limit} less {self.new_tokens} new tokens"
+                    )
                 field = "seq_len" if self.training else ("context" if self.context else "seq_len")
-                raise SpecError(
-                    field, n, f"<= max_position_embeddings ({spec.max_position_embeddings}) of {spec.name}"
-                )
+                raise SpecError(field, n, f"<= {limit}")
 
     def replace(self, **changes: Any) -> Workload:
         return replace(self, **changes)
