@@ -14,7 +14,7 @@ from aiworkbook.cli.options import option
 from aiworkbook.persist import dumps_json
 from aiworkbook.units import fmt_bytes, fmt_value
 
-_VLLM_TITLE = "vLLM start-up (its own arithmetic: what `vllm serve` logs)"
+_VLLM_TITLE = "vLLM start-up, estimated with engine {engine}'s arithmetic (what `vllm serve` would log; --engine-version)"
 _MODEL = typer.Argument(..., help="A preset name or a path to a config.json (or its folder).")
 
 
@@ -220,7 +220,7 @@ def size(
     _seq_note(spec, opts, w)
     _print_estimate(spec, est)
     if vllm:
-        _section(_VLLM_TITLE, vllm)
+        _section(_VLLM_TITLE.format(engine=opts["_vllm"]["engine"]), vllm)
 
 
 def _vllm_startup(spec, gpu_spec, opts: dict):
@@ -331,7 +331,7 @@ def fit(
             text = fmt_value(v, rep.unit(k))
         typer.echo(f"{k:<16} {text}")
     if vllm:
-        _section(_VLLM_TITLE, vllm)
+        _section(_VLLM_TITLE.format(engine=opts["_vllm"]["engine"]), vllm)
 
 
 def _target_gpu(target):
