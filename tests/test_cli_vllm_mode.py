@@ -74,3 +74,11 @@ def test_fit_refuses_an_unknown_device(capsys):
     assert main(["fit", "llama-3-8b", "--device", "tpu"]) == 2
     err = capsys.readouterr().err
     assert "'device'" in err and "cuda, cpu" in err
+
+
+def test_the_vllm_section_says_it_is_an_estimate_and_whose_arithmetic(capsys):
+    assert main(["fit", "llama-3-8b", "--engine", "vllm", "--engine-version", "v1-019"]) == 0
+    out = capsys.readouterr().out
+    assert "vLLM start-up, estimated with engine v1-019's arithmetic" in out
+    assert main(["size", "llama-3-8b", "--engine", "vllm", "--gpu", "H100-SXM"]) == 0
+    assert "estimated with engine v1's arithmetic" in capsys.readouterr().out  # the default, named
