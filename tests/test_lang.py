@@ -102,6 +102,7 @@ def test_english_choices_read_as_words_too():
         mode = s.controls["mode"]
         assert mode.value == "infer" and mode._options_labels[mode.index] == "inference"
         assert "full training" in mode._options_labels and "infer" not in mode._options_labels
+        assert {"LoRA", "QLoRA"} <= set(mode._options_labels)  # as the method is written, not "lora"
         assert r.proof.value == "vram" and r.proof._options_labels[r.proof.index] != "vram"
     finally:
         s.close()

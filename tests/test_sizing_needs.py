@@ -52,6 +52,7 @@ def test_legends_read_plain_words():
     assert label("kv_cache") == "KV cache"
     assert label("cuda_context") == "CUDA context"
     assert label("infer_6B_per_param") == "rule of thumb: 6 B/parameter (inference)"
+    assert label("qlora_1B_per_param") == "rule of thumb: 1 B/parameter (QLoRA)"  # not "QLORA"
     assert "_" not in label("train_18B_per_param")
     spec = load_model("llama-3-8b")
     chart = memory_chart(estimate(spec, INFER, gpu="H100-SXM")).to_dict()

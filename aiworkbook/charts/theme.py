@@ -179,6 +179,6 @@ def label(key: Any) -> str:
 
     m = re.fullmatch(r"(infer|train|lora|qlora)_([0-9.]+)B_per_param", k)
     if m:
-        mode = {"infer": "inference", "train": "training"}.get(m.group(1), m.group(1).upper())
+        mode = {"infer": "inference", "train": "training", "lora": "LoRA", "qlora": "QLoRA"}[m.group(1)]
         return f"rule of thumb: {m.group(2)} B/parameter ({mode})"
     return k.replace("_", " ")

@@ -160,7 +160,7 @@ def test_sizing_fine_tuning_section_shows_the_library_host_memory(browser, serve
     try:
         sizer = page.locator(".aiwb-model-sizer")
         assert sizer.locator(".aiwb-finetune").is_visible() is False
-        sizer.get_by_label(_label("mode"), exact=True).select_option("lora")
+        sizer.get_by_label(_label("mode"), exact=True).select_option("LoRA")
         page.wait_for_selector(".aiwb-finetune", state="visible", timeout=ANSWER_TIMEOUT_MS)
         # the section is shown first, its LoRA controls a moment later (another widget message)
         sizer.get_by_label(_label("lora_targets"), exact=True).wait_for(

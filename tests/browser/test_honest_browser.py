@@ -32,7 +32,7 @@ def test_sizing_says_where_and_what_a_setup_needs_with_nothing_cut(browser, serv
     try:
         where = page.locator(".aiwb-model-sizer .aiwb-where").first
         assert "Nothing is measured on this page" in where.text_content()
-        page.get_by_label("Mode", exact=True).first.select_option("lora")  # shows the fine-tuning switches
+        page.get_by_label("Mode", exact=True).first.select_option("LoRA")  # shows the fine-tuning switches
         page.locator(".aiwb-model-sizer .aiwb-finetune").first.wait_for(timeout=RENDER_TIMEOUT_MS)
         for width in (1400, 1024):
             assert _cut_at(page, width, "sizing-lora") == [], width

@@ -77,7 +77,7 @@ def test_sizing_typed_number_out_of_range_is_refused_and_mode_controls(browser, 
         )  # the label (value "train")
         _box(page, "batch").wait_for(state="visible", timeout=ANSWER_TIMEOUT_MS)
         assert not _box(page, "concurrency").is_visible() and _box(page, "zero").is_visible()
-        sizer.get_by_label(_label("mode"), exact=True).select_option("qlora")
+        sizer.get_by_label(_label("mode"), exact=True).select_option("QLoRA")
         weights = sizer.get_by_label(_label("weights_dtype"), exact=True)
         page.wait_for_function(
             "el => el.value === 'nf4' && el.options.length === 1",
