@@ -227,3 +227,15 @@ def test_in_its_own_pid_namespace_host_pids_are_not_looked_up(tmp_path):
     with FakeNVML([SHARED], pid_offset=1000):
         (dev,) = read_devices(["0"], proc_root=tmp_path)
     assert dev.names_note is None and dev.tenants[0].container == "docker " + "ab" * 6
+
+
+def test_a_gpu_that_passes_the_free_memory_check_but_holds_no_request_says_why(capsys):
+    """An idle GPU, and a model whose weights leave no KV cache at 0.9: the free-memory rule passes, vLLM's
+    own KV check (sizing.vllm.refusal, the one rule) refuses, and the reason says so in vLLM's terms."""
+    with FakeNVML([IDLE]):
+        code, doc = _run(capsys, "llama-3-70b", "--max-model-len", "8192")
+    assert code == 1 and doc["starts"] is False
+    assert doc["reasons"][0].startswith("at utilization 0.9, vLLM refuses to start: no available memory")
+    with FakeNVML([IDLE]):
+        code, doc = _run(capsys, "llama-3-8b", "--max-model-len", "131072", "--gpu-memory-utilization", "0.3")
+    assert code == 1 and "estimated maximum model length is" in doc["reasons"][0]

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from aiworkbook.errors import SpecError
-from aiworkbook.sizing.vllm import ENGINES, VllmSettings, kv_from_available, startup, weight_bytes
+from aiworkbook.sizing.vllm import (
+    ENGINES,
+    VllmSettings,
+    kv_from_available,
+    one_request_bytes,
+    startup,
+    weight_bytes,
+)
 from aiworkbook.specs import get_gpu, load_model, spec_from_config
 
 GiB = 1 << 30
@@ -477,3 +484,37 @@ def test_issue23_gemma_configs_are_hybrid_as_vllm_groups_them():
     assert (kv3["group_size"], kv3["kv_groups"], kv3["page_bytes"]) == (8, 6, 16 * 8 * 256 * 2 * 2)
     assert g3.mm_dummy_image == (3, 896, 256) and getattr(g2, "mm_dummy_image", ()) == ()
     assert g2.vocab_size == 256000 and g3.vocab_size == 262208
+
+
+def test_a_published_refusal_to_start_is_predicted_with_vllms_longest_length():
+    """vllm#13061: DeepSeek-R1-Distill-Qwen-14B on two RTX 4090s at max_model_len 131,072 did not start
+    ("larger than the maximum number of tokens that can be stored in KV cache (81536)"). The model says it
+    does not start and gives the longest request that fits, within the case's 3 %; the same GPUs at
+    max_model_len 32,768 start."""
+    case = next(c for c in CASES if c["id"] == "v0-2x4090-r1-distill-qwen14b-tp2")
+    spec, gpu = _model(case), get_gpu(case["gpu"])
+    gpu = gpu.model_copy(update={"cuda_memory_bytes": int(case["total_gib"] * GiB)})
+    nt = int(case["logged"]["non_torch_gib"] * GiB)
+    r = startup(spec, gpu, VllmSettings(engine="v0", non_torch_bytes=nt, **case["settings"]))
+    assert not r.starts and r.one_request_kv_bytes > r.available_kv_bytes > 0
+    longest = int(r.refusal.split("estimated maximum model length is ")[1].split(":")[0].replace(",", ""))
+    assert longest == pytest.approx(case["logged"]["kv_cache_tokens"], rel=0.03)
+    assert longest == r.kv_cache_tokens  # full attention: the blocks the pool holds, one request
+    shorter = dict(case["settings"], max_model_len=32768)
+    ok = startup(spec, gpu, VllmSettings(engine="v0", non_torch_bytes=nt, **shorter))
+    assert ok.starts and ok.refusal is None
+
+
+def test_no_memory_left_is_vllms_first_refusal():
+    spec = spec_from_config(json.loads((DATA / "configs" / "qwen2.5-72b-instruct.json").read_text()))
+    s = VllmSettings(engine="v1-019", tensor_parallel_size=2, max_model_len=8192)
+    r = startup(spec, get_gpu("H100-SXM"), s)
+    assert r.available_kv_bytes <= 0 and not r.starts and r.refusal.startswith("no available memory")
+
+
+def test_a_sliding_window_layer_needs_its_window_not_the_request():
+    """Gemma 3's local layers hold window - 1 + batched tokens of a request (vLLM's max_memory_usage)."""
+    spec = load_model("gemma-3-27b-it")
+    s = VllmSettings(engine="v1-019", max_model_len=131072)
+    full = VllmSettings(engine="v0", max_model_len=131072)  # v0: every layer holds the whole request
+    assert one_request_bytes(spec, s, 131072, 8192) < one_request_bytes(spec, full, 131072, 8192) / 3

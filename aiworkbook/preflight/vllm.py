@@ -231,13 +231,13 @@ def preflight(
                 f"{c.requested_bytes / gib:.2f} GiB of {c.device.cuda_total_bytes / gib:.2f} GiB)"
             )
     at_req = _startup(spec, list(devices), s, u)
-    if at_req.max_concurrency < 1 and not reasons:
-        reasons.append(_kv_reason(at_req, u))
+    if not at_req.starts and not reasons:
+        reasons.append(f"at utilization {u:g}, vLLM refuses to start: {at_req.refusal}")
     u_max: float | None = min(c.max_utilization for c in checks)
     at_max = None
     if u_max and u_max > 0:
         at_max = _startup(spec, list(devices), s, u_max)
-        if at_max.max_concurrency < 1:  # even the most that passes the free-memory check holds no request
+        if not at_max.starts:  # even the most that passes the free-memory check holds no request
             u_max, at_max = None, None
     else:
         u_max = None
@@ -257,19 +257,6 @@ def preflight(
             "max_num_batched_tokens": at_req.max_num_batched_tokens,
             "engine": s.engine,
         },
-    )
-
-
-def _kv_reason(r: VllmStartup, u: float) -> str:
-    gib = 2**30
-    if r.available_kv_bytes <= 0:
-        return (
-            f"at utilization {u:g} nothing is left for the KV cache ({r.available_kv_bytes / gib:.2f} GiB after "
-            f"weights {r.weights_bytes / gib:.2f} GiB and the profile run): vLLM refuses to start"
-        )
-    return (
-        f"at utilization {u:g} the KV cache holds {r.kv_cache_tokens:,} tokens, less than one request of "
-        f"--max-model-len {r.max_model_len:,}: vLLM refuses to start"
     )
 
 

@@ -161,6 +161,9 @@ class VllmStartup(Section):
     kv_cache_tokens: int = figure("tokens", "vLLM's 'GPU KV cache size: N tokens'")
     kv_cache_bytes: int = figure("B", "bytes the KV blocks take")
     max_concurrency: float = figure("ratio", "vLLM's 'Maximum concurrency for L tokens per request'")
+    one_request_kv_bytes: int = figure("B", "KV cache one request of max_model_len needs on this GPU")
+    starts: bool = figure("", "whether vLLM starts: the available memory holds one such request")
+    refusal: str | None = figure("", "why vLLM refuses to start (its own check), else none", omit_none=True)
     max_model_len: int = figure("tokens", "context per request (--max-model-len)")
     max_num_seqs: int = figure("", "sequences per step (--max-num-seqs)")
     max_num_batched_tokens: int = figure("tokens", "tokens per step (--max-num-batched-tokens)")
@@ -388,6 +391,41 @@ def _max_usage_blocks(kind: str, window: int | None, s: VllmSettings, max_len: i
     return -(-max_len // bs)
 
 
+def one_request_bytes(spec, s: VllmSettings, max_len: int, batched: int) -> int:
+    """The KV cache one request of `max_len` tokens needs on one GPU, layer by layer as vLLM's
+    `max_memory_usage_bytes` sums it (a sliding layer holds its window, not the whole request)."""
+    return sum(
+        n * _max_usage_blocks("full" if s.family == "v0" else kind, w, s, max_len, batched) * page
+        for kind, n, page, w in _kv_layout(spec, s)
+    )
+
+
+def refusal(spec, s: VllmSettings, available: int, max_len: int, batched: int) -> str | None:
+    """vLLM's reason for refusing to start (`_check_enough_kv_cache_memory` in v1/core/kv_cache_utils.py),
+    with its estimated maximum model length (the longest request the available memory holds); None when
+    it starts."""
+    from aiworkbook.units import fmt_bytes
+
+    if available <= 0:
+        return (
+            f"no available memory for the cache blocks ({fmt_bytes(available)} left after weights, the "
+            "profile peak and memory outside torch): raise --gpu-memory-utilization, or shrink the weights "
+            "per GPU (tensor parallelism, a quantised checkpoint)"
+        )
+    needed = one_request_bytes(spec, s, max_len, batched)
+    if needed <= available:
+        return None
+    lo, hi = 0, max_len  # the longest request that fits: vLLM's binary search (estimate_max_model_len)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if one_request_bytes(spec, s, mid, batched) <= available else (lo, mid - 1)
+    longest = f"; the estimated maximum model length is {lo:,}" if lo > 0 else ""
+    return (
+        f"one request of max_model_len {max_len:,} needs {fmt_bytes(needed)} of KV cache, more than the "
+        f"{fmt_bytes(available)} available{longest}: lower --max-model-len or raise --gpu-memory-utilization"
+    )
+
+
 def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
     """vLLM's start-up figures for `spec` served on `gpu` (a GPUSpec) with settings `s`."""
     s = s or VllmSettings()
@@ -418,6 +456,7 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         kv["group_size"],
         kv["page_bytes"],
     )
+    why = refusal(spec, s, available, max_len, tokens)
     formulas = {
         "requested": f"{total:,} B CUDA-visible x {s.utilization}",
         "activation_peak": peak_txt,
@@ -437,6 +476,9 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         kv_cache_tokens=kv["kv_cache_tokens"],
         kv_cache_bytes=num_blocks * page * group_size,
         max_concurrency=kv["max_concurrency"],
+        one_request_kv_bytes=one_request_bytes(spec, s, max_len, tokens),
+        starts=why is None,
+        refusal=why,
         max_model_len=max_len,
         max_num_seqs=seqs,
         max_num_batched_tokens=tokens,
