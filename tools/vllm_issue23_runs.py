@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiworkbook.sizing.vllm import VllmSettings, kv_from_available, startup
+from aiworkbook.sizing.vllm import VllmSettings, startup
 from aiworkbook.specs import get_gpu, load_model
 
 CONFIGS = Path(__file__).resolve().parents[1] / "tests" / "data" / "configs"
@@ -51,17 +51,9 @@ def main() -> None:
         print(line)
 
 
-def one_request_bytes(spec, s: VllmSettings, tokens: int) -> int:
-    """Bytes of KV cache one max_model_len request needs (what vLLM checks before it starts)."""
-    kv = kv_from_available(spec, s, 1 << 50, MAX_LEN, tokens)
-    blocks = round(kv["num_blocks"] / kv["max_concurrency"])
-    return blocks * kv["page_bytes"] * kv["group_size"]
-
-
 def start_note(spec, r, tp: int) -> str:
     """Why the logged figure cannot be rebuilt, and what the run's start says about the profile."""
-    s = VllmSettings(engine="v1-019", max_model_len=MAX_LEN, tensor_parallel_size=tp)
-    need = one_request_bytes(spec, s, r.max_num_batched_tokens)
+    need = r.one_request_kv_bytes  # vLLM's own check before it starts (sizing.vllm.refusal)
     room = r.requested_bytes - r.weights_bytes - r.activation_peak_bytes - need
     return (
         "engine v1 predicts no KV cache, so the issue's error cannot be turned into a logged figure; "
