@@ -122,6 +122,16 @@ def test_a_refused_value_leaves_nothing_of_itself(sizer):
     assert sizer.wait(120) and sizer.error == "" and sizer.result["gpu"] != result["gpu"]
 
 
+def test_a_refused_value_leaves_no_field_of_an_unbuilt_section_behind(sizer):
+    """The fine-tuning section is built when first shown; until then its fields live outside widgets.
+    A dict refused on lora_rank after setting dropout leaves dropout unset there too."""
+    assert not sizer.finetune.built
+    sizer.value = {"mode": "lora", "dropout": 0.2, "lora_rank": -3}
+    assert_error(sizer, "lora_rank")
+    sizer.value = {"mode": "lora"}
+    assert sizer.wait(120) and sizer.error == "" and sizer.value["dropout"] is None
+
+
 def test_sizer_pasted_and_uploaded_config(sizer):
     from aiworkbook.paths import data_dir
 

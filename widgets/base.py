@@ -441,19 +441,27 @@ class ValueComposite(Composite):
     def _value_set(self, change: dict[str, Any]) -> None:
         if self._syncing:
             return
-        before = control_values(self)
+        before = self._snapshot()
         try:
             self._take_value(change["new"])
         except Exception as exc:  # refused: nothing of it stays, neither in the controls nor in `value`
             with self.syncing():
-                for w, x in before:
-                    try:
-                        if w.value != x:
-                            w.value = x
-                    except Exception:  # a control that cannot go back keeps what it shows
-                        continue
+                self._put_back(before)
                 self.value = change["old"]
             self.show_error(exc)
+
+    def _snapshot(self) -> Any:
+        """What a refused `value` must leave as it was: every control's value (a widget that keeps
+        fields outside its controls adds them)."""
+        return control_values(self)
+
+    def _put_back(self, snapshot: Any) -> None:
+        for w, x in snapshot:
+            try:
+                if w.value != x:
+                    w.value = x
+            except Exception:  # a control that cannot go back keeps what it shows
+                continue
 
     def _take_value(self, v: Any) -> None:
         from aiworkbook.errors import SpecError

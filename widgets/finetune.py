@@ -120,6 +120,14 @@ class FinetuneControls:
 
     _lora_display = "none"
 
+    def snapshot(self) -> dict[str, Any] | None:
+        """The fields' values while the controls do not exist (None once they do: the controls hold them)."""
+        return None if self._controls is not None else dict(self._values)
+
+    def restore(self, snapshot: dict[str, Any] | None) -> None:
+        if snapshot is not None and self._controls is None:
+            self._values = dict(snapshot)
+
     def values(self, mode: str | None = None) -> dict[str, Any]:
         """Every control's value as a Workload field (lora_targets a list, as in `Workload.to_dict`);
         typed numbers parsed by the library (a SpecError names one out of range; with `mode`, only

@@ -434,6 +434,16 @@ class ModelSizer(BackgroundComposite):
                     self.finetune.set(f, v[f])
         self.guarded(self._changed)()  # refused by the library: shown, the controls keep the inputs
 
+    def _snapshot(self) -> Any:
+        return (
+            super()._snapshot(),
+            self.finetune.snapshot(),
+        )  # unbuilt fine-tuning fields live outside widgets
+
+    def _put_back(self, snapshot: Any) -> None:
+        super()._put_back(snapshot[0])
+        self.finetune.restore(snapshot[1])
+
     def _check_hidden(self, v: dict[str, Any]) -> None:
         """A field set to other than its default where its control is hidden (it does not apply to the
         mode, `Workload.fields()`) is refused: the library's message where it refuses the combination,
