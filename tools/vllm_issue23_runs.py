@@ -45,13 +45,13 @@ def main() -> None:
             shown = f"{logged:8.0f} {v1:8d} {new:8d} {100 * (new - logged) / logged:+12.2f}%"
         else:
             shown = f"{'?':>8s} {v1:8d} {new:8d} {'?':>13s}"
-            notes.append(f"{name} tp {tp}: {start_note(spec, runs['v1-019'], tp)}")
+            notes.append(f"{name} tp {tp}: {start_note(runs['v1-019'])}")
         print(f"{name:20s} {tp:2d} {shown}" + (f"  ({note})" if note else ""))
     for line in notes:
         print(line)
 
 
-def start_note(spec, r, tp: int) -> str:
+def start_note(r) -> str:
     """Why the logged figure cannot be rebuilt, and what the run's start says about the profile."""
     need = r.one_request_kv_bytes  # vLLM's own check before it starts (sizing.vllm.refusal)
     room = r.requested_bytes - r.weights_bytes - r.activation_peak_bytes - need

@@ -34,25 +34,36 @@ def _workload(spec: Any = None, **kw):
     return Workload(concurrency=concurrency, **kw)
 
 
+def _seq_default() -> int:
+    from aiworkbook.sizing.workload import Workload
+
+    return int(next(d["default"] for d in Workload.fields() if d["name"] == "seq_len"))
+
+
 def default_seq(spec: Any, mode: str, new_tokens: int) -> int:
     """--seq when not given: the Workload's default, or what the model's positions leave when fewer
     (`size gpt2` sized 2,048 tokens on 1,024 positions and was refused; a default is not a user's
     number, so following the model is not clamping it)."""
-    from aiworkbook.sizing.workload import Workload
-
-    default = int(next(d["default"] for d in Workload.fields() if d["name"] == "seq_len"))
+    default = _seq_default()
     room = int(getattr(spec, "max_position_embeddings", 0) or 0) - (new_tokens if mode == "infer" else 0)
     return room if 0 < room < default else default
 
 
 def _seq_note(spec: Any, opts: dict[str, Any], w: Any) -> None:
     """Say so when --seq followed the model instead of the default."""
-    if opts.get("seq_len") is None and w.seq_len != default_seq(None, w.mode, 0):
+    default = _seq_default()
+    if opts.get("seq_len") is None and w.seq_len != default:
         new = f" + {w.new_tokens:,} new" if w.mode == "infer" and w.new_tokens else ""
         typer.echo(
             f"sequence {w.seq_len:,} tokens{new}: {spec.name} has {spec.max_position_embeddings:,} positions "
-            f"(the default {default_seq(None, w.mode, 0):,} is longer; --seq sets it)"
+            f"(the default {default:,} is longer; --seq sets it)"
         )
+
+
+def _print_vllm(opts: dict[str, Any], vllm: Any) -> None:
+    """The vLLM section, titled with the engine version whose arithmetic made it."""
+    if vllm:
+        _section(_VLLM_TITLE.format(engine=opts["_vllm"]["engine"]), vllm)
 
 
 #: How the command line spells a Workload field where it is not `--field-name`, and what it says
@@ -219,8 +230,7 @@ def size(
         return
     _seq_note(spec, opts, w)
     _print_estimate(spec, est)
-    if vllm:
-        _section(_VLLM_TITLE.format(engine=opts["_vllm"]["engine"]), vllm)
+    _print_vllm(opts, vllm)
 
 
 def _vllm_startup(spec, gpu_spec, opts: dict):
@@ -330,8 +340,7 @@ def fit(
         else:
             text = fmt_value(v, rep.unit(k))
         typer.echo(f"{k:<16} {text}")
-    if vllm:
-        _section(_VLLM_TITLE.format(engine=opts["_vllm"]["engine"]), vllm)
+    _print_vllm(opts, vllm)
 
 
 def _target_gpu(target):

@@ -400,8 +400,9 @@ def one_request_bytes(spec, s: VllmSettings, max_len: int, batched: int) -> int:
     )
 
 
-def refusal(spec, s: VllmSettings, available: int, max_len: int, batched: int) -> str | None:
-    """vLLM's reason for refusing to start (`_check_enough_kv_cache_memory` in v1/core/kv_cache_utils.py),
+def refusal(spec, s: VllmSettings, available: int, needed: int, max_len: int, batched: int) -> str | None:
+    """vLLM's reason for refusing to start (`_check_enough_kv_cache_memory` in v1/core/kv_cache_utils.py):
+    nothing left for the cache blocks, or less than the `needed` bytes of one request (one_request_bytes),
     with its estimated maximum model length (the longest request the available memory holds); None when
     it starts."""
     from aiworkbook.units import fmt_bytes
@@ -412,7 +413,6 @@ def refusal(spec, s: VllmSettings, available: int, max_len: int, batched: int) -
             "profile peak and memory outside torch): raise --gpu-memory-utilization, or shrink the weights "
             "per GPU (tensor parallelism, a quantised checkpoint)"
         )
-    needed = one_request_bytes(spec, s, max_len, batched)
     if needed <= available:
         return None
     lo, hi = 0, max_len  # the longest request that fits: vLLM's binary search (estimate_max_model_len)
@@ -456,7 +456,8 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         kv["group_size"],
         kv["page_bytes"],
     )
-    why = refusal(spec, s, available, max_len, tokens)
+    needed = one_request_bytes(spec, s, max_len, tokens)
+    why = refusal(spec, s, available, needed, max_len, tokens)
     formulas = {
         "requested": f"{total:,} B CUDA-visible x {s.utilization}",
         "activation_peak": peak_txt,
@@ -476,7 +477,7 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         kv_cache_tokens=kv["kv_cache_tokens"],
         kv_cache_bytes=num_blocks * page * group_size,
         max_concurrency=kv["max_concurrency"],
-        one_request_kv_bytes=one_request_bytes(spec, s, max_len, tokens),
+        one_request_kv_bytes=needed,
         starts=why is None,
         refusal=why,
         max_model_len=max_len,
