@@ -561,6 +561,12 @@ def value_html(text: str) -> W.HTML:
     return w
 
 
+def none_first(values: Any) -> list[tuple[str, Any]]:
+    """An optional choice's options: "none" (value "", shown as `choice.none` in the page's language)
+    first, where a blank option read as a broken drop-down."""
+    return [("none", ""), *((v, v) for v in values)]
+
+
 def dropdown(options: Any, value: Any = None, description: str = "", **kw: Any) -> W.Dropdown:
     opts = list(options)
     return W.Dropdown(

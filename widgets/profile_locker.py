@@ -17,7 +17,7 @@ import traitlets
 
 from aiworkbook.errors import SpecError
 
-from .base import Composite, dropdown, html_table, value_html
+from .base import Composite, dropdown, html_table, none_first, value_html
 
 MAX_PROFILE_BYTES = 8 << 20
 
@@ -63,7 +63,7 @@ class ProfileLocker(Composite):
         nodes = [n.name for n in list_nodes()]
         self.pattern = dropdown(PATTERNS, pattern, self.t("pattern"))
         # no catalogue node: the profile records the hardware as detected; "none" shown, not a blank box
-        self.node = dropdown([("none", ""), *((n, n) for n in nodes)], node or "", self.t("node"))
+        self.node = dropdown(none_first(nodes), node or "", self.t("node"))
         self.lock_button = W.Button(description=self.t("lock"), icon="lock", button_style="primary")
         self.check_button = W.Button(description=self.t("check"), icon="check")
         self.report_button = W.Button(description=self.t("report"), icon="file")

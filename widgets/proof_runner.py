@@ -28,6 +28,7 @@ from .base import (
     dropdown,
     html_table,
     localize_choices,
+    none_first,
     value_html,
     where_html,
 )
@@ -41,9 +42,10 @@ def input_widget(spec: Any) -> W.ValueWidget | None:
     from aiworkbook.specs import list_presets
 
     style = {"description_width": "initial"}
-    if spec.kind == "model":  # an optional model: "none" is a visible option (a blank one read as broken)
-        options = [("none", ""), *((p, p) for p in list_presets())]
-        return W.Dropdown(options=options, value=spec.default or "", description=spec.name, style=style)
+    if spec.kind == "model":  # an optional model
+        return W.Dropdown(
+            options=none_first(list_presets()), value=spec.default or "", description=spec.name, style=style
+        )
     if spec.kind == "choice":
         return W.Dropdown(options=list(spec.choices), value=spec.default, description=spec.name, style=style)
     if spec.kind == "bool":
