@@ -12,7 +12,9 @@ torch is imported here at module level: this module belongs to the proofs layer,
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Hashable
 from contextlib import nullcontext
 from typing import cast
 
@@ -267,7 +269,18 @@ def _source_config(spec: ModelSpecLike) -> dict:
 def built_bytes(spec: ModelSpecLike, dtype: torch.dtype) -> int:
     """The bytes a DecoderModel of `spec` allocates at `dtype` (parameters and buffers), counted on the
     meta device without allocating. A quantised config (fp8, mxfp4) is built unquantised, so this, not the
-    sizing library's checkpoint bytes, is what a proof or the embedded server holds and writes."""
+    sizing library's checkpoint bytes, is what a proof or the embedded server holds and writes. Kept per
+    spec and dtype: building deepseek-v3's 15,000 modules takes 3 s, and a proof form re-plans on every
+    change."""
+    return _built_bytes(spec, dtype) if isinstance(spec, Hashable) else _count_built(spec, dtype)
+
+
+@functools.lru_cache(maxsize=32)
+def _built_bytes(spec: Hashable, dtype: torch.dtype) -> int:
+    return _count_built(cast(ModelSpecLike, spec), dtype)
+
+
+def _count_built(spec: ModelSpecLike, dtype: torch.dtype) -> int:
     model = DecoderModel(spec, device="meta", dtype=dtype)
     return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
 
