@@ -170,6 +170,8 @@ def load_profile_fixture():
         ["--interval", "5", "--daemonset"],
         ["--mig-strategy", "none"],
         ["--product", "has space"],
+        ["--product", "H100\n"],  # "$" matches before a final newline: the checks use fullmatch
+        ["--name", "job\n"],
         ["--image", "two words"],
         ["--textfile-dir", "relative/dir"],
     ],

@@ -150,3 +150,10 @@ def test_html_report_escapes_every_string(hostile):
     _no_live_markup(page)
     assert html.escape(HOSTILE[0]) in page and html.escape(HOSTILE[2]) in page
     assert "vllm serve &#x27;" in page  # the quoted folder, escaped again for HTML
+
+
+@pytest.mark.parametrize("value", ["A\n", "nvidia.com/gpu\n"])
+def test_a_final_newline_is_not_a_plain_word(value):
+    """Python's "$" also matches before a final newline: "A\\n" passed as a plain YAML word and read back
+    as "A" (found by the property test above). The validators use fullmatch."""
+    assert yaml.safe_load(f"key: {yaml_str(value)}") == {"key": value}

@@ -55,13 +55,13 @@ def product_label(gpu: str, mig: str | None = None, strategy: str = "mixed") -> 
     value = "-".join(gpu.split())
     if mig and strategy == "single":
         value += f"-MIG-{mig}"
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
         raise SpecError("product", value, "a label value (<= 63 of A-Z a-z 0-9 - _ .): give --product")
     return value
 
 
 def _name(name: str) -> str:
-    if len(name) > 52 or not _DNS1123.match(name):  # room for "-profile" and the pod suffixes
+    if len(name) > 52 or not _DNS1123.fullmatch(name):  # room for "-profile" and the pod suffixes
         raise SpecError("name", name, "a DNS-1123 name of <= 52 characters: lower-case a-z, 0-9 and '-'")
     return name
 
@@ -101,7 +101,7 @@ def _resource(
     else:
         resource, count = "nvidia.com/gpu", (1 if mig else max(1, count))
     label = product if product is not None else product_label(gpu or "", mig, mig_strategy)
-    if not _LABEL_VALUE.match(label) or len(label) > 63:
+    if not _LABEL_VALUE.fullmatch(label) or len(label) > 63:
         raise SpecError("product", label, "a label value (<= 63 of A-Z a-z 0-9 - _ .)")
     return resource, count, label
 

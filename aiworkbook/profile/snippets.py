@@ -162,7 +162,7 @@ def k8s_yaml(resources: dict[str, Any]) -> str:
 
 
 #: A YAML plain scalar that every reader takes as this very string (as shlex.quote leaves safe words bare)
-_PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9._/-]*")  # fullmatch: "$" also matches before a final newline
 #: plain words YAML 1.1 reads as booleans or null
 _YAML_WORDS = {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}
 
@@ -173,7 +173,7 @@ def yaml_str(s: str) -> str:
     anything else as a \\x, \\u or \\U escape, so no value can end the scalar, start a new key or
     carry a character a YAML reader refuses."""
     s = str(s)
-    if _PLAIN.match(s) and s.lower() not in _YAML_WORDS:
+    if _PLAIN.fullmatch(s) and s.lower() not in _YAML_WORDS:
         return s
     out = []
     for ch in s:

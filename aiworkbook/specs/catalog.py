@@ -69,12 +69,12 @@ def hf_repo(preset: str) -> str | None:
         return None
     cfg = load_config_file(data_dir() / "models" / preset / "config.json")
     name = cfg.get("_name_or_path")
-    if isinstance(name, str) and _REPO.match(name):
+    if isinstance(name, str) and _REPO.fullmatch(name):
         return name
     src = cfg.get("_source")
     if isinstance(src, str) and src.startswith("https://huggingface.co/"):
         owner_name = "/".join(src.removeprefix("https://huggingface.co/").split("/")[:2])
-        if _REPO.match(owner_name):
+        if _REPO.fullmatch(owner_name):
             return owner_name
     return None
 
