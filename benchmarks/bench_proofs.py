@@ -30,7 +30,8 @@ def _numpy_copy_rate(size: int) -> float:
 
 
 def run() -> list[dict]:
-    from aiworkbook.proofs.roofline import bandwidth, llc_bytes
+    from aiworkbook.hostfacts import llc_bytes
+    from aiworkbook.proofs.roofline import bandwidth
 
     cache, _ = llc_bytes()
     size = max(4 * cache, 256 * 2**20)

@@ -4,20 +4,32 @@ from __future__ import annotations
 
 import pytest
 
-from aiworkbook.proofs.roofline import llc_bytes, prove_roofline, roofline_chart_data, workload_point
+from aiworkbook.hostfacts import llc_bytes
+from aiworkbook.proofs.roofline import prove_roofline, roofline_chart_data, workload_point
 from aiworkbook.specs import GPUSpec, get_gpu, load_model
 
 
-def test_llc_is_read():
+def test_llc_is_read_from_the_machine_when_not_injected(monkeypatch):
+    monkeypatch.delenv("AIWORKBOOK_HOST", raising=False)
     size, source = llc_bytes()
-    assert size >= 2**20 and source
+    assert size >= 2**20 and source and "AIWORKBOOK_HOST" not in source
 
 
-def test_roofline_quick_cpu_small_buffer_is_flagged():
+@pytest.mark.parametrize("llc", [8 * 2**20, 512 * 2**20])
+def test_the_buffer_follows_the_cache_it_is_given(monkeypatch, llc):
+    monkeypatch.setenv("AIWORKBOOK_HOST", f"llc={llc // 2**20}MiB")
+    from aiworkbook.proofs.roofline import plan
+
+    p = plan("tiny-llama", device="cpu", quick=True)
+    assert p.sizes["buffer_bytes"] == max(4 * llc, 256 * 2**20) and p.sizes["cache_bytes"] == llc
+
+
+def test_roofline_quick_cpu_small_buffer_is_flagged(monkeypatch):
+    monkeypatch.setenv("AIWORKBOOK_HOST", "llc=32MiB")  # 4 × 32 MiB is above the 32 MiB buffer
     r = prove_roofline("tiny-llama", device="cpu", quick=True, buffer_bytes=32 * 2**20)
     bw = r.details["ceilings"]["bandwidth"]
     assert bw["buffer_bytes"] == 32 * 2**20
-    assert "llc-resident" in r.flags  # 32 MiB is below 4x any modern last-level cache
+    assert "llc-resident" in r.flags
     assert r.verdict == "info" and r.measured == pytest.approx(bw["read_bps"])
     assert bw["copy_bps"] > 1e8 and bw["read_bps"] > 1e8
     assert len(r.samples) == r.stats.n == 5

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from aiworkbook import hostfacts
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
@@ -247,7 +248,8 @@ def _configs(
 ) -> list[tuple[int, bool, int]]:
     """(workers, pin_memory, prefetch) to sweep; prefetch varies only where there are workers."""
     if workers is None:
-        ws = [0, 2] if quick else sorted({0, 1, 2, min(4, os.cpu_count() or 1), min(8, os.cpu_count() or 1)})
+        cpus = hostfacts.logical_cpus()
+        ws = [0, 2] if quick else sorted({0, 1, 2, min(4, cpus), min(8, cpus)})
     else:
         ws = _ints(workers, "workers", 0)
     pfs = _ints(prefetch, "prefetch", 1)

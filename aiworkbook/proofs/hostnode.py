@@ -6,7 +6,6 @@ Parquet columnar read throughput (pyarrow) cold and warm.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from aiworkbook import hostfacts
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
@@ -41,7 +41,7 @@ def make_table(rows: int, cols: int, seed: int = 0) -> tuple[np.ndarray, np.ndar
 
 def thread_counts(n: int | None = None) -> list[int]:
     """1, 2, 4, ... up to the CPU count, and the CPU count itself."""
-    top = n or os.cpu_count() or 1
+    top = n or hostfacts.logical_cpus()
     out, t = [], 1
     while t < top:
         out.append(t)

@@ -9,16 +9,14 @@ shape's median. On CUDA also host<->device copies, pageable and pinned.
 
 from __future__ import annotations
 
-import re
-import subprocess
 import time
 from contextlib import contextmanager
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aiworkbook import hostfacts
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.control import Control, report
 from aiworkbook.proofs.device import (
@@ -45,36 +43,6 @@ _RANDOM_BLOCK = 16 * MiB
 
 
 # ---- cache sizes ---------------------------------------------------------------------------------
-def _parse_size(text: str) -> int:
-    m = re.match(r"\s*([\d.]+)\s*([KMG]?)i?B?", text.strip(), re.I)
-    if not m:
-        raise ValueError(text)
-    mult = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[m.group(2).upper()]
-    return int(float(m.group(1)) * mult)
-
-
-def llc_bytes() -> tuple[int, str]:
-    """(size of the CPU's last-level cache, where it was read): sysfs, then lscpu, else an assumed 32 MiB."""
-    best = (0, 0)
-    for idx in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            level = int((idx / "level").read_text())
-            size = _parse_size((idx / "size").read_text())
-        except (OSError, ValueError):
-            continue
-        best = max(best, (level, size))
-    if best[1]:
-        return best[1], f"/sys/devices/system/cpu/cpu0/cache (L{best[0]})"
-    try:
-        out = subprocess.run(["lscpu", "-B"], capture_output=True, text=True, timeout=5).stdout
-        sizes = [int(m.group(2)) for m in re.finditer(r"^L(\d)\w* cache:\s+(\d+)", out, re.M)]
-        if sizes:
-            return max(sizes), "lscpu"
-    except (OSError, subprocess.SubprocessError, ValueError):
-        pass
-    return 32 * MiB, "assumed (no /sys cache info, no lscpu)"
-
-
 def gpu_l2_bytes() -> int:
     import torch
 
@@ -420,7 +388,7 @@ def _buffer_bytes(device: str, buffer_bytes: int | None) -> tuple[int, int, str]
     if device == "cuda":
         cache, src = gpu_l2_bytes(), "torch.cuda device properties (L2)"
     else:
-        cache, src = llc_bytes()
+        cache, src = hostfacts.llc_bytes()
     return buffer_bytes or max(4 * cache, (1024 if device == "cuda" else 256) * MiB), cache, src
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from aiworkbook import hostfacts
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs.stats import SPREAD_LIMIT, Stats, summarize
 
@@ -49,12 +50,7 @@ def cpu_threads(n: int | None):
 
 def machine_threads() -> int:
     """Logical CPUs this process may run on (its affinity mask, else the machine's count)."""
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return hostfacts.logical_cpus()
 
 
 def bounded_threads(n: int, *, warn: bool = True) -> int:
@@ -77,11 +73,7 @@ def bounded_threads(n: int, *, warn: bool = True) -> int:
 
 def default_threads() -> int:
     """Physical cores (what compute-bound kernels scale with), else logical CPUs."""
-    import os
-
-    import psutil
-
-    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    return hostfacts.physical_cores()
 
 
 def time_trials(
