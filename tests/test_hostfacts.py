@@ -12,7 +12,13 @@ from aiworkbook.proofs.timing import default_threads, machine_threads
 
 @pytest.mark.parametrize(
     ("text", "size"),
-    [("8MiB", 8 * 2**20), ("512 M", 512 * 2**20), ("32768K", 32 * 2**20), ("1G", 2**30), ("1.5 MiB", 3 * 2**19)],
+    [
+        ("8MiB", 8 * 2**20),
+        ("512 M", 512 * 2**20),
+        ("32768K", 32 * 2**20),
+        ("1G", 2**30),
+        ("1.5 MiB", 3 * 2**19),
+    ],
 )
 def test_sizes_as_sysfs_and_lscpu_write_them(text, size):
     assert hostfacts.parse_size(text) == size
@@ -33,7 +39,9 @@ def test_only_the_facts_given_are_replaced(monkeypatch):
     assert hostfacts.physical_cores() == 1
 
 
-@pytest.mark.parametrize("bad", ["llc=0", "cores=-1", "threads=100000", "llc=lots", "ram=1G", "cores", "llc=8MiB,"])
+@pytest.mark.parametrize(
+    "bad", ["llc=0", "cores=-1", "threads=100000", "llc=lots", "ram=1G", "cores", "llc=8MiB,"]
+)
 def test_a_malformed_fact_names_the_variable_and_the_form(monkeypatch, bad):
     monkeypatch.setenv("AIWORKBOOK_HOST", bad)
     with pytest.raises(SpecError) as e:
