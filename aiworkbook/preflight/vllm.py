@@ -144,6 +144,7 @@ class Preflight:
     at_max: VllmStartup | None
     reasons: tuple[str, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
+    visibility: dict[str, Any] | None = None  # what CUDA sees (aiworkbook.cuda_visible) when read from it
 
     @property
     def starts(self) -> bool:
@@ -185,6 +186,7 @@ class Preflight:
             "rule": RULE,
             "devices": [d.to_dict() for d in self.devices],
             "settings": self.settings,
+            "visibility": self.visibility,
             "estimate": "KV figures: vLLM's start-up arithmetic (aiworkbook.sizing.vllm), an estimate; "
             "memory and processes: NVML, read now",
         }
@@ -279,11 +281,10 @@ def run(
     *,
     context_bytes: int = CUDA_CONTEXT_BYTES,
 ) -> Preflight | dict[str, Any]:
-    """Load `model`, read the devices (default: CUDA_VISIBLE_DEVICES, else the first tp x pp GPUs) and
+    """Load `model`, read the devices (default: the first tp x pp that CUDA shows, select_visible) and
     apply the rule: a Preflight, or no_gpu()'s dict when no NVIDIA GPU can be read. Bad input raises
     SpecError before NVML is touched."""
-    import os
-
+    from aiworkbook import cuda_visible
     from aiworkbook.preflight.gpu import NoGPU, read_devices
     from aiworkbook.specs import load_model
 
@@ -291,10 +292,12 @@ def run(
     s.check()
     spec = load_model(model)
     ranks = s.tensor_parallel_size * s.pipeline_parallel_size
-    if not selectors and ranks > 1 and not os.environ.get("CUDA_VISIBLE_DEVICES"):
-        selectors = [str(i) for i in range(ranks)]
     try:
-        devices = read_devices(selectors)
+        devices = read_devices(selectors, ranks=ranks)
     except NoGPU as exc:
         return no_gpu(spec.name, str(exc))
-    return preflight(spec, devices, s, context_bytes=context_bytes)
+    pf = preflight(spec, devices, s, context_bytes=context_bytes)
+    vis = cuda_visible.read()
+    return replace(
+        pf, visibility={**vis.to_dict(), "selected_by": "--device" if selectors else "environment"}
+    )
