@@ -160,3 +160,31 @@ def test_a_uuid_prefix_gets_its_nvml_baseline(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-9c0d1e2f")  # two GPUs: no guess
     with FakeNVML(FOUR):
         assert nvml_reading() is None
+
+
+@pytest.mark.parametrize(
+    ("tp", "pp", "nccl", "custom_ar"),
+    [(1, 1, 0, 0), (2, 1, 1, 1), (4, 1, 1, 1), (3, 1, 1, 0), (8, 1, 1, 1), (1, 2, 1, 0), (2, 2, 2, 1)],
+)
+def test_memory_outside_torch_before_vllms_snapshot_grows_with_parallelism(tp, pp, nccl, custom_ar):
+    """NCCL per parallel group of more than one rank, custom all-reduce at tp 2/4/6/8 (vLLM's
+    CustomAllreduce._SUPPORTED_WORLD_SIZES), the CUDA context always; the check subtracts all of it."""
+    from aiworkbook.preflight.vllm import (
+        CUSTOM_ALL_REDUCE_BYTES,
+        NCCL_COMMUNICATOR_BYTES,
+        before_snapshot,
+        preflight,
+    )
+    from aiworkbook.sizing.memory import CUDA_CONTEXT_BYTES
+    from aiworkbook.sizing.vllm import VllmSettings
+    from aiworkbook.specs import load_model
+
+    held = before_snapshot(tp, pp)
+    want = CUDA_CONTEXT_BYTES + nccl * NCCL_COMMUNICATOR_BYTES + custom_ar * CUSTOM_ALL_REDUCE_BYTES
+    assert held["total_bytes"] == want
+    with FakeNVML(FOUR * 2):
+        devs = read_devices([str(i) for i in range(tp * pp)], name_of=lambda pid: "?")
+    s = VllmSettings(tensor_parallel_size=tp, pipeline_parallel_size=pp, max_model_len=4096)
+    pf = preflight(load_model("llama-3-8b"), devs, s)
+    assert all(c.free_at_start_bytes == c.device.free_bytes - want for c in pf.devices)
+    assert pf.to_dict()["settings"]["before_snapshot"]["source"].startswith("estimate")
