@@ -150,8 +150,11 @@ def test_the_device_script_runs_on_the_lent_machines_image_and_brings_back_four_
     # every step ran and measured: none errored, overran, ran out of memory or was skipped
     assert all(r["status"] in ("pass", "info", "fail") for r in summary["steps"]), summary["steps"]
     assert f"exit {p.returncode}" in log
+    assert summary["attention"]["backend"] in ("flash", "efficient", "math")  # chosen and recorded
     with tarfile.open(out / "gpu-proof.tar.gz") as tar:
         names = {Path(n).name for n in tar.getnames()}
+        kv = json.load(tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith("/kv-1b.json"))))
+    assert kv["environment"]["attention"]["backend"] == summary["attention"]["backend"]
     assert {f"{s.name}.json" for s in gp.PLAN} <= names  # every step's JSON
     assert {"checks.json", "bench-serving-harness.json", "summary.json", "gpu-proof.log"} <= names
     # installed beside the interpreter, never into it

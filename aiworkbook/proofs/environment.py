@@ -7,8 +7,9 @@ import platform
 from typing import Any
 
 
-def capture(device: str = "cpu") -> dict[str, Any]:
-    """JSON-safe snapshot: GPUs, driver, clocks and throttle reasons (telemetry), torch, CUDA, CPU.
+def capture(device: str = "cpu", attention: bool = False) -> dict[str, Any]:
+    """JSON-safe snapshot: GPUs, driver, clocks and throttle reasons (telemetry), torch, CUDA, CPU;
+    with `attention`, the SDPA backend the pinned policy runs here and its version (proofs.attention).
 
     Telemetry failures never stop a proof: they become {"na": reason}.
     """
@@ -31,6 +32,13 @@ def capture(device: str = "cpu") -> dict[str, Any]:
     env["python"] = platform.python_version()
     env["device"] = device
     env["matmul_precision"] = matmul_flags()
+    if attention:
+        from aiworkbook.proofs.attention import record
+
+        try:
+            env["attention"] = record(device if device in ("cpu", "cuda") else "cpu")
+        except Exception as exc:  # the record never stops a proof
+            env["attention"] = {"na": f"{type(exc).__name__}: {exc}"}
     if device == "cuda" and torch.cuda.is_available():
         idx = torch.cuda.current_device()
         p = torch.cuda.get_device_properties(idx)
