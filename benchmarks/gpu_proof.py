@@ -176,11 +176,12 @@ PLAN: list[Step] = [
         # concurrency 1, 4, 16 x 32 requests; static vs continuous at 16 (32 requests); contexts 64..960 at 8
         gpu={"sweep": [1, 4, 16], "requests": 32},
         dry={"quick": True},
-        est_s=30,
+        est_s=32,
         limit_s=120,
         why="the embedded server on CUDA (bf16, eager, ~16 layers x ~15 kernels: a few ms per forward, "
         "launch-bound): ~1,350 forwards in the sweep (32 requests x 32 tokens at loads 1, 4, 16), ~120 + "
-        "~70 in static vs continuous at concurrency 16, ~260 in the context sweep; 4 builds of 1.24 B params",
+        "~70 in static vs continuous at concurrency 16, ~260 in the context sweep (+1 warm-up request per "
+        "context); 4 builds of 1.24 B params",
     ),
     Step(
         "coldstart-1b",
