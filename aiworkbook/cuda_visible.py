@@ -70,7 +70,7 @@ def read(environ: Mapping[str, str] | None = None) -> Visibility:
     return Visibility(None, None, None, slurm)
 
 
-def match(entry: str, indices: Sequence[int], uuids: Sequence[str]) -> int | None:
+def match(entry: str, indices: Sequence[int | None], uuids: Sequence[str]) -> int | None:
     """The position of the device an entry names among CUDA's candidates (their NVML `indices` and
     `uuids`, "GPU-..." or "MIG-..."): the index, the UUID or its unique prefix; None when none or many."""
     if entry.isdigit():
