@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 #: what the lent machine's python3 holds, by distribution name
-MACHINE_HAS = ("torch", "numpy", "typer", "tqdm", "psutil", "nvidia-ml-py", "pandas", "safetensors")
+MACHINE_HAS = ("torch", "numpy", "typer", "tqdm", "psutil", "nvidia-ml-py", "pandas", "safetensors", "pip")
 #: what it lacks, even where a newer release of the above requires it (typer >= 0.2x asks for pydantic)
 MACHINE_LACKS = ("pydantic", "pydantic-core", "aiohttp")
 
@@ -60,7 +60,9 @@ def _top_entries(dist: md.Distribution) -> set[str]:
 def build_python(where: Path) -> Path:
     """A venv at `where` from this interpreter's base, seeing MACHINE_HAS (and their requirements)
     from this environment through one .pth file: the lent machine's python3, as far as packages go."""
-    subprocess.run([sys._base_executable, "-m", "venv", str(where)], check=True, timeout=300)  # type: ignore[attr-defined]
+    # --without-pip: its pip is this environment's, shared like the rest (no ensurepip needed here)
+    base = sys._base_executable  # type: ignore[attr-defined]
+    subprocess.run([base, "-m", "venv", "--without-pip", str(where)], check=True, timeout=300)
     shared = where / "machine-packages"
     shared.mkdir()
     site = Path(md.distribution("torch").locate_file(""))
