@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MiB = 2**20
 
 
-def _nvml_memory() -> dict[str, Any]:
+def _nvml_memory(uuid: str) -> dict[str, Any]:
+    """NVML's memory figures for the GPU with torch's device 0's UUID (NVML index 0 when that fails)."""
     try:
         import pynvml
 
@@ -33,9 +34,13 @@ def _nvml_memory() -> dict[str, Any]:
     except Exception as exc:  # no library, no driver: say so
         return {"nvml": f"not available ({type(exc).__name__}: {exc})"}
     try:
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        try:
+            h = pynvml.nvmlDeviceGetHandleByUUID(uuid)
+        except pynvml.NVMLError:
+            h = pynvml.nvmlDeviceGetHandleByIndex(0)
         m = pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
         return {
+            "nvml_uuid": str(pynvml.nvmlDeviceGetUUID(h)),
             "nvml_total_bytes": int(m.total),
             "nvml_reserved_bytes": int(m.reserved),
             "nvml_used_bytes": int(m.used),
@@ -62,7 +67,9 @@ def checks() -> dict[str, Any]:
         "cuda_available": torch.cuda.is_available(),
     }
     if doc["cuda_available"]:
-        doc.update(_nvml_memory())  # before torch's context would count in NVML's used
+        # totals and reserved memory do not move with torch's context, so the order does not matter
+        doc["torch_uuid"] = "GPU-" + str(torch.cuda.get_device_properties(0).uuid)
+        doc.update(_nvml_memory(doc["torch_uuid"]))
         free, total = torch.cuda.mem_get_info()
         doc.update(torch_free_bytes=int(free), torch_total_bytes=int(total))
         if "nvml_total_bytes" in doc:
