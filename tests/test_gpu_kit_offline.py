@@ -160,3 +160,16 @@ def test_the_device_script_runs_on_the_lent_machines_image_and_brings_back_four_
     # installed beside the interpreter, never into it
     assert (tmp_path / "site" / "pydantic").is_dir() and (tmp_path / "site" / "aiohttp").is_dir()
     assert not list((tmp_path / "machine").glob("lib/python*/site-packages/pydantic*"))
+
+
+def test_device_wheels_takes_the_target_python_version_and_refuses_a_malformed_one(tmp_path):
+    dest = tmp_path / "keep"
+    dest.mkdir()
+    p = subprocess.run(
+        ["bash", str(ROOT / "tools" / "device_wheels.sh"), "three.twelve", str(dest)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2 and "PYVER must look like 3.12" in p.stderr
+    assert dest.exists()  # refused before it touched DEST
