@@ -24,7 +24,7 @@ fit, errored, overran or was skipped; 1 no CUDA; 130 interrupted.
 
 Time on an H200 (141 GB, ~790 TFLOP/s bf16, ~4.3 TB/s copy), estimated from FLOPs and bytes moved
 (see each step's `est_s`, with torch/CUDA start-up and model construction added): the plan totals
-about 5 minutes; each step also has a hard limit, and a step is skipped when the budget left is
+about 5.5 minutes; each step also has a hard limit, and a step is skipped when the budget left is
 smaller than its estimate, so the run stays inside 8 minutes whatever happens.
 """
 
@@ -164,9 +164,10 @@ PLAN: list[Step] = [
         "llama-3.2-1b",
         gpu={"quick": True},  # batches (1, 8) x contexts (512, 2048), 16 new tokens
         dry={"quick": True, "batches": (1, 2), "contexts": (16, 32), "new_tokens": 3},
-        est_s=15,
+        est_s=18,
         limit_s=60,
-        why="4 grid points, 16 decode steps each (~16 layers x ~15 kernels: ~3 ms/step) and capacity",
+        why="4 grid points, each warmed (prefill + 2 decode steps) then timed: 16 decode steps each (~16 "
+        "layers x ~15 kernels: ~3 ms/step) and capacity",
     ),
     Step(
         "serving-1b",
@@ -175,11 +176,12 @@ PLAN: list[Step] = [
         # concurrency 1, 4, 16 x 32 requests; static vs continuous at 16 (32 requests); contexts 64..960 at 8
         gpu={"sweep": [1, 4, 16], "requests": 32},
         dry={"quick": True},
-        est_s=30,
+        est_s=32,
         limit_s=120,
         why="the embedded server on CUDA (bf16, eager, ~16 layers x ~15 kernels: a few ms per forward, "
         "launch-bound): ~1,350 forwards in the sweep (32 requests x 32 tokens at loads 1, 4, 16), ~120 + "
-        "~70 in static vs continuous at concurrency 16, ~260 in the context sweep; 4 builds of 1.24 B params",
+        "~70 in static vs continuous at concurrency 16, ~260 in the context sweep (+1 warm-up request per "
+        "context); 4 builds of 1.24 B params",
     ),
     Step(
         "coldstart-1b",
@@ -198,10 +200,11 @@ PLAN: list[Step] = [
         "llama-3-8b",
         gpu={},  # batches (1, 8, 32) x contexts (512, 2048, 8192), 32 new tokens, bf16
         dry={"quick": True, "batches": (1, 2), "contexts": (16, 32), "new_tokens": 3},
-        est_s=60,
-        limit_s=150,
+        est_s=75,
+        limit_s=180,
         why="largest point: prefill 32 x 8192 tokens x 16 GFLOP/token + attention ~ 4.8 PFLOP ~ 8 s; "
-        "decode 32 steps each re-copying a 34 GB cache (torch.cat) ~ 20 ms; capacity: ~100 x 1 GB caches",
+        "decode 32 steps each re-copying a 34 GB cache (torch.cat) ~ 20 ms; capacity: ~100 x 1 GB caches; "
+        "every point's prefill runs twice (warmed, then timed): the grid's 440 k prefill tokens ~ +12 s",
     ),
     Step(
         "checkpoint-2g",
@@ -497,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
         from aiworkbook.proofs.device import record_nvml_baseline
 
         record_nvml_baseline()
+    from aiworkbook.proofs.attention import record
+
+    attention = record(device)  # the SDPA backend the attention proofs pin (each proof records it too)
     steps = [s for s in PLAN if args.only is None or s.name in args.only]
     unknown = set(args.only or ()) - {s.name for s in PLAN}
     if unknown:
@@ -534,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
             "torch": torch.__version__,
             "torch_cuda": torch.version.cuda,
             "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
+            "attention": attention,
             "budget_s": args.budget_s,
             "seconds": round(time.monotonic() - t_start, 1),
             "interrupted": interrupted,

@@ -39,6 +39,8 @@ Where the fake still differs from the real library (not verified on hardware unl
 | latency of other calls | ~10-100 us each; first nvmlInit ~0.1-1 s | instant |
 | nvmlDeviceGetSamples | a ring buffer the driver fills at its own rate | ten samples 100 ms apart ending now |
 | MIG device names | "NVIDIA A100-SXM4-80GB MIG 1g.10gb" (the profile) | parent name + " MIG <GB>gb" |
+| MIG memory info v2 | a v2 struct; its `reserved` not verified here | a v2 struct with `reserved` 0 |
+| CUDA driver version | what the installed driver supports | from the driver branch (580 -> 13.0, 550 -> 12.4) |
 | MIG handles: parent-only calls | INVALID_ARGUMENT (believed, from the API docs) | INVALID_ARGUMENT |
 | MIG handles: other device calls | most NOT_SUPPORTED, some answer per instance | NOT_SUPPORTED |
 | process list on a MIG parent as root | aggregated over instances | the profile's list |
@@ -72,7 +74,9 @@ DATACENTER: dict[str, Any] = {
     "cc": (9, 0),
     "mem_total": 85_520_809_984,
     "mem_used": 1_048_576_000,
-    "mem_reserved": 570_425_344,
+    # nvidia-smi's total less what CUDA reports: the catalogue's H100-SXM usable_memory_bytes less its
+    # cuda_memory_bytes (data/gpus/gpus.json; tests/test_preflight_visible.py checks they agree)
+    "mem_reserved": 458_982_687,
     "util": (87, 45),
     "temp": 54,
     "power_mw": 412_000,
@@ -385,7 +389,12 @@ class FakeNVML:
         return self.driver_version
 
     def _nvmlSystemGetCudaDriverVersion(self):
-        return 12040
+        """The CUDA version the driver's branch supports, as NVIDIA's release notes pair them (a
+        580-series driver is CUDA 13.0): 1000 x major + 10 x minor, as NVML answers."""
+        branch = int(self.driver_version.split(".")[0])
+        pairs = ((580, 13000), (575, 12090), (570, 12080), (560, 12060), (555, 12050), (550, 12040))
+        pairs += ((545, 12030), (535, 12020), (530, 12010), (525, 12000), (520, 11080), (470, 11040))
+        return next((cuda for first, cuda in pairs if branch >= first), 11000)
 
     def _nvmlDeviceGetCount(self):
         return len(self.profiles)
@@ -464,7 +473,15 @@ class FakeNVML:
     def _nvmlDeviceGetMemoryInfo(self, handle, version=None):
         if "mig_device" in handle:  # a MIG device handle
             _, _, total, used = handle["mig_device"][:4]  # a fifth item lists its processes
-            return pynvml.c_nvmlMemory_t(total=total, free=total - used, used=used)
+            if not version:
+                return pynvml.c_nvmlMemory_t(total=total, free=total - used, used=used)
+            if version != pynvml.nvmlMemory_v2:
+                raise _err(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            # the v2 struct, as the real library answers a versioned call on a MIG handle; the slice
+            # reports no reserved memory of its own here (not verified on hardware)
+            return pynvml.c_nvmlMemory_v2_t(
+                version=version, total=total, reserved=0, free=total - used, used=used
+            )
         used, total, reserved = handle["mem_used"], handle["mem_total"], handle["mem_reserved"]
         if not version:  # v1: no `reserved` field; the driver counts it as used
             return pynvml.c_nvmlMemory_t(total=total, free=total - used - reserved, used=used + reserved)

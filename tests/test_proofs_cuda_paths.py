@@ -407,6 +407,6 @@ def test_calibrated_h200_spec_takes_tf32_and_fp8(monkeypatch):
 def test_throttle_reasons_from_the_snapshot():
     from aiworkbook.proofs.environment import throttle_check
 
-    busy = {"gpus": [{"throttle_reasons": ["sw_power_cap"]}]}
-    idle = {"gpus": [{"throttle_reasons": ["gpu_idle", "sync_boost"]}]}
+    busy = {"gpus": [{"throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"]}]}
+    idle = {"gpus": [{"throttle_reasons": ["gpu_idle", "sync_boost", "sw_power_cap"]}]}
     assert throttle_check(busy, None, {}) and not throttle_check(idle, None, {})

@@ -135,3 +135,16 @@ def test_throttle_flag_reads_only_the_visible_gpus(monkeypatch, visible, throttl
     else:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     assert E.throttled({"gpus": GPUS}) is throttled
+
+
+@pytest.mark.parametrize(
+    ("nvidia", "throttled"), [("MIG-cccc-1", False), ("0", True), ("all", True), ("none", False)]
+)
+def test_throttle_flag_reads_a_containers_nvidia_visible_devices_when_cudas_is_unset(
+    monkeypatch, nvidia, throttled
+):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv(
+        "NVIDIA_VISIBLE_DEVICES", nvidia
+    )  # a Kubernetes pod's, as the container runtime sets it
+    assert E.throttled({"gpus": GPUS}) is throttled

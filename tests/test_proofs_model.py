@@ -179,3 +179,22 @@ def test_rope_base_is_read_from_the_models_config(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     assert rope_theta(load(str(tmp_path / "config.json"))) == DEFAULT_ROPE_THETA
     torch.testing.assert_close(DecoderModel(spec, rope_base=99.0).inv_freq[1], torch.tensor(99.0 ** (-2 / d)))
+
+
+def test_a_cached_prefill_is_causal_in_every_layer():
+    """With a cache, layer 0 used to advance the shared length, so layers 1..L-1 of the same prefill saw
+    past > 0 and attended to later tokens (a non-causal prefill). A prefill through the cache, and a
+    prefill split in two chunks, must give the logits of the model without one."""
+    spec = load_model("tiny-llama")
+    torch.manual_seed(0)
+    model = DecoderModel(spec).eval()
+    ids = torch.randint(0, spec.vocab_size, (2, 12))
+    with torch.inference_mode():
+        plain = model(ids)
+        cached = model(ids, cache=KVCache(spec.num_layers))
+        cache = KVCache(spec.num_layers)
+        first = model(ids[:, :7], cache=cache)
+        second = model(ids[:, 7:], cache=cache)
+    assert spec.num_layers > 1
+    torch.testing.assert_close(cached, plain)
+    torch.testing.assert_close(torch.cat([first, second], dim=1), plain)

@@ -146,10 +146,12 @@ def test_environment_contract(fleet):
     for key in ("index", "name", "uuid", "driver", "cuda_driver", "sm_clock_mhz", "sm_clock_max_mhz",
                 "mem_clock_mhz", "power_limit_w", "throttle_reasons", "temperature_c"):  # fmt: skip
         assert key in g0
-    assert g0["throttle_reasons"] == ["sw_power_cap"] and g0["throttled"] is True
+    assert g0["throttle_reasons"] == ["sw_power_cap"] and g0["throttled"] is False  # at its power limit
+    assert [n["level"] for n in g0["throttle_notes"]] == ["info"]
     assert g0["power_limit_w"] == 700.0 and g0["temperature_c"] == 54.0
     assert g1["util_gpu_pct"] == {"na": "not supported"}
-    assert env["gpus"][3]["throttled"] is True  # sw_power_cap, read through the deprecated symbol
+    assert env["gpus"][3]["throttle_reasons"] == ["gpu_idle", "sw_power_cap"]  # the deprecated symbol
+    assert env["gpus"][3]["throttled"] is False
     for key in ("cpu_model", "cores", "threads", "ram_bytes"):
         assert key in env["host"]
 
@@ -257,8 +259,10 @@ def test_host_cpu_is_read_at_most_every_half_second():
         ([], False),
         (["gpu_idle"], False),
         (["applications_clocks_setting", "display_clock_setting", "sync_boost"], False),
-        (["sw_power_cap"], True),
+        (["sw_power_cap"], False),
         (["gpu_idle", "hw_slowdown"], True),
+        (["sw_power_cap", "sw_thermal_slowdown"], True),
+        (["hw_power_brake_slowdown"], True),
         (["bit_0x1000"], True),
     ],
 )

@@ -54,7 +54,9 @@ def vllm_cmd(
         "(default: CUDA_VISIBLE_DEVICES, else the first tp x pp GPUs).",
     ),
     context_mib: int = option(
-        "--context-mib", "vLLM's own CUDA context, MiB, taken before its check (default 500)."
+        "--context-mib",
+        "vLLM's own CUDA context, MiB, taken before its check (default 500); NCCL and custom all-reduce "
+        "buffers are added per --tensor/--pipeline-parallel-size.",
     ),
     as_json: bool = option("--json", "Machine-readable output.", False),
 ) -> None:
@@ -118,8 +120,8 @@ def report_lines(r) -> list[str]:
         verdict = "passes" if c.passes else "FAILS"
         out.append(
             f"  {c.device.label}: needs {fmt_bytes(c.requested_bytes)} at {r.utilization:g}; free at start-up "
-            f"{fmt_bytes(c.free_at_start_bytes)} (free now less {fmt_bytes(c.context_bytes)} for vLLM's own "
-            f"CUDA context, an estimate): {verdict}"
+            f"{fmt_bytes(c.free_at_start_bytes)} (free now less {fmt_bytes(c.context_bytes)} vLLM holds before "
+            f"its check: CUDA context, NCCL, custom all-reduce; an estimate): {verdict}"
         )
     a = r.at_requested
     if a is not None and r.starts:

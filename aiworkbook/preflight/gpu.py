@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiworkbook import nvml
+from aiworkbook import cuda_visible, nvml
+from aiworkbook.cuda_visible import Visibility
 from aiworkbook.errors import SpecError
 from aiworkbook.telemetry.processes import own_pid_namespace
 
@@ -298,26 +299,66 @@ def _pick(inv: Inventory, item: str) -> tuple[dict[str, Any], int | None]:
     raise SpecError("device", item, allowed)
 
 
+def select_visible(
+    inv: Inventory, ranks: int = 1, environ: Mapping[str, str] | None = None
+) -> tuple[list[tuple[dict[str, Any], int | None]], Visibility]:
+    """The first `ranks` devices CUDA shows this process, in CUDA's order (vLLM puts rank i on the i-th):
+    CUDA_VISIBLE_DEVICES' entries (indices, GPU-/MIG- UUIDs or unique prefixes, up to the first it
+    cannot use; empty means none), else NVIDIA_VISIBLE_DEVICES' (a container's), else every device, a
+    GPU in MIG mode standing for its slices. (GPU, MIG index or None) each, and what decided it.
+    None visible: NoGPU; fewer than `ranks`: SpecError on "device"."""
+    vis = cuda_visible.read(environ)
+    if vis.entries is None:
+        seen = [
+            x
+            for g in inv.gpus
+            for x in ([(g, j) for j, _, _ in g["mig"]] if g["mig_enabled"] else [(g, None)])
+        ]
+    else:
+        slices = [(g, j, u) for g in inv.gpus for j, _, u in g["mig"]]
+        cands: list[tuple[dict[str, Any], int | None]] = [(g, None) for g in inv.gpus]
+        cands += [(g, j) for g, j, _ in slices]
+        indices = [g["index"] for g in inv.gpus] + [-1] * len(slices)  # a slice has no CUDA index
+        uuids = [g["uuid"] for g in inv.gpus] + [u for _, _, u in slices]
+        seen = []
+        for entry in vis.entries:
+            k = cuda_visible.match(entry, indices, uuids)
+            if k is None:  # CUDA stops at the first entry that names no device
+                break
+            if cands[k] not in seen:
+                seen.append(cands[k])
+    if not seen:
+        said = f"{vis.variable}={vis.value!r}" if vis.variable else "no device"
+        raise NoGPU(f"no GPU visible to CUDA ({said}): vLLM cannot start here")
+    if len(seen) < ranks:
+        said = f"{vis.variable}={vis.value!r}" if vis.variable else "this machine"
+        raise SpecError(
+            "device", said, f"{ranks} visible device(s), one per rank of tensor x pipeline parallel"
+        )
+    return seen[:ranks], vis
+
+
 def read_devices(
     selectors: list[str] | None = None,
     *,
+    ranks: int = 1,
     proc_root: str | os.PathLike = "/proc",
     name_of: Callable[[int], str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> list[Device]:
-    """The devices named by `selectors` (default: CUDA_VISIBLE_DEVICES' entries when set, else GPU 0),
-    read now. Process names and cgroups come from `proc_root` unless this process has its own PID
-    namespace (then "?" and a `names_note`), or from `name_of` when given. A whole GPU in MIG mode cannot run a CUDA process: SpecError naming its slices.
-    No GPU: NoGPU with "no NVIDIA GPU found (...)"."""
+    """The devices named by `selectors` (NVML names: see _pick), or else the first `ranks` that CUDA
+    shows this process (select_visible), read now. Process names and cgroups come from `proc_root`
+    unless this process has its own PID namespace (then "?" and a `names_note`), or from `name_of` when
+    given. A whole GPU in MIG mode cannot run a CUDA process: SpecError naming its slices.
+    No GPU: NoGPU with "no NVIDIA GPU found (...)" (or none visible to CUDA)."""
     inv = _inventory()
-    if not selectors:
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        selectors = [x for x in (visible or "0").split(",") if x.strip()] or ["0"]
+    picked = [_pick(inv, item) for item in selectors] if selectors else select_visible(inv, ranks, environ)[0]
     if name_of is None:
         name_of = None if own_pid_namespace(proc_root) else _default_name_of
     out: list[Device] = []
     seen: set[tuple[int, int | None]] = set()
-    for item in selectors:
-        g, j = _pick(inv, item)
+    for g, j in picked:
+        item = f"{g['index']}" + (f":{j}" if j is not None else "")
         if j is None and g["mig_enabled"]:
             slices = ", ".join(f"{g['index']}:{k} ({u})" for k, _, u in g["mig"]) or "none created yet"
             raise SpecError("device", item, f"a MIG slice (GPU {g['index']} is in MIG mode): {slices}")

@@ -8,8 +8,9 @@ start when the memory free then is below what the utilisation asks for:
                                              desired GPU memory utilization ...")
 
 (vllm/v1/worker/utils.py `request_memory`, called from vllm/v1/worker/gpu_worker.py `init_device`,
-vllm-project/vllm main 2025-26). `free_at_start` is the free memory read now less vLLM's own CUDA
-context (sizing.memory.CUDA_CONTEXT_BYTES, an estimate), so the largest utilisation that passes is
+vllm-project/vllm main 2025-26). `free_at_start` is the free memory read now less what vLLM holds
+before that snapshot (before_snapshot, an estimate per tensor/pipeline-parallel size: its CUDA context,
+sizing.memory.CUDA_CONTEXT_BYTES; NCCL's buffers; the custom all-reduce's), so the largest utilisation that passes is
 `(free_now - context) / total`, rounded down to the 0.01 a flag is written with. Past that check the
 KV cache is what vLLM's own arithmetic leaves (aiworkbook.sizing.vllm.startup, at that utilisation);
 vLLM also refuses when not one request of --max-model-len fits in it ("max concurrency" < 1).
@@ -25,6 +26,34 @@ from aiworkbook.errors import SpecError
 from aiworkbook.preflight.gpu import Device
 from aiworkbook.sizing.memory import CUDA_CONTEXT_BYTES
 from aiworkbook.sizing.vllm import VllmSettings, VllmStartup, startup
+
+MiB = 2**20
+#: NCCL's buffers for one communicator on one rank, an estimate: NCCL_BUFFSIZE (4 MiB by default, NCCL's
+#: environment-variable docs) for sending and receiving, over 32 channels (NCCL's MAXCHANNELS); a real
+#: figure depends on the topology and NCCL's version, which only a GPU run measures
+NCCL_COMMUNICATOR_BYTES = 4 * MiB * 2 * 32
+#: vLLM's custom all-reduce (vllm/distributed/device_communicators/custom_all_reduce.py,
+#: CustomAllreduce: _SUPPORTED_WORLD_SIZES = [2, 4, 6, 8], max_size=8192 * 1024): per rank a meta buffer
+#: of meta_size() + max_size and an IPC buffer of max_size (cudaMalloc, outside torch) and rank_data, a
+#: torch.empty of 8 MiB; meta_size() itself is a few KiB, left out
+CUSTOM_ALL_REDUCE_SIZES = (2, 4, 6, 8)
+CUSTOM_ALL_REDUCE_BYTES = 8 * MiB + 8 * MiB + 8 * MiB
+
+
+def before_snapshot(tp: int, pp: int, context_bytes: int = CUDA_CONTEXT_BYTES) -> dict[str, int]:
+    """What each rank of vLLM holds before its start-up snapshot, so what the free-memory check does not
+    see as free, by part; an estimate. vLLM's V1 worker (vllm/v1/worker/gpu_worker.py, Worker.init_device)
+    calls init_worker_distributed_environment, "BEFORE taking memory snapshot ... This ensures NCCL
+    buffers are allocated before we measure available memory", then MemorySnapshot(): the CUDA context,
+    one NCCL communicator per parallel group that has more than one rank (tensor, pipeline), and the
+    custom all-reduce buffers at tensor-parallel sizes 2, 4, 6 and 8 (where GPU peer access works)."""
+    parts = {
+        "cuda_context_bytes": context_bytes,
+        "nccl_bytes": NCCL_COMMUNICATOR_BYTES * ((tp > 1) + (pp > 1)),
+        "custom_all_reduce_bytes": CUSTOM_ALL_REDUCE_BYTES if tp in CUSTOM_ALL_REDUCE_SIZES else 0,
+    }
+    return {**parts, "total_bytes": sum(parts.values())}
+
 
 RULE = (
     "vLLM V1 refuses to start when ceil(total x --gpu-memory-utilization) > the memory free at start-up "
@@ -51,7 +80,7 @@ class DeviceCheck:
     device: Device
     context_bytes: int
     requested_bytes: int  # ceil(total x utilisation) at the utilisation checked
-    free_at_start_bytes: int  # free now less vLLM's own CUDA context
+    free_at_start_bytes: int  # free now less what vLLM holds before its snapshot (before_snapshot)
     passes: bool
     max_utilization: float  # the largest 0.01 step that passes (0.0: none)
     risks: tuple[str, ...] = ()
@@ -144,6 +173,7 @@ class Preflight:
     at_max: VllmStartup | None
     reasons: tuple[str, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
+    visibility: dict[str, Any] | None = None  # what CUDA sees (aiworkbook.cuda_visible) when read from it
 
     @property
     def starts(self) -> bool:
@@ -185,6 +215,7 @@ class Preflight:
             "rule": RULE,
             "devices": [d.to_dict() for d in self.devices],
             "settings": self.settings,
+            "visibility": self.visibility,
             "estimate": "KV figures: vLLM's start-up arithmetic (aiworkbook.sizing.vllm), an estimate; "
             "memory and processes: NVML, read now",
         }
@@ -219,6 +250,8 @@ def preflight(
     if isinstance(context_bytes, bool) or not isinstance(context_bytes, int) or context_bytes < 0:
         raise SpecError("context_bytes", context_bytes, "an integer >= 0")
     u = s.utilization
+    held = before_snapshot(s.tensor_parallel_size, s.pipeline_parallel_size, context_bytes)
+    context_bytes = held["total_bytes"]
     checks = [check_device(d, u, context_bytes) for d in devices]
     reasons = []
     for c in checks:
@@ -226,8 +259,8 @@ def preflight(
             gib = 2**30
             reasons.append(
                 f"{c.device.label}: free memory at start-up {c.free_at_start_bytes / gib:.2f} GiB "
-                f"(free now {c.device.free_bytes / gib:.2f} GiB less {context_bytes / gib:.2f} GiB for vLLM's "
-                f"own CUDA context) is less than desired GPU memory utilization ({u:g}, "
+                f"(free now {c.device.free_bytes / gib:.2f} GiB less {context_bytes / gib:.2f} GiB that vLLM "
+                f"holds before its check: CUDA context, NCCL, custom all-reduce; an estimate) is less than desired GPU memory utilization ({u:g}, "
                 f"{c.requested_bytes / gib:.2f} GiB of {c.device.cuda_total_bytes / gib:.2f} GiB)"
             )
     at_req = _startup(spec, list(devices), s, u)
@@ -256,6 +289,7 @@ def preflight(
             "max_num_seqs": at_req.max_num_seqs,
             "max_num_batched_tokens": at_req.max_num_batched_tokens,
             "engine": s.engine,
+            "before_snapshot": {**held, "source": "estimate (aiworkbook.preflight.vllm.before_snapshot)"},
         },
     )
 
@@ -279,11 +313,10 @@ def run(
     *,
     context_bytes: int = CUDA_CONTEXT_BYTES,
 ) -> Preflight | dict[str, Any]:
-    """Load `model`, read the devices (default: CUDA_VISIBLE_DEVICES, else the first tp x pp GPUs) and
+    """Load `model`, read the devices (default: the first tp x pp that CUDA shows, select_visible) and
     apply the rule: a Preflight, or no_gpu()'s dict when no NVIDIA GPU can be read. Bad input raises
     SpecError before NVML is touched."""
-    import os
-
+    from aiworkbook import cuda_visible
     from aiworkbook.preflight.gpu import NoGPU, read_devices
     from aiworkbook.specs import load_model
 
@@ -291,10 +324,12 @@ def run(
     s.check()
     spec = load_model(model)
     ranks = s.tensor_parallel_size * s.pipeline_parallel_size
-    if not selectors and ranks > 1 and not os.environ.get("CUDA_VISIBLE_DEVICES"):
-        selectors = [str(i) for i in range(ranks)]
     try:
-        devices = read_devices(selectors)
+        devices = read_devices(selectors, ranks=ranks)
     except NoGPU as exc:
         return no_gpu(spec.name, str(exc))
-    return preflight(spec, devices, s, context_bytes=context_bytes)
+    pf = preflight(spec, devices, s, context_bytes=context_bytes)
+    vis = cuda_visible.read()
+    return replace(
+        pf, visibility={**vis.to_dict(), "selected_by": "--device" if selectors else "environment"}
+    )

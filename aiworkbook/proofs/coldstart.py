@@ -13,6 +13,7 @@ import torch
 
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
+from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.checkpoint import touch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
@@ -101,6 +102,7 @@ def _one_cold_start(
     return dict(zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True)), read
 
 
+@pinned()  # SDPA's backend chosen, never cuDNN's per-shape graphs (proofs.attention)
 def run(
     *,
     control: Control = NULL,
@@ -164,7 +166,7 @@ def run(
         samples=totals,
         stats=summarize(totals),
         flags=flags,
-        environment=capture(dev),
+        environment=capture(dev, attention=True),
         details={
             "phases_median_s": med,
             "load_vs_estimate": med["load_s"] / est["load_s"],

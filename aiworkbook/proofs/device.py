@@ -108,15 +108,32 @@ _BASELINE: dict[str, Any] | None = None
 
 
 def _nvml_target() -> tuple[str, str]:
-    """How to find the GPU torch calls device 0: CUDA_VISIBLE_DEVICES' first entry (an index or a UUID).
+    """How to find the GPU torch calls device 0: the first device CUDA shows (aiworkbook.cuda_visible:
+    CUDA_VISIBLE_DEVICES, else NVIDIA_VISIBLE_DEVICES), an index or a UUID (or a UUID's prefix).
 
     NVML numbers GPUs in PCI order and CUDA fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, so an index
     is only a guess on mixed machines: `nvml_reading` reports the UUID and callers compare it with torch's.
     """
-    first = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
-    if first.startswith(("GPU-", "MIG-")):
-        return "uuid", first
-    return "index", first if first.isdigit() else "0"
+    from aiworkbook import cuda_visible
+
+    first = (cuda_visible.read().entries or ("0",))[0]
+    return ("uuid", first) if first.startswith(("GPU-", "MIG-")) else ("index", first)
+
+
+def _handle_by_uuid(key: str) -> tuple[Any, str | None]:
+    """NVML's handle for a UUID, or for the one GPU whose UUID starts with `key` (CUDA takes prefixes)."""
+    h, why = nvml.attempt("nvmlDeviceGetHandleByUUID", key)
+    if why is None or not key.startswith("GPU-"):
+        return h, why
+    from aiworkbook import cuda_visible
+
+    n, why_n = nvml.attempt("nvmlDeviceGetCount")
+    if why_n is not None:
+        return None, why_n
+    handles = [nvml.attempt("nvmlDeviceGetHandleByIndex", i)[0] for i in range(int(n))]
+    uuids = [str(nvml.text(nvml.attempt("nvmlDeviceGetUUID", h)[0] or "")) for h in handles]
+    k = cuda_visible.match(key, list(range(len(uuids))), uuids)
+    return (handles[k], None) if k is not None else (None, why)
 
 
 def nvml_reading(pid: int | None = None) -> dict[str, Any] | None:
@@ -128,7 +145,7 @@ def nvml_reading(pid: int | None = None) -> dict[str, Any] | None:
     not on every call, so a per-step reading costs only the queries."""
     how, key = _nvml_target()
     if how == "uuid":
-        h, why = nvml.attempt("nvmlDeviceGetHandleByUUID", key)
+        h, why = _handle_by_uuid(key)
     else:
         h, why = nvml.attempt("nvmlDeviceGetHandleByIndex", int(key))
     if why is not None:

@@ -7,8 +7,9 @@ import platform
 from typing import Any
 
 
-def capture(device: str = "cpu") -> dict[str, Any]:
-    """JSON-safe snapshot: GPUs, driver, clocks and throttle reasons (telemetry), torch, CUDA, CPU.
+def capture(device: str = "cpu", attention: bool = False) -> dict[str, Any]:
+    """JSON-safe snapshot: GPUs, driver, clocks and throttle reasons (telemetry), torch, CUDA, CPU;
+    with `attention`, the SDPA backend the pinned policy runs here and its version (proofs.attention).
 
     Telemetry failures never stop a proof: they become {"na": reason}.
     """
@@ -31,6 +32,13 @@ def capture(device: str = "cpu") -> dict[str, Any]:
     env["python"] = platform.python_version()
     env["device"] = device
     env["matmul_precision"] = matmul_flags()
+    if attention:
+        from aiworkbook.proofs.attention import record
+
+        try:
+            env["attention"] = record(device if device in ("cpu", "cuda") else "cpu")
+        except Exception as exc:  # the record never stops a proof
+            env["attention"] = {"na": f"{type(exc).__name__}: {exc}"}
     if device == "cuda" and torch.cuda.is_available():
         idx = torch.cuda.current_device()
         p = torch.cuda.get_device_properties(idx)
@@ -85,24 +93,28 @@ def _mig_uuids(gpu: dict[str, Any]) -> list[str]:
 
 
 def visible_gpus(gpus: list[dict[str, Any]], visible: str | None = None) -> list[dict[str, Any]]:
-    """The GPUs (telemetry entries, NVML order) this process's CUDA can see: CUDA_VISIBLE_DEVICES (or
-    `visible`) read as torch reads it (torch/cuda/__init__.py: `_parse_visible_devices`): NVML indices
-    until the first invalid one, GPU-/MIG- UUIDs or their unique prefixes (a MIG device counts as its
-    parent GPU, whose clocks it shares); every GPU when the variable is unset."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    """The GPUs (telemetry entries, NVML order) this process's CUDA can see, in CUDA's order: `visible`
+    (a CUDA_VISIBLE_DEVICES value), else what the environment says (aiworkbook.cuda_visible:
+    CUDA_VISIBLE_DEVICES, else NVIDIA_VISIBLE_DEVICES, else every GPU). Indices, GPU-/MIG- UUIDs or
+    their unique prefixes up to the first entry that names none; a MIG device counts as its parent GPU,
+    whose clocks it shares."""
+    from aiworkbook import cuda_visible
+
     if visible is None:
-        return gpus
+        items = cuda_visible.read().entries
+        if items is None:
+            return gpus
+    else:
+        items = tuple(cuda_visible.entries(visible))
+    cands = [(g, g.get("index"), str(g.get("uuid", ""))) for g in gpus]
+    cands += [(g, -1, u) for g in gpus for u in _mig_uuids(g)]  # a MIG device has no CUDA index
     out: list[dict[str, Any]] = []
-    for item in (x.strip() for x in visible.split(",")):
-        if item.startswith("GPU-"):
-            hit = [g for g in gpus if str(g.get("uuid", "")).startswith(item)]
-        elif item.startswith("MIG-"):
-            hit = [g for g in gpus if any(str(u).startswith(item) for u in _mig_uuids(g))]
-        elif item.isdigit():
-            hit = [g for g in gpus if g.get("index") == int(item)]
-        else:  # torch stops at the first entry it cannot read
+    for item in items:
+        k = cuda_visible.match(item, [c[1] for c in cands], [c[2] for c in cands])
+        if k is None:  # CUDA (and torch's parser) stop at the first entry that names no device
             break
-        out += [g for g in hit[:1] if g not in out]
+        if cands[k][0] not in out:
+            out.append(cands[k][0])
     return out
 
 

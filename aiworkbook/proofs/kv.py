@@ -16,6 +16,7 @@ import torch
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.control import Control, report
 from aiworkbook.proofs.device import (
     DoesNotFit,
@@ -285,7 +286,8 @@ def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -
     budget_bytes, inputs = setup.budget_bytes, setup.inputs
     dtype = TORCH_DTYPES[dtype_name]
     t_start = time.monotonic()
-    grid, cap_measured, transient = _measure_grid(setup, dtype, progress)
+    with pinned():
+        grid, cap_measured, transient = _measure_grid(setup, dtype, progress)
     cap_predicted = predicted_capacity(run_spec, max(contexts), new, dtype_name, dev, budget_bytes)
     ok = [g for g in grid if "kv_measured" in g]
     if not ok:
@@ -297,7 +299,7 @@ def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -
             unit="B",
             verdict="does-not-fit",
             flags=sorted(flags),
-            environment=capture(dev),
+            environment=capture(dev, attention=True),
             details={"grid": grid},
             notes=notes,
         )
@@ -329,7 +331,7 @@ def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -
         flags.add(F.ACCOUNTED)
     lat = [g["decode_step_s_median"] for g in ok]
     st = summarize(lat)
-    env = capture(dev)
+    env = capture(dev, attention=True)
     if throttle_check(env, t_start, details):
         flags.add(F.THROTTLED)
     if any(g.get("latency_spread_wide") for g in ok):
@@ -358,17 +360,26 @@ def _point(
     est = _estimate(spec, _workload(b, ctx, new, dtype_name), dev).memory
     gen = torch.Generator(device="cpu").manual_seed(b * 1000 + ctx)
     # time_trials: CUDA events on the GPU, perf_counter on the CPU at the thread count already set
-    # (no warm-up: each call feeds the next token, so the cache ends at exactly ctx + new tokens)
+    # (no warm-up inside it: each call feeds the next token, so the cache ends at exactly ctx + new
+    # tokens; the point's shapes are warmed on a throwaway cache before)
     timed: dict[str, Any] = {
         "device": dev,
-        "warmup": 0,
+        "warmup": 0,  # warmed outside (below): prefill and decode on a throwaway cache
         "threads": torch.get_num_threads() if dev == "cpu" else None,
     }
     with oom_guard(f"batch {b} x context {ctx}", dev), torch.inference_mode():
+        ids = torch.randint(0, spec.vocab_size, (b, ctx), generator=gen).to(tensor_device(dev))
+        # this point's shapes first, discarded: its prefill (b x ctx) and two decode steps, so the timed
+        # calls run kernels already chosen and loaded (attention is pinned, proofs.attention: no backend
+        # builds anything per shape); its cache is gone before the measured one exists
+        warm = KVCache(spec.num_layers)
+        nxt = model(ids, cache=warm, logits_to_keep=1)[:, -1:].argmax(-1)
+        model(nxt, cache=warm, logits_to_keep=1)
+        del warm, nxt
         if dev == "cuda":
+            torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
         cache = KVCache(spec.num_layers)
-        ids = torch.randint(0, spec.vocab_size, (b, ctx), generator=gen).to(tensor_device(dev))
         state: dict[str, Any] = {"inp": ids}
 
         def step() -> None:

@@ -62,7 +62,14 @@ class KVCache:
 
     @property
     def length(self) -> int:
-        return 0 if self.k[0] is None else int(self.k[0].shape[2])
+        """Tokens cached, read from layer 0: between forward passes every layer holds the same."""
+        return self.length_at(0)
+
+    def length_at(self, layer: int) -> int:
+        """Tokens cached in `layer`: during a forward pass the layers before it have already grown, so
+        a layer's own past is its own length, not layer 0's."""
+        k = self.k[layer]
+        return 0 if k is None else int(k.shape[2])
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         past_k, past_v = self.k[layer], self.v[layer]
@@ -121,7 +128,7 @@ class Attention(nn.Module):
             cos, sin = rope
             q = (q * cos) + (_rotate_half(q) * sin)
             k = (k * cos) + (_rotate_half(k) * sin)
-        past = cache.length if cache is not None else 0
+        past = cache.length_at(self.idx) if cache is not None else 0
         if cache is not None:
             k, v = cache.update(self.idx, k, v)
         if self.selective and torch.is_grad_enabled():

@@ -21,6 +21,7 @@ import torch
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import flags as F
+from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.control import Control, report
 from aiworkbook.proofs.device import (
     DoesNotFit,
@@ -286,6 +287,7 @@ def run(*, control: Control, model: str | ModelSpec = "tiny-llama", **inputs: An
         return prove_vram(model, **inputs)
 
 
+@pinned()  # SDPA's backend chosen, never cuDNN's per-shape graphs (proofs.attention)
 def prove_vram(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -> ProofResult:
     """Train a few steps and compare peak memory with the itemised estimate (tolerance ±10 %).
 
@@ -312,7 +314,7 @@ def prove_vram(model: str | ModelSpec, *, progress: bool = False, **inputs: Any)
             predicted_label="itemised estimate (allocated)",
             verdict="does-not-fit",
             flags=sorted(flags),
-            environment=capture(dev),
+            environment=capture(dev, attention=True),
             details={"estimate": est.to_dict()},
             notes=[*notes, str(exc)],
         )
@@ -541,7 +543,7 @@ def _result(
     details["rule_18_bytes_per_param"]["ratio_measured_over_rule"] = measured / (
         TRAIN_RULE_BYTES * spec.params
     )
-    env = capture(dev)
+    env = capture(dev, attention=True)
     if throttle_check(env, t_start, details):
         flags.add(F.THROTTLED)
     return ProofResult(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from aiworkbook.telemetry.gpu_metrics import is_throttled
+from aiworkbook.telemetry.gpu_metrics import is_throttled, throttle_notes
 from aiworkbook.telemetry.na import to_json
 
 _reader = None
@@ -83,6 +83,7 @@ def environment() -> dict[str, Any]:
             entry = dict(ident)
             entry.update({k: live.get(f) for k, f in _LIVE.items()})
             entry["throttled"] = is_throttled(entry["throttle_reasons"])
+            entry["throttle_notes"] = throttle_notes(entry["throttle_reasons"])
             gpus.append(entry)
     except Exception as exc:  # never let a proof fail because telemetry did
         status, gpus = f"no NVIDIA GPU found (telemetry error: {type(exc).__name__}: {exc})", []

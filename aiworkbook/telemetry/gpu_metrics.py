@@ -31,20 +31,49 @@ THROTTLE_REASONS: dict[int, str] = {
 }
 
 
-#: Clocks-event reasons that do not slow a busy GPU below what it was set to run at: idle, and clocks
-#: chosen by a setting (application clocks, display clocks, a sync-boost group). Every other reason
-#: decode_throttle produces (power cap, thermal, HW slowdown, board limit, unknown bits) throttles.
-BENIGN_THROTTLE: frozenset[str] = frozenset(
-    {"gpu_idle", "applications_clocks_setting", "display_clock_setting", "sync_boost"}
-)
+#: Each clocks-event reason in words, and whether it is information or a warning. Information: the GPU
+#: is idle, runs at clocks a setting chose, or holds its power limit (sw_power_cap: any H100/H200 running
+#: dense GEMMs sits at its limit; the clocks follow the power budget as designed, it is not a fault).
+#: Warnings: heat (software or hardware thermal slowdown), the hardware slowdown and the power brake (an
+#: external signal, e.g. the power supply), the board's limit, reliability, and any bit NVML adds later.
+THROTTLE_WORDS: dict[str, tuple[str, str]] = {
+    "gpu_idle": ("info", "idle: nothing runs, so the clocks are low"),
+    "applications_clocks_setting": ("info", "clocks held at the application-clocks setting"),
+    "sw_power_cap": ("info", "at its power limit: clocks follow the power budget, normal under full load"),
+    "sync_boost": ("info", "clocks matched to the other GPUs of a sync-boost group"),
+    "display_clock_setting": ("info", "clocks held at the display-clock setting"),
+    "sw_thermal_slowdown": ("warning", "too hot: the driver lowers the clocks (software thermal slowdown)"),
+    "hw_thermal_slowdown": ("warning", "too hot: the hardware lowers the clocks (hardware thermal slowdown)"),
+    "hw_slowdown": ("warning", "hardware slowdown: the clocks are cut, for heat or power"),
+    "hw_power_brake_slowdown": (
+        "warning",
+        "power brake: an external signal (e.g. the power supply) cuts the clocks",
+    ),
+    "board_limit": ("warning", "held down by a board limit"),
+    "reliability": ("warning", "held down for reliability"),
+}
+#: the reasons that are information, not throttling (is_throttled ignores them)
+BENIGN_THROTTLE: frozenset[str] = frozenset(n for n, (level, _) in THROTTLE_WORDS.items() if level == "info")
 
 
 def is_throttled(reasons: Any) -> bool | None:
-    """True when any reason (names as decode_throttle gives them) is not benign; None when the
-    reasons could not be read (an NA or anything but a list)."""
+    """True when any reason (names as decode_throttle gives them) is a warning (THROTTLE_WORDS; an unknown
+    bit is one too); None when the reasons could not be read (an NA or anything but a list)."""
     if not isinstance(reasons, list | tuple):
         return None
     return any(str(r).lower() not in BENIGN_THROTTLE for r in reasons)
+
+
+def throttle_notes(reasons: Any) -> list[dict[str, str]] | None:
+    """[{"reason", "level" (info or warning), "words"}] per reason; None when they could not be read."""
+    if not isinstance(reasons, list | tuple):
+        return None
+    unknown = ("warning", "a clocks-event reason this library does not know")
+    return [
+        {"reason": str(r), "level": level, "words": words}
+        for r in reasons
+        for level, words in [THROTTLE_WORDS.get(str(r).lower(), unknown)]
+    ]
 
 
 def decode_throttle(mask: int) -> list[str]:
