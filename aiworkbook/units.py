@@ -53,6 +53,15 @@ TiB = 2**40
 BYTE_UNITS: dict[str, int] = {"TiB": TiB, "GiB": GiB, "MiB": MiB, "KiB": KiB, "TB": TB, "GB": GB, "MB": MB}
 
 
+def _na(lang: str) -> str:
+    """ "n/a" in `lang` (the message value.na)."""
+    if lang == "en":
+        return "n/a"
+    from aiworkbook.message import Msg
+
+    return Msg("value.na").render(lang)
+
+
 def _missing(x: object) -> bool:
     """None, NaN or infinite: nothing a person should read as a number."""
     return x is None or (isinstance(x, float) and not math.isfinite(x))
@@ -63,7 +72,7 @@ def fmt_bytes(n: float, unit: str = "auto", lang: str = "en") -> str:
     GB/MB/TB), always labelled, numbers in `lang` (aiworkbook.i18n_format). None/NaN give "n/a"; an
     unknown unit is a SpecError."""
     if _missing(n):
-        return "n/a"
+        return _na(lang)
     if unit != "auto":
         if unit not in BYTE_UNITS:
             from aiworkbook.errors import SpecError
@@ -91,7 +100,7 @@ def fmt_count(n: float, lang: str = "en") -> str:
 def fmt_seconds(s: float, lang: str = "en") -> str:
     """ns/us/ms/s/min/h/days chosen by magnitude."""
     if s is None or (isinstance(s, float) and (math.isnan(s) or math.isinf(s))):
-        return "n/a"
+        return _na(lang)
     a = abs(s)
     if a < 1e-6:
         return f"{fixed(s * 1e9, 1, lang, False)} ns"
@@ -117,7 +126,7 @@ def fmt_rate(bps: float, unit: str = "GB/s", lang: str = "en") -> str:
     unit="auto" picks B/s, kB/s, MB/s, GB/s or TB/s by size (host disk and network rates); binary
     GiB/s and MiB/s on request. None/NaN give "n/a"; an unknown unit is a SpecError."""
     if _missing(bps):
-        return "n/a"
+        return _na(lang)
     if unit == "auto":
         for name in ("TB/s", "GB/s", "MB/s", "kB/s"):
             if abs(bps) >= RATE_UNITS[name]:
@@ -136,7 +145,7 @@ def fmt_rate(bps: float, unit: str = "GB/s", lang: str = "en") -> str:
 def fmt_flops(f: float, lang: str = "en") -> str:
     """FLOP/s in decimal units (TFLOP/s = 1e12); None/NaN give "n/a"."""
     if _missing(f):
-        return "n/a"
+        return _na(lang)
     for name, size in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9)):
         if abs(f) >= size:
             return f"{fixed(f / size, 1, lang)} {name}"
@@ -146,7 +155,7 @@ def fmt_flops(f: float, lang: str = "en") -> str:
 def fmt_number(v: float, lang: str = "en") -> str:
     """A plain figure for people: thousands separated, never scientific notation between 1e-3 and 1e15."""
     if _missing(v):
-        return "n/a"
+        return _na(lang)
     a = abs(v)
     if isinstance(v, int) or a >= 100:
         return fixed(v, 0, lang)
@@ -163,9 +172,9 @@ def fmt_value(v: object, unit: str = "", lang: str = "en") -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if v is None or isinstance(v, str):
-        return "n/a" if v is None else v
+        return _na(lang) if v is None else v
     if not isinstance(v, int | float) or _missing(v):
-        return "n/a" if isinstance(v, int | float) else str(v)
+        return _na(lang) if isinstance(v, int | float) else str(v)
     if unit == "B":
         return fmt_bytes(v, lang=lang)
     if unit == "B/s":

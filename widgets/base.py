@@ -380,9 +380,9 @@ class Composite(W.VBox):
 
         if isinstance(exc, SpecError) and self.lang != "en":  # the frame in the viewer's language
             from aiworkbook.errors import printable, quote
-            from aiworkbook.patterns.i18n import said
+            from aiworkbook.message import words
 
-            allowed = said(exc.allowed, self.lang)  # the library's words where the catalog has them
+            allowed = words(exc.allowed, self.lang)  # a Msg in the viewer's words, other text as it is
             self.error = self.t(
                 "error_line", field=printable(exc.field), value=quote(exc.value), allowed=allowed
             )

@@ -10,6 +10,7 @@ import ipywidgets as W
 import traitlets
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 from .base import Background, BackgroundComposite, chart_view, dropdown, value_html, where_html
 from .form import FieldText, control, read, schema, set_number
@@ -151,7 +152,7 @@ class KVPlanner(BackgroundComposite):
         and its range, and nothing is computed from it)."""
         out = read(self.controls)
         if out["context"] is None:  # the planner always sizes a context
-            raise SpecError("context", "", "an integer from 1 to {:,}".format(schema()["context"]["high"]))
+            raise SpecError("context", "", Msg("allowed.int_range", low=1, high=schema()["context"]["high"]))
         return out
 
     def _changed(self, change: dict[str, Any] | None = None) -> None:

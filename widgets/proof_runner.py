@@ -17,7 +17,7 @@ import ipywidgets as W
 import traitlets
 
 from aiworkbook.errors import SpecError
-from aiworkbook.patterns.i18n import said
+from aiworkbook.message import Msg, words
 from aiworkbook.units import fmt_value
 
 from .base import (
@@ -224,8 +224,8 @@ class ProofRunner(Composite):
         if p.predicted is None:
             line = html.escape(self.t("plan_none", proof=proof, device=device, rough=rough))
         else:
-            label = f"{said(p.predicted_label, lang)} = " if p.predicted_label else ""
-            predicted = f"{label}{said(fmt_value(p.predicted, p.unit, lang), lang)}"
+            label = f"{words(p.predicted_label, lang)} = " if p.predicted_label else ""
+            predicted = f"{label}{fmt_value(p.predicted, p.unit, lang)}"
             line = html.escape(
                 self.t("plan_line", proof=proof, predicted=predicted, device=device, rough=rough)
             )
@@ -233,7 +233,7 @@ class ProofRunner(Composite):
             line += f" ({html.escape(self.t('fits') if p.fits else self.t('does_not_fit'))})"
         # a setting the proof leaves unset (a sweep's cap, an SLO off) is not shown at all
         sizes = ", ".join(_size_words(k, v, lang) for k, v in p.sizes.items() if v is not None)
-        notes = "".join(f"<li>{html.escape(said(n, lang))}</li>" for n in p.notes)
+        notes = "".join(f"<li>{html.escape(words(n, lang))}</li>" for n in p.notes)
         return (
             f"<b>{html.escape(self.t('plan'))}</b>: {line}"
             + (f"<br><small>{html.escape(self.t('plan_inputs', inputs=sizes))}</small>" if sizes else "")
@@ -317,15 +317,19 @@ class ProofRunner(Composite):
         verdict = verdict_words(r.to_dict())  # a CPU fallback's pass reads "info (CPU only)"
         colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS["info"])
         flags = [[f, self._said(f"flag.{f}", FLAGS.get(f, ""))] for f in r.flags]
-        ratio = fmt_value(r.ratio, "ratio", self.lang) if r.ratio is not None else "n/a"
+        ratio = (
+            fmt_value(r.ratio, "ratio", self.lang)
+            if r.ratio is not None
+            else Msg("value.na").render(self.lang)
+        )
         self.outcome.value = (
             f'<b style="color:{colour}">[{html.escape(verdict_label(verdict, self.lang))}]</b> '
             f"{self.t('measured')} <b>{fmt_value(r.measured, r.unit, self.lang)}</b> / {self.t('predicted')} "
-            f"{html.escape(said(r.predicted_label, self.lang))} <b>{fmt_value(r.predicted, r.unit, self.lang)}</b> "
+            f"{html.escape(words(r.predicted_label, self.lang))} <b>{fmt_value(r.predicted, r.unit, self.lang)}</b> "
             f"({self.t('ratio')} {ratio}, ±{fmt_value(r.tolerance, 'fraction', self.lang)}) "
             f"{self.t('on_device')} {html.escape(r.device)}"
             + (html_table([self.t("flags"), ""], flags) if flags else "")
-            + "".join(f"<br><small>{html.escape(said(n, self.lang))}</small>" for n in r.notes)
+            + "".join(f"<br><small>{html.escape(words(n, self.lang))}</small>" for n in r.notes)
         )
         self.progress.bar_style = "success" if verdict == "pass" else "warning"
         if r.verdict != "interrupted":  # a finished run's bar finishes, whatever the last step reported

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.preflight.gpu import Device
 from aiworkbook.sizing.memory import CUDA_CONTEXT_BYTES
 from aiworkbook.sizing.vllm import VllmSettings, VllmStartup, startup
@@ -248,7 +249,7 @@ def preflight(
             f"{ranks} device(s), one per rank of --tensor-parallel-size x --pipeline-parallel-size",
         )
     if isinstance(context_bytes, bool) or not isinstance(context_bytes, int) or context_bytes < 0:
-        raise SpecError("context_bytes", context_bytes, "an integer >= 0")
+        raise SpecError("context_bytes", context_bytes, Msg("allowed.int_min", low=0))
     u = s.utilization
     held = before_snapshot(s.tensor_parallel_size, s.pipeline_parallel_size, context_bytes)
     context_bytes = held["total_bytes"]

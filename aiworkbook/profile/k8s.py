@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.profile.model import LockedProfile
 
 KINDS = ("job", "daemonset")
@@ -76,7 +77,7 @@ def _check_args(
         raise SpecError("mig_strategy", mig_strategy, ", ".join(MIG_STRATEGIES))
     for field, v, lo in (("nodes", nodes, 1), ("interval_s", interval_s, 60)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise SpecError(field, v, f"an integer >= {lo}")
+            raise SpecError(field, v, Msg("allowed.int_min", low=lo))
     if not image or any(c.isspace() for c in image):
         raise SpecError("image", image, "a container image reference without spaces")
     if len(profile_text.encode()) > CONFIGMAP_LIMIT - 4096:
@@ -94,7 +95,7 @@ def _resource(
         raise SpecError("profile", "locked without a GPU", "a profile locked on a GPU node, or --product")
     if gpus is not None:
         if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-            raise SpecError("gpus", gpus, "an integer >= 1")
+            raise SpecError("gpus", gpus, Msg("allowed.int_min", low=1))
         count = gpus
     if mig and mig_strategy == "mixed":
         resource, count = f"nvidia.com/mig-{mig}", 1

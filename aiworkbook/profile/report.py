@@ -11,8 +11,8 @@ import html as _html
 from typing import Any
 
 from aiworkbook.i18n_format import fixed, integer, percent
+from aiworkbook.message import words
 from aiworkbook.patterns import get_pattern, recommend, text
-from aiworkbook.patterns.i18n import said
 from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
@@ -282,7 +282,7 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     if noted:  # what a proof found beside its one figure: the serving proof's SLO load, the KV run-out
         out += [
             h(3, t("report.proof_notes")),
-            ul(f"{g.name}: {said(n, t.lang)}" for g in noted for n in g.result["notes"]),
+            ul(f"{g.name}: {words(n, t.lang)}" for g in noted for n in g.result["notes"]),
         ]
     if charts and any(g.result.get("ratio") is not None for g in prof.proofs):  # no empty chart
         from aiworkbook.charts import proofs_chart
@@ -296,7 +296,7 @@ def _estimate_cell(r: dict[str, Any], lang: str = "en") -> str:
     if r.get("predicted") is None:
         return "—"
     value = fmt_value(r.get("predicted"), r.get("unit", ""), lang)
-    return f"{said(r['predicted_label'], lang)}: {value}" if r.get("predicted_label") else value
+    return f"{words(r['predicted_label'], lang)}: {value}" if r.get("predicted_label") else value
 
 
 def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:

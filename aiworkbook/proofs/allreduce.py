@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs import scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.registry import Plan
@@ -193,7 +194,7 @@ def _write_result(
         measured=measured,
         unit="B/s",
         predicted=None,
-        predicted_label="bus bandwidth (nccl-tests busbw)",
+        predicted_label=Msg("allreduce.busbw"),
         verdict="fail" if s["incorrect"] else "info",
         environment=capture(device),
         details={**s, "backend": backend, "world_size": world, "convention": "busbw = algbw * 2(n-1)/n"},
@@ -233,12 +234,18 @@ def plan(
         proof="allreduce",
         device=dev,
         predicted=None,
-        predicted_label="bus bandwidth (nccl-tests busbw)",
+        predicted_label=Msg("allreduce.busbw"),
         unit="B/s",
         sizes={"ranks": ranks, "sizes": sz, "backend": "nccl" if dev == "cuda" else "gloo"},
         rough_s=5.0 + len(sz),
         notes=(
-            f"torchrun --standalone --nproc-per-node {ranks}; busbw {'not applicable' if ranks == 1 else '= algbw x ' + format(busbw_factor(ranks), '.3f')}",
+            Msg(
+                "allreduce.plan",
+                ranks=ranks,
+                busbw=Msg("allreduce.busbw_na")
+                if ranks == 1
+                else Msg("allreduce.busbw_factor", factor=busbw_factor(ranks)),
+            ),
         ),
     )
 

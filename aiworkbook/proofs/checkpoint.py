@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.persist import atomic_write_text
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
@@ -445,7 +446,7 @@ def plan(
         proof="checkpoint",
         device="cpu",
         predicted=est["assumed_write_bps"],
-        predicted_label="assumed storage write speed",
+        predicted_label=Msg("checkpoint.write_speed"),
         unit="B/s",
         sizes={
             "state_bytes": nbytes,
@@ -458,9 +459,8 @@ def plan(
         fits=fits,
         rough_s=(len(fmts) + 1) * n * (write_s + read_s) + 2.0,
         notes=(
-            f"{fmt_bytes(nbytes)} per checkpoint, {len(fmts)} formats + a plain sequential baseline, "
-            f"{n} trial(s) each; needs {fmt_bytes(need)} free in the directory",
-            f"at the assumed {fmt_rate(est['assumed_write_bps'])} write a save takes ~{write_s:.2f} s",
+            Msg("checkpoint.plan", size=nbytes, formats=len(fmts), trials=n, need=need),
+            Msg("checkpoint.save_time", rate=est["assumed_write_bps"], seconds=write_s),
         ),
     )
 
@@ -763,7 +763,7 @@ def result(
         measured=row[key],
         unit="B/s",
         predicted=pred,
-        predicted_label=f"assumed storage {'read' if restore else 'write'} speed",
+        predicted_label=Msg("restore.read_speed" if restore else "checkpoint.write_speed"),
         verdict="fail"
         if any(r["integrity"] != "ok" for r in m["formats"])
         else "",  # "": against the estimate

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
 from aiworkbook.proofs.attention import pinned
@@ -50,11 +51,11 @@ def plan(
         proof="coldstart",
         device=resolve_device(device).device,
         predicted=est["load_s"],
-        predicted_label="estimate's weight load time (weights / assumed read speed)",
+        predicted_label=Msg("coldstart.load_time"),
         unit="s",
         sizes={"weights_bytes": est["weights_bytes"], "dtype": dtype, "trials": 1 if quick else 3},
         rough_s=3 * est["load_s"] + 2.0,
-        notes=(f"{fmt_bytes(est['weights_bytes'])} of {dtype} weights read cold, built, moved and run once",),
+        notes=(Msg("coldstart.plan", size=est["weights_bytes"], dtype=dtype),),
     )
 
 
@@ -161,7 +162,7 @@ def run(
         measured=summarize(totals).median,
         unit="s",
         predicted=est["load_s"],
-        predicted_label="estimate's weight load time (weights / assumed read speed)",
+        predicted_label=Msg("coldstart.load_time"),
         verdict="info",  # the estimate predicts the read only; build, transfer and warm-up are shown beside it
         samples=totals,
         stats=summarize(totals),

@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from aiworkbook import hostfacts
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
@@ -25,7 +26,7 @@ from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
-from aiworkbook.units import KiB, fmt_bytes
+from aiworkbook.units import KiB
 
 THRESHOLD = 0.10  # the red flag (docs/architecture.md): more than 10 % of the step window waiting for input
 COMPUTES = ("sleep", "model")
@@ -277,7 +278,7 @@ def plan(
         proof="dataload",
         device=dev,
         predicted=THRESHOLD,
-        predicted_label="red-flag threshold for the input-wait fraction",
+        predicted_label=Msg("dataload.threshold"),
         unit="fraction",
         sizes={
             "dataset_bytes": total,
@@ -287,9 +288,7 @@ def plan(
             "configs": len(cfgs),
         },
         rough_s=2.0 * len(cfgs) + total / 2e8,
-        notes=(
-            f"{sh} shards x {per} samples x {fmt_bytes(size)} = {fmt_bytes(total)}, {len(cfgs)} loader configs",
-        ),
+        notes=(Msg("dataload.plan", shards=sh, samples=per, size=size, total=total, configs=len(cfgs)),),
     )
 
 
@@ -428,7 +427,7 @@ def run(
         measured=frac,
         unit="fraction",
         predicted=threshold,
-        predicted_label="red-flag threshold for the input-wait fraction",
+        predicted_label=Msg("dataload.threshold"),
         verdict="pass" if frac <= threshold else "fail",
         flags=flags,
         environment=capture(dev),

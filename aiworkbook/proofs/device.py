@@ -17,6 +17,7 @@ from typing import Any
 
 from aiworkbook import nvml
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs.flags import CPU_FALLBACK
 from aiworkbook.units import fmt_bytes
 
@@ -88,7 +89,7 @@ def resolve_device(device: str = "auto") -> DeviceChoice:
         return DeviceChoice("cpu", req, "CPU requested")
     if has_cuda:
         return DeviceChoice("cuda", req, f"auto: CUDA present ({_cuda_name()})")
-    return DeviceChoice("cpu", req, "auto: no CUDA device, running on the CPU", (CPU_FALLBACK,))
+    return DeviceChoice("cpu", req, Msg("device.auto_cpu"), (CPU_FALLBACK,))
 
 
 def _cuda_name() -> str:

@@ -15,6 +15,7 @@ import numpy as np
 
 from aiworkbook import hostfacts
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
@@ -149,7 +150,7 @@ def plan(
         proof="host",
         device="cpu",
         predicted=float(need),
-        predicted_label="data in-memory size (rows x (cols + 1) x 8 B)",
+        predicted_label=Msg("host.data_size"),
         unit="B",
         sizes={
             "rows": r,
@@ -161,7 +162,7 @@ def plan(
         },
         fits=3 * need < avail,
         rough_s=len(ts) * r * it * 2e-7 + 5.0,
-        notes=(f"{r:,} rows x {c} columns ({fmt_bytes(need)}), {it} trees on threads {ts}",),
+        notes=(Msg("host.plan", rows=r, cols=c, size=need, trees=it, threads=ts),),
     )
 
 
@@ -229,7 +230,7 @@ def run(
         measured=float(grown),
         unit="B",
         predicted=float(need),
-        predicted_label="data in-memory size (rows x (cols + 1) x 8 B)",
+        predicted_label=Msg("host.data_size"),
         verdict="info",  # a fit needs more than its data; the ratio is the headroom, not an error
         flags=flags,
         environment=capture("cpu"),

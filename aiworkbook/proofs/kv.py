@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.control import Control, report
@@ -212,7 +213,7 @@ def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
     from aiworkbook.proofs.registry import get
 
     inputs.pop("progress", None)
-    label = "kv_cache at the largest grid point"
+    label = Msg("kv.largest")
     try:
         st = _prepare(model, **inputs)
     except WouldNotFit as exc:
@@ -225,7 +226,7 @@ def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
         "kv",
         st.dev,
         float(kv),
-        f"{label} (batch {max(st.batches)} x {max(st.contexts)}+{st.new} tokens)",
+        Msg("kv.largest_at", batch=max(st.batches), context=max(st.contexts), new=st.new),
         "B",
         sizes=sizes,
         fits=True,
@@ -343,7 +344,7 @@ def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -
         measured=float(worst["kv_measured"]),
         unit="B",
         predicted=float(worst["kv_predicted"]),
-        predicted_label=f"kv_cache at batch {worst['batch']} x {worst['context']}+{new} tokens",
+        predicted_label=Msg("kv.at", batch=worst["batch"], context=worst["context"], new=new),
         tolerance=TOLERANCE,
         samples=lat,
         stats=st,

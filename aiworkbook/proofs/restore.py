@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs import checkpoint as C
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
@@ -48,14 +49,14 @@ def plan(**inputs: Any) -> Plan:
     sizes = dict(p.sizes)
     if found is not None:
         sizes.update(state_bytes=fsio.tree_bytes(found), existing=str(found))
-    how = f"restores {found} as it is" if found is not None else "saves a checkpoint first, then restores it"
+    how = Msg("restore.existing", path=str(found)) if found is not None else Msg("restore.saves_first")
     return replace(
         p,
         proof="restore",
         predicted=est["assumed_read_bps"],
-        predicted_label="assumed storage read speed",
+        predicted_label=Msg("restore.read_speed"),
         sizes=sizes,
-        notes=(*p.notes, f"{how}, cold, at the assumed {fmt_rate(est['assumed_read_bps'])}"),
+        notes=(*p.notes, Msg("restore.plan", how=how, rate=est["assumed_read_bps"])),
     )
 
 
@@ -123,7 +124,7 @@ def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Con
         measured=nbytes / rs,
         unit="B/s",
         predicted=est["assumed_read_bps"],
-        predicted_label="assumed storage read speed",
+        predicted_label=Msg("restore.read_speed"),
         verdict="fail" if bad else "",
         samples=rates,
         stats=summarize(rates),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aiworkbook import hostfacts
+from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.control import Control, report
 from aiworkbook.proofs.device import (
@@ -34,7 +35,7 @@ from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
 from aiworkbook.specs import GPUSpec, ModelSpec
-from aiworkbook.units import MiB, fmt_bytes
+from aiworkbook.units import MiB
 
 if TYPE_CHECKING:  # torch loads on first use: a plan (the report dashboard's first view) needs none
     import torch
@@ -438,12 +439,12 @@ def plan(
         "roofline",
         dev,
         base.memory_bandwidth_bps if base else None,
-        f"datasheet bandwidth of {base.name}" if base else "none on the CPU (the verdict is info)",
+        Msg("roofline.datasheet", gpu=base.name) if base else Msg("roofline.none_on_cpu"),
         "B/s",
         sizes=sizes,
         fits=2 * size <= free,
         rough_s=get("roofline").rough_s.get(dev),
-        notes=(f"two {fmt_bytes(size)} buffers against {fmt_bytes(free)} free on {dev}",),
+        notes=(Msg("roofline.buffers", size=size, free=free, device=dev),),
     )
 
 
@@ -581,7 +582,7 @@ def prove_roofline(
         measured=st.median,
         unit="B/s",
         predicted=base.memory_bandwidth_bps if base else None,
-        predicted_label=f"datasheet bandwidth of {base.name}" if base else "",
+        predicted_label=Msg("roofline.datasheet", gpu=base.name) if base else "",
         tolerance=0.25,
         samples=bw["read_samples_bps"],
         stats=st,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.control import Control, report
@@ -58,7 +59,7 @@ def check_int(field: str, value: Any, low: int, allowed: str | None = None) -> N
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise SpecError(field, value, allowed or f"an integer >= {low}")
+        raise SpecError(field, value, allowed or Msg("allowed.int_min", low=low))
 
 
 def defaults(device: str, quick: bool) -> dict[str, Any]:
@@ -263,7 +264,7 @@ def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
         st = _prepare(model, **inputs)
     except WouldNotFit as exc:
         dev = resolve_device(device).device
-        return Plan("vram", dev, None, "itemised estimate (allocated)", "B", fits=False, notes=(str(exc),))
+        return Plan("vram", dev, None, Msg("vram.estimate"), "B", fits=False, notes=(str(exc),))
     sizes = {
         k: st.inputs[k] for k in ("ran", "params", "batch", "seq_len", "precision", "steps", "budget_bytes")
     }
@@ -271,7 +272,7 @@ def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
         "vram",
         st.dev,
         float(st.predicted),
-        "itemised estimate (allocated)",
+        Msg("vram.estimate"),
         "B",
         sizes=sizes,
         fits=True,
@@ -311,7 +312,7 @@ def prove_vram(model: str | ModelSpec, *, progress: bool = False, **inputs: Any)
             measured=None,
             unit="B",
             predicted=predicted,
-            predicted_label="itemised estimate (allocated)",
+            predicted_label=Msg("vram.estimate"),
             verdict="does-not-fit",
             flags=sorted(flags),
             environment=capture(dev, attention=True),
@@ -553,7 +554,7 @@ def _result(
         measured=float(measured),
         unit="B",
         predicted=float(predicted),
-        predicted_label="itemised estimate (allocated)",
+        predicted_label=Msg("vram.estimate"),
         tolerance=TOLERANCE,
         flags=sorted(flags),
         environment=env,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.serving.arrivals import lengths, schedule
 from aiworkbook.serving.metrics import RequestRecord
 
@@ -305,7 +306,7 @@ class Load:
             if not 0 <= v < float("inf"):
                 raise SpecError(name, v, "seconds >= 0")
         if self.max_error_rate is not None and not 0 < self.max_error_rate <= 1:
-            raise SpecError("max_error_rate", self.max_error_rate, "a fraction in (0, 1]")
+            raise SpecError("max_error_rate", self.max_error_rate, Msg("allowed.fraction_above_0"))
         if self.requests < 1:
             raise SpecError("requests", self.requests, ">= 1")
         if self.rate is None and self.concurrency is None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.control import NULL, Control
@@ -183,7 +184,7 @@ def plan(**inputs: Any) -> Plan:
     s = ServingSettings.from_inputs(inputs)
     target = inputs.get("target")
     points = len(s.loads)
-    notes = [f"{s.kind} sweep {list(s.loads)}, {s.requests} requests per point"]
+    notes: list[str] = [Msg(f"serving.sweep.{s.kind}", loads=list(s.loads), requests=s.requests)]
     if target:
         return Plan(
             "serving",
@@ -194,7 +195,7 @@ def plan(**inputs: Any) -> Plan:
             {"target": target, **s.sizes()},
             None,
             None,
-            tuple(notes + ["a remote server: no KV estimate to compare, verdict info"]),
+            tuple([*notes, Msg("serving.remote")]),
         )
     from aiworkbook.proofs.device import resolve_device
     from aiworkbook.serving.embedded import predicted_kv_bytes
@@ -206,7 +207,7 @@ def plan(**inputs: Any) -> Plan:
     if s.kind == "concurrency":
         c = int(max(s.loads))
         predicted = float(predicted_kv_bytes(spec, c, s.prompt_tokens + s.output_tokens))
-        label = f"kv_cache of {c} sequences x {s.prompt_tokens + s.output_tokens} tokens"
+        label = Msg("serving.kv", sequences=c, tokens=s.prompt_tokens + s.output_tokens)
     rough = points * (2.0 if s.quick else 6.0) + (8.0 if s.compare else 0) + (6.0 if s.context_sweep else 0)
     return Plan(
         "serving",
@@ -547,7 +548,7 @@ def _kv_comparison(s: ServingSettings, opened: _Opened, sw: _Sweep) -> tuple[flo
     sequences, tokens = min(int(c), engine.max_batch), s.prompt_tokens + s.output_tokens
     measured = float(sw.kv_at[c]["kv_bytes_peak"])
     predicted = float(predicted_kv_bytes(engine.spec, sequences, tokens))
-    return measured, predicted, f"kv_cache of {sequences} sequences x {tokens} tokens"
+    return measured, predicted, Msg("serving.kv", sequences=sequences, tokens=tokens)
 
 
 def _ms(v: Any) -> str:

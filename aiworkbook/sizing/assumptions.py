@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.sizing.sections import Section, figure
 
 #: Llama 3 (Dubey et al. 2024): 419 unexpected interruptions in 54 days on 16,384 GPUs, about
@@ -48,9 +49,9 @@ class Assumptions(Section):
         for f in positive:
             _number(f, getattr(self, f), "a finite number > 0", lambda v: v > 0)
         for f in ("restart_s", "usd_per_kwh"):
-            _number(f, getattr(self, f), "a finite number >= 0", lambda v: v >= 0)
-        _number("utilization", self.utilization, "a fraction in (0, 1]", lambda v: 0 < v <= 1)
-        _number("headroom", self.headroom, "a fraction in [0, 1)", lambda v: 0 <= v < 1)
+            _number(f, getattr(self, f), Msg("allowed.finite_min", low=0), lambda v: v >= 0)
+        _number("utilization", self.utilization, Msg("allowed.fraction_above_0"), lambda v: 0 < v <= 1)
+        _number("headroom", self.headroom, Msg("allowed.fraction_below_1"), lambda v: 0 <= v < 1)
         if self.price_per_gpu_hour is not None:
             _number(
                 "price_per_gpu_hour",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from aiworkbook.message import Msg
 from aiworkbook.sizing.memory import COMPONENTS, kv_bytes, shape
 from aiworkbook.sizing.onepass import SizingPass, sizing_pass
 from aiworkbook.sizing.sections import CapacityReport, CheapestGPU
@@ -105,7 +106,7 @@ def max_concurrency(
     if ctx < 1:
         from aiworkbook.errors import SpecError
 
-        raise SpecError("context", ctx, "an integer >= 1")
+        raise SpecError("context", ctx, Msg("allowed.int_min", low=1))
     per_seq = int(kv_bytes(spec, w, 1, ctx))
     if per_seq == 0:
         return 0
@@ -137,7 +138,7 @@ def max_batch(
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         from aiworkbook.errors import SpecError
 
-        raise SpecError("limit", limit, "an integer >= 1")
+        raise SpecError("limit", limit, Msg("allowed.int_min", low=1))
     import numpy as np
 
     lim = budget(w, gpu)

@@ -5,12 +5,13 @@ training run including work lost to failures, and energy in joules per million t
 from __future__ import annotations
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 
 def usd_per_million_tokens(price_per_gpu_hour: float, gpus: int, tokens_per_s, utilization: float = 1.0):
     """1e6 · price · GPUs / (3600 · tokens/s · utilisation)."""
     if not 0 < utilization <= 1:
-        raise SpecError("utilization", utilization, "a fraction in (0, 1]")
+        raise SpecError("utilization", utilization, Msg("allowed.fraction_above_0"))
     return 1e6 * price_per_gpu_hour * gpus / (3600 * tokens_per_s * utilization)
 
 
@@ -25,7 +26,7 @@ def serving_cost(
     """$ per million prompt and generated tokens; `headroom` is idle capacity kept for latency (20-40 %: docs/architecture.md).
     decode_tokens_per_s None (an encoder-only model generates nothing): no decode figure."""
     if not 0 <= headroom < 1:
-        raise SpecError("headroom", headroom, "a fraction in [0, 1)")
+        raise SpecError("headroom", headroom, Msg("allowed.fraction_below_1"))
     eff = utilization * (1 - headroom)
     out = {
         "prefill_usd_per_mtok": usd_per_million_tokens(price_per_gpu_hour, gpus, prefill_tokens_per_s, eff)
@@ -46,7 +47,7 @@ def joules_per_million_tokens(watts_per_gpu: float, gpus: int, tokens_per_s, pue
 def training_run_cost(gpu_hours_ideal: float, price_per_gpu_hour: float, waste_fraction: float = 0.0) -> dict:
     """$ of a run whose useful work is `gpu_hours_ideal`, inflated by the share lost to failures and checkpoints."""
     if not 0 <= waste_fraction < 1:
-        raise SpecError("waste_fraction", waste_fraction, "a fraction in [0, 1)")
+        raise SpecError("waste_fraction", waste_fraction, Msg("allowed.fraction_below_1"))
     hours = gpu_hours_ideal / (1 - waste_fraction)
     return {
         "gpu_hours": hours,

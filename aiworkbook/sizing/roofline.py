@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aiworkbook.message import Msg
 from aiworkbook.sizing.memory import kv_bytes
 from aiworkbook.sizing.states import inference_weight_bytes
 from aiworkbook.sizing.workload import Workload
@@ -71,7 +72,7 @@ def train_step(
     if not 0 < mfu <= 1:
         from aiworkbook.errors import SpecError
 
-        raise SpecError("mfu", mfu, "a fraction in (0, 1]")
+        raise SpecError("mfu", mfu, Msg("allowed.fraction_above_0"))
     adapters = None
     if w.mode in ("lora", "qlora"):
         from aiworkbook.sizing.states import lora_params

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.sizing.sections import Section, figure
 from aiworkbook.specs.kv import kv_bytes, one_layer
 from aiworkbook.units import DTYPE_BITS
@@ -123,7 +124,7 @@ class VllmSettings:
         for name in ("tensor_parallel_size", "pipeline_parallel_size", "block_size"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise SpecError(name, v, "an integer >= 1")
+                raise SpecError(name, v, Msg("allowed.int_min", low=1))
         if self.block_size not in BLOCK_SIZES:
             raise SpecError("block_size", self.block_size, ", ".join(map(str, BLOCK_SIZES)))
         if self.quantization is not None and self.quantization not in QUANTIZATION_WEIGHTS:
@@ -135,7 +136,7 @@ class VllmSettings:
         for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise SpecError(name, v, "an integer >= 1 or the engine default")
+                raise SpecError(name, v, Msg("allowed.int_min_or_default", low=1))
         if self.usage not in USAGES:
             raise SpecError("usage", self.usage, ", ".join(USAGES))
         if self.kv_cache_dtype not in ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp32"):

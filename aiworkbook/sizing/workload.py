@@ -12,6 +12,7 @@ from dataclasses import field as dc_field
 from typing import Any, Literal, get_args
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.units import KV_DTYPES
 
 Mode = Literal["train", "lora", "qlora", "infer"]
@@ -75,7 +76,7 @@ def _choice(field: str, value: Any, allowed: tuple[str, ...]) -> None:
 
 def _int_in(field: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise SpecError(field, value, f"an integer from {low:,} to {high:,}")
+        raise SpecError(field, value, Msg("allowed.int_range", low=low, high=high))
 
 
 def _doc(doc: str, low: float | None = None, high: float | None = None) -> Any:
@@ -247,7 +248,7 @@ class Workload:
                 raise SpecError(name, getattr(self, name), "True or False")
         u = self.gpu_memory_utilization
         if isinstance(u, bool) or not isinstance(u, int | float) or not 0 < u <= 1:
-            raise SpecError("gpu_memory_utilization", u, "a fraction in (0, 1]")
+            raise SpecError("gpu_memory_utilization", u, Msg("allowed.fraction_above_0"))
         if self.dropout is not None and (
             isinstance(self.dropout, bool)
             or not isinstance(self.dropout, int | float)
@@ -513,9 +514,13 @@ def parse_field(name: str, text: Any) -> Any:
     if d["type"] not in ("int", "float"):
         raise SpecError("field", name, "a numeric field")
     low, high, integer = d["low"], d["high"], d["type"] == "int"
-    kind = f"an integer from {low:,} to {high:,}" if integer else f"a number from {low} to {high}"
+    kind = (
+        Msg("allowed.int_range", low=low, high=high)
+        if integer
+        else Msg("allowed.number_range", low=low, high=high)
+    )
     if d["optional"]:
-        kind = "empty (the default) or " + kind
+        kind = Msg("allowed.empty_or", kind=kind)
     raw = text.strip() if isinstance(text, str) else text
     if raw in ("", None):
         if d["optional"]:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 T = TypeVar("T")
 
@@ -17,7 +18,7 @@ class Ring(Generic[T]):
 
     def __init__(self, capacity: int) -> None:
         if not isinstance(capacity, int) or capacity < 1:
-            raise SpecError("capacity", capacity, "an integer >= 1")
+            raise SpecError("capacity", capacity, Msg("allowed.int_min", low=1))
         self.capacity = capacity
         self.dropped = 0
         self._items: deque[T] = deque(maxlen=capacity)

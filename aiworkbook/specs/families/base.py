@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.specs.families.blocks import Config
 from aiworkbook.specs.model import ModelSpec
 
@@ -186,7 +187,7 @@ def _qwen2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict
         # HF: layer i slides when i >= max_window_layers, so a value >= L means no layer slides
         full = cfg.get("max_window_layers", L)
         if not isinstance(full, int) or isinstance(full, bool) or full < 0:
-            raise SpecError("max_window_layers", full, "an integer >= 0", source=source)
+            raise SpecError("max_window_layers", full, Msg("allowed.int_min", low=0), source=source)
         kw.update(sliding_window=window, sliding_window_layers=max(0, L - full))
     return kw
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.specs.families.spec import FamilySpec, KVGroup
 
 MISSING = object()
@@ -27,7 +28,7 @@ class Config:
             v = self.cfg.get(k)
             if v is not None:
                 if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-                    raise SpecError(k, v, f"an integer >= {minimum}", source=self.source)
+                    raise SpecError(k, v, Msg("allowed.int_min", low=minimum), source=self.source)
                 return v
         if default is MISSING:
             raise SpecError(

@@ -1,0 +1,121 @@
+"""A sentence the library says, kept as a message id with named arguments (bytes, a device, counts,
+lists) and put into words only when it is shown, in the viewer's language.
+
+    note = Msg("roofline.buffers", size=268435456, free=free, device="cpu")
+    str(note)          # the English text: what JSON, the CLI and goldens see, unchanged
+    note.render("nl")  # "twee buffers van 256,00 MiB tegenover 20,54 GiB vrij op cpu"
+
+A Msg is a `str` whose value is its English text, so every place that stores, prints or serialises
+a note keeps working; the id and the arguments ride along for the places that show it in another
+language (`words(x, lang)`). The template of each id is the catalogue entry `msg.<id>` of each
+language (aiworkbook.patterns.text_*). A field may carry a kind after a colon, which formats the
+figure for the language with Babel (aiworkbook.i18n_format, aiworkbook.units):
+
+    {n:int}      4,096 / 4.096            {x:f2}  two decimals, not grouped: 3.14 / 3,14 (f0..f9)
+    {x:num}      str(x): 0.5 / 0,5        {n:bytes}  256.00 MiB / 256,00 MiB
+    {r:rate}     GB/s as datasheets write it
+    {xs:list}    the items as `num`, joined by ", " (by "; " where a decimal comma would make it ambiguous)
+    {n:plural:one=trial|other=trials}   the form CLDR's plural rule of the language picks for n
+    {m}          a nested Msg in the same language, anything else as str()
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+
+class Msg(str):
+    """A message id with named arguments; its str value is the English text."""
+
+    id: str
+    args: dict[str, Any]
+
+    def __new__(cls, id: str, /, **args: Any) -> Msg:
+        self = super().__new__(cls, render(id, args, "en"))
+        self.id = id
+        self.args = args
+        return self
+
+    def render(self, lang: str = "en") -> str:
+        """The words of this message in `lang`."""
+        return str(self) if lang == "en" else render(self.id, self.args, lang)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickling (a proof's child process) keeps the id
+        return (_rebuild, (self.id, self.args))
+
+    def __repr__(self) -> str:
+        return f"Msg({self.id!r}, {', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
+
+
+def _rebuild(id: str, args: dict[str, Any]) -> Msg:
+    return Msg(id, **args)
+
+
+def words(x: object, lang: str = "en") -> str:
+    """What a person reads for `x` in `lang`: a Msg's words, anything else as it is (a figure, a name,
+    a note from a library outside this one)."""
+    return x.render(lang) if isinstance(x, Msg) else str(x)
+
+
+def template(id: str, lang: str = "en") -> str:
+    """The catalogue's template for `id` in `lang`; SpecError for an unknown id or language."""
+    from aiworkbook.patterns.i18n import text
+
+    return text(f"msg.{id}", lang)
+
+
+def render(id: str, args: dict[str, Any], lang: str = "en") -> str:
+    return _Words(lang).vformat(template(id, lang), (), args)
+
+
+class _Words(string.Formatter):
+    """str.format with the message kinds above, figures in `lang`'s format."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang = lang
+
+    def format_field(self, value: Any, spec: str) -> str:
+        from aiworkbook import i18n_format as f
+        from aiworkbook.units import fmt_bytes, fmt_rate
+
+        lang = self.lang
+        kind, _, rest = spec.partition(":")
+        if kind == "int":
+            return f.integer(value, lang)
+        if len(kind) == 2 and kind[0] == "f" and kind[1].isdigit():
+            return f.fixed(value, int(kind[1]), lang, group=False)
+        if kind == "num":
+            return _num(value, lang)
+        if kind == "bytes":
+            return fmt_bytes(value, lang=lang)
+        if kind == "rate":
+            return fmt_rate(value, lang=lang)
+        if kind == "list":
+            items = [_num(v, lang) for v in value]
+            comma = any("," in i for i in items)  # 0,5, 1,0 would read as four numbers
+            return ("; " if comma else ", ").join(items)
+        if kind == "plural":
+            return _plural(value, rest, lang)
+        if spec:
+            from aiworkbook.errors import SpecError
+
+            raise SpecError("message field kind", spec, "int, num, f0..f9, bytes, rate, list, plural:…")
+        return words(value, lang)
+
+
+def _num(v: object, lang: str) -> str:
+    """Python's own str() of a figure (1000, 0.5), with the language's decimal sign."""
+    from aiworkbook.i18n_format import decimal_sign
+
+    return str(v) if lang == "en" or not isinstance(v, float) else str(v).replace(".", decimal_sign(lang))
+
+
+def _plural(n: float, forms: str, lang: str) -> str:
+    """The form of `forms` ("one=trial|other=trials") that the language's CLDR plural rule picks for n."""
+    from babel import Locale
+
+    from aiworkbook.i18n_format import LOCALES
+
+    by = dict(part.split("=", 1) for part in forms.split("|"))
+    return by.get(Locale.parse(LOCALES[lang]).plural_form(abs(n)), by["other"])
