@@ -7,8 +7,8 @@ lists) and put into words only when it is shown, in the viewer's language.
 
 A Msg is a `str` whose value is its English text, so every place that stores, prints or serialises
 a note keeps working; the id and the arguments ride along for the places that show it in another
-language (`words(x, lang)`). The template of each id is the catalogue entry `msg.<id>` of each
-language (aiworkbook.patterns.text_*). A field may carry a kind after a colon, which formats the
+language (`words(x, lang)`). The template of each id is its entry in the language's gettext
+catalogue (aiworkbook/locale/<lang>/LC_MESSAGES/messages.po, aiworkbook.catalogue). A field may carry a kind after a colon, which formats the
 figure for the language with Babel (aiworkbook.i18n_format, aiworkbook.units):
 
     {n:int}      4,096 / 4.096            {x:f2}  two decimals, not grouped: 3.14 / 3,14 (f0..f9)
@@ -58,14 +58,9 @@ def words(x: object, lang: str = "en") -> str:
     return x.render(lang) if isinstance(x, Msg) else str(x)
 
 
-def template(id: str, lang: str = "en") -> str:
-    """The catalogue's template for `id` in `lang`; SpecError for an unknown id or language."""
-    from aiworkbook.patterns.i18n import text
-
-    return text(f"msg.{id}", lang)
-
-
 def render(id: str, args: dict[str, Any], lang: str = "en") -> str:
+    from aiworkbook.catalogue import template
+
     return _Words(lang).vformat(template(id, lang), (), args)
 
 

@@ -1,4 +1,5 @@
-"""English left on a Dutch or German page: the words of the English catalogs that the Dutch and German
+"""English left on a Dutch or German page: the words of the English catalogs (the tables and the
+gettext catalogues of aiworkbook/locale) that the Dutch and German
 catalogs never use, plus common English function words. Used by tests/browser/test_lang_browser.py;
 `python tests/english_left.py nl FILE` checks a text file (a page's text saved by hand)."""
 
@@ -40,10 +41,11 @@ def english_words(lang: str) -> frozenset[str]:
     `lang`'s catalogs never use, and the function words, less the shared names."""
     from aiworkbook.widgets import i18n as widget_i18n
 
+    from aiworkbook.catalogue import catalogue
     from aiworkbook.patterns.i18n import TABLES as TEXTS
 
-    en = _words(_strings(widget_i18n.TABLES["en"]) + _strings(TEXTS["en"]))
-    other = _words(_strings(widget_i18n.TABLES[lang]) + _strings(TEXTS[lang]))
+    en = _words(_strings(widget_i18n.TABLES["en"]) + _strings(TEXTS["en"]) + _strings(catalogue("en")))
+    other = _words(_strings(widget_i18n.TABLES[lang]) + _strings(TEXTS[lang]) + _strings(catalogue(lang)))
     return frozenset(w for w in (en - other) | FUNCTION_WORDS if len(w) >= 3 and w not in SHARED)
 
 

@@ -763,7 +763,7 @@ def result(
         measured=row[key],
         unit="B/s",
         predicted=pred,
-        predicted_label=Msg("restore.read_speed" if restore else "checkpoint.write_speed"),
+        predicted_label=Msg("restore.read_speed") if restore else Msg("checkpoint.write_speed"),
         verdict="fail"
         if any(r["integrity"] != "ok" for r in m["formats"])
         else "",  # "": against the estimate

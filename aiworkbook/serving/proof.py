@@ -184,7 +184,13 @@ def plan(**inputs: Any) -> Plan:
     s = ServingSettings.from_inputs(inputs)
     target = inputs.get("target")
     points = len(s.loads)
-    notes: list[str] = [Msg(f"serving.sweep.{s.kind}", loads=list(s.loads), requests=s.requests)]
+    loads, n = list(s.loads), s.requests
+    sweep = (
+        Msg("serving.sweep.rate", loads=loads, requests=n)
+        if s.kind == "rate"
+        else Msg("serving.sweep.concurrency", loads=loads, requests=n)
+    )
+    notes: list[str] = [sweep]
     if target:
         return Plan(
             "serving",

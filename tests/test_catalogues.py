@@ -1,0 +1,124 @@
+"""The gettext catalogues (aiworkbook/locale/<lang>/LC_MESSAGES/messages.po): every message id the
+code uses, as `pybabel extract` finds it with babel.cfg, has a translation in every language, none
+fuzzy, with the same named fields as the English; messages.pot is what extraction gives today; and
+every message renders with extreme arguments in every language, without English left in nl or de."""
+
+from __future__ import annotations
+
+import io
+import string
+from functools import cache
+from pathlib import Path
+
+import pytest
+from babel.messages.extract import extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
+from babel.messages.pofile import read_po
+from english_left import english_left
+
+from aiworkbook.catalogue import LOCALE_DIR, catalogue, languages, path
+from aiworkbook.message import Msg
+
+ROOT = Path(__file__).resolve().parents[1]
+OTHERS = [lang for lang in languages() if lang != "en"]
+
+
+@cache
+def extracted_ids() -> frozenset[str]:
+    """The ids `pybabel extract -F babel.cfg -k Msg` finds in the sources."""
+    with (ROOT / "babel.cfg").open() as f:
+        method_map, options_map = parse_mapping_cfg(f)
+    ids = set()
+    for top in ("aiworkbook", "widgets"):
+        # babel.cfg's patterns are relative to the tree root; one directory at a time keeps .venv out
+        rel = [(p.removeprefix(f"{top}/"), m) for p, m in method_map if p.startswith(f"{top}/")]
+        for _file, _line, msg, _comments, _ctx in extract_from_dir(
+            ROOT / top, rel, options_map, keywords={"Msg": None}
+        ):
+            ids.add(msg if isinstance(msg, str) else msg[0])
+    return frozenset(ids)
+
+
+def fields(template: str) -> set[str]:
+    return {f.partition(".")[0].partition("[")[0] for _, f, _, _ in string.Formatter().parse(template) if f}
+
+
+def problems(po: bytes, english: dict[str, str], ids: frozenset[str] | set[str], lang: str) -> list[str]:
+    """What is wrong with one catalogue: an id without translation, a fuzzy entry, fields that differ
+    from the English, an entry no code uses, and Babel's own checkers' complaints."""
+    cat = read_po(io.BytesIO(po), locale=lang)
+    out = [f"{m.id}: fuzzy" for m in cat if m.id and m.fuzzy]
+    have = {str(m.id): str(m.string) for m in cat if m.id}
+    out += [f"{i}: no translation" for i in sorted(ids) if not have.get(i)]
+    out += [f"{i}: no code uses it" for i in sorted(set(have) - ids)]
+    out += [
+        f"{i}: fields {sorted(fields(t))} != English {sorted(fields(english[i]))}"
+        for i, t in have.items()
+        if t and i in english and fields(t) != fields(english[i])
+    ]
+    out += [f"{m.id}: {e}" for m, errors in cat.check() for e in errors]
+    return out
+
+
+def test_the_code_uses_messages_and_the_template_is_current():
+    ids = extracted_ids()
+    assert {"roofline.buffers", "host.plan", "allowed.int_range"} <= ids
+    with (LOCALE_DIR / "messages.pot").open("rb") as f:
+        pot = {str(m.id) for m in read_po(f) if m.id}
+    assert pot == ids, "run the pybabel extract line of babel.cfg"
+
+
+@pytest.mark.parametrize("lang", languages())
+def test_every_id_is_translated_not_fuzzy_with_the_same_fields(lang):
+    assert problems(path(lang).read_bytes(), catalogue("en"), extracted_ids(), lang) == []
+
+
+def test_the_check_catches_a_missing_a_fuzzy_and_a_mismatched_entry():
+    english = {"a": "two {size:bytes} on {device}", "b": "b", "c": "c"}
+    po = (
+        b'msgid "a"\nmsgstr "twee {grootte:bytes} op {device}"\n\n'
+        b'#, fuzzy\nmsgid "b"\nmsgstr "b?"\n\n'
+        b'msgid "old"\nmsgstr "oud"\n'
+    )
+    found = "\n".join(problems(po, english, {"a", "b", "c"}, "nl"))
+    for what in ("a: fields", "b: fuzzy", "c: no translation", "old: no code uses it"):
+        assert what in found
+
+
+def test_languages_are_the_catalogues_present():
+    assert languages()[0] == "en" and {"nl", "de"} <= set(languages())
+
+
+#: figures at the edges: nothing, one, two (plural forms), huge, tiny
+EXTREMES = (0, 1, 2, 10**15, 1e-9)
+
+
+def _args(id: str, x: float) -> dict[str, object]:
+    """Arguments for message `id`: each field's kind as any language's template writes it (English
+    may print a count plainly where Dutch picks a plural form by it)."""
+    kinds: dict[str, str] = {}
+    for lang in languages():
+        for _, f, spec, _ in string.Formatter().parse(catalogue(lang)[id]):
+            if f:
+                kinds[f] = kinds.get(f) or (spec or "").partition(":")[0]
+    out: dict[str, object] = {}
+    for f, kind in kinds.items():
+        if kind == "list":
+            out[f] = [x, x]
+        elif kind in ("int", "plural"):
+            out[f] = int(x)
+        else:  # a plain field may hold a nested message; the rest are figures
+            out[f] = x if kind else Msg("value.na")
+    return out
+
+
+@pytest.mark.parametrize("x", EXTREMES)
+def test_every_message_renders_at_the_extremes_in_every_language(x):
+    for id, english in catalogue("en").items():
+        m = Msg(id, **_args(id, x))
+        for lang in languages():
+            text = m.render(lang)
+            assert text and not any("{" + f in text for f in fields(english)), (id, lang, text)
+            assert "None" not in text and "nan" not in text.lower().split()
+            if lang != "en":
+                assert not english_left(text, lang), (id, lang, text)
