@@ -238,7 +238,7 @@ def _strict(seen: list[dict]) -> Handler:
 def test_a_strict_server_is_probed_once_then_sent_standard_fields_only():
     seen: list[dict] = []
     with _server(_strict(seen), models=["only-model"]) as s:
-        r = registry.run("serving", target=s.url, sweep=[1, 2], requests=3, output_tokens=4)
+        r = registry.run("serving", target=s.url, sweep=[1, 2], requests=3, output_tokens=4, min_requests=3)
     t = r.details["target"]
     assert t["model"] == "only-model" and t["model_from"] == "GET /v1/models"
     assert t["mode"] == "standard" and "http-422" in t["probe"]
@@ -290,6 +290,44 @@ def test_a_run_that_measured_nothing_fails_and_quotes_the_first_error(capsys):
         )
     assert code == 1
     assert "[error] serving on remote" in capsys.readouterr().out
+
+
+def _mostly_429(first_ok: int) -> Handler:
+    """Streams a full answer to the first `first_ok` requests, then answers 429 to every request."""
+    calls = [0]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        calls[0] += 1
+        if calls[0] > first_ok:
+            await request.read()
+            return web.json_response({"error": "rate limited"}, status=429)
+        last = b'data: {"choices":[{"text":"","finish_reason":"length"}]}\n\n'
+        return await _stream(TOKEN, TOKEN, last, b"data: [DONE]\n\n")(request)
+
+    return handler
+
+
+def test_a_mostly_refused_point_is_invalid_names_its_errors_and_fails(capsys):
+    from aiworkbook.cli import main
+
+    kw = dict(target=None, served_model="m", server_kind="openai", sweep=[1], requests=10, output_tokens=2)
+    with _server(_mostly_429(2)) as s:  # the warm-up and 1 of the 10 measured requests answered
+        r = registry.run("serving", **(kw | {"target": s.url}))
+    row = r.details["sweep"][0]
+    assert r.verdict == "invalid" and row["errors"] == {"http-429": 9}
+    assert "9 of 10 requests failed (http-429 9), more than the max error rate 5%" in row["invalid"]
+    assert r.notes[0] == "concurrency 1 is invalid: " + row["invalid"]
+    # the percentiles keep their count, and show nothing from 1 sample (fewer than the minimum 10)
+    assert row["n"] == 1 and row["p99_ttft_s"] is None and row["p50_ttft_s"] is None
+    args = ["prove", "serving", "--served-model", "m", "--server-kind", "openai", "--sweep", "1"]
+    with _server(_mostly_429(2)) as s:  # --max-error-rate 0.3 stops the point: still invalid, exit 1
+        code = main([*args, "--target", s.url, "--requests", "20", "--max-error-rate", "0.3"])
+    out = capsys.readouterr().out
+    assert code == 1 and "[invalid] serving on remote" in out and "cancelled" in out and "http-429 9" in out
+    with _server(_mostly_429(100)) as s:  # all answered, but 4 are fewer than the minimum
+        assert main([*args, "--target", s.url, "--requests", "4"]) == 1
+        assert main([*args, "--target", s.url, "--requests", "4", "--min-requests", "4"]) == 0
+    assert "4 requests completed, fewer than the minimum 10" in capsys.readouterr().out
 
 
 def test_the_proof_is_bounded_by_its_max_duration():

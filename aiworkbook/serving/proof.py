@@ -26,6 +26,11 @@ from aiworkbook.serving.knee import bisect_load, find_knee
 from aiworkbook.serving.metrics import samples, summarize_run, sweep_row
 
 TOLERANCE = 0.10
+#: a load point with more failed requests than this fraction is `invalid` (`--max-error-rate`)
+MAX_ERROR_RATE = 0.05
+#: a load point that completed fewer requests is `invalid`, and no percentile is shown from fewer
+#: samples (`--min-requests`)
+MIN_REQUESTS = 10
 SWEEP_KINDS = ("concurrency", "rate")
 
 
@@ -78,7 +83,9 @@ class ServingSettings:
     deadline: float | None  # perf_counter deadline, set when the run starts (`started`)
     warmup_s: float
     cooldown_s: float
-    max_error_rate: float | None
+    max_error_rate: float  # above it a load point is invalid
+    stop_on_errors: bool  # --max-error-rate given: a point stops once past it (GuideLLM's)
+    min_requests: int
     model: str = "tiny-llama"
     backend: str = "torch"
     kv_budget_bytes: int | None = None
@@ -129,7 +136,13 @@ class ServingSettings:
             deadline=None,
             warmup_s=float(inputs.get("warmup_s") or 0.0),
             cooldown_s=float(inputs.get("cooldown_s") or 0.0),
-            max_error_rate=float(inputs["max_error_rate"]) if inputs.get("max_error_rate") else None,
+            max_error_rate=float(inputs["max_error_rate"])
+            if inputs.get("max_error_rate") is not None
+            else MAX_ERROR_RATE,
+            stop_on_errors=inputs.get("max_error_rate") is not None,
+            min_requests=int(inputs["min_requests"])
+            if inputs.get("min_requests") is not None
+            else MIN_REQUESTS,
             model=inputs.get("model") or "tiny-llama",
             backend=inputs.get("backend") or "torch",
             kv_budget_bytes=inputs.get("kv_budget_bytes"),
@@ -143,9 +156,11 @@ class ServingSettings:
             concurrency=1,
             warmup_s=s.warmup_s,
             cooldown_s=s.cooldown_s,
-            max_error_rate=s.max_error_rate,
+            max_error_rate=s.max_error_rate or None,
         )
-        for key in ("requests", "prompt_tokens", "output_tokens"):
+        if not 0 <= s.max_error_rate <= 1:
+            raise SpecError("max_error_rate", s.max_error_rate, "a fraction in [0, 1]")
+        for key in ("requests", "prompt_tokens", "output_tokens", "min_requests"):
             if getattr(s, key) < 1:
                 raise SpecError(key, getattr(s, key), ">= 1")
         return s
@@ -270,7 +285,7 @@ def _measure(
     control.check(msg)
     if rows is not None:  # per-request samples (--samples-csv)
         rows.extend(samples(records, at))
-    return summarize_run(records, slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s)
+    return summarize_run(records, slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s, min_n=s.min_requests)
 
 
 def _embedded_target(url: str, name: str, s: ServingSettings) -> Target:
@@ -295,7 +310,7 @@ def _load_at(s: ServingSettings, x: float, **over: Any) -> Load:
         warmup=1,
         warmup_s=s.warmup_s,
         cooldown_s=s.cooldown_s,
-        max_error_rate=s.max_error_rate,
+        max_error_rate=s.max_error_rate if s.stop_on_errors and s.max_error_rate else None,
     )
     if s.kind == "rate":
         kw.update(rate=float(x), concurrency=s.concurrency)
@@ -369,6 +384,7 @@ class _Sweep:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     failed: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)  # why each invalid load point is
     output_tokens: int = 0  # over the sweep
     completed: int = 0  # requests, over the sweep
     kv_at: dict[float, dict[str, Any]] = field(default_factory=dict)  # engine stats per load
@@ -405,6 +421,12 @@ def _sweep_loads(
             notes.append(f"{s.kind} {x}: {summary['stopped']}")
         if summary["requests"] and not summary["completed"]:
             sw.failed.append((x, summary))
+            row["invalid"] = "measured nothing"
+        else:
+            why = invalid_point(summary, s.max_error_rate, s.min_requests)
+            row["invalid"] = why
+            if why:
+                sw.invalid.append(f"{s.kind} {x:g} is invalid: {why}")
         sw.output_tokens += summary["output_tokens"]
         sw.completed += summary["completed"]
         if engine is not None:
@@ -467,6 +489,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         f"first error: {sm['first_error']}"
         for x, sm in sw.failed
     ]
+    notes[len(sw.failed) : len(sw.failed)] = sw.invalid
     notes += _summary_notes(details)
     measured, predicted, label = _kv_comparison(s, opened, sw)
     if measured is not None:
@@ -489,13 +512,39 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         predicted=predicted,
         predicted_label=label,
         tolerance=TOLERANCE,
-        verdict="error" if sw.failed or not rows else ("" if measured is not None else "info"),
+        verdict=_verdict(sw, measured),
         samples=[r["p99_ttft_s"] for r in rows if r["p99_ttft_s"] is not None],
         flags=sorted(flags),
         environment=_environment(opened.dev),
         details=details,
         notes=notes,
     )
+
+
+def invalid_point(summary: dict[str, Any], max_error_rate: float, min_requests: int) -> str:
+    """Why a load point's figures cannot be trusted, or "": more failed requests than
+    `max_error_rate` of those measured (named by kind: http-429, http-503, timeout...), or fewer
+    completed requests than `min_requests`."""
+    n, done = summary["requests"], summary["completed"]
+    failed = n - done
+    kinds = ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
+    if n and failed / n > max_error_rate:
+        return f"{failed} of {n} requests failed ({kinds}), more than the max error rate {max_error_rate:.0%}"
+    if done < min_requests:
+        return f"{done} requests completed, fewer than the minimum {min_requests}" + (
+            f" ({kinds})" if kinds else ""
+        )
+    return ""
+
+
+def _verdict(sw: _Sweep, measured: float | None) -> str:
+    """error: a point measured nothing (or none ran); invalid: a point failed too often or measured
+    too few; else pass/fail against the KV estimate, info without one."""
+    if sw.failed or not sw.rows:
+        return "error"
+    if sw.invalid:
+        return "invalid"
+    return "" if measured is not None else "info"
 
 
 def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> list[str]:
