@@ -343,3 +343,31 @@ def test_the_proof_is_bounded_by_its_max_duration():
     assert any("stopped at the run's deadline (1 s)" in n for n in r.notes)
     with pytest.raises(SpecError, match="max_duration_s"):
         registry.run("serving", target=s.url, max_duration_s=-1)
+
+
+@pytest.mark.parametrize("count", [b"-3", b"1000000000", b"true", b'"16"', b"0"])
+def test_an_impossible_usage_count_is_refused_and_the_stream_counted(count):
+    """The server's usage is checked against what its stream carried: -3, 10^9, true, a string, or
+    0 tokens for 4 chunks are refused (the request flagged), and the 4 chunks counted instead."""
+    last = (
+        b'data: {"choices":[{"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":3,'
+        b'"completion_tokens":' + count + b"}}\n\n"
+    )
+    with _server(_stream(TOKEN, TOKEN, TOKEN, TOKEN, last, b"data: [DONE]\n\n")) as s:
+        recs = run_load_sync(Target(s.url, "m"), Load(requests=2, concurrency=1, output_tokens=4, warmup=0))
+    sm = summarize_run(recs)
+    assert (
+        sm["errors"] == {} and sm["usage_refused"] == 2 and "completion_tokens" in sm["first_usage_refused"]
+    )
+    assert all(r.usage_tokens is None and r.tokens == 4 for r in recs)
+    assert sm["output_tokens"] == 8 and sm["output_throughput_tok_s"] > 0
+
+
+def test_a_plausible_usage_count_is_kept():
+    last = (
+        b'data: {"choices":[{"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":3,'
+        b'"completion_tokens":6}}\n\n'
+    )
+    with _server(_stream(TOKEN, TOKEN, TOKEN, TOKEN, last, b"data: [DONE]\n\n")) as s:
+        recs = run_load_sync(Target(s.url, "m"), Load(requests=1, concurrency=1, output_tokens=6, warmup=0))
+    assert recs[0].usage_tokens == 6 and recs[0].tokens == 6 and not recs[0].flag

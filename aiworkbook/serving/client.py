@@ -196,16 +196,19 @@ async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
             rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
             return 0.0, event
         text = _content(event)
+        count = _count(usage, "completion_tokens", rec)
         if text:
+            rec.chars += len(text)
             n = 1
-            if isinstance(usage.get("completion_tokens"), int):  # per-chunk usage: exact tokens
-                n = max(1, usage["completion_tokens"] - seen_usage)
+            if count is not None:  # per-chunk usage: exact tokens
+                n = max(1, count - seen_usage)
             rec.chunks.append((now, n))
-        if isinstance(usage.get("completion_tokens"), int):
-            seen_usage = usage["completion_tokens"]
+        if count is not None:
+            seen_usage = count
             rec.usage_tokens = seen_usage
-            if isinstance(usage.get("prompt_tokens"), int):
-                rec.prompt_tokens = usage["prompt_tokens"]
+            prompt = _count(usage, "prompt_tokens", rec)
+            if prompt is not None:
+                rec.prompt_tokens = prompt
     return 0.0, event
 
 
@@ -269,7 +272,45 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
         rec.end = done or time.perf_counter()
         if rec.error is None and not done:
             rec.error = "stream-dropped"
+        check_usage(rec)
         rec.output_tokens = rec.tokens
+
+
+#: a usage count more than this many times the stream's characters, or fewer than its content chunks
+#: over it, is impossible: the request is flagged and its count not used
+PLAUSIBLE_FACTOR = 4
+
+
+def _count(usage: dict[str, Any], key: str, rec: RequestRecord) -> int | None:
+    """A usage field as a count: a non-negative integer (a boolean is not one); anything else present
+    flags the request (`rec.flag`) and is None."""
+    v = usage.get(key)
+    if v is None:
+        return None
+    if type(v) is int and v >= 0:
+        return v
+    rec.flag = rec.flag or f"usage {key} {str(v)[:40]!r} is not a count"
+    return None
+
+
+def check_usage(rec: RequestRecord) -> None:
+    """Refuse a usage count the stream could not have carried: more than PLAUSIBLE_FACTOR tokens per
+    character streamed, or fewer than the content chunks / PLAUSIBLE_FACTOR (a token per chunk at
+    least, within the factor). The request is flagged and its count left out (each chunk counts 1)."""
+    n = rec.usage_tokens
+    if n is None or not rec.chunks:
+        if rec.flag:  # a per-chunk count refused part-way: none of its counts is used
+            rec.usage_tokens = None
+            rec.chunks = [(t, 1) for t, _ in rec.chunks]
+        return
+    chunks = len(rec.chunks)
+    if n > PLAUSIBLE_FACTOR * max(1, rec.chars) or n * PLAUSIBLE_FACTOR < chunks:
+        rec.flag = rec.flag or (
+            f"usage completion_tokens {n} is implausible for {chunks} chunks of {rec.chars} characters"
+        )
+    if rec.flag:
+        rec.usage_tokens = None
+        rec.chunks = [(t, 1) for t, _ in rec.chunks]
 
 
 _NO_USAGE: dict[str, Any] = {}

@@ -33,6 +33,8 @@ class RequestRecord:
     detail: str = ""
     warmup: bool = False
     excluded: str = ""  # "warm-up" / "cool-down": inside Load.warmup_s / cooldown_s, left out like warm-ups
+    chars: int = 0  # characters of content streamed
+    flag: str = ""  # why the server's usage count was refused (client.check_usage), else ""
 
     @property
     def ok(self) -> bool:
@@ -133,6 +135,8 @@ def summarize_run(
         "prompt_tokens": spread([r.prompt_tokens for r in recs]),
         "output_tokens_per_request": spread([r.tokens for r in ok]),
         "excluded": dict(Counter(r.excluded for r in records if r.excluded and not r.warmup)),
+        "usage_refused": sum(1 for r in recs if r.flag),
+        "first_usage_refused": next((r.flag for r in recs if r.flag), None),
         "stopped": next((r.detail for r in recs if r.error == "cancelled" and r.detail), None),
     }
 
@@ -153,7 +157,7 @@ def spread(values: list[int]) -> dict[str, Any]:
 
 SAMPLE_FIELDS = (
     "load", "index", "scheduled_s", "queue_s", "ttft_s", "tpot_s", "e2e_s", "prompt_tokens",
-    "output_tokens", "usage_tokens", "chunks", "error", "detail", "excluded",
+    "output_tokens", "usage_tokens", "chunks", "error", "detail", "excluded", "flag",
 )  # fmt: skip
 
 
@@ -178,6 +182,7 @@ def samples(records: list[RequestRecord], load: float) -> list[dict[str, Any]]:
             "error": r.error or "",
             "detail": r.detail,
             "excluded": r.excluded,
+            "flag": r.flag,
         }
         for i, r in enumerate(recs)
     ]

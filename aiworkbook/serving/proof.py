@@ -419,6 +419,12 @@ def _sweep_loads(
         )
         if summary["stopped"]:
             notes.append(f"{s.kind} {x}: {summary['stopped']}")
+        row["usage_refused"] = summary["usage_refused"]
+        if summary["usage_refused"]:
+            notes.append(
+                f"{s.kind} {x:g}: the server's usage count refused in {summary['usage_refused']} requests "
+                f"(counted from the stream instead); first: {summary['first_usage_refused']}"
+            )
         if summary["requests"] and not summary["completed"]:
             sw.failed.append((x, summary))
             row["invalid"] = "measured nothing"
