@@ -371,3 +371,25 @@ def test_a_plausible_usage_count_is_kept():
     with _server(_stream(TOKEN, TOKEN, TOKEN, TOKEN, last, b"data: [DONE]\n\n")) as s:
         recs = run_load_sync(Target(s.url, "m"), Load(requests=1, concurrency=1, output_tokens=6, warmup=0))
     assert recs[0].usage_tokens == 6 and recs[0].tokens == 6 and not recs[0].flag
+
+
+def test_no_prompt_is_sent_twice_unless_a_shared_prefix_is_asked_for():
+    seen: list[dict] = []
+    kw = dict(
+        served_model="m", server_kind="openai", sweep=[1, 2], requests=3, min_requests=3, output_tokens=2
+    )
+    with _server(_strict(seen)) as s:
+        r = registry.run("serving", target=s.url, prompt_tokens=6, **kw)
+        r2 = registry.run("serving", target=s.url, prompt_tokens=6, **kw)  # a second run: its own id
+        prompts = [b["prompt"] for b in seen]
+        assert len(prompts) == 2 * 2 * (3 + 1) and len(set(prompts)) == len(prompts)
+        assert all(len(p.split()) == 6 for p in prompts)
+        assert (
+            any("no prompt sent twice" in n and r.details["kind"] for n in r.notes) and r2.verdict == "info"
+        )
+        seen.clear()
+        r = registry.run("serving", target=s.url, prompt_tokens=6, shared_prefix=4, **kw)
+    prompts = [b["prompt"] for b in seen]
+    assert all(p.startswith("shared shared shared shared r") for p in prompts)
+    assert len(set(prompts)) == len(prompts)  # the rest of each prompt is still its own
+    assert any("the same 4 tokens" in n for n in r.notes)

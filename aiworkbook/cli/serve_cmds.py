@@ -109,6 +109,10 @@ def register_prove(prove: typer.Typer) -> None:
             "--min-requests",
             "a load point that completed fewer is invalid; no percentile from fewer samples (default 10)",
         ),
+        shared_prefix: int = option(
+            "--shared-prefix",
+            "start every prompt with the same N tokens (to measure a prefix cache; default 0: none shared)",
+        ),
         samples_csv: Path = option("--samples-csv", "write one row per request here (CSV)"),
         api: str = typer.Option("completions", help="completions | chat"),
         scheduler: str = typer.Option("continuous", help="static | continuous (embedded server)"),

@@ -87,9 +87,14 @@ def api_key() -> str | None:
     return None
 
 
-def _body(target: Target, prompt_tokens: int, max_tokens: int, salt: int) -> dict[str, Any]:
-    # one word per token is close for most tokenizers; a per-request salt defeats prefix caching
-    text = f"r{salt} " + " ".join(["hello"] * max(0, prompt_tokens - 1))
+def _body(
+    target: Target, prompt_tokens: int, max_tokens: int, salt: int | str, shared: int = 0
+) -> dict[str, Any]:
+    # one word per token is close for most tokenizers; a per-request salt first defeats prefix
+    # caching, unless `shared` words common to every request come before it (a prefix cache measured)
+    shared = min(shared, max(0, prompt_tokens - 1))
+    words = ["shared"] * shared + [f"r{salt}"] + ["hello"] * max(0, prompt_tokens - 1 - shared)
+    text = " ".join(words)
     body: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens, "stream": True, "temperature": 0}
     opts: dict[str, Any] = {"include_usage": True}
     if target.continuous_usage:
@@ -212,7 +217,9 @@ async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
     return 0.0, event
 
 
-async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens: int, salt: int = 0) -> None:
+async def send_one(
+    session: Any, target: Target, rec: RequestRecord, max_tokens: int, salt: int | str = 0, shared: int = 0
+) -> None:
     """Stream one request into `rec`: chunk times and token counts, usage, end, or an error kind:
     http-<status> (redirects are not followed), content-type (200 but not an event stream),
     malformed-event (not JSON, or `choices` / `usage` of the wrong type), server-error (an event with
@@ -226,7 +233,7 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
     key = api_key()
     if key:
         headers["Authorization"] = f"Bearer {key}"
-    body = _body(target, rec.prompt_tokens, max_tokens, salt)
+    body = _body(target, rec.prompt_tokens, max_tokens, salt, shared)
     rec.sent = time.perf_counter()
     done = 0.0  # when [DONE] arrived: the request's end
     event: Any = None
@@ -339,6 +346,10 @@ class Load:
     warmup_s: float = 0.0
     cooldown_s: float = 0.0
     max_error_rate: float | None = None
+    # every prompt starts with "r<prefix><index>" (the proof's prefix: run id and point, so no prompt
+    # is sent twice in a run), after `shared_prefix` words common to all (0: none)
+    prefix: str = ""
+    shared_prefix: int = 0
 
     def __post_init__(self) -> None:
         for name in ("warmup_s", "cooldown_s"):
@@ -355,6 +366,8 @@ class Load:
             raise SpecError("concurrency", self.concurrency, ">= 1")
         if self.warmup < 0:
             raise SpecError("warmup", self.warmup, ">= 0")
+        if self.shared_prefix < 0:
+            raise SpecError("shared_prefix", self.shared_prefix, ">= 0 tokens")
 
 
 @dataclass
@@ -377,7 +390,14 @@ class _Senders:
 
     async def send(self, rec: RequestRecord, i: int) -> None:
         self.records.append(rec)
-        await send_one(self.session, self.target, rec, self.outs[i], salt=i)
+        await self.post(rec, i)
+
+    async def post(self, rec: RequestRecord, i: int) -> None:
+        """Send request i: its salt is the load's prefix (run id and point) and its index."""
+        load = self.load
+        await send_one(
+            self.session, self.target, rec, self.outs[i], salt=f"{load.prefix}{i}", shared=load.shared_prefix
+        )
 
     async def warm(self) -> None:  # sequential, excluded from every figure
         for i in range(self.load.warmup):
@@ -405,9 +425,9 @@ class _Senders:
             await asyncio.sleep(delay)
         if self.sem is not None:
             async with self.sem:
-                await send_one(self.session, self.target, rec, self.outs[i], salt=i)
+                await self.post(rec, i)
         else:
-            await send_one(self.session, self.target, rec, self.outs[i], salt=i)
+            await self.post(rec, i)
         self.finished(rec)
 
     async def worker(self, k: int, limit: int) -> None:

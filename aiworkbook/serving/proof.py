@@ -86,6 +86,8 @@ class ServingSettings:
     max_error_rate: float  # above it a load point is invalid
     stop_on_errors: bool  # --max-error-rate given: a point stops once past it (GuideLLM's)
     min_requests: int
+    shared_prefix: int  # words common to every prompt (0: every prompt unique from its first word)
+    run_id: str  # set when the run starts: every prompt's prefix with the point and its index
     model: str = "tiny-llama"
     backend: str = "torch"
     kv_budget_bytes: int | None = None
@@ -140,6 +142,8 @@ class ServingSettings:
             if inputs.get("max_error_rate") is not None
             else MAX_ERROR_RATE,
             stop_on_errors=inputs.get("max_error_rate") is not None,
+            shared_prefix=int(inputs.get("shared_prefix") or 0),
+            run_id="",
             min_requests=int(inputs["min_requests"])
             if inputs.get("min_requests") is not None
             else MIN_REQUESTS,
@@ -160,16 +164,22 @@ class ServingSettings:
         )
         if not 0 <= s.max_error_rate <= 1:
             raise SpecError("max_error_rate", s.max_error_rate, "a fraction in [0, 1]")
+        if s.shared_prefix < 0:
+            raise SpecError("shared_prefix", s.shared_prefix, ">= 0 tokens")
         for key in ("requests", "prompt_tokens", "output_tokens", "min_requests"):
             if getattr(s, key) < 1:
                 raise SpecError(key, getattr(s, key), ">= 1")
         return s
 
     def started(self) -> ServingSettings:
-        """The same settings with the run's deadline set from now (when there is a max duration)."""
+        """The same settings with a fresh run id and the run's deadline set from now (when there is a
+        max duration)."""
+        import uuid
+
+        run = replace(self, run_id=uuid.uuid4().hex[:8])
         if self.max_duration_s is None:
-            return self
-        return replace(self, deadline=time.perf_counter() + self.max_duration_s)
+            return run
+        return replace(run, deadline=time.perf_counter() + self.max_duration_s)
 
     def past_deadline(self) -> bool:
         return self.deadline is not None and time.perf_counter() > self.deadline
@@ -198,6 +208,8 @@ def plan(**inputs: Any) -> Plan:
     target = inputs.get("target")
     points = len(s.loads)
     notes = [f"{s.kind} sweep {list(s.loads)}, {s.requests} requests per point"]
+    if s.shared_prefix:
+        notes.append(f"every prompt starts with the same {s.shared_prefix} tokens (a prefix cache measured)")
     if target:
         return Plan(
             "serving",
@@ -311,6 +323,8 @@ def _load_at(s: ServingSettings, x: float, **over: Any) -> Load:
         warmup_s=s.warmup_s,
         cooldown_s=s.cooldown_s,
         max_error_rate=s.max_error_rate if s.stop_on_errors and s.max_error_rate else None,
+        prefix=f"{s.run_id}-{x:g}-",
+        shared_prefix=s.shared_prefix,
     )
     if s.kind == "rate":
         kw.update(rate=float(x), concurrency=s.concurrency)
@@ -556,7 +570,12 @@ def _verdict(sw: _Sweep, measured: float | None) -> str:
 def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> list[str]:
     """What the sweep shows: the knee, how many samples the percentiles pool, the prompt and output
     lengths the server reported, the requests left out as warm-up or cool-down."""
-    notes = []
+    notes = [
+        f"every prompt starts with the same {s.shared_prefix} tokens, then its own prefix "
+        f"(run {s.run_id}, point, index): a shared prefix a prefix cache may serve"
+        if s.shared_prefix
+        else f"no prompt sent twice: each starts with its own prefix (run {s.run_id}, point, index)"
+    ]
     rows = sw.rows
     if knee is not None:
         notes.append(f"the tail bends after {s.kind} {knee}: p99 TTFT grows {2.0:g}x faster beyond it")
@@ -661,7 +680,8 @@ def _slo_search(target: Target, s: ServingSettings, control: Control) -> dict[st
     probes: list[dict[str, Any]] = []
 
     def meets(x: float) -> bool:
-        sm = _measure(target, _load_at(s, x), control, s, f"SLO probe at {x:g}")
+        load = _load_at(s, x, prefix=f"{s.run_id}-slo{len(probes)}-")
+        sm = _measure(target, load, control, s, f"SLO probe at {x:g}")
         t, p = sm["ttft_s"]["p95"], sm["tpot_s"]["p95"]
         ok = (
             sm["completed"] > 0
