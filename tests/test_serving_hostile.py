@@ -238,7 +238,7 @@ def _strict(seen: list[dict]) -> Handler:
 def test_a_strict_server_is_probed_once_then_sent_standard_fields_only():
     seen: list[dict] = []
     with _server(_strict(seen), models=["only-model"]) as s:
-        r = registry.run("serving", target=s.url, sweep=[1, 2], requests=3, output_tokens=4)
+        r = registry.run("serving", target=s.url, sweep=[1, 2], requests=3, output_tokens=4, min_requests=3)
     t = r.details["target"]
     assert t["model"] == "only-model" and t["model_from"] == "GET /v1/models"
     assert t["mode"] == "standard" and "http-422" in t["probe"]
@@ -292,6 +292,44 @@ def test_a_run_that_measured_nothing_fails_and_quotes_the_first_error(capsys):
     assert "[error] serving on remote" in capsys.readouterr().out
 
 
+def _mostly_429(first_ok: int) -> Handler:
+    """Streams a full answer to the first `first_ok` requests, then answers 429 to every request."""
+    calls = [0]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        calls[0] += 1
+        if calls[0] > first_ok:
+            await request.read()
+            return web.json_response({"error": "rate limited"}, status=429)
+        last = b'data: {"choices":[{"text":"","finish_reason":"length"}]}\n\n'
+        return await _stream(TOKEN, TOKEN, last, b"data: [DONE]\n\n")(request)
+
+    return handler
+
+
+def test_a_mostly_refused_point_is_invalid_names_its_errors_and_fails(capsys):
+    from aiworkbook.cli import main
+
+    kw = dict(target=None, served_model="m", server_kind="openai", sweep=[1], requests=10, output_tokens=2)
+    with _server(_mostly_429(2)) as s:  # the warm-up and 1 of the 10 measured requests answered
+        r = registry.run("serving", **(kw | {"target": s.url}))
+    row = r.details["sweep"][0]
+    assert r.verdict == "invalid" and row["errors"] == {"http-429": 9}
+    assert "9 of 10 requests failed (http-429 9), more than the max error rate 5%" in row["invalid"]
+    assert r.notes[0] == "concurrency 1 is invalid: " + row["invalid"]
+    # the percentiles keep their count, and show nothing from 1 sample (fewer than the minimum 10)
+    assert row["n"] == 1 and row["p99_ttft_s"] is None and row["p50_ttft_s"] is None
+    args = ["prove", "serving", "--served-model", "m", "--server-kind", "openai", "--sweep", "1"]
+    with _server(_mostly_429(2)) as s:  # --max-error-rate 0.3 stops the point: still invalid, exit 1
+        code = main([*args, "--target", s.url, "--requests", "20", "--max-error-rate", "0.3"])
+    out = capsys.readouterr().out
+    assert code == 1 and "[invalid] serving on remote" in out and "cancelled" in out and "http-429 9" in out
+    with _server(_mostly_429(100)) as s:  # all answered, but 4 are fewer than the minimum
+        assert main([*args, "--target", s.url, "--requests", "4"]) == 1
+        assert main([*args, "--target", s.url, "--requests", "4", "--min-requests", "4"]) == 0
+    assert "4 requests completed, fewer than the minimum 10" in capsys.readouterr().out
+
+
 def test_the_proof_is_bounded_by_its_max_duration():
     with _server(_stall(3)) as s:
         t0 = time.monotonic()
@@ -305,3 +343,53 @@ def test_the_proof_is_bounded_by_its_max_duration():
     assert any("stopped at the run's deadline (1 s)" in n for n in r.notes)
     with pytest.raises(SpecError, match="max_duration_s"):
         registry.run("serving", target=s.url, max_duration_s=-1)
+
+
+@pytest.mark.parametrize("count", [b"-3", b"1000000000", b"true", b'"16"', b"0"])
+def test_an_impossible_usage_count_is_refused_and_the_stream_counted(count):
+    """The server's usage is checked against what its stream carried: -3, 10^9, true, a string, or
+    0 tokens for 4 chunks are refused (the request flagged), and the 4 chunks counted instead."""
+    last = (
+        b'data: {"choices":[{"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":3,'
+        b'"completion_tokens":' + count + b"}}\n\n"
+    )
+    with _server(_stream(TOKEN, TOKEN, TOKEN, TOKEN, last, b"data: [DONE]\n\n")) as s:
+        recs = run_load_sync(Target(s.url, "m"), Load(requests=2, concurrency=1, output_tokens=4, warmup=0))
+    sm = summarize_run(recs)
+    assert (
+        sm["errors"] == {} and sm["usage_refused"] == 2 and "completion_tokens" in sm["first_usage_refused"]
+    )
+    assert all(r.usage_tokens is None and r.tokens == 4 for r in recs)
+    assert sm["output_tokens"] == 8 and sm["output_throughput_tok_s"] > 0
+
+
+def test_a_plausible_usage_count_is_kept():
+    last = (
+        b'data: {"choices":[{"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":3,'
+        b'"completion_tokens":6}}\n\n'
+    )
+    with _server(_stream(TOKEN, TOKEN, TOKEN, TOKEN, last, b"data: [DONE]\n\n")) as s:
+        recs = run_load_sync(Target(s.url, "m"), Load(requests=1, concurrency=1, output_tokens=6, warmup=0))
+    assert recs[0].usage_tokens == 6 and recs[0].tokens == 6 and not recs[0].flag
+
+
+def test_no_prompt_is_sent_twice_unless_a_shared_prefix_is_asked_for():
+    seen: list[dict] = []
+    kw = dict(
+        served_model="m", server_kind="openai", sweep=[1, 2], requests=3, min_requests=3, output_tokens=2
+    )
+    with _server(_strict(seen)) as s:
+        r = registry.run("serving", target=s.url, prompt_tokens=6, **kw)
+        r2 = registry.run("serving", target=s.url, prompt_tokens=6, **kw)  # a second run: its own id
+        prompts = [b["prompt"] for b in seen]
+        assert len(prompts) == 2 * 2 * (3 + 1) and len(set(prompts)) == len(prompts)
+        assert all(len(p.split()) == 6 for p in prompts)
+        assert (
+            any("no prompt sent twice" in n and r.details["kind"] for n in r.notes) and r2.verdict == "info"
+        )
+        seen.clear()
+        r = registry.run("serving", target=s.url, prompt_tokens=6, shared_prefix=4, **kw)
+    prompts = [b["prompt"] for b in seen]
+    assert all(p.startswith("shared shared shared shared r") for p in prompts)
+    assert len(set(prompts)) == len(prompts)  # the rest of each prompt is still its own
+    assert any("the same 4 tokens" in n for n in r.notes)

@@ -76,7 +76,18 @@ def test_samples_csv_has_a_row_per_request(tmp_path, capsys):
 
     out = tmp_path / "samples.csv"
     with _stand_in() as s:
-        args = ["prove", "serving", "--target", s.url, "--sweep", "1,2", "--requests", "5"]
+        args = [
+            "prove",
+            "serving",
+            "--target",
+            s.url,
+            "--sweep",
+            "1,2",
+            "--requests",
+            "5",
+            "--min-requests",
+            "5",
+        ]
         assert main([*args, "--output-tokens", "3", "--samples-csv", str(out)]) == 0
         assert main([*args, "--max-error-rate", "1.5"]) == 2
         assert main([*args, "--warmup-duration", "-1"]) == 2

@@ -48,6 +48,7 @@ def test_run_sweeps_finds_the_planted_knee_and_compares_schedulers(tmp_path):
         synthetic_step_s=0.005,
         sweep=[1, 2, 4, 8],
         requests=8,
+        min_requests=8,
         output_tokens=32,
         context_sweep=False,
         slo_ttft_ms=60.0,
@@ -75,7 +76,9 @@ def test_run_sweeps_finds_the_planted_knee_and_compares_schedulers(tmp_path):
 
 
 def test_context_sweep_runs_out_where_the_estimate_says():
-    r = registry.run("serving", quick=True, backend="synthetic", sweep=[2], requests=4, compare=False)
+    r = registry.run(
+        "serving", quick=True, backend="synthetic", sweep=[2], requests=4, compare=False, min_requests=4
+    )
     c = r.details["context_sweep"]
     assert c["runs_out_at_context"] == c["predicted_runs_out_at_context"] == c["rows"][-1]["context"]
     peaks = [x["kv_bytes_peak"] for x in c["rows"][:-1]]
@@ -116,7 +119,9 @@ def test_remote_target_is_info_and_counts_errors():
     from aiworkbook.serving.server import FixedDelay, ServerThread, make_app
 
     with ServerThread(make_app("remote-model", fixed=FixedDelay(ttft_s=0.01, itl_s=0.002))) as s:
-        r = registry.run("serving", target=s.url, served_model="remote-model", sweep=[1, 2], requests=4)
+        r = registry.run(
+            "serving", target=s.url, served_model="remote-model", sweep=[1, 2], requests=4, min_requests=4
+        )
     assert r.verdict == "info" and r.device == "remote"
     assert [x["n"] for x in r.details["sweep"]] == [4, 4]
     assert "schedulers" not in r.details
@@ -168,6 +173,8 @@ def test_cli(tmp_path, capsys):
                 "--sweep",
                 "1,2",
                 "--requests",
+                "4",
+                "--min-requests",
                 "4",
                 "--no-compare",
                 "--no-context",

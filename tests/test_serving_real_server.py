@@ -136,6 +136,7 @@ def test_the_serving_proof_runs_against_it(server: str, api: str):
         api=api,
         sweep=[1, 2],
         requests=3,
+        min_requests=3,
         prompt_tokens=8,
         output_tokens=OUTPUT_TOKENS,
         request_timeout_s=60,

@@ -36,6 +36,7 @@ VERDICT_COLOURS: dict[str, str] = {
     "does-not-fit": "#CC79A7",
     "interrupted": "#E69F00",
     "error": "#000000",
+    "invalid": "#56B4E9",
 }
 ESTIMATE_COLOUR = "#999999"
 WIDTH = 420

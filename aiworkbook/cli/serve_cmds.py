@@ -101,7 +101,17 @@ def register_prove(prove: typer.Typer) -> None:
             "--cooldown-duration", "leave out requests ending in each point's last seconds"
         ),
         max_error_rate: float = option(
-            "--max-error-rate", "stop a load point once more than this fraction failed (0-1)"
+            "--max-error-rate",
+            "a load point with more failed requests than this fraction is invalid (exit 1); given, the "
+            "point also stops once past it (default 0.05)",
+        ),
+        min_requests: int = option(
+            "--min-requests",
+            "a load point that completed fewer is invalid; no percentile from fewer samples (default 10)",
+        ),
+        shared_prefix: int = option(
+            "--shared-prefix",
+            "start every prompt with the same N tokens (to measure a prefix cache; default 0: none shared)",
         ),
         samples_csv: Path = option("--samples-csv", "write one row per request here (CSV)"),
         api: str = typer.Option("completions", help="completions | chat"),
@@ -142,7 +152,7 @@ def register_prove(prove: typer.Typer) -> None:
         _emit(r, json_file)
         if samples_csv is not None and "requests" in r.details:
             _write_samples(samples_csv, r.details["requests"])
-        if r.verdict == "error":  # a run that measured nothing fails
+        if r.verdict in ("error", "invalid"):  # a run that measured nothing, or too little, fails
             raise typer.Exit(1)
 
 

@@ -319,6 +319,7 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "verdict.info (CPU only)": "Info (nur CPU)",
     "verdict.fail (CPU only)": "durchgefallen (nur CPU)",
     "verdict.error": "Fehler",
+    "verdict.invalid": "ungültig",
     "formula.params": "Parameter",
     "formula.trainable": "trainierbar",
     "formula.seqs": "Sequenzen",

@@ -323,6 +323,7 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "verdict.info (CPU only)": "info (CPU only)",
     "verdict.fail (CPU only)": "fail (CPU only)",
     "verdict.error": "error",
+    "verdict.invalid": "invalid",
     "formula.params": "params",
     "formula.trainable": "trainable",
     "formula.seqs": "seqs",

@@ -319,6 +319,7 @@ TEXT: dict[str, str | tuple[str, ...]] = {
     "verdict.info (CPU only)": "info (alleen CPU)",
     "verdict.fail (CPU only)": "gezakt (alleen CPU)",
     "verdict.error": "fout",
+    "verdict.invalid": "ongeldig",
     "formula.params": "parameters",
     "formula.trainable": "trainbaar",
     "formula.seqs": "sequenties",

@@ -12,7 +12,7 @@ from aiworkbook.profile.fingerprint import Fingerprint
 from aiworkbook.profile.model import GoldenProof, LockedProfile, NodeSection, Tolerance, WorkloadEntry
 
 #: Proof verdicts that cannot serve as a reference.
-UNLOCKABLE = ("interrupted", "does-not-fit", "error")
+UNLOCKABLE = ("interrupted", "does-not-fit", "error", "invalid")
 
 
 def as_result(item: Any):

@@ -17,7 +17,8 @@ from aiworkbook.proofs.stats import Stats
 
 KIND = "aiworkbook.proof-result"
 SCHEMA_VERSION = 1
-VERDICTS = ("pass", "fail", "info", "does-not-fit", "interrupted", "error")  # error: measured nothing
+# error: measured nothing; invalid: a load point failed too often or measured too few to trust
+VERDICTS = ("pass", "fail", "info", "does-not-fit", "interrupted", "error", "invalid")
 
 
 def verdict_for(measured: float | None, predicted: float | None, tolerance: float) -> str:

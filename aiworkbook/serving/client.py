@@ -88,9 +88,14 @@ def api_key() -> str | None:
     return None
 
 
-def _body(target: Target, prompt_tokens: int, max_tokens: int, salt: int) -> dict[str, Any]:
-    # one word per token is close for most tokenizers; a per-request salt defeats prefix caching
-    text = f"r{salt} " + " ".join(["hello"] * max(0, prompt_tokens - 1))
+def _body(
+    target: Target, prompt_tokens: int, max_tokens: int, salt: int | str, shared: int = 0
+) -> dict[str, Any]:
+    # one word per token is close for most tokenizers; a per-request salt first defeats prefix
+    # caching, unless `shared` words common to every request come before it (a prefix cache measured)
+    shared = min(shared, max(0, prompt_tokens - 1))
+    words = ["shared"] * shared + [f"r{salt}"] + ["hello"] * max(0, prompt_tokens - 1 - shared)
+    text = " ".join(words)
     body: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens, "stream": True, "temperature": 0}
     opts: dict[str, Any] = {"include_usage": True}
     if target.continuous_usage:
@@ -197,20 +202,25 @@ async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
             rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
             return 0.0, event
         text = _content(event)
+        count = _count(usage, "completion_tokens", rec)
         if text:
+            rec.chars += len(text)
             n = 1
-            if isinstance(usage.get("completion_tokens"), int):  # per-chunk usage: exact tokens
-                n = max(1, usage["completion_tokens"] - seen_usage)
+            if count is not None:  # per-chunk usage: exact tokens
+                n = max(1, count - seen_usage)
             rec.chunks.append((now, n))
-        if isinstance(usage.get("completion_tokens"), int):
-            seen_usage = usage["completion_tokens"]
+        if count is not None:
+            seen_usage = count
             rec.usage_tokens = seen_usage
-            if isinstance(usage.get("prompt_tokens"), int):
-                rec.prompt_tokens = usage["prompt_tokens"]
+            prompt = _count(usage, "prompt_tokens", rec)
+            if prompt is not None:
+                rec.prompt_tokens = prompt
     return 0.0, event
 
 
-async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens: int, salt: int = 0) -> None:
+async def send_one(
+    session: Any, target: Target, rec: RequestRecord, max_tokens: int, salt: int | str = 0, shared: int = 0
+) -> None:
     """Stream one request into `rec`: chunk times and token counts, usage, end, or an error kind:
     http-<status> (redirects are not followed), content-type (200 but not an event stream),
     malformed-event (not JSON, or `choices` / `usage` of the wrong type), server-error (an event with
@@ -224,7 +234,7 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
     key = api_key()
     if key:
         headers["Authorization"] = f"Bearer {key}"
-    body = _body(target, rec.prompt_tokens, max_tokens, salt)
+    body = _body(target, rec.prompt_tokens, max_tokens, salt, shared)
     rec.sent = time.perf_counter()
     done = 0.0  # when [DONE] arrived: the request's end
     event: Any = None
@@ -270,7 +280,45 @@ async def send_one(session: Any, target: Target, rec: RequestRecord, max_tokens:
         rec.end = done or time.perf_counter()
         if rec.error is None and not done:
             rec.error = "stream-dropped"
+        check_usage(rec)
         rec.output_tokens = rec.tokens
+
+
+#: a usage count more than this many times the stream's characters, or fewer than its content chunks
+#: over it, is impossible: the request is flagged and its count not used
+PLAUSIBLE_FACTOR = 4
+
+
+def _count(usage: dict[str, Any], key: str, rec: RequestRecord) -> int | None:
+    """A usage field as a count: a non-negative integer (a boolean is not one); anything else present
+    flags the request (`rec.flag`) and is None."""
+    v = usage.get(key)
+    if v is None:
+        return None
+    if type(v) is int and v >= 0:
+        return v
+    rec.flag = rec.flag or f"usage {key} {str(v)[:40]!r} is not a count"
+    return None
+
+
+def check_usage(rec: RequestRecord) -> None:
+    """Refuse a usage count the stream could not have carried: more than PLAUSIBLE_FACTOR tokens per
+    character streamed, or fewer than the content chunks / PLAUSIBLE_FACTOR (a token per chunk at
+    least, within the factor). The request is flagged and its count left out (each chunk counts 1)."""
+    n = rec.usage_tokens
+    if n is None or not rec.chunks:
+        if rec.flag:  # a per-chunk count refused part-way: none of its counts is used
+            rec.usage_tokens = None
+            rec.chunks = [(t, 1) for t, _ in rec.chunks]
+        return
+    chunks = len(rec.chunks)
+    if n > PLAUSIBLE_FACTOR * max(1, rec.chars) or n * PLAUSIBLE_FACTOR < chunks:
+        rec.flag = rec.flag or (
+            f"usage completion_tokens {n} is implausible for {chunks} chunks of {rec.chars} characters"
+        )
+    if rec.flag:
+        rec.usage_tokens = None
+        rec.chunks = [(t, 1) for t, _ in rec.chunks]
 
 
 _NO_USAGE: dict[str, Any] = {}
@@ -299,6 +347,10 @@ class Load:
     warmup_s: float = 0.0
     cooldown_s: float = 0.0
     max_error_rate: float | None = None
+    # every prompt starts with "r<prefix><index>" (the proof's prefix: run id and point, so no prompt
+    # is sent twice in a run), after `shared_prefix` words common to all (0: none)
+    prefix: str = ""
+    shared_prefix: int = 0
 
     def __post_init__(self) -> None:
         for name in ("warmup_s", "cooldown_s"):
@@ -315,6 +367,8 @@ class Load:
             raise SpecError("concurrency", self.concurrency, ">= 1")
         if self.warmup < 0:
             raise SpecError("warmup", self.warmup, ">= 0")
+        if self.shared_prefix < 0:
+            raise SpecError("shared_prefix", self.shared_prefix, ">= 0 tokens")
 
 
 @dataclass
@@ -337,7 +391,14 @@ class _Senders:
 
     async def send(self, rec: RequestRecord, i: int) -> None:
         self.records.append(rec)
-        await send_one(self.session, self.target, rec, self.outs[i], salt=i)
+        await self.post(rec, i)
+
+    async def post(self, rec: RequestRecord, i: int) -> None:
+        """Send request i: its salt is the load's prefix (run id and point) and its index."""
+        load = self.load
+        await send_one(
+            self.session, self.target, rec, self.outs[i], salt=f"{load.prefix}{i}", shared=load.shared_prefix
+        )
 
     async def warm(self) -> None:  # sequential, excluded from every figure
         for i in range(self.load.warmup):
@@ -365,9 +426,9 @@ class _Senders:
             await asyncio.sleep(delay)
         if self.sem is not None:
             async with self.sem:
-                await send_one(self.session, self.target, rec, self.outs[i], salt=i)
+                await self.post(rec, i)
         else:
-            await send_one(self.session, self.target, rec, self.outs[i], salt=i)
+            await self.post(rec, i)
         self.finished(rec)
 
     async def worker(self, k: int, limit: int) -> None:

@@ -33,6 +33,8 @@ class RequestRecord:
     detail: str = ""
     warmup: bool = False
     excluded: str = ""  # "warm-up" / "cool-down": inside Load.warmup_s / cooldown_s, left out like warm-ups
+    chars: int = 0  # characters of content streamed
+    flag: str = ""  # why the server's usage count was refused (client.check_usage), else ""
 
     @property
     def ok(self) -> bool:
@@ -69,10 +71,11 @@ class RequestRecord:
         return out
 
 
-def percentiles(values: list[float]) -> dict[str, Any]:
-    """p50/p90/p95/p99, mean and the sample count over pooled raw samples (None when empty)."""
-    if not values:
-        return {"n": 0, "mean": None, **{f"p{p}": None for p in PERCENTILES}}
+def percentiles(values: list[float], min_n: int = 1) -> dict[str, Any]:
+    """p50/p90/p95/p99, mean and the sample count over pooled raw samples; the count always, the
+    figures None from fewer than `min_n` samples (a p99 of 2 samples is no p99)."""
+    if len(values) < max(1, min_n):
+        return {"n": len(values), "mean": None, **{f"p{p}": None for p in PERCENTILES}}
     x = np.asarray(values, dtype=float)
     q = np.percentile(x, PERCENTILES)
     return {
@@ -88,9 +91,11 @@ def summarize_run(
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
     duration_s: float | None = None,
+    min_n: int = 1,
 ) -> dict[str, Any]:
     """The run's metrics over measured (non-warm-up) requests. Duration: first scheduled arrival to
-    the last response end, unless given. Goodput = requests meeting every SLO given, per second."""
+    the last response end, unless given. Goodput = requests meeting every SLO given, per second.
+    Percentiles from fewer than `min_n` samples are None (their count is kept)."""
     recs = [r for r in records if not r.warmup and not r.excluded]
     ok = [r for r in recs if r.ok]
     errors = Counter(r.error or "no-content" for r in recs if not r.ok)
@@ -122,14 +127,16 @@ def summarize_run(
         "total_throughput_tok_s": per_s(out_tokens + in_tokens),
         "goodput_req_s": per_s(len(good)) if (slo_ttft_s or slo_tpot_s) else None,
         "slo": {"ttft_s": slo_ttft_s, "tpot_s": slo_tpot_s},
-        "ttft_s": percentiles([r.ttft_s for r in ok]),
-        "tpot_s": percentiles(tpots),
-        "itl_s": percentiles([x for r in ok for x in r.itls()]),
-        "e2e_s": percentiles([r.e2e_s for r in ok]),
-        "queue_s": percentiles([r.queue_s for r in recs if r.sent]),
+        "ttft_s": percentiles([r.ttft_s for r in ok], min_n),
+        "tpot_s": percentiles(tpots, min_n),
+        "itl_s": percentiles([x for r in ok for x in r.itls()], min_n),
+        "e2e_s": percentiles([r.e2e_s for r in ok], min_n),
+        "queue_s": percentiles([r.queue_s for r in recs if r.sent], min_n),
         "prompt_tokens": spread([r.prompt_tokens for r in recs]),
         "output_tokens_per_request": spread([r.tokens for r in ok]),
         "excluded": dict(Counter(r.excluded for r in records if r.excluded and not r.warmup)),
+        "usage_refused": sum(1 for r in recs if r.flag),
+        "first_usage_refused": next((r.flag for r in recs if r.flag), None),
         "stopped": next((r.detail for r in recs if r.error == "cancelled" and r.detail), None),
     }
 
@@ -150,7 +157,7 @@ def spread(values: list[int]) -> dict[str, Any]:
 
 SAMPLE_FIELDS = (
     "load", "index", "scheduled_s", "queue_s", "ttft_s", "tpot_s", "e2e_s", "prompt_tokens",
-    "output_tokens", "usage_tokens", "chunks", "error", "detail", "excluded",
+    "output_tokens", "usage_tokens", "chunks", "error", "detail", "excluded", "flag",
 )  # fmt: skip
 
 
@@ -175,6 +182,7 @@ def samples(records: list[RequestRecord], load: float) -> list[dict[str, Any]]:
             "error": r.error or "",
             "detail": r.detail,
             "excluded": r.excluded,
+            "flag": r.flag,
         }
         for i, r in enumerate(recs)
     ]

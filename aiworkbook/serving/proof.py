@@ -28,6 +28,11 @@ from aiworkbook.serving.knee import bisect_load, find_knee
 from aiworkbook.serving.metrics import samples, summarize_run, sweep_row
 
 TOLERANCE = 0.10
+#: a load point with more failed requests than this fraction is `invalid` (`--max-error-rate`)
+MAX_ERROR_RATE = 0.05
+#: a load point that completed fewer requests is `invalid`, and no percentile is shown from fewer
+#: samples (`--min-requests`)
+MIN_REQUESTS = 10
 SWEEP_KINDS = ("concurrency", "rate")
 
 
@@ -80,7 +85,11 @@ class ServingSettings:
     deadline: float | None  # perf_counter deadline, set when the run starts (`started`)
     warmup_s: float
     cooldown_s: float
-    max_error_rate: float | None
+    max_error_rate: float  # above it a load point is invalid
+    stop_on_errors: bool  # --max-error-rate given: a point stops once past it (GuideLLM's)
+    min_requests: int
+    shared_prefix: int  # words common to every prompt (0: every prompt unique from its first word)
+    run_id: str  # set when the run starts: every prompt's prefix with the point and its index
     model: str = "tiny-llama"
     backend: str = "torch"
     kv_budget_bytes: int | None = None
@@ -131,7 +140,15 @@ class ServingSettings:
             deadline=None,
             warmup_s=float(inputs.get("warmup_s") or 0.0),
             cooldown_s=float(inputs.get("cooldown_s") or 0.0),
-            max_error_rate=float(inputs["max_error_rate"]) if inputs.get("max_error_rate") else None,
+            max_error_rate=float(inputs["max_error_rate"])
+            if inputs.get("max_error_rate") is not None
+            else MAX_ERROR_RATE,
+            stop_on_errors=inputs.get("max_error_rate") is not None,
+            shared_prefix=int(inputs.get("shared_prefix") or 0),
+            run_id="",
+            min_requests=int(inputs["min_requests"])
+            if inputs.get("min_requests") is not None
+            else MIN_REQUESTS,
             model=inputs.get("model") or "tiny-llama",
             backend=inputs.get("backend") or "torch",
             kv_budget_bytes=inputs.get("kv_budget_bytes"),
@@ -145,18 +162,26 @@ class ServingSettings:
             concurrency=1,
             warmup_s=s.warmup_s,
             cooldown_s=s.cooldown_s,
-            max_error_rate=s.max_error_rate,
+            max_error_rate=s.max_error_rate or None,
         )
-        for key in ("requests", "prompt_tokens", "output_tokens"):
+        if not 0 <= s.max_error_rate <= 1:
+            raise SpecError("max_error_rate", s.max_error_rate, "a fraction in [0, 1]")
+        if s.shared_prefix < 0:
+            raise SpecError("shared_prefix", s.shared_prefix, ">= 0 tokens")
+        for key in ("requests", "prompt_tokens", "output_tokens", "min_requests"):
             if getattr(s, key) < 1:
                 raise SpecError(key, getattr(s, key), ">= 1")
         return s
 
     def started(self) -> ServingSettings:
-        """The same settings with the run's deadline set from now (when there is a max duration)."""
+        """The same settings with a fresh run id and the run's deadline set from now (when there is a
+        max duration)."""
+        import uuid
+
+        run = replace(self, run_id=uuid.uuid4().hex[:8])
         if self.max_duration_s is None:
-            return self
-        return replace(self, deadline=time.perf_counter() + self.max_duration_s)
+            return run
+        return replace(run, deadline=time.perf_counter() + self.max_duration_s)
 
     def past_deadline(self) -> bool:
         return self.deadline is not None and time.perf_counter() > self.deadline
@@ -191,6 +216,8 @@ def plan(**inputs: Any) -> Plan:
         else Msg("serving.sweep.concurrency", loads=loads, requests=n)
     )
     notes: list[str] = [sweep]
+    if s.shared_prefix:
+        notes.append(Msg("serving.shared_prefix", tokens=s.shared_prefix))
     if target:
         return Plan(
             "serving",
@@ -278,7 +305,7 @@ def _measure(
     control.check(msg)
     if rows is not None:  # per-request samples (--samples-csv)
         rows.extend(samples(records, at))
-    return summarize_run(records, slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s)
+    return summarize_run(records, slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s, min_n=s.min_requests)
 
 
 def _embedded_target(url: str, name: str, s: ServingSettings) -> Target:
@@ -303,7 +330,9 @@ def _load_at(s: ServingSettings, x: float, **over: Any) -> Load:
         warmup=1,
         warmup_s=s.warmup_s,
         cooldown_s=s.cooldown_s,
-        max_error_rate=s.max_error_rate,
+        max_error_rate=s.max_error_rate if s.stop_on_errors and s.max_error_rate else None,
+        prefix=f"{s.run_id}-{x:g}-",
+        shared_prefix=s.shared_prefix,
     )
     if s.kind == "rate":
         kw.update(rate=float(x), concurrency=s.concurrency)
@@ -377,6 +406,7 @@ class _Sweep:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     failed: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)  # why each invalid load point is
     output_tokens: int = 0  # over the sweep
     completed: int = 0  # requests, over the sweep
     kv_at: dict[float, dict[str, Any]] = field(default_factory=dict)  # engine stats per load
@@ -411,8 +441,20 @@ def _sweep_loads(
         )
         if summary["stopped"]:
             notes.append(f"{s.kind} {x}: {summary['stopped']}")
+        row["usage_refused"] = summary["usage_refused"]
+        if summary["usage_refused"]:
+            notes.append(
+                f"{s.kind} {x:g}: the server's usage count refused in {summary['usage_refused']} requests "
+                f"(counted from the stream instead); first: {summary['first_usage_refused']}"
+            )
         if summary["requests"] and not summary["completed"]:
             sw.failed.append((x, summary))
+            row["invalid"] = "measured nothing"
+        else:
+            why = invalid_point(summary, s.max_error_rate, s.min_requests)
+            row["invalid"] = why
+            if why:
+                sw.invalid.append(f"{s.kind} {x:g} is invalid: {why}")
         sw.output_tokens += summary["output_tokens"]
         sw.completed += summary["completed"]
         if engine is not None:
@@ -476,6 +518,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         f"first error: {sm['first_error']}"
         for x, sm in sw.failed
     ]
+    notes[len(sw.failed) : len(sw.failed)] = sw.invalid
     notes += _summary_notes(details)
     measured, predicted, label = _kv_comparison(s, opened, sw)
     if measured is not None:
@@ -498,7 +541,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         predicted=predicted,
         predicted_label=label,
         tolerance=TOLERANCE,
-        verdict="error" if sw.failed or not rows else ("" if measured is not None else "info"),
+        verdict=_verdict(sw, measured),
         samples=[r["p99_ttft_s"] for r in rows if r["p99_ttft_s"] is not None],
         flags=sorted(flags),
         environment=_environment(opened.dev),
@@ -507,10 +550,41 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     )
 
 
+def invalid_point(summary: dict[str, Any], max_error_rate: float, min_requests: int) -> str:
+    """Why a load point's figures cannot be trusted, or "": more failed requests than
+    `max_error_rate` of those measured (named by kind: http-429, http-503, timeout...), or fewer
+    completed requests than `min_requests`."""
+    n, done = summary["requests"], summary["completed"]
+    failed = n - done
+    kinds = ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
+    if n and failed / n > max_error_rate:
+        return f"{failed} of {n} requests failed ({kinds}), more than the max error rate {max_error_rate:.0%}"
+    if done < min_requests:
+        return f"{done} requests completed, fewer than the minimum {min_requests}" + (
+            f" ({kinds})" if kinds else ""
+        )
+    return ""
+
+
+def _verdict(sw: _Sweep, measured: float | None) -> str:
+    """error: a point measured nothing (or none ran); invalid: a point failed too often or measured
+    too few; else pass/fail against the KV estimate, info without one."""
+    if sw.failed or not sw.rows:
+        return "error"
+    if sw.invalid:
+        return "invalid"
+    return "" if measured is not None else "info"
+
+
 def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> list[str]:
     """What the sweep shows: the knee, how many samples the percentiles pool, the prompt and output
     lengths the server reported, the requests left out as warm-up or cool-down."""
-    notes = []
+    notes = [
+        f"every prompt starts with the same {s.shared_prefix} tokens, then its own prefix "
+        f"(run {s.run_id}, point, index): a shared prefix a prefix cache may serve"
+        if s.shared_prefix
+        else f"no prompt sent twice: each starts with its own prefix (run {s.run_id}, point, index)"
+    ]
     rows = sw.rows
     if knee is not None:
         notes.append(f"the tail bends after {s.kind} {knee}: p99 TTFT grows {2.0:g}x faster beyond it")
@@ -615,7 +689,8 @@ def _slo_search(target: Target, s: ServingSettings, control: Control) -> dict[st
     probes: list[dict[str, Any]] = []
 
     def meets(x: float) -> bool:
-        sm = _measure(target, _load_at(s, x), control, s, f"SLO probe at {x:g}")
+        load = _load_at(s, x, prefix=f"{s.run_id}-slo{len(probes)}-")
+        sm = _measure(target, load, control, s, f"SLO probe at {x:g}")
         t, p = sm["ttft_s"]["p95"], sm["tpot_s"]["p95"]
         ok = (
             sm["completed"] > 0
