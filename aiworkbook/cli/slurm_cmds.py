@@ -118,3 +118,30 @@ def merge_cmd(
         typer.echo(f"{node}: exit {code}")
     typer.echo(f"merged JUnit of {len(merged.nodes)} node(s) -> {out} (exit {merged.exit_code})", err=True)
     raise SystemExit(merged.exit_code)
+
+
+def drain_or_resume(exit_code: int, why: str, node: str | None) -> None:
+    """--slurm-drain: drain this node on a failed check (one-line reason), resume it on a pass when the
+    drain was ours."""
+    from aiworkbook.profile import slurm_drain
+
+    name = node or slurm_drain.this_node()
+    if exit_code != 0:
+        slurm_drain.drain(name, why or f"exit {exit_code}")
+        typer.echo(f"drained Slurm node {name}", err=True)
+    elif slurm_drain.resume_if_ours(name):
+        typer.echo(f"resumed Slurm node {name} (drained by an earlier aiworkbook check)", err=True)
+
+
+def passive_cmd(profile: Path, drain: bool, node: str | None) -> None:
+    """check --passive: NVML only, under a watchdog; exit 0 pass, 1 a problem found, 2 unusable."""
+    from aiworkbook.profile import load_profile
+    from aiworkbook.profile.passive import passive_check
+
+    report = passive_check(load_profile(profile))
+    for p in report.problems:
+        typer.echo(f"fail: {p}")
+    typer.echo(report.summary())
+    if drain:
+        drain_or_resume(report.exit_code, report.summary(), node)
+    raise SystemExit(report.exit_code)
