@@ -66,3 +66,19 @@ def test_a_changed_driver_drains_and_an_admins_drain_is_left_alone(slurm, locked
         assert slurm.state() in ("drained", "draining") and slurm.reason() == "admin: fan"
     finally:
         slurm.run("scontrol", "update", f"nodename={slurm.node}", "state=resume", timeout=10)
+
+
+def test_nvml_that_does_not_answer_fails_within_the_watchdog(locked, monkeypatch):
+    """The watchdog: a reading that blocks (as a hung NVML call does) is a failure after watchdog_s,
+    not a health check Slurm kills at 60 s."""
+    import threading
+
+    from aiworkbook.profile import load_profile, passive
+
+    release = threading.Event()
+    monkeypatch.setattr(passive, "_read", lambda profile: release.wait(30))
+    try:
+        rep = passive.passive_check(load_profile(locked), watchdog_s=0.5)
+    finally:
+        release.set()
+    assert rep.exit_code == 1 and "watchdog" in rep.summary()

@@ -191,3 +191,24 @@ def test_a_cancelled_job_leaves_no_half_written_result(slurm, tmp_path, locked):
     assert slurm.run("scancel", job, timeout=30).returncode == 0
     wait_gone(slurm, job, 120)
     assert list(results.iterdir()) == []
+
+
+def test_a_mig_slice_and_a_gpu_count_are_asked_for_as_locked(tmp_path):
+    from test_k8s_job import _lock
+
+    (tmp_path / "mig").mkdir()
+    mig = _lock(tmp_path / "mig", "NVIDIA A100-SXM4-80GB", cuda_name="NVIDIA A100-SXM4-80GB MIG 1g.10gb")
+    text = _script(tmp_path, mig, name="mig.sh").read_text()
+    assert "#SBATCH --gres=gpu:1g.10gb:1\n" in text and "--gpus-per-node" not in text
+    (tmp_path / "eight").mkdir()
+    eight = _lock(tmp_path / "eight", "NVIDIA H100 80GB HBM3", count=8)
+    assert "#SBATCH --gpus-per-node=8\n" in _script(tmp_path, eight, name="eight.sh").read_text()
+
+
+def test_every_node_of_a_partition_comes_from_sinfo(slurm, tmp_path, locked, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
+    text = _script(tmp_path, locked, "--every-node", slurm.partition, "--gpus", "0").read_text()
+    assert f"#SBATCH --nodelist={slurm.node}\n" in text and "#SBATCH --nodes=1\n" in text
+    assert f"#SBATCH --partition={slurm.partition}\n" in text
+    code = main(["profile", "slurm-job", str(locked), "--every-node", "no-such-partition"])
+    assert code == 2
