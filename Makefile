@@ -63,6 +63,16 @@ prometheus:
 	  $$SUDO apt-get update -qq >/dev/null && \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
 
+# The Slurm tests start Debian's munged, slurmctld and slurmd on loopback (tests/slurm_cluster.py) and
+# lint generated sbatch scripts with shellcheck: installed from Debian's packages when missing.
+.PHONY: slurm
+slurm:
+	@{ command -v slurmctld && command -v slurmd && command -v munged && command -v sbatch && command -v shellcheck; } >/dev/null 2>&1 || { \
+	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
+	  echo "installing Debian's slurm-wlm, munge and shellcheck for the Slurm tests"; \
+	  $$SUDO apt-get update -qq >/dev/null && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge shellcheck >/dev/null; }
+
 # pytest exit code 5 means "no tests collected": say so instead of failing on an empty selection.
 # The suite runs on PYTEST_WORKERS parallel workers (pytest-xdist; 0: in this process), a whole file
 # per worker (--dist loadfile): a module's Voilà servers, browser and notebook kernel stay in one.
@@ -72,7 +82,7 @@ prometheus:
 # A worker that crashes (a native abort) fails the run at once (--max-worker-restart 0): a replaced
 # worker once left xdist's controller waiting for ever.
 PYTEST_WORKERS ?= 2
-test: install-test chromium prometheus lint
+test: install-test chromium prometheus slurm lint
 	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & mp=$$!; \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart 0 -m "not serial" $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; \
 	wait $$mp; rm=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \

@@ -22,6 +22,7 @@ from aiworkbook.cli import (
     replica_cmds,
     serve_cmds,
     size_cmds,
+    slurm_cmds,
     specs_cmds,
 )
 from aiworkbook.errors import SpecError
@@ -68,6 +69,7 @@ for _mod in (
     _mod.register(app)
 preflight_cmds.register(app)
 k8s_cmds.register(app)
+slurm_cmds.register(app)
 
 
 def _exit_code(exc: BaseException) -> int | None:
@@ -127,6 +129,8 @@ def _dispatch(argv: list[str] | None) -> int:
     _plain_flags(cmd)
     _whole_summaries(cmd)
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:2] == ["check", "merge"]:  # `check` takes a PROFILE; `check merge` is its own command
+        args = [slurm_cmds.MERGE, *args[2:]]
     with cmd.make_context("aiworkbook", args) as ctx:
         cmd.invoke(ctx)
     return 0

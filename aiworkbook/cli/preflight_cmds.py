@@ -74,16 +74,29 @@ def vllm_cmd(
     selectors = [x for x in device.split(",") if x.strip()] if device else None
     ctx = CUDA_CONTEXT_BYTES if context_mib is None else context_mib * 2**20
     r = run(model, s, selectors, context_bytes=ctx)
+    from aiworkbook.preflight.slurm_gpus import allocation, line
+
+    alloc = allocation()
     if isinstance(r, dict):  # no NVIDIA GPU here
+        if alloc is not None:
+            r = {**r, "slurm": {**alloc, "checked": []}}
+            if not as_json:
+                typer.echo(line(alloc, []))
         typer.echo(
             dumps_json(r, indent=2) if as_json else f"{r['reasons'][0]}: vLLM cannot start here (exit 1)"
         )
         raise SystemExit(1)
+    checked = [c.device.label for c in r.devices]
     if as_json:
-        typer.echo(dumps_json(r.to_dict(), indent=2))
+        doc = r.to_dict()
+        if alloc is not None:
+            doc["slurm"] = {**alloc, "checked": checked}
+        typer.echo(dumps_json(doc, indent=2))
     else:
-        for line in report_lines(r):
-            typer.echo(line)
+        if alloc is not None:
+            typer.echo(line(alloc, checked))
+        for text in report_lines(r):
+            typer.echo(text)
     raise SystemExit(r.exit_code)
 
 

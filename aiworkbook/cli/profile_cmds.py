@@ -139,9 +139,22 @@ def check_cmd(
     textfile: Path = option(
         "--textfile", "Also write the verdicts and ratios for Prometheus' textfile collector (.prom)."
     ),
+    passive: bool = option(
+        "--passive", "Only what takes no GPU time (NVML: fingerprint, ECC, remapped rows, throttling).", False
+    ),
+    slurm_drain: bool = option(
+        "--slurm-drain", "Drain this Slurm node when the check fails; resume it once it passes.", False
+    ),
+    node: str = option("--node", "The Slurm node name for --slurm-drain (default: this host's)."),
 ) -> None:
-    """Re-run the golden proofs here (or take --results) and compare: exit 0 pass, 1 regression, 2 unusable."""
+    """Re-run the golden proofs here (or take --results) and compare: exit 0 pass, 1 regression, 2 unusable.
+    `aiworkbook check merge` merges several nodes' --junit files into one."""
     from aiworkbook.profile import check, load_profile
+
+    if passive:
+        from aiworkbook.cli.slurm_cmds import passive_cmd
+
+        passive_cmd(profile, slurm_drain, node)
 
     if junit is not None or textfile is not None:
         from aiworkbook.cli.paths import check_paths
@@ -150,6 +163,10 @@ def check_cmd(
     prof = load_profile(profile)
     rep = check(prof, results or None, strict=strict, workdir=dir)
     _ci_outputs(rep, profile, junit, textfile)
+    if slurm_drain:
+        from aiworkbook.cli.slurm_cmds import drain_or_resume
+
+        drain_or_resume(rep.exit_code, "; ".join(c.line() for c in rep.checks if c.status != "pass"), node)
     for w in rep.warnings():
         typer.echo(f"warning: {w}", err=True)
     if as_json:

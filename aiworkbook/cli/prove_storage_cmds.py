@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from aiworkbook.cli.options import option
+from aiworkbook.errors import SpecError
 
 DIR_HELP = (
     "directory in which the proof makes its own new folder aiworkbook-<proof>-<time>-<random> and writes "
@@ -52,6 +53,27 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
         raise typer.Exit(1) from None
     finally:
         bar.close()
+    _emit(r, json_file)
+    return r
+
+
+def _slurm_rank(json_file: Path | None, **inputs: Any):
+    """`prove allreduce --launcher slurm`: this task is one rank of the srun step; rank 0 prints and
+    writes the result, the other ranks say which they were."""
+    import tempfile
+
+    from aiworkbook.cli.prove_cmds import _check_outputs, _emit
+    from aiworkbook.proofs import allreduce
+    from aiworkbook.proofs.result import ProofResult
+
+    _check_outputs(json=json_file)
+    with tempfile.TemporaryDirectory(prefix="aiworkbook-allreduce-") as tmp:
+        out = Path(tmp) / "result.json"
+        rank, world = allreduce.run_slurm(out=out, **inputs)
+        if rank != 0:
+            typer.echo(f"rank {rank} of {world}: done (rank 0 reports)", err=True)
+            return None
+        r = ProofResult.load(out)
     _emit(r, json_file)
     return r
 
@@ -195,9 +217,21 @@ def _register_host_and_network(prove: typer.Typer) -> None:
         device: str = typer.Option("auto", help="auto, cpu (gloo) or cuda (NCCL)"),
         quick: bool = option("--quick", "three small sizes", False),
         json_file: Path = option("--json", JSON_HELP),
+        launcher: str = option(
+            "--launcher", "torchrun (this node) or slurm (one rank per srun task)", "torchrun"
+        ),
     ) -> None:
         """All-reduce under torchrun: algbw and busbw per size, correctness, per-rank step times."""
-        r = _run("allreduce", json_file, ranks=ranks, sizes=sizes, iters=iters, device=device, quick=quick)
+        if launcher not in ("torchrun", "slurm"):
+            raise SpecError("launcher", launcher, "torchrun or slurm")
+        if launcher == "slurm":
+            r = _slurm_rank(json_file, sizes=sizes, iters=iters, device=device, quick=quick)
+            if r is None:
+                return
+        else:
+            r = _run(
+                "allreduce", json_file, ranks=ranks, sizes=sizes, iters=iters, device=device, quick=quick
+            )
         for x in r.details.get("sweep", []):
             bus = fmt_rate(x["busbw_bps"]) if x["busbw_bps"] is not None else x["busbw_note"]
             typer.echo(

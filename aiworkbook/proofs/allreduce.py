@@ -312,6 +312,31 @@ def run(
         return ProofResult.load(out)
 
 
+def run_slurm(
+    *,
+    out: Path,
+    sizes: str | None = None,
+    iters: int | None = None,
+    device: str = "auto",
+    quick: bool = False,
+) -> tuple[int, int]:
+    """This process as one rank of an srun step (aiworkbook.proofs.slurm_env): rank 0 writes the
+    ProofResult to `out`. Returns (rank, world)."""
+    from aiworkbook.proofs import slurm_env
+
+    where = slurm_env.from_env()
+    dev = _device(device)
+    parse_sizes(sizes, dev, quick)
+    os.environ.update(where.torch_env())
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    args = argparse.Namespace(
+        out=str(out), sizes=sizes, iters=iters or (5 if quick else 20), warmup=1 if quick else 3,
+        device=dev, quick=quick, progress=None,
+    )  # fmt: skip
+    _worker(args)
+    return where.rank, where.world
+
+
 def _progress(path: Path) -> tuple[int, int]:
     try:
         d = json.loads(path.read_text())

@@ -1,0 +1,70 @@
+"""Many nodes' `check --junit` files as one JUnit document with a test suite per node, so a CI system
+or an admin sees the whole fleet's check at once; its exit code is the worst node's (0 pass,
+1 regression, 2 unusable). A node whose file is missing, unreadable or not a check's JUnit counts as
+unusable (2), and so does every node that was expected (`expect`) but sent nothing: a job whose task
+died never passes as a smaller fleet."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiworkbook.errors import printable
+
+
+@dataclass(frozen=True)
+class Merged:
+    xml: str
+    exit_code: int
+    nodes: tuple[tuple[str, int], ...]  # (node, its exit code), in the order given
+
+
+def _error_suite(node: str, message: str) -> ET.Element:
+    suite = ET.Element("testsuite", {"name": node, "hostname": node, "tests": "1", "failures": "0"})
+    suite.set("errors", "1")
+    suite.set("skipped", "0")
+    case = ET.SubElement(suite, "testcase", {"classname": "aiworkbook.check", "name": "node result"})
+    ET.SubElement(case, "error", {"message": message, "type": "missing"}).text = message
+    return suite
+
+
+def _node_suites(node: str, path: Path) -> tuple[list[ET.Element], int]:
+    """The test suites of one node's check JUnit, renamed for the node, and the node's exit code."""
+    try:
+        root = ET.parse(path).getroot()  # noqa: S314 (our own check's output, no entities expanded by ET)
+    except (OSError, ET.ParseError) as exc:
+        return [_error_suite(node, printable(f"no readable JUnit from {node}: {exc}", 500))], 2
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    codes = [p.get("value") for s in suites for p in s.iter("property") if p.get("name") == "exit_code"]
+    if root.tag not in ("testsuites", "testsuite") or not suites or not codes:
+        return [_error_suite(node, f"{node}: not the JUnit of an aiworkbook check")], 2
+    worst = max((int(c) if c in ("0", "1", "2") else 2) for c in codes)
+    for s in suites:
+        s.set("name", f"{node}: {s.get('name', 'aiworkbook check')}")
+        s.set("hostname", node)
+    return suites, worst
+
+
+def merge(files: list[Path], expect: int | None = None) -> Merged:
+    """One JUnit document from the nodes' files (the node is each file's name without .xml)."""
+    root = ET.Element("testsuites", {"name": "aiworkbook check (fleet)"})
+    nodes: list[tuple[str, int]] = []
+    for f in files:
+        node = printable(Path(f).stem, 200)
+        suites, code = _node_suites(node, Path(f))
+        root.extend(suites)
+        nodes.append((node, code))
+    if expect is not None and len(files) < expect:
+        gone = expect - len(files)
+        msg = f"{gone} of {expect} node(s) sent no result (their task failed or was cancelled)"
+        root.append(_error_suite("missing nodes", msg))
+        nodes.append(("missing nodes", 2))
+    if not nodes:
+        root.append(_error_suite("no nodes", "no node sent a result"))
+        nodes.append(("no nodes", 2))
+    for key in ("tests", "failures", "errors", "skipped"):
+        root.set(key, str(sum(int(s.get(key, "0")) for s in root.findall("testsuite"))))
+    ET.indent(root)
+    text = '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return Merged(text, max(c for _n, c in nodes), tuple(nodes))

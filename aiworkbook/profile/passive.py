@@ -1,0 +1,94 @@
+"""`check --passive`: the node health check that takes no GPU time, for Slurm's HealthCheckProgram
+(which must finish within 60 s), as LBNL's NHC, Meta's GCM health checks or DCGM's level-1 diagnostics
+are run. It reads only NVML: the locked fingerprint parts NVML knows (GPU model, count, driver) and
+each GPU's state (volatile uncorrected ECC errors, row remapping pending or failed, throttle reasons
+that are not benign). The golden proofs (GPU time) belong in a prolog/epilog or a maintenance
+reservation (`profile slurm-job`)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiworkbook.profile.fingerprint import Fingerprint
+from aiworkbook.profile.model import LockedProfile
+
+WATCHDOG_S = 45.0  # under Slurm's 60 s HealthCheckProgram limit, with room to drain the node
+PASSIVE_PARTS = ("gpu", "gpu_count", "driver")
+
+
+@dataclass
+class PassiveReport:
+    problems: list[str] = field(default_factory=list)
+    unusable: str | None = None  # why nothing could be read
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.unusable else (1 if self.problems else 0)
+
+    def summary(self) -> str:
+        """One line (a drain reason must be one line)."""
+        if self.unusable:
+            return f"aiworkbook check: unusable: {self.unusable}"
+        if self.problems:
+            return "aiworkbook check: " + "; ".join(self.problems)
+        return "aiworkbook check: passive checks pass"
+
+
+def _gpu_problems(i: int, gpu: dict[str, Any], live: dict[str, Any]) -> list[str]:
+    out = []
+    ecc = gpu.get("ecc_volatile_uncorrected")
+    if isinstance(ecc, int) and ecc > 0:
+        out.append(f"GPU {i}: {ecc} uncorrected ECC error(s)")
+    if live.get("remap_pending") is True:
+        out.append(f"GPU {i}: row remapping pending (reset the GPU)")
+    if live.get("remap_failure") is True:
+        out.append(f"GPU {i}: row remapping failed")
+    if gpu.get("throttled") is True:
+        out.append(f"GPU {i}: throttled ({', '.join(map(str, gpu.get('throttle_reasons') or []))})")
+    return out
+
+
+def _read(profile: LockedProfile) -> PassiveReport:
+    from aiworkbook.telemetry.environment import _gpu_reader, environment
+
+    env = environment()
+    now = Fingerprint.from_environment(env)
+    locked = profile.node.fingerprint
+    rep = PassiveReport()
+    for part in PASSIVE_PARTS:
+        was, is_ = getattr(locked, part), getattr(now, part)
+        if was not in (None, 0) and was != is_:
+            rep.problems.append(f"{part} {was} -> {is_ if is_ not in (None, 0) else 'none'}")
+    gpus = env.get("gpus") or []
+    reader = _gpu_reader() if gpus else None
+    for i, gpu in enumerate(gpus):
+        try:
+            live = reader.read(i) if reader is not None else {}
+        except Exception:  # noqa: BLE001 (a GPU that stops answering is a finding, not a crash)
+            rep.problems.append(f"GPU {i}: NVML stopped answering")
+            continue
+        rep.problems += _gpu_problems(i, gpu, live)
+    return rep
+
+
+def passive_check(profile: LockedProfile, watchdog_s: float = WATCHDOG_S) -> PassiveReport:
+    """The passive check, given up (a failure) when NVML does not answer within `watchdog_s`."""
+    box: list[PassiveReport] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            box.append(_read(profile))
+        except Exception as exc:  # noqa: BLE001 (reported as unusable, never a traceback)
+            errors.append(exc)
+
+    t = threading.Thread(target=work, name="aiworkbook-passive-check", daemon=True)
+    t.start()
+    t.join(watchdog_s)
+    if box:
+        return box[0]
+    if errors:
+        return PassiveReport(unusable=f"{type(errors[0]).__name__}: {errors[0]}"[:300])
+    return PassiveReport(problems=[f"no answer from NVML within {watchdog_s:g} s (watchdog)"])
