@@ -175,8 +175,11 @@ def _dot(*factors: int, note: str = "") -> Term:
     return out
 
 
-def _norm_term(h: int, e: int, amp: bool, fused: bool, rms: bool) -> tuple[int, str]:
-    """Bytes one norm saves per token, and its formula."""
+def _norm_term(
+    h: int, e: int, amp: bool, fused: bool, rms: bool, fp32_scale: bool = False
+) -> tuple[int, str]:
+    """Bytes one norm saves per token, and its formula (`fp32_scale`: the weight scales the fp32
+    normalised value, which is kept at 4 B instead of a copy at the activation width)."""
     if fused:  # input and fp32 statistics; the output only where a matmul reads it (not under AMP: casts)
         if amp:
             t = _dot(4, h) + Term(4 if rms else 8, "{} (compiled)")
@@ -184,7 +187,10 @@ def _norm_term(h: int, e: int, amp: bool, fused: bool, rms: bool) -> tuple[int, 
             t = _dot(2, e, h) + Term(4 if rms else 8, "{} (compiled)")
         return t.value, t.text
     if rms:  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
-        t = (_dot(8, h) if amp else _dot(4, h) + _dot(2, e, h)) + Term(4)  # AMP: e is 2, 4h + 2·2·h is 8h
+        if fp32_scale and not amp:  # fp32 input, fp32 normalised value, the output at width e
+            t = _dot(8, h) + _dot(e, h) + Term(4)
+        else:  # AMP: e is 2, 4h + 2·2·h is 8h
+            t = (_dot(8, h) if amp else _dot(4, h) + _dot(2, e, h)) + Term(4)
         return t.value, t.text
     # AMP: fp32 input + mean/rstd (the fp32 output is not saved: its readers save casts)
     t = (_dot(4, h) if amp else _dot(2, e, h)) + Term(8)  # AMP: 2·2·h is 4h
@@ -227,9 +233,36 @@ def _attention_term(
         else:
             sm = 4 + e if (mech.softmax_fp32 and e != 4) else e
             score = a * (sm + ((m + e) if p > 0 else 0))
+        if mech.attn_softcap:  # scores / cap -> tanh -> * cap: tanh keeps its output for backward
+            score += a * e
+            score_note += " (soft-capped: tanh output)"
+    if mech.qk_norm and not w.compile:
+        attn_t = attn_t + _qk_norm_term(spec, mech.qk_norm, 4 if mech.norm_fp32_scale else e)
     # the score term is per key position: said beside the layer's bytes, counted apart (per_token_score)
     said = f" + {a}·s·{score // a}{score_note}" if score else ""
     return attn_t.value, score, attn_t.text + said
+
+
+def _qk_norm_term(spec: ModelSpecLike, kind: str, e: int) -> Term:
+    """Bytes per token a q/k norm saves (transformers' RMSNorm on q and k before RoPE): the fp32 input
+    `pow` reads, 1/rms per normalised row, and (a weighted norm) the normalised value its weight scales,
+    cast back to the activation width. "head": one row per head; "all": one row for all of q, one for k;
+    "l2": weightless (Llama 4), no scaled copy."""
+    a, k, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
+    rows = 2 if kind == "all" else a + k
+    per = 4 if kind == "l2" else 4 + e
+    return _dot(per, a + k, d, note=" q/k norms") + _dot(4, rows, note=" q/k 1/rms")
+
+
+def _router_term(spec: ModelSpecLike, e: int) -> Term:
+    """Bytes per token an MoE layer's routing saves (transformers' top-k router and expert loop): the
+    fp32 router softmax (4·E), the top-k indices (8·k), and per chosen expert the gathered input its
+    first matmul reads, the expert output and routing weight the weighting multiply keeps, and the
+    token and slot indices of the gather (k·(2·e·h + e + 16))."""
+    E, top, h = spec.num_experts, spec.experts_per_token, spec.hidden_size
+    router = _dot(4, E, note=" router softmax") + _dot(8, top, note=" top-k ids")
+    gathers = _dot(top, 2 * e * h + e + 16, note=" per-expert gathers")
+    return router + gathers
 
 
 def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) -> tuple[int, str, int]:
@@ -239,7 +272,8 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
     if spec.num_experts:
-        mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + Term(8 * spec.num_experts, "router")
+        routing = _router_term(spec, e) if mech.router and not fused else Term(8 * spec.num_experts, "router")
+        mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + routing
         casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
     elif spec.gated_mlp:
         mlp_t = _dot(per_mlp, i, e)
@@ -282,7 +316,7 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
     mech = mechanisms(spec)
 
     fused = w.compile  # torch.compile: element-wise chains save their inputs only
-    norm, norm_txt = _norm_term(h, e, amp, fused, spec.norm == "rmsnorm")
+    norm, norm_txt = _norm_term(h, e, amp, fused, spec.norm == "rmsnorm", mech.norm_fp32_scale)
     attn, score, attn_txt = _attention_term(spec, w, device, e, m, p, amp)
     mlp, mlp_txt, casts = _mlp_term(spec, device, e, amp, fused)
     casts += 1 if mech.fused_qkv else 3  # one fused projection (c_attn, qkv_proj), or q, k, v
@@ -476,6 +510,11 @@ def _loss_term(spec: ModelSpecLike, w: Workload, b, s) -> Term:
         )
     else:
         kept = Term(4, "{} B") * Term(b, "{} seqs") * Term(s, "{} tokens") * vocab.said(" (fp32 log-probs)")
+    if mechanisms(spec).final_softcap:  # logits / cap -> tanh -> * cap: tanh keeps its output
+        capped = (
+            Term(width(w.precision), "{} B") * Term(n, "{:,} tokens") * vocab.said(" (soft-cap tanh output)")
+        )
+        kept = (kept + capped).grouped()
     if w.tp > 1:
         kept = kept // Term(w.tp, "{} tp")
     return kept + Term(4, "{} B loss")  # the fp32 scalar loss

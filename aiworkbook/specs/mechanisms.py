@@ -25,7 +25,12 @@ class Mechanisms:
     # the MLP activation: "silu"/"gelu" (one fused op) or "gelu_new" (GPT-2's Python composition)
     activation: str = "silu"
     dropout_default: float = 0.0  # the probability the config class defaults to when the config is silent
-    qk_norm: str = ""  # "": none; "head": per-head RMSNorm on q and k; "all": over all heads (OLMo 2)
+    # "": none; "head": per-head RMSNorm on q and k; "all": over all heads (OLMo 2); "l2": weightless
+    # per-head L2 norm (Llama 4)
+    qk_norm: str = ""
+    # the norm's weight scales the fp32 normalised value (OLMo 2, Gemma): that fp32 value is what it keeps,
+    # not a copy cast back to the activation width
+    norm_fp32_scale: bool = False
     attn_softcap: bool = False  # tanh soft-capping of the attention scores (eager path)
     final_softcap: bool = False  # tanh soft-capping of the final logits
     router: bool = False  # MoE: router logits, their softmax and top-k, the tokens gathered per expert

@@ -215,7 +215,8 @@ def _qwen2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict
 
 
 def _gemma(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict[str, Any]:
-    return dict(mechanisms=Mechanisms(softmax_fp32=True, rope=True, activation="gelu"))
+    # Gemma's RMSNorm: x.float() * (1 + weight), cast back after
+    return dict(mechanisms=Mechanisms(softmax_fp32=True, rope=True, activation="gelu", norm_fp32_scale=True))
 
 
 def _gemma2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict[str, Any]:
@@ -225,6 +226,7 @@ def _gemma2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dic
             softmax_fp32=True,
             rope=True,
             activation="gelu",
+            norm_fp32_scale=True,
             attn_softcap=cfg.get("attn_logit_softcapping", 50.0) is not None,
             final_softcap=cfg.get("final_logit_softcapping", 30.0) is not None,
         ),

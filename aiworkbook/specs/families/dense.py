@@ -60,7 +60,7 @@ def qwen3(c: Config, mt: str, name: str) -> FamilySpec:
 def olmo2(c: Config, mt: str, name: str) -> FamilySpec:
     read = read_common(c, mt, name=name, tie_default=False)
     L, a, k, d = read[1], read[3], read[4], read[5]
-    mech = replace(FP32_ROPE, qk_norm="all")
+    mech = replace(FP32_ROPE, qk_norm="all", norm_fp32_scale=True)  # (weight * x).to(dtype)
     return _qk_normed(c, mt, read, a * d, k * d, lambda: (["full_attention"] * L, None), mech)
 
 
@@ -201,6 +201,7 @@ def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
             FP32_ROPE,
             qk_norm="head",
             activation="gelu",
+            norm_fp32_scale=True,  # x.float() * (1 + weight), then back
             attn_softcap=c.cfg.get("attn_logit_softcapping") is not None,
             final_softcap=c.cfg.get("final_logit_softcapping") is not None,
         ),

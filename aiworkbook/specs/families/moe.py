@@ -145,7 +145,7 @@ def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
     mech = Mechanisms(
         rope=True,
         no_rope_layers=rope.count(0),
-        qk_norm="head" if c.flag("use_qk_norm", True) else "",
+        qk_norm="l2" if c.flag("use_qk_norm", True) else "",
         router=True,
         shared_expert=True,
     )
