@@ -76,7 +76,7 @@ def test_nvml_metric_failure_is_not_fatal():
         ("NVIDIA L40", 48 * 10**9, None),
         ("NVIDIA GH200 480GB", 102 * 10**9, None),
         ("NVIDIA GH200 144G HBM3e", 144 * 10**9, None),
-        ("NVIDIA GB200", 186 * 10**9, None),
+        ("NVIDIA GB200", 186 * 10**9, "GB200"),
         ("NVIDIA A100 80GB PCIe", 80 * 2**30, None),
         ("NVIDIA H100 NVL", 94 * 10**9, None),
         ("NVIDIA H100 80GB HBM3", 40 * 2**30, None),
@@ -85,3 +85,22 @@ def test_nvml_metric_failure_is_not_fatal():
 )
 def test_match_catalogue(name, mem, expected):
     assert match_catalogue(name, mem) == expected
+
+
+def test_every_catalogue_gpu_is_detected_by_its_real_nvml_name():
+    """Each catalogue GPU answers to the name a real nvidia-smi printed for it (tests/data/nvml_names.json
+    keeps each name's source), at the catalogue's own usable memory."""
+    import json
+    from pathlib import Path
+
+    from aiworkbook.specs.gpu import list_gpus
+
+    data = json.loads((Path(__file__).parent / "data" / "nvml_names.json").read_text())
+    seen = {row["catalogue"] for row in data["names"]} | set(data["not_nvml"])
+    assert seen == {g.name for g in list_gpus()}  # no catalogue GPU left out
+    catalogue = {g.name: g for g in list_gpus()}
+    for row in data["names"]:
+        assert row["source"]
+        mem = catalogue[row["catalogue"]].usable_memory_bytes
+        assert match_catalogue(row["nvml"], mem) == row["catalogue"], row
+        assert match_catalogue(row["nvml"].upper(), mem) == row["catalogue"], row

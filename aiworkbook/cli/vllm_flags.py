@@ -32,7 +32,8 @@ def vllm_flags(
     engine_version: str = typer.Option(
         "v1",
         "--engine-version",
-        help="vLLM engine whose start-up arithmetic applies: v1 (>= 0.8, default utilisation 0.9) | "
+        help="vLLM release (0.6.4 ... 0.19.x, mapped to the arithmetic it uses) or that arithmetic: "
+        "v1 (>= 0.8, default utilisation 0.9) | "
         "v1-092 (releases defaulting --gpu-memory-utilization to 0.92, e.g. 0.25-0.30) | v0 (0.6.4-0.7) | "
         "v1-019 (0.19: sort-free sampler, larger non-torch memory under tensor parallelism).",
     ),

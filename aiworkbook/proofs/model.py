@@ -24,6 +24,7 @@ from torch import nn
 
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing.workload import ATTENTIONS  # one list for the sizing, the CLI and this model
+from aiworkbook.specs.mechanisms import of as mechanisms
 from aiworkbook.specs.protocol import ModelSpecLike
 
 #: "flash" runs torch's SDPA, which picks the flash kernel where it can (sizing counts both alike).
@@ -91,19 +92,16 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
-#: families whose Hugging Face attention projects q, k and v with one fused linear
-FUSED_QKV = ("gpt2", "gpt_neox", "phi3")
-
-
 class Attention(nn.Module):
     def __init__(self, spec: ModelSpecLike, idx: int, attention: str, **fk) -> None:
         super().__init__()
         h, a, k, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
         self.a, self.k, self.d, self.idx, self.attention = a, k, d, idx, attention
-        # GPT-2 (c_attn), GPT-NeoX (query_key_value) and Phi-3 (qkv_proj) project q, k, v in one matmul:
-        # one saved input (and under autocast one cast) instead of three, as in their HF modules
-        self.fused = spec.model_type in FUSED_QKV
-        self.gpt2_softmax = spec.model_type == "gpt2"
+        # a family that declares fused_qkv (GPT-2's c_attn, GPT-NeoX's query_key_value, Phi-3's qkv_proj)
+        # projects q, k, v in one matmul: one saved input (under autocast one cast) instead of three
+        mech = mechanisms(spec)
+        self.fused = mech.fused_qkv
+        self.fp32_softmax = mech.softmax_fp32
         if self.fused:
             self.qkv_proj = nn.Linear(h, (a + 2 * k) * d, bias=spec.qkv_bias, **fk)
         else:
@@ -164,10 +162,10 @@ class Attention(nn.Module):
             # scores); an addition saves nothing for backward, unlike masked_fill's boolean mask
             dt = self.o_proj.weight.dtype
             w = w + torch.zeros(sq, sk, dtype=dt, device=q.device).masked_fill(~mask, torch.finfo(dt).min)
-        if self.gpt2_softmax:  # GPT-2's eager_attention_forward: softmax in the scores' dtype, then to v's
-            w = F.softmax(w, dim=-1).type(v.dtype)
-        else:  # Llama's: fp32 softmax, back to the query's dtype
+        if self.fp32_softmax:  # Llama's eager_attention_forward: fp32 softmax, back to the query's dtype
             w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        else:  # GPT-2's: softmax in the scores' dtype, then to v's
+            w = F.softmax(w, dim=-1).type(v.dtype)
         return torch.matmul(w, v)
 
 

@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING
 from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.states import recipe_bytes, width
 from aiworkbook.sizing.workload import Workload
+from aiworkbook.specs.mechanisms import of as mechanisms
 
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
@@ -77,9 +78,6 @@ LOSS_CHUNK_TOKENS = 1024
 #: Layers whose saved tensors stay on the GPU under activation offloading: one copied out (or prefetched
 #: back) on the side stream while the next one computes (torchtune's OffloadActivations, use_streams).
 IN_FLIGHT_LAYERS = 2
-_UPCAST_SOFTMAX = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3")
-_ROPE = _UPCAST_SOFTMAX + ("gpt_neox",)
-_DROPOUT_DEFAULT = {"gpt2": 0.1, "bert": 0.1}
 
 
 @dataclass(frozen=True)
@@ -121,7 +119,7 @@ def dropout_p(spec: ModelSpecLike, w: Workload) -> float:
         return w.dropout
     if spec.dropout is not None:  # the config's own probabilities decide
         return spec.dropout
-    return _DROPOUT_DEFAULT.get(spec.model_type, 0.0)
+    return mechanisms(spec).dropout_default
 
 
 def _frozen_base_drops(spec: ModelSpecLike, w: Workload, e: int, fused: bool) -> tuple[int, int, str]:
@@ -136,7 +134,7 @@ def _frozen_base_drops(spec: ModelSpecLike, w: Workload, e: int, fused: bool) ->
     h, i = spec.hidden_size, spec.intermediate_size
     mid = e * h if spec.norm == "rmsnorm" and not fused else 0  # the normalised value the weight scales
     layer = spec.norms_per_layer * mid
-    if spec.norms_per_layer == 2 and spec.model_type != "gpt2":
+    if spec.norms_per_layer == 2 and not mechanisms(spec).fused_qkv:  # q/k/v adapted apart
         if not mods & {"q_proj", "k_proj", "v_proj"}:
             layer += e * h  # the first norm's output: only frozen q, k, v read it
         if not mods & {"gate_proj", "up_proj"}:
@@ -152,7 +150,7 @@ def _grad_free_prefix(spec: ModelSpecLike, w: Workload, norm: int, attn: int, ml
     embedding's output needs no gradient, so nothing upstream of the first adapter is recorded: the
     first norm's internals (q/k/v adapters), the attention too (o_proj), the second norm's internals
     (gate/up), the MLP but the tensor down's adapter reads (down_proj). Pre-norm dense blocks only."""
-    if w.mode not in ("lora", "qlora") or spec.norms_per_layer != 2 or spec.model_type == "gpt2":
+    if w.mode not in ("lora", "qlora") or spec.norms_per_layer != 2 or mechanisms(spec).fused_qkv:
         return 0
     if spec.num_experts:
         return 0
@@ -177,8 +175,11 @@ def _dot(*factors: int, note: str = "") -> Term:
     return out
 
 
-def _norm_term(h: int, e: int, amp: bool, fused: bool, rms: bool) -> tuple[int, str]:
-    """Bytes one norm saves per token, and its formula."""
+def _norm_term(
+    h: int, e: int, amp: bool, fused: bool, rms: bool, fp32_scale: bool = False
+) -> tuple[int, str]:
+    """Bytes one norm saves per token, and its formula (`fp32_scale`: the weight scales the fp32
+    normalised value, which is kept at 4 B instead of a copy at the activation width)."""
     if fused:  # input and fp32 statistics; the output only where a matmul reads it (not under AMP: casts)
         if amp:
             t = _dot(4, h) + Term(4 if rms else 8, "{} (compiled)")
@@ -186,7 +187,10 @@ def _norm_term(h: int, e: int, amp: bool, fused: bool, rms: bool) -> tuple[int, 
             t = _dot(2, e, h) + Term(4 if rms else 8, "{} (compiled)")
         return t.value, t.text
     if rms:  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
-        t = (_dot(8, h) if amp else _dot(4, h) + _dot(2, e, h)) + Term(4)  # AMP: e is 2, 4h + 2·2·h is 8h
+        if fp32_scale and not amp:  # fp32 input, fp32 normalised value, the output at width e
+            t = _dot(8, h) + _dot(e, h) + Term(4)
+        else:  # AMP: e is 2, 4h + 2·2·h is 8h
+            t = (_dot(8, h) if amp else _dot(4, h) + _dot(2, e, h)) + Term(4)
         return t.value, t.text
     # AMP: fp32 input + mean/rstd (the fp32 output is not saved: its readers save casts)
     t = (_dot(4, h) if amp else _dot(2, e, h)) + Term(8)  # AMP: 2·2·h is 4h
@@ -197,13 +201,13 @@ def _attention_term(
     spec: ModelSpecLike, w: Workload, device: str, e: int, m: int, p: float, amp: bool
 ) -> tuple[int, int, str]:
     """(bytes per token, score bytes per token per key, formula) that attention saves in one layer."""
-    a, k, d, mt = spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.model_type
+    a, k, d, mech = spec.num_heads, spec.num_kv_heads, spec.head_dim, mechanisms(spec)
     h = spec.hidden_size
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
     flash = w.flash and not (device == "cpu" and p > 0)
     score, score_note = 0, ""
     if flash:
-        if mt == "gpt2":
+        if mech.fused_qkv and not mech.rope:
             # q, k, v are views of the fused c_attn output. A training step runs without a KV cache:
             # transformers' GPT-2 with its default use_cache=True also keeps contiguous k and v copies
             # (+2·k·d·e per token per layer); pass use_cache=False when training.
@@ -224,29 +228,57 @@ def _attention_term(
             # eager under autocast: fp32 softmax (the fp32 mask promotes it, or an explicit dtype), then
             # the 16-bit copy the next matmul reads; with dropout the mask and the dropped 16-bit probs
             # (RoPE families drop the fp32 probs: a 4-byte mask on CPU)
-            mw = (1 if device == "cuda" else (4 if mt in _ROPE else 2)) if p > 0 else 0
+            mw = (1 if device == "cuda" else (4 if mech.rope else 2)) if p > 0 else 0
             score = a * (4 + mw + e)
         else:
-            sm = 4 + e if (mt in _UPCAST_SOFTMAX and e != 4) else e
+            sm = 4 + e if (mech.softmax_fp32 and e != 4) else e
             score = a * (sm + ((m + e) if p > 0 else 0))
+        if mech.attn_softcap:  # scores / cap -> tanh -> * cap: tanh keeps its output for backward
+            score += a * e
+            score_note += " (soft-capped: tanh output)"
+    if mech.qk_norm and not w.compile:
+        attn_t = attn_t + _qk_norm_term(spec, mech.qk_norm, 4 if mech.norm_fp32_scale else e)
     # the score term is per key position: said beside the layer's bytes, counted apart (per_token_score)
     said = f" + {a}·s·{score // a}{score_note}" if score else ""
     return attn_t.value, score, attn_t.text + said
 
 
+def _qk_norm_term(spec: ModelSpecLike, kind: str, e: int) -> Term:
+    """Bytes per token a q/k norm saves (transformers' RMSNorm on q and k before RoPE): the fp32 input
+    `pow` reads, 1/rms per normalised row, and (a weighted norm) the normalised value its weight scales,
+    cast back to the activation width. "head": one row per head; "all": one row for all of q, one for k;
+    "l2": weightless (Llama 4), no scaled copy."""
+    a, k, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
+    rows = 2 if kind == "all" else a + k
+    per = 4 if kind == "l2" else 4 + e
+    return _dot(per, a + k, d, note=" q/k norms") + _dot(4, rows, note=" q/k 1/rms")
+
+
+def _router_term(spec: ModelSpecLike, e: int) -> Term:
+    """Bytes per token an MoE layer's routing saves (transformers' top-k router and expert loop): the
+    fp32 router softmax (4·E), the top-k indices (8·k), and per chosen expert the gathered input its
+    first matmul reads, the expert output and routing weight the weighting multiply keeps, and the
+    token and slot indices of the gather (k·(2·e·h + e + 16))."""
+    E, top, h = spec.num_experts, spec.experts_per_token, spec.hidden_size
+    router = _dot(4, E, note=" router softmax") + _dot(8, top, note=" top-k ids")
+    gathers = _dot(top, 2 * e * h + e + 16, note=" per-expert gathers")
+    return router + gathers
+
+
 def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) -> tuple[int, str, int]:
     """(bytes per token, formula, autocast casts) of one layer's MLP; the casts exclude attention's."""
-    i, mt = spec.intermediate_size, spec.model_type
+    i, mech = spec.intermediate_size, mechanisms(spec)
     # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
     if spec.num_experts:
-        mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + Term(8 * spec.num_experts, "router")
+        routing = _router_term(spec, e) if mech.router and not fused else Term(8 * spec.num_experts, "router")
+        mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + routing
         casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
     elif spec.gated_mlp:
         mlp_t = _dot(per_mlp, i, e)
         casts = 2  # gate, up
-    elif mt == "gpt2" and not fused:
+    elif mech.activation == "gelu_new" and not fused:  # composed in Python: its inner tensors saved
         if amp and device == "cuda":  # CUDA autocast runs pow in fp32 (CPU does not)
             mlp_t = _dot(16, i, note=" (gelu_new, fp32 pow under CUDA autocast)")
         else:
@@ -264,13 +296,13 @@ def _per_token_and_seq(
     spec: ModelSpecLike, e: int, m: int, p: float, amp: bool, norm: int, frozen_token: int, device: str
 ):
     """Bytes saved once per token (final norm, ids, embedding mask, labels) and once per sequence."""
-    h, d, mt = spec.hidden_size, spec.head_dim, spec.model_type
+    h, d = spec.hidden_size, spec.head_dim
     emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
     per_token = norm + 8 + (h * emb_mask) - frozen_token  # final norm, input ids, embedding dropout mask
     if spec.is_decoder:
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
-    if mt in _ROPE:
+    if mechanisms(spec).rope:
         per_seq += 2 * d * (4 if amp else e)  # cos/sin at the embeddings' dtype (fp32 under AMP)
     return per_token, per_seq
 
@@ -281,13 +313,13 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
     p = dropout_p(spec, w)
     m = (1 if device == "cuda" else e) if p > 0 else 0  # dropout mask bytes per element
     h, a, k, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
-    mt = spec.model_type
+    mech = mechanisms(spec)
 
     fused = w.compile  # torch.compile: element-wise chains save their inputs only
-    norm, norm_txt = _norm_term(h, e, amp, fused, spec.norm == "rmsnorm")
+    norm, norm_txt = _norm_term(h, e, amp, fused, spec.norm == "rmsnorm", mech.norm_fp32_scale)
     attn, score, attn_txt = _attention_term(spec, w, device, e, m, p, amp)
     mlp, mlp_txt, casts = _mlp_term(spec, device, e, amp, fused)
-    casts += 1 if mt == "gpt2" else 3  # fused c_attn, or q, k, v
+    casts += 1 if mech.fused_qkv else 3  # one fused projection (c_attn, qkv_proj), or q, k, v
     # one layer's bytes per token as a Term: its value is per_token_layer, its text the "[...]" note
     # (eager attention's a·s·x score term is said there but counted apart, per key position)
     layer_t = (
@@ -326,7 +358,7 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
         head_input=2 * h if spec.is_decoder else 0,
         # selective recompute checkpoints the attention core: its q and k inputs come out of RoPE
         # in fp32 (cos/sin are fp32), so they are kept at 4 B instead of the 16-bit casts
-        selective_extra=(a * d + k * d) * (4 - e) if mt in _ROPE else 0,
+        selective_extra=(a * d + k * d) * (4 - e) if mech.rope else 0,
     )
 
 
@@ -478,6 +510,11 @@ def _loss_term(spec: ModelSpecLike, w: Workload, b, s) -> Term:
         )
     else:
         kept = Term(4, "{} B") * Term(b, "{} seqs") * Term(s, "{} tokens") * vocab.said(" (fp32 log-probs)")
+    if mechanisms(spec).final_softcap:  # logits / cap -> tanh -> * cap: tanh keeps its output
+        capped = (
+            Term(width(w.precision), "{} B") * Term(n, "{:,} tokens") * vocab.said(" (soft-cap tanh output)")
+        )
+        kept = (kept + capped).grouped()
     if w.tp > 1:
         kept = kept // Term(w.tp, "{} tp")
     return kept + Term(4, "{} B loss")  # the fp32 scalar loss

@@ -53,6 +53,32 @@ GiB = 1 << 30
 #: blocks // groups x block: vllm-project/vllm#40691, fixed after it by #40694), its own sampler and
 #: non-torch memory (SAMPLER_BYTES, NON_TORCH).
 ENGINES = ("v1", "v1-092", "v0", "v1-019")
+#: vLLM releases (major.minor) this project models, each with the arithmetic it uses: V0 up to 0.7,
+#: V1 from 0.8 (the default engine since 0.8.0), 0.19's own sampler and non-torch memory.
+RELEASES: dict[str, str] = {
+    **{f"0.{m}": "v0" for m in (6, 7)},
+    **{f"0.{m}": "v1" for m in range(8, 19)},
+    "0.19": "v1-019",
+}
+OLDEST_V0_PATCH = 4  # 0.6.4: the first V0 release this arithmetic follows
+
+
+def engine_of(version: str) -> str:
+    """The arithmetic for `version`: an arithmetic name (ENGINES) as is, or a vLLM release number
+    ("0.19.1", "v0.8.5", "0.10") mapped by RELEASES; an unknown one is refused naming the known ones."""
+    if version in ENGINES:
+        return version
+    parts = version.strip().lstrip("v").split(".")
+    key = ".".join(parts[:2])
+    ok = len(parts) in (2, 3) and all(p.isdigit() for p in parts) and key in RELEASES
+    if ok and key == "0.6" and len(parts) == 3 and int(parts[2]) < OLDEST_V0_PATCH:
+        ok = False
+    if not ok:
+        known = f"vLLM 0.6.{OLDEST_V0_PATCH} ... {list(RELEASES)[-1]}.x, or " + ", ".join(ENGINES)
+        raise SpecError("engine_version", version, known)
+    return RELEASES[key]
+
+
 #: --quantization methods this arithmetic knows, and the weight width each loads at (weights_bytes)
 QUANTIZATION_WEIGHTS = {"fp8": "fp8", "awq": "int4", "gptq": "int4", "bitsandbytes": "nf4", "w8a8": "int8"}
 #: --block-size values vLLM accepts (vllm/config/cache.py: BlockSize)
@@ -101,6 +127,10 @@ class VllmSettings:
     usage: str = "serve"  # vLLM's usage context: `vllm serve` or the offline `LLM` class ("llm")
     non_torch_bytes: int | None = None  # None: NON_TORCH for the engine and tp
     cudagraph_bytes: int = 0  # subtracted only where the engine version does (opt-in estimate)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.engine, str) and self.engine not in ENGINES:  # a release number
+            object.__setattr__(self, "engine", engine_of(self.engine))
 
     @property
     def family(self) -> str:

@@ -134,20 +134,6 @@ def nvml_gpus() -> tuple[list[DetectedGPU], str, str | None]:
     return gpus, f"{len(gpus)} NVIDIA GPU(s): {gpus[0].name}", driver
 
 
-#: NVML name tokens -> catalogue entry: (tokens that must all appear, tokens that must not, entry).
-#: Whole tokens, so "L40" is not "L4", "GH200" not "H200" and "GB200" not "B200".
-_CATALOGUE_RULES: tuple[tuple[frozenset[str], frozenset[str], str], ...] = (
-    (frozenset({"H200"}), frozenset({"PCIE", "NVL"}), "H200-SXM"),
-    (frozenset({"B200"}), frozenset(), "B200"),
-    (frozenset({"H100", "PCIE"}), frozenset({"NVL"}), "H100-PCIe"),
-    (frozenset({"H100"}), frozenset({"PCIE", "NVL"}), "H100-SXM"),
-    (frozenset({"A100"}), frozenset({"PCIE"}), "A100-SXM-80GB"),
-    (frozenset({"A100"}), frozenset(), "A100-40GB"),
-    (frozenset({"L40S"}), frozenset(), "L40S"),
-    (frozenset({"L4"}), frozenset(), "L4"),
-    (frozenset({"RTX", "4090"}), frozenset(), "RTX-4090"),
-)
-
 #: How far the reported memory may be from the catalogue's usable_memory_bytes and still match.
 MEMORY_TOLERANCE = 0.10
 
@@ -155,20 +141,22 @@ MEMORY_TOLERANCE = 0.10
 def match_catalogue(nvml_name: str, memory_bytes: int = 0) -> str | None:
     """Map an NVML name ('NVIDIA H100 80GB HBM3') and its memory total to a catalogue entry, or None.
 
-    The name's whole tokens must match a rule, and `memory_bytes` must be within MEMORY_TOLERANCE of
-    the entry's usable_memory_bytes (so an H100 NVL, 94 GB, is not an H100-SXM); unknown memory (0)
-    matches nothing."""
-    tokens = set(re.split(r"[^A-Z0-9]+", nvml_name.upper())) - {""}
-    catalogue = {g.name: g for g in list_gpus()}
-    for need, forbid, cat in _CATALOGUE_RULES:
-        spec = catalogue.get(cat)
-        if spec is None or not need <= tokens or forbid & tokens:
+    The catalogue entry lists the NVML names it answers to (`nvml_names` in data/gpus/gpus.json);
+    the name must be one of them (case and spacing aside), and `memory_bytes` within MEMORY_TOLERANCE
+    of the entry's usable_memory_bytes; unknown memory (0) matches nothing."""
+    wanted = _normal(nvml_name)
+    for spec in list_gpus():
+        if wanted not in {_normal(n) for n in spec.nvml_names}:
             continue
         if memory_bytes > 0 and abs(memory_bytes - spec.usable_memory_bytes) <= (
             MEMORY_TOLERANCE * spec.usable_memory_bytes
         ):
-            return cat
+            return spec.name
     return None
+
+
+def _normal(name: str) -> str:
+    return " ".join(name.upper().split())
 
 
 def detect(path: str = ".") -> NodeProfile:

@@ -31,6 +31,8 @@ class GPUSpec(BaseModel):
     name: str
     vendor: str = "NVIDIA"
     marketed: str = ""
+    #: the names NVML (nvidia-smi's "Name") gives this board; detection matches them, nothing else
+    nvml_names: tuple[str, ...] = ()
     memory_type: str = ""
     memory_bytes: int = Field(gt=0, description="marketed capacity")
     usable_memory_bytes: int = Field(gt=0, description="driver-reported total")

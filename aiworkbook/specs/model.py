@@ -13,6 +13,7 @@ from typing import Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.specs.kv import KVGroup, kv_bytes
+from aiworkbook.specs.mechanisms import Mechanisms
 from aiworkbook.specs.quantization import QuantScheme
 from aiworkbook.units import KV_DTYPES, dtype_bits
 
@@ -52,6 +53,8 @@ class ModelSpec:
     dropout: float | None = None  # the config's largest dropout probability; None: not in the config
     mlm_head: bool = False  # BERT for masked LM: transform (dense + LayerNorm) and a decoder bias
     quant: QuantScheme | None = None  # the checkpoint's own weight quantisation (quantization_config)
+    # what the family's forward keeps, declared by its parser (None: refused by sizing, never guessed)
+    mechanisms: Mechanisms | None = field(default=None, compare=False, repr=False)
 
     # ---- counts ---------------------------------------------------------------------------
     @property
@@ -207,6 +210,7 @@ class ModelSpec:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("extra", None)
+        d.pop("mechanisms", None)  # the family's, not the model's: `aiworkbook models` lists them
         return d
 
     def scaled(

@@ -13,6 +13,7 @@ from typing import Any
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.specs.families.blocks import Config
+from aiworkbook.specs.mechanisms import Mechanisms
 from aiworkbook.specs.model import ModelSpec
 
 # Family defaults where the config may omit a key (values of transformers' config classes).
@@ -97,6 +98,16 @@ _ABSOLUTE_LAYERNORM: dict[str, Any] = dict(
     qkv_bias=True, o_bias=True, learned_positions=True, **_LAYERNORM_MLP
 )
 
+# What each forward keeps (transformers 5: models/<family>/modeling_<family>.py; docs/sizing.md).
+# Llama's eager_attention_forward: softmax(dtype=float32) then .to(query.dtype), RoPE on q and k.
+LLAMA_LIKE = Mechanisms(softmax_fp32=True, rope=True)
+# GPT-2: one Conv1D c_attn, gelu_new composed in Python, softmax in the scores' dtype, dropout 0.1
+GPT2 = Mechanisms(fused_qkv=True, activation="gelu_new", dropout_default=0.1)
+# BERT: separate q/k/v, fused GELU, softmax in the scores' dtype, dropout 0.1
+BERT = Mechanisms(activation="gelu", dropout_default=0.1)
+# GPT-NeoX: one query_key_value, partial rotary, Llama's fp32 eager softmax
+GPT_NEOX = Mechanisms(softmax_fp32=True, rope=True, fused_qkv=True, activation="gelu")
+
 
 def gpt2(c: Config, mt: str, name: str) -> ModelSpec:
     cfg, source = c.cfg, c.source
@@ -104,6 +115,7 @@ def gpt2(c: Config, mt: str, name: str) -> ModelSpec:
     n_inner = cfg.get("n_inner")
     return ModelSpec(
         **common,
+        mechanisms=GPT2,
         intermediate_size=_get({"n_inner": n_inner}, ("n_inner",), source)
         if n_inner is not None
         else 4 * common["hidden_size"],
@@ -123,6 +135,7 @@ def bert(c: Config, mt: str, name: str) -> ModelSpec:
         type_vocab_size=_get(cfg, ("type_vocab_size",), source, default=2),
         is_decoder=False,
         pooler=_flag(cfg, "add_pooling_layer", True, source),
+        mechanisms=BERT,
     )
 
 
@@ -137,6 +150,7 @@ def gpt_neox(c: Config, mt: str, name: str) -> ModelSpec:
         qkv_bias=bias,
         o_bias=bias,
         **_LAYERNORM_MLP,
+        mechanisms=GPT_NEOX,
     )
 
 
@@ -155,7 +169,7 @@ def _decoder(extra: Callable[[dict[str, Any], str, int, int | None], dict[str, A
         if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
             raise SpecError("sliding_window", window, "a positive integer or null", source=source)
         kw.update(extra(cfg, source, common["num_layers"], window))
-        return ModelSpec(**common, **kw)
+        return ModelSpec(**common, **{"mechanisms": LLAMA_LIKE, **kw})
 
     return parse
 
@@ -173,12 +187,21 @@ def _every_layer_slides(cfg: dict[str, Any], source: str, L: int, window: int | 
     return dict(sliding_window=window, sliding_window_layers=L) if window else {}
 
 
+def _phi3(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict[str, Any]:
+    """Phi-3: one qkv_proj (and one gate_up_proj), Llama's attention otherwise."""
+    mech = Mechanisms(softmax_fp32=True, rope=True, fused_qkv=True)
+    return dict(mechanisms=mech, **_every_layer_slides(cfg, source, L, window))
+
+
 def _mixtral(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict[str, Any]:
     E = _get(cfg, ("num_local_experts",), source)
     top = _get(cfg, ("num_experts_per_tok",), source)
     if top > E:
         raise SpecError("num_experts_per_tok", top, f"1..num_local_experts ({E})", source=source)
-    return dict(num_experts=E, experts_per_token=top, **_every_layer_slides(cfg, source, L, window))
+    mech = Mechanisms(softmax_fp32=True, rope=True, router=True)
+    return dict(
+        num_experts=E, experts_per_token=top, mechanisms=mech, **_every_layer_slides(cfg, source, L, window)
+    )
 
 
 def _qwen2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict[str, Any]:
@@ -193,11 +216,22 @@ def _qwen2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict
 
 
 def _gemma(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict[str, Any]:
-    return {}
+    # Gemma's RMSNorm: x.float() * (1 + weight), cast back after
+    return dict(mechanisms=Mechanisms(softmax_fp32=True, rope=True, activation="gelu", norm_fp32_scale=True))
 
 
 def _gemma2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict[str, Any]:
-    kw: dict[str, Any] = dict(norms_per_layer=4)
+    kw: dict[str, Any] = dict(
+        norms_per_layer=4,
+        mechanisms=Mechanisms(
+            softmax_fp32=True,
+            rope=True,
+            activation="gelu",
+            norm_fp32_scale=True,
+            attn_softcap=cfg.get("attn_logit_softcapping", 50.0) is not None,
+            final_softcap=cfg.get("final_logit_softcapping", 30.0) is not None,
+        ),
+    )
     if window:  # even layers slide, odd layers attend globally
         kw.update(sliding_window=window, sliding_window_layers=(L + 1) // 2)
     return kw
@@ -211,7 +245,7 @@ PARSERS: dict[str, Callable[[Config, str, str], ModelSpec]] = {
     "qwen2": _decoder(_qwen2),
     "gemma": _decoder(_gemma),
     "gemma2": _decoder(_gemma2),
-    "phi3": _decoder(_every_layer_slides),
+    "phi3": _decoder(_phi3),
     "gpt2": gpt2,
     "gpt_neox": gpt_neox,
     "bert": bert,

@@ -8,6 +8,7 @@ layer types (sliding, full) the config names or the family derives.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
@@ -24,6 +25,10 @@ from aiworkbook.specs.families.blocks import (
     window_of,
 )
 from aiworkbook.specs.families.spec import FamilySpec
+from aiworkbook.specs.mechanisms import Mechanisms
+
+# every family here keeps Llama's eager attention: fp32 softmax, RoPE on q and k
+FP32_ROPE = Mechanisms(softmax_fp32=True, rope=True)
 
 
 def _types_qwen(c: Config, L: int) -> list[str]:
@@ -48,13 +53,15 @@ def _layers(c, L, types, attn, ffn, k, d, window) -> list[Layer]:
 def qwen3(c: Config, mt: str, name: str) -> FamilySpec:
     read = read_common(c, mt, name=name, tie_default=False, head_dim_default=128)
     L, d = read[1], read[5]
-    return _qk_normed(c, mt, read, d, d, lambda: (_types_qwen(c, L), window_of(c)))
+    mech = replace(FP32_ROPE, qk_norm="head")
+    return _qk_normed(c, mt, read, d, d, lambda: (_types_qwen(c, L), window_of(c)), mech)
 
 
 def olmo2(c: Config, mt: str, name: str) -> FamilySpec:
     read = read_common(c, mt, name=name, tie_default=False)
     L, a, k, d = read[1], read[3], read[4], read[5]
-    return _qk_normed(c, mt, read, a * d, k * d, lambda: (["full_attention"] * L, None))
+    mech = replace(FP32_ROPE, qk_norm="all", norm_fp32_scale=True)  # (weight * x).to(dtype)
+    return _qk_normed(c, mt, read, a * d, k * d, lambda: (["full_attention"] * L, None), mech)
 
 
 def _qk_normed(
@@ -64,6 +71,7 @@ def _qk_normed(
     q_norm: int,
     k_norm: int,
     kinds: Callable[[], tuple[list[str], int | None]],
+    mech: Mechanisms,
 ) -> FamilySpec:
     """A dense decoder with norms on q and k (Qwen 3 per head, OLMo 2 over all heads); `read` is
     read_common's answer, `kinds()` the layer types and the window (read after the sizes)."""
@@ -73,9 +81,8 @@ def _qk_normed(
     ffn = mlp(h, c.integer("intermediate_size"))
     types, window = kinds()
     layers = _layers(c, L, types, attn, (ffn[0] + 2 * h, ffn[1]), k, d, window)
-    return assemble(
-        common, layers, family=mt, intermediate_size=c.integer("intermediate_size"), **biases(bias)
-    )
+    I = c.integer("intermediate_size")
+    return assemble(common, layers, family=mt, intermediate_size=I, **biases(bias), mechanisms=mech)
 
 
 def llama_like(c: Config, mt: str, name: str) -> FamilySpec:
@@ -87,13 +94,19 @@ def llama_like(c: Config, mt: str, name: str) -> FamilySpec:
     attn = attention(h, a, k, d, qkv_bias=bias, o_bias=bias)
     ffn = mlp(h, I, bias=mbias)
     types = c.layer_types(L) or ["full_attention"] * L
-    if mt == "smollm3" and not c.has("layer_types") and c.flag("use_sliding_window", False) and window_of(c):
+    nope = 0
+    if mt == "smollm3":
         rope = c.int_list("no_rope_layers", L) or [
             int((i + 1) % c.integer("no_rope_layer_interval", default=4) != 0) for i in range(L)
         ]
-        types = ["sliding_attention" if not r else "full_attention" for r in rope]
+        nope = rope.count(0)
+        if not c.has("layer_types") and c.flag("use_sliding_window", False) and window_of(c):
+            types = ["sliding_attention" if not r else "full_attention" for r in rope]
+    mech = replace(FP32_ROPE, no_rope_layers=nope, multipliers=mt == "granite")
     layers = _layers(c, L, types, attn, (ffn[0] + 2 * h, ffn[1]), k, d, window_of(c))
-    return assemble(common, layers, family=mt, intermediate_size=I, **biases(bias), mlp_bias=mbias)
+    return assemble(
+        common, layers, family=mt, intermediate_size=I, **biases(bias), mlp_bias=mbias, mechanisms=mech
+    )
 
 
 def starcoder2(c: Config, mt: str, name: str) -> FamilySpec:
@@ -115,6 +128,7 @@ def starcoder2(c: Config, mt: str, name: str) -> FamilySpec:
         mlp_bias=bias,
         norm="layernorm",
         gated_mlp=False,
+        mechanisms=replace(FP32_ROPE, activation="gelu"),  # gelu_pytorch_tanh: one op
     )
 
 
@@ -145,6 +159,12 @@ def phi(c: Config, mt: str, name: str) -> FamilySpec:
         norm="layernorm",
         norms_per_layer=1,
         gated_mlp=False,
+        # partial rotary; hidden_act gelu_new (Python composition), q/k LayerNorms when qk_layernorm
+        mechanisms=replace(
+            FP32_ROPE,
+            activation=str(c.cfg.get("hidden_act") or "gelu_new"),
+            qk_norm="head" if c.flag("qk_layernorm", False) else "",
+        ),
     )
 
 
@@ -177,4 +197,12 @@ def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
         **biases(bias),
         norms_per_layer=4,
         rope_table_positions=(P, int(P * factor)),
+        mechanisms=replace(
+            FP32_ROPE,
+            qk_norm="head",
+            activation="gelu",
+            norm_fp32_scale=True,  # x.float() * (1 + weight), then back
+            attn_softcap=c.cfg.get("attn_logit_softcapping") is not None,
+            final_softcap=c.cfg.get("final_logit_softcapping") is not None,
+        ),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from aiworkbook.specs.families.blocks import Config, Layer, assemble, experts, mlp, read_common
 from aiworkbook.specs.families.moe import _experts, _moe_layer
 from aiworkbook.specs.families.spec import FamilySpec, KVGroup
+from aiworkbook.specs.mechanisms import Mechanisms
 
 
 def _mla(c: Config, h: int, a: int) -> tuple[int, int]:
@@ -65,5 +66,7 @@ def deepseek(c: Config, mt: str, name: str) -> FamilySpec:
         num_kv_heads=a,
         head_dim=c.integer("v_head_dim"),
         mtp_params=mtp,
+        # MLA with a rotary part, Llama's fp32 eager softmax, a router and shared experts
+        mechanisms=Mechanisms(softmax_fp32=True, rope=True, router=True, shared_expert=bool(shared[0])),
     )
     return spec

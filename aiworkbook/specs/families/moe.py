@@ -23,6 +23,7 @@ from aiworkbook.specs.families.blocks import (
 )
 from aiworkbook.specs.families.dense import _types_qwen
 from aiworkbook.specs.families.spec import FamilySpec
+from aiworkbook.specs.mechanisms import Mechanisms
 
 
 def _experts(c: Config, *keys: str) -> tuple[int, int]:
@@ -66,7 +67,10 @@ def qwen_moe(c: Config, mt: str, name: str) -> FamilySpec:
         else:
             f = mlp(h, I)
             layers.append(Layer(attn[0] + 2 * h + f[0], attn[0] + 2 * h + f[0], attn[1] + f[1], kv))
-    return assemble(common, layers, family=mt, **experts(Im, E, top), qkv_bias=bias)
+    mech = Mechanisms(
+        softmax_fp32=True, rope=True, qk_norm="head" if q3 else "", router=True, shared_expert=bool(shared[0])
+    )
+    return assemble(common, layers, family=mt, **experts(Im, E, top), qkv_bias=bias, mechanisms=mech)
 
 
 def phimoe(c: Config, mt: str, name: str) -> FamilySpec:
@@ -88,6 +92,7 @@ def phimoe(c: Config, mt: str, name: str) -> FamilySpec:
         **experts(I, E, top),
         **biases(bias),
         norm="layernorm",
+        mechanisms=Mechanisms(softmax_fp32=True, rope=True, router=True),
     )
 
 
@@ -104,7 +109,11 @@ def gpt_oss(c: Config, mt: str, name: str) -> FamilySpec:
     layers = [
         _moe_layer(attn, 2 * h, E, top, expert, E * h + E, (0, 0), std_kv(kv_kind(t), k, d, w)) for t in types
     ]
-    return assemble(common, layers, family=mt, **experts(I, E, top), **biases(bias), mlp_bias=True)
+    # eager_attention_forward with sinks: softmax in the scores' dtype
+    mech = Mechanisms(rope=True, router=True)
+    return assemble(
+        common, layers, family=mt, **experts(I, E, top), **biases(bias), mlp_bias=True, mechanisms=mech
+    )
 
 
 def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
@@ -132,4 +141,12 @@ def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
         else:
             f = mlp(h, Imlp)
             layers.append(Layer(attn[0] + 2 * h + f[0], attn[0] + 2 * h + f[0], attn[1] + f[1], kv))
-    return assemble(common, layers, family=mt, **experts(I, E, top))
+    # softmax in the scores' dtype; a weightless L2 norm on q and k (use_qk_norm) of the RoPE layers
+    mech = Mechanisms(
+        rope=True,
+        no_rope_layers=rope.count(0),
+        qk_norm="l2" if c.flag("use_qk_norm", True) else "",
+        router=True,
+        shared_expert=True,
+    )
+    return assemble(common, layers, family=mt, **experts(I, E, top), mechanisms=mech)

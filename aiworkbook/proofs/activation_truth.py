@@ -1,0 +1,187 @@
+"""What transformers really saves for backward, per family: the truth the activation estimate is held to.
+
+Builds every supported causal-LM family from a small config with Hugging Face transformers on the CPU,
+runs one training forward (loss included) and counts the unique storages autograd saves
+(`torch.autograd.graph.saved_tensors_hooks`, parameters excluded), over fp32, pure bf16 and bf16-mixed
+(fp32 weights under CPU autocast), eager and sdpa attention, with and without full checkpointing
+(reentrant, so the kept layer inputs are saved where the hooks see them), at several shapes. Each case
+is set beside `sizing.estimate`'s activations + logits (under checkpointing, what the forward keeps:
+the one layer recomputed in backward is a transient the forward never holds).
+
+    python -m aiworkbook.proofs.activation_truth            # the table, every family
+    python -m aiworkbook.proofs.activation_truth qwen3 gemma2
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from aiworkbook.proofs.memory_accounting import SavedTensorTracker
+
+H, I, A, KV, D, LAYERS, VOCAB = 64, 96, 4, 2, 16, 2, 512
+SMALL: dict[str, Any] = dict(
+    hidden_size=H,
+    intermediate_size=I,
+    num_attention_heads=A,
+    num_key_value_heads=KV,
+    head_dim=D,
+    num_hidden_layers=LAYERS,
+    vocab_size=VOCAB,
+    max_position_embeddings=512,
+    bos_token_id=0,
+    eos_token_id=0,
+    pad_token_id=0,
+)
+_MOE = dict(num_experts_per_tok=2, moe_intermediate_size=32)
+#: each family's own keys on top of SMALL (what its config class needs to be small and still itself)
+FAMILY_KEYS: dict[str, dict[str, Any]] = {
+    "llama": {},
+    "mistral": {},
+    "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
+    "qwen2": {},
+    "gemma": {},
+    "gemma2": dict(sliding_window=32),
+    "phi3": {},
+    "gpt2": dict(n_layer=LAYERS, n_embd=H, n_head=A, n_positions=512, n_inner=I),
+    "gpt_neox": {},
+    "qwen3": {},
+    "qwen3_moe": dict(num_experts=4, **_MOE),
+    "qwen2_moe": dict(num_experts=4, shared_expert_intermediate_size=48, **_MOE),
+    "gemma3_text": dict(sliding_window=32),
+    "olmo2": {},
+    "granite": {},
+    "phimoe": dict(num_local_experts=4, num_experts_per_tok=2),
+    "phi": {},
+    "smollm3": {},
+    "starcoder2": {},
+}
+SHAPES = ((1, 64), (2, 32), (1, 128))
+PRECISIONS = ("fp32", "bf16", "bf16-mixed")
+RECIPES = {"fp32": "fp32-adamw", "bf16": "pure-bf16", "bf16-mixed": "fp32-adamw"}
+ATTENTIONS = ("eager", "sdpa")
+
+
+@dataclass(frozen=True)
+class Case:
+    family: str
+    precision: str
+    attention: str
+    checkpointing: bool
+    batch: int
+    seq: int
+    measured: int  # B saved for backward, measured here
+    estimated: int  # B the estimate says the forward keeps
+
+    @property
+    def error(self) -> float:
+        return self.estimated / self.measured - 1
+
+
+def config(family: str) -> dict[str, Any]:
+    """The small config.json of `family` this tool builds."""
+    return {"model_type": family, **SMALL, **FAMILY_KEYS[family]}
+
+
+def build(family: str, precision: str, attention: str):
+    import transformers
+
+    cfg = transformers.AutoConfig.for_model(**config(family))
+    cfg._attn_implementation = attention
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation=attention)
+    if precision == "bf16":
+        model = model.to(torch.bfloat16)
+    model.train()
+    return model
+
+
+def saved(model, b: int, s: int, autocast: bool) -> int:
+    """Unique storages autograd saves in one forward with loss (parameters excluded)."""
+    ids = torch.randint(1, VOCAB, (b, s), generator=torch.Generator().manual_seed(1))
+    amp = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+    torch.manual_seed(0)
+    with SavedTensorTracker(model.parameters()) as tracker, amp:
+        loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+    if not loss.requires_grad:
+        raise RuntimeError("the forward recorded nothing for backward")
+    return tracker.bytes()
+
+
+def estimated(family: str, precision: str, attention: str, ckpt: bool, b: int, s: int) -> int:
+    """The estimate's activations + logits for the same case (under checkpointing less the one layer
+    recomputed in backward, which the forward never holds)."""
+    from aiworkbook.sizing import Workload, estimate
+    from aiworkbook.sizing.activations import _layer_split, terms
+    from aiworkbook.specs import spec_from_config
+
+    spec = spec_from_config(config(family))
+    kw: dict[str, Any] = dict(
+        precision=precision,
+        recipe=RECIPES[precision],
+        attention=attention,
+        batch=b,
+        seq_len=s,
+        checkpointing="full" if ckpt else "none",
+    )
+    w = Workload(**kw)
+    mem = estimate(spec, w, device="cpu").memory
+    once = _layer_split(spec, w, b * s, s, terms(spec, w, "cpu"))[1] if ckpt else 0
+    return int(mem.activations + mem.logits - once)
+
+
+def measure(families=None, shapes=SHAPES) -> list[Case]:
+    out = []
+    for fam in families or FAMILY_KEYS:
+        for precision in PRECISIONS:
+            for attention in ATTENTIONS:
+                try:
+                    model = build(fam, precision, attention)
+                except ValueError as refused:  # transformers refuses sdpa for some families (Gemma 2)
+                    if "attention implementation" not in str(refused):
+                        raise
+                    continue
+                for ckpt in (False, True):
+                    if ckpt:
+                        model.gradient_checkpointing_enable({"use_reentrant": True})
+                    for b, s in shapes:
+                        m = saved(model, b, s, precision == "bf16-mixed")
+                        e = estimated(fam, precision, attention, ckpt, b, s)
+                        out.append(Case(fam, precision, attention, ckpt, b, s, m, e))
+    return out
+
+
+def table(cases: list[Case]) -> str:
+    """Per family: the worst and the median error over its cases (estimate / measured - 1)."""
+    lines = [f"{'family':<12} {'cases':>5} {'worst':>8} {'median':>8}  worst case"]
+    for fam in dict.fromkeys(c.family for c in cases):
+        mine = sorted((c for c in cases if c.family == fam), key=lambda c: abs(c.error))
+        worst = mine[-1]
+        med = mine[len(mine) // 2].error
+        where = f"{worst.precision} {worst.attention}{' ckpt' if worst.checkpointing else ''} {worst.batch}x{worst.seq}"
+        lines.append(f"{fam:<12} {len(mine):>5} {worst.error:>+8.1%} {med:>+8.1%}  {where}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    """`[--json PATH] [family ...]`: the table on stdout; every case as JSON to PATH when given."""
+    import json
+    from dataclasses import asdict
+
+    path = None
+    if argv[:1] == ["--json"]:
+        path, argv = argv[1], argv[2:]
+    cases = measure(argv or None)
+    if path:
+        with open(path, "x") as f:  # never replaces a file
+            json.dump([{**asdict(c), "error": c.error} for c in cases], f, indent=1)
+    print(table(cases))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

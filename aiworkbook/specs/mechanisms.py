@@ -1,0 +1,55 @@
+"""Mechanisms: what a family's forward does that changes the bytes it keeps, declared by its parser.
+
+Sizing, the proofs' model builder and the widgets read these declarations and nothing else about a
+family: no list of family names lives outside the registry, and a spec whose family declared nothing
+is refused (`of`) rather than read as another family. Each field names where transformers keeps it
+(docs/sizing.md has the table with file and line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiworkbook.errors import SpecError
+
+
+@dataclass(frozen=True)
+class Mechanisms:
+    """The forward's traits that decide what autograd saves (defaults: a plain pre-norm decoder)."""
+
+    # eager attention runs softmax(..., dtype=float32) and casts back: a 16-bit run keeps both copies
+    softmax_fp32: bool = False
+    rope: bool = False  # rotary q/k: cos/sin tables per position, and RoPE'd q, k kept
+    no_rope_layers: int = 0  # layers that skip the rotary embedding (SmolLM3, Llama 4 NoPE layers)
+    fused_qkv: bool = False  # one projection for q, k and v (c_attn, query_key_value, qkv_proj)
+    # the MLP activation: "silu"/"gelu" (one fused op) or "gelu_new" (GPT-2's Python composition)
+    activation: str = "silu"
+    dropout_default: float = 0.0  # the probability the config class defaults to when the config is silent
+    # "": none; "head": per-head RMSNorm on q and k; "all": over all heads (OLMo 2); "l2": weightless
+    # per-head L2 norm (Llama 4)
+    qk_norm: str = ""
+    # the norm's weight scales the fp32 normalised value (OLMo 2, Gemma): that fp32 value is what it keeps,
+    # not a copy cast back to the activation width
+    norm_fp32_scale: bool = False
+    attn_softcap: bool = False  # tanh soft-capping of the attention scores (eager path)
+    final_softcap: bool = False  # tanh soft-capping of the final logits
+    router: bool = False  # MoE: router logits, their softmax and top-k, the tokens gathered per expert
+    shared_expert: bool = False  # MoE: an expert every token passes through as well
+    multipliers: bool = False  # Granite: embedding, residual, attention and logits scaled by constants
+
+
+def of(spec: object) -> Mechanisms:
+    """The spec's declared mechanisms; a spec whose family declared none is refused, never guessed."""
+    mech = getattr(spec, "mechanisms", None)
+    if not isinstance(mech, Mechanisms):
+        family = getattr(spec, "model_type", "?")
+        raise SpecError(
+            "model_type",
+            family,
+            "a family whose parser declares its mechanisms (aiworkbook/specs/families)",
+            source=getattr(spec, "source", ""),
+        )
+    return mech
+
+
+__all__ = ["Mechanisms", "of"]

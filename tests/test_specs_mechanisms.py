@@ -1,0 +1,79 @@
+"""Each family declares its mechanisms in its parser; sizing and the proofs read only those.
+
+The declarations are checked against transformers' own source for the family (the eager softmax's
+dtype, the rotary embedding, one fused q/k/v projection), a spec whose family declared nothing is
+refused, and the same config sizes the same under its own name as read as the family it behaves like.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import replace
+
+import pytest
+import test_specs_families as fam
+
+from aiworkbook.errors import SpecError
+from aiworkbook.sizing import Workload, estimate
+from aiworkbook.specs import spec_from_config
+from aiworkbook.specs.families import FAMILY_PARSERS, PARSERS
+from aiworkbook.specs.mechanisms import Mechanisms
+
+BASE = {"llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox", "bert"}
+TINY_BASE = {
+    "mixtral": {"num_local_experts": 4, "num_experts_per_tok": 2},
+    "gpt2": {"n_layer": 2, "n_embd": 64, "n_head": 4, "n_positions": 256},
+}
+
+
+def _cfg(mt: str) -> dict:
+    """A tiny config of model_type mt: the families test's own, or the common sizes for a base family."""
+    for _, cfg in fam.TINY:
+        if cfg["model_type"] == mt:
+            return cfg
+    return {"model_type": mt, **fam.T, **TINY_BASE.get(mt, {})}
+
+
+def test_registry_is_every_family_and_each_declares():
+    assert BASE | set(FAMILY_PARSERS) == set(PARSERS)
+    for mt in PARSERS:
+        spec = spec_from_config(_cfg(mt))
+        assert isinstance(spec.mechanisms, Mechanisms), mt
+
+
+def test_a_family_that_declares_nothing_is_refused():
+    spec = replace(spec_from_config(_cfg("llama")), mechanisms=None)
+    with pytest.raises(SpecError, match="declares its mechanisms"):
+        estimate(spec, Workload(precision="bf16", recipe="pure-bf16", attention="eager"))
+
+
+def test_granite_sizes_as_the_llama_it_computes_like():
+    """Granite's multipliers multiply by Python scalars (nothing saved): its own name gives Llama's bytes."""
+    cfg = {**_cfg("granite"), "model_type": "granite"}
+    w = Workload(precision="bf16", recipe="pure-bf16", attention="eager", seq_len=4096)
+    own = estimate(spec_from_config(cfg), w).memory.activations
+    as_llama = estimate(spec_from_config({**cfg, "model_type": "llama"}), w).memory.activations
+    assert own == as_llama
+
+
+def _hf_module(mt: str):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.AutoConfig.for_model(mt)
+    cls = transformers.MODEL_MAPPING[type(cfg)]
+    return inspect.getmodule(cls)
+
+
+@pytest.mark.parametrize("mt", sorted(PARSERS))
+def test_declarations_match_transformers_source(mt):
+    """softmax_fp32, rope and fused_qkv as transformers' modeling file for the family does them."""
+    mod = _hf_module(mt)
+    src = inspect.getsource(mod)
+    mech = spec_from_config(_cfg(mt)).mechanisms
+    eager = inspect.getsource(mod.eager_attention_forward)
+    fp32 = bool(re.search(r"softmax\([^)]*dtype=torch\.float32", eager))
+    assert mech.softmax_fp32 == fp32, mt
+    assert mech.rope == ("apply_rotary_pos_emb" in src or "rotary" in src.lower() and "_rope" in src), mt
+    fused = bool(re.search(r"self\.(c_attn|query_key_value|qkv_proj) = ", src))
+    assert mech.fused_qkv == fused, mt
+    assert mech.attn_softcap == ("softcap" in eager and mt == "gemma2"), mt
