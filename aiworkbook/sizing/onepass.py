@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 DEVICES = ("cuda", "cpu")
 
 
-def default_device(gpu, node=None) -> str:
+def default_device(gpu: Any, node: Any = None) -> str:
     """cpu for a measured host spec (vendor "host") or a node without GPUs (the CPU-only reference node):
     no CUDA context, workspace or reserve; else cuda."""
     if gpu is not None:

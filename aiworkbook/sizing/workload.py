@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 from functools import cache
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
 from aiworkbook.errors import SpecError
 from aiworkbook.units import KV_DTYPES
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 Mode = Literal["train", "lora", "qlora", "infer"]
 Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"]
@@ -245,7 +248,7 @@ class Workload:
         for name, info in _FIELDS().items():
             extra = info.json_schema_extra
             assert isinstance(extra, dict)
-            modes = list(extra["modes"])  # type: ignore[arg-type]
+            modes = list(extra["modes"])
             if self.mode in modes or extra.get("outside_modes") == "ignored":
                 continue
             value = getattr(self, name)
@@ -354,7 +357,7 @@ class Workload:
         allocator: the driver pages it to the host when the GPU is full."""
         return self.recipe == "paged-adamw-8bit"
 
-    def lora_modules(self, spec) -> tuple[str, ...]:
+    def lora_modules(self, spec: ModelSpecLike) -> tuple[str, ...]:
         """The adapted modules: the list as given, or every block linear the model has for all-linear
         (gate_proj only for a gated MLP)."""
         if self.lora_targets != (ALL_LINEAR,):
@@ -373,7 +376,7 @@ class Workload:
     def flash(self) -> bool:
         return self.attention in ("sdpa", "flash")
 
-    def check_against(self, spec) -> None:
+    def check_against(self, spec: ModelSpecLike) -> None:
         """Checks that need the model: tensor parallel splitting heads and MLP evenly, LoRA targets that
         exist, positions the model has, generation only for decoders."""
         t, k = self.tp, spec.num_kv_heads
