@@ -31,9 +31,11 @@ install-test: $(VENV)/.installed-test
 demo: install
 	$(BIN)/aiworkbook app sizing $(DEMO_ARGS)
 
+# lint-imports: the layers of docs/architecture.md and no import circles ([tool.importlinter])
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # mypy over aiworkbook/ and widgets/ ([tool.mypy] in pyproject.toml): no errors allowed.
 typecheck: install-test

@@ -29,6 +29,8 @@ CHART_BUNDLE_PREFIX = "jupyterchart-"
 #: set by the dashboard server for its kernels: the URL path under which it serves those bundles, so a
 #: page loads one bundle for all of its charts (aiworkbook.widgets.base.chart_view)
 CHART_JS_ENV = "AIWORKBOOK_CHART_JS"
+#: the dashboard token reaches the Voilà server through this variable (also read by `aiworkbook app`)
+TOKEN_ENV = "AIWORKBOOK_TOKEN"
 
 
 def cache_dir() -> Path:

@@ -167,3 +167,38 @@ def test_fit_grid_agrees_with_fits_at_each_cell():
             assert f["batch"] == max(
                 c["batch"] for c in d["cells"] if c["length"] == f["length"] and c["fits"]
             )
+
+
+@pytest.mark.parametrize(
+    ("option", "field", "modes"),
+    [
+        (["--recipe", "adafactor"], "recipe", "train, lora or qlora"),
+        (["--checkpointing", "full"], "checkpointing", "train, lora or qlora"),
+        (["--lora-rank", "64"], "lora_rank", "lora or qlora"),
+    ],
+)
+def test_a_field_outside_its_modes_is_refused_by_the_library_and_the_cli(capsys, option, field, modes):
+    """The mode rule lives in Workload: the CLI (exit 2) and the library refuse alike, naming the field
+    and the modes it applies to; at its default the field is accepted in any mode."""
+    assert main(["size", "llama-3-8b", "--mode", "infer", *option]) == 2
+    err = capsys.readouterr().err
+    assert f"'{field}'" in err and f"unless mode is {modes} (mode is infer)" in err
+    value = int(option[1]) if option[1].isdigit() else option[1]
+    with pytest.raises(SpecError) as caught:
+        Workload(mode="infer", **{field: value})
+    assert caught.value.field == field
+    assert Workload(mode="infer", recipe="megatron-bf16", checkpointing="none", lora_rank=16).mode == "infer"
+
+
+def test_a_misspelt_or_mistyped_field_is_bad_input_naming_it():
+    with pytest.raises(SpecError) as caught:
+        Workload(batchsize=3)  # type: ignore[call-arg]
+    assert caught.value.field == "field" and caught.value.value == "batchsize"
+    for bad in ({"batch": True}, {"batch": 2.0}, {"seq_len": "512"}, {"gpu_memory_utilization": 0}):
+        with pytest.raises(SpecError) as caught:
+            Workload(**bad)
+        assert caught.value.field == next(iter(bad))
+    with pytest.raises(SpecError, match="an integer from 1 to 1,048,576"):
+        Workload(batch=0)
+    with pytest.raises(SpecError, match=r"None or a number in \[0.0, 1.0\)"):
+        Workload(dropout=1.0)

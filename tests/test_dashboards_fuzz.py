@@ -21,7 +21,7 @@ from dashboard_http import Server, running
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aiworkbook.cli.app_hosts import allowlist
+from aiworkbook.hosts import allowlist
 
 CAP = 3
 EXAMPLES = int(os.environ.get("AIWORKBOOK_FUZZ_EXAMPLES", "120"))

@@ -20,8 +20,8 @@ from aiworkbook.cli.app_cmds import (
     TOKEN_ENV,
     launch,
 )
-from aiworkbook.cli.app_hosts import allowlist, parse_allow_host
 from aiworkbook.errors import SpecError
+from aiworkbook.hosts import allowlist, parse_allow_host
 
 CAP = 2
 FIRST_S, GRACE_S, INTERVAL_S = 6.0, 2.0, 1

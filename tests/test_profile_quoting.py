@@ -21,8 +21,9 @@ from profile_fakes import env, result
 
 from aiworkbook.paths import data_dir
 from aiworkbook.profile import lock
+from aiworkbook.profile.k8s import to_yaml
 from aiworkbook.profile.report import render_html, render_markdown
-from aiworkbook.profile.snippets import VllmArgs, k8s_yaml, yaml_str
+from aiworkbook.profile.snippets import VllmArgs, k8s_yaml
 
 EVIL_DIR = "evil$(touch PWNED);x `id` ```\n<img src=x onerror=alert(1)> 'q' \"d\" \\"
 HOSTILE = (
@@ -75,15 +76,19 @@ def test_the_issue_folder_name_stays_a_name(tmp_path):
 @given(value=TEXT)
 @BOUNDED
 def test_yaml_strings_read_back_unchanged(value):
-    assert yaml.safe_load(f"key: {yaml_str(value)}") == {"key": value}
+    """Every YAML written (the resources block, the manifests) reads back as the very strings given,
+    as keys, values, list items and multi-line text."""
     block = k8s_yaml({"limits": {value or "x": 1}})
     assert yaml.safe_load(block) == {"resources": {"limits": {value or "x": 1}}}
+    docs = [{"data": {"profile.json": value, value or "k": [value, {"v": value}]}}, {"name": value}]
+    assert list(yaml.safe_load_all(to_yaml(docs))) == docs
 
 
 @pytest.mark.parametrize("word", ["yes", "No", "true", "null", "on", "1", "0x1f", "~", "- a", "a: b", "#c"])
 def test_yaml_words_that_would_change_type_are_quoted(word):
-    assert yaml.safe_load(f"k: {yaml_str(word)}") == {"k": word}
-    assert yaml_str("nvidia.com/mig-1g.10gb") == "nvidia.com/mig-1g.10gb"  # a safe word stays plain
+    assert yaml.safe_load(k8s_yaml({"limits": {word: 1}})) == {"resources": {"limits": {word: 1}}}
+    assert list(yaml.safe_load_all(to_yaml([{"k": word}]))) == [{"k": word}]
+    assert "    nvidia.com/mig-1g.10gb: 1" in k8s_yaml({"limits": {"nvidia.com/mig-1g.10gb": 1}})  # plain
 
 
 def test_yaml_counts_are_whole_numbers():
@@ -152,8 +157,9 @@ def test_html_report_escapes_every_string(hostile):
     assert "vllm serve &#x27;" in page  # the quoted folder, escaped again for HTML
 
 
-@pytest.mark.parametrize("value", ["A\n", "nvidia.com/gpu\n"])
+@pytest.mark.parametrize("value", ["A\n", "nvidia.com/gpu\n", "a\n\n", " lead\nx", "x\r\ny"])
 def test_a_final_newline_is_not_a_plain_word(value):
-    """Python's "$" also matches before a final newline: "A\\n" passed as a plain YAML word and read back
-    as "A" (found by the property test above). The validators use fullmatch."""
-    assert yaml.safe_load(f"key: {yaml_str(value)}") == {"key": value}
+    """Python's "$" also matches before a final newline: "A\\n" once passed as a plain YAML word and read
+    back as "A" (found by the property test above); text with newlines round-trips whole."""
+    assert list(yaml.safe_load_all(to_yaml([{"key": value}]))) == [{"key": value}]
+    assert yaml.safe_load(k8s_yaml({"limits": {value: 1}})) == {"resources": {"limits": {value: 1}}}

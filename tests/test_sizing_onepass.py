@@ -79,8 +79,8 @@ def test_the_counter_sees_the_calls_it_wraps():
     assert calls["activations.terms"] == 2
     p = sizing_pass(spec, w)
     with counts.counting() as calls:
-        p.components(1, 128)
-        p.components(2, 128)
+        memory.evaluate(p, 1, 128)
+        memory.evaluate(p, 2, 128)
     assert calls["states.model_states"] == 0
     assert calls["activations.terms"] == 0
 

@@ -64,10 +64,11 @@ def workloads(draw, mode=None):
             chunked_loss=draw(st.booleans()),
             dp=dp,
             zero=draw(st.integers(0, 3)) if dp > 1 else 0,
-            lora_rank=draw(st.integers(1, 64)),
             dropout=draw(st.sampled_from([None, 0.0, 0.1])),
             seq_len=draw(st.integers(1, 512)),
         )
+        if mode in ("lora", "qlora"):  # a rank is refused where it does not apply (train)
+            kw["lora_rank"] = draw(st.integers(1, 64))
     return spec, Workload(**kw)
 
 

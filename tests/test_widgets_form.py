@@ -86,8 +86,8 @@ def test_only_the_controls_that_apply_to_the_mode_are_shown(sizer):
 
 
 def test_a_field_the_mode_ignores_is_refused_when_set_away_from_its_default(sizer):
-    sizer.value = {"mode": "infer", "batch": 4}
-    assert_error(sizer, "batch", "train or lora or qlora")
+    sizer.value = {"mode": "infer", "checkpointing": "full"}  # the library's mode rule, as the CLI's
+    assert_error(sizer, "checkpointing", "unless mode is train, lora or qlora (mode is infer)")
     sizer.value = {"mode": "train", "concurrency": 4}
     assert_error(sizer, "concurrency", "infer")
 

@@ -34,9 +34,8 @@ from traitlets import Float, Int, List, Unicode, default
 from voila.app import Voila
 from voila.tornado.handler import TornadoVoilaHandler
 
-from aiworkbook.cli.app_cmds import TOKEN_ENV
-from aiworkbook.cli.app_hosts import HostAllowlist, allowlist
-from aiworkbook.paths import CHART_BUNDLE_PREFIX, CHART_JS_ENV, cache_dir
+from aiworkbook.hosts import HostAllowlist, allowlist
+from aiworkbook.paths import CHART_BUNDLE_PREFIX, CHART_JS_ENV, TOKEN_ENV, cache_dir
 
 FULL_PAGE = (
     "<!doctype html><html><head><meta charset='utf-8'><title>Dashboard full</title></head>"

@@ -446,31 +446,14 @@ class ModelSizer(BackgroundComposite):
 
     def _check_hidden(self, v: dict[str, Any]) -> None:
         """A field set to other than its default where its control is hidden (it does not apply to the
-        mode, `Workload.fields()`) is refused: the library's message where it refuses the combination,
-        else one saying which modes take the field."""
+        mode) is refused by the library's own mode rule (`Workload`), which names the modes it applies
+        to, as the CLI refuses it."""
         from aiworkbook.sizing import Workload
-        from aiworkbook.sizing.workload import MODES
-
-        from .form import schema
 
         mode = v.get("mode", self._main["mode"].value)
-        info = schema()
         for f in (*all_fields(), *CHOICE_FIELDS, *INT_FIELDS):  # the fine-tuning ones first
-            if f not in v or applies(f, str(mode)):
-                continue
-            x = list(v[f]) if f == "lora_targets" and isinstance(v[f], list | tuple) else v[f]
-            if x == info[f]["default"]:
-                continue
-            try:  # the library's own refusal first
+            if f in v and not applies(f, str(mode)):
                 Workload(mode=mode, **{f: v[f]})
-            except SpecError:
-                raise
-            except (TypeError, ValueError):
-                pass
-            modes = " or ".join(m for m in MODES if applies(f, m))  # where the control shows
-            default = info[f]["default"]
-            shown_default = ", ".join(default) if isinstance(default, list) else repr(default)
-            raise SpecError(f, v[f], f"{shown_default} unless mode is {modes} (mode is {mode})")
 
     # -- output --------------------------------------------------------------------------------
     def _apply(self, out: dict[str, Any]) -> None:

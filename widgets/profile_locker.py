@@ -35,7 +35,7 @@ class ProfileLocker(Composite):
     """`value`: {"pattern", "node"}; `profile`: the LockedProfile (or None); `result`: the last action's
     outcome ({"action": "lock", "profile": ...} or {"action": "check", "report": ...}).
 
-    Results and workloads come from the notebook (`add_result`, `add_workload`) or, for a check, with an
+    Results and workloads come from the notebook (`add_result`, the sizer's workloads) or, for a check, with an
     uploaded profile."""
 
     css = "profile-locker"
@@ -102,10 +102,6 @@ class ProfileLocker(Composite):
         from aiworkbook.profile.lock import as_result
 
         self.results.append(as_result(result))
-        self._summary()
-
-    def add_workload(self, model: str, workload: Any, gpu: str | None = None) -> None:
-        self.workloads.append((model, workload, gpu))
         self._summary()
 
     def collect(self, runner: Any) -> None:

@@ -30,6 +30,7 @@ import typer
 
 from aiworkbook.cli.options import option
 from aiworkbook.i18n_format import LANG_ENV  # noqa: F401  (the page language `--lang` sets; defined there)
+from aiworkbook.paths import TOKEN_ENV
 
 DASHBOARDS = ("sizing", "monitor", "report")
 ALLOW_PROOFS_ENV = "AIWORKBOOK_ALLOW_PROOFS"
@@ -37,8 +38,6 @@ ALLOW_PROOFS_ENV = "AIWORKBOOK_ALLOW_PROOFS"
 PROMETHEUS_ENV = "AIWORKBOOK_PROMETHEUS_URL"
 #: the page languages (`--lang`; widgets.i18n.page_lang reads LANG_ENV; a viewer's `?lang=` overrides it)
 LANGS = ("en", "nl", "de")
-#: the token reaches the Voilà server through this variable (also read by `aiworkbook app` itself)
-TOKEN_ENV = "AIWORKBOOK_TOKEN"
 #: the server module: Voilà with the Host allowlist, XSRF, the kernel cap and culling without a page
 SERVER_MODULE = "aiworkbook.widgets.dashboard_server"
 # Idle kernels (connected or not, no output) are shut down after this long; every kernel is checked
@@ -141,8 +140,8 @@ def launch(
     The token goes to the server in Launch.env (TOKEN_ENV), never in argv. `lang` (en, nl, de) is the
     pages' language (LANG_ENV); a viewer's `?lang=` picks another. `prometheus` (monitor only): the
     Prometheus server whose fleet the monitor shows (PROMETHEUS_ENV); a viewer cannot pick another."""
-    from aiworkbook.cli.app_hosts import parse_allow_host
     from aiworkbook.errors import SpecError
+    from aiworkbook.hosts import parse_allow_host
 
     path = dashboard_path(name)
     if port is None:

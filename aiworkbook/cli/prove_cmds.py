@@ -8,61 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from aiworkbook.cli.paths import model_inputs
+from aiworkbook.cli.prove_run import check_outputs, emit, run_with_bar
 from aiworkbook.sizing.workload import ATTENTIONS, CHECKPOINTING, PRECISIONS
 
 DEVICE_HELP = "auto (CUDA when present, else CPU), cpu or cuda"
-
-
-def run_with_bar(name: str, **inputs: Any):
-    """registry.run(name, **inputs) with a tqdm bar fed by the proof's progress(done, total, message)."""
-    from tqdm.auto import tqdm
-
-    from aiworkbook.proofs import registry
-
-    bar = tqdm(total=0, desc=name, leave=False)
-
-    def progress(done: int, total: int, message: str) -> None:
-        if bar.total != total:
-            bar.total = total
-        bar.set_postfix_str(message, refresh=False)
-        bar.update(done - bar.n)  # redrawn at most every mininterval: per-request messages do not flood a log
-
-    try:
-        return registry.run(name, progress=progress, **inputs)
-    finally:
-        bar.close()
-
-
-def _check_outputs(inputs: dict[str, Any] | None = None, **paths: Path | None) -> None:
-    """Refuse an output that is an input or another output, or is unwritable, before the proof runs, so
-    no measurement (and no input) is lost (cli/paths.py)."""
-    from aiworkbook.cli.paths import check_paths
-
-    check_paths(inputs, **paths)
-
-
-def _emit(result, json_path: Path | None) -> None:
-    typer.echo(result.headline())
-    for note in result.notes:
-        typer.echo(f"  - {note}")
-    rows = result.details.get("components")
-    if rows:
-        from aiworkbook.units import fmt_bytes
-
-        typer.echo(f"  {'component':<34}{'measured':>14}{'predicted':>14}{'ratio':>8}")
-        for r in rows:
-            ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a"
-            typer.echo(
-                f"  {r['component']:<34}{fmt_bytes(r['measured']):>14}{fmt_bytes(r['predicted']):>14}{ratio:>8}"
-            )
-    if json_path is not None:
-        result.save(json_path)
-        typer.echo(f"wrote {json_path}")
 
 
 def register(app: typer.Typer) -> None:
@@ -97,10 +50,10 @@ def _register_roofline(prove: typer.Typer) -> None:
         """Memory bandwidth and matmul rate per dtype; the measured ceilings as a calibrated spec."""
         from aiworkbook.units import fmt_flops, fmt_rate
 
-        _check_outputs({"model": model_inputs(model)}, json=json_file, node_out=node_out)
+        check_outputs({"model": model_inputs(model)}, json=json_file, node_out=node_out)
         r = run_with_bar("roofline", model=model, device=device, quick=quick, threads=threads)
         if r.verdict == "interrupted":
-            _emit(r, None)
+            emit(r, None)
             return
         c = r.details["ceilings"]
         bw = c["bandwidth"]
@@ -114,7 +67,7 @@ def _register_roofline(prove: typer.Typer) -> None:
             )
         for k, v in c["host_device"].items():
             typer.echo(f"  {k}: {fmt_rate(v)}")
-        _emit(r, json_file)
+        emit(r, json_file)
         if node_out is not None:
             from aiworkbook.proofs.roofline import calibrated_node
 
@@ -138,7 +91,7 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
     ) -> None:
         """Train a few AdamW steps; peak memory against the itemised estimate (±10 %)."""
-        _check_outputs({"model": model_inputs(model)}, json=json_file)
+        check_outputs({"model": model_inputs(model)}, json=json_file)
         r = run_with_bar(
             "vram",
             model=model,
@@ -152,7 +105,7 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
         )
         if "cuda" in r.details:
             typer.echo("  cuda: " + json.dumps(r.details["cuda"]))
-        _emit(r, json_file)
+        emit(r, json_file)
 
     @prove.command("kv")
     def kv(
@@ -164,7 +117,7 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
         """Generate over a batch x context grid; KV bytes, latency per token and capacity against the estimate."""
         from aiworkbook.units import fmt_bytes, fmt_seconds
 
-        _check_outputs({"model": model_inputs(model)}, json=json_file)
+        check_outputs({"model": model_inputs(model)}, json=json_file)
         r = run_with_bar("kv", model=model, device=device, quick=quick)
         for g in r.details.get("grid", []):
             if "kv_measured" in g:
@@ -181,4 +134,4 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
                 f"  capacity at {cap['context']} tokens in {fmt_bytes(cap['budget_bytes'])}: measured "
                 f"{cap['measured']} sequences, predicted {cap['predicted']}"
             )
-        _emit(r, json_file)
+        emit(r, json_file)

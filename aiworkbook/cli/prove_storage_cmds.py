@@ -24,10 +24,10 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
     from tqdm.auto import tqdm
 
     from aiworkbook.cli.paths import model_inputs
-    from aiworkbook.cli.prove_cmds import _check_outputs, _emit
+    from aiworkbook.cli.prove_run import check_outputs, emit
     from aiworkbook.proofs import registry
 
-    _check_outputs({"model": model_inputs(inputs.get("model"))}, json=json_file)
+    check_outputs({"model": model_inputs(inputs.get("model"))}, json=json_file)
     inputs = {k: v for k, v in inputs.items() if v is not None}
     p = registry.plan(name, **inputs)
     for note in p.notes:
@@ -53,7 +53,7 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
         raise typer.Exit(1) from None
     finally:
         bar.close()
-    _emit(r, json_file)
+    emit(r, json_file)
     return r
 
 

@@ -139,9 +139,9 @@ def register_prove(prove: typer.Typer) -> None:
     ) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
         options = dict(locals())  # the command's options, in their order (the result's inputs keep it)
-        from aiworkbook.cli.prove_cmds import _check_outputs, _emit, run_with_bar
+        from aiworkbook.cli.prove_run import check_outputs, emit, run_with_bar
 
-        _check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv)
+        check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv)
         if import_file is not None:
             from aiworkbook.serving.importers import import_results
 
@@ -149,7 +149,7 @@ def register_prove(prove: typer.Typer) -> None:
         else:
             r = run_with_bar("serving", **_serving_inputs(options))
         _print_details(r)
-        _emit(r, json_file)
+        emit(r, json_file)
         if samples_csv is not None and "requests" in r.details:
             _write_samples(samples_csv, r.details["requests"])
         if r.verdict in ("error", "invalid"):  # a run that measured nothing, or too little, fails

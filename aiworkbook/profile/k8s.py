@@ -226,57 +226,9 @@ def manifests(
     return [configmap, workload]
 
 
-# -- YAML without a YAML library -----------------------------------------------------------------
-def _scalar(v: Any) -> str:
-    from aiworkbook.profile.snippets import yaml_str
-
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    return yaml_str(str(v))
-
-
-def _block(s: str, indent: str) -> str | None:
-    """A literal block scalar (|) for a multi-line string whose lines read back exactly, else None."""
-    if "\n" not in s or "\r" in s or s[:1] in (" ", "\t"):
-        return None
-    if any(not (c.isprintable() or c == "\t") for c in s.replace("\n", "")):
-        return None
-    chomp = "+" if s.endswith("\n\n") else ("" if s.endswith("\n") else "-")
-    body = s[:-1] if s.endswith("\n") else s
-    lines = body.split("\n")
-    return f"|{chomp}\n" + "\n".join(f"{indent}{ln}" if ln else "" for ln in lines)
-
-
-def _yaml(v: Any, indent: str = "") -> list[str]:
-    out: list[str] = []
-    if isinstance(v, dict):
-        for k, x in v.items():
-            key = _scalar(k)
-            if isinstance(x, dict | list) and x:
-                out.append(f"{indent}{key}:")
-                out += _yaml(x, indent + "  ")
-            elif isinstance(x, dict):
-                out.append(f"{indent}{key}: {{}}")
-            elif isinstance(x, list):
-                out.append(f"{indent}{key}: []")
-            elif isinstance(x, str) and (blk := _block(x, indent + "  ")) is not None:
-                out.append(f"{indent}{key}: {blk}")
-            else:
-                out.append(f"{indent}{key}: {_scalar(x)}")
-    else:
-        for x in v:
-            if isinstance(x, dict) and x:
-                sub = _yaml(x, indent + "  ")
-                out.append(f"{indent}- {sub[0].lstrip()}")
-                out += sub[1:]
-            else:
-                out.append(f"{indent}- {_scalar(x)}")
-    return out
-
-
 def to_yaml(docs: list[dict[str, Any]]) -> str:
-    """Documents as multi-document YAML (`kubectl apply -f`): block style, every string quoted where
-    a reader could take it for something else (snippets.yaml_str), the profile as a literal block."""
-    return "\n".join("---\n" + "\n".join(_yaml(d)) for d in docs) + "\n"
+    """Documents as multi-document YAML (`kubectl apply -f`), written by PyYAML's safe dumper
+    (profile/yaml_out.py): block style, the profile as a literal block."""
+    from aiworkbook.profile.yaml_out import dump_all
+
+    return dump_all(docs)

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from aiworkbook.errors import SpecError
+from aiworkbook.proofs.stats import Stats
 
 #: JSON nested deeper than this is refused (a profile is about 6 levels deep; a result's details ~8).
 MAX_DEPTH = 64
@@ -168,20 +169,6 @@ class _Details(_Doc):
     chart: list[dict[str, Any]] | None = None
 
 
-class _Stats(_Doc):
-    n: NonNegInt
-    median: float
-    iqr: float
-    p5: float
-    p95: float
-    mean: float
-    min: float
-    max: float
-    ci_low: float
-    ci_high: float
-    ci_level: float
-
-
 class ResultDoc(_Doc):
     """ProofResult.to_dict() as a profile or a result file stores it."""
 
@@ -196,12 +183,27 @@ class ResultDoc(_Doc):
     tolerance: NonNegFloat = 0.10
     verdict: str = ""  # "" or one of proofs.result.VERDICTS (the one list, checked below)
     samples: list[float] = []
-    stats: _Stats | None = None
+    stats: Stats | None = None  # a dict in the file, read as the one Stats (_stats)
     flags: list[str] = []
     environment: _Env = _Env()
     details: _Details = _Details()
     notes: list[str] = []
     created: str = ""
+
+    @field_validator("stats", mode="before")
+    @classmethod
+    def _stats(cls, v: Any) -> Any:
+        """A stored dict read as proofs.stats.Stats (its `spread` is derived, so not read back)."""
+        if isinstance(v, dict):
+            from pydantic import ValidationError
+
+            try:
+                return Stats(**{k: x for k, x in v.items() if k != "spread"})
+            except (TypeError, ValidationError) as exc:
+                err = exc.errors()[0] if isinstance(exc, ValidationError) else None
+                where = ".".join(str(x) for x in err["loc"]) if err else "stats"
+                raise ValueError(f"{where}: {err['msg'] if err else exc}") from None
+        return v
 
     @field_validator("verdict")
     @classmethod

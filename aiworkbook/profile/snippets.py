@@ -4,7 +4,6 @@ the smallest MIG slice that holds the workload)."""
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -152,43 +151,15 @@ def k8s_resources(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) ->
 
 
 def k8s_yaml(resources: dict[str, Any]) -> str:
-    """The resources block as YAML (two levels: limits, then resource names); every string is a
-    double-quoted scalar (yaml_str), counts are integers."""
-    lines = ["resources:"]
-    for section, items in resources.items():
-        lines.append(f"  {yaml_str(section)}:")
-        lines += [f"    {yaml_str(name)}: {_count(name, value)}" for name, value in items.items()]
-    return "\n".join(lines)
+    """The resources block as YAML (two levels: limits, then resource names), written by PyYAML's safe
+    dumper (profile/yaml_out.py): every string reads back as itself, counts are integers."""
+    from aiworkbook.profile.yaml_out import dump
 
-
-#: A YAML plain scalar that every reader takes as this very string (as shlex.quote leaves safe words bare)
-_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9._/-]*")  # fullmatch: "$" also matches before a final newline
-#: plain words YAML 1.1 reads as booleans or null
-_YAML_WORDS = {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}
-
-
-def yaml_str(s: str) -> str:
-    """`s` as a YAML scalar that reads back as exactly `s` (YAML 1.1 and 1.2): a plain word when it is a
-    safe one (`nvidia.com/gpu`), else double-quoted: printable ASCII as is, a backslash or quote escaped,
-    anything else as a \\x, \\u or \\U escape, so no value can end the scalar, start a new key or
-    carry a character a YAML reader refuses."""
-    s = str(s)
-    if _PLAIN.fullmatch(s) and s.lower() not in _YAML_WORDS:
-        return s
-    out = []
-    for ch in s:
-        o = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 0x20 <= o < 0x7F:
-            out.append(ch)
-        elif o <= 0xFF:
-            out.append(f"\\x{o:02x}")
-        elif o <= 0xFFFF:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(f"\\U{o:08x}")
-    return '"' + "".join(out) + '"'
+    block = {
+        str(section): {str(name): _count(name, value) for name, value in items.items()}
+        for section, items in resources.items()
+    }
+    return dump({"resources": block}).rstrip("\n")
 
 
 def _count(name: str, value: Any) -> int:

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+from typing import Annotated
 
 import numpy as np
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass
 
 from aiworkbook.errors import SpecError
 
 SPREAD_LIMIT = 0.10  # IQR/median above this earns a spread warning
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=ConfigDict(strict=True, allow_inf_nan=False))
 class Stats:
-    """n, median, IQR, p5/p95, min/max/mean and a bootstrap confidence interval for the median."""
+    """n, median, IQR, p5/p95, min/max/mean and a bootstrap confidence interval for the median. The one
+    declaration: proofs build it (`summarize`) and a profile's or result file's `stats` is read as it
+    (profile/schema.py), finite numbers only; `spread` in a stored dict is derived, so not read back."""
 
-    n: int
+    n: Annotated[int, Field(ge=0)]
     median: float
     iqr: float
     p5: float

@@ -11,7 +11,6 @@ import numpy as np
 
 from aiworkbook.errors import SpecError
 
-ARRIVALS = ("poisson", "gamma", "burst")
 LENGTHS = ("fixed", "uniform", "lognormal")
 
 

@@ -50,10 +50,6 @@ class BlockPool:
     def free(self) -> int:
         return self.num_blocks - self.used
 
-    def capacity_sequences(self, tokens: int) -> int:
-        """How many sequences of `tokens` tokens the whole pool holds (the estimate's capacity)."""
-        return self.num_blocks // blocks_for(tokens, self.block_size)
-
     def try_reserve(self, n: int) -> list[int] | None:
         """The ids of n free blocks, now reserved; None (nothing reserved) when fewer are free."""
         with self._lock:

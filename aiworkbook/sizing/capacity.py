@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Any
 
 from aiworkbook.message import Msg
-from aiworkbook.sizing.memory import COMPONENTS, kv_bytes, shape
-from aiworkbook.sizing.onepass import SizingPass, sizing_pass
+from aiworkbook.sizing.memory import COMPONENTS, evaluate, kv_bytes, shape
+from aiworkbook.sizing.onepass import DEVICES, SizingPass, default_device, sizing_pass
 from aiworkbook.sizing.sections import CapacityReport, CheapestGPU
 from aiworkbook.sizing.workload import MAX_TP, Workload
 
@@ -46,7 +46,7 @@ def _kv_budget_at(
     TensorRT-LLM: `free_gpu_memory_fraction · (total − everything but the cache)`.
     """
     gpu = _gpu(gpu)
-    c = _pass(spec, w, device, p).components(n, ctx) if c is None else c
+    c = evaluate(_pass(spec, w, device, p), n, ctx).components if c is None else c
     other = sum(int(c[k]) for k in COMPONENTS if k != "kv_cache")
     if w.engine == "trtllm":
         return int((gpu.usable_memory_bytes - other) * w.gpu_memory_utilization)
@@ -71,7 +71,7 @@ def fits(
     breakdown), so nothing is recomputed."""
     gpu = _gpu(gpu)
     if c is None:
-        c = _pass(spec, w, device, p).components(*shape(w))
+        c = evaluate(_pass(spec, w, device, p), *shape(w)).components
     total = int(c["total"])
     if w.engine == "trtllm" and not w.training:
         kvb = _kv_budget_at(spec, w, gpu, w.concurrency, w.context_len, device, p, c)
@@ -145,7 +145,7 @@ def max_batch(
     # float64, not int64: at the largest shapes allowed (batch x heads x seq^2 for eager scores) int64
     # totals wrap negative and read as fitting; float64 only rounds, far above any budget
     b = np.arange(1, 1 + limit, dtype=np.float64)
-    tot = _pass(spec, w, device, p).components(b, w.seq_len)["total"]
+    tot = evaluate(_pass(spec, w, device, p), b, w.seq_len).components["total"]
     ok = np.nonzero(tot <= lim)[0]
     return int(b[ok[-1]]) if ok.size else 0
 
@@ -185,7 +185,7 @@ def _at_tp(
             cache[t] = None
         else:
             p = sizing_pass(spec, wt, device)
-            cache[t] = (wt, p, p.components(*shape(wt)))
+            cache[t] = (wt, p, evaluate(p, *shape(wt)).components)
     return cache[t]
 
 
@@ -264,7 +264,7 @@ def fit_grid(spec, w: Workload, gpu, batches, lengths, device: str = "cuda") -> 
 def mig_profile(spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | None = None) -> str | None:
     """The smallest MIG profile of this GPU whose memory holds the workload's total; None if none does."""
     gpu = _gpu(gpu)
-    total = int(_pass(spec, w, device, p).components(*shape(w))["total"])
+    total = int(evaluate(_pass(spec, w, device, p), *shape(w)).components["total"])
     for mig in sorted(gpu.mig_profiles, key=lambda m: (m.memory_bytes, -m.max_instances)):
         if total <= mig.memory_bytes * w.gpu_memory_utilization:
             return mig.name
@@ -276,7 +276,6 @@ def report(spec, w: Workload, target: Any, device: str | None = None) -> Capacit
     JSON file, a GPUSpec, or a NodeProfile (its calibrated GPU when measured, else its catalogue one).
     `device` None: cpu for a measured host spec, else cuda (as `estimate`)."""
     from aiworkbook.errors import SpecError
-    from aiworkbook.sizing.estimate import DEVICES, default_device
     from aiworkbook.specs.node import NodeProfile
 
     if isinstance(target, NodeProfile):
@@ -294,7 +293,7 @@ def report(spec, w: Workload, target: Any, device: str | None = None) -> Capacit
     cheap = cheapest_gpu(spec, w, dev)
     infer = not w.training
     p = sizing_pass(spec, w, dev)  # one pass; the solvers evaluate other shapes from its terms
-    c = p.components(*shape(w))
+    c = evaluate(p, *shape(w)).components
     return CapacityReport(
         model=spec.name,
         gpu=gpu.name,

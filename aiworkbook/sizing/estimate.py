@@ -10,14 +10,13 @@ from aiworkbook.sizing import capacity, roofline
 from aiworkbook.sizing.assumptions import Assumptions
 from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.memory import MemoryBreakdown, breakdown_of, evaluate, shape
-from aiworkbook.sizing.onepass import sizing_pass
+from aiworkbook.sizing.onepass import DEVICES, default_device, sizing_pass
 from aiworkbook.sizing.sections import Cost, Fits, Roofline, RulesOfThumb, Storage, from_mapping
 from aiworkbook.sizing.workload import Workload
 
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
 
-DEVICES = ("cuda", "cpu")
 #: Rules of thumb, bytes per parameter (shown beside the itemised total, never instead; sources in
 #: docs/architecture.md, "Rules of thumb").
 TRAIN_RULE_BYTES = 18
@@ -101,22 +100,6 @@ def params_at(per: Term, params: Term) -> Term:
     """params at a fractional rate of bytes each, in whole bytes."""
     t = per * params
     return Term(int(t.value), render=lambda: t.text)
-
-
-def default_device(gpu, node=None) -> str:
-    """cpu for a measured host spec (vendor "host") or a node without GPUs (the CPU-only reference node):
-    no CUDA context, workspace or reserve; else cuda."""
-    if gpu is not None:
-        return "cpu" if getattr(gpu, "vendor", "") == "host" else "cuda"
-    if (
-        node is not None
-        and not node.gpu
-        and not node.gpu_count
-        and node.gpu_calibrated is None
-        and not node.pools
-    ):
-        return "cpu"
-    return "cuda"
 
 
 def estimate(

@@ -3,7 +3,7 @@ the served weights computed once, and every section of an Estimate derived from 
 
 `estimate()` builds one `SizingPass`; the memory breakdown, the fit verdict, the roofline, storage and
 cost read it instead of returning to states.py and activations.py. Capacity's solvers evaluate other
-batches and lengths with `SizingPass.components(b, s)`: the per-token coefficients are reused, but the
+batches and lengths with `memory.evaluate(pass, b, s)`: the per-token coefficients are reused, but the
 breakdown is still evaluated at each shape, not scaled, because it is not linear in b·s (paged KV rounds
 to blocks, the chunked loss and the engines' prefill are capped, the loss transient and a training step's
 peak are maxima). tools/sizing_call_counts.py counts the calls; tests/test_sizing_onepass.py bounds them.
@@ -28,6 +28,25 @@ from aiworkbook.sizing.workload import Workload
 
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
+
+#: where the workload runs: cuda carries a CUDA context, workspace and reserve; cpu none of them
+DEVICES = ("cuda", "cpu")
+
+
+def default_device(gpu: Any, node: Any = None) -> str:
+    """cpu for a measured host spec (vendor "host") or a node without GPUs (the CPU-only reference node):
+    no CUDA context, workspace or reserve; else cuda."""
+    if gpu is not None:
+        return "cpu" if getattr(gpu, "vendor", "") == "host" else "cuda"
+    if (
+        node is not None
+        and not node.gpu
+        and not node.gpu_count
+        and node.gpu_calibrated is None
+        and not node.pools
+    ):
+        return "cpu"
+    return "cuda"
 
 
 @dataclass(frozen=True)
@@ -55,12 +74,6 @@ class SizingPass:
         """The served weights' (bytes, formula); None for training."""
         t = self.weight_term
         return None if t is None else (t.value, t.text)
-
-    def components(self, b, s) -> dict:
-        """The breakdown's components at batch b and length s (scalars or numpy arrays)."""
-        from aiworkbook.sizing.memory import evaluate
-
-        return evaluate(self, b, s).components
 
 
 def sizing_pass(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> SizingPass:

@@ -44,8 +44,6 @@ from aiworkbook.sizing.workload import Workload
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
 
-#: The implementations torch.optim has; the Workload field's values.
-IMPLS = ("foreach", "fused", "forloop")
 #: torch's own foreach devices (torch/utils/_foreach_utils.py); the CPU is not one.
 FOREACH_DEVICES = ("cuda", "xpu", "mtia")
 #: Recipes stepped by a framework's FusedAdam (DeepSpeed, Megatron/Apex/Transformer Engine).

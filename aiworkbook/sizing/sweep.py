@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from aiworkbook.sizing.memory import evaluate
 from aiworkbook.sizing.onepass import sizing_pass
 from aiworkbook.sizing.workload import Workload
 
@@ -23,8 +24,8 @@ def memory_grid(spec, w: Workload, batches, lengths, device: str = "cuda", compo
             raise SpecError(name, arr.ravel().tolist()[:4], "one or more integers >= 1")
     # every component grows with b and s: if the largest corner is exact in int64, every cell is
     p = sizing_pass(spec, w, device)  # the terms once; both shapes below are evaluated from them
-    corner = p.components(int(b.max()), int(s.max()))
+    corner = evaluate(p, int(b.max()), int(s.max())).components
     if max(int(v) for v in corner.values()) > 2**62:
         raise SpecError("lengths", int(s.max()), "a grid whose largest cell stays below 2**62 bytes (int64)")
-    out = p.components(b, s)[component]
+    out = evaluate(p, b, s).components[component]
     return np.broadcast_to(np.asarray(out, dtype=np.int64), (b.shape[0], s.shape[1])).copy()

@@ -7,13 +7,19 @@ A Workload is independent of the model; `check_against(spec)` adds the checks th
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
-from dataclasses import field as dc_field
-from typing import Any, Literal, get_args
+from dataclasses import asdict, replace
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic.dataclasses import dataclass
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.units import KV_DTYPES
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 Mode = Literal["train", "lora", "qlora", "infer"]
 Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"]
@@ -69,193 +75,192 @@ def default_recipe(precision: str) -> str:
     return "fp32-adamw" if precision == "fp32" else "megatron-bf16"
 
 
-def _choice(field: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise SpecError(field, value, ", ".join(allowed))
+def _field(default: Any, doc: str, *, modes: tuple[str, ...] | None = None, **rule: Any) -> Any:
+    """One field's whole declaration: its default, one-line doc, bounds (ge/gt/le/lt) and the modes it
+    applies to (None: every mode), read by pydantic, `Workload.fields()` and the mode rule alike."""
+    extra: dict[str, Any] = {"modes": list(modes or MODES), **rule.pop("extra", {})}
+    return Field(default=default, description=doc, json_schema_extra=extra, **rule)
 
 
-def _int_in(field: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise SpecError(field, value, Msg("allowed.int_range", low=low, high=high))
+TRAINING_MODES: tuple[str, ...] = ("train", "lora", "qlora")
+ADAPTER_MODES: tuple[str, ...] = ("lora", "qlora")
+INFER: tuple[str, ...] = ("infer",)
 
 
-def _doc(doc: str, low: float | None = None, high: float | None = None) -> Any:
-    return dc_field(metadata={"doc": doc, "low": low, "high": high})
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=ConfigDict(strict=True, extra="forbid"))
 class Workload:
     """Mode, shape, precision, recipe and sharding of one run (train, LoRA, QLoRA or inference).
 
-    Each field carries a one-line doc and its bounds (`Workload.fields()`, for forms); `allowed(name,
-    ...)` lists the values a field may still take given the others (and a model)."""
+    A pydantic dataclass: each field declares its type, bounds, doc and the modes it applies to once
+    (`Workload.fields()`, for forms; `json_schema()`); `allowed(name, ...)` lists the values a field may
+    still take given the others (and a model). A field set away from its default in a mode it does not
+    apply to is refused, whichever face set it."""
 
-    mode: Mode = dc_field(default="train", metadata={"doc": "train, LoRA or QLoRA fine-tuning, or inference"})
-    batch: int = dc_field(
-        default=1, metadata={"doc": "micro-batch per GPU (training)", "low": 1, "high": MAX_BATCH}
+    mode: Mode = _field("train", "train, LoRA or QLoRA fine-tuning, or inference")
+    #: inference serves `concurrency` sequences; a batch given there is taken as the sequences served
+    #: (`decoding`, the CLI's --batch), so it is ignored there rather than refused
+    batch: int = _field(
+        1,
+        "micro-batch per GPU (training)",
+        modes=TRAINING_MODES,
+        ge=1,
+        le=MAX_BATCH,
+        extra={"outside_modes": "ignored"},
     )
-    seq_len: int = dc_field(
-        default=2048,
-        metadata={"doc": "tokens per sequence (the prompt for inference)", "low": 1, "high": MAX_TOKENS},
+    seq_len: int = _field(2048, "tokens per sequence (the prompt for inference)", ge=1, le=MAX_TOKENS)
+    new_tokens: int = _field(0, "generated tokens (inference)", modes=INFER, ge=0, le=MAX_TOKENS)
+    precision: Precision = _field("bf16-mixed", "compute precision (mixed: AMP)")
+    #: None given: megatron-bf16, or fp32-adamw at fp32 precision (default_recipe, `_recipe` below)
+    recipe: Recipe = _field(
+        None,
+        "optimizer and weight copies (None: follows the precision)",
+        modes=TRAINING_MODES,
+        validate_default=True,
     )
-    new_tokens: int = dc_field(
-        default=0, metadata={"doc": "generated tokens (inference)", "low": 0, "high": MAX_TOKENS}
+    attention: Attention = _field("sdpa", "eager keeps the s^2 scores; sdpa/flash do not")
+    checkpointing: Checkpointing = _field("none", "activation recomputation", modes=TRAINING_MODES)
+    chunked_loss: bool = _field(
+        False, "fused linear + cross-entropy over 1,024-token chunks (no full logits)", modes=TRAINING_MODES
     )
-    precision: Precision = dc_field(default="bf16-mixed", metadata={"doc": "compute precision (mixed: AMP)"})
-    #: None: megatron-bf16, or fp32-adamw at fp32 precision (default_recipe)
-    recipe: Recipe = dc_field(  # None given: set from the precision in __post_init__
-        default=None,  # type: ignore[arg-type]
-        metadata={"doc": "optimizer and weight copies (None: follows the precision)"},
+    loss_chunks: int | None = _field(
+        None,
+        "head output split in N chunks, each up-cast to fp32 alone (torchtune: 8); None: unchunked",
+        modes=TRAINING_MODES,
+        ge=1,
+        le=MAX_TOKENS,
     )
-    attention: Attention = dc_field(
-        default="sdpa", metadata={"doc": "eager keeps the s^2 scores; sdpa/flash do not"}
+    compile: bool = _field(
+        False,
+        "torch.compile: fused element-wise chains (norms, SwiGLU) keep no intermediates",
+        modes=TRAINING_MODES,
     )
-    checkpointing: Checkpointing = dc_field(default="none", metadata={"doc": "activation recomputation"})
-    chunked_loss: bool = dc_field(
-        default=False,
-        metadata={"doc": "fused linear + cross-entropy over 1,024-token chunks (no full logits)"},
+    compile_loss: bool = _field(
+        True,
+        "with compile, the loss is compiled too (False: only the layers, the loss runs eager)",
+        modes=TRAINING_MODES,
     )
-    loss_chunks: int | None = dc_field(
-        default=None,
-        metadata={
-            "doc": "head output split in N chunks, each up-cast to fp32 alone (torchtune: 8); None: unchunked",
-            "low": 1,
-            "high": MAX_TOKENS,
+    kv_repeat: bool = _field(
+        False,
+        "k and v copied to every query head before attention, which saves the copies",
+        modes=TRAINING_MODES,
+    )
+    optimizer_in_backward: bool = _field(
+        False, "optimizer step per parameter in backward: one gradient alive at a time", modes=TRAINING_MODES
+    )
+    optimizer_impl: OptimizerImpl | None = _field(
+        None,
+        "torch.optim implementation (None: the device's default, foreach on CUDA; sizing/optimizer_step.py)",
+        modes=TRAINING_MODES,
+    )
+    l2_weight_decay: bool = _field(
+        False, "Adam/SGD weight_decay (L2 on the gradient; not AdamW's decoupled decay)", modes=TRAINING_MODES
+    )
+    maximize: bool = _field(False, "the optimizer's maximize (negated gradients)", modes=TRAINING_MODES)
+    activation_offload: bool = _field(
+        False, "saved activations to host memory; the GPU keeps the layers in flight", modes=TRAINING_MODES
+    )
+    fsdp_cpu_offload: bool = _field(
+        False,
+        "FSDP CPU offload: weights, grads and optimizer on the host; GPU holds gathered units",
+        modes=TRAINING_MODES,
+    )
+    dp: int = _field(1, "data-parallel replicas (training)", modes=TRAINING_MODES, ge=1, le=MAX_GPUS)
+    zero: int = _field(0, "ZeRO stage 0-3 (FSDP full shard = 3)", modes=TRAINING_MODES, ge=0, le=3)
+    tp: int = _field(1, "tensor-parallel size (divides the heads)", ge=1, le=MAX_TP)
+    lora_rank: int = _field(16, "LoRA rank", modes=ADAPTER_MODES, ge=1, le=1 << 16)
+    lora_targets: tuple[LoraTarget, ...] = _field(
+        ("q_proj", "k_proj", "v_proj", "o_proj"),
+        "modules LoRA adapts (or all-linear: every block linear, not the head)",
+        modes=ADAPTER_MODES,
+    )
+    #: QLoRA's base is NF4 whatever the field says (sizing/states.py `frozen_base_bytes`), so a form
+    #: offers nf4 alone there: "bf16" would misstate the weights
+    weights_dtype: WeightDtype = _field(
+        "bf16",
+        "stored weights (quantised: inference)",
+        extra={
+            "choices_in_mode": {
+                "train": ["fp32", "bf16", "fp16"],
+                "lora": ["fp32", "bf16", "fp16"],
+                "qlora": ["nf4"],
+            }
         },
     )
-    compile: bool = dc_field(
-        default=False,
-        metadata={"doc": "torch.compile: fused element-wise chains (norms, SwiGLU) keep no intermediates"},
+    kv_dtype: KVDtype = _field("bf16", "KV-cache element type", modes=INFER)
+    concurrency: int = _field(1, "sequences served at once (inference)", modes=INFER, ge=1, le=MAX_BATCH)
+    context: int | None = _field(
+        None, "KV tokens per sequence (None: seq_len + new_tokens)", modes=INFER, ge=1, le=2 * MAX_TOKENS
     )
-    compile_loss: bool = dc_field(
-        default=True,
-        metadata={
-            "doc": "with compile, the loss is compiled too (False: only the layers, the loss runs eager)"
-        },
-    )
-    kv_repeat: bool = dc_field(
-        default=False,
-        metadata={"doc": "k and v copied to every query head before attention, which saves the copies"},
-    )
-    optimizer_in_backward: bool = dc_field(
-        default=False,
-        metadata={"doc": "optimizer step per parameter in backward: one gradient alive at a time"},
-    )
-    optimizer_impl: OptimizerImpl | None = dc_field(
-        default=None,
-        metadata={
-            "doc": "torch.optim implementation (None: the device's default, foreach on CUDA; sizing/optimizer_step.py)"
-        },
-    )
-    l2_weight_decay: bool = dc_field(
-        default=False,
-        metadata={"doc": "Adam/SGD weight_decay (L2 on the gradient; not AdamW's decoupled decay)"},
-    )
-    maximize: bool = dc_field(default=False, metadata={"doc": "the optimizer's maximize (negated gradients)"})
-    activation_offload: bool = dc_field(
-        default=False,
-        metadata={"doc": "saved activations to host memory; the GPU keeps the layers in flight"},
-    )
-    fsdp_cpu_offload: bool = dc_field(
-        default=False,
-        metadata={
-            "doc": "FSDP CPU offload: weights, grads and optimizer on the host; GPU holds gathered units"
-        },
-    )
-    dp: int = dc_field(
-        default=1, metadata={"doc": "data-parallel replicas (training)", "low": 1, "high": MAX_GPUS}
-    )
-    zero: int = dc_field(
-        default=0, metadata={"doc": "ZeRO stage 0-3 (FSDP full shard = 3)", "low": 0, "high": 3}
-    )
-    tp: int = dc_field(
-        default=1, metadata={"doc": "tensor-parallel size (divides the heads)", "low": 1, "high": MAX_TP}
-    )
-    lora_rank: int = dc_field(default=16, metadata={"doc": "LoRA rank", "low": 1, "high": 1 << 16})
-    lora_targets: tuple[LoraTarget, ...] = dc_field(
-        default=("q_proj", "k_proj", "v_proj", "o_proj"),
-        metadata={"doc": "modules LoRA adapts (or all-linear: every block linear, not the head)"},
-    )
-    weights_dtype: WeightDtype = dc_field(
-        default="bf16", metadata={"doc": "stored weights (quantised: inference)"}
-    )
-    kv_dtype: KVDtype = dc_field(default="bf16", metadata={"doc": "KV-cache element type"})
-    concurrency: int = dc_field(
-        default=1, metadata={"doc": "sequences served at once (inference)", "low": 1, "high": MAX_BATCH}
-    )
-    context: int | None = dc_field(
-        default=None,
-        metadata={
-            "doc": "KV tokens per sequence (None: seq_len + new_tokens)",
-            "low": 1,
-            "high": 2 * MAX_TOKENS,
-        },
-    )
-    block_size: int = dc_field(
-        default=16, metadata={"doc": "paged-KV block, tokens", "low": 1, "high": 1 << 16}
-    )
-    engine: Engine = dc_field(default="hf", metadata={"doc": "serving engine whose memory rules apply"})
-    gpu_memory_utilization: float = dc_field(
-        default=0.9, metadata={"doc": "share of GPU memory the workload may use", "low": 0.0, "high": 1.0}
-    )
-    dropout: float | None = dc_field(
-        default=None,
-        metadata={"doc": "None: the family's default (GPT-2/BERT 0.1, Llama 0)", "low": 0.0, "high": 1.0},
+    block_size: int = _field(16, "paged-KV block, tokens", modes=INFER, ge=1, le=1 << 16)
+    engine: Engine = _field("hf", "serving engine whose memory rules apply", modes=INFER)
+    gpu_memory_utilization: float = _field(0.9, "share of GPU memory the workload may use", gt=0.0, le=1.0)
+    dropout: float | None = _field(
+        None, "None: the family's default (GPT-2/BERT 0.1, Llama 0)", modes=TRAINING_MODES, ge=0.0, lt=1.0
     )
     #: Prompt tokens one prefill forward processes (vLLM max_num_batched_tokens, TensorRT-LLM
     #: max_num_tokens). None: the engine's default (vLLM/TensorRT-LLM 8192; hf: every prompt at once).
-    max_batched_tokens: int | None = dc_field(
-        default=None,
-        metadata={
-            "doc": "prompt tokens per prefill forward (None: the engine's)",
-            "low": 1,
-            "high": MAX_BATCH * MAX_TOKENS,
-        },
+    max_batched_tokens: int | None = _field(
+        None,
+        "prompt tokens per prefill forward (None: the engine's)",
+        modes=INFER,
+        ge=1,
+        le=MAX_BATCH * MAX_TOKENS,
     )
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _refused(cls, data: Any, handler: Any) -> Any:
+        """pydantic's refusal as the SpecError every face shows, also where a Workload is read inside
+        another model (a profile's workloads): the field, the value and what its declaration allows."""
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise _refusal(exc) from None
+
+    @field_validator("recipe", mode="before")
+    @classmethod
+    def _recipe(cls, value: Any, info: ValidationInfo) -> Any:
+        """None: the recipe the precision implies (default_recipe)."""
+        return default_recipe(str(info.data.get("precision", "bf16-mixed"))) if value is None else value
+
+    @field_validator("lora_targets", mode="before")
+    @classmethod
+    def _targets(cls, value: Any) -> Any:
+        """One module as a string, or a list, reads as a tuple; then each is checked once."""
+        targets = (
+            (value,) if isinstance(value, str) else tuple(value) if isinstance(value, list | tuple) else value
+        )
+        if isinstance(targets, tuple):
+            if not targets:
+                raise SpecError("lora_targets", targets, "one or more of " + ", ".join(LORA_MODULES))
+            if ALL_LINEAR in targets and len(targets) > 1:
+                raise SpecError("lora_targets", targets, f"{ALL_LINEAR} alone, or a list of modules")
+            if len(set(targets)) != len(targets) and set(targets) <= {*LORA_MODULES, ALL_LINEAR}:
+                raise SpecError("lora_targets", targets, "each module at most once")
+        return targets
+
     def __post_init__(self) -> None:
-        if self.recipe is None:
-            object.__setattr__(self, "recipe", default_recipe(str(self.precision)))
-        _choice("mode", self.mode, MODES)
-        for f in fields(self):  # every integer size within its bounds (None where optional)
-            low, high = f.metadata.get("low"), f.metadata.get("high")
-            v = getattr(self, f.name)
-            if isinstance(low, int) and isinstance(high, int) and f.name != "zero" and v is not None:
-                _int_in(f.name, v, low, high)
-        _choice("precision", self.precision, PRECISIONS)
-        _choice("recipe", self.recipe, RECIPE_NAMES)
-        _choice("attention", self.attention, ATTENTIONS)
-        _choice("checkpointing", self.checkpointing, CHECKPOINTING)
-        if isinstance(self.zero, bool) or not isinstance(self.zero, int) or self.zero not in (0, 1, 2, 3):
-            raise SpecError("zero", self.zero, "0, 1, 2 or 3 (FSDP full shard = 3)")
-        targets = (self.lora_targets,) if isinstance(self.lora_targets, str) else tuple(self.lora_targets)
-        object.__setattr__(self, "lora_targets", targets)
-        if not targets:
-            raise SpecError("lora_targets", targets, "one or more of " + ", ".join(LORA_MODULES))
-        if ALL_LINEAR in targets and len(targets) > 1:
-            raise SpecError("lora_targets", targets, f"{ALL_LINEAR} alone, or a list of modules")
-        for t in targets:
-            _choice("lora_targets", t, (*LORA_MODULES, ALL_LINEAR))
-        if len(set(targets)) != len(targets):
-            raise SpecError("lora_targets", targets, "each module at most once")
-        _choice("weights_dtype", self.weights_dtype, WEIGHT_DTYPES)
-        _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
-        _choice("engine", self.engine, ENGINES)
-        if self.optimizer_impl is not None:
-            _choice("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)
-        for name in BOOL_FIELDS:
-            if not isinstance(getattr(self, name), bool):
-                raise SpecError(name, getattr(self, name), "True or False")
-        u = self.gpu_memory_utilization
-        if isinstance(u, bool) or not isinstance(u, int | float) or not 0 < u <= 1:
-            raise SpecError("gpu_memory_utilization", u, Msg("allowed.fraction_above_0"))
-        if self.dropout is not None and (
-            isinstance(self.dropout, bool)
-            or not isinstance(self.dropout, int | float)
-            or not 0 <= self.dropout < 1
-        ):
-            raise SpecError("dropout", self.dropout, "None (the model's default) or a probability in [0, 1)")
         self._check_combinations()
+        self._check_modes()
+
+    def _check_modes(self) -> None:
+        """A field away from its default in a mode it does not apply to is refused (naming the modes
+        it applies to), unless it declares itself ignored there."""
+        for name, info in _FIELDS().items():
+            extra = info.json_schema_extra
+            assert isinstance(extra, dict)
+            modes = list(extra["modes"])
+            if self.mode in modes or extra.get("outside_modes") == "ignored":
+                continue
+            value = getattr(self, name)
+            default = default_recipe(self.precision) if name == "recipe" else info.default
+            if value != default:
+                where = " or ".join((", ".join(modes[:-1]), modes[-1])) if len(modes) > 1 else modes[0]
+                raise SpecError(
+                    name,
+                    value,
+                    f"its default ({_shown(default)}) unless mode is {where} (mode is {self.mode})",
+                )
 
     def _check_combinations(self) -> None:
         if self.mode == "qlora" and self.precision == "fp32":
@@ -353,7 +358,7 @@ class Workload:
         allocator: the driver pages it to the host when the GPU is full."""
         return self.recipe == "paged-adamw-8bit"
 
-    def lora_modules(self, spec) -> tuple[str, ...]:
+    def lora_modules(self, spec: ModelSpecLike) -> tuple[str, ...]:
         """The adapted modules: the list as given, or every block linear the model has for all-linear
         (gate_proj only for a gated MLP)."""
         if self.lora_targets != (ALL_LINEAR,):
@@ -372,7 +377,7 @@ class Workload:
     def flash(self) -> bool:
         return self.attention in ("sdpa", "flash")
 
-    def check_against(self, spec) -> None:
+    def check_against(self, spec: ModelSpecLike) -> None:
         """Checks that need the model: tensor parallel splitting heads and MLP evenly, LoRA targets that
         exist, positions the model has, generation only for decoders."""
         t, k = self.tp, spec.num_kv_heads
@@ -427,79 +432,95 @@ class Workload:
         """One entry per field, for a form (the CLI's options and the widgets' controls are built from
         it): name, type (int, float, bool, choice, choices), default, optional, low/high bounds, the
         allowed values of a choice (`choices_in_mode` where a mode narrows them), a one-line doc and
-        `modes`, the modes the field applies to."""
-        return [_describe(f) for f in fields(cls)]
+        `modes`, the modes the field applies to. All of it read from the field's declaration."""
+        return [_describe(name) for name in _FIELDS()]
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
-        """The fields as a JSON Schema (pydantic's, from the Literal annotations) with each field's doc
-        as its description and its bounds as minimum/maximum."""
+        """The fields as pydantic's JSON Schema: each field's doc as its description, its bounds as
+        minimum/maximum, its modes."""
         from pydantic import TypeAdapter
 
-        schema = TypeAdapter(cls).json_schema()
-        for f in fields(cls):
-            prop = schema["properties"][f.name]
-            prop["description"] = f.metadata.get("doc", "")
-            if f.metadata.get("low") is not None:
-                prop["minimum"], prop["maximum"] = f.metadata["low"], f.metadata["high"]
+        schema: dict[str, Any] = TypeAdapter(cls).json_schema()
+        for name, prop in schema["properties"].items():
+            d = _describe(name)
+            if d["low"] is not None:
+                prop["minimum"], prop["maximum"] = d["low"], d["high"]
         return schema
 
 
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "mode": MODES,
-    "precision": PRECISIONS,
-    "recipe": RECIPE_NAMES,
-    "attention": ATTENTIONS,
-    "checkpointing": CHECKPOINTING,
-    "weights_dtype": WEIGHT_DTYPES,
-    "kv_dtype": KV_DTYPES,
-    "engine": ENGINES,
-    "optimizer_impl": OPTIMIZER_IMPLS,
-    "lora_targets": (*LORA_MODULES, ALL_LINEAR),
-}
-#: Workload fields that are switches.
-BOOL_FIELDS = (
-    "chunked_loss",
-    "compile",
-    "compile_loss",
-    "kv_repeat",
-    "optimizer_in_backward",
-    "activation_offload",
-    "fsdp_cpu_offload",
-    "l2_weight_decay",
-    "maximize",
-)
+_validated_init = Workload.__init__
 
 
-TRAINING_MODES: tuple[str, ...] = ("train", "lora", "qlora")
-#: The modes in which a field means something (a form shows its control only there; elsewhere the
-#: field stays at its default). Fields not named apply to every mode.
-APPLIES_TO: dict[str, tuple[str, ...]] = {
-    "batch": TRAINING_MODES,  # inference serves `concurrency` sequences
-    "new_tokens": ("infer",),
-    "recipe": TRAINING_MODES,
-    "checkpointing": TRAINING_MODES,
-    **{name: TRAINING_MODES for name in (*BOOL_FIELDS, "loss_chunks", "optimizer_impl", "dropout")},
-    "dp": TRAINING_MODES,
-    "zero": TRAINING_MODES,
-    "lora_rank": ("lora", "qlora"),
-    "lora_targets": ("lora", "qlora"),
-    "concurrency": ("infer",),
-    "kv_dtype": ("infer",),
-    "context": ("infer",),
-    "block_size": ("infer",),
-    "engine": ("infer",),
-    "max_batched_tokens": ("infer",),
-}
-#: Choices a form offers per mode where the mode narrows them: QLoRA's base is NF4 whatever the
-#: field says (sizing/states.py `frozen_base_bytes`), so "bf16" there would misstate the weights.
-CHOICES_IN_MODE: dict[str, dict[str, tuple[str, ...]]] = {
-    "weights_dtype": {"train": ("fp32", "bf16", "fp16"), "lora": ("fp32", "bf16", "fp16"), "qlora": ("nf4",)},
-}
+def _init(self: Workload, *args: Any, **kwargs: Any) -> None:
+    """pydantic's validation, its refusal as the SpecError every face shows (field, value, allowed)."""
+    try:
+        _validated_init(self, *args, **kwargs)
+    except ValidationError as exc:
+        raise _refusal(exc) from None
+
+
+Workload.__init__ = _init  # type: ignore[method-assign]
+
+
+@cache
+def _FIELDS() -> dict[str, Any]:  # noqa: N802 (a constant, built on first use)
+    """The declared fields (pydantic's FieldInfo), in order."""
+    return dict(Workload.__pydantic_fields__)  # type: ignore[attr-defined]
+
+
+def _shown(default: Any) -> str:
+    return ", ".join(default) if isinstance(default, tuple) else repr(default)
+
+
+def _refusal(exc: ValidationError) -> SpecError:
+    """The first error as a SpecError: a validator's own SpecError as it is; else the field, the value
+    and what the field's declaration allows."""
+    err = exc.errors()[0]
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, SpecError):
+        return inner
+    loc = err.get("loc") or ("value",)
+    name = str(loc[0])
+    if name not in _FIELDS():
+        return SpecError("field", name, ", ".join(_FIELDS()))
+    return SpecError(name, err.get("input"), _allowed_text(_describe(name)))
+
+
+def _allowed_text(d: dict[str, Any]) -> str:
+    """What a field allows, in words, from its declaration."""
+    if d["type"] in ("choice", "choices"):
+        text = ", ".join(str(c) for c in d["choices"])
+    elif d["type"] == "bool":
+        text = "a boolean (True or False)"
+    elif d["type"] == "int":
+        text = f"an integer from {d['low']:,} to {d['high']:,}"
+    else:
+        left = "(" if d["open_low"] else "["
+        right = ")" if d["open_high"] else "]"
+        text = f"a number in {left}{d['low']}, {d['high']}{right}"
+    return f"None or {text}" if d["optional"] and d["type"] != "choice" else text
+
+
+def _kind(annotation: Any) -> tuple[str, list[Any]]:
+    """(type, choices) of a field's annotation: int, float, bool, choice (a Literal) or choices (a tuple
+    of a Literal); None in a union only makes the field optional."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    base = args[0] if get_origin(annotation) is not Literal and len(args) == 1 else annotation
+    if get_origin(base) is Literal:
+        return "choice", list(get_args(base))
+    if get_origin(base) is tuple:
+        return "choices", list(get_args(get_args(base)[0]))
+    return {bool: "bool", float: "float"}.get(base, "int"), []
+
+
+APPLIES_TO: dict[str, tuple[str, ...]] = {}  # filled below, from the declarations
+#: Workload fields that are switches (from their bool annotations).
+BOOL_FIELDS: tuple[str, ...] = ()
 
 
 def applies(name: str, mode: str) -> bool:
-    """Whether field `name` means something in `mode` (see APPLIES_TO)."""
+    """Whether field `name` means something in `mode` (its declared modes)."""
     return mode in APPLIES_TO.get(name, MODES)
 
 
@@ -507,10 +528,9 @@ def parse_field(name: str, text: Any) -> Any:
     """A value typed into a form (text, or a number already) as field `name` takes it, within the
     field's bounds: a SpecError names the field, what was typed and the allowed range ("1e12" typed as
     seq_len is refused, never rounded or clamped). Empty text is None for an optional field."""
-    meta = {f.name: f for f in fields(Workload)}
-    if name not in meta:
-        raise SpecError("field", name, ", ".join(meta))
-    d = _describe(meta[name])
+    if name not in _FIELDS():
+        raise SpecError("field", name, ", ".join(_FIELDS()))
+    d = _describe(name)
     if d["type"] not in ("int", "float"):
         raise SpecError("field", name, "a numeric field")
     low, high, integer = d["low"], d["high"], d["type"] == "int"
@@ -541,25 +561,28 @@ def parse_field(name: str, text: Any) -> Any:
     return value
 
 
-def _describe(f: Any) -> dict[str, Any]:
-    d = {"name": f.name, "doc": f.metadata.get("doc", ""), "default": f.default}
-    if f.name in _CHOICES:
-        d["type"] = "choices" if f.name == "lora_targets" else "choice"
-        d["choices"] = list(_CHOICES[f.name])
-        if f.name == "lora_targets":
-            d["default"] = list(f.default)
-    elif f.name in ("gpu_memory_utilization", "dropout"):
-        d["type"] = "float"
-    elif f.name in BOOL_FIELDS:
-        d["type"] = "bool"
-    else:
-        d["type"] = "int"
-    d["optional"] = f.default is None
-    d["low"], d["high"] = f.metadata.get("low"), f.metadata.get("high")
-    d["modes"] = list(APPLIES_TO.get(f.name, MODES))
-    if f.name in CHOICES_IN_MODE:
-        d["choices_in_mode"] = {m: list(c) for m, c in CHOICES_IN_MODE[f.name].items()}
+def _describe(name: str) -> dict[str, Any]:
+    info = _FIELDS()[name]
+    extra = info.json_schema_extra
+    kind, choices = _kind(info.annotation)
+    d: dict[str, Any] = {"name": name, "doc": info.description or "", "type": kind}
+    d["default"] = list(info.default) if isinstance(info.default, tuple) else info.default
+    if choices:
+        d["choices"] = choices
+    d["optional"] = info.default is None
+    bounds = {type(m).__name__: m for m in info.metadata}
+    low, high = bounds.get("Ge") or bounds.get("Gt"), bounds.get("Le") or bounds.get("Lt")
+    d["low"] = None if low is None else getattr(low, "ge", getattr(low, "gt", None))
+    d["high"] = None if high is None else getattr(high, "le", getattr(high, "lt", None))
+    d["open_low"], d["open_high"] = "Gt" in bounds, "Lt" in bounds
+    d["modes"] = list(extra["modes"])
+    if "choices_in_mode" in extra:
+        d["choices_in_mode"] = {m: list(c) for m, c in extra["choices_in_mode"].items()}
     return d
+
+
+APPLIES_TO.update({d["name"]: tuple(d["modes"]) for d in Workload.fields()})
+BOOL_FIELDS = tuple(d["name"] for d in Workload.fields() if d["type"] == "bool")
 
 
 def allowed(name: str, spec: Any = None, **others: Any) -> list[Any] | tuple[int, int]:
@@ -567,22 +590,21 @@ def allowed(name: str, spec: Any = None, **others: Any) -> list[Any] | tuple[int
     settings) and, optionally, a model: the choices that build a valid Workload (e.g. recipes valid
     for a precision), tensor-parallel sizes that divide the model's heads (with `spec`), or the
     (low, high) range of an integer field. A SpecError names an unknown field."""
-    names = [f.name for f in fields(Workload)]
-    if name not in names:
-        raise SpecError("field", name, ", ".join(names))
-    meta = {f.name: f.metadata for f in fields(Workload)}[name]
-    if name in _CHOICES and name != "lora_targets":
-        candidates: list[Any] = list(_CHOICES[name])
-    elif name == "lora_targets":
-        return [m for m in (*LORA_MODULES, ALL_LINEAR) if _ok(spec, others, name, (m,))]
+    if name not in _FIELDS():
+        raise SpecError("field", name, ", ".join(_FIELDS()))
+    d = _describe(name)
+    if d["type"] == "choice":
+        candidates: list[Any] = list(d["choices"])
+    elif d["type"] == "choices":
+        return [m for m in d["choices"] if _ok(spec, others, name, (m,))]
     elif name == "zero":
         candidates = [0, 1, 2, 3]
     elif name == "tp" and spec is not None:
         candidates = list(range(1, MAX_TP + 1))
-    elif name in BOOL_FIELDS:
+    elif d["type"] == "bool":
         candidates = [False, True]
     else:
-        return (meta["low"], meta["high"])
+        return (d["low"], d["high"])
     return [v for v in candidates if _ok(spec, others, name, v)]
 
 

@@ -10,14 +10,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.specs.quantization import scheme_from_config
-
-if TYPE_CHECKING:
-    from aiworkbook.specs.model import ModelSpec
 
 DROPOUT_KEYS = (
     "attn_pdrop",
@@ -45,15 +41,16 @@ def config_dropout(cfg: dict[str, Any], source: str) -> float | None:
     return max(found) if found else None
 
 
-def apply_config_fields(spec: ModelSpec, cfg: dict[str, Any], source: str) -> ModelSpec:
+def config_field_changes(cfg: dict[str, Any], model_type: str, hidden: int, source: str) -> dict[str, Any]:
+    """The ModelSpec fields these config fields set over a family's reading (none: an empty dict)."""
     changes: dict[str, Any] = {}
     p = config_dropout(cfg, source)
     if p is not None:
         changes["dropout"] = p
     archs = cfg.get("architectures") or []
-    if spec.model_type == "bert" and any(str(a).endswith("ForMaskedLM") for a in archs):
+    if model_type == "bert" and any(str(a).endswith("ForMaskedLM") for a in archs):
         changes.update(mlm_head=True, pooler=False)
-    q = scheme_from_config(cfg.get("quantization_config"), hidden=spec.hidden_size, source=source)
+    q = scheme_from_config(cfg.get("quantization_config"), hidden=hidden, source=source)
     if q is not None:
         changes["quant"] = q
-    return replace(spec, **changes) if changes else spec
+    return changes

@@ -246,9 +246,11 @@ def spec_from_config(
 
     Every family is read by its parser in the registry (aiworkbook/specs/families); the config's
     dropout, masked-LM head and quantisation apply on top (aiworkbook/specs/config_fields.py)."""
-    from aiworkbook.specs.config_fields import apply_config_fields
+    from aiworkbook.specs.config_fields import config_field_changes
 
-    return apply_config_fields(_read(cfg, name=name, source=source, family=family), cfg, source)
+    spec = _read(cfg, name=name, source=source, family=family)
+    changes = config_field_changes(cfg, spec.model_type, spec.hidden_size, source)
+    return replace(spec, **changes) if changes else spec
 
 
 def _read(cfg: dict[str, Any], *, name: str, source: str, family: str | None) -> ModelSpec:

@@ -10,12 +10,21 @@ Embeddings, the output head, norms and routers stay 16-bit (every scheme here le
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiworkbook.errors import SpecError
 
-if TYPE_CHECKING:
-    from aiworkbook.specs.protocol import ModelSpecLike
+
+class _Counted(Protocol):
+    """What a checkpoint's weight bytes read from a spec (ModelSpecLike, specs/protocol.py, offers it; a
+    protocol of its own here, since protocol.py names QuantScheme)."""
+
+    @property
+    def params(self) -> int: ...
+
+    @property
+    def params_linear(self) -> int: ...
+
 
 METHODS = ("mxfp4", "fp8", "gptq", "awq", "compressed-tensors", "bitsandbytes")
 
@@ -27,7 +36,7 @@ class QuantScheme:
     scope: str  # "linear": every projection in the layers; "experts": the routed experts only
     label: str
 
-    def weight_bytes(self, spec: ModelSpecLike) -> int:
+    def weight_bytes(self, spec: _Counted) -> int:
         """Bytes of the whole checkpoint's weights: quantised matrices at `bits`, the rest at 2 B."""
         q = getattr(spec, "layer_params_experts", 0) if self.scope == "experts" else spec.params_linear
         return int(q * self.bits / 8) + 2 * (spec.params - q)

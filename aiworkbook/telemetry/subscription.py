@@ -34,7 +34,6 @@ class Subscription:
         self.interval = interval
         self.errors = 0
         self.last_error = ""
-        self.delivered = 0
         self._pending: list[Sample] = []
         self._last: float | None = None
         self._lock = threading.Lock()
@@ -100,7 +99,6 @@ class Subscription:
             self._last = sample.t
         try:
             self.callback(batch)
-            self.delivered += len(batch)
         except Exception as exc:  # a broken viewer must not stop the sampler or the other viewers
             self.errors += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
