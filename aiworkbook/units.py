@@ -54,12 +54,12 @@ BYTE_UNITS: dict[str, int] = {"TiB": TiB, "GiB": GiB, "MiB": MiB, "KiB": KiB, "T
 
 
 def _na(lang: str) -> str:
-    """ "n/a" in `lang` (the message value.na)."""
+    """ "n/a" in `lang` (the catalogue's value.na: no arguments, so its template is its words)."""
     if lang == "en":
         return "n/a"
-    from aiworkbook.message import Msg
+    from aiworkbook.catalogue import template
 
-    return Msg("value.na").render(lang)
+    return template("value.na", lang)
 
 
 def _missing(x: object) -> bool:

@@ -33,7 +33,7 @@ def extracted_ids() -> frozenset[str]:
         # babel.cfg's patterns are relative to the tree root; one directory at a time keeps .venv out
         rel = [(p.removeprefix(f"{top}/"), m) for p, m in method_map if p.startswith(f"{top}/")]
         for _file, _line, msg, _comments, _ctx in extract_from_dir(
-            ROOT / top, rel, options_map, keywords={"Msg": None}
+            ROOT / top, rel, options_map, keywords={"Msg": None, "template": None}
         ):
             ids.add(msg if isinstance(msg, str) else msg[0])
     return frozenset(ids)

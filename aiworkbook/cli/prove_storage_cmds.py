@@ -62,11 +62,11 @@ def _slurm_rank(json_file: Path | None, **inputs: Any):
     writes the result, the other ranks say which they were."""
     import tempfile
 
-    from aiworkbook.cli.prove_cmds import _check_outputs, _emit
+    from aiworkbook.cli.prove_run import check_outputs, emit
     from aiworkbook.proofs import allreduce
     from aiworkbook.proofs.result import ProofResult
 
-    _check_outputs(json=json_file)
+    check_outputs({}, json=json_file)
     with tempfile.TemporaryDirectory(prefix="aiworkbook-allreduce-") as tmp:
         out = Path(tmp) / "result.json"
         rank, world = allreduce.run_slurm(out=out, **inputs)
@@ -74,7 +74,7 @@ def _slurm_rank(json_file: Path | None, **inputs: Any):
             typer.echo(f"rank {rank} of {world}: done (rank 0 reports)", err=True)
             return None
         r = ProofResult.load(out)
-    _emit(r, json_file)
+    emit(r, json_file)
     return r
 
 
