@@ -79,8 +79,8 @@ def test_a_setup_that_does_not_fit_is_priced_on_what_it_needs(prof):
     head = next(line for line in md.splitlines() if line.startswith("**big"))
     assert f"needs {n.here.gpus} × RTX-4090" in head
     assert f"or {n.cheapest.gpus} × {n.cheapest.gpu} at the lowest cost" in head
-    one = prof.estimates["big"]["cost"]["decode_usd_per_mtok"]  # 1 × RTX-4090: not a real set-up
-    assert f"{one:.3g}" not in head
+    # 1 × RTX-4090 is not a real set-up: the locked estimate carries no price for it
+    assert "decode_usd_per_mtok" not in prof.estimates["big"]["cost"]
     row = next(line for line in md.splitlines() if line.startswith("| big |"))
     assert f"{n.cheapest.gpus} {n.cheapest.gpu}" in row
 

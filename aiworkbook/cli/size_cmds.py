@@ -217,6 +217,7 @@ def size(
         node=node_profile,
     )
     vllm = _vllm_startup(spec, gpu_spec or (node_profile.gpu_spec() if node_profile else None), opts)
+    ans = _answer(spec, est)
     if as_json:
         from aiworkbook.specs.catalog import embedded_config
 
@@ -224,13 +225,54 @@ def size(
         local = embedded_config(model)
         typer.echo(
             dumps_json(
-                {**est.to_dict(), **_vllm_json(vllm), **({"config": local} if local else {})}, indent=2
+                {
+                    **est.to_dict(),
+                    **({"answer": ans.to_dict()} if ans is not None else {}),
+                    **_vllm_json(vllm),
+                    **({"config": local} if local else {}),
+                },
+                indent=2,
             )
         )
         return
     _seq_note(spec, opts, w)
     _print_estimate(spec, est)
+    if ans is not None:
+        typer.echo("\n" + answer_line(ans))
     _print_vllm(opts, vllm)
+
+
+def _answer(spec, est):
+    """The answer (aiworkbook.sizing.answer) of an estimate on a GPU, priced with its assumptions;
+    None without a GPU (or on the CPU)."""
+    if est.gpu is None or est.device != "cuda":
+        return None
+    from aiworkbook.sizing.answer import answer
+
+    return answer(spec, est.workload, est.gpu, est.assumptions, est.device)
+
+
+def answer_line(ans) -> str:
+    """The answer in one line: verdict, GPUs, price with its source and basis, deployment."""
+    o = ans.option
+    verdict = "fits" if ans.fits else "does NOT fit"
+    out = f"answer: {verdict} on {ans.given} x {ans.gpu}"
+    if o is None:
+        return out + "; no catalogue GPU holds it"
+    if not ans.fits:
+        out += f"; runs on {o.gpus} x {o.gpu}"
+    if ans.usd_per_mtok is not None:
+        per = "output tokens" if ans.mode == "infer" else "tokens trained"
+        out += (
+            f", ${ans.usd_per_mtok:,.4g} per million {per} on {o.gpus} x {o.gpu} "
+            f"({ans.price_source}; a lower bound at roofline throughput)"
+        )
+    d = ans.deployment
+    if d is not None:
+        out += f"; deploy: {d.engine}, tensor parallel {d.tp}, {d.resource}: {d.count}"
+        if d.engine_note:
+            out += f" ({d.engine_note})"
+    return out
 
 
 def _vllm_startup(spec, gpu_spec, opts: dict):
