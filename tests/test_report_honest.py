@@ -32,7 +32,7 @@ def prof():
         detected=None,
         workloads=[
             {"name": "chat", "model": "llama-3-8b", "gpu": "H100-SXM", "workload": INFER},
-            {"name": "big", "model": "deepseek-v3", "gpu": "RTX-4090", "workload": INFER},
+            {"name": "big", "model": "llama-3-70b", "gpu": "RTX-4090", "workload": INFER},
             {"name": "tune", "model": "tiny-llama", "workload": Workload(mode="lora", batch=1, seq_len=128)},
         ],
         results=[
@@ -75,7 +75,7 @@ def test_a_cpu_fallback_never_reads_as_a_gpu_pass(prof):
 
 def test_a_setup_that_does_not_fit_is_priced_on_what_it_needs(prof):
     md = render_markdown(prof)
-    n = needs(load_model("deepseek-v3"), INFER, "RTX-4090")
+    n = needs(load_model("llama-3-70b"), INFER, "RTX-4090")
     head = next(line for line in md.splitlines() if line.startswith("**big"))
     assert f"needs {n.here.gpus} × RTX-4090" in head
     assert f"or {n.cheapest.gpus} × {n.cheapest.gpu} at the lowest cost" in head

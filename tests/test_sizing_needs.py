@@ -16,7 +16,7 @@ INFER = Workload(mode="infer", concurrency=8, seq_len=4096, new_tokens=512)
 
 
 def test_a_setup_that_does_not_fit_is_priced_on_the_gpus_it_needs():
-    spec = load_model("deepseek-v3")
+    spec = load_model("llama-3-70b")
     n = needs(spec, INFER, "RTX-4090")
     assert not n.fits
     assert n.here is not None and n.here.gpu == "RTX-4090"

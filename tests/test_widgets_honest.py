@@ -32,10 +32,10 @@ def sizer():
 
 
 def test_sizer_headline_prices_what_a_setup_that_does_not_fit_needs(sizer):
-    sizer.value = {"model": "deepseek-v3", "gpu": "RTX-4090"}
+    sizer.value = {"model": "llama-3-70b", "gpu": "RTX-4090"}
     assert sizer.error == ""
     w = Workload(mode="infer", concurrency=8, seq_len=4096, new_tokens=512)
-    n = needs(load_model("deepseek-v3"), w, "RTX-4090")
+    n = needs(load_model("llama-3-70b"), w, "RTX-4090")
     head = sizer.headline.value
     assert "does NOT fit" in head
     assert f"needs {n.here.gpus} × RTX-4090" in head

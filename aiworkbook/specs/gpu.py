@@ -45,6 +45,9 @@ class GPUSpec(BaseModel):
     )
     scale_up: str = ""
     scale_up_bps: float = 0.0
+    #: GPUs one scale-up domain joins (one 8-GPU HGX board or 8-slot PCIe server; an NVL72 rack: 72):
+    #: tensor parallelism never spans more, its all-reduces would leave the link `scale_up_bps` gives
+    scale_up_gpus: int = Field(default=8, ge=1)
     l2_cache_bytes: int = 0
     compute_capability: str = ""
     #: streaming multiprocessors (NVIDIA) or compute units (AMD), as the vendor's datasheet or
