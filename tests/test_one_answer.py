@@ -15,7 +15,7 @@ from aiworkbook.i18n_format import money
 from aiworkbook.profile import lock
 from aiworkbook.profile.report import _usd, render_markdown
 from aiworkbook.sizing import Workload
-from aiworkbook.sizing.answer import CATALOGUE, answer
+from aiworkbook.sizing.answer import answer
 from aiworkbook.specs import load_model
 
 MODELS = ("tiny-llama", "llama-3.2-1b", "llama-3-8b")
@@ -96,7 +96,7 @@ def test_the_dashboard_the_cli_and_the_report_give_one_answer(case, sizer, capsy
     assert a["fits"] is ref.fits and a["gpu"] == gpu and a["gpus_given"] == ref.given
     assert a["runs_on"] == res["runs_on"]
     assert a["usd_per_mtok"] == pytest.approx(ref.usd_per_mtok)
-    assert a["price_source"] == CATALOGUE
+    assert a["price_source"].startswith("list price, ") and "2026-12-01" in a["price_source"]
     if not ref.fits:
         assert doc["cost"]["price_per_gpu_hour"] is None
 
@@ -134,3 +134,43 @@ def test_seventy_b_on_one_l4_is_priced_only_on_what_it_needs(capsys):
 def _argv(kw: dict) -> list[str]:
     flag = {"seq_len": "--seq", "new_tokens": "--new-tokens"}
     return [x for k, v in kw.items() for x in (flag.get(k, f"--{k}"), str(v))]
+
+
+def test_a_price_file_overrides_the_catalogue_and_says_so(tmp_path, capsys):
+    """`--prices FILE`: the user's price, source and date; a bad file is refused naming the field."""
+    from aiworkbook.specs import get_gpu
+    from aiworkbook.specs.gpu import set_prices
+
+    kw = ["--mode", "infer", "--gpu", "L4", "--json"]
+    capsys.readouterr()
+    assert main(["size", "llama-3-8b", *kw]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["answer"]["price_source"] == (
+        f"list price, {get_gpu('L4').price_source}, {get_gpu('L4').price_date}"
+    )
+    f = tmp_path / "prices.json"
+    f.write_text(json.dumps({"source": "our contract", "date": "2026-11-15", "prices": {"L4": 0.35}}))
+    try:
+        assert main(["size", "llama-3-8b", *kw, "--prices", str(f)]) == 0
+        mine = json.loads(capsys.readouterr().out)
+    finally:
+        set_prices(None)
+    assert mine["cost"]["price_per_gpu_hour"] == pytest.approx(0.35)
+    assert mine["answer"]["price_source"] == "price, our contract, 2026-11-15"
+    ratio = listed["answer"]["usd_per_mtok"] / mine["answer"]["usd_per_mtok"]
+    assert ratio == pytest.approx(get_gpu("L4").price_per_hour_usd / 0.35)
+    f.write_text(json.dumps({"source": "x", "date": "last week", "prices": {"L4": 0.35}}))
+    assert main(["size", "llama-3-8b", *kw, "--prices", str(f)]) == 2
+    assert "prices.date" in capsys.readouterr().err
+    set_prices(None)
+
+
+def test_every_catalogue_price_carries_its_source_and_date():
+    import datetime as dt
+
+    from aiworkbook.specs import list_gpus
+
+    priced = [g for g in list_gpus() if g.price_per_hour_usd > 0]
+    assert priced
+    for g in priced:
+        assert g.price_source and dt.date.fromisoformat(g.price_date), g.name

@@ -184,6 +184,10 @@ def size(
     ),
     train_tokens: float = option("--train-tokens", "Token budget for the run cost, e.g. 1e12."),
     price: float = option("--price", "$ per GPU-hour (default: the catalogue's example price)."),
+    prices: str = option(
+        "--prices",
+        'Your own price file, JSON {"source", "date", "prices": {GPU: $ per hour}}: overrides the catalogue.',
+    ),
     write_gbps: float = option("--write-gbps", "Checkpoint write throughput, GB/s (default 2)."),
     read_gbps: float = option("--read-gbps", "Checkpoint read throughput, GB/s (default 4)."),
     mtbf_hours: float = option("--mtbf-hours", "One GPU's MTBF in hours (default: Llama 3's)."),
@@ -194,7 +198,9 @@ def size(
 
     from aiworkbook.sizing import Assumptions, estimate
     from aiworkbook.specs import load_gpu, load_model
+    from aiworkbook.specs.gpu import set_prices
 
+    set_prices(prices)
     spec = load_model(model)
     node_profile = _node(node, pool, gpu_given=bool(gpu))
     base = Assumptions.from_node(node_profile) if node_profile else Assumptions()

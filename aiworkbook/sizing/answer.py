@@ -16,6 +16,7 @@ from aiworkbook.sizing.workload import Workload
 
 #: where a price comes from when the user passed none: the GPU catalogue's list price
 CATALOGUE = "catalogue list price"
+CATALOGUE_WORDS = "list price"
 
 
 @dataclass(frozen=True)
@@ -89,10 +90,16 @@ class Answer:
         }
 
 
-def price_source(assumptions: Any) -> str:
-    """The source of the $/GPU-hour the answer uses: the user's or node's, else the catalogue's."""
+def price_source(assumptions: Any, gpu: Any = None) -> str:
+    """The source of the $/GPU-hour the answer uses: the user's or node's, else the GPU's list price
+    with its source and date (the catalogue's, or a --prices file's)."""
     if assumptions is not None and assumptions.price_per_gpu_hour is not None:
         return str(assumptions.source)
+    if gpu is not None and gpu.price_source:
+        from aiworkbook.specs.gpu import user_priced
+
+        words = "price" if user_priced(gpu.name) else CATALOGUE_WORDS
+        return f"{words}, {gpu.price_source}, {gpu.price_date}"
     return CATALOGUE
 
 
@@ -124,8 +131,15 @@ def answer(
     only (a node's price never prices another GPU); `rows`: `capacity.per_gpu`'s rows when the caller
     has them, so they are not sized twice."""
     n = needs(spec, w, gpu, assumptions, device, rows)
+    from aiworkbook.errors import SpecError
+    from aiworkbook.specs import load_gpu
+
     mine = n.priced is not None and n.priced is n.here
-    src = price_source(assumptions) if mine else CATALOGUE
+    try:
+        on = load_gpu(n.priced.gpu) if n.priced is not None else None
+    except SpecError:  # a measured GPU file outside the catalogue: its price has no catalogue source
+        on = None
+    src = price_source(assumptions if mine else None, on)
     dep = _deployment(spec, w, n.priced) if n.priced is not None else None
     given = w.tp * (w.dp if w.training else 1)
     return Answer(spec.name, "train" if w.training else "infer", n.fits, n.gpu, given, n, src, dep)
