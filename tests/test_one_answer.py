@@ -174,3 +174,14 @@ def test_every_catalogue_price_carries_its_source_and_date():
     assert priced
     for g in priced:
         assert g.price_source and dt.date.fromisoformat(g.price_date), g.name
+
+
+def test_fit_names_both_engines_arithmetic_for_max_concurrency(capsys):
+    """`fit llama-3-8b --engine vllm --max-model-len 8192` printed 54 and 52.60 without saying why."""
+    capsys.readouterr()
+    assert main(["fit", "llama-3-8b", "--engine", "vllm", "--max-model-len", "8192"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("max_concurrency "))
+    assert "the workbook's arithmetic" in line and "vLLM's start-up arithmetic" in line
+    vllm = next(x for x in out.splitlines() if x.strip().startswith("max_concurrency") and x.startswith("  "))
+    assert f"{float(vllm.split()[-1]):.2f}" in line  # the very figure vLLM's section prints

@@ -387,8 +387,19 @@ def fit(
             text = "none"
         else:
             text = fmt_value(v, rep.unit(k))
+        if k == "max_concurrency" and v is not None and vllm is not None and vllm.max_concurrency is not None:
+            text += " " + engines_differ(vllm.max_concurrency)
         typer.echo(f"{k:<16} {text}")
     _print_vllm(opts, vllm)
+
+
+def engines_differ(vllm: float) -> str:
+    """Why the table's max concurrency and vLLM's start-up figure below differ, both named, and which
+    one the deployment uses."""
+    return (
+        f"(the workbook's arithmetic: whole sequences in its KV budget, the deployment's --max-num-seqs; "
+        f"vLLM's start-up arithmetic below: {vllm:.2f}, KV tokens / max-model-len, what `vllm serve` logs)"
+    )
 
 
 def _target_gpu(target):
