@@ -185,3 +185,11 @@ def test_fit_names_both_engines_arithmetic_for_max_concurrency(capsys):
     assert "the workbook's arithmetic" in line and "vLLM's start-up arithmetic" in line
     vllm = next(x for x in out.splitlines() if x.strip().startswith("max_concurrency") and x.startswith("  "))
     assert f"{float(vllm.split()[-1]):.2f}" in line  # the very figure vLLM's section prints
+
+
+def test_fit_renders_the_same_answer_as_size(capsys):
+    kw = {"mode": "infer", "concurrency": 8, "seq_len": 4096, "new_tokens": 512}
+    sized = _cli_answer("llama-3-70b", "L4", kw, capsys)["answer"]
+    assert main(["fit", "llama-3-70b", "--gpu", "L4", "--json", *_argv(kw)]) == 0
+    fitted = json.loads(capsys.readouterr().out)["answer"]
+    assert fitted == sized

@@ -373,8 +373,15 @@ def fit(
     target = gpu or node_profile or "H100-SXM"
     rep = capacity.report(spec, w, target, device=device)
     vllm = None if w.training else _vllm_startup(spec, _target_gpu(target), opts)
+    ans = None
+    if rep.device == "cuda":
+        from aiworkbook.sizing.answer import answer
+
+        ans = answer(spec, w, _target_gpu(target), device=rep.device)
     if as_json:
         doc = rep.to_dict()
+        if ans is not None:
+            doc["answer"] = ans.to_dict()
         # vLLM's figure takes the `max_concurrency` key; the workbook's own stays under its own name
         doc["workbook_max_concurrency"] = doc.get("max_concurrency")
         typer.echo(dumps_json({**doc, **_vllm_json(vllm)}, indent=2))
@@ -390,6 +397,8 @@ def fit(
         if k == "max_concurrency" and v is not None and vllm is not None and vllm.max_concurrency is not None:
             text += " " + engines_differ(vllm.max_concurrency)
         typer.echo(f"{k:<16} {text}")
+    if ans is not None:
+        typer.echo(answer_line(ans))
     _print_vllm(opts, vllm)
 
 
