@@ -131,3 +131,29 @@ def test_an_output_never_replaces_the_profile(locked, capsys, flag):
     before = locked.read_bytes()
     code, _, err = _check(capsys, locked, "--results", locked.parent / "kv.json", flag, locked)
     assert code == 2 and "profile" in err and locked.read_bytes() == before
+
+
+def test_a_cpu_only_pass_is_marked_as_such_in_text_junit_and_textfile(locked, capsys):
+    """Issue 33 item 7: a GPU proof that ran on the CPU (cpu-fallback) is no GPU pass anywhere."""
+    d = locked.parent
+    result("kv", 1.0e9, device="cpu", flags=["cpu-fallback"]).save(d / "kv_cpu.json")
+    res = ["--results", d / "kv_cpu.json", "--results", d / "roof.json"]
+    code, out, _ = _check(capsys, locked, *res)
+    assert code == 0
+    assert "[pass (CPU only: no GPU verdict)] kv" in out and "[pass] roofline" in out
+    assert "all golden proofs pass (1 of 2 ran on the CPU only: no GPU verdict) (exit 0)" in out
+    junit, prom = d / "check.xml", d / "check.prom"
+    assert _check(capsys, locked, *res, "--junit", junit, "--textfile", prom)[0] == 0
+    root = _junit_shape(junit)
+    suite = root.find("testsuite")
+    assert suite.get("skipped") == "1"
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert "CPU only" in cases["kv"].find("skipped").get("message")
+    assert cases["roofline"].find("skipped") is None
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["device.kv"] == "cpu-fallback" and props["device.roofline"] == "cuda"
+    parsed = junitparser.JUnitXml.fromfile(str(junit))
+    assert sum(s.skipped for s in parsed) == 1
+    families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    devices = {s.labels["name"]: s.labels["device"] for s in families["aiworkbook_check_status"].samples}
+    assert devices == {"kv": "cpu-fallback", "roofline": "cuda"}

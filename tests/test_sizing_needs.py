@@ -16,7 +16,7 @@ INFER = Workload(mode="infer", concurrency=8, seq_len=4096, new_tokens=512)
 
 
 def test_a_setup_that_does_not_fit_is_priced_on_the_gpus_it_needs():
-    spec = load_model("deepseek-v3")
+    spec = load_model("llama-3-70b")
     n = needs(spec, INFER, "RTX-4090")
     assert not n.fits
     assert n.here is not None and n.here.gpu == "RTX-4090"
@@ -28,9 +28,10 @@ def test_a_setup_that_does_not_fit_is_priced_on_the_gpus_it_needs():
     ref = estimate(spec, Workload(**{**INFER.to_dict(), "tp": best["gpus"]}), gpu=best["gpu"]).to_dict()
     assert n.priced.usd_per_mtok == pytest.approx(ref["cost"]["decode_usd_per_mtok"])
     assert n.priced.usd_per_hour == pytest.approx(best["usd_per_hour"])
-    # never the one-GPU price of the GPU it does not fit on
-    one = estimate(spec, INFER, gpu="RTX-4090").to_dict()["cost"]["decode_usd_per_mtok"]
-    assert n.priced.usd_per_mtok != pytest.approx(one)
+    # the estimate on the GPU it does not fit on carries no price at all (one price rule)
+    one = estimate(spec, INFER, gpu="RTX-4090").to_dict()["cost"]
+    assert one["price_per_gpu_hour"] is None and "decode_usd_per_mtok" not in one
+    assert one["note"].startswith("does not fit")
 
 
 def test_a_setup_that_fits_is_priced_as_given():

@@ -40,7 +40,9 @@ def test_training_storage_section():
 
 
 def test_training_run_cost_includes_failures():
-    w = Workload(mode="train", seq_len=8192, dp=1024, tp=8, zero=1)
+    w = Workload(
+        mode="train", seq_len=8192, dp=1024, tp=8, zero=3
+    )  # ZeRO-3: it fits eight-way, so it is priced
     a = Assumptions(train_tokens=15e12, price_per_gpu_hour=2.0)
     c = estimate(L70, w, gpu=H100, assumptions=a).cost
     run = c["run"]

@@ -392,9 +392,12 @@ def test_size_on_a_node_with_pools_names_them_or_sizes_the_pool_picked(capsys):
     assert main(["size", "llama-3-8b", "--node", "hybrid-pools"]) == 2
     err = capsys.readouterr().err
     assert "'pool'" in err and "train-pool (2x 8xH200)" in err and "serve-pool (4x 2xH100 PCIe)" in err
-    assert main(["size", "llama-3-8b", "--node", "hybrid-pools", "--pool", "train-pool", "--json"]) == 0
+    # ZeRO-3 over 16 GPUs: full training fits one H200 per rank, so it is priced (at the pool's price)
+    pool = ["--node", "hybrid-pools", "--pool", "train-pool", "--dp", "16", "--zero", "3", "--json"]
+    assert main(["size", "llama-3-8b", *pool]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["gpu"] == "H200-SXM" and doc["cost"]["price_per_gpu_hour"] == pytest.approx(60.0 / 16)
+    assert doc["answer"]["price_source"] == "node train-pool (2x 8xH200)"
     assert doc["assumptions"]["storage_write_bps"] == 5.0e10  # the pool's storage, not the node's
     argv = ["size", "llama-3-8b", "--mode", "infer", "--node", "hybrid-pools", "--pool"]
     assert main([*argv, "serve-pool (4x 2xH100 PCIe)", "--json"]) == 0

@@ -89,20 +89,23 @@ def spec_from_text(text: str, name: str = "pasted") -> Any:
 
 def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
     """Everything the sizer shows, from the library: the estimate, the GPUs needed on each catalogue
-    GPU (`capacity.per_gpu`) and the cheapest of those rows (`capacity.cheapest_of`)."""
+    GPU (`capacity.per_gpu`), the cheapest of those rows (`capacity.cheapest_of`) and the answer
+    (aiworkbook.sizing.answer) the headline renders."""
     from aiworkbook.sizing import Workload, estimate
+    from aiworkbook.sizing.answer import answer
     from aiworkbook.sizing.capacity import cheapest_of, per_gpu
-    from aiworkbook.sizing.needs import needs
 
     w = Workload(**inputs)
     est = estimate(spec, w, gpu=gpu)
     fits_on = per_gpu(spec, w)
+    ans = answer(spec, w, gpu, rows=fits_on)
     return {
         "estimate": est,
         "fits_on": fits_on,
         "cheapest": cheapest_of(fits_on),
+        "answer": ans,
         # what the headline prices: never a set-up that does not fit
-        "needs": needs(spec, w, gpu, rows=fits_on).to_dict(),
+        "needs": ans.needs.to_dict(),
     }
 
 
@@ -480,6 +483,7 @@ class ModelSizer(BackgroundComposite):
             model=html.escape(d["model"]),
             shape=shape,
             verdict=f'<span style="color:{colour}">{words}</span>',
+            n=out["answer"].given if "answer" in out else 1,
             gpu=html.escape(str(fit["gpu"])),
             headroom=fmt_bytes(fit["headroom_bytes"], "GiB", lang),
             headroom_word=self.t("headroom"),
@@ -518,6 +522,8 @@ class ModelSizer(BackgroundComposite):
         self.status.value = ""
         self.error = ""
         self.result = {**d, "fits_on": out["fits_on"], "cheapest": best}
+        if "answer" in out:
+            self.result["answer"] = out["answer"].to_dict()
 
     def _needs_words(self, n: dict[str, Any], fit: dict[str, Any]) -> str:
         """What the set-up needs and its price (aiworkbook.sizing.needs): a set-up that does not fit is

@@ -177,6 +177,9 @@ def check_cmd(
         for c in rep.checks:
             typer.echo(c.line())
         summary = {0: "all golden proofs pass", 1: "regression", 2: "unusable input"}[rep.exit_code]
+        cpu = sum(c.cpu_only for c in rep.checks)
+        if cpu:  # a pass measured on the CPU is not a GPU pass: say how many
+            summary += f" ({cpu} of {len(rep.checks)} ran on the CPU only: no GPU verdict)"
         typer.echo(f"{summary} (exit {rep.exit_code})")
     # SystemExit, not typer.Exit: under standalone_mode=False click returns Exit's code instead of exiting
     raise SystemExit(rep.exit_code)

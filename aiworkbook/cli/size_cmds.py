@@ -184,6 +184,10 @@ def size(
     ),
     train_tokens: float = option("--train-tokens", "Token budget for the run cost, e.g. 1e12."),
     price: float = option("--price", "$ per GPU-hour (default: the catalogue's example price)."),
+    prices: str = option(
+        "--prices",
+        'Your own price file, JSON {"source", "date", "prices": {GPU: $ per hour}}: overrides the catalogue.',
+    ),
     write_gbps: float = option("--write-gbps", "Checkpoint write throughput, GB/s (default 2)."),
     read_gbps: float = option("--read-gbps", "Checkpoint read throughput, GB/s (default 4)."),
     mtbf_hours: float = option("--mtbf-hours", "One GPU's MTBF in hours (default: Llama 3's)."),
@@ -194,7 +198,9 @@ def size(
 
     from aiworkbook.sizing import Assumptions, estimate
     from aiworkbook.specs import load_gpu, load_model
+    from aiworkbook.specs.gpu import set_prices
 
+    set_prices(prices)
     spec = load_model(model)
     node_profile = _node(node, pool, gpu_given=bool(gpu))
     base = Assumptions.from_node(node_profile) if node_profile else Assumptions()
@@ -217,6 +223,7 @@ def size(
         node=node_profile,
     )
     vllm = _vllm_startup(spec, gpu_spec or (node_profile.gpu_spec() if node_profile else None), opts)
+    ans = _answer(spec, est)
     if as_json:
         from aiworkbook.specs.catalog import embedded_config
 
@@ -224,13 +231,54 @@ def size(
         local = embedded_config(model)
         typer.echo(
             dumps_json(
-                {**est.to_dict(), **_vllm_json(vllm), **({"config": local} if local else {})}, indent=2
+                {
+                    **est.to_dict(),
+                    **({"answer": ans.to_dict()} if ans is not None else {}),
+                    **_vllm_json(vllm),
+                    **({"config": local} if local else {}),
+                },
+                indent=2,
             )
         )
         return
     _seq_note(spec, opts, w)
     _print_estimate(spec, est)
+    if ans is not None:
+        typer.echo("\n" + answer_line(ans))
     _print_vllm(opts, vllm)
+
+
+def _answer(spec, est):
+    """The answer (aiworkbook.sizing.answer) of an estimate on a GPU, priced with its assumptions;
+    None without a GPU (or on the CPU)."""
+    if est.gpu is None or est.device != "cuda":
+        return None
+    from aiworkbook.sizing.answer import answer
+
+    return answer(spec, est.workload, est.gpu, est.assumptions, est.device)
+
+
+def answer_line(ans) -> str:
+    """The answer in one line: verdict, GPUs, price with its source and basis, deployment."""
+    o = ans.option
+    verdict = "fits" if ans.fits else "does NOT fit"
+    out = f"answer: {verdict} on {ans.given} x {ans.gpu}"
+    if o is None:
+        return out + "; no catalogue GPU holds it"
+    if not ans.fits:
+        out += f"; runs on {o.gpus} x {o.gpu}"
+    if ans.usd_per_mtok is not None:
+        per = "output tokens" if ans.mode == "infer" else "tokens trained"
+        out += (
+            f", ${ans.usd_per_mtok:,.4g} per million {per} on {o.gpus} x {o.gpu} "
+            f"({ans.price_source}; a lower bound at roofline throughput)"
+        )
+    d = ans.deployment
+    if d is not None:
+        out += f"; deploy: {d.engine}, tensor parallel {d.tp}, {d.resource}: {d.count}"
+        if d.engine_note:
+            out += f" ({d.engine_note})"
+    return out
 
 
 def _vllm_startup(spec, gpu_spec, opts: dict):
@@ -325,8 +373,15 @@ def fit(
     target = gpu or node_profile or "H100-SXM"
     rep = capacity.report(spec, w, target, device=device)
     vllm = None if w.training else _vllm_startup(spec, _target_gpu(target), opts)
+    ans = None
+    if rep.device == "cuda":
+        from aiworkbook.sizing.answer import answer
+
+        ans = answer(spec, w, _target_gpu(target), device=rep.device)
     if as_json:
         doc = rep.to_dict()
+        if ans is not None:
+            doc["answer"] = ans.to_dict()
         # vLLM's figure takes the `max_concurrency` key; the workbook's own stays under its own name
         doc["workbook_max_concurrency"] = doc.get("max_concurrency")
         typer.echo(dumps_json({**doc, **_vllm_json(vllm)}, indent=2))
@@ -339,8 +394,21 @@ def fit(
             text = "none"
         else:
             text = fmt_value(v, rep.unit(k))
+        if k == "max_concurrency" and v is not None and vllm is not None and vllm.max_concurrency is not None:
+            text += " " + engines_differ(vllm.max_concurrency)
         typer.echo(f"{k:<16} {text}")
+    if ans is not None:
+        typer.echo(answer_line(ans))
     _print_vllm(opts, vllm)
+
+
+def engines_differ(vllm: float) -> str:
+    """Why the table's max concurrency and vLLM's start-up figure below differ, both named, and which
+    one the deployment uses."""
+    return (
+        f"(the workbook's arithmetic: whole sequences in its KV budget, the deployment's --max-num-seqs; "
+        f"vLLM's start-up arithmetic below: {vllm:.2f}, KV tokens / max-model-len, what `vllm serve` logs)"
+    )
 
 
 def _target_gpu(target):

@@ -20,6 +20,10 @@ Status = Literal["pass", "drift", "fail", "missing", "error"]
 Runner = Callable[..., Any]
 
 
+#: how a result that wanted a GPU and ran on the CPU is marked in every output of a check
+CPU_ONLY = "CPU only: no GPU verdict"
+
+
 @dataclass(frozen=True)
 class ProofCheck:
     """One golden proof checked: status, now/locked ratio, both figures and what changed underneath."""
@@ -36,12 +40,19 @@ class ProofCheck:
     flags: tuple[str, ...] = ()
     changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     message: str = ""
+    device: str = ""  # where the new result ran ("cuda", "cpu"; "" when there is none)
+
+    @property
+    def cpu_only(self) -> bool:
+        """The new result wanted a GPU and ran on the CPU (flag cpu-fallback): no GPU verdict."""
+        return "cpu-fallback" in self.flags
 
     def line(self) -> str:
         ratio = f"ratio {self.ratio:.3f}" if self.ratio is not None else "no ratio"
         band = f"(pass ±{self.tolerance.pass_within:.0%}, fail beyond ±{self.tolerance.fail_beyond:.0%})"
         extra = f"; {printable(self.message, 400)}" if self.message else ""
-        return f"[{self.status}] {printable(self.name, 80)}: {ratio} now/locked {band}{extra}"
+        where = f" ({CPU_ONLY})" if self.cpu_only else ""
+        return f"[{self.status}{where}] {printable(self.name, 80)}: {ratio} now/locked {band}{extra}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +68,8 @@ class ProofCheck:
             "flags": list(self.flags),
             "changes": {k: list(v) for k, v in self.changes.items()},
             "message": self.message,
+            "device": self.device,
+            "cpu_only": self.cpu_only,
         }
 
 
@@ -125,6 +138,7 @@ def compare(profile: LockedProfile, golden: GoldenProof, result: Any) -> ProofCh
         estimate_ratio=result.ratio,
         flags=tuple(result.flags),
         changes=changes,
+        device=str(result.device or ""),
     )
     if result.proof != golden.proof:
         return ProofCheck(status="fail", ratio=None, message=f"result is of proof '{result.proof}'", **common)

@@ -3,7 +3,10 @@ shows it) and a Prometheus textfile-collector file (node_exporter --collector.te
 each verdict and ratio as a gauge, labelled by profile and proof.
 
 JUnit: pass -> a passing case; drift -> passing with the drift in system-out (a failure under
---strict, as the exit code has it); fail -> <failure>; missing/error (nothing was checked) -> <error>.
+--strict, as the exit code has it); fail -> <failure>; missing/error (nothing was checked) -> <error>;
+a pass or drift that ran on the CPU only (flag cpu-fallback) -> <skipped> with the reason, and the
+suite has a `device.<proof>` property per case (xunit2 allows no properties on a case). Textfile: every status gauge carries a `device` label (cuda, cpu, or
+cpu-fallback for a GPU proof that ran on the CPU).
 The shape follows the JUnit XML that Jenkins, GitLab and GitHub reporters read
 (testsuites > testsuite > testcase > failure|error|system-out).
 """
@@ -17,7 +20,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from aiworkbook.errors import printable
-from aiworkbook.profile.check import CheckReport, ProofCheck
+from aiworkbook.profile.check import CPU_ONLY, CheckReport, ProofCheck
 from aiworkbook.telemetry.openmetrics import _esc, _num
 
 STATUSES = ("pass", "drift", "fail", "missing", "error")
@@ -32,17 +35,28 @@ def _failing(c: ProofCheck, strict: bool) -> bool:
     return c.status == "fail" or (strict and c.status == "drift")
 
 
+def _skipped(c: ProofCheck, strict: bool) -> bool:
+    """A pass (or tolerated drift) measured on the CPU in place of a GPU: no verdict on the GPU."""
+    return c.cpu_only and c.status in ("pass", "drift") and not _failing(c, strict)
+
+
+def _device(c: ProofCheck) -> str:
+    """Where the new result ran: cuda, cpu, cpu-fallback (a GPU proof on the CPU), or none."""
+    return "cpu-fallback" if c.cpu_only else (c.device or "none")
+
+
 def junit_xml(report: CheckReport, profile: str, *, now: _dt.datetime | None = None) -> str:
     """The check as JUnit XML: one <testcase> per golden proof, in the profile's order."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     checks = report.checks
     failures = sum(_failing(c, report.strict) for c in checks)
     errors = sum(c.status in ("missing", "error") for c in checks) + (0 if checks else 1)
+    skipped = sum(_skipped(c, report.strict) for c in checks)
     counts = {
         "tests": str(len(checks) or 1),
         "failures": str(failures),
         "errors": str(errors),
-        "skipped": "0",
+        "skipped": str(skipped),
     }
     root = ET.Element("testsuites", {"name": "aiworkbook check", **counts})
     suite = ET.SubElement(
@@ -59,6 +73,8 @@ def junit_xml(report: CheckReport, profile: str, *, now: _dt.datetime | None = N
     ET.SubElement(props, "property", {"name": "exit_code", "value": str(report.exit_code)})
     for k, (old, new) in report.fingerprint_changes.items():
         ET.SubElement(props, "property", {"name": f"fingerprint.{k}", "value": _text(f"{old} -> {new}", 300)})
+    for c in checks:  # the suite's properties (xunit2 has none per case): where each proof ran
+        ET.SubElement(props, "property", {"name": _text(f"device.{c.name}", 300), "value": _device(c)})
     for c in checks:
         case = ET.SubElement(
             suite,
@@ -66,7 +82,9 @@ def junit_xml(report: CheckReport, profile: str, *, now: _dt.datetime | None = N
             {"classname": _text(f"aiworkbook.check.{c.proof}", 300), "name": _text(c.name, 300)},
         )
         line = _text(c.line())
-        if _failing(c, report.strict):
+        if _skipped(c, report.strict):
+            ET.SubElement(case, "skipped", {"message": _text(f"{CPU_ONLY} ({c.device or 'cpu'})")})
+        elif _failing(c, report.strict):
             kind = "drift" if c.status == "drift" else "regression"
             ET.SubElement(case, "failure", {"message": line, "type": kind}).text = line
         elif c.status in ("missing", "error"):
@@ -91,11 +109,11 @@ def prometheus_textfile(report: CheckReport, profile: str, *, now: float | None 
 
     p = _esc(profile)
     out = [
-        "# HELP aiworkbook_check_status Golden proof status of the last check: 1 for the status labelled, 0 for the others.",
+        "# HELP aiworkbook_check_status Golden proof status of the last check: 1 for the status labelled, 0 for the others; device: where it ran (cpu-fallback: a GPU proof run on the CPU, no GPU verdict).",
         "# TYPE aiworkbook_check_status gauge",
     ]
     for c in report.checks:
-        base = f'profile="{p}",name="{_esc(c.name)}",proof="{_esc(c.proof)}"'
+        base = f'profile="{p}",name="{_esc(c.name)}",proof="{_esc(c.proof)}",device="{_esc(_device(c))}"'
         out += [f'aiworkbook_check_status{{{base},status="{s}"}} {int(c.status == s)}' for s in STATUSES]
     for metric, help_text, attr in (
         (

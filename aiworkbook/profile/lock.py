@@ -211,6 +211,16 @@ def to_tolerance(name: str, v: Any) -> Tolerance:
 def _estimate(e: WorkloadEntry, declared: Any) -> dict[str, Any]:
     from aiworkbook.sizing import estimate
 
+    node, a = assumptions_for(e, declared)
+    return estimate(
+        e.spec(), e.to_workload(), gpu=e.gpu or None, device=e.device, assumptions=a, node=node
+    ).to_dict()
+
+
+def assumptions_for(e: WorkloadEntry, declared: Any) -> tuple[Any, Any]:
+    """The node (or pool) a workload entry is sized on and the Assumptions that price it: the entry's
+    own, else the node's price for the node's own GPU only, else (another GPU) that GPU's list price.
+    The lock and the report's answer price from here."""
     node = declared
     if declared is not None and declared.pools and not e.gpu:
         node = _pool_for(declared, e)
@@ -226,10 +236,7 @@ def _estimate(e: WorkloadEntry, declared: Any) -> dict[str, Any]:
         from dataclasses import replace
 
         a = replace(a, price_per_gpu_hour=None)  # the node's price is for its own GPU: use e.gpu's price
-    spec = e.spec()
-    return estimate(
-        spec, e.to_workload(), gpu=e.gpu or None, device=e.device, assumptions=a, node=node
-    ).to_dict()
+    return node, a
 
 
 def _node_gpu(node: Any, gpu: str) -> bool:

@@ -98,13 +98,14 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
         parts = [f"{w.name} — {w.model}, {shape}"]
         fit = est.get("fits") or {}
         cost = est.get("cost") or {}
+        ans = answer_of(prof, w)
         if fit.get("gpu"):
             verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
-            gpus = max(1, wl.tp * wl.dp)
+            gpus = ans.given if ans is not None else wl.tp * (wl.dp if wl.training else 1)
             parts.append(f"{verdict}: {gpus} × {fit['gpu']}")
             parts.append(f"{fmt_bytes(fit['headroom_bytes'], lang=t.lang)} {t('report.headroom')}")
             if not fit.get("fits"):  # never priced on GPUs it does not fit on: what it needs, priced
-                parts += _needs_parts(w, wl, fit["gpu"], t)
+                parts += _needs_parts(ans, t)
                 cost = {}
         if cost.get("decode_usd_per_mtok") is not None:
             parts.append(f"{_usd(cost['decode_usd_per_mtok'], t.lang)} {t('report.usd_per_mtok')}")
@@ -119,21 +120,51 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
     return lines
 
 
-def _needs_parts(entry: Any, wl: Any, gpu: str, t: _Texts) -> list[str]:
-    """ "needs 16 × RTX-4090, or 4 × MI300X at the lowest cost, 0.12 USD per million output tokens"."""
-    from aiworkbook.sizing.needs import needs
+#: the answers of the last profiles rendered: (profile, {workload name: Answer or None})
+_ANSWERS: list[tuple[Any, dict[str, Any]]] = []
+
+
+def answer_of(prof: LockedProfile, entry: Any) -> Any:
+    """The answer (aiworkbook.sizing.answer) for one workload of the profile, priced as the lock priced
+    it (profile.lock.assumptions_for), computed once per profile: the headline, the cost table and the
+    deployment all render it. None without a catalogue GPU sized on CUDA."""
+    answers = next((a for held, a in _ANSWERS if held is prof), None)
+    if answers is None:
+        answers = {}
+        _ANSWERS[:] = [*_ANSWERS[-3:], (prof, answers)]
+    if entry.name not in answers:
+        answers[entry.name] = _compute_answer(prof, entry)
+    return answers[entry.name]
+
+
+def _compute_answer(prof: LockedProfile, entry: Any) -> Any:
+    from aiworkbook.errors import SpecError
+    from aiworkbook.profile.lock import assumptions_for
+    from aiworkbook.sizing.answer import answer
     from aiworkbook.specs import get_gpu
 
+    est = prof.estimates.get(entry.name) or {}
+    gpu = (est.get("fits") or {}).get("gpu")
+    if not gpu or est.get("device", "cuda") != "cuda":
+        return None
     try:
-        n = needs(entry.spec(), wl, get_gpu(gpu))
-    except Exception:  # noqa: BLE001 - a GPU file outside the catalogue: the verdict stands unpriced
+        g = get_gpu(gpu)
+    except SpecError:  # a GPU file outside the catalogue: the verdict stands unpriced
+        return None
+    _, a = assumptions_for(entry, prof.node.declared)
+    return answer(entry.spec(), _shape(est["workload"]), g, a)
+
+
+def _needs_parts(ans: Any, t: _Texts) -> list[str]:
+    """ "needs 16 × RTX-4090, or 4 × MI300X at the lowest cost, 0.12 USD per million output tokens"."""
+    if ans is None:
         return []
-    out = []
+    n, out = ans.needs, []
     if n.here is not None:
         out.append(t("report.needs").format(n=n.here.gpus, gpu=n.here.gpu))
     if n.cheapest is not None and n.cheapest != n.here:
         out.append(t("report.lowest_cost").format(n=n.cheapest.gpus, gpu=n.cheapest.gpu))
-    o = n.priced
+    o = ans.option
     if o is not None and o.usd_per_mtok is not None:
         out.append(f"{_usd(o.usd_per_mtok, t.lang)} {t('report.usd_per_mtok')} ({o.gpus} × {o.gpu})")
     elif o is not None and o.usd_per_mtok_trained is not None:
@@ -395,8 +426,9 @@ def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
         fit = est.get("fits") or {}
         where = f"{fixed(c.get('price_per_gpu_hour') or 0, 2, t.lang)} × {c.get('gpus', '—')}"
         if fit.get("gpu") and not fit.get("fits") and name in by_name:
-            o = _needed(by_name[name], est, fit["gpu"])
-            c = {"note": t("report.does_not_fit") + f": 1 × {fit['gpu']}"}
+            ans = answer_of(prof, by_name[name])
+            o = ans.option if ans is not None else None
+            c = {"note": t("report.does_not_fit") + f": {c.get('gpus', '—')} × {fit['gpu']}"}
             if o is not None:
                 c = {"decode_usd_per_mtok": o.usd_per_mtok, "usd_per_mtok_trained": o.usd_per_mtok_trained}
                 per_gpu = o.usd_per_hour / o.gpus if o.usd_per_hour else 0
@@ -426,17 +458,6 @@ def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
     return [h(2, t("report.cost")), table(header, rows, "aiwb-cost")]
 
 
-def _needed(entry: Any, est: dict[str, Any], gpu: str) -> Any:
-    """The priced option (aiworkbook.sizing.needs) of a workload that does not fit `gpu`, or None."""
-    from aiworkbook.sizing.needs import needs
-    from aiworkbook.specs import get_gpu
-
-    try:
-        return needs(entry.spec(), _shape(est["workload"]), get_gpu(gpu)).priced
-    except Exception:  # noqa: BLE001 - a GPU file outside the catalogue: left unpriced
-        return None
-
-
 def _usd(x: Any, lang: str = "en") -> str:
     """Dollars with enough digits to be read: 1.26, 0.126, 0.000412 (never a bare 0.000), in `lang`'s
     number format."""
@@ -458,7 +479,8 @@ def _deployment(prof: LockedProfile, t: _Texts) -> list[Block]:
         est = prof.estimates.get(w.name)
         if not est:
             continue
-        s = snippets(w, est)
+        ans = answer_of(prof, w)
+        s = snippets(w, est, answer=ans)
         out.append(h(3, w.name + (f" · {t('report.placement')} {s['on']}" if s.get("on") else "")))
         if "vllm" in s:
             out.append(code(s["vllm"].command(), "bash"))
@@ -466,6 +488,8 @@ def _deployment(prof: LockedProfile, t: _Texts) -> list[Block]:
             out.append(code(k8s_yaml(s["k8s"]), "yaml"))
         if "note" in s:
             out.append(p(s["note"]))
+        if ans is not None and ans.deployment is not None and ans.deployment.engine_note:
+            out.append(p(ans.deployment.engine_note))
     return [h(2, t("report.deployment")), *out] if out else []
 
 

@@ -168,9 +168,11 @@ def _count(name: str, value: Any) -> int:
     return value
 
 
-def snippets(entry: Any, est: dict[str, Any], *, mig: bool = True) -> dict[str, Any]:
+def snippets(entry: Any, est: dict[str, Any], *, mig: bool = True, answer: Any = None) -> dict[str, Any]:
     """Both snippets for a profile's workload entry and its estimate dict: `vllm` (VllmArgs, inference
-    only), `k8s` (resources block) and `on` (the GPU or MIG slice); `note` says why one is missing."""
+    only), `k8s` (resources block) and `on` (the GPU or MIG slice); `note` says why one is missing.
+    `answer` (aiworkbook.sizing.answer): deploy what it recommends (its GPUs, at its size), not the
+    set-up as given when that does not fit."""
     out: dict[str, Any] = {"workload": entry.name}
     gpu = est.get("gpu")
     if not gpu:
@@ -178,9 +180,12 @@ def snippets(entry: Any, est: dict[str, Any], *, mig: bool = True) -> dict[str, 
         return out
     spec = entry.spec()
     w = entry.to_workload()
+    if answer is not None and not answer.fits and answer.option is not None:
+        gpu = answer.option.gpu
+        w = w.replace(tp=max(1, answer.option.gpus // (w.dp if w.training else 1)))
     try:
         pl = placement(spec, w, gpu, mig=mig)
-        out["on"] = pl.gpu.name
+        out["on"] = pl.gpu.name if pl.count == 1 else f"{pl.count} × {pl.gpu.name}"
         out["k8s"] = {"limits": {pl.resource: pl.count}}
         if not w.training:
             out["vllm"] = vllm_args(spec, w, gpu, mig=mig, model=entry.served_model())

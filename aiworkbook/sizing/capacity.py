@@ -190,11 +190,13 @@ def _at_tp(
 
 
 def gpus_needed(spec, w: Workload, gpu, device: str = "cuda", cache: TPCache | None = None) -> int | None:
-    """Smallest tensor-parallel size the Workload allows (1..workload.MAX_TP, the one bound; sizes that do
-    not split the heads, KV heads and MLP evenly are skipped, so no more than the model's heads are
-    tried) that fits; None if none does. `cache`: the passes per tp already computed (per_gpu's)."""
+    """Smallest tensor-parallel size the Workload allows (1..workload.MAX_TP; sizes that do not split the
+    heads, KV heads and MLP evenly are skipped, so no more than the model's heads are tried) within the
+    GPU's scale-up domain (`scale_up_gpus`: tensor parallelism never leaves one node's link) that fits;
+    None if none does. `cache`: the passes per tp already computed (per_gpu's)."""
     cache = {} if cache is None else cache
-    for t in range(1, min(MAX_TP, spec.num_heads) + 1):
+    gpu = _gpu(gpu)
+    for t in range(1, min(MAX_TP, spec.num_heads, gpu.scale_up_gpus) + 1):
         at = _at_tp(spec, w, t, device, cache)
         if at is not None and fits(spec, at[0], gpu, device, at[1], at[2])["fits"]:
             return t

@@ -153,7 +153,7 @@ def estimate(
         if gpu is not None
         else Fits()
     )
-    from aiworkbook.sizing.plan import cost_section, storage_section
+    from aiworkbook.sizing.plan import storage_section
 
     store = storage_section(spec, w, roof, assumptions, p)
     return Estimate(
@@ -167,6 +167,20 @@ def estimate(
         roof,
         fit,
         store,
-        cost_section(spec, w, gpu, roof, assumptions, store),
+        _cost(spec, w, gpu, roof, assumptions, store, fit),
         assumptions,
     )
+
+
+#: the cost section's note where the set-up does not fit: it is priced only on the GPUs it needs
+NOT_FIT_NOTE = "does not fit: not priced on GPUs it does not fit on (the answer prices what it needs)"
+
+
+def _cost(spec, w: Workload, gpu, roof, assumptions: Assumptions, store, fit: Fits) -> Cost:
+    """The cost section, or no price at all where the set-up does not fit the GPU (one price rule:
+    aiworkbook.sizing.answer prices the GPUs it needs instead)."""
+    from aiworkbook.sizing.plan import cost_section
+
+    if fit.gpu is not None and not fit.fits:
+        return Cost(gpus=w.tp * (w.dp if w.training else 1), note=NOT_FIT_NOTE)
+    return cost_section(spec, w, gpu, roof, assumptions, store)

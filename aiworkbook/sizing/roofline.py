@@ -91,7 +91,11 @@ def train_step(
         "tokens_per_s": None,
     }
     if peak:
-        t = model_flops / (peak * mfu)
+        from aiworkbook.sizing.comm import tp_allreduce
+
+        comm = tp_allreduce(spec, w, gpu, tokens, 2, w.precision)  # forward and backward
+        t = model_flops / (peak * mfu) + (comm["tp_comm_s"] or 0.0)
+        out.update(comm)
         out["step_time_s"] = t
         out["tokens_per_s"] = tokens * w.dp / t
     return out
@@ -227,13 +231,22 @@ def inference_roofline(spec: ModelSpecLike, w: Workload, gpu, stored: int | None
             "experts_touched_per_layer": None,
             "compute_dtype": compute_dtype(w.weights_dtype),
         }
+    from aiworkbook.sizing.comm import tp_allreduce
+
+    dt = compute_dtype(w.weights_dtype)
+    step = tp_allreduce(spec, w, gpu, w.concurrency, 1, dt)  # one decode step: one token per sequence
+    c_step, c_one = step["tp_comm_s"] or 0.0, tp_allreduce(spec, w, gpu, 1, 1, dt)["tp_comm_s"] or 0.0
+    c_pre = tp_allreduce(spec, w, gpu, w.concurrency * w.seq_len, 1, dt)["tp_comm_s"] or 0.0
     dec = decode(spec, w, gpu, stored=stored)
+    tpot = float(dec["step_time_s"]) + c_step
+    one = float(decode(spec, w, gpu, batch=1, stored=stored)["step_time_s"]) + c_one
     return {
-        "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency, stored=stored),
-        "tpot_s": float(dec["step_time_s"]),
-        "decode_tokens_per_s": float(dec["tokens_per_s"]),
+        "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency, stored=stored) + c_pre,
+        "tpot_s": tpot,
+        "decode_tokens_per_s": w.concurrency / tpot,
         "decode_bound": dec["bound"],
-        "batch1_tokens_per_s": float(decode(spec, w, gpu, batch=1, stored=stored)["tokens_per_s"]),
+        "batch1_tokens_per_s": 1 / one,
+        **step,
         "crossover_batch": crossover_batch(spec, w, gpu, stored),
         "experts_touched_per_layer": float(
             experts_touched(spec.num_experts, spec.experts_per_token, w.concurrency)

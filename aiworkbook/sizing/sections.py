@@ -144,6 +144,9 @@ class Roofline(Section):
     compute_dtype: str | None = figure(
         "", "the dtype whose peak bounds serving (not in the JSON)", hidden=True
     )
+    # both modes: tensor parallelism's all-reduces over the scale-up link (aiworkbook.sizing.comm)
+    tp_comm_s: float | None = figure("s", "tensor-parallel all-reduce time in one step", omit_none=True)
+    tp_comm_formula: str | None = figure("", "how tp_comm_s was computed", omit_none=True)
 
     def _groups(self) -> frozenset[str] | None:
         return frozenset() if self.mode == "none" else frozenset({self.mode})

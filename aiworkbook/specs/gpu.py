@@ -47,6 +47,9 @@ class GPUSpec(BaseModel):
     )
     scale_up: str = ""
     scale_up_bps: float = 0.0
+    #: GPUs one scale-up domain joins (one 8-GPU HGX board or 8-slot PCIe server; an NVL72 rack: 72):
+    #: tensor parallelism never spans more, its all-reduces would leave the link `scale_up_bps` gives
+    scale_up_gpus: int = Field(default=8, ge=1)
     l2_cache_bytes: int = 0
     compute_capability: str = ""
     #: streaming multiprocessors (NVIDIA) or compute units (AMD), as the vendor's datasheet or
@@ -54,6 +57,9 @@ class GPUSpec(BaseModel):
     sm_count: int = Field(default=0, ge=0)
     mig_profiles: tuple[MIGProfile, ...] = ()
     price_per_hour_usd: float = Field(default=0.0, ge=0)
+    #: where the price comes from and when it was taken (the catalogue's, or a --prices file's)
+    price_source: str = ""
+    price_date: str = ""
     source: str = ""
     measured: bool = False
     #: which figures are measured ("memory_bandwidth_bps", "peak_flops_dense.bf16", ...); every other
@@ -113,6 +119,8 @@ def _catalogue() -> dict[str, GPUSpec]:
     doc = read_json(path, kind="gpu-catalogue", max_version=1)
     out: dict[str, GPUSpec] = {}
     for i, g in enumerate(doc["gpus"]):
+        if g.get("price_per_hour_usd"):  # every catalogue price with the catalogue's source and date
+            g = {"price_source": doc.get("price_source", ""), "price_date": doc.get("price_date", ""), **g}
         try:
             out[g["name"]] = GPUSpec.model_validate(g)
         except ValidationError as exc:
@@ -120,9 +128,53 @@ def _catalogue() -> dict[str, GPUSpec]:
     return out
 
 
+#: a user's price file (`--prices FILE`, set_prices): GPU name -> (price per GPU-hour, source, date)
+_PRICES: dict[str, tuple[float, str, str]] = {}
+
+
+def set_prices(path: str | None) -> None:
+    """Prices from the user's own file override the catalogue's for this process: JSON
+    {"source": "...", "date": "YYYY-MM-DD", "prices": {"H100-SXM": 2.5, ...}}. None: the catalogue's."""
+    _PRICES.clear()
+    if path is None:
+        return
+    import datetime as dt
+
+    from aiworkbook.persist import read_json
+
+    doc = read_json(path, what="a price file")
+    if not isinstance(doc, dict) or not isinstance(doc.get("prices"), dict):
+        raise SpecError("prices", path, 'a JSON object {"source", "date", "prices": {GPU: $ per hour}}')
+    source, date = doc.get("source"), doc.get("date")
+    if not isinstance(source, str) or not source.strip():
+        raise SpecError("prices.source", source, "where the prices come from (a non-empty string)")
+    try:
+        dt.date.fromisoformat(str(date))
+    except ValueError:
+        raise SpecError("prices.date", date, "the date the prices were taken, YYYY-MM-DD") from None
+    for name, price in doc["prices"].items():
+        gpu = get_gpu(name).name  # a GPU the catalogue has
+        if isinstance(price, bool) or not isinstance(price, int | float) or not 0 <= price < 1e6:
+            raise SpecError(f"prices.{name}", price, "$ per GPU-hour, a number in [0, 1e6)")
+        _PRICES[gpu] = (float(price), source.strip(), str(date))
+
+
+def user_priced(name: str) -> bool:
+    """Whether this GPU's price comes from the user's price file (not the catalogue's list price)."""
+    return name in _PRICES
+
+
+def _priced(spec: GPUSpec) -> GPUSpec:
+    """A copy of a catalogue entry, at the user's price where a price file gives one."""
+    if spec.name not in _PRICES:
+        return spec.model_copy(deep=True)
+    price, source, date = _PRICES[spec.name]
+    return spec.model_copy(update={"price_per_hour_usd": price, "price_source": source, "price_date": date})
+
+
 def list_gpus() -> list[GPUSpec]:
     """Copies of the catalogue's entries: changing one cannot change the catalogue."""
-    return [g.model_copy(deep=True) for g in _catalogue().values()]
+    return [_priced(g) for g in _catalogue().values()]
 
 
 def get_gpu(name: str) -> GPUSpec:
@@ -130,7 +182,7 @@ def get_gpu(name: str) -> GPUSpec:
     norm = _norm(name)
     for key, spec in _catalogue().items():
         if _norm(key) == norm:
-            return spec.model_copy(deep=True)
+            return _priced(spec)
     raise SpecError("gpu", name, ", ".join(_catalogue()))
 
 
