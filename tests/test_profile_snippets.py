@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from aiworkbook.errors import SpecError
-from aiworkbook.profile.snippets import k8s_resources, k8s_yaml, mig_slice, placement, vllm_args
+from aiworkbook.profile.snippets import k8s_resources, k8s_yaml, vllm_args
 from aiworkbook.sizing import Workload, capacity
+from aiworkbook.sizing.placement import mig_slice, placement
 from aiworkbook.specs import get_gpu, load_model
 
 CASES = [

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.sizing.placement import placement
 
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
@@ -52,66 +53,6 @@ class VllmArgs:
             "max_num_seqs": self.max_num_seqs,
             "kv_cache_dtype": self.kv_cache_dtype,
         }
-
-
-def vllm_workload(spec: ModelSpecLike, w: Any, gpu: Any) -> Any:
-    """The workload as vLLM would run it: engine vllm, at its tensor-parallel size, or the smallest
-    one that fits when it does not (SpecError when no size does)."""
-    from aiworkbook.sizing import capacity
-
-    if w.training:
-        raise SpecError("mode", w.mode, "infer (vLLM serves inference workloads)")
-    wv = w.replace(engine="vllm")
-    if not capacity.fits(spec, wv, gpu)["fits"]:
-        tp = capacity.gpus_needed(spec, wv, gpu)
-        if tp is None:
-            raise SpecError("gpu", getattr(gpu, "name", gpu), f"a GPU on which {spec.name} fits at some tp")
-        wv = wv.replace(tp=tp)
-    return wv
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where the workload runs: the workload as deployed (tp, engine), the GPU or MIG slice it gets
-    (a GPUSpec whose memory is the slice's), and the Kubernetes resource name and count."""
-
-    workload: Any
-    gpu: Any
-    resource: str
-    count: int
-
-
-def mig_slice(gpu: Any, profile: str) -> Any:
-    """A GPUSpec for one MIG slice: the slice's memory, the parent's other figures (capacity only)."""
-    p = next(m for m in gpu.mig_profiles if m.name == profile)
-    return gpu.model_copy(
-        update={
-            "name": f"{gpu.name} MIG {p.name}",
-            "memory_bytes": p.memory_bytes,
-            "usable_memory_bytes": p.memory_bytes,
-            "mig_profiles": [],
-        }
-    )
-
-
-def placement(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) -> Placement:
-    """The smallest resource that holds the workload: a MIG slice smaller than the whole GPU when one
-    does (`mig`, tp 1, MIG 'mixed' strategy), else whole GPUs (tp for serving, tp x dp for training)."""
-    from aiworkbook.sizing import capacity
-    from aiworkbook.specs import get_gpu
-
-    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    if not w.training:
-        w = vllm_workload(spec, w, g)
-    elif not capacity.fits(spec, w, g)["fits"]:
-        raise SpecError("workload", f"{w.mode} batch {w.batch}", f"a training workload that fits on {g.name}")
-    count = w.tp * (w.dp if w.training else 1)
-    if mig and count == 1 and g.mig_profiles:
-        name = capacity.mig_profile(spec, w, g)
-        largest = max(p.memory_bytes for p in g.mig_profiles)
-        if name is not None and next(p for p in g.mig_profiles if p.name == name).memory_bytes < largest:
-            return Placement(w, mig_slice(g, name), f"nvidia.com/mig-{name}", 1)
-    return Placement(w, g, "nvidia.com/gpu", count)
 
 
 def vllm_args(

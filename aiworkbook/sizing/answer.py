@@ -104,12 +104,12 @@ def price_source(assumptions: Any, gpu: Any = None) -> str:
 
 
 def _deployment(spec: Any, w: Workload, o: Option) -> Deployment | None:
-    """The placement of the answer's option (aiworkbook.profile.snippets); None where it cannot be
+    """The placement of the answer's option (aiworkbook.sizing.placement); None where it cannot be
     placed (a training set-up that does not fit at the answer's size)."""
     from dataclasses import replace
 
     from aiworkbook.errors import SpecError
-    from aiworkbook.profile.snippets import placement
+    from aiworkbook.sizing.placement import placement
     from aiworkbook.specs import load_gpu
 
     tp = o.gpus // (w.dp if w.training else 1)
