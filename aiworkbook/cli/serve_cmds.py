@@ -42,9 +42,10 @@ def register(app: typer.Typer) -> None:
 
         from aiworkbook.errors import SpecError
         from aiworkbook.serving.embedded import build_engine, embedded_server
-        from aiworkbook.serving.limits import check_port, kv_budget_bytes, serve_device
+        from aiworkbook.serving.limits import check_batching, check_port, kv_budget_bytes, serve_device
 
         check_port(port)  # all options before the model loads
+        check_batching(max_batch, max_queue, max_batched_tokens)
         budget = kv_budget_bytes(kv_budget_mib)
         device = serve_device(device)
         if not (math.isfinite(duration) and duration >= 0):

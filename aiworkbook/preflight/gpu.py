@@ -301,14 +301,24 @@ def _pick(inv: Inventory, item: str) -> tuple[dict[str, Any], int | None]:
 def read_devices(
     selectors: list[str] | None = None,
     *,
+    first: int | None = None,
     proc_root: str | os.PathLike = "/proc",
     name_of: Callable[[int], str] | None = None,
 ) -> list[Device]:
     """The devices named by `selectors` (default: CUDA_VISIBLE_DEVICES' entries when set, else GPU 0),
     read now. Process names and cgroups come from `proc_root` unless this process has its own PID
     namespace (then "?" and a `names_note`), or from `name_of` when given. A whole GPU in MIG mode cannot run a CUDA process: SpecError naming its slices.
-    No GPU: NoGPU with "no NVIDIA GPU found (...)"."""
+    No GPU: NoGPU with "no NVIDIA GPU found (...)". `first`: the first N GPUs instead (one per rank),
+    refused (SpecError) beyond the GPUs this node has, before any list of them is made."""
     inv = _inventory()
+    if first is not None and not selectors:
+        if not 1 <= first <= len(inv.gpus):
+            raise SpecError(
+                "tensor_parallel_size x pipeline_parallel_size",
+                first,
+                f"1..{len(inv.gpus)} (the GPUs on this node; name others with --device)",
+            )
+        selectors = [str(i) for i in range(first)]
     if not selectors:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         selectors = [x for x in (visible or "0").split(",") if x.strip()] or ["0"]

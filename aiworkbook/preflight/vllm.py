@@ -291,10 +291,9 @@ def run(
     s.check()
     spec = load_model(model)
     ranks = s.tensor_parallel_size * s.pipeline_parallel_size
-    if not selectors and ranks > 1 and not os.environ.get("CUDA_VISIBLE_DEVICES"):
-        selectors = [str(i) for i in range(ranks)]
+    first = ranks if not selectors and ranks > 1 and not os.environ.get("CUDA_VISIBLE_DEVICES") else None
     try:
-        devices = read_devices(selectors)
+        devices = read_devices(selectors, first=first)
     except NoGPU as exc:
         return no_gpu(spec.name, str(exc))
     return preflight(spec, devices, s, context_bytes=context_bytes)
