@@ -157,3 +157,25 @@ def test_a_cpu_only_pass_is_marked_as_such_in_text_junit_and_textfile(locked, ca
     families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
     devices = {s.labels["name"]: s.labels["device"] for s in families["aiworkbook_check_status"].samples}
     assert devices == {"kv": "cpu-fallback", "roofline": "cuda"}
+
+
+def test_textfile_label_values_escape_cr_esc_and_nul(locked, capsys):
+    """A profile named with a CR and an ESC: the file still parses with prometheus_client, read as a
+    collector reads it (text mode: a raw CR would end the line), and holds no raw control character."""
+    from prometheus_client.parser import text_fd_to_metric_families
+
+    from aiworkbook.telemetry.openmetrics import _esc
+
+    d = locked.parent
+    odd = d / "p\r\x1b[2J.json"
+    odd.write_bytes(locked.read_bytes())
+    prom = d / "odd.prom"
+    _check(capsys, odd, "--results", d / "kv.json", "--results", d / "roof.json", "--textfile", prom)
+    raw = prom.read_bytes()
+    assert b"\r" not in raw and b"\x1b" not in raw and b"\x00" not in raw
+    with open(prom) as fd:  # universal newlines, as a reader of the textfile collector's folder
+        families = {f.name: f for f in text_fd_to_metric_families(fd)}
+    assert {s.labels["profile"] for s in families["aiworkbook_check_status"].samples} == {"p\\r\\x1b[2J"}
+    value = _esc("a\x00b\r\x1bc")
+    (fam,) = text_string_to_metric_families('m{l="' + value + '"} 1\n')
+    assert fam.samples[0].labels["l"] == "a\\x00b\\r\\x1bc"

@@ -129,3 +129,14 @@ def test_signal_during_monitor_start_up_is_not_exit_0(tmp_path, sig):
     err = p.stderr.read()
     assert p.wait(timeout=30) == CODES[sig]
     assert "Traceback" not in err and err.startswith("stopped by") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_to_serve_is_130_or_143_with_one_line(tmp_path, sig):
+    proc = Proc(["serve", "tiny-llama", "--backend", "synthetic", "--port", "0"], tmp_path)
+    proc.wait_for(lambda: "Ctrl-C stops" in "".join(proc.out))  # the banner: serving
+    rc, stdout, err = proc.finish(sig)
+    assert rc == CODES[sig], err
+    what = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+    (line,) = err.strip().splitlines()  # one line, no traceback
+    assert line.startswith(f"stopped by {what}") and line.endswith("no result was saved"), err

@@ -174,11 +174,22 @@ def load_profile_fixture():
         ["--name", "job\n"],
         ["--image", "two words"],
         ["--textfile-dir", "relative/dir"],
+        ["--namespace", "Prod"],  # a namespace is a DNS-1123 label
+        ["--namespace", "a/b"],
+        ["--namespace", "ns\n"],
+        ["--namespace", "x" * 64],
     ],
 )
 def test_bad_input_exits_two(locked, capsys, args):
     code, out, err = _cli(capsys, locked, *args)
     assert code == 2 and out == "" and "Traceback" not in err
+
+
+def test_a_valid_namespace_reaches_every_manifest(locked, capsys):
+    code, out, _ = _cli(capsys, locked, "--namespace", "gpu-checks")
+    docs = list(yaml.safe_load_all(out)) if code == 0 else []
+    _validate(docs)
+    assert code == 0 and docs and all(d["metadata"]["namespace"] == "gpu-checks" for d in docs)
 
 
 def test_the_output_never_replaces_the_profile(locked, capsys):

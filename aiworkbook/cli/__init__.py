@@ -125,7 +125,10 @@ def _whole_summaries(cmd: Any) -> None:
 def _dispatch(argv: list[str] | None) -> int:
     """Run the command without typer's standalone handling, so exceptions (KeyboardInterrupt with its
     message included) reach main() as they are instead of as a returned code."""
+    from aiworkbook.cli.numbers import bound_all
+
     cmd = typer.main.get_command(app)
+    bound_all(cmd)
     _plain_flags(cmd)
     _whole_summaries(cmd)
     args = list(sys.argv[1:] if argv is None else argv)

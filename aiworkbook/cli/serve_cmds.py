@@ -42,9 +42,10 @@ def register(app: typer.Typer) -> None:
 
         from aiworkbook.errors import SpecError
         from aiworkbook.serving.embedded import build_engine, embedded_server
-        from aiworkbook.serving.limits import check_port, kv_budget_bytes, serve_device
+        from aiworkbook.serving.limits import check_batching, check_port, kv_budget_bytes, serve_device
 
         check_port(port)  # all options before the model loads
+        check_batching(max_batch, max_queue, max_batched_tokens)
         budget = kv_budget_bytes(kv_budget_mib)
         device = serve_device(device)
         if not (math.isfinite(duration) and duration >= 0):
@@ -66,12 +67,11 @@ def register(app: typer.Typer) -> None:
                 f"{max_batch}, KV pool {st['kv_blocks_total']} blocks x {st['kv_block_size_tokens']} tokens); "
                 "Ctrl-C stops"
             )
-            try:
-                end = time.monotonic() + duration if duration > 0 else None
-                while end is None or time.monotonic() < end:
-                    time.sleep(0.2)
-            except KeyboardInterrupt:
-                typer.echo("stopping")
+            # Ctrl-C / SIGTERM: the server closes on the way out and the command line says what stopped it
+            # in one line, exit 130 / 143, like every other command
+            end = time.monotonic() + duration if duration > 0 else None
+            while end is None or time.monotonic() < end:
+                time.sleep(0.2)
 
 
 def register_prove(prove: typer.Typer) -> None:

@@ -102,7 +102,9 @@ def settings(opts: dict[str, Any], flags: dict[str, Any]):
     if flags["dtype"] not in _DTYPES:
         raise SpecError("dtype", flags["dtype"], ", ".join(_DTYPES))
     return VllmSettings(
-        tensor_parallel_size=flags["tensor_parallel_size"] or opts.get("tp", 1),
+        tensor_parallel_size=(
+            opts.get("tp", 1) if flags["tensor_parallel_size"] is None else flags["tensor_parallel_size"]
+        ),
         pipeline_parallel_size=flags["pipeline_parallel_size"],
         gpu_memory_utilization=_utilization(opts, flags),
         max_model_len=flags["max_model_len"],

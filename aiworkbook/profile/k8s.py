@@ -67,6 +67,15 @@ def _name(name: str) -> str:
     return name
 
 
+def _namespace(namespace: str | None) -> str | None:
+    """A Kubernetes namespace is a DNS-1123 label: <= 63 of a-z, 0-9 and '-', alphanumeric at both ends."""
+    if namespace is not None and (len(namespace) > 63 or not _DNS1123.fullmatch(namespace)):
+        raise SpecError(
+            "namespace", namespace, "a DNS-1123 label of <= 63 characters: lower-case a-z, 0-9 and '-'"
+        )
+    return namespace
+
+
 def _check_args(
     kind: str, mig_strategy: str, nodes: int, interval_s: int, image: str, profile_text: str
 ) -> None:
@@ -203,6 +212,7 @@ def manifests(
 ) -> list[dict[str, Any]]:
     """[ConfigMap, Job] or [ConfigMap, DaemonSet] as plain dicts (JSON/YAML-ready)."""
     name = _name(name)
+    namespace = _namespace(namespace)
     _check_args(kind, mig_strategy, nodes, interval_s, image, profile_text)
     resource, count, label = _resource(profile, gpus, product, mig_strategy)
     labels = {"app.kubernetes.io/name": "aiworkbook-check", "app.kubernetes.io/instance": name}

@@ -119,6 +119,9 @@ def run(
 
     if dtype not in ("fp32", "bf16", "fp16"):
         raise SpecError("dtype", dtype, "fp32, bf16, fp16")
+    n = (1 if quick else 3) if trials is None else trials
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1000:
+        raise SpecError("trials", n, "an integer 1..1000")
     choice = resolve_device(device)
     dev = choice.device
     spec = load_model(model)
@@ -126,7 +129,6 @@ def run(
     d = scratch.root(dir)
     fsio.check_free(d, est["weights_bytes"])
     fsio.check_ram(2 * est["weights_bytes"], "model", model)  # the built model + the loaded state dict
-    n = trials or (1 if quick else 3)
     tdt = TORCH_DTYPES[dtype]
     rows, cold = [], []
     with scratch.scratch(d, "coldstart", keep=keep) as own:

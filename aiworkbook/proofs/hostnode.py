@@ -122,9 +122,10 @@ def parquet_read(directory: Path, x: np.ndarray, control: Control) -> dict[str, 
 
 
 def _sizes(quick: bool, rows: int | None, cols: int | None, iterations: int | None) -> tuple[int, int, int]:
-    r = rows or (20_000 if quick else 1_000_000)
-    c = cols or (20 if quick else 50)
-    it = iterations or (10 if quick else 50)
+    # a typed 0 is checked (and refused), never replaced by the default
+    r = (20_000 if quick else 1_000_000) if rows is None else rows
+    c = (20 if quick else 50) if cols is None else cols
+    it = (10 if quick else 50) if iterations is None else iterations
     for name, v, low in (("rows", r, 100), ("cols", c, 3), ("iterations", it, 1)):
         if v < low:
             raise SpecError(name, v, f">= {low}")

@@ -30,6 +30,7 @@ from typing import Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.serving.backends import Backend
+from aiworkbook.serving.limits import check_batching
 from aiworkbook.serving.pool import BlockPool, blocks_for
 
 #: emit(kind, payload): 'token' with a token, 'done' with the finish reason, 'error' with its text;
@@ -85,12 +86,7 @@ class Engine:
     ) -> None:
         if scheduler not in SCHEDULERS:
             raise SpecError("scheduler", scheduler, ", ".join(SCHEDULERS))
-        if max_batch < 1:
-            raise SpecError("max_batch", max_batch, ">= 1")
-        if max_queue < 0:
-            raise SpecError("max_queue", max_queue, ">= 0")
-        if max_batched_tokens < max_batch:  # every running sequence's decode token must fit a forward
-            raise SpecError("max_batched_tokens", max_batched_tokens, f">= max_batch ({max_batch})")
+        check_batching(max_batch, max_queue, max_batched_tokens)
         self.max_batched_tokens = max_batched_tokens
         self.backend, self.pool, self.scheduler = backend, pool, scheduler
         self.max_batch, self.max_queue, self.batch_timeout_s = max_batch, max_queue, batch_timeout_s

@@ -22,6 +22,11 @@ SPARE_FRACTION = 0.10
 SPARE_MIN_BYTES = 256 * MiB
 PORT_MAX = 65535
 KV_BUDGET_MAX_MIB = 2**30
+#: Bounds on the scheduler's sizes: far past what one CPU or GPU server decodes or holds (vLLM's
+#: defaults are 256 sequences and 8192 tokens), near enough that nothing sized by them grows unbounded.
+BATCH_MAX = 65536
+QUEUE_MAX = 2**20
+TOKENS_MAX = 2**24
 _DEVICE = re.compile(r"auto|cpu|cuda(?::(\d{1,4}))?")
 
 
@@ -50,6 +55,18 @@ def kv_budget_bytes(mib: Any) -> int | None:
     if isinstance(mib, bool) or not isinstance(mib, int | float) or not (0 < mib <= KV_BUDGET_MAX_MIB):
         raise SpecError("kv_budget_mib", mib, f"a finite number of MiB > 0 and <= {KV_BUDGET_MAX_MIB}")
     return int(mib * MiB)
+
+
+def check_batching(max_batch: Any, max_queue: Any, max_batched_tokens: Any | None = None) -> None:
+    """The scheduler's sizes, checked before anything is loaded: max_batch 1..BATCH_MAX, max_queue
+    0..QUEUE_MAX, max_batched_tokens (None: the engine's default) max_batch..TOKENS_MAX (every running
+    sequence's decode token must fit one forward)."""
+    for name, v, lo, hi in (("max_batch", max_batch, 1, BATCH_MAX), ("max_queue", max_queue, 0, QUEUE_MAX)):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise SpecError(name, v, f"an integer {lo}..{hi}")
+    t = max_batched_tokens
+    if t is not None and (isinstance(t, bool) or not isinstance(t, int) or not max_batch <= t <= TOKENS_MAX):
+        raise SpecError("max_batched_tokens", t, f"an integer {max_batch} (max_batch)..{TOKENS_MAX}")
 
 
 def serve_device(device: Any) -> str:

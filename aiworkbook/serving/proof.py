@@ -34,6 +34,16 @@ MAX_ERROR_RATE = 0.05
 #: samples (`--min-requests`)
 MIN_REQUESTS = 10
 SWEEP_KINDS = ("concurrency", "rate")
+#: Bounds checked before a run: a week of seconds for any timeout or duration, and the counts the
+#: embedded server's own limits allow (serving.limits): nothing typed makes a run allocate per
+#: request or per concurrent sender without one.
+SECONDS_MAX = 7 * 24 * 3600.0
+
+
+def _given(inputs: dict[str, Any], key: str, default: Any) -> Any:
+    """The input as given (0 included: it is checked, not replaced by the default), else the default."""
+    v = inputs.get(key)
+    return default if v is None else v
 
 
 def defaults(quick: bool) -> dict[str, Any]:
@@ -111,9 +121,13 @@ class ServingSettings:
             loads = (int(conc),)
         else:
             loads = d["loads"]
+        from aiworkbook.serving.limits import BATCH_MAX
+
+        if conc is not None and not 1 <= conc <= BATCH_MAX:
+            raise SpecError("concurrency", conc, f"an integer 1..{BATCH_MAX}")
         for x in loads:
-            if not x > 0:
-                raise SpecError("sweep", x, "loads > 0")
+            if not x > 0 or (kind == "concurrency" and x > BATCH_MAX):
+                raise SpecError("sweep", x, f"loads > 0 (concurrency at most {BATCH_MAX})")
         scheduler = inputs.get("scheduler") or "continuous"
         if scheduler not in ("static", "continuous"):
             raise SpecError("scheduler", scheduler, "static, continuous")
@@ -122,21 +136,21 @@ class ServingSettings:
             kind=kind,
             loads=loads,
             scheduler=scheduler,
-            requests=int(inputs.get("requests") or d["requests"]),
-            prompt_tokens=int(inputs.get("prompt_tokens") or d["prompt_tokens"]),
-            output_tokens=int(inputs.get("output_tokens") or d["output_tokens"]),
+            requests=int(_given(inputs, "requests", d["requests"])),
+            prompt_tokens=int(_given(inputs, "prompt_tokens", d["prompt_tokens"])),
+            output_tokens=int(_given(inputs, "output_tokens", d["output_tokens"])),
             slo_ttft_s=inputs["slo_ttft_ms"] / 1e3 if inputs.get("slo_ttft_ms") else None,
             slo_tpot_s=inputs["slo_tpot_ms"] / 1e3 if inputs.get("slo_tpot_ms") else None,
             rate=rate if kind == "concurrency" else None,
             concurrency=conc if kind == "rate" else None,
-            burstiness=float(inputs.get("burstiness") or 1.0),
+            burstiness=float(_given(inputs, "burstiness", 1.0)),
             contexts=d["contexts"],
             context_concurrency=d["context_concurrency"],
             compare=inputs.get("compare", True),
             context_sweep=inputs.get("context_sweep", True),
-            request_timeout_s=float(inputs.get("request_timeout_s") or REQUEST_TIMEOUT_S),
-            connect_timeout_s=float(inputs.get("connect_timeout_s") or CONNECT_TIMEOUT_S),
-            max_duration_s=float(inputs["max_duration_s"]) if inputs.get("max_duration_s") else None,
+            request_timeout_s=float(_given(inputs, "request_timeout_s", REQUEST_TIMEOUT_S)),
+            connect_timeout_s=float(_given(inputs, "connect_timeout_s", CONNECT_TIMEOUT_S)),
+            max_duration_s=None if inputs.get("max_duration_s") is None else float(inputs["max_duration_s"]),
             deadline=None,
             warmup_s=float(inputs.get("warmup_s") or 0.0),
             cooldown_s=float(inputs.get("cooldown_s") or 0.0),
@@ -156,8 +170,13 @@ class ServingSettings:
         )
         for key in ("request_timeout_s", "connect_timeout_s", "max_duration_s"):
             v = getattr(s, key)
-            if v is not None and not 0 < v < float("inf"):
-                raise SpecError(key, v, "seconds > 0")
+            if v is not None and not 0 < v <= SECONDS_MAX:
+                raise SpecError(key, v, f"seconds > 0 and <= {SECONDS_MAX:g} (a week)")
+        if not 0 < s.burstiness < float("inf"):
+            raise SpecError("burstiness", s.burstiness, "> 0 (1 = Poisson)")
+        for key in ("warmup_s", "cooldown_s"):
+            if not getattr(s, key) <= SECONDS_MAX:
+                raise SpecError(key, getattr(s, key), f"seconds >= 0 and <= {SECONDS_MAX:g} (a week)")
         Load(  # the checks of warmup_s, cooldown_s and max_error_rate, before anything runs
             concurrency=1,
             warmup_s=s.warmup_s,
@@ -168,9 +187,16 @@ class ServingSettings:
             raise SpecError("max_error_rate", s.max_error_rate, "a fraction in [0, 1]")
         if s.shared_prefix < 0:
             raise SpecError("shared_prefix", s.shared_prefix, ">= 0 tokens")
-        for key in ("requests", "prompt_tokens", "output_tokens", "min_requests"):
-            if getattr(s, key) < 1:
-                raise SpecError(key, getattr(s, key), ">= 1")
+        from aiworkbook.serving.limits import QUEUE_MAX, TOKENS_MAX
+
+        for key, high in (
+            ("requests", QUEUE_MAX),
+            ("prompt_tokens", TOKENS_MAX),
+            ("output_tokens", TOKENS_MAX),
+            ("min_requests", QUEUE_MAX),
+        ):
+            if not 1 <= getattr(s, key) <= high:
+                raise SpecError(key, getattr(s, key), f"an integer 1..{high}")
         return s
 
     def started(self) -> ServingSettings:

@@ -86,6 +86,10 @@ BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 #: The default `--gpu-memory-utilization` per engine version (0.9: vllm/config.py and the engine-args
 #: docs up to 0.2x, vllm-project/vllm#2162; 0.92: the CacheConfig above).
 DEFAULT_UTILIZATION = {"v1": 0.9, "v1-092": 0.92, "v0": 0.9, "v1-019": 0.9}
+#: The most ranks (tensor x pipeline) one engine is sized for. vLLM's engines span a few nodes (hundreds
+#: of ranks at most); a larger number is a typo, and refusing it before use keeps anything built per rank
+#: (a device list, a table) small.
+MAX_RANKS = 65536
 #: vLLM's usage contexts whose batch defaults differ: `vllm serve` and the offline `LLM` class.
 USAGES = ("serve", "llm")
 
@@ -155,6 +159,10 @@ class VllmSettings:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise SpecError(name, v, Msg("allowed.int_min", low=1))
+        tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
+        for name, v in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
+            if v > MAX_RANKS or tp * pp > MAX_RANKS:
+                raise SpecError(name, v, f"1..{MAX_RANKS} (tensor x pipeline ranks at most {MAX_RANKS})")
         if self.block_size not in BLOCK_SIZES:
             raise SpecError("block_size", self.block_size, ", ".join(map(str, BLOCK_SIZES)))
         if self.quantization is not None and self.quantization not in QUANTIZATION_WEIGHTS:

@@ -62,7 +62,13 @@ HOST_METRICS: tuple[tuple[str, str, str], ...] = (
 
 
 def _esc(v: Any) -> str:
-    return str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value in the exposition format, which escapes only \\, " and newline: any other control
+    character (a CR that a reader with universal newlines takes for a line end, an ESC, a NUL) is
+    written as its visible escape text (\\r, \\x1b), so the file parses and a terminal showing it is safe."""
+    text = str(v)
+    if not text.isprintable():
+        text = "".join(c if c == "\n" or c.isprintable() else repr(c)[1:-1] for c in text)
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _num(v: Any) -> str:

@@ -20,13 +20,12 @@ import os
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as _field
 from typing import Any
 
-from aiworkbook.errors import SpecError
+from aiworkbook.errors import SpecError, printable
 from aiworkbook.telemetry.openmetrics import GPU_METRICS
 
 #: the charts of the fleet view, as the local monitor draws them (widgets/gpu_monitor.py GPU_METRICS)
@@ -35,6 +34,12 @@ FLEET_FIELDS: tuple[str, ...] = ("util_gpu_pct", "mem_used_bytes", "power_w", "t
 EXPORTED: dict[str, tuple[str, float]] = {f: (name, scale) for name, _t, _h, f, scale in GPU_METRICS}
 #: the most points one range query asks for (Prometheus refuses more than 11,000 per series)
 MAX_POINTS = 1_000
+#: the largest answer read from the server, and the most series one fleet view takes: beyond them the
+#: view is refused, saying so (700,000 series took 2.5 min and 2.4 GB to draw as text)
+MAX_ANSWER_BYTES = 64 * 2**20
+MAX_SERIES = 20_000
+#: points stamped outside 1970..9999 (a -1e11 or 400-digit time) are not readings: left out
+LATEST_TIME = 253402300799.0
 
 
 class PrometheusError(RuntimeError):
@@ -177,9 +182,14 @@ Opener = Callable[[str, float], bytes]
 
 
 def _urlopen(url: str, timeout: float) -> bytes:
-    req = urllib.request.Request(url, headers={"Accept": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:  # noqa: S310 (http(s) only: check_url)
-        return r.read(64 * 2**20)
+    """The body of GET `url` (any status: Prometheus explains a bad query in a JSON body), within
+    `timeout` seconds for the whole answer and MAX_ANSWER_BYTES (aiworkbook.httpget)."""
+    from aiworkbook.httpget import FetchError, get
+
+    answer = get(url, deadline_s=timeout, max_bytes=MAX_ANSWER_BYTES)
+    if answer.status >= 400 and not answer.body:
+        raise FetchError(f"HTTP {answer.status}")
+    return answer.body
 
 
 class PrometheusReader:
@@ -220,7 +230,7 @@ class PrometheusReader:
             if not body:
                 raise PrometheusError(f"{self.url}: HTTP {exc.code} {exc.reason} for {path}") from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            why = getattr(exc, "reason", None) or exc
+            why = printable(str(getattr(exc, "reason", None) or exc), 300)
             raise PrometheusError(
                 f"{self.url}: no answer from a Prometheus server ({why}; timeout {self.timeout_s:g} s)"
             ) from None
@@ -234,7 +244,8 @@ class PrometheusReader:
             raise PrometheusError(f"{self.url}{path}: the answer is not Prometheus's API (no 'status')")
         if doc["status"] == "error":
             raise PrometheusError(
-                f"{self.url}{path}: {doc.get('errorType', 'error')}: {doc.get('error', '')}"
+                f"{self.url}{path}: {printable(str(doc.get('errorType', 'error')), 60)}: "
+                f"{printable(str(doc.get('error', '')), 300)}"
             )
         data = doc.get("data")
         if not isinstance(data, dict) or not isinstance(data.get("result"), list):
@@ -277,7 +288,13 @@ class PrometheusReader:
         series: list[Series] = []
         for f in fields:
             metric, scale = EXPORTED[f]
-            for item in self.query_range(metric, start, end, step):
+            found = self.query_range(metric, start, end, step)
+            if len(series) + len(found) > MAX_SERIES:
+                raise PrometheusError(
+                    f"{self.url}: the fleet answer has more than {MAX_SERIES:,} series ({len(found):,} for "
+                    f"{metric}): refused; narrow it with --node-label or a smaller Prometheus"
+                )
+            for item in found:
                 series.append(self._series(f, scale, item))
         series.sort(key=lambda s: (s.node, _gpu_order(s.gpu), fields.index(s.field)))
         return FleetView(
@@ -295,7 +312,8 @@ class PrometheusReader:
     def _series(self, field_name: str, scale: float, item: Any) -> Series:
         if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
             raise PrometheusError(f"{self.url}: a range result without its labels: {str(item)[:200]}")
-        labels = {str(k): str(v) for k, v in item["metric"].items()}
+        # label values reach a terminal, a JSON file and a chart: control characters escaped, cut short
+        labels = {printable(str(k), 100): printable(str(v), 200) for k, v in item["metric"].items()}
         points = []
         for pair in item.get("values") or []:
             try:
@@ -304,7 +322,7 @@ class PrometheusReader:
                 raise PrometheusError(
                     f"{self.url}: a point that is not [time, value]: {str(pair)[:100]}"
                 ) from None
-            if math.isfinite(v):
+            if math.isfinite(v) and 0 <= t <= LATEST_TIME:
                 points.append((t, v / scale if scale != 1 else v))
         node = labels.get(self.node_label) or labels.get("instance") or "unknown node"
         return Series(
@@ -392,7 +410,8 @@ def _query_of(url: str) -> str:
 
 
 def _gpu_order(gpu: str) -> tuple[int, str]:
-    return (int(gpu), "") if gpu.isdigit() else (1 << 30, gpu)
+    """GPU "2" before "10"; a label that is not plain ASCII digits ("²" is a digit to str.isdigit) after."""
+    return (int(gpu), "") if gpu.isascii() and gpu.isdigit() and len(gpu) < 10 else (1 << 30, gpu)
 
 
 def format_fleet(view: FleetView) -> str:
