@@ -82,3 +82,17 @@ def test_nccl_on_one_gpu_checks_the_sum_and_says_not_applicable():
     r = registry.run("allreduce", ranks=1, sizes="1024", iters=3, device="cuda")
     assert r.details["backend"] == "nccl" and r.details["incorrect"] == []
     assert r.details["sweep"][0]["busbw_bps"] is None and r.measured is None
+
+
+def test_cpu_ranks_are_bounded_by_the_logical_cpus_before_the_plan(monkeypatch, capsys):
+    """A rank is a process that loads torch: on the CPU no more than the logical CPUs (AIWORKBOOK_HOST
+    sets them here), refused before the plan is shown or torchrun starts."""
+    from aiworkbook.cli import main
+
+    monkeypatch.setenv("AIWORKBOOK_HOST", "threads=3")
+    with pytest.raises(SpecError, match=r"1\.\.3 \(logical CPUs"):
+        registry.plan("allreduce", ranks=4, device="cpu", quick=True)
+    assert registry.plan("allreduce", ranks=3, device="cpu", quick=True).sizes["ranks"] == 3
+    assert main(["prove", "allreduce", "--ranks", str(2**31), "--device", "cpu", "--quick"]) == 2
+    out = capsys.readouterr()
+    assert "field 'ranks'" in out.err and "torchrun" not in out.out + out.err

@@ -93,6 +93,11 @@ def test_cancel_and_bad_inputs(tmp_path):
         D.plan(workers="two")
     with pytest.raises(SpecError, match="steps"):
         D.run(dir=str(tmp_path), shards=1, samples_per_shard=4, batch=4)
+    for field, bad in (("step_ms", 1e20), ("step_ms", -1.0), ("batch", 0), ("threshold", 1.0)):
+        with pytest.raises(SpecError, match=f"field '{field}'") as e:
+            D.run(dir=str(tmp_path), **{field: bad})
+        assert "allowed:" in str(e.value)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
 
 
 def test_plan_sizes(tmp_path):

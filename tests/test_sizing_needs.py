@@ -76,3 +76,22 @@ def test_the_sizers_rows_give_the_same_answer_as_sizing_them_again(model, w, gpu
     spec = load_model(model)
     rows = capacity.per_gpu(spec, w)
     assert needs(spec, w, gpu, rows=rows) == needs(spec, w, gpu)
+
+
+def test_a_gpu_without_the_workloads_arithmetic_is_neither_counted_nor_priced():
+    """fp8 weights compute on fp8 tensor cores: a GPU whose datasheet lists no fp8 peak (Ampere) runs
+    them at no tensor-parallel size, so the answer's cheapest option is one that has them."""
+    from aiworkbook.sizing.answer import answer
+    from aiworkbook.specs import list_gpus
+
+    w = Workload(mode="infer", weights_dtype="fp8", seq_len=512)
+    spec = load_model("gpt2")
+    without = [g for g in list_gpus() if "fp8" not in g.peak_flops_dense]
+    assert without, "the catalogue has a GPU without fp8 to test against"
+    for g in without:
+        assert capacity.gpus_needed(spec, w, g) is None, g.name
+    a = answer(spec, w, get_gpu("H100-SXM"))
+    cheapest = a.needs.cheapest
+    assert cheapest is not None and "fp8" in get_gpu(cheapest.gpu).peak_flops_dense
+    # the same GPUs run bf16 weights
+    assert capacity.gpus_needed(spec, Workload(mode="infer", seq_len=512), without[0]) == 1

@@ -225,10 +225,30 @@ def _device(device: str) -> str:
     return resolve_device(device).device
 
 
+def check_ranks(ranks: int, dev: str) -> None:
+    """Ranks on this node: one per GPU on CUDA; on the CPU one per logical CPU, since each rank is a
+    process that loads torch and past the CPUs they time-share instead of reducing (and a typed
+    2^31 would start that many). Checked before the plan is shown and before any process starts."""
+    if ranks < 1:
+        raise SpecError("ranks", ranks, ">= 1")
+    if dev == "cuda":
+        import torch
+
+        if ranks > torch.cuda.device_count():
+            raise SpecError("ranks", ranks, f"<= {torch.cuda.device_count()} (GPUs on this node)")
+        return
+    from aiworkbook import hostfacts
+
+    cpus = hostfacts.logical_cpus()
+    if ranks > cpus:
+        raise SpecError("ranks", ranks, f"1..{cpus} (logical CPUs on this node: one gloo rank each)")
+
+
 def plan(
     *, ranks: int = 2, sizes: str | None = None, device: str = "auto", quick: bool = False, **_: Any
 ) -> Plan:
     dev = _device(device)
+    check_ranks(ranks, dev)
     sz = parse_sizes(sizes, dev, quick)
     return Plan(
         proof="allreduce",
@@ -263,13 +283,7 @@ def run(
     from aiworkbook.proofs.result import ProofResult
 
     dev = _device(device)
-    if ranks < 1:
-        raise SpecError("ranks", ranks, ">= 1")
-    if dev == "cuda":
-        import torch
-
-        if ranks > torch.cuda.device_count():
-            raise SpecError("ranks", ranks, f"<= {torch.cuda.device_count()} (GPUs on this node)")
+    check_ranks(ranks, dev)
     parse_sizes(sizes, dev, quick)  # refuse bad sizes before starting processes
     n_iter = iters or (5 if quick else 20)
     with scratch.scratch(tempfile.gettempdir(), "allreduce") as own:

@@ -292,16 +292,21 @@ def plan(
     )
 
 
+#: The simulated step's longest time: a proof times many steps, and a step of minutes needs no proof
+#: that its input keeps up (and 1e20 ms would overflow the clock).
+MAX_STEP_MS = 60_000.0
+
+
 def _check_args(compute: str, batch: int, step_ms: float, threshold: float) -> None:
-    """Bad arguments fail with a SpecError before anything is written."""
+    """Bad arguments fail with a SpecError naming the field before anything is written."""
     if compute not in COMPUTES:
         raise SpecError("compute", compute, ", ".join(COMPUTES))
-    if batch < 1 or step_ms < 0 or not 0 < threshold < 1:
-        raise SpecError(
-            "batch/step_ms/threshold",
-            (batch, step_ms, threshold),
-            "batch >= 1; step_ms >= 0; 0 < threshold < 1",
-        )
+    if batch < 1:
+        raise SpecError("batch", batch, ">= 1")
+    if not 0 <= step_ms <= MAX_STEP_MS:
+        raise SpecError("step_ms", step_ms, f"0..{MAX_STEP_MS:g} (ms per simulated step)")
+    if not 0 < threshold < 1:
+        raise SpecError("threshold", threshold, "0 < threshold < 1")
 
 
 def _timed_loops(

@@ -189,6 +189,18 @@ def _at_tp(
     return cache[t]
 
 
+def computes(w: Workload, gpu) -> bool:
+    """Whether the GPU has the arithmetic the workload computes in (its precision when training, the
+    weights' compute dtype when serving: fp8 needs fp8 tensor cores); one without it runs the workload
+    at no tensor-parallel size, so it is neither counted nor priced."""
+    from aiworkbook.sizing.roofline import compute_dtype
+
+    dtype = w.precision if w.training else compute_dtype(w.weights_dtype)
+    key = {"bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(dtype, dtype)
+    table = _gpu(gpu).peak_flops_dense
+    return not table or key in table  # a GPU file that records no peaks is not judged on them
+
+
 def gpus_needed(spec, w: Workload, gpu, device: str = "cuda", cache: TPCache | None = None) -> int | None:
     """Smallest tensor-parallel size the Workload allows (1..workload.MAX_TP; sizes that do not split the
     heads, KV heads and MLP evenly are skipped, so no more than the model's heads are tried) within the
@@ -196,6 +208,8 @@ def gpus_needed(spec, w: Workload, gpu, device: str = "cuda", cache: TPCache | N
     None if none does. `cache`: the passes per tp already computed (per_gpu's)."""
     cache = {} if cache is None else cache
     gpu = _gpu(gpu)
+    if not computes(w, gpu):
+        return None
     for t in range(1, min(MAX_TP, spec.num_heads, gpu.scale_up_gpus) + 1):
         at = _at_tp(spec, w, t, device, cache)
         if at is not None and fits(spec, at[0], gpu, device, at[1], at[2])["fits"]:

@@ -151,6 +151,8 @@ def test_sizing_bad_value_shows_an_error_and_the_page_keeps_working(browser, ser
 def test_sizing_fine_tuning_section_shows_the_library_host_memory(browser, servers):
     """Inference hides the Fine-tuning section; LoRA shows it with its targets; a switch clicked in the
     page (activations to the host) reaches the library, whose host figure the page then shows."""
+    from aiworkbook.widgets.form import effective
+
     from aiworkbook.sizing import Workload, estimate
     from aiworkbook.specs import load_model
     from aiworkbook.units import fmt_bytes
@@ -169,7 +171,15 @@ def test_sizing_fine_tuning_section_shows_the_library_host_memory(browser, serve
         sizer.locator(".aiwb-finetune label", has_text=_label("activation_offload")).click()
         host_line = sizer.locator(".aiwb-host")
         host_line.wait_for(state="visible", timeout=ANSWER_TIMEOUT_MS)
-        w = Workload(mode="lora", seq_len=4096, new_tokens=512, concurrency=8, activation_offload=True)
+        # the page's fields as the form sends them: serving's new tokens and concurrency do not apply to LoRA
+        raw = {
+            "mode": "lora",
+            "seq_len": 4096,
+            "new_tokens": 512,
+            "concurrency": 8,
+            "activation_offload": True,
+        }
+        w = Workload(**effective(raw))
         host = estimate(load_model("llama-3-8b"), w, gpu="H100-SXM").memory.host_bytes
         assert host > 0 and fmt_bytes(host, "GiB") in host_line.inner_text(), host_line.inner_text()
         assert sizer.locator(".aiwb-error").first.inner_text().strip() == ""
