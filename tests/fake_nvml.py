@@ -49,6 +49,8 @@ Where the fake still differs from the real library (not verified on hardware unl
 | energy, clocks, temperature | move on their own | move only with `advance` |
 | GPU lost | every call GPU_IS_LOST, then recovery needs a reset | `lose(i)`: GPU_IS_LOST until the fake is rebuilt |
 | thread safety | PcieThroughput is not thread safe | calls never interleave badly |
+| GPU instances' handles | nvmlDeviceGetGpuInstances fills real handles | fills only the count |
+| XID events | only those raised after nvmlDeviceRegisterEvents | `inject_xid` queues one; delivered once registered |
 """
 
 from __future__ import annotations
@@ -113,6 +115,19 @@ MIG: dict[str, Any] = {
     "mig": [(0, "MIG-fake-0", 20_000_000_000, 5_000_000), (1, "MIG-fake-1", 40_000_000_000, 7_000_000)],
     "processes": [(4243, None)],
     "nvlinks": 12,
+    # GPU-instance profiles an A100 80GB knows: profile index (NVML_GPU_INSTANCE_PROFILE_*) ->
+    # (profile id, name as the v2 struct carries it, most instances); the other indices: NotSupported
+    "gi_profiles": {
+        0: (19, "MIG 1g.10gb", 7),
+        1: (14, "MIG 2g.20gb", 3),
+        2: (9, "MIG 3g.40gb", 2),
+        3: (5, "MIG 4g.40gb", 1),
+        4: (0, "MIG 7g.80gb", 1),
+        7: (20, "MIG 1g.10gb+me", 1),
+        9: (15, "MIG 1g.20gb", 4),
+    },
+    # GPU instances present (instance id, profile id): the two MIG devices above, 2g.20gb and 3g.40gb
+    "gpu_instances": [(0, 14), (1, 9)],
     "unsupported": {
         "nvmlDeviceGetUtilizationRates": NS,
         "nvmlDeviceGetRemappedRows": NS,
@@ -134,6 +149,7 @@ CONSUMER: dict[str, Any] = {
         "nvmlDeviceGetTotalEccErrors": NS,
         "nvmlDeviceGetRemappedRows": NS,
         "nvmlDeviceGetNvLinkState": NS,
+        "nvmlDeviceGetMigMode": NS,  # GeForce has no MIG: NVML answers NotSupported
     },
 }
 
@@ -173,7 +189,7 @@ STUBBED = (
     "nvmlDeviceGetComputeRunningProcesses_v2 nvmlDeviceGetSamples nvmlEventSetCreate "
     "nvmlDeviceGetSupportedEventTypes nvmlDeviceRegisterEvents nvmlEventSetWait_v2 nvmlEventSetFree "
     "nvmlDeviceIsMigDeviceHandle nvmlDeviceGetDeviceHandleFromMigDeviceHandle nvmlDeviceGetGpuInstanceId "
-    "nvmlDeviceGetComputeInstanceId"
+    "nvmlDeviceGetComputeInstanceId nvmlDeviceGetGpuInstanceProfileInfo nvmlDeviceGetGpuInstances"
 ).split()
 
 #: Functions whose first parameter is a device handle (the stub passes the profile in its place).
@@ -205,6 +221,8 @@ _MIG_DEVICE_FUNCTIONS = {
 #: Calls about a GPU's MIG set-up: a MIG device handle is the wrong kind of handle for them.
 _PARENT_ONLY = {
     "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetGpuInstanceProfileInfo",
+    "nvmlDeviceGetGpuInstances",
     "nvmlDeviceGetMaxMigDeviceCount",
     "nvmlDeviceGetMigDeviceHandleByIndex",
 }
@@ -469,6 +487,38 @@ class FakeNVML:
             if self.profiles[parent] is device and rec[0] == index:
                 return pynvml.c_nvmlDevice_t(struct)
         raise _err(pynvml.NVML_ERROR_NOT_FOUND)
+
+    def _nvmlDeviceGetGpuInstanceProfileInfo(self, device, profile, version=2):
+        """The profile's info struct (v2 with its name; v1 without); NotSupported when MIG is off or
+        the GPU lacks the profile, InvalidArgument past the profile count (NVML's documented codes)."""
+        if not 0 <= profile < pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT:
+            raise _err(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        known = device.get("gi_profiles") or {}
+        if not device["mig"] or profile not in known:
+            raise _err(NS)
+        pid, name, most = known[profile]
+        if version == 1:
+            return pynvml.c_nvmlGpuInstanceProfileInfo_t(id=pid, sliceCount=int(name[4]), instanceCount=most)
+        if version != 2:
+            raise _err(FNF)  # what the binding raises for another version
+        info = pynvml.c_nvmlGpuInstanceProfileInfo_v2_t()
+        info.id, info.sliceCount, info.instanceCount, info.name = pid, int(name[4]), most, name.encode()
+        return info
+
+    def _nvmlDeviceGetGpuInstances(self, device, profileId, gpuInstancesRef, countRef):  # noqa: N803
+        """Fills countRef (a byref c_uint) with the instances of the profile; needs root (or the MIG
+        monitor capability), else NoPermission, as nvidia-smi mig -lgi shows an unprivileged user."""
+        if not device["mig"]:
+            raise _err(NS)
+        if not self.root:
+            raise _err(pynvml.NVML_ERROR_NO_PERMISSION)
+        if profileId not in {pid for pid, _, _ in (device.get("gi_profiles") or {}).values()}:
+            raise _err(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        n = sum(1 for _, pid in device.get("gpu_instances") or [] if pid == profileId)
+        if n > len(gpuInstancesRef):
+            raise _err(pynvml.NVML_ERROR_INSUFFICIENT_SIZE)
+        getattr(countRef, "_obj", countRef).value = n
+        return pynvml.NVML_SUCCESS
 
     def _nvmlDeviceGetMemoryInfo(self, handle, version=None):
         if "mig_device" in handle:  # a MIG device handle

@@ -24,7 +24,7 @@ def locked(tmp_path_factory):
 
 def _passive(slurm, locked, gpu, capsys, monkeypatch) -> tuple[int, str]:  # noqa: F811
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
-    with FakeNVML([gpu]):
+    with FakeNVML([gpu], sleep=lambda s: None):  # the XID wait returns at once
         reset_reader()
         try:
             code = main(["check", str(locked), "--passive", "--slurm-drain", "--node", slurm.node])
@@ -49,7 +49,7 @@ def test_a_planted_regression_drains_and_the_next_pass_resumes(slurm, locked, ca
 
 def test_a_changed_driver_drains_and_an_admins_drain_is_left_alone(slurm, locked, capsys, monkeypatch):  # noqa: F811
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
-    with FakeNVML([HEALTHY], driver_version="560.35.03"):
+    with FakeNVML([HEALTHY], driver_version="560.35.03", sleep=lambda s: None):
         reset_reader()
         try:
             assert main(["check", str(locked), "--passive", "--slurm-drain", "--node", slurm.node]) == 1
@@ -76,7 +76,7 @@ def test_nvml_that_does_not_answer_fails_within_the_watchdog(locked, monkeypatch
     from aiworkbook.profile import load_profile, passive
 
     release = threading.Event()
-    monkeypatch.setattr(passive, "_read", lambda profile: release.wait(30))
+    monkeypatch.setattr(passive, "_read", lambda profile, xid_wait_s: release.wait(30))
     try:
         rep = passive.passive_check(load_profile(locked), watchdog_s=0.5)
     finally:

@@ -33,6 +33,8 @@ SOURCES = sorted(PKG.glob("*.py")) + [
     PKG.parent / "nvml.py",
     PKG.parent / "specs" / "detection.py",
     PKG.parent / "proofs" / "device.py",
+    PKG.parent / "profile" / "gpu_facts.py",
+    PKG.parent / "profile" / "xid_watch.py",
 ]
 _NAME = re.compile(r"^(nvml[A-Z]|NVML_?[A-Z])[A-Za-z0-9_]*$")
 

@@ -139,6 +139,8 @@ def passive_cmd(profile: Path, drain: bool, node: str | None) -> None:
     from aiworkbook.profile.passive import passive_check
 
     report = passive_check(load_profile(profile))
+    for n in report.notes:
+        typer.echo(f"note: {n}")
     for p in report.problems:
         typer.echo(f"fail: {p}")
     typer.echo(report.summary())

@@ -148,8 +148,12 @@ def lock(
     check_pattern(pattern)
     check_lang(lang)
     declared = get_node(node) if isinstance(node, str) else node
+    facts = None
     if detected is True:
+        from aiworkbook.profile.gpu_facts import read_facts
+
         detected = detect()
+        facts = read_facts()  # None without a GPU: not recorded
     entries = [as_entry(w, f"workload-{i + 1}") for i, w in enumerate(workloads)]
     estimates = {e.name: _estimate(e, declared) for e in entries}
     golden: list[GoldenProof] = []
@@ -175,7 +179,7 @@ def lock(
             pattern=pattern,  # type: ignore[arg-type]
             lang=lang,
             answers=Answers.parse(answers).to_dict() if answers else {},
-            node=NodeSection(declared=declared, detected=detected, fingerprint=fp),
+            node=NodeSection(declared=declared, detected=detected, fingerprint=fp, nvml=facts),
             workloads=entries,
             estimates=estimates,
             proofs=golden,

@@ -20,6 +20,7 @@ from pydantic import (
 
 from aiworkbook.errors import SpecError
 from aiworkbook.profile.fingerprint import Fingerprint
+from aiworkbook.profile.gpu_facts import NvmlFacts
 from aiworkbook.profile.schema import MAX_NAME
 from aiworkbook.specs.node import NodeProfile, Pattern
 
@@ -182,6 +183,9 @@ class NodeSection(BaseModel):
     declared: NodeProfile | None = None
     detected: NodeProfile | None = None
     fingerprint: Fingerprint
+    #: driver, CUDA driver, VBIOS and MIG layout as NVML read them when locked on a GPU (`check
+    #: --passive` compares them); None: not recorded (locked without a GPU, or by an older aiworkbook)
+    nvml: NvmlFacts | None = None
 
 
 class LockedProfile(BaseModel):

@@ -1,8 +1,9 @@
 """`check --passive`: the node health check that takes no GPU time, for Slurm's HealthCheckProgram
 (which must finish within 60 s), as LBNL's NHC, Meta's GCM health checks or DCGM's level-1 diagnostics
-are run. It reads only NVML: the locked fingerprint parts NVML knows (GPU model, count, driver) and
-each GPU's state (volatile uncorrected ECC errors, row remapping pending or failed, throttle reasons
-that are not benign). The golden proofs (GPU time) belong in a prolog/epilog or a maintenance
+are run. It reads only NVML: the locked fingerprint parts NVML knows (GPU model, count, driver; CUDA
+driver, VBIOS and MIG layout where the profile recorded them, profile/gpu_facts.py), each GPU's state
+(volatile uncorrected ECC errors, row remapping pending or failed, throttle reasons that are not
+benign) and the XIDs raised while it runs (profile/xid_watch.py). The golden proofs (GPU time) belong in a prolog/epilog or a maintenance
 reservation (`profile slurm-job`)."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from aiworkbook.profile.fingerprint import Fingerprint
 from aiworkbook.profile.model import LockedProfile
+from aiworkbook.profile.xid_watch import XID_WAIT_S
 
 WATCHDOG_S = 45.0  # under Slurm's 60 s HealthCheckProgram limit, with room to drain the node
 PASSIVE_PARTS = ("gpu", "gpu_count", "driver")
@@ -22,6 +24,7 @@ PASSIVE_PARTS = ("gpu", "gpu_count", "driver")
 class PassiveReport:
     problems: list[str] = field(default_factory=list)
     unusable: str | None = None  # why nothing could be read
+    notes: list[str] = field(default_factory=list)  # what was not checked, and why
 
     @property
     def exit_code(self) -> int:
@@ -50,14 +53,19 @@ def _gpu_problems(i: int, gpu: dict[str, Any], live: dict[str, Any]) -> list[str
     return out
 
 
-def _read(profile: LockedProfile) -> PassiveReport:
+def _read(profile: LockedProfile, xid_wait_s: float = XID_WAIT_S) -> PassiveReport:
+    from aiworkbook.profile.gpu_facts import compare, read_facts
+    from aiworkbook.profile.xid_watch import watch
     from aiworkbook.telemetry.environment import _gpu_reader, environment
+    from aiworkbook.telemetry.events import XID_NAMES
 
     env = environment()
     now = Fingerprint.from_environment(env)
     locked = profile.node.fingerprint
     rep = PassiveReport()
-    for part in PASSIVE_PARTS:
+    facts = profile.node.nvml
+    parts = PASSIVE_PARTS if facts is None or facts.driver is None else ("gpu", "gpu_count")
+    for part in parts:
         was, is_ = getattr(locked, part), getattr(now, part)
         if was not in (None, 0) and was != is_:
             rep.problems.append(f"{part} {was} -> {is_ if is_ not in (None, 0) else 'none'}")
@@ -70,17 +78,33 @@ def _read(profile: LockedProfile) -> PassiveReport:
             rep.problems.append(f"GPU {i}: NVML stopped answering")
             continue
         rep.problems += _gpu_problems(i, gpu, live)
+    bad, notes = compare(facts, read_facts())
+    rep.problems += bad
+    rep.notes += notes
+    xids = watch(len(gpus), xid_wait_s)
+    for g, x in xids.xids:
+        text = f"GPU {'?' if g is None else g}: XID {x} ({XID_NAMES.get(x, 'see NVIDIA XID catalogue')})"
+        if (g, x) in xids.critical():
+            rep.problems.append(text)
+        else:
+            rep.notes.append(f"{text}: the application's fault, not the node's")
+    if not xids.watched:
+        rep.notes.append(f"XIDs not watched: {xids.status}")
+    else:
+        rep.notes.append(f"XIDs watched for {xid_wait_s:g} s on GPU(s) {', '.join(map(str, xids.watched))}")
     return rep
 
 
-def passive_check(profile: LockedProfile, watchdog_s: float = WATCHDOG_S) -> PassiveReport:
+def passive_check(
+    profile: LockedProfile, watchdog_s: float = WATCHDOG_S, xid_wait_s: float = XID_WAIT_S
+) -> PassiveReport:
     """The passive check, given up (a failure) when NVML does not answer within `watchdog_s`."""
     box: list[PassiveReport] = []
     errors: list[BaseException] = []
 
     def work() -> None:
         try:
-            box.append(_read(profile))
+            box.append(_read(profile, xid_wait_s))
         except Exception as exc:  # noqa: BLE001 (reported as unusable, never a traceback)
             errors.append(exc)
 

@@ -35,6 +35,12 @@ XID_NAMES: dict[int, str] = {
     120: "GSP error",
 }
 
+#: XIDs NVIDIA's catalogue attributes to the application (its own fault, the GPU is healthy); any
+#: other XID is a fault of the GPU, its memory, its links or the driver (`check --passive` fails on it).
+APPLICATION_XIDS = frozenset(
+    x for x, text in XID_NAMES.items() if "(application fault)" in text or "(process killed)" in text
+)
+
 #: pynvml event-type constant -> our name. Registered as (mask & nvmlDeviceGetSupportedEventTypes);
 #: constants missing from an older nvidia-ml-py count as 0 (not registered).
 _TYPES = {
