@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from aiworkbook import nvml
+from aiworkbook.message import Msg
 
 #: NVML's answers that mean "this device has no such thing", not "could not read it".
 _ABSENT = ("not supported", "invalid argument", "not found")
@@ -58,7 +59,7 @@ def _mig(h: Any, unreadable: dict[str, str]) -> tuple[str | None, dict[str, int]
     nv = nvml.module()
     on = int(getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1))
     current, pending = ("enabled" if int(m) == on else "disabled" for m in mode)
-    text = current if pending == current else f"{current} ({pending} after a GPU reset)"
+    text = current if pending == current else f"{current}, pending {pending}"  # pending: after a GPU reset
     if current != "enabled":
         return text, {}
     present: dict[str, int] = {}
@@ -121,43 +122,59 @@ def read_facts() -> NvmlFacts | None:
     )
 
 
-def _layout(v: dict[str, int] | None) -> str:
-    return "none" if not v else ", ".join(f"{k} x{n}" for k, n in sorted(v.items()))
+#: What each compared fact is called (literal ids, so pybabel's extraction finds them).
+_WHAT = {
+    "driver": lambda: Msg("passive.what.driver"),
+    "cuda_driver": lambda: Msg("passive.what.cuda_driver"),
+    "vbios": lambda: Msg("passive.what.vbios"),
+    "mig_mode": lambda: Msg("passive.what.mig_mode"),
+    "mig_instances": lambda: Msg("passive.what.mig_instances"),
+}
+
+
+def _show(key: str, v: Any) -> Any:
+    """A recorded value as shown: None is 'not supported' (no MIG instances: 'none')."""
+    if key == "mig_instances":
+        return Msg("passive.value.none") if not v else ", ".join(f"{k} x{n}" for k, n in sorted(v.items()))
+    return Msg("passive.value.unsupported") if v is None else v
 
 
 def compare(locked: NvmlFacts | None, now: NvmlFacts | None) -> tuple[list[str], list[str]]:
     """(mismatches, notes): each mismatch one short clause 'GPU 0: VBIOS 96.00.99 -> 96.00.a1'; notes
     say what was not compared (not recorded when locked, or unreadable now)."""
     if locked is None:
-        return [], ["driver/CUDA driver/VBIOS/MIG layout not recorded in the profile: not checked"]
+        return [], [Msg("passive.not_recorded")]
     if now is None:
-        return ["NVML sees no GPU (the profile recorded some)"] if locked.gpus else [], []
+        return [Msg("passive.no_gpu")] if locked.gpus else [], []
     bad: list[str] = []
     notes: list[str] = []
     for what, was, is_ in (
         ("driver", locked.driver, now.driver),
-        ("CUDA driver", locked.cuda_driver, now.cuda_driver),
+        ("cuda_driver", locked.cuda_driver, now.cuda_driver),
     ):
         if was is not None and was != is_:
-            bad.append(f"{what} {was} -> {is_ or 'unknown'}")
+            unknown = Msg("passive.value.unknown")
+            bad.append(Msg("passive.changed", what=_WHAT[what](), was=was, now=is_ or unknown))
     for g in locked.gpus:
         cur = next((x for x in now.gpus if x.index == g.index), None)
         if cur is None:
-            bad.append(f"GPU {g.index}: missing")
+            bad.append(Msg("passive.gpu_missing", gpu=g.index))
             continue
-        for key, label, show in (
-            ("vbios", "VBIOS", str),
-            ("mig_mode", "MIG mode", str),
-            ("mig_instances", "MIG instances", _layout),
-        ):
+        for key in ("vbios", "mig_mode", "mig_instances"):
             was, is_ = getattr(g, key), getattr(cur, key)
+            what = _WHAT[key]()
             if key in g.unreadable:
-                notes.append(f"GPU {g.index}: {label} not recorded ({g.unreadable[key]}): not checked")
+                notes.append(Msg("passive.gpu_not_recorded", gpu=g.index, what=what, why=g.unreadable[key]))
             elif key in cur.unreadable:
-                notes.append(f"GPU {g.index}: {label} unreadable now ({cur.unreadable[key]}): not checked")
+                notes.append(Msg("passive.gpu_unreadable", gpu=g.index, what=what, why=cur.unreadable[key]))
             elif was != is_:
-                none = "not supported" if key != "mig_instances" else "none"
                 bad.append(
-                    f"GPU {g.index}: {label} {none if was is None else show(was)} -> {none if is_ is None else show(is_)}"
+                    Msg(
+                        "passive.gpu_changed",
+                        gpu=g.index,
+                        what=what,
+                        was=_show(key, was),
+                        now=_show(key, is_),
+                    )
                 )
     return bad, notes

@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiworkbook.message import Msg
 from aiworkbook.profile.fingerprint import Fingerprint
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.xid_watch import XID_WAIT_S
@@ -83,15 +84,15 @@ def _read(profile: LockedProfile, xid_wait_s: float = XID_WAIT_S) -> PassiveRepo
     rep.notes += notes
     xids = watch(len(gpus), xid_wait_s)
     for g, x in xids.xids:
-        text = f"GPU {'?' if g is None else g}: XID {x} ({XID_NAMES.get(x, 'see NVIDIA XID catalogue')})"
+        text = Msg("passive.xid", gpu="?" if g is None else g, xid=x, description=XID_NAMES.get(x, "-"))
         if (g, x) in xids.critical():
             rep.problems.append(text)
         else:
-            rep.notes.append(f"{text}: the application's fault, not the node's")
+            rep.notes.append(Msg("passive.xid_application", xid=text))
     if not xids.watched:
-        rep.notes.append(f"XIDs not watched: {xids.status}")
+        rep.notes.append(Msg("passive.xid_unwatched", why=xids.status))
     else:
-        rep.notes.append(f"XIDs watched for {xid_wait_s:g} s on GPU(s) {', '.join(map(str, xids.watched))}")
+        rep.notes.append(Msg("passive.xid_watched", seconds=xid_wait_s, gpus=xids.watched))
     return rep
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiworkbook import nvml
+from aiworkbook.message import Msg
 
 #: How long the check waits for XIDs (seconds): short, inside Slurm's 60 s health-check limit.
 XID_WAIT_S = 1.0
@@ -47,13 +48,13 @@ def watch(count: int, wait_s: float = XID_WAIT_S) -> XidWatch:
     """Register GPUs 0..count-1 for XIDs and collect those that arrive within `wait_s`."""
     out = XidWatch()
     if count <= 0 or nvml.ensure() is not None:
-        out.status = "no GPU to watch"
+        out.status = Msg("passive.xid.no_gpu")
         return out
     nv = nvml.module()
     xid = int(nv.nvmlEventTypeXidCriticalError)
     es, why = nvml.attempt("nvmlEventSetCreate")
     if es is None:
-        out.status = f"no event set ({why})"
+        out.status = Msg("passive.xid.no_event_set", why=why)
         return out
     handles: list[tuple[int, Any]] = []
     try:
@@ -69,7 +70,7 @@ def watch(count: int, wait_s: float = XID_WAIT_S) -> XidWatch:
                 handles.append((i, h))
                 out.watched.append(i)
         if not handles:
-            out.status = "no GPU supports XID events"
+            out.status = Msg("passive.xid.unsupported")
             return out
         deadline = time.monotonic() + wait_s
         for _ in range(_MAX_EVENTS):
