@@ -40,7 +40,7 @@ def test_help_fits_80_columns_with_every_option_name_whole(path, cmd, monkeypatc
     missing = [n for n in names if n not in out]
     assert not missing, f"cut or missing in {' '.join(path)} --help: {missing}"
     for sub in getattr(cmd, "commands", {}).values():  # a command list: each summary whole
-        if sub.hidden:  # not listed (`check-merge` is reached as `check merge`)
+        if sub.hidden:  # not listed (the profile check, `check`'s default subcommand)
             continue
         summary = (sub.short_help or sub.help).strip().split("\n\n")[0]
         assert " ".join(summary.split()) in " ".join(out.split())

@@ -132,8 +132,6 @@ def _dispatch(argv: list[str] | None) -> int:
     _plain_flags(cmd)
     _whole_summaries(cmd)
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:2] == ["check", "merge"]:  # `check` takes a PROFILE; `check merge` is its own command
-        args = [slurm_cmds.MERGE, *args[2:]]
     with cmd.make_context("aiworkbook", args) as ctx:
         cmd.invoke(ctx)
     return 0

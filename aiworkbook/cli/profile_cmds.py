@@ -15,7 +15,10 @@ from aiworkbook.errors import SpecError
 
 def register(app: typer.Typer) -> None:
     app.command("lock")(lock_cmd)
-    app.command("check")(check_cmd)
+    from aiworkbook.cli.check_group import check_app
+    from aiworkbook.cli.slurm_cmds import merge_cmd
+
+    app.add_typer(check_app(check_cmd, merge_cmd), name="check")
     app.command("report")(report_cmd)
 
 

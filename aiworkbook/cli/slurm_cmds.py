@@ -13,11 +13,9 @@ from aiworkbook.cli.k8s_cmds import profile_app
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
 
-MERGE = "check-merge"  # `check merge` is routed here by the CLI's dispatcher (check takes a PROFILE)
-
 
 def register(app: typer.Typer) -> None:
-    app.command(MERGE, hidden=True)(merge_cmd)
+    """`profile slurm-job` registers on profile_app; `check merge` is in the check group (cli/check_group.py)."""
 
 
 def _partition_nodes(partition: str) -> str:
