@@ -143,7 +143,9 @@ def check_cmd(
         "--textfile", "Also write the verdicts and ratios for Prometheus' textfile collector (.prom)."
     ),
     passive: bool = option(
-        "--passive", "Only what takes no GPU time (NVML: fingerprint, ECC, remapped rows, throttling).", False
+        "--passive",
+        "Only what takes no GPU time (NVML: fingerprint, VBIOS, MIG layout, ECC, row remapping, clocks, XIDs).",
+        False,
     ),
     slurm_drain: bool = option(
         "--slurm-drain", "Drain this Slurm node when the check fails; resume it once it passes.", False
