@@ -5,6 +5,7 @@ every message renders with extreme arguments in every language, without English 
 
 from __future__ import annotations
 
+import ast
 import io
 import string
 from functools import cache
@@ -39,18 +40,53 @@ def extracted_ids() -> frozenset[str]:
     return frozenset(ids)
 
 
+@cache
+def named_in_code() -> tuple[frozenset[str], tuple[str, ...]]:
+    """(every string literal of the sources, the id prefixes their f-strings compose: `page.` of
+    f"page.{key}.title"): a label, a pattern's text or a plan setting's name is asked for by an id the
+    code composes or passes around, which no extractor sees as a call's argument."""
+    literals: set[str] = set()
+    prefixes: set[str] = set()
+    for top in ("aiworkbook", "widgets"):
+        for src in (ROOT / top).rglob("*.py"):
+            for node in ast.walk(ast.parse(src.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    literals.add(node.value)
+                elif isinstance(node, ast.JoinedStr) and node.values:
+                    head = node.values[0]
+                    if isinstance(head, ast.Constant) and str(head.value).endswith((".", "_")):
+                        prefixes.add(str(head.value))
+    return frozenset(literals), tuple(sorted(prefixes))
+
+
+def used_ids(have: set[str]) -> set[str]:
+    """The entries of `have` the code asks for: extracted, written as a literal, or composed."""
+    from aiworkbook.widgets.finetune import all_fields
+
+    literals, prefixes = named_in_code()
+    literals |= set(all_fields())  # the sizer labels a fine-tuning control by its Workload field
+    return {i for i in have if i in extracted_ids() or i in literals or i.startswith(prefixes)}
+
+
 def fields(template: str) -> set[str]:
     return {f.partition(".")[0].partition("[")[0] for _, f, _, _ in string.Formatter().parse(template) if f}
 
 
-def problems(po: bytes, english: dict[str, str], ids: frozenset[str] | set[str], lang: str) -> list[str]:
-    """What is wrong with one catalogue: an id without translation, a fuzzy entry, fields that differ
-    from the English, an entry no code uses, and Babel's own checkers' complaints."""
+def problems(
+    po: bytes,
+    english: dict[str, str],
+    ids: frozenset[str] | set[str],
+    lang: str,
+    used: set[str] | None = None,
+) -> list[str]:
+    """What is wrong with one catalogue: an id without translation (of `ids`: those the code calls
+    with, and English's), a fuzzy entry, fields that differ from the English, an entry no code uses
+    (`used`, default `ids`), and Babel's own checkers' complaints."""
     cat = read_po(io.BytesIO(po), locale=lang)
     out = [f"{m.id}: fuzzy" for m in cat if m.id and m.fuzzy]
     have = {str(m.id): str(m.string) for m in cat if m.id}
     out += [f"{i}: no translation" for i in sorted(ids) if not have.get(i)]
-    out += [f"{i}: no code uses it" for i in sorted(set(have) - ids)]
+    out += [f"{i}: no code uses it" for i in sorted(set(have) - (ids if used is None else used))]
     out += [
         f"{i}: fields {sorted(fields(t))} != English {sorted(fields(english[i]))}"
         for i, t in have.items()
@@ -70,7 +106,20 @@ def test_the_code_uses_messages_and_the_template_is_current():
 
 @pytest.mark.parametrize("lang", languages())
 def test_every_id_is_translated_not_fuzzy_with_the_same_fields(lang):
-    assert problems(path(lang).read_bytes(), catalogue("en"), extracted_ids(), lang) == []
+    english = catalogue("en")
+    ids = extracted_ids() | set(english)
+    assert problems(path(lang).read_bytes(), english, ids, lang, used_ids(set(english))) == []
+
+
+def test_an_entry_no_code_names_is_reported():
+    """A label, text or list the code neither names nor composes is dead: the check sees it."""
+    assert used_ids({"report.notes", "stale", "choice.static", "no_such.label", "pattern", "check_2"}) == {
+        "check_2",  # composed: f"check_{report.exit_code}"
+        "report.notes",  # composed: f"report.{...}"
+        "stale",  # a literal: self.t("stale")
+        "choice.static",  # composed: f"choice.{value}"
+        "pattern",  # a literal
+    }
 
 
 def test_the_check_catches_a_missing_a_fuzzy_and_a_mismatched_entry():
