@@ -171,3 +171,42 @@ def test_every_message_renders_at_the_extremes_in_every_language(x):
             assert "None" not in text and "nan" not in text.lower().split()
             if lang != "en":
                 assert not english_left(text, lang), (id, lang, text)
+
+
+def _forget() -> None:
+    from aiworkbook import catalogue as c
+
+    for f in (c.languages, c._read, c.entries):
+        f.cache_clear()
+
+
+def test_a_new_language_is_one_po_file(tmp_path, monkeypatch):
+    """docs/i18n.md's recipe: a French catalogue dropped next to the others is offered and used (words,
+    figures, plural forms and its name in the switch), with no other change to the code."""
+    import shutil
+
+    from aiworkbook.widgets.i18n import label, native, page_lang
+
+    from aiworkbook import catalogue as c
+    from aiworkbook.i18n_format import fixed
+
+    locale = tmp_path / "locale"
+    shutil.copytree(LOCALE_DIR, locale)
+    fr = locale / "fr" / "LC_MESSAGES"
+    fr.mkdir(parents=True)
+    po = (locale / "en" / "LC_MESSAGES" / "messages.po").read_text(encoding="utf-8")
+    po = po.replace('"Language: en\\n"', '"Language: fr\\n"')
+    po = po.replace('msgid "cancel"\nmsgstr "Cancel"', 'msgid "cancel"\nmsgstr "Annuler"')
+    (fr / "messages.po").write_text(po, encoding="utf-8")
+    monkeypatch.setattr(c, "LOCALE_DIR", locale)
+    monkeypatch.setenv("QUERY_STRING", "lang=fr")
+    _forget()
+    try:
+        assert "fr" in c.languages()
+        assert label("cancel", "fr") == "Annuler" and page_lang() == "fr" and native("fr") == "Français"
+        assert fixed(1234.5, 1, "fr", group=False) == "1234,5"  # CLDR's French, from the file's name
+        assert Msg("roofline.buffers", size=2**28, free=2**34, device="cpu").render("fr").count(",00") == 2
+    finally:
+        monkeypatch.undo()
+        _forget()
+    assert "fr" not in c.languages()

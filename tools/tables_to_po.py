@@ -7,7 +7,7 @@ widgets/preflight_panel.py's words and aiworkbook/units.py's words.
 The tables are read from a git revision with `ast.literal_eval` (no module is imported or run), so the
 conversion can be rerun after they are deleted:
 
-    .venv/bin/python tools/tables_to_po.py REV     # REV: a commit that still has the tables
+    .venv/bin/python tools/tables_to_po.py [REV]   # REV: a commit that has the tables (LAST_WITH_TABLES)
 
 An id already in a catalogue is kept as it is (translators' edits win); the catalogues stay sorted by
 id; Dutch and German entries carry the English as a translator's comment (`#. en: ...`)."""
@@ -26,6 +26,10 @@ from babel.messages.pofile import read_po, write_po
 ROOT = Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "aiworkbook" / "locale"
 LIST_FLAG = "aiwb-list"
+#: entries of the tables that no code used (tests/test_catalogues.py found them): not carried over
+RETIRED = frozenset({"download", "short_by", "report.none", "report.value"})
+#: the last commit that has the tables (issue 31 deleted them in the next)
+LAST_WITH_TABLES = "ac7c1ed186321ac73beaf3fed88463e4ce0303f1"
 
 #: vega-embed's own English for the action menu (https://github.com/vega/vega-embed, its i18n option)
 VEGA_EN = {
@@ -100,7 +104,7 @@ def convert(rev: str) -> None:
             cat = read_po(f, locale=lang)
         added = 0
         for id, words in found:
-            if id in cat:
+            if id in cat or id in RETIRED:
                 continue
             value, en = words[lang], english[id]
             is_list = isinstance(value, (tuple, list))
@@ -115,4 +119,4 @@ def convert(rev: str) -> None:
 
 
 if __name__ == "__main__":
-    convert(sys.argv[1] if len(sys.argv) > 1 else "HEAD")
+    convert(sys.argv[1] if len(sys.argv) > 1 else LAST_WITH_TABLES)

@@ -53,7 +53,7 @@ def page_lang(default: str | None = None) -> str:
 
     asked = parse_qs(os.environ.get("QUERY_STRING", "")).get("lang", [None])[-1]
     for lang in (asked, os.environ.get(LANG_ENV), default):
-        if lang in LANGS:
+        if lang in languages():
             return str(lang)
     return "en"
 
@@ -65,7 +65,7 @@ def switch_html(lang: str) -> str:
 
     opts = "".join(
         f'<option value="{code}"{" selected" if code == lang else ""}>{native(code)}</option>'
-        for code in LANGS
+        for code in languages()
     )
     return (
         '<form method="get" class="aiwb-lang" style="float:right;margin:0 0 0 1em">'
