@@ -1,14 +1,20 @@
 """The message catalogues: gettext .po files, one per language, under aiworkbook/locale/<lang>/
 LC_MESSAGES/messages.po, read with Babel (no compiled .mo in the tree: the .po is what translators
-edit and what runs). The languages are the catalogues present; docs/i18n.md says how to add one."""
+edit and what runs). Every word a person reads is there under a stable id: the library's messages,
+the widgets' labels, the patterns', questionnaire's and report's texts. An entry flagged `aiwb-list`
+holds a list, one item a line. The languages are the catalogues present; docs/i18n.md says how to
+add one."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "messages"
+#: the flag of an entry that holds a list (use-when, red flags, sizing questions), one item a line
+LIST_FLAG = "aiwb-list"
 
 
 def path(lang: str) -> Path:
@@ -22,19 +28,57 @@ def languages() -> tuple[str, ...]:
     return tuple(sorted(found, key=lambda lang: lang != "en"))
 
 
-@cache
-def catalogue(lang: str) -> dict[str, str]:
-    """Message id -> template in `lang`; a fuzzy or empty entry counts as missing (gettext's rule).
-    SpecError for a language without a catalogue."""
+def check_lang(lang: object) -> str:
+    """`lang` itself, or a SpecError naming the languages there are."""
     if lang not in languages():
         from aiworkbook.errors import SpecError
 
         raise SpecError("lang", lang, ", ".join(languages()))
+    return str(lang)
+
+
+@cache
+def _read(lang: str) -> tuple[dict[str, str], frozenset[str]]:
     from babel.messages.pofile import read_po
 
-    with path(lang).open("rb") as f:
+    with path(check_lang(lang)).open("rb") as f:
         cat = read_po(f, locale=lang)
-    return {str(m.id): str(m.string) for m in cat if m.id and m.string and not m.fuzzy}
+    found = [m for m in cat if m.id and m.string and not m.fuzzy]
+    return {str(m.id): str(m.string) for m in found}, frozenset(
+        str(m.id) for m in found if LIST_FLAG in m.flags
+    )
+
+
+def catalogue(lang: str) -> dict[str, str]:
+    """Message id -> template in `lang`; a fuzzy or empty entry counts as missing (gettext's rule).
+    SpecError for a language without a catalogue."""
+    return _read(lang)[0]
+
+
+@cache
+def entries(lang: str) -> dict[str, str | tuple[str, ...]]:
+    """Id -> words in `lang`, a list entry as its items."""
+    strings, lists = _read(lang)
+    return {id: tuple(s.split("\n")) if id in lists else s for id, s in strings.items()}
+
+
+class _Tables(Mapping[str, dict[str, str | tuple[str, ...]]]):
+    """lang -> entries(lang), each catalogue read on first use (an English page reads only English)."""
+
+    def __getitem__(self, lang: str) -> dict[str, str | tuple[str, ...]]:
+        if lang not in languages():
+            raise KeyError(lang)
+        return entries(lang)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(languages())
+
+    def __len__(self) -> int:
+        return len(languages())
+
+
+#: every language's entries: TABLES["nl"]["report.notes"]
+TABLES: Mapping[str, dict[str, str | tuple[str, ...]]] = _Tables()
 
 
 def template(id: str, lang: str = "en") -> str:

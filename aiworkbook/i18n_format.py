@@ -11,17 +11,14 @@ from typing import Any
 #: The variable that carries `aiworkbook app --lang` to a dashboard's kernel (here, not in the CLI: a
 #: dashboard reads it at start-up and importing aiworkbook.cli there costs typer and the CLI's modules).
 LANG_ENV = "AIWORKBOOK_LANG"
-#: The languages of the dashboards and the report, with the CLDR locale each formats numbers in.
-LOCALES: dict[str, str] = {"en": "en_US", "nl": "nl_NL", "de": "de_DE"}
 
 
 def check(lang: Any) -> str:
-    """`lang` itself, or a SpecError naming the languages there are."""
-    if lang not in LOCALES:
-        from aiworkbook.errors import SpecError
+    """`lang` itself (a language with a catalogue, aiworkbook.catalogue.languages(); its name is the
+    CLDR locale its figures are formatted in), or a SpecError naming the languages there are."""
+    from aiworkbook.catalogue import check_lang
 
-        raise SpecError("lang", lang, ", ".join(LOCALES))
-    return str(lang)
+    return check_lang(lang)
 
 
 @cache
@@ -35,7 +32,7 @@ def fixed(x: float, digits: int = 2, lang: str = "en", group: bool = True) -> st
         return f"{x:,.{digits}f}" if group else f"{x:.{digits}f}"
     from babel.numbers import format_decimal
 
-    return str(format_decimal(x, format=_pattern(digits, group), locale=LOCALES[lang]))
+    return str(format_decimal(x, format=_pattern(digits, group), locale=check(lang)))
 
 
 def integer(n: float, lang: str = "en") -> str:
@@ -63,9 +60,9 @@ def money(usd: float, lang: str = "en", digits: int = 2) -> str:
     from babel import Locale
     from babel.numbers import format_currency
 
-    pattern = Locale.parse(LOCALES[lang]).currency_formats["standard"].pattern.split(";")[0]
+    pattern = Locale.parse(check(lang)).currency_formats["standard"].pattern.split(";")[0]
     pattern = pattern.replace("0.00", "0" + ("." + "0" * digits if digits > 0 else ""))
-    return str(format_currency(usd, "USD", format=pattern, locale=LOCALES[lang], currency_digits=False))
+    return str(format_currency(usd, "USD", format=pattern, locale=check(lang), currency_digits=False))
 
 
 @cache
@@ -74,7 +71,7 @@ def decimal_sign(lang: str) -> str:
         return "."
     from babel.numbers import get_decimal_symbol
 
-    return str(get_decimal_symbol(LOCALES[lang]))
+    return str(get_decimal_symbol(check(lang)))
 
 
 @cache
@@ -83,7 +80,7 @@ def group_sign(lang: str) -> str:
         return ","
     from babel.numbers import get_group_symbol
 
-    return str(get_group_symbol(LOCALES[lang]))
+    return str(get_group_symbol(check(lang)))
 
 
 def vega_locale(lang: str) -> dict[str, Any]:

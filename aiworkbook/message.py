@@ -13,6 +13,7 @@ figure for the language with Babel (aiworkbook.i18n_format, aiworkbook.units):
 
     {n:int}      4,096 / 4.096            {x:f2}  two decimals, not grouped: 3.14 / 3,14 (f0..f9)
     {x:num}      str(x): 0.5 / 0,5        {n:bytes}  256.00 MiB / 256,00 MiB
+    {x:g}        Python's `g`: 500 for 500.0, 0.25 / 0,25
     {r:rate}     GB/s as datasheets write it
     {xs:list}    the items as `num`, joined by ", " (by "; " where a decimal comma would make it ambiguous)
     {n:plural:one=trial|other=trials}   the form CLDR's plural rule of the language picks for n
@@ -82,6 +83,8 @@ class _Words(string.Formatter):
             return f.fixed(value, int(kind[1]), lang, group=False)
         if kind == "num":
             return _num(value, lang)
+        if kind == "g":
+            return f.general(value, 6, lang)
         if kind == "bytes":
             return fmt_bytes(value, lang=lang)
         if kind == "rate":
@@ -95,7 +98,7 @@ class _Words(string.Formatter):
         if spec:
             from aiworkbook.errors import SpecError
 
-            raise SpecError("message field kind", spec, "int, num, f0..f9, bytes, rate, list, plural:…")
+            raise SpecError("message field kind", spec, "int, num, g, f0..f9, bytes, rate, list, plural:…")
         return words(value, lang)
 
 
@@ -110,7 +113,5 @@ def _plural(n: float, forms: str, lang: str) -> str:
     """The form of `forms` ("one=trial|other=trials") that the language's CLDR plural rule picks for n."""
     from babel import Locale
 
-    from aiworkbook.i18n_format import LOCALES
-
     by = dict(part.split("=", 1) for part in forms.split("|"))
-    return by.get(Locale.parse(LOCALES[lang]).plural_form(abs(n)), by["other"])
+    return by.get(Locale.parse(lang).plural_form(abs(n)), by["other"])

@@ -3,7 +3,8 @@
 Initialised lazily on first use (never at import), once per process, under a lock, and shut down at
 exit. `attempt` turns an NVML exception into (None, readable reason), so no caller sees an NVML
 exception; telemetry.nvml_backend.call wraps that into a marked NA. This module sits at the bottom
-layer beside units and persist: it imports nothing from aiworkbook, so specs may use it.
+layer beside units and persist: it imports only aiworkbook.message (a reason is a message: English
+as a str, said in a dashboard's language by its id), so specs may use it.
 
 Tests swap in a fake by stubbing functions on the `pynvml` module (gpustat's approach, see
 tests/fake_nvml.py) and calling `reset()`.
@@ -23,31 +24,45 @@ _atexit_registered = False
 #: not initialise NVML again after it was shut down.
 _EXITING = "NVML shut down (interpreter exiting)"
 
-#: NVML return codes as short, user-facing reasons (names kept close to nvidia-smi's wording).
-_REASONS = {
-    "NVML_ERROR_NOT_SUPPORTED": "not supported",
-    "NVML_ERROR_NO_PERMISSION": "no permission",
-    "NVML_ERROR_GPU_IS_LOST": "GPU is lost",
-    "NVML_ERROR_FUNCTION_NOT_FOUND": "function not found (driver too old)",
-    "NVML_ERROR_LIBRARY_NOT_FOUND": "NVIDIA driver/NVML library not found",
-    "NVML_ERROR_DRIVER_NOT_LOADED": "NVIDIA driver not loaded",
-    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": "NVML library and driver versions do not match",
-    "NVML_ERROR_UNINITIALIZED": "NVML not initialised",
-    "NVML_ERROR_TIMEOUT": "timeout",
-    "NVML_ERROR_NOT_FOUND": "not found",
-    "NVML_ERROR_NO_DATA": "no data yet",
-    "NVML_ERROR_RESET_REQUIRED": "GPU requires reset",
-    "NVML_ERROR_ARGUMENT_VERSION_MISMATCH": "not supported (struct version unknown to this driver)",
-    "NVML_ERROR_INVALID_ARGUMENT": "invalid argument",
-    "NVML_ERROR_INSUFFICIENT_SIZE": "insufficient size",
-    "NVML_ERROR_CORRUPTED_INFOROM": "corrupted infoROM",
-    "NVML_ERROR_IN_USE": "in use",
-    "NVML_ERROR_MEMORY": "insufficient host memory",
-    "NVML_ERROR_NOT_READY": "not ready",
-    "NVML_ERROR_GPU_NOT_FOUND": "GPU not found",
-    "NVML_ERROR_OPERATING_SYSTEM": "blocked by the operating system",
-    "NVML_ERROR_UNKNOWN": "unknown NVML error",
-}
+#: NVML return codes a person may read the reason of: message `nvml.<code>` (nvml_id), worded close
+#: to nvidia-smi, in every catalogue (aiworkbook/locale)
+_CODES = (
+    "NVML_ERROR_NOT_SUPPORTED",
+    "NVML_ERROR_NO_PERMISSION",
+    "NVML_ERROR_GPU_IS_LOST",
+    "NVML_ERROR_FUNCTION_NOT_FOUND",
+    "NVML_ERROR_LIBRARY_NOT_FOUND",
+    "NVML_ERROR_DRIVER_NOT_LOADED",
+    "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+    "NVML_ERROR_UNINITIALIZED",
+    "NVML_ERROR_TIMEOUT",
+    "NVML_ERROR_NOT_FOUND",
+    "NVML_ERROR_NO_DATA",
+    "NVML_ERROR_RESET_REQUIRED",
+    "NVML_ERROR_ARGUMENT_VERSION_MISMATCH",
+    "NVML_ERROR_INVALID_ARGUMENT",
+    "NVML_ERROR_INSUFFICIENT_SIZE",
+    "NVML_ERROR_CORRUPTED_INFOROM",
+    "NVML_ERROR_IN_USE",
+    "NVML_ERROR_MEMORY",
+    "NVML_ERROR_NOT_READY",
+    "NVML_ERROR_GPU_NOT_FOUND",
+    "NVML_ERROR_OPERATING_SYSTEM",
+    "NVML_ERROR_UNKNOWN",
+)
+
+
+def nvml_id(code: str) -> str:
+    """The message id of an NVML return code's reason: NVML_ERROR_NO_PERMISSION -> nvml.no_permission."""
+    return f"nvml.{code.split('_', 2)[2].lower()}"
+
+
+def said(code: str) -> str:
+    """The reason for NVML return code `code` (a Msg: English as a str)."""
+    from aiworkbook.message import Msg
+
+    return Msg(nvml_id(code))
+
 
 #: What an unversioned binding (e.g. nvmlDeviceGetComputeRunningProcesses, wrapped by pynvml's
 #: throwOnVersionMismatch) raises on a driver that lacks the versioned symbol: pynvml turns the
@@ -67,16 +82,18 @@ def reason(exc: BaseException) -> str:
     code = getattr(exc, "value", None)
     is_nvml = isinstance(exc, pynvml.NVMLError) or type(exc).__name__.startswith("NVMLError")
     if is_nvml and isinstance(code, int):
-        for name, text in _REASONS.items():
+        for name in _CODES:
             if getattr(pynvml, name, object()) == code:
-                return text
+                return said(name)
+        from aiworkbook.message import Msg
+
         try:
-            return f"NVML error {int(code)}: {exc}"
+            return Msg("nvml.error", code=code, error=str(exc))
         except Exception:  # str() asks libnvidia-ml for unknown codes
-            return f"NVML error {code}"
+            return Msg("nvml.error", code=code, error="?")
     mismatch = getattr(pynvml, "NVMLLibraryMismatchError", None)
     if mismatch is not None and isinstance(exc, mismatch):
-        return DRIVER_TOO_OLD
+        return said("NVML_ERROR_FUNCTION_NOT_FOUND")  # == DRIVER_TOO_OLD
     return str(exc) or type(exc).__name__
 
 
@@ -101,12 +118,14 @@ def ensure() -> str | None:
     with _lock:
         if _state is None:
             if _no_library():
-                _state = _REASONS["NVML_ERROR_LIBRARY_NOT_FOUND"]  # what nvmlInit would say
+                _state = said("NVML_ERROR_LIBRARY_NOT_FOUND")  # what nvmlInit would say
                 return _state
             try:
                 import pynvml
             except ImportError:
-                _state = "nvidia-ml-py is not installed"
+                from aiworkbook.message import Msg
+
+                _state = Msg("nvml.no_binding")
             else:
                 try:
                     pynvml.nvmlInit()

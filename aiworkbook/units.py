@@ -10,10 +10,6 @@ import math
 
 from aiworkbook.i18n_format import decimal_sign, fixed, general, money, percent
 
-#: "days" in the languages of the dashboards (fmt_seconds)
-_DAYS = {"nl": "dagen", "de": "Tage"}
-_PER_MTOK = {"nl": "per miljoen tokens", "de": "pro Million Tokens"}
-
 GiB = 2**30
 MiB = 2**20
 KiB = 2**10
@@ -55,11 +51,14 @@ BYTE_UNITS: dict[str, int] = {"TiB": TiB, "GiB": GiB, "MiB": MiB, "KiB": KiB, "T
 
 def _na(lang: str) -> str:
     """ "n/a" in `lang` (the catalogue's value.na: no arguments, so its template is its words)."""
-    if lang == "en":
-        return "n/a"
+    return "n/a" if lang == "en" else _word("value.na", lang)
+
+
+def _word(id: str, lang: str) -> str:
+    """A unit's word in `lang` (`unit.days`, `unit.per_mtok`, `value.na` of the catalogues)."""
     from aiworkbook.catalogue import template
 
-    return template("value.na", lang)
+    return template(id, lang)
 
 
 def _missing(x: object) -> bool:
@@ -114,7 +113,7 @@ def fmt_seconds(s: float, lang: str = "en") -> str:
         return f"{fixed(s / 60, 1, lang, False)} min"
     if a < 172800:
         return f"{fixed(s / 3600, 1, lang, False)} h"
-    return f"{fixed(s / 86400, 1, lang, False)} {_DAYS.get(lang, 'days')}"
+    return f"{fixed(s / 86400, 1, lang, False)} {_word('unit.days', lang)}"
 
 
 #: The units fmt_rate accepts (besides "auto").
@@ -195,9 +194,9 @@ def fmt_value(v: object, unit: str = "", lang: str = "en") -> str:
         if lang == "en":
             return f"${fmt_number(v)} per M tokens"
         digits = 2 if v >= 1 or v <= 0 else max(2, 2 - math.floor(math.log10(v)))
-        return f"{money(v, lang, digits)} {_PER_MTOK.get(lang, 'per M tokens')}"
+        return f"{money(v, lang, digits)} {_word('unit.per_mtok', lang)}"
     if unit == "J/Mtok":
-        return f"{fmt_number(v, lang)} J {_PER_MTOK.get(lang, 'per M tokens')}"
+        return f"{fmt_number(v, lang)} J {_word('unit.per_mtok', lang)}"
     if unit in ("tokens/s", "1/s"):
         return f"{fmt_number(v, lang)}/s" if unit == "1/s" else f"{fmt_number(v, lang)} tokens/s"
     if unit == "ratio":

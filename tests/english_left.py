@@ -1,12 +1,12 @@
-"""English left on a Dutch or German page: the words of the English catalogs (the tables and the
-gettext catalogues of aiworkbook/locale) that the Dutch and German
-catalogs never use, plus common English function words. Used by tests/browser/test_lang_browser.py;
+"""English left on a Dutch or German page: the words of the English gettext catalogue
+(aiworkbook/locale) that the Dutch and German catalogues never use, plus common English function words. Used by tests/browser/test_lang_browser.py;
 `python tests/english_left.py nl FILE` checks a text file (a page's text saved by hand)."""
 
 from __future__ import annotations
 
 import re
 import sys
+from functools import cache
 
 WORD = re.compile(r"[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ']+")
 #: English words that are no Dutch or German word, beyond those the catalogs yield
@@ -36,16 +36,14 @@ def _words(texts: list[str]) -> set[str]:
     return {w.lower() for t in texts for w in WORD.findall(re.sub(r"{\w+[^}]*}", " ", t))}
 
 
+@cache
 def english_words(lang: str) -> frozenset[str]:
-    """English words a page in `lang` (nl or de) should not show: the English catalogs' words that
-    `lang`'s catalogs never use, and the function words, less the shared names."""
-    from aiworkbook.widgets import i18n as widget_i18n
-
+    """English words a page in `lang` (nl or de) should not show: the English catalogue's words that
+    `lang`'s catalogue never uses, and the function words, less the shared names."""
     from aiworkbook.catalogue import catalogue
-    from aiworkbook.patterns.i18n import TABLES as TEXTS
 
-    en = _words(_strings(widget_i18n.TABLES["en"]) + _strings(TEXTS["en"]) + _strings(catalogue("en")))
-    other = _words(_strings(widget_i18n.TABLES[lang]) + _strings(TEXTS[lang]) + _strings(catalogue(lang)))
+    en = _words(_strings(catalogue("en")))
+    other = _words(_strings(catalogue(lang)))
     return frozenset(w for w in (en - other) | FUNCTION_WORDS if len(w) >= 3 and w not in SHARED)
 
 

@@ -5,6 +5,7 @@ every message renders with extreme arguments in every language, without English 
 
 from __future__ import annotations
 
+import ast
 import io
 import string
 from functools import cache
@@ -39,18 +40,53 @@ def extracted_ids() -> frozenset[str]:
     return frozenset(ids)
 
 
+@cache
+def named_in_code() -> tuple[frozenset[str], tuple[str, ...]]:
+    """(every string literal of the sources, the id prefixes their f-strings compose: `page.` of
+    f"page.{key}.title"): a label, a pattern's text or a plan setting's name is asked for by an id the
+    code composes or passes around, which no extractor sees as a call's argument."""
+    literals: set[str] = set()
+    prefixes: set[str] = set()
+    for top in ("aiworkbook", "widgets"):
+        for src in (ROOT / top).rglob("*.py"):
+            for node in ast.walk(ast.parse(src.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    literals.add(node.value)
+                elif isinstance(node, ast.JoinedStr) and node.values:
+                    head = node.values[0]
+                    if isinstance(head, ast.Constant) and str(head.value).endswith((".", "_")):
+                        prefixes.add(str(head.value))
+    return frozenset(literals), tuple(sorted(prefixes))
+
+
+def used_ids(have: set[str]) -> set[str]:
+    """The entries of `have` the code asks for: extracted, written as a literal, or composed."""
+    from aiworkbook.widgets.finetune import all_fields
+
+    literals, prefixes = named_in_code()
+    literals |= set(all_fields())  # the sizer labels a fine-tuning control by its Workload field
+    return {i for i in have if i in extracted_ids() or i in literals or i.startswith(prefixes)}
+
+
 def fields(template: str) -> set[str]:
     return {f.partition(".")[0].partition("[")[0] for _, f, _, _ in string.Formatter().parse(template) if f}
 
 
-def problems(po: bytes, english: dict[str, str], ids: frozenset[str] | set[str], lang: str) -> list[str]:
-    """What is wrong with one catalogue: an id without translation, a fuzzy entry, fields that differ
-    from the English, an entry no code uses, and Babel's own checkers' complaints."""
+def problems(
+    po: bytes,
+    english: dict[str, str],
+    ids: frozenset[str] | set[str],
+    lang: str,
+    used: set[str] | None = None,
+) -> list[str]:
+    """What is wrong with one catalogue: an id without translation (of `ids`: those the code calls
+    with, and English's), a fuzzy entry, fields that differ from the English, an entry no code uses
+    (`used`, default `ids`), and Babel's own checkers' complaints."""
     cat = read_po(io.BytesIO(po), locale=lang)
     out = [f"{m.id}: fuzzy" for m in cat if m.id and m.fuzzy]
     have = {str(m.id): str(m.string) for m in cat if m.id}
     out += [f"{i}: no translation" for i in sorted(ids) if not have.get(i)]
-    out += [f"{i}: no code uses it" for i in sorted(set(have) - ids)]
+    out += [f"{i}: no code uses it" for i in sorted(set(have) - (ids if used is None else used))]
     out += [
         f"{i}: fields {sorted(fields(t))} != English {sorted(fields(english[i]))}"
         for i, t in have.items()
@@ -70,7 +106,20 @@ def test_the_code_uses_messages_and_the_template_is_current():
 
 @pytest.mark.parametrize("lang", languages())
 def test_every_id_is_translated_not_fuzzy_with_the_same_fields(lang):
-    assert problems(path(lang).read_bytes(), catalogue("en"), extracted_ids(), lang) == []
+    english = catalogue("en")
+    ids = extracted_ids() | set(english)
+    assert problems(path(lang).read_bytes(), english, ids, lang, used_ids(set(english))) == []
+
+
+def test_an_entry_no_code_names_is_reported():
+    """A label, text or list the code neither names nor composes is dead: the check sees it."""
+    assert used_ids({"report.notes", "stale", "choice.static", "no_such.label", "pattern", "check_2"}) == {
+        "check_2",  # composed: f"check_{report.exit_code}"
+        "report.notes",  # composed: f"report.{...}"
+        "stale",  # a literal: self.t("stale")
+        "choice.static",  # composed: f"choice.{value}"
+        "pattern",  # a literal
+    }
 
 
 def test_the_check_catches_a_missing_a_fuzzy_and_a_mismatched_entry():
@@ -122,3 +171,42 @@ def test_every_message_renders_at_the_extremes_in_every_language(x):
             assert "None" not in text and "nan" not in text.lower().split()
             if lang != "en":
                 assert not english_left(text, lang), (id, lang, text)
+
+
+def _forget() -> None:
+    from aiworkbook import catalogue as c
+
+    for f in (c.languages, c._read, c.entries):
+        f.cache_clear()
+
+
+def test_a_new_language_is_one_po_file(tmp_path, monkeypatch):
+    """docs/i18n.md's recipe: a French catalogue dropped next to the others is offered and used (words,
+    figures, plural forms and its name in the switch), with no other change to the code."""
+    import shutil
+
+    from aiworkbook.widgets.i18n import label, native, page_lang
+
+    from aiworkbook import catalogue as c
+    from aiworkbook.i18n_format import fixed
+
+    locale = tmp_path / "locale"
+    shutil.copytree(LOCALE_DIR, locale)
+    fr = locale / "fr" / "LC_MESSAGES"
+    fr.mkdir(parents=True)
+    po = (locale / "en" / "LC_MESSAGES" / "messages.po").read_text(encoding="utf-8")
+    po = po.replace('"Language: en\\n"', '"Language: fr\\n"')
+    po = po.replace('msgid "cancel"\nmsgstr "Cancel"', 'msgid "cancel"\nmsgstr "Annuler"')
+    (fr / "messages.po").write_text(po, encoding="utf-8")
+    monkeypatch.setattr(c, "LOCALE_DIR", locale)
+    monkeypatch.setenv("QUERY_STRING", "lang=fr")
+    _forget()
+    try:
+        assert "fr" in c.languages()
+        assert label("cancel", "fr") == "Annuler" and page_lang() == "fr" and native("fr") == "Français"
+        assert fixed(1234.5, 1, "fr", group=False) == "1234,5"  # CLDR's French, from the file's name
+        assert Msg("roofline.buffers", size=2**28, free=2**34, device="cpu").render("fr").count(",00") == 2
+    finally:
+        monkeypatch.undo()
+        _forget()
+    assert "fr" not in c.languages()

@@ -42,19 +42,17 @@ def test_one_catalog_every_key_in_every_language():
     from aiworkbook.widgets.i18n import TABLES as LABELS
     from aiworkbook.widgets.i18n import label
 
+    from aiworkbook.catalogue import TABLES
     from aiworkbook.patterns.i18n import TABLES as TEXTS
 
-    for tables in (LABELS, TEXTS):
-        keys = set(tables["en"])
-        for lang in ("nl", "de"):
-            assert set(tables[lang]) == keys, (lang, set(tables[lang]) ^ keys)
-            for k in keys:
-                if isinstance(tables["en"][k], str):
-                    fields = {f for _, f, _, _ in string.Formatter().parse(tables["en"][k]) if f}
-                    assert fields == {
-                        f for _, f, _, _ in string.Formatter().parse(str(tables[lang][k])) if f
-                    }, k
-    # the widgets' label() answers the library's keys too: one lookup for widgets, charts and report
+    assert LABELS is TEXTS is TABLES  # one catalogue per language, for widgets, library and report
+    keys = set(TABLES["en"])
+    for lang in ("nl", "de"):
+        assert set(TABLES[lang]) == keys, (lang, set(TABLES[lang]) ^ keys)
+        for k in keys:
+            if isinstance(TABLES["en"][k], str):
+                fields = {f for _, f, _, _ in string.Formatter().parse(str(TABLES["en"][k])) if f}
+                assert fields == {f for _, f, _, _ in string.Formatter().parse(str(TABLES[lang][k])) if f}, k
     assert label("chart.rule", "de") == TEXTS["de"]["chart.rule"] == "Faustregel"
 
 

@@ -65,3 +65,17 @@ def test_dutch_words():
     with FakeNVML([DATACENTER], driver=False):
         p = _panel(lang="nl")
     assert "geen NVIDIA-GPU gevonden" in p.headline.value
+    # NVML's reason is a message (its id from the return code): said in Dutch, not looked up by English
+    assert "NVIDIA-driver niet geladen" in p.details.value and "driver not loaded" not in p.details.value
+    assert p.result["reasons"][0] == "no NVIDIA GPU found (NVIDIA driver not loaded)"  # the library's str
+
+
+def test_german_figures_and_words():
+    with FakeNVML([SHARED]):
+        p = _panel(auto=False, lang="de")
+        p.max_model_len.value = 8192
+        p.read()
+        assert p.wait(30)
+    assert "Startet nicht bei 0,9" in p.headline.value
+    assert f"{p.result['max_utilization']:.2f}".replace(".", ",") in p.details.value
+    assert " frei)" in p.details.value and " free)" not in p.details.value

@@ -8,6 +8,7 @@ import json
 import pytest
 from profile_fakes import CHAT, FAKE, env, install_fake_proof, result
 
+from aiworkbook.catalogue import languages
 from aiworkbook.errors import SpecError
 from aiworkbook.profile import KIND, SCHEMA_VERSION, Fingerprint, Tolerance, check, load_profile, lock
 from aiworkbook.sizing import estimate
@@ -144,7 +145,7 @@ def _set(key, value):
         (lambda p: _edit(p, _set("pattern", "quantum")), "pattern", "classical-ml-cpu"),
         (lambda p: _edit(p, _set("created", "yesterday")), "created", "datetime"),
         (lambda p: _edit(p, _set("created", "2026-01-01T10:00:00")), "created", "timezone"),
-        (lambda p: _edit(p, _set("lang", "fr")), "lang", "en, nl, de"),
+        (lambda p: _edit(p, _set("lang", "fr")), "lang", ", ".join(languages())),
         (lambda p: _edit(p, _set("surprise", 1)), "surprise", "Extra inputs"),
         (lambda p: _edit(p, lambda d: d.pop("node")), "node", "required"),
         (

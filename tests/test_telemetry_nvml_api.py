@@ -190,7 +190,7 @@ def test_reasons_follow_the_real_error_classes(real):
     for const, text in expect.items():
         exc = pynvml.NVMLError(getattr(real, const))
         assert type(exc).__name__.startswith("NVMLError_") and nvml.reason(exc) == text
-    for const in nvml._REASONS:
+    for const in nvml._CODES:
         assert hasattr(real, const), const
     mismatch = pynvml.NVMLLibraryMismatchError("Unversioned function called ...")
     assert not isinstance(mismatch, pynvml.NVMLError)

@@ -1,4 +1,4 @@
-"""Widget labels: the same keys in English, Dutch and German, every key used by a widget exists."""
+"""Widget labels (in the gettext catalogues with every other word): the same keys in English, Dutch and German, every key used by a widget exists."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from aiworkbook.widgets.i18n import LANGS, TABLES, label
 
+from aiworkbook.catalogue import catalogue
 from aiworkbook.errors import SpecError
 
 WIDGETS = Path(__file__).resolve().parents[1] / "widgets"
@@ -22,9 +23,9 @@ def test_every_language_has_every_key():
 
 def test_placeholders_match_across_languages():
     fields = re.compile(r"{(\w+)")
-    for key, text in TABLES["en"].items():
+    for key, text in catalogue("en").items():
         for lang in LANGS:
-            assert set(fields.findall(TABLES[lang][key])) == set(fields.findall(text)), (lang, key)
+            assert set(fields.findall(catalogue(lang)[key])) == set(fields.findall(text)), (lang, key)
 
 
 def test_every_label_a_widget_asks_for_exists():

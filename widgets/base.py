@@ -111,25 +111,20 @@ def dashboard_chart_class() -> Any:
 
 #: vega-embed's options for every chart (https://github.com/vega/vega-embed#options)
 EMBED: dict[str, Any] = {"renderer": "svg"}
-#: vega-embed's action menu in Dutch and German (its `i18n` option)
-EMBED_I18N: dict[str, dict[str, str]] = {
-    "nl": {
-        "CLICK_TO_VIEW_ACTIONS": "Klik voor acties",
-        "COMPILED_ACTION": "Vega-code bekijken",
-        "EDITOR_ACTION": "Openen in de Vega-editor",
-        "PNG_ACTION": "Opslaan als PNG",
-        "SOURCE_ACTION": "Bron bekijken",
-        "SVG_ACTION": "Opslaan als SVG",
-    },
-    "de": {
-        "CLICK_TO_VIEW_ACTIONS": "Für Aktionen klicken",
-        "COMPILED_ACTION": "Vega-Code ansehen",
-        "EDITOR_ACTION": "Im Vega-Editor öffnen",
-        "PNG_ACTION": "Als PNG speichern",
-        "SOURCE_ACTION": "Quelle ansehen",
-        "SVG_ACTION": "Als SVG speichern",
-    },
-}
+#: vega-embed's action menu (its `i18n` option): the catalogues' `vega.<KEY>` entries
+VEGA_MENU = (
+    "CLICK_TO_VIEW_ACTIONS",
+    "COMPILED_ACTION",
+    "EDITOR_ACTION",
+    "PNG_ACTION",
+    "SOURCE_ACTION",
+    "SVG_ACTION",
+)
+
+
+def embed_i18n(lang: str) -> dict[str, str]:
+    """vega-embed's action menu in `lang`."""
+    return {key: label(f"vega.{key}", lang) for key in VEGA_MENU}
 
 
 def kernel_loop() -> asyncio.AbstractEventLoop | None:
@@ -549,8 +544,8 @@ def localize_choices(root: Any, lang: str) -> None:
         if isinstance(w, W.widgets.widget_selection._Selection):
             relabel(w)
             w.observe(lambda change: relabel(change["owner"]), names="_options_labels")
-        elif lang in EMBED_I18N and hasattr(w, "embed_options") and hasattr(w, "spec"):  # alt.JupyterChart
-            w.embed_options = {**(w.embed_options or {}), "i18n": EMBED_I18N[lang]}
+        elif lang != "en" and hasattr(w, "embed_options") and hasattr(w, "spec"):  # alt.JupyterChart
+            w.embed_options = {**(w.embed_options or {}), "i18n": embed_i18n(lang)}
         stack.extend(getattr(w, "children", ()) or ())
 
 

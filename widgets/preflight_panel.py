@@ -11,73 +11,7 @@ from typing import Any
 import ipywidgets as W
 
 from .base import Background, Composite, html_table, value_html
-
-#: The panel's own words (en, nl, de); the library's reasons and risks stay as it words them.
-WORDS: dict[str, dict[str, str]] = {
-    "en": {
-        "title": "Pre-flight on this GPU (vLLM)",
-        "model": "Model",
-        "util": "--gpu-memory-utilization",
-        "max_len": "--max-model-len (0: model's)",
-        "device": "Device(s)",
-        "read": "Read this GPU now",
-        "no_gpu": "no NVIDIA GPU found",
-        "starts": "Starts at {u}",
-        "not_start": "Will not start at {u}",
-        "largest": "largest --gpu-memory-utilization that starts: {u} → KV cache {t} tokens, max concurrency {c}",
-        "none": "no --gpu-memory-utilization starts next to the co-tenants",
-        "who": "Who holds what (NVML, read now)",
-        "pid": "pid",
-        "name": "process",
-        "memory": "VRAM",
-        "container": "container / cgroup",
-        "unattributed": "not attributed to a listed process",
-        "na": "n/a (NVML cannot read it)",
-        "risk": "Risk",
-    },
-    "nl": {
-        "title": "Pre-flight op deze GPU (vLLM)",
-        "model": "Model",
-        "util": "--gpu-memory-utilization",
-        "max_len": "--max-model-len (0: van het model)",
-        "device": "Apparaat/apparaten",
-        "read": "Lees deze GPU nu",
-        "no_gpu": "geen NVIDIA-GPU gevonden",
-        "starts": "Start bij {u}",
-        "not_start": "Start niet bij {u}",
-        "largest": "grootste --gpu-memory-utilization die start: {u} → KV-cache {t} tokens, max. gelijktijdigheid {c}",
-        "none": "geen --gpu-memory-utilization start naast de andere gebruikers",
-        "who": "Wie houdt wat vast (NVML, nu gelezen)",
-        "pid": "pid",
-        "name": "proces",
-        "memory": "VRAM",
-        "container": "container / cgroup",
-        "unattributed": "niet toe te wijzen aan een getoond proces",
-        "na": "n.v.t. (NVML kan het niet lezen)",
-        "risk": "Risico",
-    },
-    "de": {
-        "title": "Vorabprüfung auf dieser GPU (vLLM)",
-        "model": "Modell",
-        "util": "--gpu-memory-utilization",
-        "max_len": "--max-model-len (0: des Modells)",
-        "device": "Gerät(e)",
-        "read": "Diese GPU jetzt lesen",
-        "no_gpu": "keine NVIDIA-GPU gefunden",
-        "starts": "Startet bei {u}",
-        "not_start": "Startet nicht bei {u}",
-        "largest": "größte --gpu-memory-utilization, die startet: {u} → KV-Cache {t} Tokens, max. Parallelität {c}",
-        "none": "keine --gpu-memory-utilization startet neben den anderen Nutzern",
-        "who": "Wer belegt was (NVML, jetzt gelesen)",
-        "pid": "PID",
-        "name": "Prozess",
-        "memory": "VRAM",
-        "container": "Container / Cgroup",
-        "unattributed": "keinem gelisteten Prozess zuzuordnen",
-        "na": "n. v. (NVML kann es nicht lesen)",
-        "risk": "Risiko",
-    },
-}
+from .i18n import label
 
 
 def check(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -104,8 +38,7 @@ class PreflightPanel(Composite):
         self, model: str = "llama-3-8b", lang: str = "en", *, auto: bool = True, **kwargs: Any
     ) -> None:
         super().__init__(lang=lang, **kwargs)
-        w = WORDS[self.lang]
-        self.words = w
+        w = words(self.lang)
         style = {"description_width": "initial"}
         self.model = W.Text(value=model, description=w["model"], style=style)
         self.utilization = W.BoundedFloatText(
@@ -157,51 +90,46 @@ class PreflightPanel(Composite):
     def _show(self, doc: dict[str, Any]) -> None:
         self.error = ""
         self.result = doc
-        self.headline.value, self.details.value = render(doc, self.words)
+        self.headline.value, self.details.value = render(doc, self.lang)
 
 
-#: why NVML found no GPU (aiworkbook/nvml.py's reasons a machine without one meets), in nl and de,
-#: keyed by the panel's "no_gpu" words of that language
-NVML_WHY: dict[str, dict[str, str]] = {
-    "geen NVIDIA-GPU gevonden": {
-        "NVIDIA driver/NVML library not found": "NVIDIA-driver of NVML-bibliotheek ontbreekt",
-        "NVIDIA driver not loaded": "NVIDIA-driver niet geladen",
-        "NVML library and driver versions do not match": "versies van NVML-bibliotheek en driver verschillen",
-        "no permission": "geen toestemming",
-    },
-    "keine NVIDIA-GPU gefunden": {
-        "NVIDIA driver/NVML library not found": "NVIDIA-Treiber oder NVML-Bibliothek fehlt",
-        "NVIDIA driver not loaded": "NVIDIA-Treiber nicht geladen",
-        "NVML library and driver versions do not match": "Versionen von NVML-Bibliothek und Treiber verschieden",
-        "no permission": "keine Berechtigung",
-    },
-}
+#: the panel's words: `preflight.<key>` of the catalogues
+KEYS = (
+    "title", "model", "util", "max_len", "device", "read", "no_gpu", "who", "pid", "name", "memory",
+    "container", "unattributed", "na", "risk", "none",
+)  # fmt: skip
 
 
-def _gib(n: Any) -> str:
+def words(lang: str) -> dict[str, str]:
+    """The panel's words in `lang` (those without figures)."""
+    return {key: label(f"preflight.{key}", lang) for key in KEYS}
+
+
+def render(doc: dict[str, Any], lang: str = "en") -> tuple[str, str]:
+    """(headline HTML, details HTML) for a pre-flight dict in `lang`; every value escaped. A reason
+    the library gives as a message (no GPU, and why: NVML's reason by its return code) is said in
+    `lang`; the library's other reasons and risks stay as it words them."""
+    from aiworkbook.message import words as said
     from aiworkbook.units import fmt_bytes
 
-    return fmt_bytes(n) if n is not None else "n/a"
+    def gib(n: Any) -> str:
+        return fmt_bytes(n, lang=lang) if n is not None else label("value.na", lang)
 
-
-def render(doc: dict[str, Any], w: dict[str, str]) -> tuple[str, str]:
-    """(headline HTML, details HTML) for a pre-flight dict; every value escaped."""
-    e = html.escape
+    e, w = html.escape, words(lang)
     if not doc.get("gpu_found", True):
-        reason = (doc.get("reasons") or [""])[0]
-        if w is not WORDS["en"]:  # "no NVIDIA GPU found (why)": the why said in the panel's language
-            why = reason.removeprefix("no NVIDIA GPU found").strip().removeprefix("(").removesuffix(")")
-            reason = NVML_WHY.get(w["no_gpu"], {}).get(why, why)
+        reason = said((doc.get("reasons") or [""])[0], lang)
         return f"<b>{e(w['no_gpu'])}</b>", f"<span class='aiwb-preflight-reason'>{e(reason)}</span>"
     u = doc["utilization"]
-    head = e(w["starts" if doc["starts"] else "not_start"].format(u=f"{u:g}"))
-    parts = [f"<p>{e(r)}</p>" for r in doc.get("reasons", [])]
+    head = e(label("preflight.starts" if doc["starts"] else "preflight.not_start", lang, u=u))
+    parts = [f"<p>{e(said(r, lang))}</p>" for r in doc.get("reasons", [])]
     at = doc.get("at_max_utilization")
     if doc.get("max_utilization") is not None and at is not None:
-        line = w["largest"].format(
-            u=f"{doc['max_utilization']:.2f}",
-            t=f"{at['kv_cache_tokens']:,}",
-            c=f"{at['max_concurrency']:.2f}",
+        line = label(
+            "preflight.largest",
+            lang,
+            u=doc["max_utilization"],
+            t=at["kv_cache_tokens"],
+            c=at["max_concurrency"],
         )
     else:
         line = w["none"]
@@ -211,15 +139,19 @@ def render(doc: dict[str, Any], w: dict[str, str]) -> tuple[str, str]:
             [
                 str(t["pid"]),
                 t["name"],
-                _gib(t["used_bytes"]) if t["used_bytes"] is not None else w["na"],
+                gib(t["used_bytes"]) if t["used_bytes"] is not None else w["na"],
                 t.get("container") or t.get("cgroup") or "",
             ]
             for t in d["tenants"]
         ]
-        rows.append(["", w["unattributed"], _gib(d["unattributed_bytes"]), ""])
-        title = (
-            f"{d['label']} {d['name']}: {_gib(d['used_bytes'])} / {_gib(d['total_bytes'])} "
-            f"({_gib(d['free_bytes'])} free)"
+        rows.append(["", w["unattributed"], gib(d["unattributed_bytes"]), ""])
+        title = label(
+            "preflight.device_memory",
+            lang,
+            device=f"{d['label']} {d['name']}",
+            used=gib(d["used_bytes"]),
+            total=gib(d["total_bytes"]),
+            free=gib(d["free_bytes"]),
         )
         parts.append(f"<p><b>{e(w['who'])}</b> {e(title)}</p>")
         if d.get("names_note"):

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import typer
 
+from aiworkbook.catalogue import check_lang
 from aiworkbook.cli.options import option
 from aiworkbook.i18n_format import LANG_ENV  # noqa: F401  (the page language `--lang` sets; defined there)
 from aiworkbook.paths import TOKEN_ENV
@@ -36,8 +37,6 @@ DASHBOARDS = ("sizing", "monitor", "report")
 ALLOW_PROOFS_ENV = "AIWORKBOOK_ALLOW_PROOFS"
 #: the Prometheus server whose fleet the monitor dashboard shows (docs/fleet.md)
 PROMETHEUS_ENV = "AIWORKBOOK_PROMETHEUS_URL"
-#: the page languages (`--lang`; widgets.i18n.page_lang reads LANG_ENV; a viewer's `?lang=` overrides it)
-LANGS = ("en", "nl", "de")
 #: the server module: Voilà with the Host allowlist, XSRF, the kernel cap and culling without a page
 SERVER_MODULE = "aiworkbook.widgets.dashboard_server"
 # Idle kernels (connected or not, no output) are shut down after this long; every kernel is checked
@@ -152,8 +151,7 @@ def launch(
         raise SpecError("token", token, "a non-empty string")
     if not _is_loopback(ip) and token is None:
         token = secrets.token_urlsafe(24)
-    if lang not in LANGS:
-        raise SpecError("lang", lang, ", ".join(LANGS))
+    check_lang(lang)  # the page languages: the catalogues present (widgets.i18n.page_lang reads LANG_ENV)
     if prometheus is not None:
         _check_prometheus(name, prometheus)
     if preheat < 0:

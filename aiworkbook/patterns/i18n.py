@@ -1,22 +1,14 @@
-"""One table per language (en, nl, de) with the same keys; `text(key, lang)` reads them."""
+"""The patterns', questionnaire's and report's words, read from the gettext catalogues
+(aiworkbook.catalogue): `text(key, lang)` for a text, `texts(key, lang)` for a list."""
 
 from __future__ import annotations
 
+from aiworkbook.catalogue import TABLES, check_lang, languages
 from aiworkbook.errors import SpecError
-from aiworkbook.patterns import text_de, text_en, text_nl
 
-LANGS: tuple[str, ...] = ("en", "nl", "de")
-TABLES: dict[str, dict[str, str | tuple[str, ...]]] = {
-    "en": text_en.TEXT,
-    "nl": text_nl.TEXT,
-    "de": text_de.TEXT,
-}
+LANGS: tuple[str, ...] = languages()
 
-
-def check_lang(lang: str) -> str:
-    if lang not in TABLES:
-        raise SpecError("lang", lang, ", ".join(LANGS))
-    return lang
+__all__ = ["LANGS", "TABLES", "check_lang", "text", "texts"]
 
 
 def text(key: str, lang: str = "en") -> str:
@@ -36,5 +28,5 @@ def texts(key: str, lang: str = "en") -> tuple[str, ...]:
 def _get(key: str, lang: str) -> str | tuple[str, ...]:
     table = TABLES[check_lang(lang)]
     if key not in table:
-        raise SpecError("key", key, f"a key of the {lang} table")
+        raise SpecError("key", key, f"a key of the {lang} catalogue")
     return table[key]

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import render
 from aiworkbook.patterns.catalog import Pattern, get_pattern, proof_status
 from aiworkbook.patterns.i18n import check_lang, text
 
@@ -165,7 +166,7 @@ def recommend(answers: Answers | Mapping[str, Any], lang: str = "en") -> Recomme
     proofs = list(pattern.proofs)
     targets = list(pattern.targets)
     if a.latency_slo_ms is not None and a.phase != "training" and pid != "classical-ml-cpu":
-        reasons.append(text("reason.slo", lang).format(slo_ms=a.latency_slo_ms))
+        reasons.append(render("reason.slo", {"slo_ms": a.latency_slo_ms}, lang))
         targets += [t for t in ("p95_p99", "ttft") if t not in targets]
     if a.multi_node and pid != "classical-ml-cpu":
         reasons.append(text("reason.multi_node", lang))

@@ -20,6 +20,7 @@ from typing import Any
 from aiworkbook import cuda_visible, nvml
 from aiworkbook.cuda_visible import Visibility
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.telemetry.processes import own_pid_namespace
 
 
@@ -245,17 +246,17 @@ class Inventory:
 def _inventory() -> Inventory:
     why = nvml.ensure()
     if why is not None:
-        raise NoGPU(f"no NVIDIA GPU found ({why})")
+        raise NoGPU(Msg("gpu.none_found", why=why))
     n, why = nvml.attempt("nvmlDeviceGetCount")
     if why is not None:
-        raise NoGPU(f"no NVIDIA GPU found ({why})")
+        raise NoGPU(Msg("gpu.none_found", why=why))
     if not n:
-        raise NoGPU("no NVIDIA GPU found (the driver reports 0 devices)")
+        raise NoGPU(Msg("gpu.none_found", why=Msg("gpu.zero_devices")))
     inv = Inventory()
     for i in range(int(n)):
         h, why = nvml.attempt("nvmlDeviceGetHandleByIndex", i)
         if why is not None:
-            raise NoGPU(f"GPU {i} cannot be read ({why})")
+            raise NoGPU(Msg("gpu.unreadable", index=i, why=why))
         mode, _ = nvml.attempt("nvmlDeviceGetMigMode", h)
         migs = _mig_handles(h) if mode is not None and mode[0] else []
         uuid, _ = nvml.attempt("nvmlDeviceGetUUID", h)

@@ -328,7 +328,7 @@ def run(
     try:
         devices = read_devices(selectors, ranks=ranks)
     except NoGPU as exc:
-        return no_gpu(spec.name, str(exc))
+        return no_gpu(spec.name, exc.args[0])  # a Msg: said in a dashboard's language by its id
     pf = preflight(spec, devices, s, context_bytes=context_bytes)
     vis = cuda_visible.read()
     return replace(
