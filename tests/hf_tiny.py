@@ -1,6 +1,7 @@
 """Tiny transformers models and an independent saved-bytes counter, shared by the sizing accuracy tests.
 
-The counter is written here, not borrowed from the proof kit, so the sizing tests do not check the
+The models are built from the proof kit's small configs (aiworkbook.proofs.activation_truth), the one
+place those configs live. The counter is written here, not borrowed from the proof kit, so the sizing tests do not check the
 engine against code from the same project that they would also have to trust.
 """
 
@@ -10,42 +11,24 @@ import contextlib
 import logging
 
 import torch
-import transformers
+
+from aiworkbook.proofs import activation_truth as truth
 
 logging.getLogger("transformers").setLevel(logging.ERROR)
-V = 1024
+V = truth.VOCAB
 
 
 def tiny_llama(attn: str, k: int = 2, layers: int = 2):
-    cfg = transformers.LlamaConfig(
-        hidden_size=128,
-        intermediate_size=344,
-        num_attention_heads=4,
-        num_key_value_heads=k,
-        num_hidden_layers=layers,
-        vocab_size=V,
-        max_position_embeddings=1024,
-        tie_word_embeddings=False,
-        attn_implementation=attn,
-    )
-    return transformers.LlamaForCausalLM(cfg)
+    """The proof kit's small Llama (aiworkbook.proofs.activation_truth: one source of the small configs)
+    with `k` KV heads and `layers` layers, untied head."""
+    over = dict(num_key_value_heads=k, num_hidden_layers=layers, tie_word_embeddings=False)
+    return truth.build("llama", "fp32", attn, **over)
 
 
 def tiny_gpt2(attn: str, drop: float = 0.0, layers: int = 2):
-    cfg = transformers.GPT2Config(
-        n_embd=128,
-        n_head=4,
-        n_layer=layers,
-        vocab_size=V,
-        n_positions=1024,
-        attn_implementation=attn,
-        resid_pdrop=drop,
-        embd_pdrop=drop,
-        attn_pdrop=drop,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    return transformers.GPT2LMHeadModel(cfg)
+    """The proof kit's small GPT-2 with every dropout at `drop` and `layers` layers."""
+    over = dict(num_hidden_layers=layers, resid_pdrop=drop, embd_pdrop=drop, attn_pdrop=drop)
+    return truth.build("gpt2", "fp32", attn, **over)
 
 
 def saved_bytes(model, forward, params=None, autocast: bool = False) -> dict[str, int]:

@@ -79,6 +79,12 @@ def test_fit_refuses_an_unknown_device(capsys):
 def test_the_vllm_section_says_it_is_an_estimate_and_whose_arithmetic(capsys):
     assert main(["fit", "llama-3-8b", "--engine", "vllm", "--engine-version", "v1-019"]) == 0
     out = capsys.readouterr().out
-    assert "vLLM start-up, estimated with engine v1-019's arithmetic" in out
+    assert "vLLM start-up, estimated for arithmetic v1-019 (vLLM 0.19.x)" in out
+    assert main(["fit", "llama-3-8b", "--engine", "vllm", "--engine-version", "0.10.2"]) == 0
+    assert "estimated for vLLM 0.10.2 (arithmetic v1)" in capsys.readouterr().out  # the release, named
     assert main(["size", "llama-3-8b", "--engine", "vllm", "--gpu", "H100-SXM"]) == 0
-    assert "estimated with engine v1's arithmetic" in capsys.readouterr().out  # the default, named
+    out = capsys.readouterr().out  # the default: the newest release modelled, named
+    assert (
+        "estimated for vLLM 0.19.x (arithmetic v1-019)" in out
+        and "engine_version                 0.19" in out
+    )

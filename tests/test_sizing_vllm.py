@@ -164,8 +164,8 @@ def test_wrapper_head_tied_as_its_text_config_says():
 def test_profile_peak_is_forward_or_sampler_whichever_larger():
     gpu = get_gpu("H100-SXM")
     spec = load_model("llama-3-8b")
-    few = startup(spec, gpu, VllmSettings(max_num_seqs=8, max_num_batched_tokens=16384))
-    many = startup(spec, gpu, VllmSettings(max_num_seqs=1024, max_num_batched_tokens=2048))
+    few = startup(spec, gpu, VllmSettings(engine="v1", max_num_seqs=8, max_num_batched_tokens=16384))
+    many = startup(spec, gpu, VllmSettings(engine="v1", max_num_seqs=1024, max_num_batched_tokens=2048))
     assert few.activation_peak_bytes == 16384 * (3 * 14336 + 3 * 4096) * 2
     assert many.activation_peak_bytes == 1024 * 128256 * 28 + 2048 * 4096 * 2
 
@@ -243,12 +243,12 @@ def test_cli_fit_and_size_take_vllm_flags(capsys):
 def test_engine_version_sets_default_utilization():
     spec, gpu = load_model("llama-3-8b"), get_gpu("H100-SXM")
     total = gpu.cuda_memory_bytes
-    assert startup(spec, gpu, VllmSettings()).requested_bytes == int(total * 0.9)
+    assert startup(spec, gpu, VllmSettings(engine="v1")).requested_bytes == int(total * 0.9)
     assert startup(spec, gpu, VllmSettings(engine="v1-092")).requested_bytes == int(total * 0.92)
     given = VllmSettings(engine="v1-092", gpu_memory_utilization=0.5)
     assert startup(spec, gpu, given).requested_bytes == int(total * 0.5)
     # the V1 generation's profile and defaults apply to both V1 versions
-    a, b = startup(spec, gpu, VllmSettings()), startup(spec, gpu, VllmSettings(engine="v1-092"))
+    a, b = startup(spec, gpu, VllmSettings(engine="v1")), startup(spec, gpu, VllmSettings(engine="v1-092"))
     assert (
         (a.activation_peak_bytes, a.max_num_seqs)
         == (b.activation_peak_bytes, b.max_num_seqs)
@@ -356,7 +356,7 @@ def test_v019_sampler_is_sort_free():
     """vLLM 0.19 masks top-k/top-p in place (Triton kernel, no sort): 14 B per logit at the dummy
     sampler's peak where the sort-based V1 sampler keeps 28 B alive."""
     spec, gpu = load_model("llama-3-8b"), get_gpu("H100-SXM")
-    old = startup(spec, gpu, VllmSettings(max_model_len=8192))
+    old = startup(spec, gpu, VllmSettings(engine="v1", max_model_len=8192))
     new = startup(spec, gpu, VllmSettings(max_model_len=8192, engine="v1-019"))
     buffer = 132 * 128256 * 4  # the Triton kernel's cached [SMs x vocab] fp32 scratch (H100 SXM: 132 SMs)
     assert new.activation_peak_bytes == 1024 * 128256 * 14 + 8192 * 4096 * 2 + buffer
@@ -383,7 +383,9 @@ def test_v019_moe_workspace_outlives_the_forward():
     tp2 = VllmSettings(tensor_parallel_size=2, engine="v1-019")  # N = 2 x 768 / 2: K decides both
     assert moe_workspace_bytes(spec, tp2, 8192) == ws
     assert moe_workspace_bytes(spec, s, 65536) == ws * 2  # one chunk of 16,384 tokens at a time
-    v1 = startup(spec, gpu, VllmSettings(max_model_len=8192))  # up to 0.1x: scratch freed after the forward
+    v1 = startup(
+        spec, gpu, VllmSettings(engine="v1", max_model_len=8192)
+    )  # up to 0.1x: scratch freed after the forward
     assert v1.activation_peak_bytes == 1024 * 151936 * 28 + 8192 * 2048 * 2
 
 
@@ -401,7 +403,7 @@ def test_v019_tensor_parallel_buffers():
     assert nt[("v1-019", 1)] == int(0.24 * GiB) and nt[("v1-019", 2)] == nt[("v1-019", 4)] == int(2.1 * GiB)
     assert nt[("v1", 1)] == int(0.25 * GiB) and nt[("v1", 2)] == int(0.55 * GiB)
     mixtral = load_model("mixtral-8x7b")
-    a = startup(mixtral, gpu, VllmSettings(max_model_len=8192, tensor_parallel_size=2))
+    a = startup(mixtral, gpu, VllmSettings(engine="v1", max_model_len=8192, tensor_parallel_size=2))
     b = startup(mixtral, gpu, VllmSettings(max_model_len=8192, tensor_parallel_size=2, engine="v1-019"))
     peak_v019 = 1024 * 32000 * 14 + 8192 * 4096 * 2 + 8192 * 2 * (7168 + 14336) * 2 + 132 * 32000 * 4
     assert b.activation_peak_bytes == peak_v019 > a.activation_peak_bytes
@@ -467,7 +469,7 @@ def test_v019_gemma3_dummy_images_outlive_the_encoder():
     with_images, without = startup(spec, gpu, s), startup(text_only, gpu, s)
     assert with_images.activation_peak_bytes - without.activation_peak_bytes == held
     assert mm_dummy_batch_bytes(load_model("gemma-3-1b-it"), s, 1024, 8192, 8192) == (0, "")
-    v1 = VllmSettings(max_model_len=8192)  # other releases keep their profile
+    v1 = VllmSettings(engine="v1", max_model_len=8192)  # other releases keep their profile
     assert startup(spec, gpu, v1).activation_peak_bytes == startup(text_only, gpu, v1).activation_peak_bytes
 
 

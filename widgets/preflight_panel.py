@@ -17,14 +17,17 @@ from .i18n import label
 def check(inputs: dict[str, Any]) -> dict[str, Any]:
     """The pre-flight as a dict (aiworkbook.preflight.vllm.run): Preflight.to_dict(), or the no-GPU
     answer. Bad values raise SpecError (shown in the error area)."""
-    from aiworkbook.preflight.vllm import run
+    from aiworkbook.preflight.vllm import resolve_release, run
     from aiworkbook.sizing.vllm import VllmSettings
 
     max_len = inputs.get("max_model_len") or None
     device = str(inputs.get("device") or "").strip()
     selectors = [x for x in device.split(",") if x.strip()] or None
-    s = VllmSettings(gpu_memory_utilization=inputs["gpu_memory_utilization"], max_model_len=max_len)
-    r = run(str(inputs["model"]).strip(), s, selectors)
+    release, source = resolve_release(str(inputs.get("engine_version") or "").strip() or None)
+    s = VllmSettings(
+        gpu_memory_utilization=inputs["gpu_memory_utilization"], max_model_len=max_len, engine=release
+    )
+    r = run(str(inputs["model"]).strip(), s, selectors, engine_source=source)
     return r if isinstance(r, dict) else r.to_dict()
 
 
@@ -48,6 +51,7 @@ class PreflightPanel(Composite):
             value=0, min=0, max=10_000_000, description=w["max_len"], style=style
         )
         self.device = W.Text(value="", placeholder="0", description=w["device"], style=style)
+        self.engine_version = W.Text(value="", placeholder="0.19.1", description=w["release"], style=style)
         self.button = W.Button(description=w["read"])
         self.button.add_class("aiwb-preflight-read")
         self.headline = value_html("")
@@ -58,7 +62,8 @@ class PreflightPanel(Composite):
         self.children = [
             W.HTML(f"<b>{html.escape(w['title'])}</b>"),
             W.HBox([self.model, self.utilization]),
-            W.HBox([self.max_model_len, self.device, self.button]),
+            W.HBox([self.max_model_len, self.device]),
+            W.HBox([self.engine_version, self.button]),
             self.error_area,
             self.headline,
             self.details,
@@ -78,6 +83,7 @@ class PreflightPanel(Composite):
             "gpu_memory_utilization": float(self.utilization.value),
             "max_model_len": int(self.max_model_len.value),
             "device": self.device.value,
+            "engine_version": self.engine_version.value,
         }
 
     def read(self) -> None:
@@ -96,7 +102,7 @@ class PreflightPanel(Composite):
 #: the panel's words: `preflight.<key>` of the catalogues
 KEYS = (
     "title", "model", "util", "max_len", "device", "read", "no_gpu", "who", "pid", "name", "memory",
-    "container", "unattributed", "na", "risk", "none",
+    "container", "unattributed", "na", "risk", "none", "release",
 )  # fmt: skip
 
 
@@ -134,6 +140,10 @@ def render(doc: dict[str, Any], lang: str = "en") -> tuple[str, str]:
     else:
         line = w["none"]
     parts.append(f"<p class='aiwb-preflight-largest'>{e(line)}</p>")
+    st = doc.get("settings") or {}
+    if st.get("engine_version"):
+        used = label("preflight.arithmetic", lang, v=st["engine_version"], e=st.get("engine", ""))
+        parts.append(f"<p class='aiwb-preflight-release'>{e(used)}</p>")
     for d in doc["devices"]:
         rows = [
             [

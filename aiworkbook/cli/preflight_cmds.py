@@ -65,15 +65,16 @@ def vllm_cmd(
     from aiworkbook.cli.vllm_flags import settings
     from aiworkbook.errors import SpecError
     from aiworkbook.persist import dumps_json
-    from aiworkbook.preflight.vllm import run
+    from aiworkbook.preflight.vllm import resolve_release, run
     from aiworkbook.sizing.memory import CUDA_CONTEXT_BYTES
 
-    s = settings({}, flags)
+    release, source = resolve_release(flags["engine"])
+    s = settings({}, {**flags, "engine": release})
     if context_mib is not None and not 0 <= context_mib <= 65536:
         raise SpecError("context_mib", context_mib, "0..65536")
     selectors = [x for x in device.split(",") if x.strip()] if device else None
     ctx = CUDA_CONTEXT_BYTES if context_mib is None else context_mib * 2**20
-    r = run(model, s, selectors, context_bytes=ctx)
+    r = run(model, s, selectors, context_bytes=ctx, engine_source=source)
     from aiworkbook.preflight.slurm_gpus import allocation, line
 
     alloc = allocation()
@@ -104,6 +105,7 @@ def report_lines(r) -> list[str]:
     """The pre-flight for people: each device and who holds it, the rule, the answer, the risks."""
     from aiworkbook.errors import printable
     from aiworkbook.preflight.vllm import RULE
+    from aiworkbook.sizing.vllm import release_label
 
     out = []
     for c in r.devices:
@@ -137,10 +139,13 @@ def report_lines(r) -> list[str]:
             f"its check: CUDA context, NCCL, custom all-reduce; an estimate): {verdict}"
         )
     a = r.at_requested
+    release = release_label(r.settings["engine_version"])
+    source = r.settings.get("engine_version_source")
+    out.append(f"arithmetic: {release}" + (f", {source}" if source else ""))
     if a is not None and r.starts:
         out.append(
             f"at --gpu-memory-utilization {r.utilization:g}: KV cache {a.kv_cache_tokens:,} tokens, max concurrency "
-            f"{a.max_concurrency:.2f} x {a.max_model_len:,} tokens (vLLM's arithmetic, an estimate)"
+            f"{a.max_concurrency:.2f} x {a.max_model_len:,} tokens ({release}, an estimate)"
         )
     if r.max_utilization is None:
         out.append(

@@ -14,7 +14,7 @@ from aiworkbook.cli.options import option
 from aiworkbook.persist import dumps_json
 from aiworkbook.units import fmt_bytes, fmt_value
 
-_VLLM_TITLE = "vLLM start-up, estimated with engine {engine}'s arithmetic (what `vllm serve` would log; --engine-version)"
+_VLLM_TITLE = "vLLM start-up, estimated for {release}: what `vllm serve` would log (--engine-version)"
 _MODEL = typer.Argument(..., help="A preset name or a path to a config.json (or its folder).")
 
 
@@ -61,9 +61,11 @@ def _seq_note(spec: Any, opts: dict[str, Any], w: Any) -> None:
 
 
 def _print_vllm(opts: dict[str, Any], vllm: Any) -> None:
-    """The vLLM section, titled with the engine version whose arithmetic made it."""
+    """The vLLM section, titled with the release (and arithmetic) that made it."""
     if vllm:
-        _section(_VLLM_TITLE.format(engine=opts["_vllm"]["engine"]), vllm)
+        from aiworkbook.sizing.vllm import release_label
+
+        _section(_VLLM_TITLE.format(release=release_label(vllm.engine_version)), vllm)
 
 
 #: How the command line spells a Workload field where it is not `--field-name`, and what it says

@@ -30,10 +30,11 @@ def vllm_flags(
     quantization: str = typer.Option(None, "--quantization", help="vLLM: fp8 | awq | gptq | ..."),
     block_size: int = typer.Option(16, "--block-size", help="vLLM: tokens per KV block."),
     engine_version: str = typer.Option(
-        "v1",
+        None,
         "--engine-version",
-        help="vLLM release (0.6.4 ... 0.19.x, mapped to the arithmetic it uses) or that arithmetic: "
-        "v1 (>= 0.8, default utilisation 0.9) | "
+        help="vLLM release (0.6.4 ... 0.19.x, mapped to the arithmetic it uses; default: the newest, "
+        "0.19.x; preflight: the installed vLLM's) or that arithmetic: "
+        "v1 (0.8-0.18, default utilisation 0.9) | "
         "v1-092 (releases defaulting --gpu-memory-utilization to 0.92, e.g. 0.25-0.30) | v0 (0.6.4-0.7) | "
         "v1-019 (0.19: sort-free sampler, larger non-torch memory under tensor parallelism).",
     ),
@@ -97,7 +98,7 @@ def apply_to_opts(opts: dict[str, Any], flags: dict[str, Any]) -> None:
 
 def settings(opts: dict[str, Any], flags: dict[str, Any]):
     from aiworkbook.errors import SpecError
-    from aiworkbook.sizing.vllm import VllmSettings
+    from aiworkbook.sizing.vllm import NEWEST_RELEASE, VllmSettings
 
     if flags["dtype"] not in _DTYPES:
         raise SpecError("dtype", flags["dtype"], ", ".join(_DTYPES))
@@ -114,7 +115,7 @@ def settings(opts: dict[str, Any], flags: dict[str, Any]):
         dtype=_DTYPES[flags["dtype"]] or "auto",
         quantization=flags["quantization"],
         block_size=flags["block_size"],
-        engine=flags["engine"],
+        engine=flags["engine"] or NEWEST_RELEASE,
     )
 
 

@@ -29,6 +29,45 @@ from aiworkbook.sizing.memory import CUDA_CONTEXT_BYTES
 from aiworkbook.sizing.vllm import VllmSettings, VllmStartup, startup
 
 MiB = 2**20
+
+
+def installed_release() -> str | None:
+    """The installed vLLM's release number as its package metadata gives it (importlib.metadata:
+    "0.19.1", from "0.19.1+cu128" or "0.10.1rc1" the leading numbers), None where vLLM is not installed
+    or its version names no release."""
+    import re
+    from importlib import metadata
+
+    try:
+        raw = metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return None
+    m = re.match(r"v?(\d+\.\d+(?:\.\d+)?)", raw or "")
+    return m.group(1) if m else None
+
+
+def resolve_release(given: str | None) -> tuple[str, str]:
+    """(the --engine-version to size with, where it came from): the one given; else the installed vLLM's
+    release, refused naming the modelled ones when this project does not model it (SpecError, exit 2:
+    sizing it with another release's arithmetic would be a guess); else the newest release modelled."""
+    from aiworkbook.sizing.vllm import NEWEST_RELEASE, engine_of, known_releases
+
+    if given:
+        return given, "--engine-version"
+    here = installed_release()
+    if here is None:
+        return NEWEST_RELEASE, "the newest release modelled (no vLLM installed here)"
+    try:
+        engine_of(here)
+    except SpecError:
+        raise SpecError(
+            "engine_version",
+            f"{here} (the installed vLLM)",
+            f"{known_releases()}; give --engine-version to size with one of them",
+        ) from None
+    return here, "the installed vLLM"
+
+
 #: NCCL's buffers for one communicator on one rank, an estimate: NCCL_BUFFSIZE (4 MiB by default, NCCL's
 #: environment-variable docs) for sending and receiving, over 32 channels (NCCL's MAXCHANNELS); a real
 #: figure depends on the topology and NCCL's version, which only a GPU run measures
@@ -290,6 +329,7 @@ def preflight(
             "max_num_seqs": at_req.max_num_seqs,
             "max_num_batched_tokens": at_req.max_num_batched_tokens,
             "engine": s.engine,
+            "engine_version": s.version,
             "before_snapshot": {**held, "source": "estimate (aiworkbook.preflight.vllm.before_snapshot)"},
         },
     )
@@ -313,10 +353,12 @@ def run(
     selectors: list[str] | None = None,
     *,
     context_bytes: int = CUDA_CONTEXT_BYTES,
+    engine_source: str = "--engine-version",
 ) -> Preflight | dict[str, Any]:
     """Load `model`, read the devices (default: the first tp x pp that CUDA shows, select_visible) and
     apply the rule: a Preflight, or no_gpu()'s dict when no NVIDIA GPU can be read. Bad input raises
-    SpecError before NVML is touched."""
+    SpecError before NVML is touched. `engine_source` says where the release came from
+    (resolve_release)."""
     from aiworkbook import cuda_visible
     from aiworkbook.preflight.gpu import NoGPU, read_devices
     from aiworkbook.specs import load_model
@@ -332,5 +374,7 @@ def run(
     pf = preflight(spec, devices, s, context_bytes=context_bytes)
     vis = cuda_visible.read()
     return replace(
-        pf, visibility={**vis.to_dict(), "selected_by": "--device" if selectors else "environment"}
+        pf,
+        visibility={**vis.to_dict(), "selected_by": "--device" if selectors else "environment"},
+        settings={**pf.settings, "engine_version_source": engine_source},
     )

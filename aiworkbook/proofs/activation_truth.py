@@ -87,17 +87,74 @@ def config(family: str) -> dict[str, Any]:
     return {"model_type": family, **SMALL, **FAMILY_KEYS[family]}
 
 
-def build(family: str, precision: str, attention: str):
+def hf_config(family: str, attention: str = "eager", **over: Any):
+    """transformers' config object for `family`'s small config, with `over` set on it by transformers' own
+    attribute names (so `num_hidden_layers` reaches GPT-2's `n_layer`)."""
     import transformers
 
     cfg = transformers.AutoConfig.for_model(**config(family))
+    for name, value in over.items():
+        setattr(cfg, name, value)
     cfg._attn_implementation = attention
+    return cfg
+
+
+def build(family: str, precision: str, attention: str, **over: Any):
+    """`family`'s small model (seed 0), in training mode; `over` as in hf_config."""
+    import transformers
+
+    cfg = hf_config(family, attention, **over)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation=attention)
     if precision == "bf16":
         model = model.to(torch.bfloat16)
     model.train()
     return model
+
+
+#: the precisions in the order one model goes through them: fp32 weights (alone, then under autocast),
+#: then cast to bf16 once
+_ORDER = ("fp32", "bf16-mixed", "bf16")
+
+
+def variants(family: str):
+    """(precision, attention, checkpointing, model) for every case of `family`, from one built model:
+    cast to bf16 once, attention switched with transformers' set_attn_implementation, checkpointing
+    switched on and off. The same saved bytes as a fresh build per case (tests/test_sizing_truth.py
+    checks a family both ways) for a sixth of the builds. An attention implementation transformers
+    does not offer for the family (Gemma 2 has no sdpa) is left out."""
+    model = build(family, "fp32", "eager")
+    for precision in _ORDER:
+        if precision == "bf16":
+            model = model.to(torch.bfloat16)
+        for attention in ATTENTIONS:
+            try:
+                model.set_attn_implementation(attention)
+            except ValueError as refused:
+                if "attention implementation" not in str(refused):
+                    raise
+                continue
+            if model.config._attn_implementation != attention:  # a model that cannot switch: build it
+                model = build(family, precision, attention)
+            for ckpt in (False, True):
+                if ckpt:
+                    model.gradient_checkpointing_enable({"use_reentrant": True})
+                yield precision, attention, ckpt, model
+                if ckpt:
+                    model.gradient_checkpointing_disable()
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run torch on one intra-op thread meanwhile: these tensors are too small to gain from more, and
+    on a machine with fewer cores than torch assumes (a CI runner's CPU quota) the extra threads only
+    wait on each other."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def saved(model, b: int, s: int, autocast: bool) -> int:
@@ -136,22 +193,13 @@ def estimated(family: str, precision: str, attention: str, ckpt: bool, b: int, s
 
 def measure(families=None, shapes=SHAPES) -> list[Case]:
     out = []
-    for fam in families or FAMILY_KEYS:
-        for precision in PRECISIONS:
-            for attention in ATTENTIONS:
-                try:
-                    model = build(fam, precision, attention)
-                except ValueError as refused:  # transformers refuses sdpa for some families (Gemma 2)
-                    if "attention implementation" not in str(refused):
-                        raise
-                    continue
-                for ckpt in (False, True):
-                    if ckpt:
-                        model.gradient_checkpointing_enable({"use_reentrant": True})
-                    for b, s in shapes:
-                        m = saved(model, b, s, precision == "bf16-mixed")
-                        e = estimated(fam, precision, attention, ckpt, b, s)
-                        out.append(Case(fam, precision, attention, ckpt, b, s, m, e))
+    with one_thread():
+        for fam in families or FAMILY_KEYS:
+            for precision, attention, ckpt, model in variants(fam):
+                for b, s in shapes:
+                    m = saved(model, b, s, precision == "bf16-mixed")
+                    e = estimated(fam, precision, attention, ckpt, b, s)
+                    out.append(Case(fam, precision, attention, ckpt, b, s, m, e))
     return out
 
 

@@ -61,6 +61,23 @@ RELEASES: dict[str, str] = {
     "0.19": "v1-019",
 }
 OLDEST_V0_PATCH = 4  # 0.6.4: the first V0 release this arithmetic follows
+#: The newest vLLM release this project models: the default --engine-version
+NEWEST_RELEASE = max(RELEASES, key=lambda r: tuple(map(int, r.split("."))))
+
+
+def known_releases() -> str:
+    """The release numbers and arithmetic names --engine-version accepts, for an error or a help text."""
+    return f"vLLM 0.6.{OLDEST_V0_PATCH} ... {NEWEST_RELEASE}.x, or " + ", ".join(ENGINES)
+
+
+def releases_of(engine: str) -> str:
+    """The modelled releases that use arithmetic `engine` ("0.8-0.18", "0.19.x"; "" where none is
+    pinned)."""
+    mine = [r for r, e in RELEASES.items() if e == engine]
+    if not mine:
+        return ""
+    first = f"{mine[0]}.{OLDEST_V0_PATCH}" if mine[0] == "0.6" else mine[0]
+    return f"{first}.x" if len(mine) == 1 else f"{first}-{mine[-1]}"
 
 
 def engine_of(version: str) -> str:
@@ -74,9 +91,20 @@ def engine_of(version: str) -> str:
     if ok and key == "0.6" and len(parts) == 3 and int(parts[2]) < OLDEST_V0_PATCH:
         ok = False
     if not ok:
-        known = f"vLLM 0.6.{OLDEST_V0_PATCH} ... {list(RELEASES)[-1]}.x, or " + ", ".join(ENGINES)
-        raise SpecError("engine_version", version, known)
+        raise SpecError("engine_version", version, known_releases())
     return RELEASES[key]
+
+
+def release_label(version: str) -> str:
+    """What an output names: "vLLM 0.19.1 (arithmetic v1-019)" for a release number, "arithmetic v1
+    (vLLM 0.8-0.18)" for an arithmetic named as such (engine_of refuses anything else)."""
+    engine = engine_of(version)
+    if version in ENGINES:
+        span = releases_of(engine)
+        return f"arithmetic {engine}" + (f" (vLLM {span})" if span else " (no release pinned)")
+    number = version.strip().lstrip("v")
+    series = number.count(".") == 1  # "0.19": any patch of it
+    return f"vLLM {number}{'.x' if series else ''} (arithmetic {engine})"
 
 
 #: --quantization methods this arithmetic knows, and the weight width each loads at (weights_bytes)
@@ -127,14 +155,22 @@ class VllmSettings:
     dtype: str = "auto"
     quantization: str | None = None
     block_size: int = 16
-    engine: str = "v1"
+    engine: str = NEWEST_RELEASE  # a vLLM release or an arithmetic (ENGINES); held as the arithmetic
     usage: str = "serve"  # vLLM's usage context: `vllm serve` or the offline `LLM` class ("llm")
     non_torch_bytes: int | None = None  # None: NON_TORCH for the engine and tp
     cudagraph_bytes: int = 0  # subtracted only where the engine version does (opt-in estimate)
+    version: str = ""  # what was asked for: the release number or arithmetic name ("" : engine's)
 
     def __post_init__(self) -> None:
+        if isinstance(self.engine, str) and not self.version:
+            object.__setattr__(self, "version", self.engine.strip())
         if isinstance(self.engine, str) and self.engine not in ENGINES:  # a release number
             object.__setattr__(self, "engine", engine_of(self.engine))
+
+    @property
+    def label(self) -> str:
+        """The release (and arithmetic) every output names: release_label."""
+        return release_label(self.version)
 
     @property
     def family(self) -> str:
@@ -208,6 +244,8 @@ class VllmStartup(Section):
     max_num_batched_tokens: int = figure("tokens", "tokens per step (--max-num-batched-tokens)")
     kv_groups: int = figure("", "KV cache groups (hybrid allocator)")
     page_bytes: int = figure("B", "bytes of one block across the layers of a group")
+    engine_version: str = figure("", "the vLLM release (or arithmetic) asked for: --engine-version")
+    arithmetic: str = figure("", "the start-up arithmetic that release uses (sizing.vllm.ENGINES)")
     formulas: dict[str, str] = field(default_factory=dict, metadata={"unit": "", "doc": "formula per item"})
 
 
@@ -524,6 +562,8 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
         max_num_batched_tokens=tokens,
         kv_groups=n_groups,
         page_bytes=page,
+        engine_version=s.version,
+        arithmetic=s.engine,
         formulas=formulas,
     )
 
