@@ -172,9 +172,18 @@ async def _head(resp: Any, limit: int = ERROR_BODY_BYTES) -> str:
 
 
 async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
-    """Read the event stream into `rec` (chunk times and tokens, usage) up to [DONE]: (when [DONE]
-    arrived or 0.0, the last event). An event that is malformed or an error sets `rec.error` and ends
-    the reading."""
+    """Read the event stream into `rec` (chunk times, texts and tokens, usage) up to [DONE]: (when
+    [DONE] arrived or 0.0, the last event). An event that is malformed or an error sets `rec.error`
+    and ends the reading. The chunks' counts are tokens (`rec.chunk_tokens` "usage") only when every
+    content chunk came with a usage count (vLLM's continuous_usage_stats)."""
+    counted = [0, 0]  # content chunks with a usage count, without
+    try:
+        return await _read_stream(resp, rec, counted)
+    finally:
+        rec.chunk_tokens = "usage" if counted[0] and not counted[1] else ""
+
+
+async def _read_stream(resp: Any, rec: RequestRecord, counted: list[int]) -> tuple[float, Any]:
     seen_usage = 0
     event: Any = None
     async for raw in resp.content:
@@ -205,9 +214,11 @@ async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
         count = _count(usage, "completion_tokens", rec)
         if text:
             rec.chars += len(text)
+            rec.texts.append(text)
             n = 1
             if count is not None:  # per-chunk usage: exact tokens
                 n = max(1, count - seen_usage)
+            counted[count is None] += 1
             rec.chunks.append((now, n))
         if count is not None:
             seen_usage = count
@@ -281,7 +292,7 @@ async def send_one(
         if rec.error is None and not done:
             rec.error = "stream-dropped"
         check_usage(rec)
-        rec.output_tokens = rec.tokens
+        rec.output_tokens = rec.tokens or 0
 
 
 #: a usage count more than this many times the stream's characters, or fewer than its content chunks
@@ -304,12 +315,12 @@ def _count(usage: dict[str, Any], key: str, rec: RequestRecord) -> int | None:
 def check_usage(rec: RequestRecord) -> None:
     """Refuse a usage count the stream could not have carried: more than PLAUSIBLE_FACTOR tokens per
     character streamed, or fewer than the content chunks / PLAUSIBLE_FACTOR (a token per chunk at
-    least, within the factor). The request is flagged and its count left out (each chunk counts 1)."""
+    least, within the factor). The request is flagged and its count left out (its chunks are counted,
+    as chunks, not tokens, unless the tokenizer counts them)."""
     n = rec.usage_tokens
     if n is None or not rec.chunks:
         if rec.flag:  # a per-chunk count refused part-way: none of its counts is used
-            rec.usage_tokens = None
-            rec.chunks = [(t, 1) for t, _ in rec.chunks]
+            _refuse(rec)
         return
     chunks = len(rec.chunks)
     if n > PLAUSIBLE_FACTOR * max(1, rec.chars) or n * PLAUSIBLE_FACTOR < chunks:
@@ -317,8 +328,13 @@ def check_usage(rec: RequestRecord) -> None:
             f"usage completion_tokens {n} is implausible for {chunks} chunks of {rec.chars} characters"
         )
     if rec.flag:
-        rec.usage_tokens = None
-        rec.chunks = [(t, 1) for t, _ in rec.chunks]
+        _refuse(rec)
+
+
+def _refuse(rec: RequestRecord) -> None:
+    rec.usage_tokens = None
+    rec.chunk_tokens = ""
+    rec.chunks = [(t, 1) for t, _ in rec.chunks]
 
 
 _NO_USAGE: dict[str, Any] = {}

@@ -433,8 +433,10 @@ class _Sweep:
     rows: list[dict[str, Any]] = field(default_factory=list)
     failed: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)  # why each invalid load point is
-    output_tokens: int = 0  # over the sweep
+    output_tokens: int = 0  # over the sweep's points whose every request counted tokens
+    counted: int = 0  # completed requests at those points
     completed: int = 0  # requests, over the sweep
+    tokens_from: dict[str, int] = field(default_factory=dict)  # completed requests by what counted them
     kv_at: dict[float, dict[str, Any]] = field(default_factory=dict)  # engine stats per load
     done: int = 0  # steps done
 
@@ -481,7 +483,11 @@ def _sweep_loads(
             row["invalid"] = why
             if why:
                 sw.invalid.append(f"{s.kind} {x:g} is invalid: {why}")
-        sw.output_tokens += summary["output_tokens"]
+        for src, k in summary["tokens_from"].items():
+            sw.tokens_from[src] = sw.tokens_from.get(src, 0) + k
+        if summary["output_tokens"] is not None:
+            sw.output_tokens += summary["output_tokens"]
+            sw.counted += summary["completed"]
         sw.completed += summary["completed"]
         if engine is not None:
             st = engine.stats()
@@ -633,11 +639,23 @@ def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> l
             f"left out as warm-up (first {s.warmup_s:g} s) or cool-down (last {s.cooldown_s:g} s): "
             f"{left_out} requests over the sweep"
         )
-    if not embedded and sw.completed:
-        mean = sw.output_tokens / sw.completed
+    notes.append(
+        "TTFT = first content chunk - scheduled arrival; ITL = the gap between streamed chunks, divided "
+        "among the tokens a chunk carried where known (per token), else one per gap (chunks); TPOT = "
+        "(E2E - TTFT) / (output tokens - 1), tokens only; E2E = scheduled arrival to the answer's end; "
+        f"n = the samples each percentile rests on, none shown from fewer than {s.min_requests}"
+    )
+    src = ", ".join(f"{k} {v}" for k, v in sorted(sw.tokens_from.items()))
+    if sw.tokens_from.get("chunks"):
+        notes.append(
+            f"output counted in chunks, not tokens, for {sw.tokens_from['chunks']} requests (no usage from "
+            "the server, no --tokenizer): kept out of TPOT and tok/s, reported as chunks/s"
+        )
+    if not embedded and sw.counted:
+        mean = sw.output_tokens / sw.counted
         notes.append(
             f"output tokens per completed request: mean {mean:.1f} of {s.output_tokens} asked "
-            "(the server's usage, else the chunks counted)"
+            f"(counted by: {src})"
         )
     return notes
 
