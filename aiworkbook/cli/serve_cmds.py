@@ -113,6 +113,11 @@ def register_prove(prove: typer.Typer) -> None:
             "--shared-prefix",
             "start every prompt with the same N tokens (to measure a prefix cache; default 0: none shared)",
         ),
+        tokenizer: str = option(
+            "--tokenizer",
+            "the served model's tokenizer (a tokenizer.json, a transformers tokenizer folder, or a name in "
+            "the local HF cache; no download): counts output tokens where the server's usage is missing",
+        ),
         samples_csv: Path = option("--samples-csv", "write one row per request here (CSV)"),
         sweep_csv: Path = option(
             "--sweep-csv",

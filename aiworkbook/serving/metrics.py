@@ -87,11 +87,17 @@ class RequestRecord:
 
     def itls(self) -> list[float]:
         """Inter-token latencies: each gap between chunks divided by the tokens the later chunk
-        carried when they are known (`chunk_tokens`), else one sample per gap."""
+        carried when they are known (`chunk_tokens`), else one sample per gap. A chunk that ended no
+        token (part of one, by the tokenizer's count) adds its gap to the next."""
         out: list[float] = []
-        for (t0, _), (t1, n) in zip(self.chunks, self.chunks[1:], strict=False):
-            n = max(1, n) if self.chunk_tokens else 1
-            out.extend([(t1 - t0) / n] * n)
+        prev: float | None = None
+        for t, n in self.chunks:
+            if self.chunk_tokens and n <= 0:  # part of a token (the tokenizer's count): no token ended
+                continue
+            k = n if self.chunk_tokens else 1
+            if prev is not None:
+                out.extend([(t - prev) / k] * k)
+            prev = t
         return out
 
 

@@ -104,6 +104,8 @@ class ServingSettings:
     backend: str = "torch"
     kv_budget_bytes: int | None = None
     api: str = "completions"
+    tokenizer: str | None = None  # --tokenizer: counts output tokens where the server's usage is missing
+    token_counter: Any = None  # the loaded tokenizer (tokencount.TextTokenizer), set when the run starts
 
     @classmethod
     def from_inputs(cls, inputs: dict[str, Any]) -> ServingSettings:
@@ -167,6 +169,7 @@ class ServingSettings:
             backend=inputs.get("backend") or "torch",
             kv_budget_bytes=inputs.get("kv_budget_bytes"),
             api=inputs.get("api") or "completions",
+            tokenizer=inputs.get("tokenizer") or None,
         )
         for key in ("request_timeout_s", "connect_timeout_s", "max_duration_s"):
             v = getattr(s, key)
@@ -205,6 +208,10 @@ class ServingSettings:
         import uuid
 
         run = replace(self, run_id=uuid.uuid4().hex[:8])
+        if self.tokenizer:  # loaded before anything runs: a wrong path is exit 2 naming the field
+            from aiworkbook.serving.tokencount import load_tokenizer
+
+            run = replace(run, token_counter=load_tokenizer(self.tokenizer))
         if self.max_duration_s is None:
             return run
         return replace(run, deadline=time.perf_counter() + self.max_duration_s)
@@ -227,7 +234,7 @@ class ServingSettings:
         return out
 
 
-_ENGINE_FIELDS = ("model", "backend", "kv_budget_bytes", "api")
+_ENGINE_FIELDS = ("model", "backend", "kv_budget_bytes", "api", "token_counter")
 
 
 def plan(**inputs: Any) -> Plan:
@@ -329,6 +336,10 @@ def _measure(
             target, load, on_done=on_done, stop=lambda: control.cancelled, deadline=s.deadline
         )
     control.check(msg)
+    if s.token_counter is not None:  # usage missing or refused: the streamed text tokenised
+        from aiworkbook.serving.tokencount import count_tokens
+
+        count_tokens(records, s.token_counter)
     if rows is not None:  # per-request samples (--samples-csv)
         rows.extend(samples(records, at))
     return summarize_run(records, slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s, min_n=s.min_requests)
@@ -650,6 +661,11 @@ def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> l
         notes.append(
             f"output counted in chunks, not tokens, for {sw.tokens_from['chunks']} requests (no usage from "
             "the server, no --tokenizer): kept out of TPOT and tok/s, reported as chunks/s"
+        )
+    if sw.tokens_from.get("tokenizer") and s.token_counter is not None:
+        notes.append(
+            f"output tokens of {sw.tokens_from['tokenizer']} requests counted by tokenising the streamed "
+            f"text with {s.token_counter.source} (the server's usage missing or refused)"
         )
     if not embedded and sw.counted:
         mean = sw.output_tokens / sw.counted
