@@ -118,6 +118,11 @@ def register_prove(prove: typer.Typer) -> None:
             "the served model's tokenizer (a tokenizer.json, a transformers tokenizer folder, or a name in "
             "the local HF cache; no download): counts output tokens where the server's usage is missing",
         ),
+        no_stream: bool = option(
+            "--no-stream",
+            "one JSON answer per request, not a stream: E2E and tokens/s only (no TTFT/ITL)",
+            False,
+        ),
         samples_csv: Path = option("--samples-csv", "write one row per request here (CSV)"),
         sweep_csv: Path = option(
             "--sweep-csv",
@@ -198,6 +203,8 @@ def _serving_inputs(options: dict[str, Any]) -> dict[str, Any]:
                 inputs["sweep"] = [float(x) for x in value.split(",") if x.strip()] if value else None
             except ValueError:
                 raise SpecError("sweep", value, "comma-separated numbers, e.g. 1,2,4,8") from None
+        elif name == "no_stream":
+            inputs["stream"] = not value
         elif name in ("no_compare", "no_context"):
             inputs["compare" if name == "no_compare" else "context_sweep"] = not value
         else:
@@ -264,7 +271,7 @@ def _print_details(r) -> None:
             if not any(f"p{q}_{key}_s" in x for q in (50, 90, 99)):  # an imported row: what the tool wrote
                 continue
             basis = ""
-            if key == "itl" and x.get("itl_basis", "per token") != "per token":
+            if key == "itl" and x.get("n_itl") and x.get("itl_basis", "per token") != "per token":
                 basis = f"  {x['itl_basis']}"
             typer.echo(
                 f"    {name:<5} {_ms(x.get(f'p50_{key}_s'))} {_ms(x.get(f'p90_{key}_s'))} "

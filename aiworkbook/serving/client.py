@@ -53,6 +53,7 @@ class Target:
     continuous_usage: bool = False
     timeout_s: float = REQUEST_TIMEOUT_S
     connect_timeout_s: float = CONNECT_TIMEOUT_S
+    stream: bool = True  # False (--no-stream): one JSON answer per request, E2E and tokens/s only
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -96,11 +97,17 @@ def _body(
     shared = min(shared, max(0, prompt_tokens - 1))
     words = ["shared"] * shared + [f"r{salt}"] + ["hello"] * max(0, prompt_tokens - 1 - shared)
     text = " ".join(words)
-    body: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens, "stream": True, "temperature": 0}
-    opts: dict[str, Any] = {"include_usage": True}
-    if target.continuous_usage:
-        opts["continuous_usage_stats"] = True
-    body["stream_options"] = opts
+    body: dict[str, Any] = {
+        "model": target.model,
+        "max_tokens": max_tokens,
+        "stream": target.stream,
+        "temperature": 0,
+    }
+    if target.stream:
+        opts: dict[str, Any] = {"include_usage": True}
+        if target.continuous_usage:
+            opts["continuous_usage_stats"] = True
+        body["stream_options"] = opts
     if target.exact_lengths:
         body.update(ignore_eos=True, min_tokens=max_tokens)
     if target.api == "chat":
@@ -229,6 +236,45 @@ async def _read_stream(resp: Any, rec: RequestRecord, counted: list[int]) -> tup
     return 0.0, event
 
 
+async def _read_answer(resp: Any, rec: RequestRecord) -> float:
+    """A non-streaming answer (--no-stream): one JSON document of at most MAX_LINE_BYTES, its text as
+    one chunk arriving at the end, its usage checked like a stream's. Returns when it ended, or 0.0
+    with `rec.error` set."""
+    raw = b""
+    while len(raw) <= MAX_LINE_BYTES and (part := await resp.content.read(MAX_LINE_BYTES + 1 - len(raw))):
+        raw += part
+    if len(raw) > MAX_LINE_BYTES:
+        rec.error, rec.detail = "oversize", f"an answer over {MAX_LINE_BYTES} bytes"
+        return 0.0
+    end = time.perf_counter()
+    try:
+        doc = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        doc = None
+    usage = doc.get("usage") or _NO_USAGE if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or not isinstance(usage, dict) or "error" in doc:
+        rec.error = "server-error" if isinstance(doc, dict) and "error" in doc else "malformed-event"
+        rec.detail = raw[:200].decode("utf-8", "replace")
+        return 0.0
+    text = ""
+    for c in doc.get("choices") or ():
+        if isinstance(c, dict):
+            msg = c.get("message")
+            text = str(c.get("text") or (msg.get("content") if isinstance(msg, dict) else "") or "")
+            break
+    if text:
+        rec.chunks.append((end, 1))
+        rec.texts.append(text)
+        rec.chars += len(text)
+    count = _count(usage, "completion_tokens", rec)
+    if count is not None:
+        rec.usage_tokens = count
+        prompt = _count(usage, "prompt_tokens", rec)
+        if prompt is not None:
+            rec.prompt_tokens = prompt
+    return end
+
+
 async def send_one(
     session: Any, target: Target, rec: RequestRecord, max_tokens: int, salt: int | str = 0, shared: int = 0
 ) -> None:
@@ -246,6 +292,7 @@ async def send_one(
     if key:
         headers["Authorization"] = f"Bearer {key}"
     body = _body(target, rec.prompt_tokens, max_tokens, salt, shared)
+    rec.max_tokens, rec.streamed = max_tokens, target.stream
     rec.sent = time.perf_counter()
     done = 0.0  # when [DONE] arrived: the request's end
     event: Any = None
@@ -256,9 +303,12 @@ async def send_one(
                 where = resp.headers.get("Location")
                 rec.detail = (f"redirect to {where}: " if where else "") + (await _head(resp))[:200]
                 return
-            if resp.content_type != "text/event-stream":
+            if resp.content_type != ("text/event-stream" if target.stream else "application/json"):
                 rec.error = "content-type"
                 rec.detail = f"{resp.content_type}: {(await _head(resp))[:180]}"
+                return
+            if not target.stream:
+                done = await _read_answer(resp, rec)
                 return
             done, event = await _read_events(resp, rec)
             if rec.error is not None:  # an event that ends the request with an error

@@ -47,6 +47,8 @@ class RequestRecord:
     # "" (1 per chunk: chunks, not tokens)
     chunk_tokens: str = ""
     texts: list[str] = field(default_factory=list)  # each content chunk's text (for the tokenizer)
+    max_tokens: int = 0  # the output length asked
+    streamed: bool = True  # False: one answer at the end (--no-stream): no TTFT, ITL or TPOT
 
     @property
     def ok(self) -> bool:
@@ -135,9 +137,10 @@ def summarize_run(
     counted = [r for r in ok if r.tokens is not None]
     out_tokens = sum(r.tokens or 0 for r in counted)
     in_tokens = sum(r.prompt_tokens for r in ok)
-    tpots = [t for r in ok if (t := r.tpot_s) is not None]
+    streamed = [r for r in ok if r.streamed]  # TTFT, ITL and TPOT need a stream
+    tpots = [t for r in streamed if (t := r.tpot_s) is not None]
     # ITL per token from the requests whose chunks' tokens are known; per chunk gap only when none are
-    per_token = [r for r in ok if r.chunk_tokens]
+    per_token = [r for r in streamed if r.chunk_tokens]
     itl_basis = "per token" if per_token else "per chunk gap (chunks, not tokens)"
     all_counted = len(counted) == len(ok)
     good = [
@@ -165,14 +168,16 @@ def summarize_run(
         "total_throughput_tok_s": per_s(out_tokens + in_tokens) if all_counted else None,
         "goodput_req_s": per_s(len(good)) if (slo_ttft_s or slo_tpot_s) else None,
         "slo": {"ttft_s": slo_ttft_s, "tpot_s": slo_tpot_s},
-        "ttft_s": percentiles([r.ttft_s for r in ok], min_n),
+        "ttft_s": percentiles([r.ttft_s for r in streamed], min_n),
         "tpot_s": percentiles(tpots, min_n),
-        "itl_s": percentiles([x for r in (per_token or ok) for x in r.itls()], min_n),
+        "itl_s": percentiles([x for r in (per_token or streamed) for x in r.itls()], min_n),
         "itl_basis": itl_basis,
         "e2e_s": percentiles([r.e2e_s for r in ok], min_n),
         "queue_s": percentiles([r.queue_s for r in recs if r.sent], min_n),
-        "prompt_tokens": spread([r.prompt_tokens for r in recs]),
+        "prompt_tokens": spread([r.prompt_tokens for r in ok]),  # completed only: a failed one has no usage
         "output_tokens_per_request": spread([r.tokens or 0 for r in counted]),
+        # counted outputs shorter than asked: a server that stops early (EOS, or forced lengths ignored)
+        "stopped_early": sum(1 for r in counted if r.max_tokens and (r.tokens or 0) < r.max_tokens),
         "excluded": dict(Counter(r.excluded for r in records if r.excluded and not r.warmup)),
         "usage_refused": sum(1 for r in recs if r.flag),
         "first_usage_refused": next((r.flag for r in recs if r.flag), None),
@@ -211,8 +216,8 @@ def samples(records: list[RequestRecord], load: float) -> list[dict[str, Any]]:
             "index": i,
             "scheduled_s": r.scheduled - t0,
             "queue_s": r.queue_s if r.sent else None,
-            "ttft_s": r.ttft_s if r.chunks else None,
-            "tpot_s": r.tpot_s if r.ok else None,
+            "ttft_s": r.ttft_s if r.chunks and r.streamed else None,
+            "tpot_s": r.tpot_s if r.ok and r.streamed else None,
             "e2e_s": r.e2e_s if r.end else None,
             "prompt_tokens": r.prompt_tokens,
             "output_tokens": r.tokens,

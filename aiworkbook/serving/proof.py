@@ -104,6 +104,7 @@ class ServingSettings:
     backend: str = "torch"
     kv_budget_bytes: int | None = None
     api: str = "completions"
+    stream: bool = True  # --no-stream: one JSON answer per request (E2E and tokens/s only)
     tokenizer: str | None = None  # --tokenizer: counts output tokens where the server's usage is missing
     token_counter: Any = None  # the loaded tokenizer (tokencount.TextTokenizer), set when the run starts
 
@@ -170,6 +171,7 @@ class ServingSettings:
             kv_budget_bytes=inputs.get("kv_budget_bytes"),
             api=inputs.get("api") or "completions",
             tokenizer=inputs.get("tokenizer") or None,
+            stream=inputs.get("stream", True) is not False,
         )
         for key in ("request_timeout_s", "connect_timeout_s", "max_duration_s"):
             v = getattr(s, key)
@@ -355,6 +357,7 @@ def _embedded_target(url: str, name: str, s: ServingSettings) -> Target:
         continuous_usage=True,
         timeout_s=s.request_timeout_s,
         connect_timeout_s=s.connect_timeout_s,
+        stream=s.stream,
     )
 
 
@@ -386,6 +389,7 @@ class _Opened:
     target: Target
     dev: Any
     engine: Any = None
+    forced: bool = False  # output lengths forced and verified (a remote target's probe)
 
 
 def _open_embedded(
@@ -422,7 +426,7 @@ def _open_remote(
     target_url: str, s: ServingSettings, inputs: dict[str, Any], details: dict[str, Any], notes: list[str]
 ) -> _Opened:
     """Discover the remote server's model and kind."""
-    from aiworkbook.serving.discover import discover_sync
+    from aiworkbook.serving.discover import PROBE_TOKENS, discover_sync
 
     found = discover_sync(
         target_url,
@@ -431,10 +435,15 @@ def _open_remote(
         kind=inputs.get("server_kind") or "auto",
         timeout_s=min(s.request_timeout_s, s.max_duration_s or float("inf")),
         connect_timeout_s=s.connect_timeout_s,
+        stream=s.stream,
+        probe_tokens=min(PROBE_TOKENS, s.output_tokens),
+        counter=s.token_counter,
     )
     details["target"] = found.to_dict()
     notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
-    return _Opened(replace(found.target, timeout_s=s.request_timeout_s), "remote")
+    return _Opened(
+        replace(found.target, timeout_s=s.request_timeout_s), "remote", forced=found.mode == "exact"
+    )
 
 
 @dataclass
@@ -481,6 +490,13 @@ def _sweep_loads(
         if summary["stopped"]:
             notes.append(f"{s.kind} {x}: {summary['stopped']}")
         row["usage_refused"] = summary["usage_refused"]
+        row["stopped_early"] = summary["stopped_early"]
+        if summary["stopped_early"] and (opened.forced or opened.engine is not None):
+            notes.append(
+                f"{s.kind} {x:g}: {summary['stopped_early']} of {summary['completed']} answers stopped "
+                f"before the forced length of {s.output_tokens} tokens: the server does not honour "
+                "ignore_eos / min_tokens for every request"
+            )
         if summary["usage_refused"]:
             notes.append(
                 f"{s.kind} {x:g}: the server's usage count refused in {summary['usage_refused']} requests "
@@ -641,7 +657,7 @@ def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> l
     pt = rows[0]["prompt_tokens"] if rows else None
     if pt and pt["n"]:
         notes.append(
-            f"prompt tokens per request (the server's usage when it reports one): mean {pt['mean']:.1f}, "
+            f"prompt tokens per completed request (the server's usage when it reports one): mean {pt['mean']:.1f}, "
             f"stdev {pt['stdev']:.1f}, min {pt['min']}, max {pt['max']} (load {rows[0]['load']})"
         )
     left_out = sum(sum(r["excluded"].values()) for r in rows)
@@ -656,6 +672,11 @@ def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> l
         "(E2E - TTFT) / (output tokens - 1), tokens only; E2E = scheduled arrival to the answer's end; "
         f"n = the samples each percentile rests on, none shown from fewer than {s.min_requests}"
     )
+    if not s.stream:
+        notes.append(
+            "--no-stream: one JSON answer per request, so E2E and tok/s only; TTFT, ITL and TPOT need a "
+            "stream (n 0)"
+        )
     src = ", ".join(f"{k} {v}" for k, v in sorted(sw.tokens_from.items()))
     if sw.tokens_from.get("chunks"):
         notes.append(
