@@ -107,3 +107,39 @@ def test_no_stream_reports_e2e_and_tokens_per_second_without_ttft(tmp_path, caps
     assert row["n_ttft"] == row["n_itl"] == row["n_tpot"] == 0 and row["p50_ttft_s"] is None
     assert row["tokens_from"] == {"usage": 10}
     assert "tok/s (tokens from usage 10)" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(60)
+def test_a_server_that_never_ends_a_stream_costs_a_few_timeouts_not_the_sweep():
+    """Each request times out; once more have than the max error rate allows of the point, the point
+    stops (it is invalid whatever the rest do), and the sweep stops after a point that measured
+    nothing, naming the bound that stopped it. The defaults size the request limit from the output."""
+    import asyncio
+
+    from aiworkbook.serving.proof import ServingSettings
+
+    seen = [0]
+
+    async def forever(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        seen[0] += 1
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        while True:
+            await resp.write(TOKEN)
+            await asyncio.sleep(0.05)
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", forever)
+    with ServerThread(app) as s:
+        r = registry.run(
+            "serving", target=s.url, served_model="m", sweep=[1, 2, 4], requests=20, request_timeout_s=0.3
+        )
+    assert r.verdict == "error" and len(r.details["sweep"]) == 1
+    # the probe, the warm-up, then 2 timeouts: 1 (5 % of 20) is allowed, the second stops the point
+    assert seen[0] == 4
+    assert any("stopped by the request timeout" in n for n in r.notes)
+    assert any("the sweep stopped after concurrency 1 measured nothing: 2, 4 not run" in n for n in r.notes)
+    assert "(--request-timeout)" in r.notes[0]
+    assert ServingSettings.from_inputs({"output_tokens": 32}).request_timeout_s == 38.0
+    assert ServingSettings.from_inputs({"output_tokens": 32, "request_timeout_s": 5}).request_timeout_s == 5

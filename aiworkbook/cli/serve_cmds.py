@@ -89,7 +89,9 @@ def register_prove(prove: typer.Typer) -> None:
             "auto (probe whether it accepts ignore_eos/min_tokens) | vllm | sglang | tgi | openai | transformers",
             "auto",
         ),
-        request_timeout: float = option("--request-timeout", "seconds per request", 120.0),
+        request_timeout: float = option(
+            "--request-timeout", "seconds per request (default 30 + 0.25 per output token: 38 for 32)"
+        ),
         connect_timeout: float = option("--connect-timeout", "seconds to connect", 10.0),
         max_duration: float = option(
             "--max-duration", "seconds for the whole run; what is in flight then is cancelled"

@@ -31,7 +31,18 @@ T = TypeVar("T")
 #: transformers serve refuse unknown fields or do not honour them)
 SERVER_KINDS = ("auto", "vllm", "sglang", "tgi", "openai", "transformers")
 EXTENSION_KINDS = ("vllm", "sglang")
-REQUEST_TIMEOUT_S = 120.0
+REQUEST_TIMEOUT_S = 120.0  # a Target's own default; the proof sizes its own from the output length
+#: the proof's default per-request limit: the first token within FIRST_TOKEN_S, then at least
+#: 1 / S_PER_TOKEN tokens per second (a server that never ends a stream costs this, not 120 s)
+FIRST_TOKEN_S = 30.0
+S_PER_TOKEN = 0.25
+
+
+def request_timeout_for(output_tokens: int) -> float:
+    """The default per-request limit for an output length (32 tokens: 38 s)."""
+    return FIRST_TOKEN_S + S_PER_TOKEN * max(0, output_tokens)
+
+
 CONNECT_TIMEOUT_S = 10.0
 #: the longest SSE line read (aiohttp's readline limit is twice the read buffer): longer is `oversize`
 MAX_LINE_BYTES = 1 << 19
@@ -326,7 +337,10 @@ async def send_one(
     except aiohttp.ConnectionTimeoutError:
         rec.error, rec.detail = "connect-timeout", f"no connection within {target.connect_timeout_s:g} s"
     except asyncio.TimeoutError:
-        rec.error, rec.detail = "timeout", f"no complete answer within {target.timeout_s:g} s"
+        rec.error, rec.detail = (
+            "timeout",
+            f"no complete answer within {target.timeout_s:g} s (--request-timeout)",
+        )
     except LineTooLong:
         rec.error, rec.detail = "oversize", f"an SSE line over {MAX_LINE_BYTES} bytes"
     except aiohttp.ClientPayloadError as exc:
@@ -417,6 +431,9 @@ class Load:
     # is sent twice in a run), after `shared_prefix` words common to all (0: none)
     prefix: str = ""
     shared_prefix: int = 0
+    # stop once more measured requests than this timed out: the point is invalid whatever the rest do,
+    # and each costs a whole request timeout (None: never)
+    max_timeouts: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("warmup_s", "cooldown_s"):
@@ -451,6 +468,7 @@ class _Senders:
     records: list[RequestRecord] = field(default_factory=list)
     done: int = 0
     errors: int = 0
+    timeouts: int = 0
     failing: str = ""  # set when the error rate passed load.max_error_rate
     next_i: int = 0  # the closed loop's next request
     sem: asyncio.Semaphore | None = None
@@ -480,6 +498,12 @@ class _Senders:
             if load.max_error_rate and done >= ERROR_WINDOW and errors / done > load.max_error_rate:
                 self.failing = (
                     f"stopped: {errors} of {done} requests failed (max error rate {load.max_error_rate:g})"
+                )
+            self.timeouts += rec.error == "timeout"
+            if load.max_timeouts is not None and self.timeouts > load.max_timeouts and not self.failing:
+                self.failing = (
+                    f"stopped by the request timeout: {self.timeouts} requests had no complete answer in "
+                    f"time, more than the {load.max_timeouts} the max error rate allows of {load.requests}"
                 )
         if self.on_done is not None:
             self.on_done(self.done, load.requests)

@@ -23,7 +23,7 @@ from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
-from aiworkbook.serving.client import CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S, Load, Target, run_load_sync
+from aiworkbook.serving.client import CONNECT_TIMEOUT_S, Load, Target, request_timeout_for, run_load_sync
 from aiworkbook.serving.knee import bisect_load, find_knee
 from aiworkbook.serving.metrics import samples, summarize_run, sweep_row
 
@@ -151,7 +151,13 @@ class ServingSettings:
             context_concurrency=d["context_concurrency"],
             compare=inputs.get("compare", True),
             context_sweep=inputs.get("context_sweep", True),
-            request_timeout_s=float(_given(inputs, "request_timeout_s", REQUEST_TIMEOUT_S)),
+            request_timeout_s=float(
+                _given(
+                    inputs,
+                    "request_timeout_s",
+                    request_timeout_for(int(_given(inputs, "output_tokens", d["output_tokens"]))),
+                )
+            ),
             connect_timeout_s=float(_given(inputs, "connect_timeout_s", CONNECT_TIMEOUT_S)),
             max_duration_s=None if inputs.get("max_duration_s") is None else float(inputs["max_duration_s"]),
             deadline=None,
@@ -373,6 +379,7 @@ def _load_at(s: ServingSettings, x: float, **over: Any) -> Load:
         max_error_rate=s.max_error_rate if s.stop_on_errors and s.max_error_rate else None,
         prefix=f"{s.run_id}-{x:g}-",
         shared_prefix=s.shared_prefix,
+        max_timeouts=int(s.max_error_rate * s.requests),
     )
     if s.kind == "rate":
         kw.update(rate=float(x), concurrency=s.concurrency)
@@ -505,6 +512,11 @@ def _sweep_loads(
         if summary["requests"] and not summary["completed"]:
             sw.failed.append((x, summary))
             row["invalid"] = "measured nothing"
+            rest = [str(y) for y in s.loads[s.loads.index(x) + 1 :]]
+            if rest:  # a heavier load would fare no better: the rest of the sweep is not worth its time
+                notes.append(
+                    f"the sweep stopped after {s.kind} {x:g} measured nothing: {', '.join(rest)} not run"
+                )
         else:
             why = invalid_point(summary, s.max_error_rate, s.min_requests)
             row["invalid"] = why
@@ -522,6 +534,8 @@ def _sweep_loads(
             sw.kv_at[x] = st
         sw.rows.append(row)
         sw.done += 1
+        if row["invalid"] == "measured nothing":
+            break
     return sw
 
 
