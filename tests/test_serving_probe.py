@@ -143,3 +143,37 @@ def test_a_server_that_never_ends_a_stream_costs_a_few_timeouts_not_the_sweep():
     assert "(--request-timeout)" in r.notes[0]
     assert ServingSettings.from_inputs({"output_tokens": 32}).request_timeout_s == 38.0
     assert ServingSettings.from_inputs({"output_tokens": 32, "request_timeout_s": 5}).request_timeout_s == 5
+
+
+def test_imports_keep_rate_and_concurrency_and_the_tools_own_itl(tmp_path):
+    """A vLLM result run at request rate 8 with max concurrency 16 keeps both; vLLM's ITL and E2E
+    land in their own columns; GuideLLM's inter_token_latency_ms is its ITL (and this TPOT)."""
+    import json
+    from pathlib import Path
+
+    from aiworkbook.serving.importers import import_results
+
+    doc = {
+        "request_rate": 8.0,
+        "max_concurrency": 16,
+        "completed": 40,
+        "failed": 0,
+        "median_ttft_ms": 20.0,
+        "p99_ttft_ms": 40.0,
+        "median_tpot_ms": 5.0,
+        "median_itl_ms": 4.0,
+        "p99_itl_ms": 9.0,
+        "median_e2el_ms": 300.0,
+        "output_throughput": 100.0,
+    }
+    path = tmp_path / "vllm.json"
+    path.write_text(json.dumps(doc))
+    row = import_results(path).details["sweep"][0]
+    assert row["load"] == 16 and row["concurrency"] == 16 and row["rate"] == 8.0
+    assert row["p50_itl_s"] == pytest.approx(0.004) and row["p99_itl_s"] == pytest.approx(0.009)
+    assert row["p50_e2e_s"] == pytest.approx(0.3) and row["p50_tpot_s"] == pytest.approx(0.005)
+    data = Path(__file__).parent / "data"
+    g = import_results(data / "guidellm_0.8.1_report.json").details["sweep"][0]
+    assert g["p50_itl_s"] == g["p50_tpot_s"] and g["n_itl"] > g["n_ttft"]  # per token, per request
+    v = import_results(data / "vllm_0.34.0_bench_serve.jsonl").details["sweep"][0]
+    assert v["n_itl"] > v["n_ttft"] and v["p50_itl_s"] > 0  # pooled from the raw itls

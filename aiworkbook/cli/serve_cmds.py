@@ -267,7 +267,11 @@ def _print_details(r) -> None:
     d = r.details
     rows = d.get("sweep") or []
     for x in rows:
-        typer.echo(f"  load {x['load']!s}: {x.get('requests')} requests, errors {x.get('errors') or {}}")
+        both = [f"{k} {x[k]}" for k in ("rate", "concurrency") if x.get(k) is not None]  # an import's
+        head = f"  load {x['load']!s}" + (f" ({', '.join(both)})" if both else "")
+        if x.get("requests") is not None:
+            head += f": {x['requests']} requests"
+        typer.echo(f"{head}, errors {x.get('errors') or {}}")
         typer.echo(f"    {'':<5} {'p50':>9} {'p90':>9} {'p99':>9} {'n':>6}  (ms)")
         for key, name in _METRIC_NAMES:
             if not any(f"p{q}_{key}_s" in x for q in (50, 90, 99)):  # an imported row: what the tool wrote
