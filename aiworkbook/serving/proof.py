@@ -693,10 +693,7 @@ def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> l
         )
     src = ", ".join(f"{k} {v}" for k, v in sorted(sw.tokens_from.items()))
     if sw.tokens_from.get("chunks"):
-        notes.append(
-            f"output counted in chunks, not tokens, for {sw.tokens_from['chunks']} requests (no usage from "
-            "the server, no --tokenizer): kept out of TPOT and tok/s, reported as chunks/s"
-        )
+        notes.append(Msg("serving.chunks_not_tokens", requests=sw.tokens_from["chunks"]))
     if sw.tokens_from.get("tokenizer") and s.token_counter is not None:
         notes.append(
             f"output tokens of {sw.tokens_from['tokenizer']} requests counted by tokenising the streamed "
