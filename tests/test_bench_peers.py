@@ -78,14 +78,32 @@ def test_verdict_sets_each_figure_against_its_truth():
             "tok_s_off_served_pct": off,
         }
 
+    def rounds(x, *per_round):
+        return x | {"overhead_p50_ms_rounds": list(per_round)}
+
     rows = [
         row("aiworkbook", 1, 1.0, ttft=51.0),
-        row("aiworkbook", 64, 2.0, tpot=5.2, off=-3.5),
-        row("vllm bench serve", 64, 10.0),
-        row("guidellm", 64, 50.0),
+        rounds(row("aiworkbook", 64, 2.0, tpot=5.2, off=-3.5), 2.0, 2.0, 1.0, 2.0, 3.0),
+        rounds(row("vllm bench serve", 64, 10.0), 10.0, 8.0, 10.0, 20.0, 10.0),
+        rounds(row("guidellm", 64, 50.0), 50.0, 50.0, 2.0, 50.0, 50.0),
     ]
     text = B.verdict(rows)
-    assert "0.20x the best peer's (vllm bench serve); goal <= 0.5x: met" in text
+    # per round against that round's best peer: 0.2, 0.25, 0.5 (guidellm 2.0 that round), 0.1, 0.3
+    assert (
+        "0.25x the best peer's in each round (median of 5 rounds, range 0.10..0.50); goal <= 0.5x: met"
+        in text
+    )
+    rows[1]["overhead_p50_ms_rounds"][2] = 1.5  # one round at 0.75x: the rounds disagree
+    assert "goal <= 0.5x: unsettled (the rounds disagree)" in B.verdict(rows)
     assert "aiworkbook c=1: TTFT +2.0 %, ITL +0.0 %, TPOT +0.0 %, tok/s +0.0 %; within 3 %: yes" in text
     assert "aiworkbook c=64:" in text and "within 3 %: no ['TPOT', 'tok/s']" in text
     assert B.off_pct(97.0, 100.0) == pytest.approx(-3.0) and B.off_pct(1.0, None) is None
+
+
+def test_fewer_than_five_rounds_or_an_existing_folder_are_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        B.main(["--rounds", "2", "--out", str(tmp_path / "new")])
+    assert e.value.code == 2 and "5..100" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        B.main(["--out", str(tmp_path)])  # exists: a round would overwrite another's files
+    assert e.value.code == 2 and "exists" in capsys.readouterr().err

@@ -12,7 +12,14 @@ from aiworkbook.serving.metrics import RequestRecord, percentiles, summarize_run
 
 
 def _rec(**kw):
-    base = dict(scheduled=0.0, sent=0.5, chunks=[(1.0, 1), (1.2, 1), (1.5, 3)], end=1.6, prompt_tokens=10)
+    base = dict(
+        scheduled=0.0,
+        sent=0.5,
+        chunks=[(1.0, 1), (1.2, 1), (1.5, 3)],
+        end=1.6,
+        prompt_tokens=10,
+        chunk_tokens="usage",
+    )
     base.update(kw)
     return RequestRecord(**base)
 
@@ -54,17 +61,37 @@ def test_summary_excludes_warmup_counts_errors_and_goodput():
     assert s["goodput_req_s"] == pytest.approx(1 / 3.5)  # only the first meets TTFT <= 2 s
     assert s["ttft_s"]["n"] == 2 and s["ttft_s"]["p50"] == pytest.approx(2.0)
     row = sweep_row(4, s)
-    for k in (
-        "load",
-        "p50_ttft_s",
-        "p95_ttft_s",
-        "p99_ttft_s",
-        "p50_tpot_s",
-        "p95_tpot_s",
-        "p99_tpot_s",
-        "throughput_tok_s",
-    ):
+    for k in ("load", "p95_ttft_s", "p95_tpot_s", "throughput_tok_s"):
         assert k in row
+    # TTFT, ITL, TPOT and E2E at p50/p90/p99, each with the count it rests on
+    assert row["p90_ttft_s"] == pytest.approx(np.percentile([1.0, 3.0], 90))
+    assert row["p50_e2e_s"] == pytest.approx(2.55) and row["n_e2e"] == 2
+    assert row["n_itl"] == 5 and row["p99_itl_s"] == pytest.approx(
+        np.percentile([0.2, 0.1, 0.1, 0.1, 0.5], 99)
+    )
+    assert row["n_tpot"] == 2 and row["itl_basis"] == "per token"
+
+
+def test_chunks_are_not_tokens():
+    """Without usage or a tokenizer a request's count is chunks: kept out of TPOT, output tokens and
+    tokens/s, reported as chunks per second; its ITL is one sample per gap between chunks."""
+    plain = _rec(chunk_tokens="")  # chunks (1, 1, 3) as the stream carried them: 3 chunks
+    assert plain.tokens is None and plain.tokens_from == "chunks" and plain.tpot_s is None
+    assert plain.itls() == pytest.approx([0.2, 0.3])  # per gap, not split
+    s = summarize_run([plain, _rec()])
+    assert s["output_tokens"] is None and s["output_throughput_tok_s"] is None
+    assert s["output_chunks"] == 6 and s["output_throughput_chunks_s"] == pytest.approx(6 / 1.6)
+    assert s["tokens_from"] == {"chunks": 1, "usage": 1} and s["tpot_s"]["n"] == 1
+    assert s["itl_s"]["n"] == 4 and s["itl_basis"] == "per token"  # the counted request's only
+    only = summarize_run([plain, _rec(chunk_tokens="")])
+    assert only["itl_basis"].startswith("per chunk gap") and only["itl_s"]["n"] == 4
+
+
+def test_no_percentile_below_the_minimum_count():
+    s = summarize_run([_rec(), _rec()], min_n=3)
+    row = sweep_row(1, s)
+    assert row["n_ttft"] == 2 and row["p50_ttft_s"] is None and row["p99_e2e_s"] is None
+    assert row["n_itl"] == 8 and row["p50_itl_s"] is not None  # 8 ITL samples: enough
 
 
 def test_schedule_is_seeded_poisson_with_the_asked_rate():

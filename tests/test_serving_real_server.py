@@ -128,6 +128,24 @@ def test_every_request_succeeds_and_counts_the_servers_tokens(server: str, api: 
         assert r.tokens == OUTPUT_TOKENS and r.tpot_s is not None and r.tpot_s > 0
 
 
+@pytest.mark.parametrize("api", ["completions"])
+def test_the_tokenizer_counts_what_the_server_streamed(server: str, model_dir: Path, api: str):
+    """--tokenizer on the served model's own folder, against the server's usage: the streamed text
+    retokenised gives at most the server's count (a special token decodes to no text) and every token
+    sits in a chunk that carried text."""
+    from aiworkbook.serving.tokencount import count_tokens, load_tokenizer
+
+    found = discover_sync(server, api=api, timeout_s=60)
+    recs = run_load_sync(
+        found.target, Load(requests=3, concurrency=1, prompt_tokens=8, output_tokens=OUTPUT_TOKENS, warmup=0)
+    )
+    tok = load_tokenizer(str(model_dir))
+    for r in recs:
+        usage, r.usage_tokens = r.usage_tokens, None  # as if the server had sent none
+        assert r.ok and count_tokens([r], tok) == 1 and r.tokens_from == "tokenizer"
+        assert r.tokens is not None and 1 <= r.tokens <= (usage or 0) and all(n >= 0 for _, n in r.chunks)
+
+
 @pytest.mark.parametrize("api", ["completions", "chat"])
 def test_the_serving_proof_runs_against_it(server: str, api: str):
     r = registry.run(

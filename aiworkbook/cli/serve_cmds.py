@@ -89,7 +89,9 @@ def register_prove(prove: typer.Typer) -> None:
             "auto (probe whether it accepts ignore_eos/min_tokens) | vllm | sglang | tgi | openai | transformers",
             "auto",
         ),
-        request_timeout: float = option("--request-timeout", "seconds per request", 120.0),
+        request_timeout: float = option(
+            "--request-timeout", "seconds per request (default 30 + 0.25 per output token: 38 for 32)"
+        ),
         connect_timeout: float = option("--connect-timeout", "seconds to connect", 10.0),
         max_duration: float = option(
             "--max-duration", "seconds for the whole run; what is in flight then is cancelled"
@@ -113,7 +115,21 @@ def register_prove(prove: typer.Typer) -> None:
             "--shared-prefix",
             "start every prompt with the same N tokens (to measure a prefix cache; default 0: none shared)",
         ),
+        tokenizer: str = option(
+            "--tokenizer",
+            "the served model's tokenizer (a tokenizer.json, a transformers tokenizer folder, or a name in "
+            "the local HF cache; no download): counts output tokens where the server's usage is missing",
+        ),
+        no_stream: bool = option(
+            "--no-stream",
+            "one JSON answer per request, not a stream: E2E and tokens/s only (no TTFT/ITL)",
+            False,
+        ),
         samples_csv: Path = option("--samples-csv", "write one row per request here (CSV)"),
+        sweep_csv: Path = option(
+            "--sweep-csv",
+            "write one row per load point here (CSV): TTFT, ITL, TPOT, E2E at p50/p90/p99 with their counts",
+        ),
         api: str = typer.Option("completions", help="completions | chat"),
         scheduler: str = typer.Option("continuous", help="static | continuous (embedded server)"),
         backend: str = typer.Option("torch", help="torch | synthetic (embedded server)"),
@@ -141,7 +157,7 @@ def register_prove(prove: typer.Typer) -> None:
         options = dict(locals())  # the command's options, in their order (the result's inputs keep it)
         from aiworkbook.cli.prove_run import check_outputs, emit, run_with_bar
 
-        check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv)
+        check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv, sweep_csv=sweep_csv)
         if import_file is not None:
             from aiworkbook.serving.importers import import_results
 
@@ -152,6 +168,11 @@ def register_prove(prove: typer.Typer) -> None:
         emit(r, json_file)
         if samples_csv is not None and "requests" in r.details:
             _write_samples(samples_csv, r.details["requests"])
+        if sweep_csv is not None:
+            from aiworkbook.serving.metrics import SWEEP_FIELDS, sweep_csv_row
+
+            _write_csv(sweep_csv, SWEEP_FIELDS, [sweep_csv_row(x) for x in r.details.get("sweep") or []])
+            typer.echo(f"wrote {sweep_csv} ({len(r.details.get('sweep') or [])} load points)")
         if r.verdict in ("error", "invalid"):  # a run that measured nothing, or too little, fails
             raise typer.Exit(1)
 
@@ -175,7 +196,7 @@ def _serving_inputs(options: dict[str, Any]) -> dict[str, Any]:
 
     inputs: dict[str, Any] = {}
     for name, value in options.items():
-        if name in ("import_file", "json_file"):
+        if name in ("import_file", "json_file", "sweep_csv"):
             continue
         if name == "samples_csv":
             inputs["samples"] = value is not None
@@ -184,6 +205,8 @@ def _serving_inputs(options: dict[str, Any]) -> dict[str, Any]:
                 inputs["sweep"] = [float(x) for x in value.split(",") if x.strip()] if value else None
             except ValueError:
                 raise SpecError("sweep", value, "comma-separated numbers, e.g. 1,2,4,8") from None
+        elif name == "no_stream":
+            inputs["stream"] = not value
         elif name in ("no_compare", "no_context"):
             inputs["compare" if name == "no_compare" else "context_sweep"] = not value
         else:
@@ -195,14 +218,20 @@ FORMULA_HEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _write_samples(path: Path, rows: list) -> None:
+    from aiworkbook.serving.metrics import SAMPLE_FIELDS
+
+    _write_csv(path, SAMPLE_FIELDS, rows)
+    typer.echo(f"wrote {path} ({len(rows)} requests)")
+
+
+def _write_csv(path: Path, fields: tuple[str, ...], rows: list) -> None:
     import csv
     import io
 
     from aiworkbook.persist import atomic_write_text
-    from aiworkbook.serving.metrics import SAMPLE_FIELDS
 
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=SAMPLE_FIELDS)
+    w = csv.DictWriter(buf, fieldnames=fields)
     w.writeheader()
     # a cell a spreadsheet would read as a formula (a hostile server's error text) is quoted
     w.writerows(
@@ -210,29 +239,52 @@ def _write_samples(path: Path, rows: list) -> None:
         for r in rows
     )
     atomic_write_text(path, buf.getvalue())
-    typer.echo(f"wrote {path} ({len(rows)} requests)")
+
+
+def _throughput(x: dict) -> str:
+    """tok/s with what counted the tokens, or chunks/s ("chunks, not tokens") when some request's
+    output was counted only in chunks."""
+    tput, chunks = x.get("throughput_tok_s"), x.get("throughput_chunks_s")
+    src = x.get("tokens_from") or {}
+    how = ", ".join(f"{k} {v}" for k, v in src.items())
+    if isinstance(tput, int | float):
+        return f"{tput:.1f} tok/s" + (f" (tokens from {how})" if how else "")
+    if isinstance(chunks, int | float):
+        return f"{chunks:.1f} chunks/s (chunks, not tokens: {how}); no tok/s or TPOT from chunks"
+    return "tok/s n/a"
 
 
 def _ms(v) -> str:
     return f"{v * 1e3:9.1f}" if isinstance(v, int | float) else f"{'n/a':>9}"
 
 
+_METRIC_NAMES = (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"), ("e2e", "E2E"))
+
+
 def _print_details(r) -> None:
+    """Per load point: TTFT, ITL, TPOT and E2E at p50/p90/p99 in ms with the samples each rests on
+    (n/a below the minimum), then throughput (tokens, or chunks when only chunks were counted)."""
     d = r.details
     rows = d.get("sweep") or []
-    if rows:
-        typer.echo(
-            f"  {'load':>7} {'p50 TTFT':>9} {'p95 TTFT':>9} {'p99 TTFT':>9} {'p50 TPOT':>9} "
-            f"{'p99 TPOT':>9} {'tok/s':>9} {'n':>5}  errors   (ms)"
-        )
-        for x in rows:
-            tput = x.get("throughput_tok_s")
+    for x in rows:
+        both = [f"{k} {x[k]}" for k in ("rate", "concurrency") if x.get(k) is not None]  # an import's
+        head = f"  load {x['load']!s}" + (f" ({', '.join(both)})" if both else "")
+        if x.get("requests") is not None:
+            head += f": {x['requests']} requests"
+        typer.echo(f"{head}, errors {x.get('errors') or {}}")
+        typer.echo(f"    {'':<5} {'p50':>9} {'p90':>9} {'p99':>9} {'n':>6}  (ms)")
+        for key, name in _METRIC_NAMES:
+            if not any(f"p{q}_{key}_s" in x for q in (50, 90, 99)):  # an imported row: what the tool wrote
+                continue
+            basis = ""
+            if key == "itl" and x.get("n_itl") and x.get("itl_basis", "per token") != "per token":
+                basis = f"  {x['itl_basis']}"
             typer.echo(
-                f"  {x['load']!s:>7} {_ms(x['p50_ttft_s'])} {_ms(x['p95_ttft_s'])} {_ms(x['p99_ttft_s'])} "
-                f"{_ms(x['p50_tpot_s'])} {_ms(x['p99_tpot_s'])} "
-                f"{(f'{tput:9.1f}' if isinstance(tput, int | float) else 'n/a'):>9} {x.get('n')!s:>5}  "
-                f"{x.get('errors') or ''}"
+                f"    {name:<5} {_ms(x.get(f'p50_{key}_s'))} {_ms(x.get(f'p90_{key}_s'))} "
+                f"{_ms(x.get(f'p99_{key}_s'))} {x.get(f'n_{key}', 'n/a')!s:>6}{basis}"
             )
+        typer.echo(f"    {_throughput(x)}")
+    if rows:
         typer.echo(f"  knee: {d.get('knee')}")
     # static vs continuous, the context where the pool runs out and the SLO's load are the result's
     # notes (printed below it), so the report dashboard shows them too

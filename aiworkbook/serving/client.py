@@ -31,7 +31,18 @@ T = TypeVar("T")
 #: transformers serve refuse unknown fields or do not honour them)
 SERVER_KINDS = ("auto", "vllm", "sglang", "tgi", "openai", "transformers")
 EXTENSION_KINDS = ("vllm", "sglang")
-REQUEST_TIMEOUT_S = 120.0
+REQUEST_TIMEOUT_S = 120.0  # a Target's own default; the proof sizes its own from the output length
+#: the proof's default per-request limit: the first token within FIRST_TOKEN_S, then at least
+#: 1 / S_PER_TOKEN tokens per second (a server that never ends a stream costs this, not 120 s)
+FIRST_TOKEN_S = 30.0
+S_PER_TOKEN = 0.25
+
+
+def request_timeout_for(output_tokens: int) -> float:
+    """The default per-request limit for an output length (32 tokens: 38 s)."""
+    return FIRST_TOKEN_S + S_PER_TOKEN * max(0, output_tokens)
+
+
 CONNECT_TIMEOUT_S = 10.0
 #: the longest SSE line read (aiohttp's readline limit is twice the read buffer): longer is `oversize`
 MAX_LINE_BYTES = 1 << 19
@@ -53,6 +64,7 @@ class Target:
     continuous_usage: bool = False
     timeout_s: float = REQUEST_TIMEOUT_S
     connect_timeout_s: float = CONNECT_TIMEOUT_S
+    stream: bool = True  # False (--no-stream): one JSON answer per request, E2E and tokens/s only
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -96,11 +108,17 @@ def _body(
     shared = min(shared, max(0, prompt_tokens - 1))
     words = ["shared"] * shared + [f"r{salt}"] + ["hello"] * max(0, prompt_tokens - 1 - shared)
     text = " ".join(words)
-    body: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens, "stream": True, "temperature": 0}
-    opts: dict[str, Any] = {"include_usage": True}
-    if target.continuous_usage:
-        opts["continuous_usage_stats"] = True
-    body["stream_options"] = opts
+    body: dict[str, Any] = {
+        "model": target.model,
+        "max_tokens": max_tokens,
+        "stream": target.stream,
+        "temperature": 0,
+    }
+    if target.stream:
+        opts: dict[str, Any] = {"include_usage": True}
+        if target.continuous_usage:
+            opts["continuous_usage_stats"] = True
+        body["stream_options"] = opts
     if target.exact_lengths:
         body.update(ignore_eos=True, min_tokens=max_tokens)
     if target.api == "chat":
@@ -172,9 +190,18 @@ async def _head(resp: Any, limit: int = ERROR_BODY_BYTES) -> str:
 
 
 async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
-    """Read the event stream into `rec` (chunk times and tokens, usage) up to [DONE]: (when [DONE]
-    arrived or 0.0, the last event). An event that is malformed or an error sets `rec.error` and ends
-    the reading."""
+    """Read the event stream into `rec` (chunk times, texts and tokens, usage) up to [DONE]: (when
+    [DONE] arrived or 0.0, the last event). An event that is malformed or an error sets `rec.error`
+    and ends the reading. The chunks' counts are tokens (`rec.chunk_tokens` "usage") only when every
+    content chunk came with a usage count (vLLM's continuous_usage_stats)."""
+    counted = [0, 0]  # content chunks with a usage count, without
+    try:
+        return await _read_stream(resp, rec, counted)
+    finally:
+        rec.chunk_tokens = "usage" if counted[0] and not counted[1] else ""
+
+
+async def _read_stream(resp: Any, rec: RequestRecord, counted: list[int]) -> tuple[float, Any]:
     seen_usage = 0
     event: Any = None
     async for raw in resp.content:
@@ -205,9 +232,11 @@ async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
         count = _count(usage, "completion_tokens", rec)
         if text:
             rec.chars += len(text)
+            rec.texts.append(text)
             n = 1
             if count is not None:  # per-chunk usage: exact tokens
                 n = max(1, count - seen_usage)
+            counted[count is None] += 1
             rec.chunks.append((now, n))
         if count is not None:
             seen_usage = count
@@ -216,6 +245,45 @@ async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
             if prompt is not None:
                 rec.prompt_tokens = prompt
     return 0.0, event
+
+
+async def _read_answer(resp: Any, rec: RequestRecord) -> float:
+    """A non-streaming answer (--no-stream): one JSON document of at most MAX_LINE_BYTES, its text as
+    one chunk arriving at the end, its usage checked like a stream's. Returns when it ended, or 0.0
+    with `rec.error` set."""
+    raw = b""
+    while len(raw) <= MAX_LINE_BYTES and (part := await resp.content.read(MAX_LINE_BYTES + 1 - len(raw))):
+        raw += part
+    if len(raw) > MAX_LINE_BYTES:
+        rec.error, rec.detail = "oversize", f"an answer over {MAX_LINE_BYTES} bytes"
+        return 0.0
+    end = time.perf_counter()
+    try:
+        doc = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        doc = None
+    usage = doc.get("usage") or _NO_USAGE if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or not isinstance(usage, dict) or "error" in doc:
+        rec.error = "server-error" if isinstance(doc, dict) and "error" in doc else "malformed-event"
+        rec.detail = raw[:200].decode("utf-8", "replace")
+        return 0.0
+    text = ""
+    for c in doc.get("choices") or ():
+        if isinstance(c, dict):
+            msg = c.get("message")
+            text = str(c.get("text") or (msg.get("content") if isinstance(msg, dict) else "") or "")
+            break
+    if text:
+        rec.chunks.append((end, 1))
+        rec.texts.append(text)
+        rec.chars += len(text)
+    count = _count(usage, "completion_tokens", rec)
+    if count is not None:
+        rec.usage_tokens = count
+        prompt = _count(usage, "prompt_tokens", rec)
+        if prompt is not None:
+            rec.prompt_tokens = prompt
+    return end
 
 
 async def send_one(
@@ -235,6 +303,7 @@ async def send_one(
     if key:
         headers["Authorization"] = f"Bearer {key}"
     body = _body(target, rec.prompt_tokens, max_tokens, salt, shared)
+    rec.max_tokens, rec.streamed = max_tokens, target.stream
     rec.sent = time.perf_counter()
     done = 0.0  # when [DONE] arrived: the request's end
     event: Any = None
@@ -245,9 +314,12 @@ async def send_one(
                 where = resp.headers.get("Location")
                 rec.detail = (f"redirect to {where}: " if where else "") + (await _head(resp))[:200]
                 return
-            if resp.content_type != "text/event-stream":
+            if resp.content_type != ("text/event-stream" if target.stream else "application/json"):
                 rec.error = "content-type"
                 rec.detail = f"{resp.content_type}: {(await _head(resp))[:180]}"
+                return
+            if not target.stream:
+                done = await _read_answer(resp, rec)
                 return
             done, event = await _read_events(resp, rec)
             if rec.error is not None:  # an event that ends the request with an error
@@ -265,7 +337,10 @@ async def send_one(
     except aiohttp.ConnectionTimeoutError:
         rec.error, rec.detail = "connect-timeout", f"no connection within {target.connect_timeout_s:g} s"
     except asyncio.TimeoutError:
-        rec.error, rec.detail = "timeout", f"no complete answer within {target.timeout_s:g} s"
+        rec.error, rec.detail = (
+            "timeout",
+            f"no complete answer within {target.timeout_s:g} s (--request-timeout)",
+        )
     except LineTooLong:
         rec.error, rec.detail = "oversize", f"an SSE line over {MAX_LINE_BYTES} bytes"
     except aiohttp.ClientPayloadError as exc:
@@ -281,7 +356,7 @@ async def send_one(
         if rec.error is None and not done:
             rec.error = "stream-dropped"
         check_usage(rec)
-        rec.output_tokens = rec.tokens
+        rec.output_tokens = rec.tokens or 0
 
 
 #: a usage count more than this many times the stream's characters, or fewer than its content chunks
@@ -304,12 +379,12 @@ def _count(usage: dict[str, Any], key: str, rec: RequestRecord) -> int | None:
 def check_usage(rec: RequestRecord) -> None:
     """Refuse a usage count the stream could not have carried: more than PLAUSIBLE_FACTOR tokens per
     character streamed, or fewer than the content chunks / PLAUSIBLE_FACTOR (a token per chunk at
-    least, within the factor). The request is flagged and its count left out (each chunk counts 1)."""
+    least, within the factor). The request is flagged and its count left out (its chunks are counted,
+    as chunks, not tokens, unless the tokenizer counts them)."""
     n = rec.usage_tokens
     if n is None or not rec.chunks:
         if rec.flag:  # a per-chunk count refused part-way: none of its counts is used
-            rec.usage_tokens = None
-            rec.chunks = [(t, 1) for t, _ in rec.chunks]
+            _refuse(rec)
         return
     chunks = len(rec.chunks)
     if n > PLAUSIBLE_FACTOR * max(1, rec.chars) or n * PLAUSIBLE_FACTOR < chunks:
@@ -317,8 +392,13 @@ def check_usage(rec: RequestRecord) -> None:
             f"usage completion_tokens {n} is implausible for {chunks} chunks of {rec.chars} characters"
         )
     if rec.flag:
-        rec.usage_tokens = None
-        rec.chunks = [(t, 1) for t, _ in rec.chunks]
+        _refuse(rec)
+
+
+def _refuse(rec: RequestRecord) -> None:
+    rec.usage_tokens = None
+    rec.chunk_tokens = ""
+    rec.chunks = [(t, 1) for t, _ in rec.chunks]
 
 
 _NO_USAGE: dict[str, Any] = {}
@@ -351,6 +431,9 @@ class Load:
     # is sent twice in a run), after `shared_prefix` words common to all (0: none)
     prefix: str = ""
     shared_prefix: int = 0
+    # stop once more measured requests than this timed out: the point is invalid whatever the rest do,
+    # and each costs a whole request timeout (None: never)
+    max_timeouts: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("warmup_s", "cooldown_s"):
@@ -385,6 +468,7 @@ class _Senders:
     records: list[RequestRecord] = field(default_factory=list)
     done: int = 0
     errors: int = 0
+    timeouts: int = 0
     failing: str = ""  # set when the error rate passed load.max_error_rate
     next_i: int = 0  # the closed loop's next request
     sem: asyncio.Semaphore | None = None
@@ -414,6 +498,12 @@ class _Senders:
             if load.max_error_rate and done >= ERROR_WINDOW and errors / done > load.max_error_rate:
                 self.failing = (
                     f"stopped: {errors} of {done} requests failed (max error rate {load.max_error_rate:g})"
+                )
+            self.timeouts += rec.error == "timeout"
+            if load.max_timeouts is not None and self.timeouts > load.max_timeouts and not self.failing:
+                self.failing = (
+                    f"stopped by the request timeout: {self.timeouts} requests had no complete answer in "
+                    f"time, more than the {load.max_timeouts} the max error rate allows of {load.requests}"
                 )
         if self.on_done is not None:
             self.on_done(self.done, load.requests)

@@ -3,17 +3,23 @@ when no name is given) and whether the server accepts the extensions that force 
 
 vLLM and SGLang accept `ignore_eos`, `min_tokens` and `stream_options.continuous_usage_stats`;
 OpenAI's API, `transformers serve` and other strict servers refuse unknown fields (HTTP 400 or 422).
-With `kind="auto"` one 1-token request carrying the extensions decides: accepted, every request
-carries them; refused with 400/422, the run sends standard OpenAI fields only, and TPOT and
-throughput count the tokens actually produced (usage, else the chunks counted).
+With `kind="auto"` one request for PROBE_TOKENS tokens carrying the extensions decides: answered
+with that many tokens (the server's usage, else the tokenizer's count), every request carries them
+and the lengths are called forced; answered shorter, the server ignores them (standard fields);
+answered with no count, they are sent but not claimed; refused with 400/422 (and the same request
+without them accepted), standard OpenAI fields only, and TPOT and throughput count the tokens
+actually produced. The server's identity (its `Server` header, /v1/models' `owned_by`, /version)
+is recorded as it says it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from typing import Any
 
 from aiworkbook.errors import SpecError
@@ -29,7 +35,12 @@ from aiworkbook.serving.client import (
 from aiworkbook.serving.metrics import RequestRecord
 
 MODELS_BYTES = 1 << 20  # the most of a /v1/models answer read
+VERSION_BYTES = 4096  # the most of a /version answer read
 REFUSED = ("http-400", "http-422")
+#: the probe's bound: a server that never ends a stream costs at most this, not the run's whole budget
+PROBE_TIMEOUT_S = 30.0
+#: the probe asks for this many tokens (at most the run's output length) with ignore_eos / min_tokens
+PROBE_TOKENS = 8
 
 
 @dataclass(frozen=True)
@@ -39,15 +50,23 @@ class Discovery:
     target: Target
     kind: str
     model_from: str  # "--served-model" or "GET /v1/models"
-    mode: str  # "exact" (extensions sent) or "standard" (OpenAI fields only)
+    mode: str  # "exact" (forced lengths verified), "unverified" (sent, not verified), "standard"
     probe: str  # what the probe saw, or why there was none
+    identity: dict[str, Any] = field(default_factory=dict)  # what the server says it is
+
+    @property
+    def model_shown(self) -> str:
+        """The model id as the result shows it: a local path reduced to its last part."""
+        return shown_model(self.target.model)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "url": self.target.url,
-            "model": self.target.model,
+            "model": self.model_shown,
             "api": self.target.api,
+            "stream": self.target.stream,
             "server_kind": self.kind,
+            "server": self.identity,
             "model_from": self.model_from,
             "mode": self.mode,
             "probe": self.probe,
@@ -55,16 +74,30 @@ class Discovery:
 
     def note(self) -> str:
         if self.mode == "exact":
-            how = "output lengths forced with ignore_eos / min_tokens"
+            how = "output lengths forced with ignore_eos / min_tokens (the probe's length checked)"
+        elif self.mode == "unverified":
+            how = (
+                "ignore_eos / min_tokens sent, but whether the server honours them is not verified (no "
+                "token count for the probe: give --tokenizer): output lengths are not claimed forced"
+            )
         else:
             how = (
                 "standard OpenAI fields only (exact output lengths cannot be forced): TPOT and tokens/s "
-                "from the tokens actually produced (usage, else counted chunks)"
+                "from the tokens actually produced (usage, else --tokenizer, else none: chunks, not tokens)"
             )
+        who = ", ".join(f"{k} {v}" for k, v in self.identity.items()) or "the server does not say"
         return (
-            f"target {self.target.url}, model {self.target.model} ({self.model_from}), server kind "
-            f"{self.kind}: {how}; probe: {self.probe}"
+            f"target {self.target.url}, model {self.model_shown} ({self.model_from}), server kind "
+            f"{self.kind} ({who}): {how}; probe: {self.probe}"
         )
+
+
+def shown_model(model: str) -> str:
+    """A model id that is a local path (absolute, relative or ~) reduced to its last part; a hub id
+    (org/name) is kept."""
+    if model.startswith(("/", "./", "../", "~")) or "\\" in model:
+        return PurePath(model.replace("\\", "/")).name or model
+    return model
 
 
 def _headers() -> dict[str, str]:
@@ -72,35 +105,102 @@ def _headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-async def list_models(session: Any, target: Target) -> list[str]:
-    """The ids `GET /v1/models` lists; SpecError (exit 2) when it cannot be read."""
+async def _read_capped(resp: Any, cap: int) -> bytes | None:
+    raw = b""
+    while len(raw) <= cap and (more := await resp.content.read(cap + 1 - len(raw))):
+        raw += more
+    return None if len(raw) > cap else raw
+
+
+async def list_models(session: Any, target: Target, identity: dict[str, Any] | None = None) -> list[str]:
+    """The ids `GET /v1/models` lists; SpecError (exit 2) when it cannot be read. Into `identity`: the
+    `Server` header and the listed models' `owned_by`."""
     import aiohttp
 
     url = target.base + "/models"
     why = ""
     try:
         async with session.get(url, headers=_headers(), allow_redirects=False) as resp:
+            if identity is not None and resp.headers.get("Server"):
+                identity["server_header"] = resp.headers["Server"][:120]
             if resp.status != 200:
                 why = f"HTTP {resp.status}: {(await _head(resp))[:200]}"
             else:
-                raw = await resp.content.read(MODELS_BYTES + 1)
-                while len(raw) <= MODELS_BYTES and (
-                    more := await resp.content.read(MODELS_BYTES + 1 - len(raw))
-                ):
-                    raw += more
-                if len(raw) > MODELS_BYTES:
+                raw = await _read_capped(resp, MODELS_BYTES)
+                if raw is None:
                     why = f"an answer over {MODELS_BYTES} bytes"
                 else:
                     doc = json.loads(raw.decode("utf-8", "replace"))
                     data = doc.get("data") if isinstance(doc, dict) else None
                     if isinstance(data, list):
-                        ids = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-                        if ids:
-                            return ids
+                        models = [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+                        owners = {str(m["owned_by"])[:80] for m in models if m.get("owned_by")}
+                        if identity is not None and owners:
+                            identity["owned_by"] = ", ".join(sorted(owners))
+                        if models:
+                            return [m["id"] for m in models]
                     why = "no model ids in its answer"
     except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, ValueError) as exc:
         why = f"{type(exc).__name__}: {exc}"[:200] if str(exc) else type(exc).__name__
     raise SpecError("served_model", None, f"--served-model NAME (GET {url} failed: {why})")
+
+
+async def _version(session: Any, target: Target, identity: dict[str, Any]) -> None:
+    """`GET /version` (vLLM, SGLang: {"version": ...}) where the server has one; nothing otherwise."""
+    import aiohttp
+
+    root = target.base[: -len("/v1")]
+    try:
+        async with session.get(root + "/version", headers=_headers(), allow_redirects=False) as resp:
+            if resp.status == 200:
+                raw = await _read_capped(resp, VERSION_BYTES)
+                doc = json.loads(raw.decode("utf-8", "replace")) if raw else None
+                if isinstance(doc, dict) and isinstance(doc.get("version"), str | int | float):
+                    identity["version"] = str(doc["version"])[:80]
+    except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, ValueError):
+        pass
+
+
+async def _probe(session: Any, target: Target, tokens: int, counter: Any) -> tuple[str, str]:
+    """(mode, what the probe saw): ask `tokens` tokens with ignore_eos / min_tokens and check the
+    answer's length (the server's usage, else `counter` on the text); a 400/422 is retried without
+    the extensions, so a request the server refuses anyway (a wrong model name) is not read as
+    "extensions refused"; a 429 is said as such."""
+    trial = replace(target, exact_lengths=True, continuous_usage=target.stream)
+    rec = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=4)
+    await send_one(session, trial, rec, tokens, salt="probe")
+    if rec.error is None and counter is not None:
+        from aiworkbook.serving.tokencount import count_tokens
+
+        count_tokens([rec], counter)
+    if rec.error is None:
+        got = rec.tokens
+        if got is None:
+            return "unverified", (
+                f"asked {tokens} tokens with the extensions: accepted, {len(rec.chunks)} chunks, no token "
+                "count (no usage, no --tokenizer)"
+            )
+        if got < tokens:
+            return "standard", (
+                f"asked {tokens} tokens with ignore_eos / min_tokens, got {got} ({rec.tokens_from}): the "
+                "server stopped early, so it does not honour them"
+            )
+        return "exact", f"asked {tokens} tokens with ignore_eos / min_tokens, got {got} ({rec.tokens_from})"
+    if rec.error == "http-429":
+        return (
+            "standard",
+            f"rate-limited during the probe (http-429: {rec.detail[:100]}); extensions not tried",
+        )
+    if rec.error in REFUSED:
+        plain = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=4)
+        await send_one(session, target, plain, 1, salt="probe-plain")
+        if plain.error is None:
+            return "standard", f"extensions refused ({rec.error}: {rec.detail[:120]})"
+        return "standard", (
+            f"the request itself refused ({plain.error}: {plain.detail[:120]}), with the extensions and "
+            "without: check --served-model and --api"
+        )
+    return "standard", f"inconclusive ({rec.error}: {rec.detail[:120]}); standard fields"
 
 
 async def discover(
@@ -111,41 +211,41 @@ async def discover(
     kind: str = "auto",
     timeout_s: float | None = None,
     connect_timeout_s: float | None = None,
+    stream: bool = True,
+    probe_tokens: int = PROBE_TOKENS,
+    counter: Any = None,
 ) -> Discovery:
-    """The model (given, or the one `GET /v1/models` lists) and the request mode (see the module)."""
+    """The model (given, or the one `GET /v1/models` lists), what the server says it is, and the
+    request mode (see the module). The probe is bounded by PROBE_TIMEOUT_S."""
     import aiohttp
 
     if kind not in SERVER_KINDS:
         raise SpecError("server_kind", kind, ", ".join(SERVER_KINDS))
-    kw: dict[str, Any] = {"api": api}
-    if timeout_s is not None:
-        kw["timeout_s"] = timeout_s
+    kw: dict[str, Any] = {"api": api, "stream": stream}
+    kw["timeout_s"] = min(timeout_s or PROBE_TIMEOUT_S, PROBE_TIMEOUT_S)
     if connect_timeout_s is not None:
         kw["connect_timeout_s"] = connect_timeout_s
     target = Target(url, model or "default", **kw)
+    identity: dict[str, Any] = {}
     async with aiohttp.ClientSession(timeout=target.client_timeout()) as session:
         model_from = "--served-model"
         if not model:
-            ids = await list_models(session, target)
+            ids = await list_models(session, target, identity)
             if len(ids) > 1:
                 raise SpecError("served_model", None, "--served-model with one of: " + ", ".join(ids[:20]))
             target, model_from = replace(target, model=ids[0]), "GET /v1/models"
+        else:
+            with contextlib.suppress(SpecError):  # only what it says of itself: the name was given
+                await list_models(session, target, identity)
+        await _version(session, target, identity)
         if kind != "auto":
-            exact = kind in EXTENSION_KINDS
+            mode = "exact" if kind in EXTENSION_KINDS else "standard"
             probe = f"none (--server-kind {kind})"
         else:
-            rec = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=4)
-            trial = replace(target, exact_lengths=True, continuous_usage=True)
-            await send_one(session, trial, rec, 1)
-            exact = rec.error is None
-            if exact:
-                probe = "a 1-token request with the extensions succeeded"
-            elif rec.error in REFUSED:
-                probe = f"extensions refused ({rec.error}: {rec.detail[:120]})"
-            else:
-                probe = f"inconclusive ({rec.error}: {rec.detail[:120]}); standard fields"
-    target = replace(target, exact_lengths=exact, continuous_usage=exact)
-    return Discovery(target, kind, model_from, "exact" if exact else "standard", probe)
+            mode, probe = await _probe(session, target, max(2, probe_tokens), counter)
+    sent = mode in ("exact", "unverified")
+    target = replace(target, exact_lengths=sent, continuous_usage=sent and stream)
+    return Discovery(target, kind, model_from, mode, probe, identity)
 
 
 def discover_sync(url: str, **kw: Any) -> Discovery:

@@ -54,23 +54,35 @@ def _ms(doc: dict[str, Any], key: str) -> float | None:
 
 
 def _vllm_row(doc: dict[str, Any]) -> dict[str, Any]:
-    load = doc.get("max_concurrency") or doc.get("request_rate")
-    load = float(load) if isinstance(load, int | float) and load != float("inf") else None
-    row: dict[str, Any] = {"load": load, "n": doc.get("completed")}
-    for m in ("ttft", "tpot"):
-        row[f"p50_{m}_s"] = _ms(doc, f"median_{m}_ms") or _ms(doc, f"p50_{m}_ms")
-        for p in (95, 99):
-            row[f"p{p}_{m}_s"] = _ms(doc, f"p{p}_{m}_ms")
+    """One vLLM result: the load is its max concurrency, else its request rate, and both are kept
+    (`concurrency`, `rate`: inf for vLLM's "all at once"); TTFT, TPOT, ITL and E2E at p50/p90/p95/p99
+    where the file has them (pooled from the raw samples with --save-detailed), with their counts."""
+    conc, rate = doc.get("max_concurrency"), doc.get("request_rate")
+    load = conc or rate
+    load = float(load) if _num(load) and load != float("inf") else None
+    row: dict[str, Any] = {
+        "load": load,
+        "concurrency": conc if _num(conc) else None,
+        "rate": float(rate) if _num(rate) else (rate if rate == "inf" else None),
+        "n": doc.get("completed"),
+    }
+    for m, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2el")):
+        row[f"p50_{m}_s"] = _ms(doc, f"median_{key}_ms") or _ms(doc, f"p50_{key}_ms")
+        for p in (90, 95, 99):
+            row[f"p{p}_{m}_s"] = _ms(doc, f"p{p}_{key}_ms")
+        if any(row[f"p{p}_{m}_s"] is not None for p in (50, 90, 99)):
+            row[f"n_{m}"] = doc.get("completed") if m != "itl" else None  # ITL's sample count not written
     ttfts, itls, outs = doc.get("ttfts"), doc.get("itls"), doc.get("output_lens")
     if isinstance(ttfts, list) and ttfts:  # --save-detailed: recompute from the raw samples
         errs = doc.get("errors") or [""] * len(ttfts)
         ok = [i for i, e in enumerate(errs) if not e and i < len(ttfts)]
-        t = percentiles([float(ttfts[i]) for i in ok])
-        row.update(p50_ttft_s=t["p50"], p95_ttft_s=t["p95"], p99_ttft_s=t["p99"], n=t["n"])
+        _pooled(row, "ttft", percentiles([float(ttfts[i]) for i in ok]))
+        row["n"] = row["n_ttft"]
         if isinstance(itls, list) and isinstance(outs, list):
             tp = [sum(itls[i]) / (outs[i] - 1) for i in ok if i < len(outs) and outs[i] > 1 and i < len(itls)]
-            q = percentiles(tp)
-            row.update(p50_tpot_s=q["p50"], p95_tpot_s=q["p95"], p99_tpot_s=q["p99"])
+            _pooled(row, "tpot", percentiles(tp))
+            gaps = [float(x) for i in ok if i < len(itls) and isinstance(itls[i], list) for x in itls[i]]
+            _pooled(row, "itl", percentiles(gaps))
     row["throughput_tok_s"] = doc.get("output_throughput")
     row["request_throughput"] = doc.get("request_throughput")
     failed = doc.get("failed")
@@ -78,6 +90,11 @@ def _vllm_row(doc: dict[str, Any]) -> dict[str, Any]:
         failed = int(doc.get("num_prompts", 0) or 0) - int(doc.get("completed", 0) or 0)
     row["errors"] = {"failed": int(failed)}
     return row
+
+
+def _pooled(row: dict[str, Any], m: str, q: dict[str, Any]) -> None:
+    row.update({f"p{p}_{m}_s": q[f"p{p}"] for p in (50, 90, 95, 99)})
+    row[f"n_{m}"] = q["n"]
 
 
 def _gstats(metrics: dict[str, Any], name: str) -> dict[str, Any]:
@@ -120,9 +137,18 @@ def _guidellm_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for b in doc["benchmarks"]:
         m = b.get("metrics") or {}
         row: dict[str, Any] = {"load": _guidellm_load(b)}
-        for short, name in (("ttft", "time_to_first_token_ms"), ("tpot", "inter_token_latency_ms")):
-            for p in (50, 95, 99):
-                row[f"p{p}_{short}_s"] = _gstat(m, name, p, 1e-3)
+        metrics = (
+            ("ttft", "time_to_first_token_ms"),
+            ("itl", "inter_token_latency_ms"),  # where GuideLLM writes its ITL
+            ("tpot", "inter_token_latency_ms"),  # each request's (E2E - TTFT) / (tokens - 1), per token
+            ("e2e", "request_latency"),
+        )
+        for short, name in metrics:
+            scale = 1.0 if name == "request_latency" else 1e-3  # GuideLLM's request latency is in s
+            for p in (50, 90, 95, 99):
+                row[f"p{p}_{short}_s"] = _gstat(m, name, p, scale)
+            count = _gstats(m, name).get("count")
+            row[f"n_{short}"] = int(count) if _num(count) else None
         made = (
             (b.get("scheduler_metrics") or {}).get("requests_made")
             or (b.get("run_stats") or {}).get("requests_made")
@@ -142,10 +168,13 @@ def _guidellm_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 _DEFINITIONS = {
     "vllm": "vLLM's TTFT counts from each request's send, not its scheduled arrival; TPOT is the gap "
-    "between tokens ((E2E - TTFT) / (tokens - 1)); tok/s is output tokens over the run's duration",
-    "guidellm": "GuideLLM's TTFT counts from each request's send, not its scheduled arrival; TPOT here is "
-    "its inter_token_latency_ms (the gap between tokens; its time_per_output_token_ms includes TTFT); "
-    "tok/s is output tokens over the benchmark's duration",
+    "between tokens ((E2E - TTFT) / (tokens - 1)); ITL is vLLM's own (the gap between chunks); E2E its "
+    "e2el; a run with both a request rate and a max concurrency keeps both (load = the concurrency); "
+    "tok/s is output tokens over the run's duration",
+    "guidellm": "GuideLLM's TTFT counts from each request's send, not its scheduled arrival; ITL is its "
+    "inter_token_latency_ms: each request's (E2E - TTFT) / (tokens - 1), counted once per token (n = "
+    "tokens), so also this project's TPOT, weighted per token (its time_per_output_token_ms includes "
+    "TTFT and is not used); E2E its request_latency; tok/s is output tokens over the benchmark's duration",
 }
 
 

@@ -23,7 +23,7 @@ from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
-from aiworkbook.serving.client import CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S, Load, Target, run_load_sync
+from aiworkbook.serving.client import CONNECT_TIMEOUT_S, Load, Target, request_timeout_for, run_load_sync
 from aiworkbook.serving.knee import bisect_load, find_knee
 from aiworkbook.serving.metrics import samples, summarize_run, sweep_row
 
@@ -104,6 +104,9 @@ class ServingSettings:
     backend: str = "torch"
     kv_budget_bytes: int | None = None
     api: str = "completions"
+    stream: bool = True  # --no-stream: one JSON answer per request (E2E and tokens/s only)
+    tokenizer: str | None = None  # --tokenizer: counts output tokens where the server's usage is missing
+    token_counter: Any = None  # the loaded tokenizer (tokencount.TextTokenizer), set when the run starts
 
     @classmethod
     def from_inputs(cls, inputs: dict[str, Any]) -> ServingSettings:
@@ -148,7 +151,13 @@ class ServingSettings:
             context_concurrency=d["context_concurrency"],
             compare=inputs.get("compare", True),
             context_sweep=inputs.get("context_sweep", True),
-            request_timeout_s=float(_given(inputs, "request_timeout_s", REQUEST_TIMEOUT_S)),
+            request_timeout_s=float(
+                _given(
+                    inputs,
+                    "request_timeout_s",
+                    request_timeout_for(int(_given(inputs, "output_tokens", d["output_tokens"]))),
+                )
+            ),
             connect_timeout_s=float(_given(inputs, "connect_timeout_s", CONNECT_TIMEOUT_S)),
             max_duration_s=None if inputs.get("max_duration_s") is None else float(inputs["max_duration_s"]),
             deadline=None,
@@ -167,6 +176,8 @@ class ServingSettings:
             backend=inputs.get("backend") or "torch",
             kv_budget_bytes=inputs.get("kv_budget_bytes"),
             api=inputs.get("api") or "completions",
+            tokenizer=inputs.get("tokenizer") or None,
+            stream=inputs.get("stream", True) is not False,
         )
         for key in ("request_timeout_s", "connect_timeout_s", "max_duration_s"):
             v = getattr(s, key)
@@ -205,6 +216,10 @@ class ServingSettings:
         import uuid
 
         run = replace(self, run_id=uuid.uuid4().hex[:8])
+        if self.tokenizer:  # loaded before anything runs: a wrong path is exit 2 naming the field
+            from aiworkbook.serving.tokencount import load_tokenizer
+
+            run = replace(run, token_counter=load_tokenizer(self.tokenizer))
         if self.max_duration_s is None:
             return run
         return replace(run, deadline=time.perf_counter() + self.max_duration_s)
@@ -227,7 +242,7 @@ class ServingSettings:
         return out
 
 
-_ENGINE_FIELDS = ("model", "backend", "kv_budget_bytes", "api")
+_ENGINE_FIELDS = ("model", "backend", "kv_budget_bytes", "api", "token_counter")
 
 
 def plan(**inputs: Any) -> Plan:
@@ -329,6 +344,10 @@ def _measure(
             target, load, on_done=on_done, stop=lambda: control.cancelled, deadline=s.deadline
         )
     control.check(msg)
+    if s.token_counter is not None:  # usage missing or refused: the streamed text tokenised
+        from aiworkbook.serving.tokencount import count_tokens
+
+        count_tokens(records, s.token_counter)
     if rows is not None:  # per-request samples (--samples-csv)
         rows.extend(samples(records, at))
     return summarize_run(records, slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s, min_n=s.min_requests)
@@ -344,6 +363,7 @@ def _embedded_target(url: str, name: str, s: ServingSettings) -> Target:
         continuous_usage=True,
         timeout_s=s.request_timeout_s,
         connect_timeout_s=s.connect_timeout_s,
+        stream=s.stream,
     )
 
 
@@ -359,6 +379,7 @@ def _load_at(s: ServingSettings, x: float, **over: Any) -> Load:
         max_error_rate=s.max_error_rate if s.stop_on_errors and s.max_error_rate else None,
         prefix=f"{s.run_id}-{x:g}-",
         shared_prefix=s.shared_prefix,
+        max_timeouts=int(s.max_error_rate * s.requests),
     )
     if s.kind == "rate":
         kw.update(rate=float(x), concurrency=s.concurrency)
@@ -375,6 +396,7 @@ class _Opened:
     target: Target
     dev: Any
     engine: Any = None
+    forced: bool = False  # output lengths forced and verified (a remote target's probe)
 
 
 def _open_embedded(
@@ -411,7 +433,7 @@ def _open_remote(
     target_url: str, s: ServingSettings, inputs: dict[str, Any], details: dict[str, Any], notes: list[str]
 ) -> _Opened:
     """Discover the remote server's model and kind."""
-    from aiworkbook.serving.discover import discover_sync
+    from aiworkbook.serving.discover import PROBE_TOKENS, discover_sync
 
     found = discover_sync(
         target_url,
@@ -420,10 +442,15 @@ def _open_remote(
         kind=inputs.get("server_kind") or "auto",
         timeout_s=min(s.request_timeout_s, s.max_duration_s or float("inf")),
         connect_timeout_s=s.connect_timeout_s,
+        stream=s.stream,
+        probe_tokens=min(PROBE_TOKENS, s.output_tokens),
+        counter=s.token_counter,
     )
     details["target"] = found.to_dict()
     notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
-    return _Opened(replace(found.target, timeout_s=s.request_timeout_s), "remote")
+    return _Opened(
+        replace(found.target, timeout_s=s.request_timeout_s), "remote", forced=found.mode == "exact"
+    )
 
 
 @dataclass
@@ -433,8 +460,10 @@ class _Sweep:
     rows: list[dict[str, Any]] = field(default_factory=list)
     failed: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)  # why each invalid load point is
-    output_tokens: int = 0  # over the sweep
+    output_tokens: int = 0  # over the sweep's points whose every request counted tokens
+    counted: int = 0  # completed requests at those points
     completed: int = 0  # requests, over the sweep
+    tokens_from: dict[str, int] = field(default_factory=dict)  # completed requests by what counted them
     kv_at: dict[float, dict[str, Any]] = field(default_factory=dict)  # engine stats per load
     done: int = 0  # steps done
 
@@ -468,6 +497,13 @@ def _sweep_loads(
         if summary["stopped"]:
             notes.append(f"{s.kind} {x}: {summary['stopped']}")
         row["usage_refused"] = summary["usage_refused"]
+        row["stopped_early"] = summary["stopped_early"]
+        if summary["stopped_early"] and (opened.forced or opened.engine is not None):
+            notes.append(
+                f"{s.kind} {x:g}: {summary['stopped_early']} of {summary['completed']} answers stopped "
+                f"before the forced length of {s.output_tokens} tokens: the server does not honour "
+                "ignore_eos / min_tokens for every request"
+            )
         if summary["usage_refused"]:
             notes.append(
                 f"{s.kind} {x:g}: the server's usage count refused in {summary['usage_refused']} requests "
@@ -476,12 +512,21 @@ def _sweep_loads(
         if summary["requests"] and not summary["completed"]:
             sw.failed.append((x, summary))
             row["invalid"] = "measured nothing"
+            rest = [str(y) for y in s.loads[s.loads.index(x) + 1 :]]
+            if rest:  # a heavier load would fare no better: the rest of the sweep is not worth its time
+                notes.append(
+                    f"the sweep stopped after {s.kind} {x:g} measured nothing: {', '.join(rest)} not run"
+                )
         else:
             why = invalid_point(summary, s.max_error_rate, s.min_requests)
             row["invalid"] = why
             if why:
                 sw.invalid.append(f"{s.kind} {x:g} is invalid: {why}")
-        sw.output_tokens += summary["output_tokens"]
+        for src, k in summary["tokens_from"].items():
+            sw.tokens_from[src] = sw.tokens_from.get(src, 0) + k
+        if summary["output_tokens"] is not None:
+            sw.output_tokens += summary["output_tokens"]
+            sw.counted += summary["completed"]
         sw.completed += summary["completed"]
         if engine is not None:
             st = engine.stats()
@@ -489,6 +534,8 @@ def _sweep_loads(
             sw.kv_at[x] = st
         sw.rows.append(row)
         sw.done += 1
+        if row["invalid"] == "measured nothing":
+            break
     return sw
 
 
@@ -624,7 +671,7 @@ def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> l
     pt = rows[0]["prompt_tokens"] if rows else None
     if pt and pt["n"]:
         notes.append(
-            f"prompt tokens per request (the server's usage when it reports one): mean {pt['mean']:.1f}, "
+            f"prompt tokens per completed request (the server's usage when it reports one): mean {pt['mean']:.1f}, "
             f"stdev {pt['stdev']:.1f}, min {pt['min']}, max {pt['max']} (load {rows[0]['load']})"
         )
     left_out = sum(sum(r["excluded"].values()) for r in rows)
@@ -633,11 +680,30 @@ def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> l
             f"left out as warm-up (first {s.warmup_s:g} s) or cool-down (last {s.cooldown_s:g} s): "
             f"{left_out} requests over the sweep"
         )
-    if not embedded and sw.completed:
-        mean = sw.output_tokens / sw.completed
+    notes.append(
+        "TTFT = first content chunk - scheduled arrival; ITL = the gap between streamed chunks, divided "
+        "among the tokens a chunk carried where known (per token), else one per gap (chunks); TPOT = "
+        "(E2E - TTFT) / (output tokens - 1), tokens only; E2E = scheduled arrival to the answer's end; "
+        f"n = the samples each percentile rests on, none shown from fewer than {s.min_requests}"
+    )
+    if not s.stream:
+        notes.append(
+            "--no-stream: one JSON answer per request, so E2E and tok/s only; TTFT, ITL and TPOT need a "
+            "stream (n 0)"
+        )
+    src = ", ".join(f"{k} {v}" for k, v in sorted(sw.tokens_from.items()))
+    if sw.tokens_from.get("chunks"):
+        notes.append(Msg("serving.chunks_not_tokens", requests=sw.tokens_from["chunks"]))
+    if sw.tokens_from.get("tokenizer") and s.token_counter is not None:
+        notes.append(
+            f"output tokens of {sw.tokens_from['tokenizer']} requests counted by tokenising the streamed "
+            f"text with {s.token_counter.source} (the server's usage missing or refused)"
+        )
+    if not embedded and sw.counted:
+        mean = sw.output_tokens / sw.counted
         notes.append(
             f"output tokens per completed request: mean {mean:.1f} of {s.output_tokens} asked "
-            "(the server's usage, else the chunks counted)"
+            f"(counted by: {src})"
         )
     return notes
 
