@@ -93,7 +93,7 @@ def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
     (aiworkbook.sizing.answer) the headline renders."""
     from aiworkbook.sizing import Workload, estimate
     from aiworkbook.sizing.answer import answer
-    from aiworkbook.sizing.capacity import cheapest_of, per_gpu
+    from aiworkbook.sizing.capacity import cheapest_of, cost_basis, per_gpu
 
     w = Workload(**inputs)
     est = estimate(spec, w, gpu=gpu)
@@ -103,6 +103,7 @@ def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
         "estimate": est,
         "fits_on": fits_on,
         "cheapest": cheapest_of(fits_on),
+        "basis": cost_basis(spec, w),  # what "lowest cost" ranks by, in words
         "answer": ans,
         # what the headline prices: never a set-up that does not fit
         "needs": ans.needs.to_dict(),
@@ -463,6 +464,7 @@ class ModelSizer(BackgroundComposite):
         from aiworkbook.charts import memory_chart
         from aiworkbook.charts.memory import rule_formula
         from aiworkbook.i18n_format import integer, money
+        from aiworkbook.message import Msg
         from aiworkbook.units import fmt_bytes
 
         lang = self.lang
@@ -505,18 +507,23 @@ class ModelSizer(BackgroundComposite):
                 r["gpu"],
                 r["gpus"] if r["gpus"] is not None else "—",
                 money(r["price_per_gpu_hour"], lang) if r["price_per_gpu_hour"] else "—",
+                _usd(r["usd_per_mtok"], lang) if r.get("usd_per_mtok") is not None else "—",
             ]
             for r in out["fits_on"]
         ]
         best = out["cheapest"]
-        note = (
-            self.t("cheapest", n=best["gpus"], gpu=best["gpu"], price=money(best["usd_per_hour"], lang))
-            if best
-            else self.t("none_fit")
-        )
+        note = self.t("none_fit")
+        if best:
+            price, hourly = _usd(best["usd_per_mtok"], lang), money(best["usd_per_hour"], lang)
+            note = Msg("sizer.cheapest", n=best["gpus"], gpu=best["gpu"], price=price, hourly=hourly).render(
+                lang
+            )
+            if "basis" in out:
+                note += f" ({out['basis'].render(lang)})"
+        per_mtok = Msg("sizer.per_mtok").render(lang)
         self.fits_table.value = (
             f"<b>{self.t('fits_on')}</b>"
-            + html_table([self.t("gpu"), self.t("gpus_needed"), self.t("per_gpu_hour")], rows)
+            + html_table([self.t("gpu"), self.t("gpus_needed"), self.t("per_gpu_hour"), per_mtok], rows)
             + f"<p>{html.escape(note)}</p>"
         )
         self.status.value = ""

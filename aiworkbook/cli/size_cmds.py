@@ -389,7 +389,7 @@ def fit(
     _seq_note(spec, opts, w)
     for k, v in rep.items():
         if k == "cheapest_gpu":
-            text = f"{v.gpus} x {v.gpu} at {fmt_value(v.usd_per_hour, '$/h')}" if v is not None else "none"
+            text = "none" if v is None else cheapest_words(v)
         elif v is None:
             text = "none"
         else:
@@ -400,6 +400,12 @@ def fit(
     if ans is not None:
         typer.echo(answer_line(ans))
     _print_vllm(opts, vllm)
+
+
+def cheapest_words(v) -> str:
+    """The lowest-cost option: what the workload costs on it, its hourly price, and what was ranked."""
+    per = fmt_value(v.usd_per_mtok, "$/Mtok")
+    return f"{v.gpus} x {v.gpu} at {per} ({fmt_value(v.usd_per_hour, '$/h')}); {v.basis}"
 
 
 def engines_differ(vllm: float) -> str:
