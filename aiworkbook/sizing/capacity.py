@@ -327,6 +327,15 @@ def mig_profile(spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | No
     return None
 
 
+def _cheapest_section(spec, w: Workload, cheap: dict | None) -> CheapestGPU | None:
+    """The lowest-cost option with what it was ranked by and where its price comes from, in words."""
+    if cheap is None:
+        return None
+    from aiworkbook.sizing.prices import provenance
+
+    return CheapestGPU(**cheap, basis=cost_basis(spec, w), price_words=provenance(None, _gpu(cheap["gpu"])))
+
+
 def report(spec, w: Workload, target: Any, device: str | None = None) -> CapacityReport:
     """The capacity answers of `aiworkbook fit` for one GPU kind: `target` is a catalogue name, a GPU
     JSON file, a GPUSpec, or a NodeProfile (its calibrated GPU when measured, else its catalogue one).
@@ -356,7 +365,7 @@ def report(spec, w: Workload, target: Any, device: str | None = None) -> Capacit
         fits=bool(fits(spec, w, gpu, dev, p, c)["fits"]),
         max_batch=max_batch(spec, w, gpu, dev, p=p),
         gpus_needed_tp=gpus_needed(spec, w, gpu, dev),
-        cheapest_gpu=CheapestGPU(**cheap, basis=cost_basis(spec, w)) if cheap is not None else None,
+        cheapest_gpu=_cheapest_section(spec, w, cheap),
         mig_profile=mig_profile(spec, w, gpu, dev, p),
         max_concurrency=max_concurrency(spec, w, gpu, device=dev, p=p) if infer else None,
         max_context=max_context(spec, w, gpu, device=dev, p=p) if infer else None,

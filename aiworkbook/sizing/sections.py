@@ -272,6 +272,7 @@ class CheapestGPU(Section):
     usd_per_hour: float = figure("$/h", "their price per hour", default=0.0)
     usd_per_mtok: float = figure("$/Mtok", "what the workload costs on them per million tokens", default=0.0)
     basis: str = figure("", "what the ranking compares, in words", default="")
+    price_words: str = figure("", "where its price comes from, in words", default="")
 
 
 @dataclasses.dataclass(frozen=True)
