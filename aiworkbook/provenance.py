@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-#: a proof verdict run without a GPU: the figure is real for this CPU, but says nothing of a GPU
-CPU_ONLY_VERDICT = "info (CPU only)"
+# the verdict of a run without a GPU lives with the proofs (proofs/verdict.py), where `prove` prints it
+from aiworkbook.proofs.verdict import CPU_ONLY_VERDICT, cpu_only, verdict_words  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -74,20 +74,3 @@ def from_results(results: Iterable[dict[str, Any]], fallback: Where | None = Non
     if not seen:
         return fallback or Where(measured=False)
     return Where(gpus=tuple(dict.fromkeys(gpus)), cpu_cores=cores, measured=True)
-
-
-def cpu_only(result: dict[str, Any]) -> bool:
-    """A proof that wanted a GPU and ran on the CPU because there was none (flag cpu-fallback). A proof
-    of the host itself (storage, data loading) run on the CPU is a real measurement, not a fallback."""
-    return "cpu-fallback" in (result.get("flags") or [])
-
-
-def verdict_words(result: dict[str, Any]) -> str:
-    """The verdict as a reader should take it: a CPU-fallback run's pass is information, not a GPU
-    pass ("info (CPU only)"); its fail still reads as a fail, qualified."""
-    v = str(result.get("verdict", ""))
-    if not cpu_only(result):
-        return v
-    if v in ("pass", "info"):
-        return CPU_ONLY_VERDICT
-    return f"{v} (CPU only)"

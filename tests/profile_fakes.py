@@ -106,3 +106,11 @@ def write_locked(folder, *, note: str = "golden") -> Path:
     with contextlib.redirect_stdout(io.StringIO()):
         assert main([*lock, "-o", str(d / "p.json")]) == 0
     return d / "p.json"
+
+
+def priced_profile(*workloads: dict[str, Any]) -> Any:
+    """An inference profile on the L40S node ($1.00 per L40S-hour) with these workloads, no proofs: what
+    the report's prices and the CFO's figures are read from (tests/test_report_cfo.py, test_price_provenance.py)."""
+    from aiworkbook.profile import lock
+
+    return lock("llm-inference", node="inference-4xl40s", detected=None, workloads=list(workloads))

@@ -46,7 +46,9 @@ def test_sizer_headline_prices_what_a_setup_that_does_not_fit_needs(sizer):
     assert "decode_usd_per_mtok" not in sizer.result["cost"]  # 1 × RTX-4090 is not priced at all
     assert sizer.result["answer"]["fits"] is False
     assert sizer.result["answer"]["runs_on"] == {"gpu": n.priced.gpu, "gpus": n.priced.gpus}
-    assert sizer.cost.value == ""  # no price for a set-up that cannot run
+    # no price for a set-up that cannot run; only where the headline's price (its needs') comes from
+    assert "per million" not in sizer.cost.value
+    assert sizer.result["answer"]["price_words"] in sizer.cost.value
 
 
 def test_sizer_opens_with_where_and_explains_the_budget_line_and_rule(sizer):
@@ -152,8 +154,8 @@ def test_an_error_ends_the_working_sign(planner):
 
 
 def test_planner_following_a_sizer_on_the_same_model_and_gpu_plans_once(sizer, monkeypatch):
-    """follow() sets the sizer's model and GPU again; when they are the planner's own, no second plan
-    (a dashboard's start-up computed it twice); a real change still plans once more."""
+    """follow() sets the sizer's model, GPU and serving shape again; when they are the planner's own, no
+    second plan (a dashboard's start-up computed it twice); a real change still plans once more."""
     import aiworkbook.widgets.kv_planner as kv
 
     calls = []
@@ -164,7 +166,8 @@ def test_planner_following_a_sizer_on_the_same_model_and_gpu_plans_once(sizer, m
         return real(*a, **kw)
 
     monkeypatch.setattr(kv, "plan", counting)
-    planner = kv.KVPlanner(background=False)  # llama-3-8b on an H100-SXM, as the sizer
+    # llama-3-8b on an H100-SXM with hf, 8 x (4,096 + 512), as the sizer
+    planner = kv.KVPlanner(background=False, engine="hf", context=4608, concurrency=8)
     assert (sizer.value["model"], sizer.value["gpu"]) == (planner.value["model"], planner.value["gpu"])
     link = planner.follow(sizer)
     assert calls == ["llama-3-8b"] and planner.error == ""

@@ -16,6 +16,12 @@ from .base import Background, BackgroundComposite, chart_view, dropdown, value_h
 from .form import FieldText, control, read, schema, set_number
 
 FIELDS = ("model", "gpu", "engine", "kv_dtype", "context", "concurrency", "gpu_memory_utilization", "tp")
+#: what the planner takes from a sizer that sizes serving, beside the model and GPU (its context is the
+#: sizer's prompt + new tokens); a training sizer has no KV shape to give, and the planner says so
+FOLLOWED = ("engine", "kv_dtype", "context", "concurrency", "tp")
+#: each field's label key (widgets/i18n.py) for the sentence that says what the planner follows
+LABELS = {"model": "model", "gpu": "gpu", "engine": "engine", "kv_dtype": "kv_dtype", "context": "context",
+          "concurrency": "concurrency", "tp": "tp"}  # fmt: skip
 
 
 def check_context(spec: Any, context: Any, lang: str = "en") -> None:
@@ -125,6 +131,8 @@ class KVPlanner(BackgroundComposite):
         }
         self.headline = value_html("")
         self.where = where_html(lang=lang)
+        self.follows = W.HTML("")  # what the planner takes from a sizer it follows, and what it does not
+        self.follows.add_class("aiwb-follows")
         self.figures = value_html("")
         self.args = W.HTML("")
         self.chart = chart_view()
@@ -136,6 +144,7 @@ class KVPlanner(BackgroundComposite):
         )
         self.children = [
             self.where,
+            self.follows,
             self.headline,
             self.error_area,
             self.status,
@@ -172,7 +181,10 @@ class KVPlanner(BackgroundComposite):
             self._bg.submit(lambda: plan(inputs, lang), self.guarded(self._apply), self.show_error)
 
     def follow(self, sizer: Any) -> traitlets.dlink:
-        """Follow a ModelSizer's model and GPU (a preset model; a pasted one is not a planner choice).
+        """Follow a ModelSizer: its model and GPU (a preset model; a pasted one is not a planner
+        choice) and, when it sizes serving, its engine, KV cache dtype, context (prompt + new tokens),
+        concurrency and tensor parallel, so the two show one workload; a line above the planner says
+        what it follows and what stays its own (a training sizer has no KV shape to give).
 
         Returns the traitlets link: `link.unlink()` cuts it, and the planner keeps its own choices::
 
@@ -180,15 +192,39 @@ class KVPlanner(BackgroundComposite):
             link = planner.follow(sizer)
         """
 
-        def pick(v: dict[str, Any]) -> dict[str, Any]:
+        def pick(given: dict[str, Any]) -> dict[str, Any]:
+            # the sizer's whole value: a notebook may set part of it, which the sizer completes first
+            v = {**given, **sizer.value}
             out = {}
             if v.get("model") in self.controls["model"].options:
                 out["model"] = v["model"]
             if v.get("gpu") in self.controls["gpu"].options:
                 out["gpu"] = v["gpu"]
+            serving = v.get("mode") == "infer"
+            if serving:
+                shape = {**v, "context": v.get("context") or _context(v)}
+                out.update({k: shape[k] for k in FOLLOWED if shape.get(k) is not None})
+            self._say_follows(out, serving)
             return out or dict(self.value)
 
-        return traitlets.dlink((sizer, "value"), (self, "value"), transform=pick)
+        return _Follow((sizer, "value"), (self, "value"), transform=pick, cut=lambda: self._say_follows(None))
+
+    def _say_follows(self, taken: dict[str, Any] | None, serving: bool = True) -> None:
+        """The line above the planner: the fields it takes from the sizer and those it keeps (None:
+        it follows nothing, the link is cut)."""
+        if taken is None:
+            self.follows.value = ""
+            return
+        names = [k for k in LABELS if k in taken]
+        own = [k for k in LABELS if k not in taken]
+        said = Msg("kv.follows", fields=", ".join(self.t(LABELS[k]) for k in names)).render(self.lang)
+        if own:
+            said += " " + Msg("kv.keeps", fields=", ".join(self.t(LABELS[k]) for k in own)).render(self.lang)
+        if not serving:
+            said += " " + Msg("kv.sizer_trains").render(self.lang)
+        self.follows.value = (
+            f'<div class="aiwb-explain" style="font-size:90%;color:#444">{html.escape(said)}</div>'
+        )
 
     def _apply_value(self, v: dict[str, Any]) -> None:
         for k in v:
@@ -257,3 +293,21 @@ class KVPlanner(BackgroundComposite):
             else self.t("raise_tp_none", box=box, gpu=gpu)
         )
         return f'<br><span class="aiwb-hint" style="color:#D55E00">{html.escape(words)}</span>'
+
+
+def _context(v: dict[str, Any]) -> int | None:
+    """A sizer's serving context: prompt + new tokens (the Workload's context_len)."""
+    seq, new = v.get("seq_len"), v.get("new_tokens")
+    return int(seq) + int(new or 0) if seq is not None else None
+
+
+class _Follow(traitlets.dlink):
+    """A directional link that also says when it is cut (the planner's line goes)."""
+
+    def __init__(self, source: Any, target: Any, transform: Any, cut: Any) -> None:
+        self._cut = cut
+        super().__init__(source, target, transform=transform)
+
+    def unlink(self) -> None:
+        super().unlink()
+        self._cut()

@@ -93,7 +93,9 @@ def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
     (aiworkbook.sizing.answer) the headline renders."""
     from aiworkbook.sizing import Workload, estimate
     from aiworkbook.sizing.answer import answer
-    from aiworkbook.sizing.capacity import cheapest_of, per_gpu
+    from aiworkbook.sizing.capacity import cheapest_of, cost_basis, per_gpu
+    from aiworkbook.sizing.prices import list_provenance
+    from aiworkbook.specs import list_gpus
 
     w = Workload(**inputs)
     est = estimate(spec, w, gpu=gpu)
@@ -103,6 +105,8 @@ def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
         "estimate": est,
         "fits_on": fits_on,
         "cheapest": cheapest_of(fits_on),
+        "basis": cost_basis(spec, w),  # what "lowest cost" ranks by, in words
+        "table_prices": list_provenance(list_gpus()),  # where the table's list prices come from
         "answer": ans,
         # what the headline prices: never a set-up that does not fit
         "needs": ans.needs.to_dict(),
@@ -463,6 +467,7 @@ class ModelSizer(BackgroundComposite):
         from aiworkbook.charts import memory_chart
         from aiworkbook.charts.memory import rule_formula
         from aiworkbook.i18n_format import integer, money
+        from aiworkbook.message import Msg
         from aiworkbook.units import fmt_bytes
 
         lang = self.lang
@@ -497,7 +502,7 @@ class ModelSizer(BackgroundComposite):
             f"<b>{self.t('rule_of_thumb')}</b>: {fmt_bytes(rule['bytes'], 'GiB', lang)} "
             f"({html.escape(rule_formula(rule['formula'], lang))})" + self._explain_html(d)
         )
-        self.cost.value = self._cost_html(cost) if fit["fits"] else ""
+        self.cost.value = (self._cost_html(cost) if fit["fits"] else "") + self._price_words(out)
         self.host.value = self._host_html(d.get("host") or {})
         self.host.layout.display = "" if self.host.value else "none"
         rows = [
@@ -505,19 +510,26 @@ class ModelSizer(BackgroundComposite):
                 r["gpu"],
                 r["gpus"] if r["gpus"] is not None else "—",
                 money(r["price_per_gpu_hour"], lang) if r["price_per_gpu_hour"] else "—",
+                _usd(r["usd_per_mtok"], lang) if r.get("usd_per_mtok") is not None else "—",
             ]
             for r in out["fits_on"]
         ]
         best = out["cheapest"]
-        note = (
-            self.t("cheapest", n=best["gpus"], gpu=best["gpu"], price=money(best["usd_per_hour"], lang))
-            if best
-            else self.t("none_fit")
-        )
+        note = self.t("none_fit")
+        if best:
+            price, hourly = _usd(best["usd_per_mtok"], lang), money(best["usd_per_hour"], lang)
+            note = Msg("sizer.cheapest", n=best["gpus"], gpu=best["gpu"], price=price, hourly=hourly).render(
+                lang
+            )
+            if "basis" in out:
+                note += f"; {out['basis'].render(lang)}"
+        per_mtok = Msg("sizer.per_mtok").render(lang)
+        said = "; ".join(m.render(lang) for m in out.get("table_prices", []))
         self.fits_table.value = (
             f"<b>{self.t('fits_on')}</b>"
-            + html_table([self.t("gpu"), self.t("gpus_needed"), self.t("per_gpu_hour")], rows)
+            + html_table([self.t("gpu"), self.t("gpus_needed"), self.t("per_gpu_hour"), per_mtok], rows)
             + f"<p>{html.escape(note)}</p>"
+            + (f'<p class="aiwb-price-source">{html.escape(said)}</p>' if said else "")
         )
         self.status.value = ""
         self.error = ""
@@ -555,6 +567,14 @@ class ModelSizer(BackgroundComposite):
         elif priced.get("usd_per_mtok_trained") is not None:
             out += ", " + t("priced_trained_on", price=_usd(priced["usd_per_mtok_trained"], lang), **where)
         return out
+
+    def _price_words(self, out: dict[str, Any]) -> str:
+        """Where the headline's price comes from (the answer's provenance), when it quotes one."""
+        ans = out.get("answer")
+        if ans is None or ans.usd_per_mtok is None:
+            return ""
+        said = html.escape(ans.price_words.render(self.lang))
+        return f'<div class="aiwb-price-source aiwb-explain" style="font-size:90%;color:#444">{said}</div>'
 
     def _explain_html(self, d: dict[str, Any]) -> str:
         """One line each on the dashed budget line and the rule-of-thumb bar: which to trust and why."""

@@ -210,13 +210,25 @@ def report_cmd(
     html: Path = option("--html", "Write a standalone offline HTML report here."),
     md: Path = option("--md", "Write a Markdown report here."),
     lang: str = option("--lang", "en | nl | de (default: the profile's)."),
+    tokens_per_day: float = option(
+        "--tokens-per-day",
+        "Expected traffic for the monthly cost: output tokens served (or tokens trained) a day, "
+        "in (0, 1e15]. Default: 100,000,000 (said so in the report).",
+    ),
+    usd_per_kwh: float = option(
+        "--usd-per-kwh",
+        "Price of a kWh for the energy in dollars, in [0, 100]. Default: each workload's (0.15).",
+    ),
 ) -> None:
-    """A stakeholder report: decision, node, memory, estimate vs measured, charts, cost, deployment."""
+    """A stakeholder report: decision, node, memory, estimate vs measured, charts, cost (a month at the
+    expected traffic, $/Mtok per GPU option, energy in dollars), deployment."""
     from aiworkbook.cli.paths import check_paths
     from aiworkbook.persist import atomic_write_text
     from aiworkbook.profile import load_profile
     from aiworkbook.profile.report import render_html, render_markdown
+    from aiworkbook.profile.report_cfo import Traffic
 
+    traffic = Traffic(tokens_per_day, usd_per_kwh)  # checked before any file is read or written
     if html is None and md is None:
         raise SpecError("report", "no output", "--html FILE and/or --md FILE")
     check_paths({"profile": profile}, html=html, md=md)
@@ -224,7 +236,7 @@ def report_cmd(
     for path, render, what in ((html, render_html, "HTML"), (md, render_markdown, "Markdown")):
         if path is not None:
             try:
-                page = render(prof, lang=lang)
+                page = render(prof, lang=lang, traffic=traffic)
             except SpecError as exc:  # figures the report cannot show: name the profile they came from
                 raise SpecError(
                     exc.field, exc.value, exc.allowed, source=exc.source or str(profile)

@@ -207,6 +207,7 @@ def size(
     node_profile = _node(node, pool, gpu_given=bool(gpu))
     base = Assumptions.from_node(node_profile) if node_profile else Assumptions()
     overrides: dict[str, Any] = {
+        "source": f"{base.source}, --price" if price is not None else None,  # the price's provenance
         "train_tokens": train_tokens,
         "price_per_gpu_hour": price,
         "storage_write_bps": write_gbps * 1e9 if write_gbps is not None else None,
@@ -271,10 +272,7 @@ def answer_line(ans) -> str:
         out += f"; runs on {o.gpus} x {o.gpu}"
     if ans.usd_per_mtok is not None:
         per = "output tokens" if ans.mode == "infer" else "tokens trained"
-        out += (
-            f", ${ans.usd_per_mtok:,.4g} per million {per} on {o.gpus} x {o.gpu} "
-            f"({ans.price_source}; a lower bound at roofline throughput)"
-        )
+        out += f", ${ans.usd_per_mtok:,.4g} per million {per} on {o.gpus} x {o.gpu} ({ans.price_words})"
     d = ans.deployment
     if d is not None:
         out += f"; deploy: {d.engine}, tensor parallel {d.tp}, {d.resource}: {d.count}"
@@ -363,12 +361,18 @@ def fit(
     node: str = option("--node", "Node profile (aiworkbook nodes) or its JSON: its GPU."),
     pool: str = option("--pool", "With a node that has pools: the pool, by name or first word."),
     device: str = option("--device", "cuda | cpu. Default: cpu for a measured host spec."),
+    prices: str = option(
+        "--prices",
+        'Your own price file, JSON {"source", "date", "prices": {GPU: $ per hour}}: overrides the catalogue.',
+    ),
     as_json: bool = option("--json", "Machine-readable output.", False),
 ) -> None:
     """Capacity: max concurrency and context, max micro-batch, GPUs needed, cheapest GPU, MIG profile."""
     from aiworkbook.sizing import capacity
     from aiworkbook.specs import load_model
+    from aiworkbook.specs.gpu import set_prices
 
+    set_prices(prices)
     spec = load_model(model)
     w = _workload(spec, **opts)
     node_profile = _node(node, pool, gpu_given=bool(gpu))
@@ -391,7 +395,7 @@ def fit(
     _seq_note(spec, opts, w)
     for k, v in rep.items():
         if k == "cheapest_gpu":
-            text = f"{v.gpus} x {v.gpu} at {fmt_value(v.usd_per_hour, '$/h')}" if v is not None else "none"
+            text = "none" if v is None else cheapest_words(v)
         elif v is None:
             text = "none"
         else:
@@ -402,6 +406,12 @@ def fit(
     if ans is not None:
         typer.echo(answer_line(ans))
     _print_vllm(opts, vllm)
+
+
+def cheapest_words(v) -> str:
+    """The lowest-cost option: what the workload costs on it, its hourly price, and what was ranked."""
+    per = fmt_value(v.usd_per_mtok, "$/Mtok")
+    return f"{v.gpus} x {v.gpu} at {per} ({fmt_value(v.usd_per_hour, '$/h')}; {v.price_words}); {v.basis}"
 
 
 def engines_differ(vllm: float) -> str:

@@ -16,14 +16,18 @@ from aiworkbook.patterns import get_pattern, recommend, text
 from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
+from aiworkbook.profile.report_blocks import usd as _usd
 from aiworkbook.proofs.flags import FLAGS
 from aiworkbook.proofs.registry import chart_kind
 from aiworkbook.provenance import cpu_only, verdict_words
 from aiworkbook.units import fmt_bytes, fmt_value
 
 
-def build(profile: LockedProfile, lang: str | None = None, *, charts: bool = True) -> list[Block]:
-    """Every block of the report, in order. `charts=False` skips rendering (Markdown)."""
+def build(
+    profile: LockedProfile, lang: str | None = None, *, charts: bool = True, traffic: Any = None
+) -> list[Block]:
+    """Every block of the report, in order. `charts=False` skips rendering (Markdown); `traffic`: the
+    CFO's inputs (report_cfo.Traffic: tokens a day, $ per kWh), None for the defaults."""
     lang = lang or profile.lang
     t = _Texts(lang)
     out: list[Block] = [h(1, t("report.title")), p(where(profile).sentence(lang), "aiwb-where")]
@@ -33,7 +37,7 @@ def build(profile: LockedProfile, lang: str | None = None, *, charts: bool = Tru
     out += _proofs(profile, t, charts)
     out += _latency(profile, t, charts)
     out += _roofline(profile, t, charts)
-    out += _cost(profile, t)
+    out += _cost(profile, t, traffic)
     out += _deployment(profile, t)
     out += _environment(profile, t)
     if profile.notes:
@@ -56,6 +60,7 @@ def _decision(prof: LockedProfile, t: _Texts) -> list[Block]:
     out = [
         p(f"{t('report.pattern')}: {pat.title} · {t('report.created')}: {created}", "aiwb-meta"),
         *[p(line, "aiwb-value aiwb-headline") for line in headlines(prof, t)],
+        *[p(said, "aiwb-price-source") for said in price_words(prof, t.lang)],
         h(2, f"{t('report.decision')}: {pat.title}"),
         p(pat.summary),
     ]
@@ -416,7 +421,32 @@ def _roofline_measured(prof: LockedProfile) -> bool:
     )
 
 
-def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
+def price_words(prof: LockedProfile, lang: str) -> list[str]:
+    """Where the report's prices come from, once per distinct source: each priced answer's provenance
+    ("list price, <source>, <date>; a lower bound at roofline throughput") in `lang`."""
+    out: list[str] = []
+    for w in prof.workloads:
+        ans = answer_of(prof, w) if prof.estimates.get(w.name) else None
+        if ans is not None and ans.usd_per_mtok is not None:
+            said = ans.price_words.render(lang)
+            if said not in out:
+                out.append(said)
+    return out
+
+
+def _cfo(prof: LockedProfile, t: _Texts, traffic: Any) -> list[Block]:
+    """Monthly cost at the expected traffic, $/Mtok per GPU option, energy in dollars (report_cfo)."""
+    from aiworkbook.profile.report_cfo import Priced, Traffic, blocks
+
+    items = [
+        Priced(w.name, w.spec(), _shape(est["workload"]), answer_of(prof, w), est.get("assumptions") or {})
+        for w in prof.workloads
+        if (est := prof.estimates.get(w.name))
+    ]
+    return blocks(items, traffic if traffic is not None else Traffic(), t.lang)
+
+
+def _cost(prof: LockedProfile, t: _Texts, traffic: Any = None) -> list[Block]:
     """Serving priced per million output tokens, training per token trained and per run (never as
     output tokens); a set-up that does not fit is priced on the GPUs it needs, at their own price."""
     rows = []
@@ -455,20 +485,8 @@ def _cost(prof: LockedProfile, t: _Texts) -> list[Block]:
         t("report.usd_per_run"),
         t("report.usd_gpu_h"),
     )
-    return [h(2, t("report.cost")), table(header, rows, "aiwb-cost")]
-
-
-def _usd(x: Any, lang: str = "en") -> str:
-    """Dollars with enough digits to be read: 1.26, 0.126, 0.000412 (never a bare 0.000), in `lang`'s
-    number format."""
-    if x is None:
-        return "—"
-    x = float(x)
-    if x >= 1 or x <= 0:
-        return fixed(x, 2, lang)
-    import math
-
-    return fixed(x, max(2, 2 - math.floor(math.log10(x))), lang)  # three significant digits, no exponent
+    said = [p(x, "aiwb-price-source") for x in price_words(prof, t.lang)]
+    return [h(2, t("report.cost")), table(header, rows, "aiwb-cost"), *said, *_cfo(prof, t, traffic)]
 
 
 def _deployment(prof: LockedProfile, t: _Texts) -> list[Block]:
@@ -560,12 +578,12 @@ figcaption { font-size: 9pt; color: #555; } pre { background: #f6f6f6; padding: 
 """
 
 
-def render_html(profile: LockedProfile, lang: str | None = None) -> str:
+def render_html(profile: LockedProfile, lang: str | None = None, traffic: Any = None) -> str:
     """One self-contained HTML page: inline CSS and SVG, no script, nothing fetched from a network."""
     lang = lang or profile.lang
     esc = _html.escape
     body = []
-    for b in build(profile, lang, charts=True):
+    for b in build(profile, lang, charts=True, traffic=traffic):
         cls = f' class="{esc(b.css)}"' if b.css else ""
         if b.kind in ("h1", "h2", "h3"):
             body.append(f"<{b.kind}>{esc(b.text)}</{b.kind}>")
@@ -593,11 +611,11 @@ def render_html(profile: LockedProfile, lang: str | None = None) -> str:
     )
 
 
-def render_markdown(profile: LockedProfile, lang: str | None = None) -> str:
+def render_markdown(profile: LockedProfile, lang: str | None = None, traffic: Any = None) -> str:
     """The same report as Markdown (tables, lists, code blocks); the charts stay in the HTML."""
     lang = lang or profile.lang
     out: list[str] = []
-    for b in build(profile, lang, charts=False):
+    for b in build(profile, lang, charts=False, traffic=traffic):
         if b.kind in ("h1", "h2", "h3"):
             out.append("#" * int(b.kind[1]) + " " + _md(b.text))
         elif b.kind == "p":

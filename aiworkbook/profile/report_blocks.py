@@ -45,3 +45,18 @@ def chart(name: str, title: str, svg: str) -> Block:
 
 def code(text: str, lang: str = "") -> Block:
     return Block("code", text, meta={"lang": lang})
+
+
+def usd(x: Any, lang: str = "en") -> str:
+    """Dollars with enough digits to be read: 1.26, 0.126, 0.000412 (never a bare 0.000), in `lang`'s
+    number format; "—" for no figure."""
+    if x is None:
+        return "—"
+    from aiworkbook.i18n_format import fixed
+
+    x = float(x)
+    if x >= 1 or x <= 0:
+        return fixed(x, 2, lang)
+    import math
+
+    return fixed(x, max(2, 2 - math.floor(math.log10(x))), lang)  # three significant digits, no exponent

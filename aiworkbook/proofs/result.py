@@ -14,6 +14,7 @@ from aiworkbook.errors import SpecError
 from aiworkbook.persist import read_json, write_json
 from aiworkbook.proofs.flags import check_flags
 from aiworkbook.proofs.stats import Stats
+from aiworkbook.proofs.verdict import verdict_words
 
 KIND = "aiworkbook.proof-result"
 SCHEMA_VERSION = 1
@@ -132,7 +133,8 @@ class ProofResult:
 
     def headline(self) -> str:
         """One line for people: verdict, measured vs predicted, ratio and flags."""
-        parts = [f"[{self.verdict}] {self.proof} on {self.device}:"]
+        said = verdict_words({"verdict": self.verdict, "flags": self.flags})  # a CPU fallback says so
+        parts = [f"[{said}] {self.proof} on {self.device}:"]
         parts.append(f"measured {_fmt(self.measured, self.unit)}")
         if self.predicted:
             parts.append(f"vs {self.predicted_label or 'predicted'} {_fmt(self.predicted, self.unit)}")

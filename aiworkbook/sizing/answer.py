@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from aiworkbook.message import Msg
 from aiworkbook.sizing.needs import Needs, Option, needs
+from aiworkbook.sizing.prices import provenance
 from aiworkbook.sizing.workload import Workload
 
 #: where a price comes from when the user passed none: the GPU catalogue's list price
@@ -50,6 +52,8 @@ class Answer:
     needs: Needs
     price_source: str
     deployment: Deployment | None
+    #: the price's provenance in words (`provenance`): kind, source, date and basis
+    price_words: Msg = Msg("price.catalogue")
 
     @property
     def option(self) -> Option | None:
@@ -85,6 +89,7 @@ class Answer:
             "usd_per_mtok": self.usd_per_mtok,
             "price_source": self.price_source,
             "price_basis": "a lower bound at roofline throughput",
+            "price_words": str(self.price_words),
             "deployment": self.deployment.to_dict() if self.deployment is not None else None,
             "options": self.needs.to_dict(),
         }
@@ -140,6 +145,7 @@ def answer(
     except SpecError:  # a measured GPU file outside the catalogue: its price has no catalogue source
         on = None
     src = price_source(assumptions if mine else None, on)
+    said = provenance(assumptions if mine else None, on)
     dep = _deployment(spec, w, n.priced) if n.priced is not None else None
     given = w.tp * (w.dp if w.training else 1)
-    return Answer(spec.name, "train" if w.training else "infer", n.fits, n.gpu, given, n, src, dep)
+    return Answer(spec.name, "train" if w.training else "infer", n.fits, n.gpu, given, n, src, dep, said)

@@ -218,36 +218,76 @@ def gpus_needed(spec, w: Workload, gpu, device: str = "cuda", cache: TPCache | N
 
 
 def cheapest_gpu(spec, w: Workload, device: str = "cuda") -> dict | None:
-    """The catalogue GPU with the lowest $/hour for the GPUs it needs (ties: fewer GPUs)."""
+    """The catalogue GPU whose set-up costs the workload least per million tokens (`cheapest_of`)."""
     from aiworkbook.specs import list_gpus
 
     priced = [g for g in list_gpus() if g.price_per_hour_usd > 0]  # unpriced ones are not sized
     return cheapest_of(per_gpu(spec, w, priced, device))
 
 
+def usd_per_mtok(spec, w: Workload, gpu, p: SizingPass) -> float | None:
+    """What `w` (at its tensor-parallel size) costs on `gpu` at the GPU's list price: $ per million
+    output tokens served (prompt tokens for an encoder-only model) or tokens trained, at roofline
+    throughput with the tensor-parallel communication over the GPU's link in the step, and the default
+    utilisation (Assumptions); the figure the estimate's cost section gives. None: no price or throughput."""
+    from aiworkbook.sizing import roofline
+    from aiworkbook.sizing.assumptions import Assumptions
+    from aiworkbook.sizing.plan import cost_section
+
+    gpu = _gpu(gpu)
+    if not gpu.price_per_hour_usd:
+        return None
+    stored = p.weight_term.value if p.weight_term is not None else None
+    roof = roofline.of_workload(spec, w, gpu, p.trainable, stored)
+    c = cost_section(spec, w, gpu, roof or {}, Assumptions())
+    if w.training:
+        return c.usd_per_mtok_trained
+    return c.decode_usd_per_mtok if c.decode_usd_per_mtok is not None else c.prefill_usd_per_mtok
+
+
+def cost_basis(spec, w: Workload) -> Msg:
+    """What "lowest cost" ranks by (`cheapest_of`), in words: the tokens the workload pays for, at
+    roofline throughput with the link's communication, at list prices."""
+    if w.training:
+        return Msg("capacity.basis.trained")
+    return Msg("capacity.basis.output") if spec.is_decoder else Msg("capacity.basis.prompt")
+
+
 def per_gpu(spec, w: Workload, gpus: Any = None, device: str = "cuda") -> list[dict]:
     """One row per catalogue GPU (or per GPU in `gpus`): its name, the tensor-parallel GPUs the
-    workload needs on it (`gpus_needed`, None: none fits) and its example price per GPU-hour (0 where
-    the catalogue has none). What a "fits on" table shows; `cheapest_of(rows)` picks from the same rows."""
+    workload needs on it (`gpus_needed`, None: none fits), its example price per GPU-hour (0 where
+    the catalogue has none) and what the workload costs on those GPUs (`usd_per_mtok`, None: unpriced
+    or it does not fit). What a "fits on" table shows; `cheapest_of(rows)` picks from the same rows."""
     from aiworkbook.specs import list_gpus
 
     rows = []
     cache: TPCache = {}  # one pass per tensor-parallel size, whichever GPU asks
     for g in list_gpus() if gpus is None else [_gpu(x) for x in gpus]:
         n = gpus_needed(spec, w, g, device, cache)
-        rows.append({"gpu": g.name, "gpus": n, "price_per_gpu_hour": g.price_per_hour_usd})
+        at = cache.get(n) if n is not None else None
+        per_mtok = usd_per_mtok(spec, at[0], g, at[1]) if at is not None else None
+        rows.append(
+            {"gpu": g.name, "gpus": n, "price_per_gpu_hour": g.price_per_hour_usd, "usd_per_mtok": per_mtok}
+        )
     return rows
 
 
 def cheapest_of(rows: list[dict]) -> dict | None:
-    """The row of `per_gpu` with the lowest $/hour for the GPUs it needs (ties: fewer GPUs), as
-    {gpu, gpus, usd_per_hour}; unpriced GPUs and those it does not fit are skipped."""
+    """The row of `per_gpu` whose set-up costs the workload least per million tokens (ties: fewer GPUs),
+    as {gpu, gpus, usd_per_hour, usd_per_mtok, basis}: what the workload costs, not what an hour costs,
+    so a slow or badly linked set-up does not win on a low hourly price (`basis` says it in words).
+    Unpriced GPUs and those it does not fit are skipped."""
     best = None
     for r in rows:
-        if r["gpus"] is None or r["price_per_gpu_hour"] <= 0:
+        if r["gpus"] is None or r["price_per_gpu_hour"] <= 0 or r.get("usd_per_mtok") is None:
             continue
-        cand = {"gpu": r["gpu"], "gpus": r["gpus"], "usd_per_hour": r["gpus"] * r["price_per_gpu_hour"]}
-        if best is None or (cand["usd_per_hour"], cand["gpus"]) < (best["usd_per_hour"], best["gpus"]):
+        cand = {
+            "gpu": r["gpu"],
+            "gpus": r["gpus"],
+            "usd_per_hour": r["gpus"] * r["price_per_gpu_hour"],
+            "usd_per_mtok": r["usd_per_mtok"],
+        }
+        if best is None or (cand["usd_per_mtok"], cand["gpus"]) < (best["usd_per_mtok"], best["gpus"]):
             best = cand
     return best
 
@@ -287,6 +327,15 @@ def mig_profile(spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | No
     return None
 
 
+def _cheapest_section(spec, w: Workload, cheap: dict | None) -> CheapestGPU | None:
+    """The lowest-cost option with what it was ranked by and where its price comes from, in words."""
+    if cheap is None:
+        return None
+    from aiworkbook.sizing.prices import provenance
+
+    return CheapestGPU(**cheap, basis=cost_basis(spec, w), price_words=provenance(None, _gpu(cheap["gpu"])))
+
+
 def report(spec, w: Workload, target: Any, device: str | None = None) -> CapacityReport:
     """The capacity answers of `aiworkbook fit` for one GPU kind: `target` is a catalogue name, a GPU
     JSON file, a GPUSpec, or a NodeProfile (its calibrated GPU when measured, else its catalogue one).
@@ -316,7 +365,7 @@ def report(spec, w: Workload, target: Any, device: str | None = None) -> Capacit
         fits=bool(fits(spec, w, gpu, dev, p, c)["fits"]),
         max_batch=max_batch(spec, w, gpu, dev, p=p),
         gpus_needed_tp=gpus_needed(spec, w, gpu, dev),
-        cheapest_gpu=CheapestGPU(**cheap) if cheap is not None else None,
+        cheapest_gpu=_cheapest_section(spec, w, cheap),
         mig_profile=mig_profile(spec, w, gpu, dev, p),
         max_concurrency=max_concurrency(spec, w, gpu, device=dev, p=p) if infer else None,
         max_context=max_context(spec, w, gpu, device=dev, p=p) if infer else None,

@@ -141,13 +141,13 @@ def estimate(
         "params_non_embedding": spec.params_non_embedding,
         "trainable": p.trainable,
     }
-    if w.training:
-        roof = from_mapping(Roofline, roofline.train_step(spec, w, gpu, trainable=p.trainable), mode="train")
-    elif gpu is not None:
-        stored = p.weight_term.value if p.weight_term is not None else None
-        roof = from_mapping(Roofline, roofline.inference_roofline(spec, w, gpu, stored), mode="infer")
-    else:
-        roof = Roofline(mode="none")
+    stored = p.weight_term.value if p.weight_term is not None else None
+    figures = roofline.of_workload(spec, w, gpu, p.trainable, stored)
+    roof = (
+        Roofline(mode="none")
+        if figures is None
+        else from_mapping(Roofline, figures, mode="train" if w.training else "infer")
+    )
     fit = (
         from_mapping(Fits, capacity.fits(spec, w, gpu, device, p, ev.components))
         if gpu is not None

@@ -24,6 +24,9 @@ class Option:
     usd_per_mtok: float | None  # serving: $ per million output tokens on this set-up
     usd_per_mtok_trained: float | None  # training: $ per million tokens trained on this set-up
     usd_per_run: float | None  # training with a token budget: $ of the whole run
+    #: energy per million of the tokens priced (output tokens served, or tokens trained), GPUs at TDP
+    #: and the assumed PUE: an upper bound on power at a lower bound on time
+    joules_per_mtok: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -75,6 +78,7 @@ def option(spec: Any, w: Workload, gpu: Any, gpus: int, assumptions: Any = None)
         usd_per_mtok=c.get("decode_usd_per_mtok"),
         usd_per_mtok_trained=c.get("usd_per_mtok_trained"),
         usd_per_run=(c.get("run") or {}).get("usd"),
+        joules_per_mtok=c.get("joules_per_mtok_trained" if w.training else "decode_joules_per_mtok"),
     )
 
 

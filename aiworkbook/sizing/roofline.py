@@ -253,3 +253,16 @@ def inference_roofline(spec: ModelSpecLike, w: Workload, gpu, stored: int | None
         ),
         "compute_dtype": compute_dtype(w.weights_dtype),
     }
+
+
+def of_workload(
+    spec: ModelSpecLike, w: Workload, gpu, trainable: int | None, stored: int | None
+) -> dict | None:
+    """The roofline an estimate shows for `w` on `gpu`: the training step, or the serving figures (None
+    without a GPU). `trainable`, `stored`: the sizing pass's trainable parameters and served weight
+    bytes. One function, so the estimate and the catalogue's cost ranking (capacity) read the same."""
+    if w.training:
+        return train_step(spec, w, gpu, trainable=trainable)
+    if gpu is None:
+        return None
+    return inference_roofline(spec, w, gpu, stored)

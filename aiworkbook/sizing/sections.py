@@ -265,11 +265,14 @@ def from_mapping(cls: type[Section], d: Any, **extra: Any) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class CheapestGPU(Section):
-    """The catalogue GPU with the lowest $/hour for the GPUs the workload needs."""
+    """The catalogue GPU on which the workload costs least per million tokens (capacity.cheapest_of)."""
 
     gpu: str = figure("", "catalogue name", default="")
     gpus: int = figure("", "GPUs needed (tensor parallel)", default=0)
     usd_per_hour: float = figure("$/h", "their price per hour", default=0.0)
+    usd_per_mtok: float = figure("$/Mtok", "what the workload costs on them per million tokens", default=0.0)
+    basis: str = figure("", "what the ranking compares, in words", default="")
+    price_words: str = figure("", "where its price comes from, in words", default="")
 
 
 @dataclasses.dataclass(frozen=True)
