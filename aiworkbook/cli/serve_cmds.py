@@ -75,7 +75,10 @@ def register(app: typer.Typer) -> None:
 
 
 def register_prove(prove: typer.Typer) -> None:
-    """Add `prove serving`."""
+    """Add `prove serving`; its options' defaults are the proof's declared ones (proofs/inputs.py)."""
+    from aiworkbook.proofs import inputs as I
+
+    SV = I.defaults(I.ServingInputs)
 
     @prove.command("serving")
     def serving(
@@ -87,10 +90,10 @@ def register_prove(prove: typer.Typer) -> None:
         server_kind: str = option(
             "--server-kind",
             "auto (probe whether it accepts ignore_eos/min_tokens) | vllm | sglang | tgi | openai | transformers",
-            "auto",
+            SV["server_kind"],
         ),
-        request_timeout: float = option("--request-timeout", "seconds per request", 120.0),
-        connect_timeout: float = option("--connect-timeout", "seconds to connect", 10.0),
+        request_timeout: float = option("--request-timeout", "seconds per request", SV["request_timeout_s"]),
+        connect_timeout: float = option("--connect-timeout", "seconds to connect", SV["connect_timeout_s"]),
         max_duration: float = option(
             "--max-duration", "seconds for the whole run; what is in flight then is cancelled"
         ),
@@ -114,12 +117,12 @@ def register_prove(prove: typer.Typer) -> None:
             "start every prompt with the same N tokens (to measure a prefix cache; default 0: none shared)",
         ),
         samples_csv: Path = option("--samples-csv", "write one row per request here (CSV)"),
-        api: str = typer.Option("completions", help="completions | chat"),
-        scheduler: str = typer.Option("continuous", help="static | continuous (embedded server)"),
-        backend: str = typer.Option("torch", help="torch | synthetic (embedded server)"),
+        api: str = typer.Option(SV["api"], help="completions | chat"),
+        scheduler: str = typer.Option(SV["scheduler"], help="static | continuous (embedded server)"),
+        backend: str = typer.Option(SV["backend"], help="torch | synthetic (embedded server)"),
         rate: float = typer.Option(None, help="open loop: requests per second (Poisson or gamma)"),
         concurrency: int = typer.Option(None, help="closed loop: requests in flight"),
-        burstiness: float = typer.Option(1.0, help="gamma shape of the arrivals (1 = Poisson)"),
+        burstiness: float = typer.Option(SV["burstiness"], help="gamma shape of the arrivals (1 = Poisson)"),
         sweep: str = typer.Option(
             None, help="comma-separated loads, e.g. 1,2,4,8 (rates with --sweep-kind rate)"
         ),
