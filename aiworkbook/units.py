@@ -194,8 +194,7 @@ def fmt_value(v: object, unit: str = "", lang: str = "en") -> str:
     if unit == "$/Mtok":  # three significant digits: $0.0259, not $0.03
         if lang == "en":
             return f"${fmt_number(v)} per M tokens"
-        digits = 2 if v >= 1 or v <= 0 else max(2, 2 - math.floor(math.log10(v)))
-        return f"{money(v, lang, digits)} {_PER_MTOK.get(lang, 'per M tokens')}"
+        return f"{money(v, lang, None)} {_PER_MTOK.get(lang, 'per M tokens')}"
     if unit == "J/Mtok":
         return f"{fmt_number(v, lang)} J {_PER_MTOK.get(lang, 'per M tokens')}"
     if unit in ("tokens/s", "1/s"):

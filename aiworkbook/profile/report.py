@@ -10,7 +10,7 @@ from __future__ import annotations
 import html as _html
 from typing import Any
 
-from aiworkbook.i18n_format import fixed, integer, percent
+from aiworkbook.i18n_format import fixed, integer, percent, usd_digits
 from aiworkbook.message import words
 from aiworkbook.patterns import get_pattern, recommend, text
 from aiworkbook.profile.fingerprint import env_parts
@@ -464,11 +464,7 @@ def _usd(x: Any, lang: str = "en") -> str:
     if x is None:
         return "—"
     x = float(x)
-    if x >= 1 or x <= 0:
-        return fixed(x, 2, lang)
-    import math
-
-    return fixed(x, max(2, 2 - math.floor(math.log10(x))), lang)  # three significant digits, no exponent
+    return fixed(x, usd_digits(x), lang)  # the column says $; the digits are money()'s
 
 
 def _deployment(prof: LockedProfile, t: _Texts) -> list[Block]:
