@@ -5,6 +5,7 @@ figure is formatted in nl or de, so an English page pays nothing for it."""
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from typing import Any
 
@@ -53,8 +54,19 @@ def percent(fraction: float, digits: int = 1, lang: str = "en") -> str:
     return f"{fixed(fraction * 100, digits, lang)} %"
 
 
-def money(usd: float, lang: str = "en", digits: int = 2) -> str:
-    """US dollars: $1.26 in English; Babel's currency format in nl (US$ 1,26) and de (1,26 $)."""
+def usd_digits(usd: float) -> int:
+    """Decimals a dollar figure is shown with: 2, or three significant digits under a dollar
+    ($0.0000336, not $0.00; never an exponent)."""
+    if usd >= 1 or usd <= 0:
+        return 2
+    return max(2, 2 - math.floor(math.log10(usd)))
+
+
+def money(usd: float, lang: str = "en", digits: int | None = 2) -> str:
+    """US dollars, the one formatter of a dollar figure: $1.26 in English; Babel's currency format in nl
+    (US$ 1,26) and de (1,26 $). `digits` None: `usd_digits` (three significant digits under a dollar)."""
+    if digits is None:
+        digits = usd_digits(usd)
     if check(lang) == "en":
         return f"${usd:,.{digits}f}"
     from babel import Locale

@@ -138,7 +138,7 @@ def ensure() -> str | None:
         return None if _state == "ok" else _state
 
 
-def module():
+def module() -> Any:
     """The pynvml module (after ensure() returned None)."""
     import pynvml
 
@@ -160,17 +160,19 @@ def attempt(fn: str, *args: Any, **kwargs: Any) -> tuple[Any, str | None]:
         return None, reason(exc)
 
 
-def compute_processes(nv: Any, handle: Any) -> list:
+def compute_processes(nv: Any, handle: Any) -> list[Any]:
     """nvmlDeviceGetComputeRunningProcesses, falling back to the _v2 binding: the unversioned binding
     calls the _v3 symbol and, on a driver without it, raises NVMLLibraryMismatchError (not an
     NVMLError). Raises what NVML raises otherwise."""
     mismatch = getattr(nv, "NVMLLibraryMismatchError", None)
+    procs: list[Any]
     try:
-        return nv.nvmlDeviceGetComputeRunningProcesses(handle)
+        procs = nv.nvmlDeviceGetComputeRunningProcesses(handle)
     except Exception as exc:
         if mismatch is None or not isinstance(exc, mismatch):
             raise
-        return nv.nvmlDeviceGetComputeRunningProcesses_v2(handle)
+        procs = nv.nvmlDeviceGetComputeRunningProcesses_v2(handle)
+    return procs
 
 
 def shutdown() -> None:

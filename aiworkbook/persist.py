@@ -54,7 +54,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale_temporaries(folder: str | os.PathLike, name: str) -> list[Path]:
+def clean_stale_temporaries(folder: str | os.PathLike[str], name: str) -> list[Path]:
     """Remove `.<name>.aiwb-<pid>-*.tmp` left in `folder` by a writer that no longer runs (SIGKILL,
     power loss); a live writer's temporary is left alone. Returns what was removed."""
     removed: list[Path] = []
@@ -87,7 +87,7 @@ def _refuse_special(p: Path, field: str) -> None:
         raise SpecError(field, str(p), f"a regular file path, not {kind}")
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write to a temp file in the same folder, fsync, then rename over the target. The file gets the
     mode the umask gives (an existing target keeps its own); an error names `path`, never the temp."""
     target = Path(path)
@@ -120,7 +120,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return target
 
 
-def check_writable(path: str | os.PathLike, field: str) -> Path:
+def check_writable(path: str | os.PathLike[str], field: str) -> Path:
     """Fail before any work starts when `path` cannot be written (a folder, a device or FIFO, an
     unwritable parent, a pseudo file system such as /proc), so a long proof or recording is never lost
     at the end for want of a file. The check creates and removes a temporary next to `path`."""
@@ -172,13 +172,15 @@ def dumps_json(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(clean, indent=indent, allow_nan=False)
 
 
-def write_json(path: str | os.PathLike, payload: dict[str, Any], *, kind: str, schema_version: int) -> Path:
+def write_json(
+    path: str | os.PathLike[str], payload: dict[str, Any], *, kind: str, schema_version: int
+) -> Path:
     """Write a JSON document with `kind` and `schema_version` keys first."""
     doc = {"kind": kind, "schema_version": schema_version, **payload}
     return atomic_write_text(path, dumps_json(doc, indent=2) + "\n")
 
 
-def write_jsonl(path: str | os.PathLike, header: dict[str, Any], rows: Iterable[dict[str, Any]]) -> Path:
+def write_jsonl(path: str | os.PathLike[str], header: dict[str, Any], rows: Iterable[dict[str, Any]]) -> Path:
     """A JSONL file whose first line is the header (kind, schema_version, labels)."""
     lines = [dumps_json(header)]
     lines.extend(dumps_json(r) for r in rows)
@@ -198,7 +200,7 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
-def read_text(path: str | os.PathLike, *, what: str = "an existing file") -> str:
+def read_text(path: str | os.PathLike[str], *, what: str = "an existing file") -> str:
     """A UTF-8 text file, or a SpecError naming the file: missing, a folder, a FIFO or device (which
     would hang or never end), unreadable, not UTF-8."""
     p = Path(path)
@@ -261,13 +263,13 @@ def _loads(text: str, p: Path, where: str = "", *, unique_keys: bool = False) ->
 
 
 def read_json(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     kind: str | None = None,
     max_version: int | None = None,
     what: str = "an existing file",
     unique_keys: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Read a JSON object, naming the file and the problem when it is missing, unreadable or corrupt.
     `kind`/`max_version` check the header keys write_json puts first; `unique_keys` refuses a key
     given twice in one object (a hand-edited file)."""
@@ -281,13 +283,13 @@ def read_json(
 
 
 def read_jsonl(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     kind: str | None = None,
     max_version: int | None = None,
     what: str = "an existing file",
     numbered: bool = False,
-):
+) -> tuple[dict[str, Any], list[Any]]:
     """Return (header, rows) of a JSONL file written by write_jsonl. Blank lines are skipped; errors
     name the line (counted from 1, blank lines included). `numbered=True` gives rows as
     (line number, value) pairs, so a caller validating rows can name the line too."""
@@ -340,7 +342,12 @@ def validation_error(exc: Any, *, source: str | None = None, prefix: str = "") -
 
 
 def check_header(
-    doc: dict, p: str | os.PathLike, kind: str | None, max_version: int | None, *, line: int | None = None
+    doc: dict[str, Any],
+    p: str | os.PathLike[str],
+    kind: str | None,
+    max_version: int | None,
+    *,
+    line: int | None = None,
 ) -> None:
     """`kind` must equal `kind` and `schema_version` be an int (not a bool) in 1..max_version (None: unchecked)."""
     at = f" (line {line})" if line is not None else ""

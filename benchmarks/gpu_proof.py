@@ -285,12 +285,13 @@ def _call(step: Step, device: str, dry: bool) -> Any:
     model = _model(step, dry)
     if dry and step.dry_budget_fraction is not None:
         kw["budget_bytes"] = int(step.dry_budget_fraction * _vram_estimate(model, kw, device))
+    from aiworkbook.proofs import registry
+
+    registry.get(step.proof).check_names(kw)  # the proof's declared inputs (proofs/inputs.py)
     direct: dict[str, Callable[..., Any]] = {"roofline": prove_roofline, "vram": prove_vram, "kv": prove_kv}
     if step.proof in direct:
         return direct[step.proof](model, device=device, **kw)
-    from aiworkbook.proofs import registry
-
-    takes = {i.name for i in registry.get(step.proof).inputs}
+    takes = set(registry.get(step.proof).accepts)
     if model is not None:
         kw["model"] = model
     if "device" in takes:

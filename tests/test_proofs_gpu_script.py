@@ -144,3 +144,12 @@ def test_bench_runner_json_carries_kind_and_version_and_is_checked_first(tmp_pat
     bench.write_text("def run():\n    raise AssertionError('ran before the output path was checked')\n")
     with pytest.raises(SpecError, match="not a folder"):
         run.main(["--json", str(tmp_path)])
+
+
+def test_every_step_passes_only_inputs_its_proof_declares(gp):
+    from aiworkbook.proofs import registry
+
+    for step in gp.PLAN:
+        info = registry.get(step.proof)
+        for kw in (step.gpu, step.dry):
+            assert set(kw) <= set(info.accepts), (step.name, set(kw) - set(info.accepts))

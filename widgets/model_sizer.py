@@ -510,14 +510,14 @@ class ModelSizer(BackgroundComposite):
                 r["gpu"],
                 r["gpus"] if r["gpus"] is not None else "—",
                 money(r["price_per_gpu_hour"], lang) if r["price_per_gpu_hour"] else "—",
-                _usd(r["usd_per_mtok"], lang) if r.get("usd_per_mtok") is not None else "—",
+                money(r["usd_per_mtok"], lang, None) if r.get("usd_per_mtok") is not None else "—",
             ]
             for r in out["fits_on"]
         ]
         best = out["cheapest"]
         note = self.t("none_fit")
         if best:
-            price, hourly = _usd(best["usd_per_mtok"], lang), money(best["usd_per_hour"], lang)
+            price, hourly = money(best["usd_per_mtok"], lang, None), money(best["usd_per_hour"], lang)
             note = Msg("sizer.cheapest", n=best["gpus"], gpu=best["gpu"], price=price, hourly=hourly).render(
                 lang
             )
@@ -560,12 +560,14 @@ class ModelSizer(BackgroundComposite):
             if priced.get("usd_per_mtok") is not None:
                 return f"{out}, {money(priced['usd_per_mtok'], lang)} {t('per_mtok')}"
             if priced.get("usd_per_mtok_trained") is not None:
-                return f"{out}, {_usd(priced['usd_per_mtok_trained'], lang)} {t('per_mtok_trained')}"
+                return f"{out}, {money(priced['usd_per_mtok_trained'], lang, None)} {t('per_mtok_trained')}"
             return out
         if priced.get("usd_per_mtok") is not None:
             out += ", " + t("priced_on", price=money(priced["usd_per_mtok"], lang), **where)
         elif priced.get("usd_per_mtok_trained") is not None:
-            out += ", " + t("priced_trained_on", price=_usd(priced["usd_per_mtok_trained"], lang), **where)
+            out += ", " + t(
+                "priced_trained_on", price=money(priced["usd_per_mtok_trained"], lang, None), **where
+            )
         return out
 
     def _price_words(self, out: dict[str, Any]) -> str:
@@ -598,7 +600,7 @@ class ModelSizer(BackgroundComposite):
         if cost.get("decode_usd_per_mtok") is not None:
             return f"<b>{self.t('cost')}</b>: {money(cost['decode_usd_per_mtok'], self.lang)} {self.t('per_mtok')}"
         if cost.get("usd_per_mtok_trained") is not None:
-            per_tok = f"{_usd(cost['usd_per_mtok_trained'], self.lang)} {self.t('per_mtok_trained')}"
+            per_tok = f"{money(cost['usd_per_mtok_trained'], self.lang, None)} {self.t('per_mtok_trained')}"
             run = cost.get("run") or {}
             if run.get("usd") is not None:  # a training workload is priced per run when its tokens are known
                 tokens = integer(run.get("train_tokens", 0), self.lang)
@@ -616,14 +618,3 @@ class ModelSizer(BackgroundComposite):
         lang = self.lang
         parts = ", ".join(f"{self.t(k)} {fmt_bytes(host[k], 'GiB', lang)}" for k in HOST_KEYS if host.get(k))
         return f"<b>{self.t('host_memory')}</b>: {fmt_bytes(host['host_bytes'], 'GiB', lang)} ({parts})"
-
-
-def _usd(x: float, lang: str = "en") -> str:
-    """Dollars with three significant digits when under a dollar ($0.0000336, not $0.00), in `lang`."""
-    import math
-
-    from aiworkbook.i18n_format import money
-
-    if x >= 1 or x <= 0:
-        return money(x, lang)
-    return money(x, lang, max(2, 2 - math.floor(math.log10(x))))

@@ -10,6 +10,7 @@ import ipywidgets as W
 import traitlets
 
 from aiworkbook.errors import SpecError
+from aiworkbook.i18n_format import money
 
 from .base import Composite, dropdown, html_table, value_html
 
@@ -43,7 +44,7 @@ def capability_rows(nodes: list[Any], t: Any) -> list[list[str]]:
         (t("ram"), lambda n: fmt_bytes(n.ram_bytes, "GiB")),
         (t("storage"), lambda n: fmt_bytes(n.local_storage_bytes or n.disk_free_bytes or 0, "TB")),
         (t("storage_read"), lambda n: fmt_rate(n.storage_read_bps) if n.storage_read_bps else "—"),
-        (t("price"), lambda n: f"${n.price_per_hour_usd:,.2f}" if n.price_per_hour_usd else "—"),
+        (t("price"), lambda n: money(n.price_per_hour_usd) if n.price_per_hour_usd else "—"),
         (t("pattern"), lambda n: n.pattern or "—"),
     ]
     return [[name, *(fn(n) for n in nodes)] for name, fn in rows]

@@ -13,9 +13,12 @@ import typer
 
 from aiworkbook.cli.paths import model_inputs
 from aiworkbook.cli.prove_run import check_outputs, emit, run_with_bar
+from aiworkbook.proofs import inputs as I
 from aiworkbook.sizing.workload import ATTENTIONS, CHECKPOINTING, PRECISIONS
 
 DEVICE_HELP = "auto (CUDA when present, else CPU), cpu or cuda"
+# the options' defaults are the proofs' declared ones (aiworkbook/proofs/inputs.py)
+RF, VR, KV = I.defaults(I.RooflineInputs), I.defaults(I.VramInputs), I.defaults(I.KvInputs)
 
 
 def register(app: typer.Typer) -> None:
@@ -39,7 +42,7 @@ def _register_roofline(prove: typer.Typer) -> None:
     @prove.command("roofline")
     def roofline(
         model: str = typer.Argument(None, help="model preset for the workload's point (optional)"),
-        device: str = typer.Option("auto", help=DEVICE_HELP),
+        device: str = typer.Option(RF["device"], help=DEVICE_HELP),
         quick: bool = typer.Option(False, "--quick", help="fewer trials and shapes"),
         threads: int = typer.Option(None, help="CPU threads (default: physical cores)"),
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
@@ -81,13 +84,15 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
     @prove.command("vram")
     def vram(
         model: str = typer.Argument(..., help="model preset, e.g. tiny-llama or llama-3-8b"),
-        device: str = typer.Option("auto", help=DEVICE_HELP),
+        device: str = typer.Option(VR["device"], help=DEVICE_HELP),
         quick: bool = typer.Option(False, "--quick", help="short sequence, two steps, 2 GiB CPU budget"),
         batch: int = typer.Option(None, help="micro-batch"),
         seq: int = typer.Option(None, help="sequence length"),
         precision: str = typer.Option(None, help=" | ".join(PRECISIONS)),
-        attention: str = typer.Option("sdpa", help=" | ".join(ATTENTIONS) + " (flash: SDPA's flash kernel)"),
-        checkpointing: str = typer.Option("none", help=" | ".join(CHECKPOINTING)),
+        attention: str = typer.Option(
+            VR["attention"], help=" | ".join(ATTENTIONS) + " (flash: SDPA's flash kernel)"
+        ),
+        checkpointing: str = typer.Option(VR["checkpointing"], help=" | ".join(CHECKPOINTING)),
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
     ) -> None:
         """Train a few AdamW steps; peak memory against the itemised estimate (±10 %)."""
@@ -110,7 +115,7 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
     @prove.command("kv")
     def kv(
         model: str = typer.Argument(..., help="model preset"),
-        device: str = typer.Option("auto", help=DEVICE_HELP),
+        device: str = typer.Option(KV["device"], help=DEVICE_HELP),
         quick: bool = typer.Option(False, "--quick", help="a 2 x 2 grid, 8 new tokens"),
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
     ) -> None:

@@ -10,6 +10,11 @@ import typer
 
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
+from aiworkbook.proofs import inputs as I
+
+# the options' defaults are the proofs' declared ones (aiworkbook/proofs/inputs.py)
+CK, RS, CS = I.defaults(I.CheckpointInputs), I.defaults(I.RestoreInputs), I.defaults(I.ColdstartInputs)
+DL, AR = I.defaults(I.DataloadInputs), I.defaults(I.AllreduceInputs)
 
 DIR_HELP = (
     "directory in which the proof makes its own new folder aiworkbook-<proof>-<time>-<random> and writes "
@@ -94,10 +99,10 @@ def _register_checkpoint(prove: typer.Typer) -> None:
         dir: str = option("--dir", DIR_HELP, ...),
         model: str = typer.Option(None, help="save this model's weights + AdamW state (else --size-mb)"),
         size_mb: float = option("--size-mb", "MiB of state to save when no model is given"),
-        format: str = option("--format", "headline format", "safetensors"),
-        formats: str = typer.Option("safetensors,torch,dcp,dcp-async", help="formats to measure"),
+        format: str = option("--format", "headline format", CK["format"]),
+        formats: str = typer.Option(CK["formats"], help="formats to measure"),
         trials: int = typer.Option(None, help="saves and restores per format"),
-        gpus: int = typer.Option(1024, help="GPUs of the job for the Young/Daly interval"),
+        gpus: int = typer.Option(CK["gpus"], help="GPUs of the job for the Young/Daly interval"),
         keep: bool = option(
             "--keep", "keep the proof's own folder, holding one checkpoint for `prove restore --dir`", False
         ),
@@ -116,7 +121,7 @@ def _register_checkpoint(prove: typer.Typer) -> None:
         dir: str = option("--dir", DIR_HELP, ...),
         model: str = typer.Option(None, help="model whose weights + AdamW state are restored"),
         size_mb: float = option("--size-mb", "MiB of state when no model is given"),
-        format: str = option("--format", "safetensors, torch, dcp or dcp-async", "safetensors"),
+        format: str = option("--format", "safetensors, torch, dcp or dcp-async", RS["format"]),
         trials: int = typer.Option(None, help="restores"),
         keep: bool = option("--keep", KEEP_HELP, False),
         quick: bool = option("--quick", "32 MiB, one trial", False),
@@ -137,10 +142,10 @@ def _register_start_and_data(prove: typer.Typer) -> None:
 
     @prove.command("coldstart")
     def coldstart(
-        model: str = typer.Argument("tiny-llama", help="model preset"),
+        model: str = typer.Argument(CS["model"], help="model preset"),
         dir: str = option("--dir", DIR_HELP, ...),
-        dtype: str = typer.Option("bf16", help="fp32, bf16 or fp16 weights"),
-        device: str = typer.Option("auto", help="auto, cpu or cuda"),
+        dtype: str = typer.Option(CS["dtype"], help="fp32, bf16 or fp16 weights"),
+        device: str = typer.Option(CS["device"], help="auto, cpu or cuda"),
         trials: int = typer.Option(None, help="cold starts"),
         keep: bool = option("--keep", KEEP_HELP, False),
         quick: bool = option("--quick", "one cold start", False),
@@ -158,14 +163,14 @@ def _register_start_and_data(prove: typer.Typer) -> None:
         shards: int = typer.Option(None, help="shard files to generate"),
         samples_per_shard: int = option("--samples-per-shard", "samples per shard"),
         sample_kb: float = option("--sample-kb", "KiB per sample"),
-        batch: int = typer.Option(16, help="samples per batch"),
+        batch: int = typer.Option(DL["batch"], help="samples per batch"),
         workers: str = typer.Option(None, help="worker counts to sweep, e.g. 0,2,4"),
-        prefetch: str = typer.Option("2", help="batches prefetched per worker to sweep, e.g. 2,4"),
-        compute: str = typer.Option("sleep", help="sleep (calibrated) or model (a real step)"),
-        step_ms: float = option("--step-ms", "sleep step in ms", 5.0),
+        prefetch: str = typer.Option(DL["prefetch"], help="batches prefetched per worker to sweep, e.g. 2,4"),
+        compute: str = typer.Option(DL["compute"], help="sleep (calibrated) or model (a real step)"),
+        step_ms: float = option("--step-ms", "sleep step in ms", DL["step_ms"]),
         steps: int = typer.Option(None, help="training-loop steps"),
-        threshold: float = typer.Option(0.10, help="red flag above this input-wait fraction"),
-        device: str = typer.Option("auto", help="auto, cpu or cuda"),
+        threshold: float = typer.Option(DL["threshold"], help="red flag above this input-wait fraction"),
+        device: str = typer.Option(DL["device"], help="auto, cpu or cuda"),
         keep: bool = option("--keep", KEEP_HELP, False),
         quick: bool = option("--quick", "a few hundred KB, two configs", False),
         json_file: Path = option("--json", JSON_HELP),
@@ -211,10 +216,10 @@ def _register_host_and_network(prove: typer.Typer) -> None:
 
     @prove.command("allreduce")
     def allreduce(
-        ranks: int = typer.Option(2, help="processes on this node (GPUs on CUDA)"),
+        ranks: int = typer.Option(AR["ranks"], help="processes on this node (GPUs on CUDA)"),
         sizes: str = typer.Option(None, help="message sizes in KiB, comma-separated"),
         iters: int = typer.Option(None, help="timed iterations per size"),
-        device: str = typer.Option("auto", help="auto, cpu (gloo) or cuda (NCCL)"),
+        device: str = typer.Option(AR["device"], help="auto, cpu (gloo) or cuda (NCCL)"),
         quick: bool = option("--quick", "three small sizes", False),
         json_file: Path = option("--json", JSON_HELP),
         launcher: str = option(

@@ -75,7 +75,10 @@ def register(app: typer.Typer) -> None:
 
 
 def register_prove(prove: typer.Typer) -> None:
-    """Add `prove serving`."""
+    """Add `prove serving`; its options' defaults are the proof's declared ones (proofs/inputs.py)."""
+    from aiworkbook.proofs import inputs as I
+
+    SV = I.defaults(I.ServingInputs)
 
     @prove.command("serving")
     def serving(
@@ -87,12 +90,12 @@ def register_prove(prove: typer.Typer) -> None:
         server_kind: str = option(
             "--server-kind",
             "auto (probe whether it accepts ignore_eos/min_tokens) | vllm | sglang | tgi | openai | transformers",
-            "auto",
+            SV["server_kind"],
         ),
         request_timeout: float = option(
             "--request-timeout", "seconds per request (default 30 + 0.25 per output token: 38 for 32)"
         ),
-        connect_timeout: float = option("--connect-timeout", "seconds to connect", 10.0),
+        connect_timeout: float = option("--connect-timeout", "seconds to connect", SV["connect_timeout_s"]),
         max_duration: float = option(
             "--max-duration", "seconds for the whole run; what is in flight then is cancelled"
         ),
@@ -130,12 +133,12 @@ def register_prove(prove: typer.Typer) -> None:
             "--sweep-csv",
             "write one row per load point here (CSV): TTFT, ITL, TPOT, E2E at p50/p90/p99 with their counts",
         ),
-        api: str = typer.Option("completions", help="completions | chat"),
-        scheduler: str = typer.Option("continuous", help="static | continuous (embedded server)"),
-        backend: str = typer.Option("torch", help="torch | synthetic (embedded server)"),
+        api: str = typer.Option(SV["api"], help="completions | chat"),
+        scheduler: str = typer.Option(SV["scheduler"], help="static | continuous (embedded server)"),
+        backend: str = typer.Option(SV["backend"], help="torch | synthetic (embedded server)"),
         rate: float = typer.Option(None, help="open loop: requests per second (Poisson or gamma)"),
         concurrency: int = typer.Option(None, help="closed loop: requests in flight"),
-        burstiness: float = typer.Option(1.0, help="gamma shape of the arrivals (1 = Poisson)"),
+        burstiness: float = typer.Option(SV["burstiness"], help="gamma shape of the arrivals (1 = Poisson)"),
         sweep: str = typer.Option(
             None, help="comma-separated loads, e.g. 1,2,4,8 (rates with --sweep-kind rate)"
         ),

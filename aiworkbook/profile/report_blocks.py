@@ -52,11 +52,7 @@ def usd(x: Any, lang: str = "en") -> str:
     number format; "—" for no figure."""
     if x is None:
         return "—"
-    from aiworkbook.i18n_format import fixed
+    from aiworkbook.i18n_format import fixed, usd_digits
 
     x = float(x)
-    if x >= 1 or x <= 0:
-        return fixed(x, 2, lang)
-    import math
-
-    return fixed(x, max(2, 2 - math.floor(math.log10(x))), lang)  # three significant digits, no exponent
+    return fixed(x, usd_digits(x), lang)  # the column says $; the digits are money()'s

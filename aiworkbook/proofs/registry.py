@@ -18,7 +18,9 @@ from importlib import import_module
 from typing import Any, Literal
 
 from aiworkbook.errors import SpecError
+from aiworkbook.proofs import inputs as I
 from aiworkbook.proofs.control import Cancelled, Control, ProgressFn, exclusive
+from aiworkbook.proofs.inputs import InputKind
 from aiworkbook.specs.node import PATTERNS
 
 #: The one pattern -> proofs table: the proofs each pattern runs, in the order it runs them.
@@ -31,7 +33,6 @@ PATTERN_PROOFS: dict[str, tuple[str, ...]] = {
     "hybrid": ("roofline", "vram", "checkpoint", "kv", "coldstart", "serving", "restore"),
 }
 
-InputKind = Literal["model", "int", "float", "bool", "choice", "ints", "path", "str"]
 #: The chart a proof's result is drawn as: its estimate beside the measurement, the roofline of
 #: details["chart"], or the latency sweep of details["sweep"] (with details["knee"]).
 ChartKind = Literal["estimate", "roofline", "latency"]
@@ -63,8 +64,10 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class ProofInfo:
-    """A registered proof. `rough_s` is a rough wall time at --quick sizes, per device; `chart` the kind
-    of chart its result is drawn as (a widget picks the chart by it, never by probing details)."""
+    """A registered proof. `model` declares its inputs (proofs/inputs.py); `inputs` are those the form
+    offers, read from it (a proof without a model, a test's fake, lists them itself). `rough_s` is a
+    rough wall time at --quick sizes, per device; `chart` the kind of chart its result is drawn as (a
+    widget picks the chart by it, never by probing details)."""
 
     name: str
     title: str
@@ -75,6 +78,25 @@ class ProofInfo:
     gpu: bool = True
     rough_s: dict[str, float] = field(default_factory=dict)
     chart: ChartKind = "estimate"
+    model: type[I.ProofInputs] | None = None
+
+    def __post_init__(self) -> None:
+        if self.model is not None and not self.inputs:
+            form = [d for d in I.declared(self.model) if d.pop("form")]
+            object.__setattr__(self, "inputs", tuple(InputSpec(**d) for d in form))
+
+    @property
+    def accepts(self) -> tuple[str, ...]:
+        """Every input name the proof takes: its model's fields, else the inputs it lists."""
+        if self.model is not None:
+            return tuple(self.model.model_fields)
+        return tuple(i.name for i in self.inputs)
+
+    def check_names(self, inputs: dict[str, Any]) -> None:
+        """Refuse an input the proof does not take (a misspelt `batchsize=`), naming those it does."""
+        for key in inputs:
+            if key not in self.accepts:
+                raise SpecError(f"{self.name} input", key, ", ".join(self.accepts))
 
     @property
     def patterns(self) -> tuple[str, ...]:
@@ -123,31 +145,8 @@ class Plan:
         }
 
 
-_MODEL = InputSpec("model", "model", "model preset name or a config.json path", "tiny-llama")
-_DEVICE = InputSpec(
-    "device", "choice", "where to run: CUDA when present, else the CPU", "auto", ("auto", "cpu", "cuda")
-)
-_QUICK = InputSpec("quick", "bool", "smaller sizes and fewer trials (CI, notebooks)", False)
-
-_DIR = InputSpec(
-    "dir",
-    "path",
-    "directory in which the proof makes its own new folder to write in (removed afterwards)",
-    None,
-)
-_KEEP = InputSpec("keep", "bool", "keep the proof's own folder (and only it) afterwards", False)
-_MODEL_OPT = InputSpec("model", "model", "model whose weights + AdamW state are saved (else size_mb)", None)
-_SIZE_MB = InputSpec("size_mb", "float", "bytes to save in MiB when no model is given", None, low=0.001)
-_FORMAT = InputSpec(
-    "format",
-    "choice",
-    "format whose figure is the headline",
-    "safetensors",
-    ("safetensors", "torch", "dcp", "dcp-async"),
-)
-_FORMATS = InputSpec(
-    "formats", "str", "comma-separated formats to measure", "safetensors,torch,dcp,dcp-async"
-)
+#: the device input as the proofs declare it (a test's fake proof takes it too)
+_DEVICE = next(i for i in ProofInfo("_", "", "", "", model=I.VramInputs).inputs if i.name == "device")
 
 _REGISTRY: dict[str, ProofInfo] = {}
 
@@ -164,11 +163,7 @@ for _info in (
         "Device roofline",
         "memory bandwidth and matmul rate per dtype against the datasheet; a calibrated node profile",
         "aiworkbook.proofs.roofline",
-        (
-            InputSpec("model", "model", "optional model whose decode point is placed on the roofline"),
-            _DEVICE,
-            _QUICK,
-        ),
+        model=I.RooflineInputs,
         rough_s={"cpu": 20.0, "cuda": 30.0},
         chart="roofline",
     ),
@@ -177,7 +172,7 @@ for _info in (
         "Peak VRAM of a training step",
         "peak memory of real AdamW steps against the itemised training estimate",
         "aiworkbook.proofs.vram",
-        (_MODEL, _DEVICE, _QUICK),
+        model=I.VramInputs,
         rough_s={"cpu": 10.0, "cuda": 20.0},
     ),
     ProofInfo(
@@ -185,7 +180,7 @@ for _info in (
         "KV-cache bytes and capacity",
         "KV-cache bytes over a batch x context grid and the capacity in a memory budget",
         "aiworkbook.proofs.kv",
-        (_MODEL, _DEVICE, _QUICK),
+        model=I.KvInputs,
         rough_s={"cpu": 15.0, "cuda": 20.0},
     ),
     ProofInfo(
@@ -194,22 +189,7 @@ for _info in (
         "TTFT/TPOT/ITL percentiles vs load with the knee, goodput under an SLO, static vs continuous "
         "batching, and the KV pool's peak and run-out context against the estimate",
         "aiworkbook.serving.proof",
-        (
-            _MODEL,
-            InputSpec("target", "str", "an OpenAI-compatible base URL (default: the embedded server)"),
-            InputSpec("served_model", "str", "the model name the target serves"),
-            InputSpec(
-                "scheduler", "choice", "embedded server's batching", "continuous", ("static", "continuous")
-            ),
-            InputSpec("backend", "choice", "embedded server's model", "torch", ("torch", "synthetic")),
-            InputSpec("rate", "float", "open loop: requests per second", None, low=0.0),
-            InputSpec("concurrency", "int", "closed loop: requests in flight", None, low=1),
-            InputSpec("sweep", "ints", "loads to sweep (concurrency or rate)"),
-            InputSpec("slo_ttft_ms", "float", "TTFT SLO in ms (goodput, bisection)", None, low=0.0),
-            InputSpec("slo_tpot_ms", "float", "TPOT SLO in ms", None, low=0.0),
-            _DEVICE,
-            _QUICK,
-        ),
+        model=I.ServingInputs,
         rough_s={"cpu": 25.0, "cuda": 40.0},
         chart="latency",
     ),
@@ -219,18 +199,7 @@ for _info in (
         "durable save of model + optimizer state (torch.save, safetensors, DCP sync/async) against plain "
         "sequential I/O and the assumed storage speed; the measured write time in Young/Daly",
         "aiworkbook.proofs.checkpoint",
-        (
-            _MODEL_OPT,
-            _SIZE_MB,
-            _DIR,
-            _FORMAT,
-            _FORMATS,
-            InputSpec("gpus", "int", "GPUs of the job, for the Young/Daly interval", 1024, low=1),
-            InputSpec(
-                "keep", "bool", "keep the proof's own folder, holding one checkpoint for restore", False
-            ),
-            _QUICK,
-        ),
+        model=I.CheckpointInputs,
         rough_s={"cpu": 10.0, "cuda": 10.0},
     ),
     ProofInfo(
@@ -238,7 +207,7 @@ for _info in (
         "Checkpoint restore",
         "cold-cache restore of model + optimizer state, every tensor checked against the saved one",
         "aiworkbook.proofs.restore",
-        (_MODEL_OPT, _SIZE_MB, _DIR, _FORMAT, _KEEP, _QUICK),
+        model=I.RestoreInputs,
         rough_s={"cpu": 5.0, "cuda": 5.0},
     ),
     ProofInfo(
@@ -246,14 +215,7 @@ for _info in (
         "Cold start",
         "checkpoint on disk to the first forward pass on the device (load, build, transfer, warm-up)",
         "aiworkbook.proofs.coldstart",
-        (
-            _MODEL,
-            _DIR,
-            InputSpec("dtype", "choice", "weights dtype", "bf16", ("fp32", "bf16", "fp16")),
-            _DEVICE,
-            _KEEP,
-            _QUICK,
-        ),
+        model=I.ColdstartInputs,
         rough_s={"cpu": 5.0, "cuda": 10.0},
     ),
     ProofInfo(
@@ -262,26 +224,7 @@ for _info in (
         "DataLoader throughput cold and warm (workers, pin_memory, prefetch) and the input-wait fraction of "
         "a training loop against the 10 % red flag, beside synthetic on-device data",
         "aiworkbook.proofs.dataload",
-        (
-            _DIR,
-            InputSpec("shards", "int", "shard files to generate", None, low=1),
-            InputSpec("samples_per_shard", "int", "samples per shard", None, low=1),
-            InputSpec("sample_kb", "float", "KiB per sample", None, low=0.001),
-            InputSpec("batch", "int", "samples per batch", 16, low=1),
-            InputSpec("workers", "str", "DataLoader worker counts to sweep, comma-separated", None),
-            InputSpec("prefetch", "str", "prefetch factors to sweep (with workers), comma-separated", "2"),
-            InputSpec(
-                "compute",
-                "choice",
-                "compute step: calibrated sleep or a real model step",
-                "sleep",
-                ("sleep", "model"),
-            ),
-            InputSpec("step_ms", "float", "sleep step in ms", 5.0, low=0.0),
-            _DEVICE,
-            _KEEP,
-            _QUICK,
-        ),
+        model=I.DataloadInputs,
         rough_s={"cpu": 10.0, "cuda": 10.0},
     ),
     ProofInfo(
@@ -290,15 +233,7 @@ for _info in (
         "host memory bandwidth, a HistGradientBoosting fit's rows/s over threads 1..N, peak RSS beside the "
         "data's in-memory size, and Parquet reads cold and warm",
         "aiworkbook.proofs.hostnode",
-        (
-            _DIR,
-            InputSpec("rows", "int", "rows of generated tabular data", None, low=100),
-            InputSpec("cols", "int", "feature columns", None, low=3),
-            InputSpec("iterations", "int", "boosting iterations (trees)", None, low=1),
-            InputSpec("threads", "int", "most threads to sweep (default: every CPU)", None, low=1),
-            _KEEP,
-            _QUICK,
-        ),
+        model=I.HostInputs,
         cpu=True,
         gpu=False,
         rough_s={"cpu": 10.0},
@@ -309,12 +244,7 @@ for _info in (
         "all-reduce under torchrun (gloo on CPU, NCCL on GPU): algbw and busbw over a size sweep, a "
         "correctness check and per-rank step times for stragglers",
         "aiworkbook.proofs.allreduce",
-        (
-            InputSpec("ranks", "int", "processes on this node (GPUs on CUDA)", 2, low=1),
-            InputSpec("sizes", "str", "message sizes in KiB, comma-separated", None),
-            _DEVICE,
-            _QUICK,
-        ),
+        model=I.AllreduceInputs,
         rough_s={"cpu": 15.0, "cuda": 20.0},
     ),
 ):
@@ -350,6 +280,7 @@ def _module(info: ProofInfo):
 def plan(name: str, **inputs: Any) -> Plan:
     """The proof's prediction and sizes for these inputs, without running it."""
     info = get(name)
+    info.check_names(inputs)
     return _module(info).plan(**inputs)
 
 
@@ -386,6 +317,7 @@ def run(
     raises KeyboardInterrupt. The heap that existed before is frozen out of the garbage collector for
     the proof (proofs.gcpause); the pauses left are in `environment["gc"]`."""
     info = get(name)
+    info.check_names(inputs)
     mod = _module(info)
     control = Control(progress=progress, cancel=cancel)
     from aiworkbook.proofs.gcpause import quiet_gc

@@ -72,6 +72,7 @@ from aiworkbook.sizing.workload import Workload
 from aiworkbook.specs.mechanisms import of as mechanisms
 
 if TYPE_CHECKING:
+    from aiworkbook.sizing.expr import Num
     from aiworkbook.specs.protocol import ModelSpecLike
 
 LOSS_CHUNK_TOKENS = 1024
@@ -294,7 +295,7 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
 
 def _per_token_and_seq(
     spec: ModelSpecLike, e: int, m: int, p: float, amp: bool, norm: int, frozen_token: int, device: str
-):
+) -> tuple[int, int]:
     """Bytes saved once per token (final norm, ids, embedding mask, labels) and once per sequence."""
     h, d = spec.hidden_size, spec.head_dim
     emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
@@ -362,13 +363,13 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
     )
 
 
-def _layer_split(spec: ModelSpecLike, w: Workload, n, s, t: ActivationTerms):
+def _layer_split(spec: ModelSpecLike, w: Workload, n: Num, s: Num, t: ActivationTerms) -> tuple[Num, Num]:
     """(bytes each layer keeps until its backward, bytes of the one layer recomputed at a time)."""
     kept, once = _layer_terms(w, n, s, t)
     return kept.value, (once.value if once is not None else 0 * n)
 
 
-def _layer_terms(w: Workload, n, s, t: ActivationTerms) -> tuple[Term, Term | None]:
+def _layer_terms(w: Workload, n: Num, s: Num, t: ActivationTerms) -> tuple[Term, Term | None]:
     """`_layer_split` as Terms, said as the formula says them: a layer's tokens times its bytes per
     token ("[...]": the terms they add up to), its scores and autocast copies; under full checkpointing
     a layer's input kept and one layer recomputed (None: none recomputed)."""
@@ -412,8 +413,8 @@ def _resident_layers(spec: ModelSpecLike, w: Workload) -> int:
 
 
 def activation_bytes(
-    spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None
-):
+    spec: ModelSpecLike, w: Workload, b: Num, s: Num, device: str = "cuda", t: ActivationTerms | None = None
+) -> Num:
     """Saved-for-backward bytes of the layers and embeddings (not the loss) for batch b, length s.
 
     Under AMP each layer adds autocast's 16-bit copies of its matrices (only the recomputed layer's
@@ -424,7 +425,7 @@ def activation_bytes(
 
 
 def activation_term(
-    spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None
+    spec: ModelSpecLike, w: Workload, b: Num, s: Num, device: str = "cuda", t: ActivationTerms | None = None
 ) -> Term:
     """`activation_bytes` with its formula, from one expression: the resident layers (each keeping its
     tensors, or its input and one layer recomputed), over tp, plus the per-token and per-position bytes
@@ -463,8 +464,8 @@ def _first_layer_offloaded(spec: ModelSpecLike, w: Workload) -> bool:
 
 
 def offloaded_activation_bytes(
-    spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda", t: ActivationTerms | None = None
-):
+    spec: ModelSpecLike, w: Workload, b: Num, s: Num, device: str = "cuda", t: ActivationTerms | None = None
+) -> Num:
     """Host bytes activation offloading moves off the GPU: every kept layer but those in flight."""
     if not w.activation_offload or not w.training:
         return 0 * b * s
@@ -476,14 +477,14 @@ def offloaded_activation_bytes(
     return moved // w.tp
 
 
-def logits_bytes(spec: ModelSpecLike, w: Workload, b, s):
+def logits_bytes(spec: ModelSpecLike, w: Workload, b: Num, s: Num) -> Num:
     """The loss's tensors kept for backward: fp32 log-probs (one 1,024-token chunk with the fused
     chunked loss); with `loss_chunks` under compile, the head's 16-bit output and a fp32 log-sum-exp
     per token (each chunk's up-cast is recomputed in backward)."""
     return _loss_term(spec, w, b, s).value
 
 
-def _loss_term(spec: ModelSpecLike, w: Workload, b, s) -> Term:
+def _loss_term(spec: ModelSpecLike, w: Workload, b: Num, s: Num) -> Term:
     """`logits_bytes` with its formula (the fp32 scalar loss included)."""
     if not spec.is_decoder:
         return Term(0 * b, "0 (encoder: no LM head loss)")
@@ -520,7 +521,7 @@ def _loss_term(spec: ModelSpecLike, w: Workload, b, s) -> Term:
     return kept + Term(4, "{} B loss")  # the fp32 scalar loss
 
 
-def logits_term(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTerms | None = None) -> Term:
+def logits_term(spec: ModelSpecLike, w: Workload, b: Num, s: Num, t: ActivationTerms | None = None) -> Term:
     """The training breakdown's logits: the loss's kept tensors and, under AMP, the head's autocast
     copies saved with them, with the formula."""
     t = terms(spec, w) if t is None else t
@@ -531,7 +532,7 @@ def logits_term(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTerms | Non
     return loss + head
 
 
-def loss_transient_bytes(spec: ModelSpecLike, w: Workload, b, s):
+def loss_transient_bytes(spec: ModelSpecLike, w: Workload, b: Num, s: Num) -> Num:
     """Backward through the loss, beside the saved tensors: the fp32 gradient of the log-probs and of the
     logits (2 x 4 B per logit); compiled, one fused gradient in the dtype of the loss's input (fp32 logits
     unchunked; with `loss_chunks` the 16-bit chunk, whose fp32 up-cast is fused away: a CPU profile of
@@ -554,21 +555,25 @@ def loss_transient_bytes(spec: ModelSpecLike, w: Workload, b, s):
     return _max(head_out, chunk)
 
 
-def _max(a, b):
+def _max(a: Num, b: Num) -> Num:
     """max for ints or numpy arrays (numpy is not imported here)."""
     if hasattr(a, "clip"):
         return a.clip(min=b)
     return b.clip(min=a) if hasattr(b, "clip") else max(a, b)
 
 
-def head_autocast_bytes(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTerms | None = None):
+def head_autocast_bytes(
+    spec: ModelSpecLike, w: Workload, b: Num, s: Num, t: ActivationTerms | None = None
+) -> Num:
     """AMP only: the LM head's 16-bit weight copy and its 16-bit cast of the fp32 final-norm output.
 
     Saved for backward by the head matmul (so they sit with the logits); 0 outside the AMP regime."""
     return _head_autocast_term(spec, w, b, s, t).value
 
 
-def _head_autocast_term(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTerms | None = None) -> Term:
+def _head_autocast_term(
+    spec: ModelSpecLike, w: Workload, b: Num, s: Num, t: ActivationTerms | None = None
+) -> Term:
     t = terms(spec, w) if t is None else t
     h = Term(spec.hidden_size)
     copy = (
@@ -589,7 +594,7 @@ def _head_autocast_term(spec: ModelSpecLike, w: Workload, b, s, t: ActivationTer
 ENGINE_BATCHED_TOKENS = 8192
 
 
-def prefill_tokens(w: Workload, batch, seq):
+def prefill_tokens(w: Workload, batch: Num, seq: Num) -> Num:
     """Prompt tokens one prefill forward holds: every prompt at once (hf), or the engine's token budget.
 
     vLLM and TensorRT-LLM reserve the peak of a profile forward of max_num_batched_tokens tokens,
@@ -603,12 +608,12 @@ def prefill_tokens(w: Workload, batch, seq):
     return n.clip(max=w.max_batched_tokens) if hasattr(n, "clip") else min(n, w.max_batched_tokens)
 
 
-def inference_activation_bytes(spec: ModelSpecLike, w: Workload, batch, seq):
+def inference_activation_bytes(spec: ModelSpecLike, w: Workload, batch: Num, seq: Num) -> Num:
     """Peak transient of one layer during prefill (nothing is kept for backward)."""
     return inference_activation_term(spec, w, batch, seq).value
 
 
-def inference_activation_term(spec: ModelSpecLike, w: Workload, batch, seq) -> Term:
+def inference_activation_term(spec: ModelSpecLike, w: Workload, batch: Num, seq: Num) -> Term:
     """`inference_activation_bytes` with its formula: the prefill's tokens · the bytes one layer makes
     per token (hidden in and out, q, k, v, the MLP's intermediates) + eager attention's fp32 scores."""
     e = width(w.precision)
@@ -633,13 +638,13 @@ def inference_activation_term(spec: ModelSpecLike, w: Workload, batch, seq) -> T
     return out.introduced("one layer's prefill transient: ")
 
 
-def inference_logits_bytes(spec: ModelSpecLike, w: Workload, batch):
+def inference_logits_bytes(spec: ModelSpecLike, w: Workload, batch: Num) -> Num:
     """Last-position logits in fp32 for sampling, one row per sequence; none for an encoder-only model
     (no LM head: it does not sample)."""
     return inference_logits_term(spec, batch).value
 
 
-def inference_logits_term(spec: ModelSpecLike, batch) -> Term:
+def inference_logits_term(spec: ModelSpecLike, batch: Num) -> Term:
     """`inference_logits_bytes` with its formula, from one expression."""
     if not spec.is_decoder:
         return Term(0 * batch, "0 (encoder-only: no LM head, nothing sampled)")

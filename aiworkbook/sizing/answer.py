@@ -9,12 +9,15 @@ does not fit carries no price except on the GPUs it needs (aiworkbook.sizing.nee
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.message import Msg
 from aiworkbook.sizing.needs import Needs, Option, needs
 from aiworkbook.sizing.prices import provenance
 from aiworkbook.sizing.workload import Workload
+
+if TYPE_CHECKING:
+    pass
 
 #: where a price comes from when the user passed none: the GPU catalogue's list price
 CATALOGUE = "catalogue list price"

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.sizing.sections import Section, figure
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aiworkbook.specs.node import NodeProfile
 
 #: Llama 3 (Dubey et al. 2024): 419 unexpected interruptions in 54 days on 16,384 GPUs, about
 #: 78 % of them hardware: 54 · 24 · 16,384 / 419 ≈ 50,700 GPU-hours between interruptions.
 LLAMA3_GPU_MTBF_HOURS = 50_700.0
 
 
-def _number(field: str, v: Any, allowed: str, ok) -> None:
+def _number(field: str, v: Any, allowed: str, ok: Callable[[float], bool]) -> None:
     """A real, finite number (not a bool, not NaN or inf) for which ok(v) holds, else a SpecError."""
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not ok(v):
         raise SpecError(field, v, allowed)
@@ -63,7 +68,7 @@ class Assumptions(Section):
             _number("train_tokens", self.train_tokens, "None or a finite number > 0", lambda v: v > 0)
 
     @classmethod
-    def from_node(cls, node, **overrides: Any) -> Assumptions:
+    def from_node(cls, node: NodeProfile, **overrides: Any) -> Assumptions:
         """Storage speed and price from a NodeProfile (where it declares them), then the overrides."""
         kw: dict[str, Any] = {"source": f"node {node.name}"}
         if node.storage_write_bps:

@@ -9,7 +9,7 @@ after weights and runtime buffers.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.message import Msg
 from aiworkbook.sizing.memory import COMPONENTS, evaluate, kv_bytes, shape
@@ -17,8 +17,15 @@ from aiworkbook.sizing.onepass import DEVICES, SizingPass, default_device, sizin
 from aiworkbook.sizing.sections import CapacityReport, CheapestGPU
 from aiworkbook.sizing.workload import MAX_TP, Workload
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def _gpu(gpu):
+    from aiworkbook.sizing.expr import Num
+    from aiworkbook.specs.gpu import GPUSpec
+    from aiworkbook.specs.protocol import ModelSpecLike
+
+
+def _gpu(gpu: GPUSpec | str) -> GPUSpec:
     if gpu is None or not isinstance(gpu, str):
         return gpu
     from aiworkbook.specs import load_gpu
@@ -26,19 +33,17 @@ def _gpu(gpu):
     return load_gpu(gpu)  # a catalogue name or a GPU JSON file (measured ceilings)
 
 
-def budget(w: Workload, gpu) -> int:
+def budget(w: Workload, gpu: GPUSpec | str) -> int:
     """Bytes the workload may use on one GPU: utilisation · the driver-reported total."""
     return int(_gpu(gpu).usable_memory_bytes * w.gpu_memory_utilization)
 
 
-def _pass(spec, w: Workload, device: str, p: SizingPass | None) -> SizingPass:
+def _pass(spec: ModelSpecLike, w: Workload, device: str, p: SizingPass | None) -> SizingPass:
     """The workload's SizingPass: the caller's, else computed (once per solver call)."""
     return p if p is not None else sizing_pass(spec, w, device)
 
 
-def _kv_budget_at(
-    spec, w: Workload, gpu, n, ctx, device: str = "cuda", p: SizingPass | None = None, c: dict | None = None
-) -> int:
+def _kv_budget_at(spec: ModelSpecLike, w: Workload, gpu: GPUSpec | str, n: Num, ctx: Num, device: str = "cuda", p: SizingPass | None = None, c: dict[str, Any] | None = None) -> int:  # fmt: skip
     """Bytes left for the KV cache of n sequences of ctx tokens after everything else the engine holds
     (`c`: the components at that shape when the caller has them).
 
@@ -53,18 +58,25 @@ def _kv_budget_at(
     return budget(w, gpu) - other
 
 
-def _kv_fits_at(spec, w: Workload, gpu, n, ctx, device: str = "cuda", p: SizingPass | None = None) -> bool:
+def _kv_fits_at(spec: ModelSpecLike, w: Workload, gpu: GPUSpec | str, n: Num, ctx: Num, device: str = "cuda", p: SizingPass | None = None) -> bool:  # fmt: skip
     return int(kv_bytes(spec, w, n, ctx)) <= _kv_budget_at(spec, w, gpu, n, ctx, device, p)
 
 
-def kv_budget(spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | None = None) -> int:
+def kv_budget(
+    spec: ModelSpecLike, w: Workload, gpu: GPUSpec | str, device: str = "cuda", p: SizingPass | None = None
+) -> int:
     """Bytes left for the KV cache after everything else the engine holds."""
     return _kv_budget_at(spec, w, gpu, w.concurrency, w.context_len, device, p)
 
 
 def fits(
-    spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | None = None, c: dict | None = None
-) -> dict:
+    spec: ModelSpecLike,
+    w: Workload,
+    gpu: GPUSpec | str,
+    device: str = "cuda",
+    p: SizingPass | None = None,
+    c: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Does the workload fit one GPU of this kind? With the budget and the headroom in bytes.
 
     `p`: the workload's SizingPass; `c`: its components at the workload's shape (the estimate's
@@ -90,13 +102,18 @@ def fits(
     }
 
 
-def kv_fits(spec, w: Workload, gpu, device: str = "cuda") -> bool:
+def kv_fits(spec: ModelSpecLike, w: Workload, gpu: GPUSpec | str, device: str = "cuda") -> bool:
     """Whether the workload's KV cache fits what the engine leaves for it (same verdict as `fits`)."""
     return _kv_fits_at(spec, w, gpu, w.concurrency, w.context_len, device)
 
 
 def max_concurrency(
-    spec, w: Workload, gpu, context: int | None = None, device: str = "cuda", p: SizingPass | None = None
+    spec: ModelSpecLike,
+    w: Workload,
+    gpu: GPUSpec | str,
+    context: int | None = None,
+    device: str = "cuda",
+    p: SizingPass | None = None,
 ) -> int:
     """Sequences of `context` tokens whose paged KV fits the engine's KV budget (0 if not even one).
 
@@ -116,7 +133,12 @@ def max_concurrency(
 
 
 def max_context(
-    spec, w: Workload, gpu, concurrency: int | None = None, device: str = "cuda", p: SizingPass | None = None
+    spec: ModelSpecLike,
+    w: Workload,
+    gpu: GPUSpec | str,
+    concurrency: int | None = None,
+    device: str = "cuda",
+    p: SizingPass | None = None,
 ) -> int:
     """Longest context (capped at the model's max positions) that `concurrency` sequences fit.
 
@@ -129,7 +151,12 @@ def max_context(
 
 
 def max_batch(
-    spec, w: Workload, gpu, device: str = "cuda", limit: int = 1 << 16, p: SizingPass | None = None
+    spec: ModelSpecLike,
+    w: Workload,
+    gpu: GPUSpec | str,
+    device: str = "cuda",
+    limit: int = 1 << 16,
+    p: SizingPass | None = None,
 ) -> int:
     """Largest micro-batch (training, at most `limit`) or concurrency (inference) within the budget at
     the workload's length."""
@@ -150,7 +177,7 @@ def max_batch(
     return int(b[ok[-1]]) if ok.size else 0
 
 
-def _largest(ok, hi: int) -> int:
+def _largest(ok: Callable[[int], bool], hi: int) -> int:
     """Largest n in [1, hi] with ok(n) (ok monotone decreasing); 0 when even 1 fails."""
     if hi < 1 or not ok(1):
         return 0
@@ -169,12 +196,12 @@ def _largest(ok, hi: int) -> int:
 #: Per tensor-parallel size: (the workload at that size, its pass, its components at its own shape),
 #: or None where the size does not split the model. Shared by `per_gpu` across GPUs: none of it
 #: depends on the GPU, only the verdict does.
-TPCache = dict[int, "tuple[Workload, SizingPass, dict] | None"]
+TPCache = dict[int, "tuple[Workload, SizingPass, dict[str, Any]] | None"]
 
 
 def _at_tp(
-    spec, w: Workload, t: int, device: str, cache: TPCache
-) -> tuple[Workload, SizingPass, dict] | None:
+    spec: ModelSpecLike, w: Workload, t: int, device: str, cache: TPCache
+) -> tuple[Workload, SizingPass, dict[str, Any]] | None:
     if t not in cache:
         from aiworkbook.errors import SpecError
 
@@ -189,7 +216,7 @@ def _at_tp(
     return cache[t]
 
 
-def computes(w: Workload, gpu) -> bool:
+def computes(w: Workload, gpu: GPUSpec | str) -> bool:
     """Whether the GPU has the arithmetic the workload computes in (its precision when training, the
     weights' compute dtype when serving: fp8 needs fp8 tensor cores); one without it runs the workload
     at no tensor-parallel size, so it is neither counted nor priced."""
@@ -201,7 +228,9 @@ def computes(w: Workload, gpu) -> bool:
     return not table or key in table  # a GPU file that records no peaks is not judged on them
 
 
-def gpus_needed(spec, w: Workload, gpu, device: str = "cuda", cache: TPCache | None = None) -> int | None:
+def gpus_needed(
+    spec: ModelSpecLike, w: Workload, gpu: GPUSpec | str, device: str = "cuda", cache: TPCache | None = None
+) -> int | None:
     """Smallest tensor-parallel size the Workload allows (1..workload.MAX_TP; sizes that do not split the
     heads, KV heads and MLP evenly are skipped, so no more than the model's heads are tried) within the
     GPU's scale-up domain (`scale_up_gpus`: tensor parallelism never leaves one node's link) that fits;
@@ -217,7 +246,7 @@ def gpus_needed(spec, w: Workload, gpu, device: str = "cuda", cache: TPCache | N
     return None
 
 
-def cheapest_gpu(spec, w: Workload, device: str = "cuda") -> dict | None:
+def cheapest_gpu(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> dict[str, Any] | None:
     """The catalogue GPU whose set-up costs the workload least per million tokens (`cheapest_of`)."""
     from aiworkbook.specs import list_gpus
 
@@ -225,7 +254,7 @@ def cheapest_gpu(spec, w: Workload, device: str = "cuda") -> dict | None:
     return cheapest_of(per_gpu(spec, w, priced, device))
 
 
-def usd_per_mtok(spec, w: Workload, gpu, p: SizingPass) -> float | None:
+def usd_per_mtok(spec: ModelSpecLike, w: Workload, gpu: Any, p: SizingPass) -> float | None:
     """What `w` (at its tensor-parallel size) costs on `gpu` at the GPU's list price: $ per million
     output tokens served (prompt tokens for an encoder-only model) or tokens trained, at roofline
     throughput with the tensor-parallel communication over the GPU's link in the step, and the default
@@ -245,7 +274,7 @@ def usd_per_mtok(spec, w: Workload, gpu, p: SizingPass) -> float | None:
     return c.decode_usd_per_mtok if c.decode_usd_per_mtok is not None else c.prefill_usd_per_mtok
 
 
-def cost_basis(spec, w: Workload) -> Msg:
+def cost_basis(spec: ModelSpecLike, w: Workload) -> Msg:
     """What "lowest cost" ranks by (`cheapest_of`), in words: the tokens the workload pays for, at
     roofline throughput with the link's communication, at list prices."""
     if w.training:
@@ -253,7 +282,7 @@ def cost_basis(spec, w: Workload) -> Msg:
     return Msg("capacity.basis.output") if spec.is_decoder else Msg("capacity.basis.prompt")
 
 
-def per_gpu(spec, w: Workload, gpus: Any = None, device: str = "cuda") -> list[dict]:
+def per_gpu(spec: ModelSpecLike, w: Workload, gpus: Any = None, device: str = "cuda") -> list[dict[str, Any]]:
     """One row per catalogue GPU (or per GPU in `gpus`): its name, the tensor-parallel GPUs the
     workload needs on it (`gpus_needed`, None: none fits), its example price per GPU-hour (0 where
     the catalogue has none) and what the workload costs on those GPUs (`usd_per_mtok`, None: unpriced
@@ -272,7 +301,7 @@ def per_gpu(spec, w: Workload, gpus: Any = None, device: str = "cuda") -> list[d
     return rows
 
 
-def cheapest_of(rows: list[dict]) -> dict | None:
+def cheapest_of(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The row of `per_gpu` whose set-up costs the workload least per million tokens (ties: fewer GPUs),
     as {gpu, gpus, usd_per_hour, usd_per_mtok, basis}: what the workload costs, not what an hour costs,
     so a slow or badly linked set-up does not win on a low hourly price (`basis` says it in words).
@@ -292,7 +321,9 @@ def cheapest_of(rows: list[dict]) -> dict | None:
     return best
 
 
-def fit_grid(spec, w: Workload, gpu, batches, lengths, device: str = "cuda") -> dict:
+def fit_grid(
+    spec: ModelSpecLike, w: Workload, gpu: GPUSpec | str, batches: Num, lengths: Num, device: str = "cuda"
+) -> dict[str, Any]:
     """A batch x length grid of total bytes per GPU and whether each cell fits (the verdict `fits`
     gives at that shape; TensorRT-LLM inference: the KV cache against the KV budget), with the fit
     frontier (largest fitting batch per length). The heatmap's data."""
@@ -317,7 +348,9 @@ def fit_grid(spec, w: Workload, gpu, batches, lengths, device: str = "cuda") -> 
     return {"cells": cells, "frontier": frontier, "gpu": gpu.name, "budget_bytes": limit}
 
 
-def mig_profile(spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | None = None) -> str | None:
+def mig_profile(
+    spec: ModelSpecLike, w: Workload, gpu: GPUSpec | str, device: str = "cuda", p: SizingPass | None = None
+) -> str | None:
     """The smallest MIG profile of this GPU whose memory holds the workload's total; None if none does."""
     gpu = _gpu(gpu)
     total = int(evaluate(_pass(spec, w, device, p), *shape(w)).components["total"])
@@ -327,7 +360,7 @@ def mig_profile(spec, w: Workload, gpu, device: str = "cuda", p: SizingPass | No
     return None
 
 
-def _cheapest_section(spec, w: Workload, cheap: dict | None) -> CheapestGPU | None:
+def _cheapest_section(spec: ModelSpecLike, w: Workload, cheap: dict[str, Any] | None) -> CheapestGPU | None:
     """The lowest-cost option with what it was ranked by and where its price comes from, in words."""
     if cheap is None:
         return None
@@ -336,7 +369,7 @@ def _cheapest_section(spec, w: Workload, cheap: dict | None) -> CheapestGPU | No
     return CheapestGPU(**cheap, basis=cost_basis(spec, w), price_words=provenance(None, _gpu(cheap["gpu"])))
 
 
-def report(spec, w: Workload, target: Any, device: str | None = None) -> CapacityReport:
+def report(spec: ModelSpecLike, w: Workload, target: Any, device: str | None = None) -> CapacityReport:
     """The capacity answers of `aiworkbook fit` for one GPU kind: `target` is a catalogue name, a GPU
     JSON file, a GPUSpec, or a NodeProfile (its calibrated GPU when measured, else its catalogue one).
     `device` None: cpu for a measured host spec, else cuda (as `estimate`)."""

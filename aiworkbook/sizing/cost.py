@@ -4,11 +4,18 @@ training run including work lost to failures, and energy in joules per million t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 
+if TYPE_CHECKING:
+    from aiworkbook.sizing.expr import Num
 
-def usd_per_million_tokens(price_per_gpu_hour: float, gpus: int, tokens_per_s, utilization: float = 1.0):
+
+def usd_per_million_tokens(
+    price_per_gpu_hour: float, gpus: int, tokens_per_s: Num, utilization: float = 1.0
+) -> Num:
     """1e6 · price · GPUs / (3600 · tokens/s · utilisation)."""
     if not 0 < utilization <= 1:
         raise SpecError("utilization", utilization, Msg("allowed.fraction_above_0"))
@@ -22,7 +29,7 @@ def serving_cost(
     decode_tokens_per_s: float | None,
     utilization: float = 0.7,
     headroom: float = 0.3,
-) -> dict:
+) -> dict[str, Any]:
     """$ per million prompt and generated tokens; `headroom` is idle capacity kept for latency (20-40 %: docs/architecture.md).
     decode_tokens_per_s None (an encoder-only model generates nothing): no decode figure."""
     if not 0 <= headroom < 1:
@@ -39,12 +46,14 @@ def serving_cost(
     return out
 
 
-def joules_per_million_tokens(watts_per_gpu: float, gpus: int, tokens_per_s, pue: float = 1.0):
+def joules_per_million_tokens(watts_per_gpu: float, gpus: int, tokens_per_s: Num, pue: float = 1.0) -> Num:
     """Energy per million tokens at the facility: W · GPUs · PUE / (tokens/s) · 1e6."""
     return watts_per_gpu * gpus * pue / tokens_per_s * 1e6
 
 
-def training_run_cost(gpu_hours_ideal: float, price_per_gpu_hour: float, waste_fraction: float = 0.0) -> dict:
+def training_run_cost(
+    gpu_hours_ideal: float, price_per_gpu_hour: float, waste_fraction: float = 0.0
+) -> dict[str, Any]:
     """$ of a run whose useful work is `gpu_hours_ideal`, inflated by the share lost to failures and checkpoints."""
     if not 0 <= waste_fraction < 1:
         raise SpecError("waste_fraction", waste_fraction, Msg("allowed.fraction_below_1"))

@@ -15,6 +15,8 @@ from aiworkbook.sizing.sections import Cost, Fits, Roofline, RulesOfThumb, Stora
 from aiworkbook.sizing.workload import Workload
 
 if TYPE_CHECKING:
+    from aiworkbook.specs.gpu import GPUSpec
+    from aiworkbook.specs.node import NodeProfile
     from aiworkbook.specs.protocol import ModelSpecLike
 
 #: Rules of thumb, bytes per parameter (shown beside the itemised total, never instead; sources in
@@ -105,10 +107,10 @@ def params_at(per: Term, params: Term) -> Term:
 def estimate(
     spec: ModelSpecLike,
     w: Workload,
-    gpu=None,
+    gpu: GPUSpec | str | None = None,
     device: str | None = None,
     assumptions: Assumptions | None = None,
-    node=None,
+    node: NodeProfile | None = None,
 ) -> Estimate:
     """Size `w` for model `spec` (a ModelSpec) on `gpu` (a catalogue name, a GPU JSON path, a GPUSpec
     or None).
@@ -176,7 +178,15 @@ def estimate(
 NOT_FIT_NOTE = "does not fit: not priced on GPUs it does not fit on (the answer prices what it needs)"
 
 
-def _cost(spec, w: Workload, gpu, roof, assumptions: Assumptions, store, fit: Fits) -> Cost:
+def _cost(
+    spec: ModelSpecLike,
+    w: Workload,
+    gpu: GPUSpec | None,
+    roof: Roofline,
+    assumptions: Assumptions,
+    store: Storage | None,
+    fit: Fits,
+) -> Cost:
     """The cost section, or no price at all where the set-up does not fit the GPU (one price rule:
     aiworkbook.sizing.answer prices the GPUs it needs instead)."""
     from aiworkbook.sizing.plan import cost_section

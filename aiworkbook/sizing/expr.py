@@ -15,6 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+#: A count or byte figure in a formula: an int, or a numpy array of them when a sweep (a heatmap, a fit
+#: solver) evaluates a whole grid in one pass. The formulas are written once for both; numpy's operator
+#: overloads do not type mixed int/array arithmetic, so it is Any, named for what it holds.
+Num = Any
+
 #: Precedence of a Term's outermost operation: a leaf, a product or quotient, a sum or difference.
 _LEAF, _PRODUCT, _SUM = 0, 1, 2
 

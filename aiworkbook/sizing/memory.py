@@ -20,6 +20,7 @@ from aiworkbook.specs.kv import kv_bytes as kv_cache_bytes
 from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
 
 if TYPE_CHECKING:
+    from aiworkbook.sizing.expr import Num
     from aiworkbook.specs.protocol import ModelSpecLike
 
 #: What moves off the GPU, per GPU: FSDP CPU offload's states, offloaded activations, and a paged
@@ -105,17 +106,17 @@ class MemoryBreakdown:
         return [(c, getattr(self, c), self.formulas.get(c, "")) for c in (*COMPONENTS, "total")]
 
 
-def _cap(x, limit: int):
+def _cap(x: Num, limit: int) -> Num:
     """min(x, limit) for an int or a numpy array (numpy is not imported here, to keep imports cheap)."""
     return x.clip(max=limit) if hasattr(x, "clip") else min(x, limit)
 
 
-def kv_tokens(w: Workload, context):
+def kv_tokens(w: Workload, context: Num) -> Num:
     """Tokens a paged cache holds per sequence: the context rounded up to whole blocks."""
     return -(-context // w.block_size) * w.block_size
 
 
-def kv_bytes(spec: ModelSpecLike, w: Workload, sequences, context):
+def kv_bytes(spec: ModelSpecLike, w: Workload, sequences: Num, context: Num) -> Num:
     """KV cache of `sequences` each holding `context` tokens, per GPU (each tp rank holds max(1, k/t) heads)."""
     tokens = kv_tokens(w, context)
     return sequences * kv_cache_bytes(spec.kv_layer_groups(), tokens, DTYPE_BITS[w.kv_dtype], w.tp)
@@ -158,8 +159,8 @@ def kv_term(spec: ModelSpecLike, w: Workload, b: int, s: int) -> Term:
 
 
 def components(
-    spec: ModelSpecLike, w: Workload, b, s, device: str = "cuda", p: SizingPass | None = None
-) -> dict:
+    spec: ModelSpecLike, w: Workload, b: Num, s: Num, device: str = "cuda", p: SizingPass | None = None
+) -> dict[str, Any]:
     """All components for batch b and length s (scalars or broadcastable numpy arrays); `p`: the
     workload's SizingPass when the caller has it (its terms are reused, nothing recomputed)."""
     return evaluate(p if p is not None else sizing_pass(spec, w, device), b, s).components
@@ -171,13 +172,13 @@ class Evaluated:
     arrays), the loss's backward transient (in the workspace) and the Terms the device's components and
     the total were computed as (their texts are the formulas)."""
 
-    components: dict
+    components: dict[str, Any]
     phase: str
     transient: Any
     terms: dict[str, Term] = field(default_factory=dict)
 
 
-def evaluate(p: SizingPass, b, s) -> Evaluated:
+def evaluate(p: SizingPass, b: Num, s: Num) -> Evaluated:
     """The components of `p`'s workload at batch b and length s, from the pass's terms."""
     spec, w, device = p.spec, p.w, p.device
     st = p.states
@@ -213,7 +214,7 @@ def evaluate(p: SizingPass, b, s) -> Evaluated:
     return Evaluated(c, phase, transient, {**said, **terms, "total": total})
 
 
-def _bytes(value, what: str) -> Term:
+def _bytes(value: Num, what: str) -> Term:
     """A byte count said as fmt_bytes says it, then what it is."""
     return Term(value, render=lambda: f"{fmt_bytes(int(value))} {what}")
 
@@ -240,7 +241,7 @@ def _loss_note(w: Workload) -> str:
     return what
 
 
-def _device_terms(p: SizingPass, c: dict, transient, zero, apart) -> dict[str, Term]:
+def _device_terms(p: SizingPass, c: dict[str, Any], transient: Num, zero: Num, apart: Num) -> dict[str, Term]:
     """Workspace, CUDA context and allocator reserve as Terms (values and formulas from one expression);
     `c`: the components so far (the reserve is a share of what they allocate)."""
     spec, w, step = p.spec, p.w, p.step
@@ -279,7 +280,7 @@ def _device_terms(p: SizingPass, c: dict, transient, zero, apart) -> dict[str, T
     return {"workspace": ws, "cuda_context": context, "reserve": reserve}
 
 
-def _total_term(w: Workload, c: dict, apart, phase: str) -> Term:
+def _total_term(w: Workload, c: dict[str, Any], apart: Num, phase: str) -> Term:
     """The total: every component less what a training step does not hold at its peak phase."""
     summed = sum(c[k] for k in COMPONENTS)
 
@@ -292,7 +293,7 @@ def _total_term(w: Workload, c: dict, apart, phase: str) -> Term:
     return Term(summed - apart, render=render)
 
 
-def _not_at_once(spec: ModelSpecLike, w: Workload, b, s, c: dict, transient, t, step_tmp=0):
+def _not_at_once(spec: ModelSpecLike, w: Workload, b: Num, s: Num, c: dict[str, Any], transient: Num, t: act.ActivationTerms | None, step_tmp: Num = 0) -> tuple[Num, str]:  # fmt: skip
     """Training: (bytes the components hold at different times of the step: their sum less the step's
     peak phase, `timeline`; that phase's name); (0, "") for inference."""
     if not w.training:

@@ -16,6 +16,7 @@ from aiworkbook.sizing.workload import Workload
 
 if TYPE_CHECKING:
     from aiworkbook.sizing.onepass import SizingPass
+    from aiworkbook.specs.gpu import GPUSpec
     from aiworkbook.specs.protocol import ModelSpecLike
 
 
@@ -70,7 +71,7 @@ def storage_section(
 def cost_section(
     spec: ModelSpecLike,
     w: Workload,
-    gpu,
+    gpu: GPUSpec | None,
     roof: Mapping[str, Any] | Section,
     a: Assumptions,
     storage_plan: Mapping[str, Any] | Section | None = None,

@@ -18,7 +18,7 @@ through `GPUSpec.calibrated`). Times are lower bounds: efficiency factors scale 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.message import Msg
 from aiworkbook.sizing.memory import kv_bytes
@@ -26,6 +26,8 @@ from aiworkbook.sizing.states import inference_weight_bytes
 from aiworkbook.sizing.workload import Workload
 
 if TYPE_CHECKING:
+    from aiworkbook.sizing.expr import Num
+    from aiworkbook.specs.gpu import GPUSpec
     from aiworkbook.specs.protocol import ModelSpecLike
 
 # float weights compute at their own dtype; integer ones (int8/int4/nf4) dequantise to bf16
@@ -40,7 +42,7 @@ def compute_dtype(weights_dtype: str) -> str:
     return _COMPUTE_DTYPE[weights_dtype]
 
 
-def experts_touched(num_experts: int, top_k: int, batch):
+def experts_touched(num_experts: int, top_k: int, batch: Num) -> Num:
     """Expected distinct experts per MoE layer for `batch` tokens routed uniformly to top_k of E."""
     if not num_experts:
         return 0 * batch
@@ -65,8 +67,12 @@ def training_flops_per_token(spec: ModelSpecLike, seq_len: int, adapter_params: 
 
 
 def train_step(
-    spec: ModelSpecLike, w: Workload, gpu, mfu: float = DEFAULT_TRAIN_MFU, trainable: int | None = None
-) -> dict:
+    spec: ModelSpecLike,
+    w: Workload,
+    gpu: GPUSpec | None,
+    mfu: float = DEFAULT_TRAIN_MFU,
+    trainable: int | None = None,
+) -> dict[str, Any]:
     """Step time at an assumed MFU, tokens/s over the data-parallel group, FLOPs per GPU.
     `trainable`: the trainable parameters (the adapters for LoRA) when the caller has them."""
     if not 0 < mfu <= 1:
@@ -106,7 +112,7 @@ def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float) -> f
     return model_flops_per_step / step_time_s / peak_flops
 
 
-def weight_bytes_read(spec: ModelSpecLike, w: Workload, batch=1, stored: int | None = None):
+def weight_bytes_read(spec: ModelSpecLike, w: Workload, batch: Num = 1, stored: int | None = None) -> Num:
     """Weight bytes one decode step streams on one GPU: every matrix the step multiplies by, over tp.
 
     Lookup-only tables (an untied input embedding, learned positions, token types) are not streamed:
@@ -123,8 +129,12 @@ def weight_bytes_read(spec: ModelSpecLike, w: Workload, batch=1, stored: int | N
 
 
 def decode_flops_bytes(
-    spec: ModelSpecLike, w: Workload, batch=None, context=None, stored: int | None = None
-) -> dict:
+    spec: ModelSpecLike,
+    w: Workload,
+    batch: Num | None = None,
+    context: Num | None = None,
+    stored: int | None = None,
+) -> dict[str, Any]:
     """One decode step's work per GPU at `batch` sequences of `context` tokens (arrays allowed):
     FLOPs 2·N_matmul·b + 4·L·a·d·ctx·b, the weight bytes it streams (MoE: only the experts the batch
     touches) and the KV bytes it reads. The one derivation behind `decode` and the proofs' chart point."""
@@ -156,13 +166,13 @@ def decode_flops_bytes(
 def decode(
     spec: ModelSpecLike,
     w: Workload,
-    gpu,
-    batch=None,
-    context=None,
+    gpu: GPUSpec,
+    batch: Num | None = None,
+    context: Num | None = None,
     mem_efficiency: float = 1.0,
     compute_efficiency: float = 1.0,
     stored: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Decode step time, tokens/s and the bound at `batch` sequences of `context` tokens (arrays allowed)."""
     import numpy as np
 
@@ -184,17 +194,18 @@ def decode(
     }
 
 
-def crossover_batch(spec: ModelSpecLike, w: Workload, gpu, stored: int | None = None) -> float:
+def crossover_batch(spec: ModelSpecLike, w: Workload, gpu: GPUSpec, stored: int | None = None) -> float:
     """Batch above which decode is compute-bound (KV reads ignored): weight bytes·peak / (BW·2·N)."""
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype], field="weights_dtype")
     wbytes = weight_bytes_read(spec, w.replace(tp=1), stored=stored)
-    return wbytes * peak / (gpu.memory_bandwidth_bps * 2 * matmul_params(spec))
+    crossover: float = wbytes * peak / (gpu.memory_bandwidth_bps * 2 * matmul_params(spec))
+    return crossover
 
 
 def prefill_time(
     spec: ModelSpecLike,
     w: Workload,
-    gpu,
+    gpu: GPUSpec,
     prompt: int | None = None,
     batch: int = 1,
     compute_efficiency: float = 1.0,
@@ -211,10 +222,13 @@ def prefill_time(
     n = matmul_params(spec)
     flops = batch * (2 * (n - head) * s + 2 * head + 2 * L * a * d * s * s) / w.tp
     peak = gpu.peak_flops(_COMPUTE_DTYPE[w.weights_dtype], field="weights_dtype") * compute_efficiency
-    return max(flops / peak, weight_bytes_read(spec, w, stored=stored) / gpu.memory_bandwidth_bps)
+    seconds: float = max(flops / peak, weight_bytes_read(spec, w, stored=stored) / gpu.memory_bandwidth_bps)
+    return seconds
 
 
-def inference_roofline(spec: ModelSpecLike, w: Workload, gpu, stored: int | None = None) -> dict:
+def inference_roofline(
+    spec: ModelSpecLike, w: Workload, gpu: GPUSpec, stored: int | None = None
+) -> dict[str, Any]:
     """TTFT, TPOT and decode throughput at the workload's concurrency, with the crossover batch. An
     encoder-only model does not decode: its TTFT is the forward pass, every decode figure None.
     `stored`: the served weight bytes (inference_weight_bytes) when the caller has them."""
@@ -256,8 +270,8 @@ def inference_roofline(spec: ModelSpecLike, w: Workload, gpu, stored: int | None
 
 
 def of_workload(
-    spec: ModelSpecLike, w: Workload, gpu, trainable: int | None, stored: int | None
-) -> dict | None:
+    spec: ModelSpecLike, w: Workload, gpu: GPUSpec | None, trainable: int | None, stored: int | None
+) -> dict[str, Any] | None:
     """The roofline an estimate shows for `w` on `gpu`: the training step, or the serving figures (None
     without a GPU). `trainable`, `stored`: the sizing pass's trainable parameters and served weight
     bytes. One function, so the estimate and the catalogue's cost ranking (capacity) read the same."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 #: Units a figure may carry ("" for labels, verdicts and plain counts).
 Unit = Literal[
@@ -89,7 +89,7 @@ class Section:
     def items(self) -> list[tuple[str, Any]]:
         return list(self._json_fields())
 
-    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
 
     def __len__(self) -> int:
@@ -252,7 +252,10 @@ class RulesOfThumb(Section):
     ratio_to_itemised: float | None = figure("ratio", "rule over itemised")
 
 
-def from_mapping(cls: type[Section], d: Any, **extra: Any) -> Any:
+SectionT = TypeVar("SectionT", bound="Section")
+
+
+def from_mapping(cls: type[SectionT], d: Any, **extra: Any) -> SectionT:
     """A section from a dict of its JSON keys (nested sections converted too); unknown keys refused."""
     names = {f.name: f for f in dataclasses.fields(cls)}
     kw: dict[str, Any] = dict(extra)

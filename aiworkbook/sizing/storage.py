@@ -5,7 +5,7 @@ checkpoints and failures, and the data-loader rate that keeps the GPUs fed.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.sizing.states import recipe_bytes
@@ -20,7 +20,7 @@ def checkpoint_bytes(
     precision: str = "bf16-mixed",
     trainable: int | None = None,
     optimizer_bytes: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Weights-only and resumable (weights + master + optimizer, no gradients) checkpoint bytes.
 
     `trainable` (default: every parameter) is what is saved: a LoRA run saves its adapters, not the
@@ -75,7 +75,7 @@ def checkpoint_plan(
     restart_s: float = 0.0,
     trainable: int | None = None,
     optimizer_bytes: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Sizes, times, Young/Daly intervals and goodput for one training job."""
     size = checkpoint_bytes(spec, recipe, precision, trainable, optimizer_bytes)
     delta = transfer_time(size["resumable"], write_bps)
@@ -95,7 +95,7 @@ def checkpoint_plan(
     }
 
 
-def dataloader_rate(global_batch: int, step_time_s: float, bytes_per_sample: int) -> dict:
+def dataloader_rate(global_batch: int, step_time_s: float, bytes_per_sample: int) -> dict[str, Any]:
     """Samples/s and bytes/s the input pipeline must sustain so the GPUs never wait."""
     if step_time_s <= 0:
         raise SpecError("step_time_s", step_time_s, "> 0")

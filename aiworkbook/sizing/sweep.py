@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiworkbook.sizing.memory import evaluate
 from aiworkbook.sizing.onepass import sizing_pass
 from aiworkbook.sizing.workload import Workload
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-def memory_grid(spec, w: Workload, batches, lengths, device: str = "cuda", component: str = "total"):
+    from aiworkbook.specs.protocol import ModelSpecLike
+
+
+def memory_grid(
+    spec: ModelSpecLike,
+    w: Workload,
+    batches: npt.ArrayLike,
+    lengths: npt.ArrayLike,
+    device: str = "cuda",
+    component: str = "total",
+) -> npt.NDArray[np.int64]:
     """A len(batches) × len(lengths) int64 array of one component (default: total bytes).
 
     Training: micro-batch × sequence length. Inference: concurrency × context.
@@ -28,4 +43,5 @@ def memory_grid(spec, w: Workload, batches, lengths, device: str = "cuda", compo
     if max(int(v) for v in corner.values()) > 2**62:
         raise SpecError("lengths", int(s.max()), "a grid whose largest cell stays below 2**62 bytes (int64)")
     out = evaluate(p, b, s).components[component]
-    return np.broadcast_to(np.asarray(out, dtype=np.int64), (b.shape[0], s.shape[1])).copy()
+    view = np.broadcast_to(np.asarray(out, dtype=np.int64), (b.shape[0], s.shape[1]))
+    return np.array(view, dtype=np.int64, order="C")  # a writable copy

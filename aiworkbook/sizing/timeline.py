@@ -21,13 +21,14 @@ are not counted).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.sizing import activations as act
 from aiworkbook.sizing.states import recipe_bytes, width
 from aiworkbook.sizing.workload import Workload
 
 if TYPE_CHECKING:
+    from aiworkbook.sizing.expr import Num
     from aiworkbook.specs.protocol import ModelSpecLike
 
 #: Recipes whose frameworks keep gradients in buffers allocated once (Megatron's fp32 main_grad buffer,
@@ -45,7 +46,7 @@ def gradients_resident(w: Workload) -> bool:
 PHASES = ("loss backward", "head backward", "top layer backward", "bottom layer backward", "optimizer step")
 
 
-def phase_bytes(spec: ModelSpecLike, w: Workload, b, s, c: dict, transient, t=None, step_tmp=0) -> dict:
+def phase_bytes(spec: ModelSpecLike, w: Workload, b: Num, s: Num, c: dict[str, Any], transient: Num, t: act.ActivationTerms | None = None, step_tmp: Num = 0) -> dict[str, Any]:  # fmt: skip
     """Bytes above the resident states in each phase (see the module docstring); `c` holds the
     gradients, activations and logits components, `transient` the loss's backward transient, `step_tmp`
     the optimizer step's temporaries."""
@@ -80,7 +81,7 @@ def phase_bytes(spec: ModelSpecLike, w: Workload, b, s, c: dict, transient, t=No
     )
 
 
-def step_peak(phases: dict):
+def step_peak(phases: dict[str, Any]) -> tuple[Num, str]:
     """(the largest phase's bytes, its name) for scalars; bytes only when b or s are arrays."""
     vals = list(phases.values())
     peak = vals[0]

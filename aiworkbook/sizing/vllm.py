@@ -32,13 +32,17 @@ group-aware `int(max_concurrency x max_model_len)` and defaults the utilisation 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.sizing.sections import Section, figure
 from aiworkbook.specs.kv import kv_bytes, one_layer
 from aiworkbook.units import DTYPE_BITS
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.gpu import GPUSpec
+    from aiworkbook.specs.protocol import ModelSpecLike
 
 GiB = 1 << 30
 #: Engine versions whose start-up semantics differ. "v1": the V1 engine from 0.8 on with the long-standing
@@ -249,14 +253,14 @@ class VllmStartup(Section):
     formulas: dict[str, str] = field(default_factory=dict, metadata={"unit": "", "doc": "formula per item"})
 
 
-def _act_bytes(s: VllmSettings, spec) -> int:
+def _act_bytes(s: VllmSettings, spec: ModelSpecLike) -> int:
     d = s.dtype
     if d in ("fp32", "float32"):
         return 4
     return 2
 
 
-def _kv_bytes(s: VllmSettings, spec) -> float:
+def _kv_bytes(s: VllmSettings, spec: ModelSpecLike) -> float:
     if s.kv_cache_dtype == "auto":
         return _act_bytes(s, spec)
     return DTYPE_BITS[{"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}.get(s.kv_cache_dtype, s.kv_cache_dtype)] / 8
@@ -280,7 +284,7 @@ def defaults(
     return seqs, tokens[(usage, big)]
 
 
-def weight_bytes(spec, s: VllmSettings) -> int:
+def weight_bytes(spec: ModelSpecLike, s: VllmSettings) -> int:
     """One rank's weights: everything split over tp; with pp, the layers split evenly and the busier
     end stage also holds its vocabulary table (the embedding first, the head last).
 
@@ -320,7 +324,7 @@ def tp_pp(s: VllmSettings) -> int:
     return s.tensor_parallel_size * s.pipeline_parallel_size
 
 
-def rope_cache_bytes(spec, s: VllmSettings) -> int:
+def rope_cache_bytes(spec: ModelSpecLike, s: VllmSettings) -> int:
     """The rotary cos/sin tables vLLM builds at load (positions x rotary dim, model dtype): part of
     "Model loading took" (Llama 3.1's 131,072 positions: 32 MiB). get_rope caches one table per
     distinct (base, scaling): Gemma 3's local layers use rope_local_base_freq unscaled and its global
@@ -334,7 +338,7 @@ def rope_cache_bytes(spec, s: VllmSettings) -> int:
 
 
 def profile_peak_bytes(
-    spec, s: VllmSettings, seqs: int, tokens: int, *, sm_count: int = 0, max_len: int = 0
+    spec: ModelSpecLike, s: VllmSettings, seqs: int, tokens: int, *, sm_count: int = 0, max_len: int = 0
 ) -> tuple[int, str]:
     """Torch peak increase of the profile run over the weights (see the module docstring); `sm_count`
     (the GPU's streaming multiprocessors, 0 if not recorded) and `max_len` (--max-model-len) size the
@@ -389,7 +393,9 @@ def topk_topp_buffer_rows(rows: int, sm_count: int) -> int:
     return min(1 << (programs - 1).bit_length(), sm_count)
 
 
-def mm_dummy_batch_bytes(spec, s: VllmSettings, seqs: int, tokens: int, max_len: int) -> tuple[int, str]:
+def mm_dummy_batch_bytes(
+    spec: ModelSpecLike, s: VllmSettings, seqs: int, tokens: int, max_len: int
+) -> tuple[int, str]:
     """What Gemma 3's multimodal profile leaves alive through the decoder's dummy forward and the dummy
     sampler (vLLM 0.19.0, vllm/v1/worker/gpu_model_runner.py, profile_run): the batch of dummy images
     (`batched_dummy_mm_inputs`, a local of profile_run, pixel values cast to the model dtype by
@@ -413,7 +419,7 @@ def mm_dummy_batch_bytes(spec, s: VllmSettings, seqs: int, tokens: int, max_len:
     return held, f" + {n} dummy images ({ch}·{size}²·{b} + {per_item}·{spec.hidden_size}·{b} each)"
 
 
-def moe_workspace_bytes(spec, s: VllmSettings, tokens: int) -> int:
+def moe_workspace_bytes(spec: ModelSpecLike, s: VllmSettings, tokens: int) -> int:
     """Fused MoE's scratch, which vLLM 0.19 takes from the worker's WorkspaceManager: one buffer that
     grows to the largest request and is never freed (vllm/v1/worker/workspace.py), so it is still held
     while the dummy sampler runs. FusedMoEModularKernel._allocate_buffers asks for workspace13 (shared
@@ -445,7 +451,7 @@ def sampler_bytes_per_logit(s: VllmSettings) -> int:
     return SAMPLER_BYTES[s.release]
 
 
-def _kv_layout(spec, s: VllmSettings) -> list[tuple[str, int, int, int | None]]:
+def _kv_layout(spec: ModelSpecLike, s: VllmSettings) -> list[tuple[str, int, int, int | None]]:
     """(kind, layers on the busiest pipeline stage, page bytes per layer, window) per layer type."""
     from math import ceil
 
@@ -468,7 +474,7 @@ def _max_usage_blocks(kind: str, window: int | None, s: VllmSettings, max_len: i
     return -(-max_len // bs)
 
 
-def one_request_bytes(spec, s: VllmSettings, max_len: int, batched: int) -> int:
+def one_request_bytes(spec: ModelSpecLike, s: VllmSettings, max_len: int, batched: int) -> int:
     """The KV cache one request of `max_len` tokens needs on one GPU, layer by layer as vLLM's
     `max_memory_usage_bytes` sums it (a sliding layer holds its window, not the whole request)."""
     return sum(
@@ -477,7 +483,9 @@ def one_request_bytes(spec, s: VllmSettings, max_len: int, batched: int) -> int:
     )
 
 
-def refusal(spec, s: VllmSettings, available: int, needed: int, max_len: int, batched: int) -> str | None:
+def refusal(
+    spec: ModelSpecLike, s: VllmSettings, available: int, needed: int, max_len: int, batched: int
+) -> str | None:
     """vLLM's reason for refusing to start (`_check_enough_kv_cache_memory` in v1/core/kv_cache_utils.py):
     nothing left for the cache blocks, or less than the `needed` bytes of one request (one_request_bytes),
     with its estimated maximum model length (the longest request the available memory holds); None when
@@ -503,7 +511,7 @@ def refusal(spec, s: VllmSettings, available: int, needed: int, max_len: int, ba
     )
 
 
-def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
+def startup(spec: ModelSpecLike, gpu: GPUSpec, s: VllmSettings | None = None) -> VllmStartup:
     """vLLM's start-up figures for `spec` served on `gpu` (a GPUSpec) with settings `s`."""
     s = s or VllmSettings()
     s.check()
@@ -568,7 +576,9 @@ def startup(spec, gpu, s: VllmSettings | None = None) -> VllmStartup:
     )
 
 
-def kv_from_available(spec, s: VllmSettings, available: int, max_len: int, tokens: int) -> dict[str, Any]:
+def kv_from_available(
+    spec: ModelSpecLike, s: VllmSettings, available: int, max_len: int, tokens: int
+) -> dict[str, Any]:
     """Blocks, "GPU KV cache size" tokens and "Maximum concurrency" from the bytes left for the cache."""
     layout = _kv_layout(spec, s)
     kinds = {k for k, *_ in layout}
@@ -601,6 +611,6 @@ def kv_from_available(spec, s: VllmSettings, available: int, max_len: int, token
     }
 
 
-def cuda_total_bytes(gpu) -> int:
+def cuda_total_bytes(gpu: GPUSpec) -> int:
     """What cudaMemGetInfo reports as total (the catalogue's cuda_memory_bytes), else the driver total."""
     return getattr(gpu, "cuda_memory_bytes", None) or gpu.usable_memory_bytes

@@ -7,7 +7,7 @@ from aiworkbook.specs.model import ModelSpec, spec_from_config
 from aiworkbook.specs.node import PATTERNS, NodeProfile, get_node, list_nodes, load_node_file
 
 
-def detect(path: str = "."):
+def detect(path: str = ".") -> NodeProfile:
     """This machine as a NodeProfile (see aiworkbook.specs.detection)."""
     from aiworkbook.specs.detection import detect as _detect
 

@@ -86,7 +86,7 @@ class GPUSpec(BaseModel):
         name_suffix: str = " (measured)",
     ) -> GPUSpec:
         """A copy whose ceilings are measured figures instead of datasheet peaks."""
-        upd: dict = {"measured": True, "name": self.name + name_suffix}
+        upd: dict[str, Any] = {"measured": True, "name": self.name + name_suffix}
         marks = list(self.measured_figures)
         if memory_bandwidth_bps:
             upd["memory_bandwidth_bps"] = memory_bandwidth_bps

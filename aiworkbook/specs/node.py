@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+from os import PathLike
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -103,7 +104,7 @@ class NodeProfile(BaseModel):
         """This node with measured ceilings: the one loop of the design, through data."""
         return self.model_copy(update={"gpu_calibrated": measured})
 
-    def save(self, path) -> None:
+    def save(self, path: str | PathLike[str]) -> None:
         """Write the profile as JSON (kind node-profile, schema 1), atomically."""
         from aiworkbook.persist import write_json
 
@@ -123,7 +124,7 @@ def _reference() -> dict[str, NodeProfile]:
     return out
 
 
-def load_node_file(path) -> NodeProfile:
+def load_node_file(path: str | PathLike[str]) -> NodeProfile:
     """Read a node profile JSON; a bad field raises SpecError naming the file and the field. `kind`
     and `schema_version`, when present (save() writes both), must be node-profile and 1."""
     from pathlib import Path

@@ -60,7 +60,7 @@ TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
 
 # wrapper model_type -> (text model_type when text_config omits it, vision counter(vision config,
 # text hidden size, the wrapper's own config))
-WRAPPERS: dict[str, tuple[str, Callable[[Config, int, dict], int]]] = {
+WRAPPERS: dict[str, tuple[str, Callable[[Config, int, dict[str, Any]], int]]] = {
     "gemma3": ("gemma3_text", lambda vc, ht, w: vision.siglip(vc) + vision.gemma3_projector(vc, ht)),
     "llama4": ("llama4_text", lambda vc, ht, w: vision.llama4(vc, ht)),
     "mistral3": ("mistral", vision.pixtral_mistral3),

@@ -32,7 +32,12 @@ TIE_DEFAULT = {
 
 
 def _get(
-    cfg: dict, keys: tuple[str, ...], source: str, *, default: Any = SpecError, positive: bool = True
+    cfg: dict[str, Any],
+    keys: tuple[str, ...],
+    source: str,
+    *,
+    default: Any = SpecError,
+    positive: bool = True,
 ) -> Any:
     for k in keys:
         if k in cfg and cfg[k] is not None:
@@ -46,7 +51,7 @@ def _get(
     return default
 
 
-def _flag(cfg: dict, key: str, default: bool, source: str) -> bool:
+def _flag(cfg: dict[str, Any], key: str, default: bool, source: str) -> bool:
     """A JSON boolean, strictly: the string "false" is refused, never read as true (null: the default)."""
     v = cfg.get(key)
     if v is None:
@@ -154,7 +159,9 @@ def gpt_neox(c: Config, mt: str, name: str) -> ModelSpec:
     )
 
 
-def _decoder(extra: Callable[[dict[str, Any], str, int, int | None], dict[str, Any]]):
+def _decoder(
+    extra: Callable[[dict[str, Any], str, int, int | None], dict[str, Any]],
+) -> Callable[[Config, str, str], ModelSpec]:
     """A parser for a gated-MLP decoder: the common fields, intermediate size, positions (default
     4096) and the sliding window checked, then `extra(cfg, source, layers, window)`'s own fields."""
 

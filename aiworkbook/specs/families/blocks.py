@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
@@ -23,7 +23,15 @@ class Config:
     def has(self, key: str) -> bool:
         return self.cfg.get(key) is not None
 
+    @overload
+    def integer(self, *keys: str, minimum: int = 1) -> int: ...
+    @overload
+    def integer(self, *keys: str, default: int, minimum: int = 1) -> int: ...
+    @overload
+    def integer(self, *keys: str, default: int | None, minimum: int = 1) -> int | None: ...
+
     def integer(self, *keys: str, default: Any = MISSING, minimum: int = 1) -> Any:
+        """The first of `keys` the config gives, an integer >= minimum; else `default` (none: an error)."""
         for k in keys:
             v = self.cfg.get(k)
             if v is not None:
@@ -66,7 +74,16 @@ class Config:
 
 
 def attention(
-    h: int, a: int, k: int, d: int, *, qkv_bias=False, o_bias=False, q_norm=0, k_norm=0, sinks=False
+    h: int,
+    a: int,
+    k: int,
+    d: int,
+    *,
+    qkv_bias: bool = False,
+    o_bias: bool = False,
+    q_norm: int = 0,
+    k_norm: int = 0,
+    sinks: bool = False,
 ) -> tuple[int, int]:
     """(params, matrix params) of grouped-query attention; q_norm/k_norm: each norm's weight count."""
     linear = h * a * d + 2 * h * k * d + a * d * h
@@ -74,7 +91,7 @@ def attention(
     return n + (a if sinks else 0), linear
 
 
-def mlp(h: int, i: int, *, gated=True, bias=False) -> tuple[int, int]:
+def mlp(h: int, i: int, *, gated: bool = True, bias: bool = False) -> tuple[int, int]:
     """(params, matrix params) of one MLP or expert."""
     linear = (3 if gated else 2) * h * i
     return linear + (((2 * i if gated else i) + h) if bias else 0), linear
@@ -143,7 +160,9 @@ def assemble(
     )
 
 
-def read_common(c: Config, mt: str, *, name: str, tie_default: bool, head_dim_default: int | None = None):
+def read_common(
+    c: Config, mt: str, *, name: str, tie_default: bool, head_dim_default: int | None = None
+) -> tuple[dict[str, Any], int, int, int, int, int, int]:
     """The fields every decoder has: (common kwargs for ModelSpec, L, h, a, k, d, V)."""
     L = c.integer("num_hidden_layers")
     h = c.integer("hidden_size")

@@ -43,7 +43,16 @@ def _types_qwen(c: Config, L: int) -> list[str]:
     return ["sliding_attention" if i >= first else "full_attention" for i in range(L)]
 
 
-def _layers(c, L, types, attn, ffn, k, d, window) -> list[Layer]:
+def _layers(
+    c: Config,
+    L: int,
+    types: list[str],
+    attn: tuple[int, int],
+    ffn: tuple[int, int],
+    k: int,
+    d: int,
+    window: int | None,
+) -> list[Layer]:
     return [
         Layer(attn[0] + ffn[0], attn[0] + ffn[0], attn[1] + ffn[1], std_kv(kv_kind(t), k, d, window))
         for t in types[:L]

@@ -22,7 +22,7 @@ from aiworkbook.specs.families.blocks import (
     window_of,
 )
 from aiworkbook.specs.families.dense import _types_qwen
-from aiworkbook.specs.families.spec import FamilySpec
+from aiworkbook.specs.families.spec import FamilySpec, KVGroup
 from aiworkbook.specs.mechanisms import Mechanisms
 
 
@@ -34,7 +34,16 @@ def _experts(c: Config, *keys: str) -> tuple[int, int]:
     return E, top
 
 
-def _moe_layer(attn, norms, E, top, expert, router, shared, kv) -> Layer:
+def _moe_layer(
+    attn: tuple[int, int],
+    norms: int,
+    E: int,
+    top: int,
+    expert: tuple[int, int],
+    router: int,
+    shared: tuple[int, int],
+    kv: KVGroup,
+) -> Layer:
     """attn/expert/shared: (params, matrix params); router: params."""
     total = attn[0] + norms + E * expert[0] + router + shared[0]
     active = attn[0] + norms + top * expert[0] + router + shared[0]

@@ -42,31 +42,31 @@ class FamilySpec(ModelSpec):
     mm_dummy_image: tuple[int, ...] = ()
 
     @property
-    def params_per_layer(self) -> int:  # type: ignore[override]
+    def params_per_layer(self) -> int:
         return self.layer_params // self.num_layers
 
     @property
-    def params_embedding(self) -> int:  # type: ignore[override]
+    def params_embedding(self) -> int:
         return self.embed_params
 
     @property
-    def params_head(self) -> int:  # type: ignore[override]
+    def params_head(self) -> int:
         return self.head_params
 
     @property
-    def params_final(self) -> int:  # type: ignore[override]
+    def params_final(self) -> int:
         return self.final_params
 
     @property
-    def params(self) -> int:  # type: ignore[override]
+    def params(self) -> int:
         return self.embed_params + self.layer_params + self.final_params + self.head_params
 
     @property
-    def params_active(self) -> int:  # type: ignore[override]
+    def params_active(self) -> int:
         return self.params - (self.layer_params - self.layer_params_active)
 
     @property
-    def params_linear(self) -> int:  # type: ignore[override]
+    def params_linear(self) -> int:
         return self.layer_params_linear
 
     def kv_layer_groups(self) -> tuple[KVGroup, ...]:

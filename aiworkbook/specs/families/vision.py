@@ -8,6 +8,8 @@ a vision x text projection matrix. Kimi-VL's MoonViT and projector: see `moonvit
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiworkbook.specs.families.blocks import Config
 
 SIGLIP_DEFAULTS = {
@@ -37,7 +39,7 @@ def siglip(vc: Config) -> int:
 
 
 def gemma3_projector(vc: Config, text_hidden: int) -> int:
-    hv = {**SIGLIP_DEFAULTS, **vc.cfg}["hidden_size"]
+    hv: int = {**SIGLIP_DEFAULTS, **vc.cfg}["hidden_size"]
     return hv * text_hidden + hv
 
 
@@ -72,7 +74,7 @@ PIXTRAL_DEFAULTS = {
 }
 
 
-def pixtral_mistral3(vc: Config, text_hidden: int, wrapper: dict) -> int:
+def pixtral_mistral3(vc: Config, text_hidden: int, wrapper: dict[str, Any]) -> int:
     """Mistral 3's Pixtral tower (bias-free patch conv, RMSNorms, gated MLPs) and its projector
     (RMSNorm, the spatial patch merger, two linears into the text width)."""
     c = Config({**PIXTRAL_DEFAULTS, **{k: v for k, v in vc.cfg.items() if v is not None}}, vc.source)
@@ -96,7 +98,7 @@ MOONVIT_DEFAULTS = {
 }
 
 
-def moonvit_kimi_vl(vc: Config, text_hidden: int, wrapper: dict) -> int:
+def moonvit_kimi_vl(vc: Config, text_hidden: int, wrapper: dict[str, Any]) -> int:
     """Kimi-VL's MoonViT tower and projector, from the published modeling_kimi_vl.py (restated in
     vLLM's models/moonvit.py and NVIDIA-NeMo/Automodel's kimivl/model.py; transformers has no kimi_vl):
     a biased 3-channel patch conv, a learned height x width x hidden position table, layers of two
@@ -117,5 +119,5 @@ def moonvit_kimi_vl(vc: Config, text_hidden: int, wrapper: dict) -> int:
         from aiworkbook.errors import SpecError
 
         raise SpecError("merge_kernel_size", merge, "two positive integers [kh, kw]", source=vc.source)
-    m = hv * merge[0] * merge[1]
+    m: int = hv * merge[0] * merge[1]
     return tower + 2 * hv + (m * m + m) + (m * text_hidden + text_hidden)
