@@ -16,12 +16,14 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aiworkbook.errors import SpecError
+from aiworkbook import httpget
+from aiworkbook.errors import SpecError, printable
+from aiworkbook.httpget import FetchError
 from aiworkbook.serving.client import (
+    ERROR_BODY_BYTES,
     EXTENSION_KINDS,
     SERVER_KINDS,
     Target,
-    _head,
     api_key,
     run_sync,
     send_one,
@@ -62,7 +64,8 @@ class Discovery:
                 "from the tokens actually produced (usage, else counted chunks)"
             )
         return (
-            f"target {self.target.url}, model {self.target.model} ({self.model_from}), server kind "
+            f"target {printable(self.target.url)}, model {printable(self.target.model)} "
+            f"({printable(self.model_from)}), server kind "
             f"{self.kind}: {how}; probe: {self.probe}"
         )
 
@@ -72,35 +75,35 @@ def _headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-async def list_models(session: Any, target: Target) -> list[str]:
-    """The ids `GET /v1/models` lists; SpecError (exit 2) when it cannot be read."""
-    import aiohttp
-
+def list_models(target: Target) -> tuple[list[str], tuple[str, ...]]:
+    """The ids `GET /v1/models` lists, and the same-origin redirects taken to read them; SpecError
+    (exit 2) when it cannot be read. Through the project's one bounded GET (httpget): one deadline for
+    the whole exchange (target.timeout_s), MODELS_BYTES at most, http.client's cap on header lines,
+    redirects to another origin refused."""
     url = target.base + "/models"
     why = ""
     try:
-        async with session.get(url, headers=_headers(), allow_redirects=False) as resp:
-            if resp.status != 200:
-                why = f"HTTP {resp.status}: {(await _head(resp))[:200]}"
+        answer = httpget.get(url, deadline_s=target.timeout_s, max_bytes=MODELS_BYTES, headers=_headers())
+    except FetchError as exc:
+        why = str(exc)
+    else:
+        if answer.status != 200:
+            why = f"HTTP {answer.status}: {answer.body[:ERROR_BODY_BYTES].decode('utf-8', 'replace')}"
+        else:
+            try:
+                doc = json.loads(answer.body.decode("utf-8", "replace"))
+            except (ValueError, RecursionError) as exc:  # a deeply nested answer is not a model list
+                why = f"not JSON ({type(exc).__name__})"
             else:
-                raw = await resp.content.read(MODELS_BYTES + 1)
-                while len(raw) <= MODELS_BYTES and (
-                    more := await resp.content.read(MODELS_BYTES + 1 - len(raw))
-                ):
-                    raw += more
-                if len(raw) > MODELS_BYTES:
-                    why = f"an answer over {MODELS_BYTES} bytes"
-                else:
-                    doc = json.loads(raw.decode("utf-8", "replace"))
-                    data = doc.get("data") if isinstance(doc, dict) else None
-                    if isinstance(data, list):
-                        ids = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-                        if ids:
-                            return ids
-                    why = "no model ids in its answer"
-    except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, ValueError) as exc:
-        why = f"{type(exc).__name__}: {exc}"[:200] if str(exc) else type(exc).__name__
-    raise SpecError("served_model", None, f"--served-model NAME (GET {url} failed: {why})")
+                data = doc.get("data") if isinstance(doc, dict) else None
+                if isinstance(data, list):
+                    ids = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+                    if ids:
+                        return ids, answer.redirects
+                why = "no model ids in its answer"
+    raise SpecError(
+        "served_model", None, f"--served-model NAME (GET {printable(url)} failed: {printable(why)})"
+    )
 
 
 async def discover(
@@ -126,10 +129,12 @@ async def discover(
     async with aiohttp.ClientSession(timeout=target.client_timeout()) as session:
         model_from = "--served-model"
         if not model:
-            ids = await list_models(session, target)
+            ids, moved = await asyncio.to_thread(list_models, target)
             if len(ids) > 1:
                 raise SpecError("served_model", None, "--served-model with one of: " + ", ".join(ids[:20]))
             target, model_from = replace(target, model=ids[0]), "GET /v1/models"
+            if moved:
+                model_from += f" (redirected to {moved[-1]})"
         if kind != "auto":
             exact = kind in EXTENSION_KINDS
             probe = f"none (--server-kind {kind})"
