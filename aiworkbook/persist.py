@@ -165,10 +165,16 @@ def json_safe(obj: Any) -> tuple[Any, list[str]]:
 
 def dumps_json(obj: Any, *, indent: int | None = None) -> str:
     """Valid JSON always: non-finite numbers become null, and a top-level object says which were
-    (`"non_finite": ["roofline.x: inf", ...]`) so a null is never mistaken for a missing value."""
+    (`"non_finite": ["roofline.x: inf", ...]`) so a null is never mistaken for a missing value; in a
+    top-level list, each object says so of its own (`"non_finite": ["[3].rope_theta: nan"]`)."""
     clean, found = json_safe(obj)
     if found and isinstance(clean, dict):
         clean["non_finite"] = found
+    elif found and isinstance(clean, list):
+        for i, item in enumerate(clean):
+            mine = [f for f in found if f.startswith(f"[{i}]")]
+            if mine and isinstance(item, dict):
+                item["non_finite"] = mine
     return json.dumps(clean, indent=indent, allow_nan=False)
 
 

@@ -207,7 +207,7 @@ class PendingSave:
             # a plain new file: the folder is not published yet, and publish() fsyncs every file in
             # it (a temp file, fsync and rename of its own cost one more disk flush, ~4 ms here)
             with open(self.tmp / MANIFEST, "x", encoding="utf-8") as fh:
-                fh.write(json.dumps(self.man))
+                fh.write(json.dumps(self.man, allow_nan=False))
             fsio.publish(self.tmp, self.final)
             write_s = time.perf_counter() - self.t0
         finally:
