@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from aiworkbook.diskfull import ERRNOS, NoSpace
 from aiworkbook.errors import SpecError
 
 #: our temporaries: `.<target name>.aiwb-<pid>-<random>.tmp`, so a later run can tell its own leftovers
@@ -99,6 +100,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
             prefix=f".{target.name}{_TMP_TAG}{os.getpid()}-", suffix=".tmp", dir=target.parent
         )
     except OSError as exc:
+        if exc.errno in ERRNOS:
+            raise NoSpace(target, len(text.encode("utf-8", "surrogatepass"))) from None
         raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from None
     try:
         try:
@@ -114,6 +117,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
         _written.append(target)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in ERRNOS:  # the partial temp is gone: say it in words
+            raise NoSpace(target, len(text.encode("utf-8", "surrogatepass"))) from None
         if isinstance(exc, OSError) and not isinstance(exc, SpecError):
             raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from None
         raise

@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from aiworkbook import diskfull
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.persist import atomic_write_text
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
-from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.control import NULL, Cancelled, Control
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
@@ -168,12 +169,24 @@ def start_save(
         final = base / f"step-{step}.{tag}"
     tmp.mkdir()
     t0 = time.perf_counter()
+    nbytes = state_bytes(state)
     try:
         futures = _write(tmp, state, fmt, control)
-    except BaseException:
+    except BaseException as exc:
+        full = _no_space(exc, tmp, nbytes)
         shutil.rmtree(tmp, ignore_errors=True)
+        if full is not None:
+            raise full from None
         raise
-    return PendingSave(tmp, final, man, futures, t0, time.perf_counter() - t0, keep)
+    return PendingSave(tmp, final, man, futures, t0, time.perf_counter() - t0, keep, nbytes)
+
+
+def _no_space(exc: BaseException, tmp: Path, nbytes: int) -> diskfull.NoSpace | None:
+    """A save's failure as a full disk (diskfull.is_full: ENOSPC in the chain, or torch's zip writer's
+    and DCP's errors with less than the checkpoint free), read before the partial files are removed."""
+    if isinstance(exc, Cancelled):
+        return None
+    return diskfull.as_no_space(exc, tmp, nbytes)
 
 
 def _step_order(p: Path) -> tuple[int, int]:
@@ -193,9 +206,10 @@ class PendingSave:
         t0: float,
         blocked: float,
         keep: int,
+        nbytes: int = 0,
     ) -> None:
         self.tmp, self.final, self.man, self.futures = tmp, final, man, futures
-        self.t0, self.blocked, self.keep = t0, blocked, keep
+        self.t0, self.blocked, self.keep, self.nbytes = t0, blocked, keep, nbytes
 
     def done(self) -> bool:
         return all(f.done() for f in self.futures)
@@ -210,6 +224,11 @@ class PendingSave:
                 fh.write(json.dumps(self.man, allow_nan=False))
             fsio.publish(self.tmp, self.final)
             write_s = time.perf_counter() - self.t0
+        except BaseException as exc:
+            full = _no_space(exc, self.tmp, self.nbytes)
+            if full is not None:
+                raise full from None
+            raise
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
         base = self.final.parent
@@ -646,15 +665,24 @@ def measure(
     rows = []
     with scratch.scratch(d, proof, keep=keep) as own:
         work = own.path / "measure"
-        work.mkdir()
         try:
-            base = baseline(work, nbytes, n, control)
-            for fmt in fmts:
-                rows.append(measure_format(work, state, man, fmt, n, control))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        if keep:
-            save_checkpoint(own.path, state, fmts[0], 0, control=control, manifest=man)
+            work.mkdir()
+            try:
+                base = baseline(work, nbytes, n, control)
+                for fmt in fmts:
+                    rows.append(measure_format(work, state, man, fmt, n, control))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            if keep:
+                save_checkpoint(own.path, state, fmts[0], 0, control=control, manifest=man)
+        except BaseException as exc:
+            full = _no_space(exc, own.path, nbytes)
+            if full is None:
+                raise
+            own.remove()  # kept or not: a disk that filled up keeps nothing of this run
+            # the folder the user named (not a temporary gone by now) and one checkpoint's bytes: the
+            # write that failed may be a small one (a warm-up, a manifest) in a folder already full
+            raise diskfull.NoSpace(d, nbytes, free=full.free) from None
     return {
         "spec": spec,
         "bytes": nbytes,
