@@ -10,6 +10,7 @@ import typer
 
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 DIR_HELP = (
     "directory in which the proof makes its own new folder aiworkbook-<proof>-<time>-<random> and writes "
@@ -254,3 +255,9 @@ def _formats(r, fmt_bytes, fmt_rate) -> None:
             f"({x['write_vs_baseline']:.2f}x), loop stall {x['loop_stall_s']:.3f} s, restore {fmt_rate(x['read_bps'])} "
             f"({x['read_vs_baseline']:.2f}x), integrity {x['integrity']}"
         )
+    failed = [x for x in r.details.get("formats", []) if x.get("integrity", "ok") != "ok"]
+    if failed:  # the bytes read back are not the bytes written: the run failed, whatever its speed
+        for x in failed:
+            why = Msg("checkpoint.integrity_failed", format=x["format"], differ=x["integrity"])
+            typer.echo(f"error: {why}", err=True)
+        raise typer.Exit(1)

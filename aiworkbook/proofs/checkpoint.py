@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from aiworkbook import diskfull
-from aiworkbook.errors import SpecError
+from aiworkbook.errors import SpecError, printable, quote
 from aiworkbook.message import Msg
 from aiworkbook.persist import atomic_write_text
 from aiworkbook.proofs import flags as F
@@ -332,7 +332,7 @@ def load_checkpoint(
             control.step(i, len(files), f"load {fmt}: shard {i + 1}/{len(files)}")
             read = False
             if fmt == "torch":
-                part = torch.load(f, weights_only=True)
+                part = _torch_shard(f)
             elif reader == "populate":
                 part, read = shardio.load_shard(f)
             else:
@@ -359,8 +359,66 @@ def load_checkpoint(
     return tpl
 
 
+MANIFEST_BYTES = 64 * MiB  # a manifest lists names, dtypes, shapes and digests: far below this
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _torch_shard(f: Path) -> dict[str, torch.Tensor]:
+    """A torch.save shard read with weights_only (no code in a pickle runs); what it refuses (a blocked
+    global, a truncated or corrupt zip) is a SpecError naming the file."""
+    import pickle
+
+    try:
+        part = torch.load(f, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, OSError) as exc:
+        why = printable(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, 160)
+        raise SpecError("dir", str(f), f"a torch shard torch.load(weights_only=True) reads ({why})") from None
+    if not isinstance(part, dict) or not all(isinstance(t, torch.Tensor) for t in part.values()):
+        raise SpecError("dir", str(f), "a torch shard holding a dict of tensors")
+    return part
+
+
 def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
-    return json.loads((Path(path) / MANIFEST).read_text())
+    """The manifest of a checkpoint folder, checked before anything is allocated from it (it may be a
+    folder someone else wrote): an object mapping each tensor name to a torch dtype, a shape of
+    integers 0..2^63-1 and a blake2b digest, whose tensors together are no larger than the folder's
+    files. Anything else is a SpecError naming the folder (exit 2), never an allocation of a typed size."""
+    p = Path(path)
+    allowed = f"a checkpoint whose {MANIFEST} maps each tensor name to its dtype, shape and blake2b"
+    try:
+        with open(p / MANIFEST, "rb") as fh:
+            raw = fh.read(MANIFEST_BYTES + 1)
+        if len(raw) > MANIFEST_BYTES:
+            raise ValueError("too large")
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except (OSError, ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError included
+        raise SpecError("dir", str(path), allowed) from None
+    if not isinstance(doc, dict):
+        raise SpecError("dir", str(path), allowed + " (it is not a JSON object)")
+    total = 0
+    for name, entry in doc.items():
+        dtype = getattr(torch, entry.get("dtype", "") if isinstance(entry, dict) else "", None)
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if (
+            not isinstance(dtype, torch.dtype)
+            or not isinstance(shape, list)
+            or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**63 for d in shape)
+            or not isinstance(entry.get("blake2b"), str)
+        ):
+            raise SpecError("dir", str(path), f"{allowed} (tensor {quote(name)} does not)")
+        count = 1
+        for d in shape:
+            count *= d
+        total += count * dtype.itemsize
+    on_disk = fsio.tree_bytes(p)
+    if total > on_disk:
+        raise SpecError(
+            "dir", str(path), f"{allowed} (its tensors are {total:,} bytes, the folder holds {on_disk:,})"
+        )
+    return doc
 
 
 def empty_like_manifest(man: dict[str, Any]) -> dict[str, torch.Tensor]:
