@@ -21,7 +21,7 @@ from aiworkbook.message import Msg
 ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
-def _free(path: str | os.PathLike) -> int | None:
+def free_bytes(path: str | os.PathLike) -> int | None:
     """Free bytes (for this user) of the file system holding `path` or its nearest existing parent."""
     p = Path(path).absolute()
     for q in (p, *p.parents):
@@ -58,7 +58,7 @@ class NoSpace(OSError):
     ) -> None:
         self.path = str(path)
         self.needed = needed
-        self.free = _free(path) if free is None else free
+        self.free = free_bytes(path) if free is None else free
         args = {"device": device(path), "path": self.path, "free": self.free or 0}
         self.message = (
             Msg("disk.full", needed=needed, **args)
@@ -96,7 +96,7 @@ def is_full(exc: BaseException, path: str | os.PathLike | None = None, needed: i
         return True
     if path is None or needed is None or isinstance(exc, KeyboardInterrupt | MemoryError):
         return False
-    free = _free(path)
+    free = free_bytes(path)
     return free is not None and free < needed
 
 

@@ -92,7 +92,7 @@ def _interrupted(exc: KeyboardInterrupt, mark: int) -> int:
     signum = signals.received() or _signal.SIGINT
     what = "Ctrl-C" if signum == _signal.SIGINT else _signal.Signals(signum).name
     detail = str(exc).strip()
-    kept = written_since(mark)
+    kept = [p for p in written_since(mark) if p.exists()]  # a proof removes its own folder
     saved = f"kept: {', '.join(map(str, kept))}" if kept else "no result was saved"
     typer.echo(f"stopped by {what}{f' ({detail})' if detail else ''}; {saved}", err=True)
     return 128 + int(signum)

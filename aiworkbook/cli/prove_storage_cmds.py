@@ -34,9 +34,8 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
     for note in p.notes:
         typer.echo(f"plan: {note}")
     if p.fits is False:
-        typer.echo(
-            f"plan: {name} may not fit here ({p.sizes}); the proof checks again before writing", err=True
-        )
+        line = Msg("plan.may_not_fit", proof=name, sizes=p.sizes_text())
+        typer.echo(f"plan: {line}", err=True)
     bar = tqdm(total=0, desc=name, leave=False)
     last: list[tuple[int, int, str]] = []
 
