@@ -37,6 +37,7 @@ class Answer:
     body: bytes
     url: str  # the URL that answered (the one asked for, or a same-origin redirect of it)
     redirects: tuple[str, ...] = ()
+    server: str = ""  # the answer's Server header, as it says of itself (cut to 120 characters)
 
 
 def _origin(parts: urllib.parse.SplitResult) -> tuple[str, str, int]:
@@ -69,9 +70,9 @@ def get(
     first = _origin(parts)
     redirects: list[str] = []
     while True:
-        status, location, body = _one(parts, end, max_bytes, headers or {}, clock)
+        status, location, body, server = _one(parts, end, max_bytes, headers or {}, clock)
         if status not in (301, 302, 303, 307, 308) or location is None:
-            return Answer(status, body, parts.geturl(), tuple(redirects))
+            return Answer(status, body, parts.geturl(), tuple(redirects), server)
         target = urllib.parse.urljoin(parts.geturl(), location)
         nxt = _split(target) if target.startswith(("http://", "https://")) else None
         if nxt is None or _origin(nxt) != first:
@@ -92,7 +93,9 @@ def _left(end: float, clock, url: str) -> float:
     return left
 
 
-def _one(parts, end: float, max_bytes: int, headers: dict[str, str], clock) -> tuple[int, str | None, bytes]:
+def _one(
+    parts, end: float, max_bytes: int, headers: dict[str, str], clock
+) -> tuple[int, str | None, bytes, str]:
     url = parts.geturl()
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = cls(parts.hostname, parts.port, timeout=_left(end, clock, url))
@@ -128,7 +131,8 @@ def _one(parts, end: float, max_bytes: int, headers: dict[str, str], clock) -> t
             chunks.append(chunk)
             _left(end, clock, url)
         _left(end, clock, url)  # a body cut short by the watchdog is not an answer
-        return resp.status, resp.getheader("Location"), b"".join(chunks)
+        server = (resp.getheader("Server") or "")[:120]
+        return resp.status, resp.getheader("Location"), b"".join(chunks), server
     except FetchError:
         raise
     except TimeoutError:

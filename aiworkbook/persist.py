@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from aiworkbook.diskfull import ERRNOS, NoSpace
 from aiworkbook.errors import SpecError
 
 #: our temporaries: `.<target name>.aiwb-<pid>-<random>.tmp`, so a later run can tell its own leftovers
@@ -99,6 +100,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
             prefix=f".{target.name}{_TMP_TAG}{os.getpid()}-", suffix=".tmp", dir=target.parent
         )
     except OSError as exc:
+        if exc.errno in ERRNOS:
+            raise NoSpace(target, len(text.encode("utf-8", "surrogatepass"))) from None
         raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from None
     try:
         try:
@@ -114,6 +117,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
         _written.append(target)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in ERRNOS:  # the partial temp is gone: say it in words
+            raise NoSpace(target, len(text.encode("utf-8", "surrogatepass"))) from None
         if isinstance(exc, OSError) and not isinstance(exc, SpecError):
             raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from None
         raise
@@ -165,10 +170,16 @@ def json_safe(obj: Any) -> tuple[Any, list[str]]:
 
 def dumps_json(obj: Any, *, indent: int | None = None) -> str:
     """Valid JSON always: non-finite numbers become null, and a top-level object says which were
-    (`"non_finite": ["roofline.x: inf", ...]`) so a null is never mistaken for a missing value."""
+    (`"non_finite": ["roofline.x: inf", ...]`) so a null is never mistaken for a missing value; in a
+    top-level list, each object says so of its own (`"non_finite": ["[3].rope_theta: nan"]`)."""
     clean, found = json_safe(obj)
     if found and isinstance(clean, dict):
         clean["non_finite"] = found
+    elif found and isinstance(clean, list):
+        for i, item in enumerate(clean):
+            mine = [f for f in found if f.startswith(f"[{i}]")]
+            if mine and isinstance(item, dict):
+                item["non_finite"] = mine
     return json.dumps(clean, indent=indent, allow_nan=False)
 
 

@@ -140,3 +140,25 @@ def test_signal_to_serve_is_130_or_143_with_one_line(tmp_path, sig):
     what = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
     (line,) = err.strip().splitlines()  # one line, no traceback
     assert line.startswith(f"stopped by {what}") and line.endswith("no result was saved"), err
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_to_app_is_143_or_130_with_one_line_and_voila_stopped(tmp_path, sig):
+    import psutil
+
+    proc = Proc(["app", "sizing", "--no-browser"], tmp_path)  # a free port
+    try:
+        proc.wait_for(lambda: "Ctrl-C stops it" in "".join(proc.out), timeout=150)  # Voilà listens
+        children = psutil.Process(proc.p.pid).children(recursive=True)
+        assert children  # Voilà, and its kernels
+        rc, _stdout, err = proc.finish(sig)
+    finally:
+        if proc.p.poll() is None:
+            proc.p.kill()
+    assert rc == CODES[sig], err
+    what = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+    (line,) = err.strip().splitlines()  # one line, no traceback
+    assert line.startswith(f"stopped by {what}"), err
+    _gone, alive = psutil.wait_procs(children, timeout=15)
+    assert not alive, alive  # serving() stopped Voilà on the way out

@@ -7,11 +7,10 @@ time with one short line or a clean view, never an internal error."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from hostile_http import Handler, servers
 
 from aiworkbook.cli import main
 from aiworkbook.httpget import FetchError, get
@@ -26,21 +25,7 @@ def _matrix(series: list[dict]) -> bytes:
     return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": series}}).encode()
 
 
-class _Hostile(BaseHTTPRequestHandler):
-    mode = "ok"
-    other = ""
-
-    def log_message(self, *args):  # quiet
-        pass
-
-    def _send(self, body: bytes, status: int = 200, headers: dict | None = None) -> None:
-        self.send_response(status)
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
+class _Hostile(Handler):
     def do_GET(self):  # noqa: N802
         m = self.server.mode  # type: ignore[attr-defined]
         if m == "trickle":
@@ -92,21 +77,7 @@ class _Hostile(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    servers = []
-
-    def start(mode: str, other: str = "") -> str:
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
-        srv.daemon_threads = True
-        srv.mode = mode  # type: ignore[attr-defined]
-        srv.other = other  # type: ignore[attr-defined]
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        servers.append(srv)
-        return f"http://127.0.0.1:{srv.server_address[1]}"
-
-    yield start
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
+    yield from servers(_Hostile)
 
 
 def test_a_trickle_ends_at_the_whole_request_deadline(server):

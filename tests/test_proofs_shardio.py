@@ -212,13 +212,16 @@ def _entry(dtype="F32", shape=(2,), offsets=(0, 8)):
     ("blob", "why"),
     [
         (b"\x01\x02", "shorter than"),
-        (struct.pack("<Q", 10**12) + b"{}", "header length"),
+        (struct.pack("<Q", 10**12) + b"{}", "over safetensors' 100,000,000"),
+        (struct.pack("<Q", 100) + b"{}", "a header of 100 bytes in a file of 10"),
         (struct.pack("<Q", 4) + b"nope", "not JSON"),
         (struct.pack("<Q", 2) + b"[]", "not a JSON object"),
-        ({"a": _entry(offsets=(0, 4096))}, "outside the file"),
+        ({"a": _entry(offsets=(0, 4096))}, "holds 4096 bytes"),
+        ({"a": _entry(offsets=(8, 16))}, "do not follow"),
+        ({"a": _entry(offsets=(0, 4), shape=(1,))}, "cover 4 of the 8 data bytes"),
         ({"a": _entry(shape=(3,))}, "holds 8 bytes"),
-        ({"a": _entry(dtype="Q7")}, "known dtype"),
-        ({"a": {"dtype": "F32"}}, "known dtype"),
+        ({"a": _entry(dtype="Q7")}, "no dtype safetensors names"),
+        ({"a": {"dtype": "F32"}}, "shape is not a list"),
     ],
 )
 def test_a_bad_header_is_one_clear_error(tmp_path, blob, why):

@@ -16,6 +16,7 @@ import ipywidgets as W
 import traitlets
 
 from aiworkbook.errors import SpecError
+from aiworkbook.persist import dumps_json
 
 from .base import Composite, dropdown, html_table, none_first, value_html
 
@@ -183,13 +184,13 @@ class ProfileLocker(Composite):
             f"{html.escape(self.t('workloads'))} × {len(prof.workloads)}"
         )
         self.download.value = download_link(
-            json.dumps(doc, indent=2, default=str),
+            dumps_json(doc, indent=2),
             "profile.json",
             "application/json",
             self.t("download_profile"),
         )
         self.error = ""
-        self.result = {"action": "lock", "profile": json.loads(json.dumps(doc, default=str))}
+        self.result = {"action": "lock", "profile": json.loads(dumps_json(doc))}
         return prof
 
     def _uploaded(self, change: dict[str, Any]) -> None:
@@ -243,8 +244,8 @@ class ProfileLocker(Composite):
         self.details.value = "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"
         doc = report.to_dict()
         self.download.value = download_link(
-            json.dumps(doc, indent=2, default=str), "check.json", "application/json", self.t("download_check")
+            dumps_json(doc, indent=2), "check.json", "application/json", self.t("download_check")
         )
         self.error = ""
-        self.result = {"action": "check", "report": json.loads(json.dumps(doc, default=str))}
+        self.result = {"action": "check", "report": json.loads(dumps_json(doc))}
         return report

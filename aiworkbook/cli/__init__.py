@@ -92,7 +92,7 @@ def _interrupted(exc: KeyboardInterrupt, mark: int) -> int:
     signum = signals.received() or _signal.SIGINT
     what = "Ctrl-C" if signum == _signal.SIGINT else _signal.Signals(signum).name
     detail = str(exc).strip()
-    kept = written_since(mark)
+    kept = [p for p in written_since(mark) if p.exists()]  # a proof removes its own folder
     saved = f"kept: {', '.join(map(str, kept))}" if kept else "no result was saved"
     typer.echo(f"stopped by {what}{f' ({detail})' if detail else ''}; {saved}", err=True)
     return 128 + int(signum)
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     import errno
     import os
 
-    from aiworkbook import signals
+    from aiworkbook import diskfull, signals
     from aiworkbook.persist import written_since
 
     mark = len(written_since())
@@ -171,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo("error: input nested too deeply to read (RecursionError)", err=True)
         return 2
     except OSError as exc:  # a path that cannot be read or written, a disk that is full, a port in use
+        full = diskfull.found_in(exc)
+        if full is not None:  # where, needed and free: exit 1, the input was fine
+            typer.echo(f"error: {full}", err=True)
+            return 1
         if exc.errno == errno.EPIPE:  # `aiworkbook models | head`: the reader left; say nothing
             try:
                 sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (the interpreter flushes it at exit)
@@ -184,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         code = _exit_code(exc)
         if code is not None:
             return code
+        full = diskfull.found_in(exc)
+        if full is not None:  # wrapped (DCP's CheckpointException is a BaseException): the same line
+            typer.echo(f"error: {full}", err=True)
+            return 1
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # click usage errors
             exc.show()  # type: ignore[attr-defined]
             return exc.exit_code  # type: ignore[attr-defined]

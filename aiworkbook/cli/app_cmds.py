@@ -365,9 +365,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"cd {shlex.quote(spec.cwd or '.')} && {env} {' '.join(spec.argv)}")
             typer.echo(spec.url)
             return
-        import signal
-
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # leave through serving(): stop Voilà too
+        # SIGTERM and Ctrl-C arrive as KeyboardInterrupt (aiworkbook.signals, set up by the command line's
+        # main): serving() stops Voilà on the way out, and main says so in one line, 143 or 130
         with serving(spec) as proc:
             proofs = "allowed, one at a time" if allow_proofs else "off"
             typer.echo(f"{dashboard} dashboard: {spec.url}  (proofs {proofs}; Ctrl-C stops it)")

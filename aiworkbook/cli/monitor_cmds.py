@@ -170,9 +170,9 @@ def _fleet(url: str, window: float, node_label: str, as_json: bool) -> None:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     if as_json:
-        import json
+        from aiworkbook.persist import dumps_json
 
-        typer.echo(json.dumps(view.to_dict(), indent=2))
+        typer.echo(dumps_json(view.to_dict(), indent=2))
     else:
         typer.echo(format_fleet(view))
 

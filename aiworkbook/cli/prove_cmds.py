@@ -6,13 +6,13 @@ state restored, progress on a tqdm bar; Ctrl-C still raises KeyboardInterrupt.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from aiworkbook.cli.paths import model_inputs
 from aiworkbook.cli.prove_run import check_outputs, emit, run_with_bar
+from aiworkbook.persist import dumps_json
 from aiworkbook.proofs import inputs as I
 from aiworkbook.sizing.workload import ATTENTIONS, CHECKPOINTING, PRECISIONS
 
@@ -109,7 +109,7 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
             checkpointing=checkpointing,
         )
         if "cuda" in r.details:
-            typer.echo("  cuda: " + json.dumps(r.details["cuda"]))
+            typer.echo("  cuda: " + dumps_json(r.details["cuda"]))
         emit(r, json_file)
 
     @prove.command("kv")

@@ -10,6 +10,7 @@ import typer
 
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs import inputs as I
 
 # the options' defaults are the proofs' declared ones (aiworkbook/proofs/inputs.py)
@@ -38,9 +39,8 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
     for note in p.notes:
         typer.echo(f"plan: {note}")
     if p.fits is False:
-        typer.echo(
-            f"plan: {name} may not fit here ({p.sizes}); the proof checks again before writing", err=True
-        )
+        line = Msg("plan.may_not_fit", proof=name, sizes=p.sizes_text())
+        typer.echo(f"plan: {line}", err=True)
     bar = tqdm(total=0, desc=name, leave=False)
     last: list[tuple[int, int, str]] = []
 
@@ -259,3 +259,9 @@ def _formats(r, fmt_bytes, fmt_rate) -> None:
             f"({x['write_vs_baseline']:.2f}x), loop stall {x['loop_stall_s']:.3f} s, restore {fmt_rate(x['read_bps'])} "
             f"({x['read_vs_baseline']:.2f}x), integrity {x['integrity']}"
         )
+    failed = [x for x in r.details.get("formats", []) if x.get("integrity", "ok") != "ok"]
+    if failed:  # the bytes read back are not the bytes written: the run failed, whatever its speed
+        for x in failed:
+            why = Msg("checkpoint.integrity_failed", format=x["format"], differ=x["integrity"])
+            typer.echo(f"error: {why}", err=True)
+        raise typer.Exit(1)

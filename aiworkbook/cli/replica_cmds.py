@@ -82,9 +82,9 @@ def register(app: typer.Typer) -> None:
             weights_cached=weights_cached,
         )
         if as_json:
-            import json
+            from aiworkbook.persist import dumps_json
 
-            typer.echo(json.dumps(r.to_dict(), indent=2))
+            typer.echo(dumps_json(r.to_dict(), indent=2))
         else:
             typer.echo(format_replica(r))
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 
+from aiworkbook.persist import dumps_json
 from aiworkbook.units import KV_DTYPES, fmt_bytes, fmt_count, fmt_flops, fmt_rate
 
 
@@ -23,7 +22,7 @@ def env(as_json: bool = typer.Option(False, "--json", help="Machine-readable out
 
     node = detect()
     if as_json:
-        typer.echo(json.dumps(node.model_dump(mode="json"), indent=2))
+        typer.echo(dumps_json(node.model_dump(mode="json"), indent=2))
         return
     rows = [
         ("node", node.name),
@@ -58,7 +57,7 @@ def models(as_json: bool = typer.Option(False, "--json")) -> None:
 
     specs = [load_model(n) for n in list_presets()]
     if as_json:
-        typer.echo(json.dumps([{"preset": s.name, **s.summary()} for s in specs], indent=2))
+        typer.echo(dumps_json([{"preset": s.name, **s.summary()} for s in specs], indent=2))
         return
     typer.echo(
         f"{'preset':<18} {'family':<9} {'params':>16} {'layers':>6} {'hidden':>6} {'heads':>5} {'kv':>3} {'KV/token bf16':>14}"
@@ -81,7 +80,7 @@ def gpus(as_json: bool = typer.Option(False, "--json")) -> None:
 
     items = list_gpus()
     if as_json:
-        typer.echo(json.dumps([g.model_dump(mode="json") for g in items], indent=2))
+        typer.echo(dumps_json([g.model_dump(mode="json") for g in items], indent=2))
         return
     typer.echo(
         f"{'gpu':<14} {'memory':>12} {'driver total':>12} {'bandwidth':>11} {'bf16 dense':>14} {'TDP':>6}  MIG"
@@ -100,7 +99,7 @@ def nodes(as_json: bool = typer.Option(False, "--json")) -> None:
 
     items = list_nodes()
     if as_json:
-        typer.echo(json.dumps([n.model_dump(mode="json", exclude_defaults=True) for n in items], indent=2))
+        typer.echo(dumps_json([n.model_dump(mode="json", exclude_defaults=True) for n in items], indent=2))
         return
     for n in items:
         gpu = (
@@ -127,7 +126,7 @@ def params(
     spec = load_model(model, family=family)
     summary = spec.summary(kv_dtype)
     if as_json:
-        typer.echo(json.dumps(summary, indent=2))
+        typer.echo(dumps_json(summary, indent=2))
         return
     extra_rows = []
     vision, mtp = getattr(spec, "vision_params", 0), getattr(spec, "mtp_params", 0)  # family specs only

@@ -217,8 +217,9 @@ def table(cases: list[Case]) -> str:
 
 def main(argv: list[str]) -> int:
     """`[--json PATH] [family ...]`: the table on stdout; every case as JSON to PATH when given."""
-    import json
     from dataclasses import asdict
+
+    from aiworkbook.persist import dumps_json
 
     path = None
     if argv[:1] == ["--json"]:
@@ -226,7 +227,7 @@ def main(argv: list[str]) -> int:
     cases = measure(argv or None)
     if path:
         with open(path, "x") as f:  # never replaces a file
-            json.dump([{**asdict(c), "error": c.error} for c in cases], f, indent=1)
+            f.write(dumps_json([{**asdict(c), "error": c.error} for c in cases], indent=1))
     print(table(cases))
     return 0
 

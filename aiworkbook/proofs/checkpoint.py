@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from aiworkbook.errors import SpecError
+from aiworkbook import diskfull
+from aiworkbook.errors import SpecError, printable, quote
 from aiworkbook.message import Msg
 from aiworkbook.persist import atomic_write_text
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
-from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.control import NULL, Cancelled, Control
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
@@ -168,12 +169,24 @@ def start_save(
         final = base / f"step-{step}.{tag}"
     tmp.mkdir()
     t0 = time.perf_counter()
+    nbytes = state_bytes(state)
     try:
         futures = _write(tmp, state, fmt, control)
-    except BaseException:
+    except BaseException as exc:
+        full = _no_space(exc, tmp, nbytes)
         shutil.rmtree(tmp, ignore_errors=True)
+        if full is not None:
+            raise full from None
         raise
-    return PendingSave(tmp, final, man, futures, t0, time.perf_counter() - t0, keep)
+    return PendingSave(tmp, final, man, futures, t0, time.perf_counter() - t0, keep, nbytes)
+
+
+def _no_space(exc: BaseException, tmp: Path, nbytes: int) -> diskfull.NoSpace | None:
+    """A save's failure as a full disk (diskfull.is_full: ENOSPC in the chain, or torch's zip writer's
+    and DCP's errors with less than the checkpoint free), read before the partial files are removed."""
+    if isinstance(exc, Cancelled):
+        return None
+    return diskfull.as_no_space(exc, tmp, nbytes)
 
 
 def _step_order(p: Path) -> tuple[int, int]:
@@ -193,9 +206,10 @@ class PendingSave:
         t0: float,
         blocked: float,
         keep: int,
+        nbytes: int = 0,
     ) -> None:
         self.tmp, self.final, self.man, self.futures = tmp, final, man, futures
-        self.t0, self.blocked, self.keep = t0, blocked, keep
+        self.t0, self.blocked, self.keep, self.nbytes = t0, blocked, keep, nbytes
 
     def done(self) -> bool:
         return all(f.done() for f in self.futures)
@@ -207,9 +221,14 @@ class PendingSave:
             # a plain new file: the folder is not published yet, and publish() fsyncs every file in
             # it (a temp file, fsync and rename of its own cost one more disk flush, ~4 ms here)
             with open(self.tmp / MANIFEST, "x", encoding="utf-8") as fh:
-                fh.write(json.dumps(self.man))
+                fh.write(json.dumps(self.man, allow_nan=False))
             fsio.publish(self.tmp, self.final)
             write_s = time.perf_counter() - self.t0
+        except BaseException as exc:
+            full = _no_space(exc, self.tmp, self.nbytes)
+            if full is not None:
+                raise full from None
+            raise
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
         base = self.final.parent
@@ -313,7 +332,7 @@ def load_checkpoint(
             control.step(i, len(files), f"load {fmt}: shard {i + 1}/{len(files)}")
             read = False
             if fmt == "torch":
-                part = torch.load(f, weights_only=True)
+                part = _torch_shard(f)
             elif reader == "populate":
                 part, read = shardio.load_shard(f)
             else:
@@ -340,8 +359,66 @@ def load_checkpoint(
     return tpl
 
 
+MANIFEST_BYTES = 64 * MiB  # a manifest lists names, dtypes, shapes and digests: far below this
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _torch_shard(f: Path) -> dict[str, torch.Tensor]:
+    """A torch.save shard read with weights_only (no code in a pickle runs); what it refuses (a blocked
+    global, a truncated or corrupt zip) is a SpecError naming the file."""
+    import pickle
+
+    try:
+        part = torch.load(f, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, OSError) as exc:
+        why = printable(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, 160)
+        raise SpecError("dir", str(f), f"a torch shard torch.load(weights_only=True) reads ({why})") from None
+    if not isinstance(part, dict) or not all(isinstance(t, torch.Tensor) for t in part.values()):
+        raise SpecError("dir", str(f), "a torch shard holding a dict of tensors")
+    return part
+
+
 def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
-    return json.loads((Path(path) / MANIFEST).read_text())
+    """The manifest of a checkpoint folder, checked before anything is allocated from it (it may be a
+    folder someone else wrote): an object mapping each tensor name to a torch dtype, a shape of
+    integers 0..2^63-1 and a blake2b digest, whose tensors together are no larger than the folder's
+    files. Anything else is a SpecError naming the folder (exit 2), never an allocation of a typed size."""
+    p = Path(path)
+    allowed = f"a checkpoint whose {MANIFEST} maps each tensor name to its dtype, shape and blake2b"
+    try:
+        with open(p / MANIFEST, "rb") as fh:
+            raw = fh.read(MANIFEST_BYTES + 1)
+        if len(raw) > MANIFEST_BYTES:
+            raise ValueError("too large")
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except (OSError, ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError included
+        raise SpecError("dir", str(path), allowed) from None
+    if not isinstance(doc, dict):
+        raise SpecError("dir", str(path), allowed + " (it is not a JSON object)")
+    total = 0
+    for name, entry in doc.items():
+        dtype = getattr(torch, entry.get("dtype", "") if isinstance(entry, dict) else "", None)
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if (
+            not isinstance(dtype, torch.dtype)
+            or not isinstance(shape, list)
+            or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**63 for d in shape)
+            or not isinstance(entry.get("blake2b"), str)
+        ):
+            raise SpecError("dir", str(path), f"{allowed} (tensor {quote(name)} does not)")
+        count = 1
+        for d in shape:
+            count *= d
+        total += count * dtype.itemsize
+    on_disk = fsio.tree_bytes(p)
+    if total > on_disk:
+        raise SpecError(
+            "dir", str(path), f"{allowed} (its tensors are {total:,} bytes, the folder holds {on_disk:,})"
+        )
+    return doc
 
 
 def empty_like_manifest(man: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -646,15 +723,24 @@ def measure(
     rows = []
     with scratch.scratch(d, proof, keep=keep) as own:
         work = own.path / "measure"
-        work.mkdir()
         try:
-            base = baseline(work, nbytes, n, control)
-            for fmt in fmts:
-                rows.append(measure_format(work, state, man, fmt, n, control))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        if keep:
-            save_checkpoint(own.path, state, fmts[0], 0, control=control, manifest=man)
+            work.mkdir()
+            try:
+                base = baseline(work, nbytes, n, control)
+                for fmt in fmts:
+                    rows.append(measure_format(work, state, man, fmt, n, control))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            if keep:
+                save_checkpoint(own.path, state, fmts[0], 0, control=control, manifest=man)
+        except BaseException as exc:
+            full = _no_space(exc, own.path, nbytes)
+            if full is None:
+                raise
+            own.remove()  # kept or not: a disk that filled up keeps nothing of this run
+            # the folder the user named (not a temporary gone by now) and one checkpoint's bytes: the
+            # write that failed may be a small one (a warm-up, a manifest) in a folder already full
+            raise diskfull.NoSpace(d, nbytes, free=full.free) from None
     return {
         "spec": spec,
         "bytes": nbytes,

@@ -9,7 +9,6 @@ only when the bytes are on storage (docs/architecture.md, "Measuring honestly"; 
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -116,7 +115,11 @@ def fs_type(path: str | os.PathLike) -> str:
 def check_free(directory: str | os.PathLike, need_bytes: int, *, margin: float = 1.05) -> int:
     """Refuse before writing when the directory's free space is below `need_bytes` (x margin); returns
     the free bytes."""
-    free = shutil.disk_usage(directory).free
+    from aiworkbook.diskfull import free_bytes
+
+    free = free_bytes(directory)  # a folder not made yet: the free space where it will be made
+    if free is None:
+        raise SpecError("dir", str(directory), "a directory whose free space can be read")
     if need_bytes * margin > free:
         raise DiskFull(
             "dir",

@@ -131,6 +131,23 @@ class Plan:
     rough_s: float | None = None
     notes: tuple[str, ...] = ()
 
+    def sizes_text(self, lang: str = "en") -> str:
+        """The sizes for a person: each key in words, each figure in its unit, read from the key's
+        suffix (`_bytes` binary bytes, `_bps` a rate, `_s` seconds), lists joined; never a dict."""
+        from aiworkbook.units import fmt_value
+
+        units = (("_bytes", "B"), ("_bps", "B/s"), ("_s", "s"))
+        parts = []
+        for key, value in self.sizes.items():
+            unit = next((u for suffix, u in units if key.endswith(suffix)), "")
+            name = key.removesuffix(next((s for s, u in units if u == unit), "")) if unit else key
+            if isinstance(value, list | tuple):
+                shown = ", ".join(fmt_value(v, unit, lang) for v in value)
+            else:
+                shown = fmt_value(value, unit, lang)
+            parts.append(f"{name.replace('_', ' ')} {shown}")
+        return "; ".join(parts)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "proof": self.proof,

@@ -77,10 +77,7 @@ def run(
 def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Control) -> ProofResult:
     d = scratch.root(inputs.get("dir"))
     n = inputs.get("trials") or (1 if inputs.get("quick") else 3)
-    try:
-        man = C.read_manifest(path)
-    except (OSError, ValueError):
-        raise SpecError("dir", str(path), f"a checkpoint whose {C.MANIFEST} is readable JSON") from None
+    man = C.read_manifest(path)  # checked before anything is allocated from it: a SpecError saying why
     nbytes = fsio.tree_bytes(path)
     fsio.check_free(d, nbytes)  # the baseline file
     reads, bad, cold = [], [], []

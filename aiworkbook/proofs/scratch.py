@@ -26,24 +26,52 @@ PREFIX = "aiworkbook-"
 
 
 def root(directory: str | os.PathLike | None, field: str = "dir") -> Path:
-    """The directory the user named, resolved and created when missing; it must be a folder this user
-    can write. Nothing inside an existing folder is touched here."""
+    """The directory the user named, resolved; it must be a folder this user can write, or one that
+    can be made in such a folder. Nothing is created here: the folders it lacks are made with the
+    proof's own folder (`create`) and removed with it, so a refused or finished run leaves no empty
+    folders behind. Nothing inside an existing folder is touched."""
     if directory is None or str(directory) == "":
         raise SpecError(field, directory, "a directory to write the proof's files in (--dir PATH)")
     d = Path(directory).expanduser()
     if d.exists() and not d.is_dir():
         raise SpecError(field, str(directory), "a directory, not a file")
     d = d.resolve()
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        raise SpecError(field, str(directory), f"a directory that exists or can be created ({why})") from None
-    if not d.is_dir():
-        raise SpecError(field, str(directory), "a directory, not a file")
-    if not os.access(d, os.W_OK | os.X_OK):
-        raise SpecError(field, str(directory), "a directory this user can write")
+    base = next((q for q in (d, *d.parents) if q.exists()), None)
+    if base is None or not base.is_dir():
+        raise SpecError(
+            field, str(directory), f"a directory that exists or can be created ({base} is a file)"
+        )
+    if not os.access(base, os.W_OK | os.X_OK):
+        where = "" if base == d else f" (it would be made in {base}, which is not writable)"
+        raise SpecError(field, str(directory), f"a directory this user can write{where}")
     return d
+
+
+def _make_parents(d: Path, directory: str | os.PathLike | None) -> tuple[Path, ...]:
+    """Make the folders `d` lacks, outermost first; returns those made here (deepest first)."""
+    made: list[Path] = []
+    for q in reversed([q for q in (d, *d.parents) if not q.exists()]):
+        try:
+            os.mkdir(q)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: theirs, never removed here
+        except OSError as exc:
+            _remove_made(tuple(reversed(made)))
+            why = exc.strerror or type(exc).__name__
+            raise SpecError(
+                "dir", str(directory), f"a directory that exists or can be created ({why})"
+            ) from None
+        made.append(q)
+    return tuple(reversed(made))
+
+
+def _remove_made(made: tuple[Path, ...]) -> None:
+    """Remove the folders `_make_parents` made, deepest first, while they are empty."""
+    for q in made:
+        try:
+            os.rmdir(q)
+        except OSError:
+            return  # not empty (someone else's files now), or gone: stop, keep the rest
 
 
 @dataclass(frozen=True)
@@ -54,6 +82,7 @@ class Scratch:
     path: Path
     ident: tuple[int, int]
     keep: bool = False
+    made: tuple[Path, ...] = ()  # the folders above `path` made for it (deepest first)
 
     def note(self) -> str:
         what = "kept: --keep" if self.keep else "removed afterwards"
@@ -68,12 +97,16 @@ class Scratch:
         if not stat.S_ISDIR(st.st_mode) or (st.st_dev, st.st_ino) != self.ident:
             return False
         shutil.rmtree(self.path, ignore_errors=True)
-        return not self.path.exists()
+        gone = not self.path.exists()
+        if gone:
+            _remove_made(self.made)
+        return gone
 
 
 def create(directory: str | os.PathLike | None, proof: str, *, keep: bool = False) -> Scratch:
     """A new, empty folder `aiworkbook-<proof>-<UTC time>-<random>` inside `directory` (see `root`)."""
     d = root(directory)
+    made = _make_parents(d, directory)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for _ in range(16):
         path = d / f"{PREFIX}{proof}-{stamp}-{secrets.token_hex(4)}"
@@ -82,12 +115,14 @@ def create(directory: str | os.PathLike | None, proof: str, *, keep: bool = Fals
         except FileExistsError:
             continue
         except OSError as exc:
+            _remove_made(made)
             why = exc.strerror or type(exc).__name__
             raise SpecError(
                 "dir", str(directory), f"a directory where a folder can be created ({why})"
             ) from None
         st = os.lstat(path)
-        return Scratch(path, (st.st_dev, st.st_ino), keep)
+        return Scratch(path, (st.st_dev, st.st_ino), keep, made)
+    _remove_made(made)
     raise SpecError("dir", str(directory), "a directory where a new folder name can be found")
 
 

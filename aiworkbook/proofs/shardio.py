@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from aiworkbook.errors import SpecError
+from aiworkbook.proofs import st_header
 
 READER = "mmap + MADV_SEQUENTIAL + MADV_POPULATE_READ (aiworkbook/proofs/shardio.py)"
 WRITER = (
@@ -42,7 +43,6 @@ WRITER = (
 WRITEBACK_EVERY = 32 * 2**20  # bytes between writeback starts (8 and 32 MiB measured alike)
 MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)  # linux/mman.h; Python 3.11 lacks the name
 SYNC_FILE_RANGE_WRITE = 2  # linux/fs.h
-MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header
 
 #: safetensors' dtype names (https://github.com/huggingface/safetensors, "Format") -> torch
 DTYPES: dict[str, torch.dtype] = {
@@ -72,6 +72,21 @@ DTYPES: dict[str, torch.dtype] = {
 DTYPE_ORDER: tuple[str, ...] = ("U64", "I64", "F64", "C64", "F32", "U32", "I32", "BF16", "F16", "U16")
 DTYPE_ORDER += ("I16", "F8_E4M3", "F8_E5M2", "I8", "U8", "BOOL")
 _NAMES = {dt: name for name, dt in DTYPES.items()}  # every name in DTYPES is in DTYPE_ORDER
+#: what the reader reads besides: the dtypes the writer hands to save_file (their order there is not
+#: pinned here), as safetensors.torch names them
+READ_DTYPES: dict[str, torch.dtype] = {
+    **DTYPES,
+    **{
+        name: dt
+        for name, dt in {
+            "F8_E4M3FNUZ": getattr(torch, "float8_e4m3fnuz", None),
+            "F8_E5M2FNUZ": getattr(torch, "float8_e5m2fnuz", None),
+            "F8_E8M0": getattr(torch, "float8_e8m0fnu", None),
+            "F4": getattr(torch, "float4_e2m1fn_x2", None),  # two 4-bit values a byte: the file counts each
+        }.items()
+        if dt is not None
+    },
+}
 
 
 def write_shard(
@@ -187,50 +202,54 @@ def _bad(path: str | os.PathLike, why: str) -> SpecError:
     return SpecError("dir", str(path), f"a readable safetensors file ({why})")
 
 
+def _torch_shape(e: st_header.Entry) -> list[int]:
+    """The torch shape of an entry; F4's last dimension counts 4-bit values, torch's float4_e2m1fn_x2
+    pairs of them (as safetensors.torch reads it)."""
+    shape = list(e.shape)
+    if e.dtype == "F4":
+        if not shape or shape[-1] % 2:
+            raise st_header.BadHeader(f"tensor {e.name!r}: F4 needs an even last dimension in torch")
+        shape[-1] //= 2
+    if any(d > 2**63 - 1 for d in shape):
+        raise st_header.BadHeader(f"tensor {e.name!r}: a dimension past torch's 2^63-1")
+    return shape
+
+
 def load_shard(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], bool]:
     """The tensors of one safetensors file as views of a private mapping, and whether the kernel
     populated it (False: MADV_POPULATE_READ unavailable, the caller must touch the bytes). The header
-    is checked as safetensors checks it: offsets inside the file, sizes matching shape x dtype."""
+    is read as strictly as safetensors reads it (st_header): what it refuses is refused here, in one
+    sentence (SpecError, exit 2); never a pickle, never more than its 100 MB header limit parsed."""
     size = Path(path).stat().st_size
-    if size < 8:
-        raise _bad(path, f"{size} bytes, shorter than its 8-byte header length")
-    with open(path, "rb") as f:
-        m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)
+    try:
+        with open(path, "rb") as f:
+            n = st_header.length(f.read(8), size)
+            entries, _meta = st_header.parse(f.read(n), size - 8 - n)
+            for e in entries:
+                if e.dtype not in READ_DTYPES:
+                    raise st_header.BadHeader(f"tensor {e.name!r}: {e.dtype} has no torch dtype here")
+            shapes = {e.name: _torch_shape(e) for e in entries}
+            m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) if size else None
+    except st_header.BadHeader as exc:
+        raise _bad(path, str(exc)) from None
     populated = True
     try:
-        m.madvise(mmap.MADV_SEQUENTIAL)
-        m.madvise(MADV_POPULATE_READ)
+        if m is not None:
+            m.madvise(mmap.MADV_SEQUENTIAL)
+            m.madvise(MADV_POPULATE_READ)
     except (OSError, AttributeError, ValueError):
         populated = False
-    n = int.from_bytes(m[:8], "little")
-    if not 0 < n <= min(size - 8, MAX_HEADER):
-        raise _bad(path, f"header length {n} outside the file's {size} bytes")
-    try:
-        header = json.loads(m[8 : 8 + n])
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise _bad(path, "header is not JSON") from None
-    if not isinstance(header, dict):
-        raise _bad(path, "header is not a JSON object")
-    header.pop("__metadata__", None)
     start = 8 + n
-    data = torch.frombuffer(m, dtype=torch.uint8) if size > start else torch.empty(0, dtype=torch.uint8)
+    data = (
+        torch.frombuffer(m, dtype=torch.uint8)
+        if m is not None and size > start
+        else torch.empty(0, dtype=torch.uint8)
+    )
     out: dict[str, torch.Tensor] = {}
-    for name, entry in header.items():
-        try:
-            dtype = DTYPES[entry["dtype"]]
-            shape = [int(d) for d in entry["shape"]]
-            a, b = (int(x) for x in entry["data_offsets"])
-        except (KeyError, TypeError, ValueError):
-            raise _bad(path, f"entry {name!r} lacks a known dtype, a shape or data_offsets") from None
-        numel = 1
-        for d in shape:
-            numel *= d
-        if min(shape, default=0) < 0 or not 0 <= a <= b <= size - start:
-            raise _bad(path, f"entry {name!r} points outside the file")
-        if b - a != numel * dtype.itemsize:
-            raise _bad(path, f"entry {name!r} holds {b - a} bytes for {numel} x {entry['dtype']}")
-        raw = data[start + a : start + b]
-        if (start + a) % dtype.itemsize:  # a file written unaligned by another tool: copy, not view
+    for e in entries:
+        dtype = READ_DTYPES[e.dtype]
+        raw = data[start + e.start : start + e.end]
+        if (start + e.start) % dtype.itemsize:  # a file written unaligned by another tool: copy, not view
             raw = raw.clone()
-        out[name] = raw.view(dtype).reshape(shape)
+        out[e.name] = raw.view(dtype).reshape(shapes[e.name])
     return out, populated

@@ -661,11 +661,14 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def fetch_json(url: str, timeout_s: float = 5.0) -> dict[str, Any] | None:
-    """GET a small JSON document (the embedded server's /kv); None when it is not there."""
-    import urllib.request
+    """GET a small JSON document (the embedded server's /kv, the stand-in's /timings) through the one
+    bounded GET (httpget: a whole-request deadline, a size cap, same-origin redirects only); None when
+    it is not there or not a JSON object."""
+    from aiworkbook import httpget
 
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as r:  # noqa: S310 (loopback or the user's URL)
-            return json.loads(r.read())
-    except (OSError, ValueError):
+        answer = httpget.get(url, deadline_s=timeout_s)
+        doc = json.loads(answer.body) if answer.status == 200 else None
+    except (OSError, ValueError, RecursionError):
         return None
+    return doc if isinstance(doc, dict) else None

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 
-from aiworkbook.errors import SpecError
+from aiworkbook import httpget
+from aiworkbook.errors import SpecError, printable
+from aiworkbook.httpget import FetchError
 from aiworkbook.serving.client import (
+    ERROR_BODY_BYTES,
     EXTENSION_KINDS,
     SERVER_KINDS,
     Target,
-    _head,
     api_key,
     run_sync,
     send_one,
@@ -87,8 +89,8 @@ class Discovery:
             )
         who = ", ".join(f"{k} {v}" for k, v in self.identity.items()) or "the server does not say"
         return (
-            f"target {self.target.url}, model {self.model_shown} ({self.model_from}), server kind "
-            f"{self.kind} ({who}): {how}; probe: {self.probe}"
+            f"target {printable(self.target.url)}, model {printable(self.model_shown)} "
+            f"({printable(self.model_from)}), server kind {self.kind} ({printable(who)}): {how}; probe: {self.probe}"
         )
 
 
@@ -105,60 +107,55 @@ def _headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-async def _read_capped(resp: Any, cap: int) -> bytes | None:
-    raw = b""
-    while len(raw) <= cap and (more := await resp.content.read(cap + 1 - len(raw))):
-        raw += more
-    return None if len(raw) > cap else raw
-
-
-async def list_models(session: Any, target: Target, identity: dict[str, Any] | None = None) -> list[str]:
-    """The ids `GET /v1/models` lists; SpecError (exit 2) when it cannot be read. Into `identity`: the
-    `Server` header and the listed models' `owned_by`."""
-    import aiohttp
-
+def list_models(target: Target, identity: dict[str, Any] | None = None) -> tuple[list[str], tuple[str, ...]]:
+    """The ids `GET /v1/models` lists, and the same-origin redirects taken to read them; SpecError
+    (exit 2) when it cannot be read. Through the project's one bounded GET (httpget): one deadline for
+    the whole exchange (target.timeout_s), MODELS_BYTES at most, http.client's cap on header lines,
+    redirects to another origin refused. Into `identity`: the `Server` header and the models' `owned_by`."""
     url = target.base + "/models"
     why = ""
     try:
-        async with session.get(url, headers=_headers(), allow_redirects=False) as resp:
-            if identity is not None and resp.headers.get("Server"):
-                identity["server_header"] = resp.headers["Server"][:120]
-            if resp.status != 200:
-                why = f"HTTP {resp.status}: {(await _head(resp))[:200]}"
+        answer = httpget.get(url, deadline_s=target.timeout_s, max_bytes=MODELS_BYTES, headers=_headers())
+    except FetchError as exc:
+        why = str(exc)
+    else:
+        if identity is not None and answer.server:
+            identity["server_header"] = printable(answer.server)
+        if answer.status != 200:
+            why = f"HTTP {answer.status}: {answer.body[:ERROR_BODY_BYTES].decode('utf-8', 'replace')}"
+        else:
+            try:
+                doc = json.loads(answer.body.decode("utf-8", "replace"))
+            except (ValueError, RecursionError) as exc:  # a deeply nested answer is not a model list
+                why = f"not JSON ({type(exc).__name__})"
             else:
-                raw = await _read_capped(resp, MODELS_BYTES)
-                if raw is None:
-                    why = f"an answer over {MODELS_BYTES} bytes"
-                else:
-                    doc = json.loads(raw.decode("utf-8", "replace"))
-                    data = doc.get("data") if isinstance(doc, dict) else None
-                    if isinstance(data, list):
-                        models = [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-                        owners = {str(m["owned_by"])[:80] for m in models if m.get("owned_by")}
-                        if identity is not None and owners:
-                            identity["owned_by"] = ", ".join(sorted(owners))
-                        if models:
-                            return [m["id"] for m in models]
-                    why = "no model ids in its answer"
-    except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, ValueError) as exc:
-        why = f"{type(exc).__name__}: {exc}"[:200] if str(exc) else type(exc).__name__
-    raise SpecError("served_model", None, f"--served-model NAME (GET {url} failed: {why})")
+                data = doc.get("data") if isinstance(doc, dict) else None
+                if isinstance(data, list):
+                    models = [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+                    owners = {printable(str(m["owned_by"])[:80]) for m in models if m.get("owned_by")}
+                    if identity is not None and owners:
+                        identity["owned_by"] = ", ".join(sorted(owners))
+                    if models:
+                        return [m["id"] for m in models], answer.redirects
+                why = "no model ids in its answer"
+    raise SpecError(
+        "served_model", None, f"--served-model NAME (GET {printable(url)} failed: {printable(why)})"
+    )
 
 
-async def _version(session: Any, target: Target, identity: dict[str, Any]) -> None:
-    """`GET /version` (vLLM, SGLang: {"version": ...}) where the server has one; nothing otherwise."""
-    import aiohttp
-
+def _version(target: Target, identity: dict[str, Any]) -> None:
+    """`GET /version` (vLLM, SGLang: {"version": ...}) through the bounded GET, where the server has
+    one; nothing otherwise."""
     root = target.base[: -len("/v1")]
     try:
-        async with session.get(root + "/version", headers=_headers(), allow_redirects=False) as resp:
-            if resp.status == 200:
-                raw = await _read_capped(resp, VERSION_BYTES)
-                doc = json.loads(raw.decode("utf-8", "replace")) if raw else None
-                if isinstance(doc, dict) and isinstance(doc.get("version"), str | int | float):
-                    identity["version"] = str(doc["version"])[:80]
-    except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, ValueError):
-        pass
+        answer = httpget.get(
+            root + "/version", deadline_s=target.timeout_s, max_bytes=VERSION_BYTES, headers=_headers()
+        )
+        doc = json.loads(answer.body.decode("utf-8", "replace")) if answer.status == 200 else None
+    except (FetchError, ValueError, RecursionError):
+        return
+    if isinstance(doc, dict) and isinstance(doc.get("version"), str | int | float):
+        identity["version"] = printable(str(doc["version"])[:80])
 
 
 async def _probe(session: Any, target: Target, tokens: int, counter: Any) -> tuple[str, str]:
@@ -230,14 +227,16 @@ async def discover(
     async with aiohttp.ClientSession(timeout=target.client_timeout()) as session:
         model_from = "--served-model"
         if not model:
-            ids = await list_models(session, target, identity)
+            ids, moved = await asyncio.to_thread(list_models, target, identity)
             if len(ids) > 1:
                 raise SpecError("served_model", None, "--served-model with one of: " + ", ".join(ids[:20]))
             target, model_from = replace(target, model=ids[0]), "GET /v1/models"
+            if moved:
+                model_from += f" (redirected to {moved[-1]})"
         else:
             with contextlib.suppress(SpecError):  # only what it says of itself: the name was given
-                await list_models(session, target, identity)
-        await _version(session, target, identity)
+                await asyncio.to_thread(list_models, target, identity)
+        await asyncio.to_thread(_version, target, identity)
         if kind != "auto":
             mode = "exact" if kind in EXTENSION_KINDS else "standard"
             probe = f"none (--server-kind {kind})"
