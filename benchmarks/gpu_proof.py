@@ -55,6 +55,7 @@ PROOF_DEPS: dict[str, str] = {
     "pynvml": "nvidia-ml-py>=12.535",
     "aiohttp": "aiohttp>=3.9",
     "safetensors": "safetensors>=0.4",
+    "babel": "babel>=2.12",  # every message is read from the gettext catalogues (aiworkbook/catalogue.py)
 }
 
 BUDGET_S = 8 * 60

@@ -22,7 +22,7 @@ from pathlib import Path
 #: what the lent machine's python3 holds, by distribution name
 MACHINE_HAS = ("torch", "numpy", "typer", "tqdm", "psutil", "nvidia-ml-py", "pandas", "safetensors", "pip")
 #: what it lacks, even where a newer release of the above requires it (typer >= 0.2x asks for pydantic)
-MACHINE_LACKS = ("pydantic", "pydantic-core", "aiohttp")
+MACHINE_LACKS = ("pydantic", "pydantic-core", "aiohttp", "babel")
 
 
 def _norm(name: str) -> str:

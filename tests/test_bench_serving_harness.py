@@ -46,7 +46,9 @@ def test_harness_rows_alone_write_json(tmp_path):
 
 def test_the_device_script_records_them():
     script = (ROOT / "tools" / "gpu_proof_device.sh").read_text()
-    assert 'benchmarks/bench_serving.py --harness --json "$OUT/bench-serving-harness.json"' in script
+    # into the work folder, which the one bundle (gpu-proof.tar.gz) carries back
+    assert 'benchmarks/bench_serving.py --harness --json "$WORK/bench-serving-harness.json"' in script
+    assert 'tar -czf "$OUT/gpu-proof.tar.gz" -C "$WORK" .' in script
     # the proofs first (they are what the lent time is for), the harness rows in the time kept back for them
     assert script.index("bash tools/gpu_proof.sh") < script.index("bench_serving.py --harness")
     assert "GPU_PROOF_LIMIT_S=$((LIMIT - (SECONDS - start) - 80))" in script

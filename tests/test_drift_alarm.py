@@ -76,7 +76,18 @@ def _wrappers() -> dict[str, str]:
     for _, tree in _trees():
         for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
             rets = [n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
-            name = _nvml_function(rets[0].value, wrappers=False) if rets else None
+            value = rets[0].value if rets else None
+            if isinstance(value, ast.Name):  # procs = nv.nvmlX(...) ... return procs
+                value = next(
+                    (
+                        a.value
+                        for a in ast.walk(fn)
+                        if isinstance(a, ast.Assign)
+                        and any(isinstance(t, ast.Name) and t.id == value.id for t in a.targets)
+                    ),
+                    None,
+                )
+            name = _nvml_function(value, wrappers=False) if value is not None else None
             if name:
                 out[fn.name] = name
     return out

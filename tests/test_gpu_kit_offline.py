@@ -103,7 +103,7 @@ def test_the_device_script_runs_on_the_lent_machines_image_and_brings_back_four_
     from lent_image import build_python, carried_wheels
 
     py = build_python(tmp_path / "machine")
-    probe = "import importlib.util as u; print([m for m in ('torch','psutil','tqdm','pynvml','safetensors','pydantic','aiohttp') if u.find_spec(m)])"
+    probe = "import importlib.util as u; print([m for m in ('torch','psutil','tqdm','pynvml','safetensors','pydantic','aiohttp','babel') if u.find_spec(m)])"
     seen = subprocess.run(
         [str(py), "-c", probe], capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"}
     )
@@ -112,7 +112,7 @@ def test_the_device_script_runs_on_the_lent_machines_image_and_brings_back_four_
     missing = subprocess.run(
         [str(py), str(SCRIPT), "--missing"], capture_output=True, text=True, timeout=60, cwd=ROOT
     ).stdout.split()
-    assert {m.split(">")[0] for m in missing} == {"pydantic", "aiohttp"}
+    assert {m.split(">")[0] for m in missing} == {"pydantic", "aiohttp", "babel"}
     carried_wheels(missing, wheels)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "GPU_PYTHON")}
     env.update(
