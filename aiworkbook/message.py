@@ -81,8 +81,8 @@ class _Words(string.Formatter):
             return f.integer(value, lang)
         if len(kind) == 2 and kind[0] == "f" and kind[1].isdigit():
             return f.fixed(value, int(kind[1]), lang, group=False)
-        if kind == "num":
-            return _num(value, lang)
+        if kind == "num":  # a figure not recorded reads n/a in the language, never "None"
+            return Msg("value.na").render(lang) if value is None else _num(value, lang)
         if kind == "g":
             return f.general(value, 6, lang)
         if kind == "bytes":

@@ -112,3 +112,21 @@ def test_report_takes_the_traffic_and_refuses_a_bad_one(prof, tmp_path, capsys):
     assert main(["report", str(path), "--md", str(tmp_path / "x.md"), "--tokens-per-day", "0"]) == 2
     err = capsys.readouterr().err
     assert "tokens_per_day" in err and "(0, 10^15]" in err and not (tmp_path / "x.md").exists()
+
+
+@pytest.mark.parametrize("bad", ["true", True, [0.15], float("nan"), -1.0, None])
+def test_an_edited_profiles_energy_price_that_is_no_number_counts_as_not_recorded(prof, bad):
+    """A locked profile is a file anyone may edit (the profile fuzz found `"usd_per_kwh": "true"` made an
+    internal error): a stored $/kWh or PUE that is not a finite number >= 0 is not recorded, so no
+    energy cost is shown for it, and the report still renders."""
+    import copy
+
+    edited = copy.deepcopy(prof)
+    for est in edited.estimates.values():
+        est["assumptions"] = {**(est.get("assumptions") or {}), "usd_per_kwh": bad, "pue": bad}
+    rows = {r[0]: r for r in _table(render_markdown(edited), "Workload")}
+    assert rows["chat"][5] == "—" and rows["chat"][4] != "—"  # kWh still shown, no dollars for them
+    given = render_markdown(edited, traffic=Traffic(usd_per_kwh=0.3))  # a given price still prices it
+    assert {r[0]: r for r in _table(given, "Workload")}["chat"][5] != "—"
+    if bad is not None:  # the PUE it cannot read is said as such, never as Python's None
+        assert "PUE n/a" in given and "None" not in given

@@ -434,12 +434,19 @@ def price_words(prof: LockedProfile, lang: str) -> list[str]:
     return out
 
 
+def _mapping(x: Any) -> dict[str, Any]:
+    """A stored estimate's object as a dict; anything else (an edited file) counts as not recorded."""
+    return x if isinstance(x, dict) else {}
+
+
 def _cfo(prof: LockedProfile, t: _Texts, traffic: Any) -> list[Block]:
     """Monthly cost at the expected traffic, $/Mtok per GPU option, energy in dollars (report_cfo)."""
     from aiworkbook.profile.report_cfo import Priced, Traffic, blocks
 
     items = [
-        Priced(w.name, w.spec(), _shape(est["workload"]), answer_of(prof, w), est.get("assumptions") or {})
+        Priced(
+            w.name, w.spec(), _shape(est["workload"]), answer_of(prof, w), _mapping(est.get("assumptions"))
+        )
         for w in prof.workloads
         if (est := prof.estimates.get(w.name))
     ]

@@ -82,9 +82,7 @@ def blocks(items: list[Priced], traffic: Traffic, lang: str) -> list[Block]:
     energy: dict[tuple[Any, ...], list[str]] = {}  # one sentence per ($/kWh, where it came from, PUE)
     for i in priced:
         a, o = i.answer, i.answer.option
-        kwh_price = (
-            traffic.usd_per_kwh if traffic.usd_per_kwh is not None else i.assumptions.get("usd_per_kwh")
-        )
+        kwh_price = traffic.usd_per_kwh if traffic.usd_per_kwh is not None else recorded(i, "usd_per_kwh")
         kwh = _kwh(o.joules_per_mtok, tpd)
         rows.append(
             (
@@ -98,9 +96,9 @@ def blocks(items: list[Priced], traffic: Traffic, lang: str) -> list[Block]:
             )
         )
         if kwh is not None and kwh_price is not None:
-            energy.setdefault(
-                (kwh_price, traffic.usd_per_kwh is not None, i.assumptions.get("pue")), []
-            ).append(i.name)
+            energy.setdefault((kwh_price, traffic.usd_per_kwh is not None, recorded(i, "pue")), []).append(
+                i.name
+            )
     header = [m.render(lang) for m in _columns()]
     out.append(table(header, rows, "aiwb-cfo-month"))
     for (kwh_price, given, pue), names in energy.items():
@@ -110,6 +108,15 @@ def blocks(items: list[Priced], traffic: Traffic, lang: str) -> list[Block]:
     for i in priced:
         out += _options(i, tpd, lang)
     return out
+
+
+def recorded(item: Priced, key: str) -> float | None:
+    """A stored estimate's assumption when it is a number (finite, >= 0, not a bool): a locked profile
+    is a file anyone may have edited, so a value of another kind counts as not recorded."""
+    v = item.assumptions.get(key)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+        return None
+    return float(v)
 
 
 def _columns() -> tuple[Msg, ...]:
