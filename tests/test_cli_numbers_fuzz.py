@@ -137,9 +137,18 @@ def _bounded_run(argv: list[str], deadline_s: float = DEADLINE_S) -> tuple[int |
         os.setpgid(pid, pid)  # the child does the same: whichever runs first, the group exists
     except OSError:
         pass
-    chunks: list[bytes] = []
+    try:
+        return _collect(pid, r, [], time.monotonic() + deadline_s)
+    except BaseException:  # pytest-timeout or Ctrl-C in here: the child must not outlive the test
+        _signal_group(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(r)
+        raise
+
+
+def _collect(pid: int, r: int, chunks: list[bytes], t_end: float) -> tuple[int | None, float, str]:
+    """Read the child's output until every writer is gone, stopping its group at the deadline."""
     stopped = False
-    t_end = time.monotonic() + deadline_s
     while True:
         wait = t_end - time.monotonic()
         if wait <= 0:
