@@ -10,7 +10,8 @@ approach), so the real aiworkbook code paths run against known answers.
 Profiles are plain dicts; `unsupported` maps a pynvml function name (or a C symbol such as
 "nvmlDeviceGetMemoryInfo_v2") to the NVML error code it raises.
 Usable by other engineers' tests: `from tests.fake_nvml import FakeNVML, DATACENTER` (or add tests/ to
-sys.path). Installing resets aiworkbook.nvml (the process-wide NVML state every layer shares) so NVML is
+sys.path). Installing (and uninstalling) resets the process-wide NVML state every layer shares (aiworkbook.nvml,
+the environment's cached reader, the shared telemetry sampler) so NVML is
 "initialised" afresh.
 
 The fake mirrors nvidia-ml-py (checked by tests/test_telemetry_nvml_api.py against the installed
@@ -322,9 +323,7 @@ class FakeNVML:
 
     # -- install -------------------------------------------------------------------------------
     def install(self) -> FakeNVML:
-        from aiworkbook import nvml
-
-        nvml.reset()
+        _forget_readers()
         for name in STUBBED:
             self._saved[name] = getattr(pynvml, name)  # AttributeError: the real module lacks it
             setattr(pynvml, name, self._stub(name, self._saved[name]))
@@ -333,9 +332,7 @@ class FakeNVML:
         return self
 
     def uninstall(self) -> None:
-        from aiworkbook import nvml
-
-        nvml.reset()
+        _forget_readers()
         for name, fn in self._saved.items():
             setattr(pynvml, name, fn)
         self._saved.clear()
@@ -671,3 +668,16 @@ class FakeNVML:
 
     def _nvmlEventSetFree(self, eventSet):  # noqa: N803
         return None
+
+
+def _forget_readers() -> None:
+    """Forget the process-wide NVML state every layer shares: the NVML session, the environment's cached
+    reader and the shared telemetry sampler, which would otherwise keep reading the NVML (or the none)
+    that was there before the fake was swapped in or out."""
+    from aiworkbook import nvml
+    from aiworkbook.telemetry.environment import reset as reset_environment
+    from aiworkbook.telemetry.sampler import reset_shared_sampler
+
+    reset_shared_sampler()
+    reset_environment()
+    nvml.reset()

@@ -17,17 +17,6 @@ from aiworkbook.telemetry.environment import reset as reset_reader
 HEALTHY = {**DATACENTER, "name": "NVIDIA L40S", "throttle": 0, "ecc": (0, 0, 0, 0), "remapped": (0, 0, 0, 0)}
 
 
-@pytest.fixture(autouse=True)
-def _no_stale_sampler():
-    """environment() reuses a shared telemetry sampler's NVML reader when one runs: one left by an
-    earlier test in this worker read another NVML (or none), so the check would see no GPU."""
-    from aiworkbook.telemetry.sampler import reset_shared_sampler
-
-    reset_shared_sampler()
-    yield
-    reset_shared_sampler()
-
-
 @pytest.fixture(scope="module")
 def locked(tmp_path_factory):
     return write_locked(tmp_path_factory.mktemp("drain"))

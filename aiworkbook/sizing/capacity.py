@@ -222,10 +222,7 @@ def computes(w: Workload, gpu: GPUSpec | str) -> bool:
     at no tensor-parallel size, so it is neither counted nor priced."""
     from aiworkbook.sizing.roofline import compute_dtype
 
-    dtype = w.precision if w.training else compute_dtype(w.weights_dtype)
-    key = {"bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(dtype, dtype)
-    table = _gpu(gpu).peak_flops_dense
-    return not table or key in table  # a GPU file that records no peaks is not judged on them
+    return _gpu(gpu).computes(w.precision if w.training else compute_dtype(w.weights_dtype))
 
 
 def gpus_needed(

@@ -73,10 +73,15 @@ class GPUSpec(BaseModel):
         """Peak FLOP/s for a dtype (dense unless asked); a SpecError names `field` (the caller's option,
         e.g. weights_dtype) and lists the dtypes this GPU has."""
         table = self.peak_flops_sparse if sparse else self.peak_flops_dense
-        key = {"bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(dtype, dtype)
+        key = _peak_key(dtype)
         if key not in table:
             raise SpecError(field, dtype, ", ".join(table) or "none listed", source=f"GPU {self.name}")
         return table[key]
+
+    def computes(self, dtype: str) -> bool:
+        """Whether the GPU has arithmetic in `dtype` (a dense peak recorded for it); a GPU file that
+        records no peaks is not judged on them."""
+        return not self.peak_flops_dense or _peak_key(dtype) in self.peak_flops_dense
 
     def calibrated(
         self,
@@ -215,3 +220,8 @@ def load_gpu(name_or_path: str | GPUSpec) -> GPUSpec:
 
 def _norm(s: str) -> str:
     return "".join(ch for ch in str(s).lower() if ch.isalnum())
+
+
+def _peak_key(dtype: str) -> str:
+    """The peak-table key a dtype computes at (mixed precision computes at its 16-bit half)."""
+    return {"bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(dtype, dtype)
