@@ -72,7 +72,6 @@ def build_engine(
     device: auto, cpu, cuda or cuda:N. The torch backend is refused before it allocates (WouldNotFit)
     when its weights and KV pool do not fit the free memory less a margin (serving.limits.check_memory;
     `free_bytes` injects the free figure)."""
-    from aiworkbook.proofs.device import half_dtype
     from aiworkbook.serving.backends import SyntheticBackend, TorchBackend
     from aiworkbook.serving.engine import MAX_BATCHED_TOKENS, Engine
     from aiworkbook.serving.limits import check_memory, serve_device, weights_bytes
@@ -84,7 +83,7 @@ def build_engine(
     if not spec.is_decoder:
         raise SpecError("model", spec.name, "a decoder (the server generates tokens)")
     device = serve_device(device)
-    dtype = "fp32" if device == "cpu" else half_dtype(device)[0]  # fp16 where the GPU has no bf16
+    dtype = serving_dtype(device)
     budget = default_kv_budget(device, spec, dtype) if kv_budget_bytes is None else int(kv_budget_bytes)
     pool = BlockPool.from_budget(budget, kv_bytes_per_token(spec, dtype), BLOCK_SIZE)
     if backend == "torch":  # the synthetic backend allocates neither weights nor a pool
@@ -109,6 +108,7 @@ def build_engine(
     )
     eng.spec = spec  # type: ignore[attr-defined]
     eng.kv_budget_bytes = budget  # type: ignore[attr-defined]
+    eng.kv_dtype = dtype  # type: ignore[attr-defined]
     return eng
 
 
@@ -117,6 +117,15 @@ def embedded_server(engine: Any, name: str = "", host: str = "127.0.0.1", port: 
     from aiworkbook.serving.server import ServerThread, make_app
 
     return ServerThread(make_app(name or engine.spec.name, engine=engine), host, port, engine=engine)
+
+
+def serving_dtype(device: str) -> str:
+    """The dtype the embedded server holds weights and KV cache in on `device` (one rule, so every
+    prediction sizes the pool the server really allocates): fp32 on the CPU, else the GPU's 16-bit dtype
+    (bf16, or fp16 where the GPU computes no bf16 natively)."""
+    from aiworkbook.proofs.device import half_dtype
+
+    return "fp32" if device == "cpu" else half_dtype(device)[0]
 
 
 def predicted_kv_bytes(spec: ModelSpecLike, sequences: int, context: int, dtype: str = "fp32") -> int:

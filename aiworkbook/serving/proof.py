@@ -272,7 +272,7 @@ def plan(**inputs: Any) -> Plan:
             tuple([*notes, Msg("serving.remote")]),
         )
     from aiworkbook.proofs.device import resolve_device
-    from aiworkbook.serving.embedded import predicted_kv_bytes
+    from aiworkbook.serving.embedded import predicted_kv_bytes, serving_dtype
     from aiworkbook.specs import load_model
 
     spec = load_model(s.model)
@@ -280,7 +280,7 @@ def plan(**inputs: Any) -> Plan:
     predicted, label = None, ""
     if s.kind == "concurrency":
         c = int(max(s.loads))
-        predicted = float(predicted_kv_bytes(spec, c, s.prompt_tokens + s.output_tokens))
+        predicted = float(predicted_kv_bytes(spec, c, s.prompt_tokens + s.output_tokens, serving_dtype(dev)))
         label = Msg("serving.kv", sequences=c, tokens=s.prompt_tokens + s.output_tokens)
     rough = points * (2.0 if s.quick else 6.0) + (8.0 if s.compare else 0) + (6.0 if s.context_sweep else 0)
     return Plan(
@@ -719,7 +719,7 @@ def _kv_comparison(s: ServingSettings, opened: _Opened, sw: _Sweep) -> tuple[flo
     c = max(s.loads)
     sequences, tokens = min(int(c), engine.max_batch), s.prompt_tokens + s.output_tokens
     measured = float(sw.kv_at[c]["kv_bytes_peak"])
-    predicted = float(predicted_kv_bytes(engine.spec, sequences, tokens))
+    predicted = float(predicted_kv_bytes(engine.spec, sequences, tokens, engine.kv_dtype))
     return measured, predicted, Msg("serving.kv", sequences=sequences, tokens=tokens)
 
 
@@ -853,13 +853,15 @@ def _context_sweep(s: ServingSettings, control: Control, done: int, steps: int, 
         embedded_server,
         kv_bytes_per_token,
         predicted_capacity,
+        serving_dtype,
     )
     from aiworkbook.specs import load_model
 
     spec = load_model(s.model)
     conc, out_tok, ctxs = s.context_concurrency, s.output_tokens, s.contexts
     # the pool holds `conc` sequences of the second-longest context: the longest must run out
-    budget = conc * (ctxs[-2] + out_tok) * kv_bytes_per_token(spec, "fp32" if dev == "cpu" else "bf16")
+    dtype = serving_dtype(dev)
+    budget = conc * (ctxs[-2] + out_tok) * kv_bytes_per_token(spec, dtype)
     eng = build_engine(
         spec,
         backend=s.backend,
@@ -880,7 +882,7 @@ def _context_sweep(s: ServingSettings, control: Control, done: int, steps: int, 
             )
             sm = _measure(_embedded_target(srv.url, spec.name, s), load, control, s, f"context {ctx}")
             st = eng.stats()
-            cap = predicted_capacity(spec, budget, ctx + out_tok, "fp32" if dev == "cpu" else "bf16")
+            cap = predicted_capacity(spec, budget, ctx + out_tok, dtype)
             rows.append(
                 {
                     "context": ctx + out_tok,
