@@ -76,6 +76,13 @@ def test_sweep_reports_cold_and_warm_epochs_per_config(tmp_path):
 def test_real_model_step(tmp_path):
     r = registry.run("dataload", dir=str(tmp_path), quick=True, workers="0", compute="model", device="cpu")
     assert r.details["loop"]["steps"] >= 1 and 0 <= r.measured <= 1
+    # a model step lasts what the device took, not step_ms (which only a sleep step follows): the note says
+    # the measured step (the H200 note read "model step of 5 ms" over a 3.3 ms step)
+    loop = r.details["loop"]
+    assert loop["compute_s_median"] > 0
+    note = str(r.notes[0])
+    assert "measured (median)" in note and f"{loop['compute_s_median'] * 1000:.2f} ms" in note
+    assert "step of 5 ms" not in note
 
 
 def test_cancel_and_bad_inputs(tmp_path):

@@ -192,6 +192,8 @@ def train_loop(batches, step: _Step, steps: int, device: str, control: Control, 
         "wait_s": float(sum(waits)),
         "input_wait_fraction": float(sum(waits)) / window if window else 0.0,
         "step_s_median": float(np.median(steps_s)) if steps_s else None,
+        # the step alone, its wait for input left out: with compute="model" this is what the GPU took, not step_ms
+        "compute_s_median": float(np.median(np.subtract(steps_s, waits))) if steps_s else None,
         "first_batch_s": first,
         "t_start": t_start,
         "t_end": time.monotonic(),
@@ -343,11 +345,18 @@ def _timed_loops(
     return real, synth
 
 
+def _step_words(compute: str, step_ms: float, real: dict) -> str:
+    """The step as it ran: a sleep lasts step_ms; a model step lasts what the device took (measured)."""
+    if compute == "sleep" or real.get("compute_s_median") is None:
+        return f"{compute} step of {step_ms:g} ms"
+    return f"model step of {real['compute_s_median'] * 1000:.2f} ms measured (median)"
+
+
 def loop_loader(rows: list[dict]) -> dict:
     """The swept loader the training loop runs on: the fastest warm epoch among those with worker
     processes, since workers=0 reads each batch inside the step and can never overlap it with compute
     (its epoch alone is fastest, with no inter-process copy, yet it stalls a fast GPU step the most:
-    67.7 % input wait behind a 5 ms step on an H200, data/reference-runs/). workers=0 only when it is
+    67.7 % input wait on an H200, data/reference-runs/). workers=0 only when it is
     all that was swept."""
     overlapping = [r for r in rows if r["workers"] > 0]
     return max(overlapping or rows, key=lambda r: r["warm"]["samples_per_s"])
@@ -366,7 +375,7 @@ def _notes(
     """What the input-wait fraction came from, and whether the cold epochs really were cold."""
     frac = real["input_wait_fraction"]
     notes = [
-        f"input wait {frac:.1%} of the step window ({real['steps']} steps, {compute} step of {step_ms:g} ms, "
+        f"input wait {frac:.1%} of the step window ({real['steps']} steps, {_step_words(compute, step_ms, real)}, "
         f"loader workers={best['workers']} pin={best['pin_memory']} prefetch={best['prefetch']}); synthetic on-device data "
         f"{synth['input_wait_fraction']:.1%}; red flag above {threshold:.0%}",
         f"GPU utilisation in the window: {util.get('mean_pct', util.get('why'))}",
