@@ -123,3 +123,31 @@ def test_the_cli_says_a_huge_profile_in_one_line(tmp_path, capsys):
     assert main(["report", str(huge), "--md", str(tmp_path / "r.md")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "107,374,182,400 bytes" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "nested", "huge"])
+def test_replica_time_refuses_a_coldstart_result_that_is_not_one_in_one_line(tmp_path, capsys, kind):
+    """`replica-time --coldstart FILE` reads someone else's proof result: a FIFO was waited on for
+    ever, a 100 GB file read whole."""
+    p = tmp_path / "coldstart.json"
+    if kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "nested":
+        p.write_bytes(b"[" * 200_000 + b"]" * 200_000)
+    else:
+        _sparse(p, 100 * 2**30)
+    argv = [
+        "replica-time",
+        "--image-gb",
+        "1",
+        "--weights-gb",
+        "1",
+        "--pull-gb-s",
+        "1",
+        "--download-gb-s",
+        "1",
+    ]
+    assert main([*argv, "--coldstart", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(p) in err and len(err.splitlines()) == 1, err
+    assert "Traceback" not in err and "RecursionError" not in err
