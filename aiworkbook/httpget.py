@@ -113,11 +113,9 @@ def _one(
         if sock is not None:
             sock.settimeout(_left(end, clock, url))
         resp = conn.getresponse()
-        declared = resp.getheader("Content-Length")
-        if declared and declared.isdigit() and int(declared) > max_bytes:
-            raise FetchError(
-                f"{printable(url, QUOTE)}: an answer of {int(declared):,} bytes, over {max_bytes:,}"
-            )
+        declared = resp.length  # http.client's reading of Content-Length: None when absent or not a number
+        if declared is not None and declared > max_bytes:  # refused before any of the body is read
+            raise FetchError(f"{printable(url, QUOTE)}: an answer of {declared:,} bytes, over {max_bytes:,}")
         chunks, size = [], 0
         while True:
             if sock is not None:

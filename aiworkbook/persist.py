@@ -211,9 +211,16 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
-def read_text(path: str | os.PathLike[str], *, what: str = "an existing file") -> str:
-    """A UTF-8 text file, or a SpecError naming the file: missing, a folder, a FIFO or device (which
-    would hang or never end), unreadable, not UTF-8."""
+#: the largest file read whole (profiles, results, peers' and imported result files, recordings): a
+#: larger one (a sparse 100 GB file, a log named by mistake) is refused before any of it is read
+READ_MAX_BYTES = 256 * 2**20
+
+
+def read_text(
+    path: str | os.PathLike[str], *, what: str = "an existing file", max_bytes: int = READ_MAX_BYTES
+) -> str:
+    """A UTF-8 text file of at most `max_bytes`, or a SpecError naming the file: missing, a folder, a
+    FIFO or device (which would hang or never end), larger than that, unreadable, not UTF-8."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -225,8 +232,15 @@ def read_text(path: str | os.PathLike[str], *, what: str = "an existing file") -
         raise SpecError("path", str(p), f"{what}, not a folder", source=str(p))
     if not stat.S_ISREG(st.st_mode):
         raise SpecError("path", str(p), f"{what} (a regular file, not {_kind(st.st_mode)})", source=str(p))
+    too_large = f"{what} of at most {max_bytes:,} bytes"
+    if st.st_size > max_bytes:
+        raise SpecError("path", f"{p} ({st.st_size:,} bytes)", too_large, source=str(p))
     try:
-        return p.read_text(encoding="utf-8")
+        with open(p, encoding="utf-8") as fh:
+            text = fh.read(max_bytes + 1)  # characters: a file that grew since stat is still bounded
+        if len(text) > max_bytes:
+            raise SpecError("path", f"{p} (grew past {max_bytes:,} bytes)", too_large, source=str(p))
+        return text
     except FileNotFoundError:
         raise SpecError("path", str(p), what, source=str(p)) from None
     except IsADirectoryError:

@@ -293,6 +293,28 @@ def test_viewer_cap_gives_a_plain_503_page(server):
         server.shutdown(p.kernel_id, p.cookies["_xsrf"])
 
 
+@pytest.mark.timeout(180)
+def test_eight_plain_page_loads_at_once_fill_the_cap_and_the_rest_get_the_full_page(server):
+    """Eight page loads at once, none of which ever opens its websocket (a crawler, a script): CAP of
+    them render, every other one gets the plain 503 page (none waits for a seat), and the seats come
+    free once the pages' kernels are culled for never connecting."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _drain(server)
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: server.request("GET", "/", timeout=120), range(8)))
+    ok = [a for a in answers if a.status == 200]
+    full = [a for a in answers if a.status != 200]
+    assert len(ok) == CAP and all(a.kernel_id for a in ok), [a.status for a in answers]
+    assert all(a.status == 503 and "This dashboard is full" in a.body for a in full), [a.status for a in full]
+    assert all("Traceback" not in a.body for a in answers)
+    assert server.kernels() == CAP
+    for a in ok:
+        _wait_gone(server, a.kernel_id, FIRST_S + INTERVAL_S + 10)
+    again = _page(server)  # a seat came free without anyone shutting a kernel down
+    server.shutdown(again.kernel_id, again.cookies["_xsrf"])
+
+
 def test_a_page_that_never_connects_is_culled_within_its_grace(server):
     _drain(server)
     a = _page(server)

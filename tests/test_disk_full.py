@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from profile_fakes import result
+from small_tmpfs import mounted
 
 from aiworkbook import diskfull
 from aiworkbook.cli import main
@@ -88,17 +88,8 @@ def test_a_dcp_failure_wrapping_enospc_is_found():
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A 6 MiB tmpfs, mounted when this runs as root (CI's container), else the test is skipped."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root; the monkeypatched tests above cover the words")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mnt)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"tmpfs could not be mounted here: {done.stderr.decode(errors='replace').strip()}")
-    try:
+    with mounted(tmp_path / "small", 6 * 2**20) as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False, timeout=30)
 
 
 @pytest.mark.parametrize("fmt", ["torch", "dcp", "dcp-async", "safetensors"])
@@ -113,10 +104,14 @@ def test_each_format_on_a_real_full_tmpfs_is_no_space_and_leaves_no_partial_file
     assert left == [], left
 
 
-def test_the_cli_on_a_real_tmpfs_that_fills_after_the_free_space_check(small_tmpfs, capsys):
-    """The issue's case scaled down: 1.8 MiB x 3 passes the check on 6 MiB, then every format's
-    temporaries and the previous step kept until the new one is durable fill it."""
-    rc = main(["prove", "checkpoint", "--dir", str(small_tmpfs), "--size-mb", "1.8"])
+def test_the_cli_on_a_real_tmpfs_runs_what_fits_and_refuses_what_does_not(small_tmpfs, capsys):
+    """The issue's case scaled down: 1.8 MiB x 3 used to pass the check on 6 MiB and then fill it.
+    Every format's peak is counted now, and each format's files are removed before the next: 1.8 MiB
+    runs to the end; 2 MiB is refused before anything is written, with what it needed."""
+    assert main(["prove", "checkpoint", "--dir", str(small_tmpfs), "--size-mb", "1.8"]) == 0
+    assert "integrity ok" in capsys.readouterr().out
+    assert list(small_tmpfs.iterdir()) == []
+    rc = main(["prove", "checkpoint", "--dir", str(small_tmpfs), "--size-mb", "2"])
     line = _one_line(capsys.readouterr().err)
-    assert rc == 1 and f"at {small_tmpfs}: needed ~1.80 MiB" in line, line
+    assert rc == 1 and f"at {small_tmpfs}: needed ~6." in line and "free 6.00 MiB" in line, line
     assert list(small_tmpfs.iterdir()) == []

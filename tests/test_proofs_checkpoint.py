@@ -187,7 +187,9 @@ def test_a_disk_too_small_is_refused_before_writing(tmp_path, monkeypatch):
     import shutil
 
     monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 1000, 1000))
-    with pytest.raises(SpecError, match="free"):
+    from aiworkbook.diskfull import NoSpace
+
+    with pytest.raises(NoSpace, match="needed ~2.10 MiB, free 1000 B"):
         C.measure(size_mb=1, dir=str(tmp_path), quick=True)
     assert list(tmp_path.iterdir()) == []
 

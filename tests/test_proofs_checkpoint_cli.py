@@ -33,10 +33,12 @@ def test_restore_and_coldstart_cli(tmp_path, capsys):
 
 def test_a_full_disk_is_one_line_and_nothing_is_written(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 10, 10))
-    assert main(["prove", "checkpoint", "--dir", str(tmp_path), "--size-mb", "1", "--quick"]) == 2
+    assert main(["prove", "checkpoint", "--dir", str(tmp_path), "--size-mb", "1", "--quick"]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("plan: checkpoint may not fit") and err[-1].startswith("error:")
-    assert "free (has 10 B)" in err[-1] and not any("Traceback" in line for line in err)
+    assert err[0].startswith("plan: checkpoint may not fit") and err[-1].startswith(
+        "error: no space left on "
+    )
+    assert ": needed ~2.10 MiB, free 10 B" in err[-1] and not any("Traceback" in line for line in err)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -75,6 +75,9 @@ def _errors(handler: Handler, requests: int = 2, **target) -> dict[str, int]:
         ((TOKEN, b'data: {"error": {"message": "boom"}}\n\n'), "server-error"),
         ((TOKEN, TOKEN), "no-done"),  # the body ends with neither [DONE] nor a finish_reason
         ((b"data: " + b"x" * (MAX_LINE_BYTES + 1024) + b"\n\n",), "oversize"),
+        ((TOKEN, b"data: " + b"[" * 200_000 + b"]" * 200_000 + b"\n\n"), "malformed-event"),  # RecursionError
+        ((TOKEN, b"data: " + b'{"a":' * 50_000 + b"1" + b"}" * 50_000 + b"\n\n"), "malformed-event"),
+        ((TOKEN, b"data: \xff" + b"[" * 200_000 + b"\n\n"), "malformed-event"),  # not UTF-8, then nested
     ],
 )
 def test_broken_events_are_errors_of_their_kind(parts, kind):
@@ -119,6 +122,73 @@ def test_a_50_mb_line_is_not_buffered_whole():
         tracemalloc.stop()
     assert errors == {"oversize": 1}
     assert peak < 16 * (1 << 20), peak
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_declared_100_gb_answer_is_oversize_before_it_is_read(stream):
+    """The server declares 100 GB and then sends nothing: the client refuses from the header alone
+    (a client that read would wait, then see the body end short)."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        kind = "text/event-stream" if stream else "application/json"
+        resp = web.StreamResponse(headers={"Content-Type": kind, "Content-Length": str(100 * 2**30)})
+        await resp.prepare(request)
+        await asyncio.sleep(3)  # then the body ends short: a client that read it sees stream-dropped
+        return resp
+
+    errors = _errors(handler, requests=1, stream=stream, timeout_s=60.0)
+    assert errors == {"oversize": 1}
+
+
+def test_a_stream_that_never_ends_is_cut_at_what_its_answer_can_hold():
+    """Comment lines (64 KiB each, under the line limit) without end: past body_cap(2 tokens) the
+    request is oversize; nothing waits for the request timeout."""
+    from aiworkbook.serving.client import body_cap
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        try:
+            for _ in range(body_cap(2) // 65536 + 100):
+                await resp.write(b": " + b"k" * 65536 + b"\n")
+        except (ConnectionError, RuntimeError):
+            pass  # the client hung up
+        return resp
+
+    assert _errors(handler, requests=1, timeout_s=60.0) == {"oversize": 1}
+
+
+@pytest.mark.timeout(60)
+def test_one_deeply_nested_event_is_one_failed_request_and_the_run_writes_its_json(tmp_path, capsys):
+    """The issue's case: one event nested 200,000 deep used to abort the whole `prove serving --target`
+    run (a RecursionError) with no JSON written. Now it is one malformed-event among answered ones."""
+    import json
+
+    from aiworkbook.cli import main
+
+    calls = [0]
+    last = b'data: {"choices":[{"text":"","finish_reason":"length"}]}\n\n'
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        calls[0] += 1
+        if calls[0] == 3:
+            return await _stream(TOKEN, b"data: " + b"[" * 200_000 + b"]" * 200_000 + b"\n\n")(request)
+        return await _stream(TOKEN, TOKEN, last, b"data: [DONE]\n\n")(request)
+
+    out = tmp_path / "r.json"
+    with _server(handler) as s:
+        argv = ["prove", "serving", "--target", s.url, "--served-model", "m", "--server-kind", "openai"]
+        argv += ["--sweep", "1", "--requests", "20", "--output-tokens", "2", "--max-error-rate", "0.1"]
+        code = main([*argv, "--json", str(out)])
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "Traceback" not in text and "internal error" not in text and "RecursionError" not in text
+    row = json.loads(out.read_text())["details"]["sweep"][0]
+    assert row["errors"] == {"malformed-event": 1}, row
+    assert code == 0, text
 
 
 def test_error_bodies_redirects_and_content_types_are_quoted_not_crashed():

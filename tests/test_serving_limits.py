@@ -250,6 +250,20 @@ def test_a_body_that_never_arrives_is_408(monkeypatch):
     assert reply.startswith(b"HTTP/1.1 408") and b'"param": "body"' in reply
 
 
+@pytest.mark.timeout(30)
+def test_a_body_declaring_100_gb_is_413_before_any_of_it_is_read():
+    """Content-Length 100 GB and no body: refused from the header, not after BODY_READ_TIMEOUT_S (30 s;
+    the socket's 10 s timeout fails a server that waits for the body)."""
+    with (
+        ServerThread(make_app("m", fixed=FixedDelay())) as s,
+        socket.create_connection((s.host, s.port), timeout=10) as c,
+    ):
+        c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 107374182400\r\n\r\n{")
+        reply = c.recv(65536)
+    assert reply.startswith(b"HTTP/1.1 413") and b'"param": "body"' in reply, reply[:300]
+    assert b"declares 107,374,182,400 bytes, over 1,048,576" in reply
+
+
 # ---- disconnects, idle connections, cancellation ------------------------------------------------
 
 

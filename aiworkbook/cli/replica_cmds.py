@@ -60,12 +60,10 @@ def register(app: typer.Typer) -> None:
             weights = _weights_of(model, dtype)
         measured = None
         if coldstart is not None:
-            import json
+            from aiworkbook.persist import read_json
 
-            try:
-                doc = json.loads(coldstart.read_text(encoding="utf-8"))
-            except (UnicodeDecodeError, ValueError):
-                raise SpecError("coldstart", str(coldstart), "a coldstart proof result (JSON)") from None
+            # bounded, a regular file, nesting and bad JSON in words (someone else's result file)
+            doc = read_json(coldstart, what="a coldstart proof result (JSON)")
             measured = ColdStart.from_result(doc, source=str(coldstart))
         r = replica_time(
             image_bytes=image_gb * GB,

@@ -12,6 +12,12 @@ from pathlib import Path
 
 from aiworkbook.errors import printable
 
+#: a node's check JUnit is a few KiB (testsuites > testsuite > testcase > failure, properties >
+#: property): a larger or deeper file is not one, and is that node's error, never the whole merge's
+JUNIT_MAX_BYTES = 16 * 2**20
+JUNIT_MAX_DEPTH = 16
+COUNTS = ("tests", "failures", "errors", "skipped")
+
 
 @dataclass(frozen=True)
 class Merged:
@@ -32,18 +38,45 @@ def _error_suite(node: str, message: str) -> ET.Element:
 def _node_suites(node: str, path: Path) -> tuple[list[ET.Element], int]:
     """The test suites of one node's check JUnit, renamed for the node, and the node's exit code."""
     try:
-        root = ET.parse(path).getroot()  # noqa: S314 (our own check's output, no entities expanded by ET)
-    except (OSError, ET.ParseError) as exc:
+        root = _parse(path)
+    except (OSError, ET.ParseError, ValueError) as exc:
         return [_error_suite(node, printable(f"no readable JUnit from {node}: {exc}", 500))], 2
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     codes = [p.get("value") for s in suites for p in s.iter("property") if p.get("name") == "exit_code"]
-    if root.tag not in ("testsuites", "testsuite") or not suites or not codes:
+    counted = all(_count(s.get(k, "0")) is not None for s in suites for k in COUNTS)
+    if root.tag not in ("testsuites", "testsuite") or not suites or not codes or not counted:
         return [_error_suite(node, f"{node}: not the JUnit of an aiworkbook check")], 2
     worst = max((int(c) if c in ("0", "1", "2") else 2) for c in codes)
     for s in suites:
         s.set("name", f"{node}: {s.get('name', 'aiworkbook check')}")
         s.set("hostname", node)
     return suites, worst
+
+
+def _parse(path: Path) -> ET.Element:
+    """The file's root element, refused (ValueError) past JUNIT_MAX_BYTES or JUNIT_MAX_DEPTH before the
+    tree is built whole: ElementTree writes and indents a tree recursively, so a node file nested
+    thousands deep would end the whole merge in a RecursionError."""
+    size = path.stat().st_size
+    if size > JUNIT_MAX_BYTES:
+        raise ValueError(f"{size:,} bytes, over {JUNIT_MAX_BYTES:,}")
+    depth = 0
+    root: ET.Element | None = None
+    with open(path, "rb") as fh:  # noqa: S314 (expat: no external entities, expansion bounded)
+        for event, elem in ET.iterparse(fh, events=("start", "end")):
+            depth += 1 if event == "start" else -1
+            if depth > JUNIT_MAX_DEPTH:
+                raise ValueError(f"elements nested more than {JUNIT_MAX_DEPTH} deep")
+            if root is None:
+                root = elem
+    if root is None:
+        raise ValueError("no element")
+    return root
+
+
+def _count(value: str) -> int | None:
+    """A JUnit count attribute as an integer >= 0 (at most 9 digits), else None."""
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else None
 
 
 def merge(files: list[Path], expect: int | None = None) -> Merged:
@@ -63,8 +96,8 @@ def merge(files: list[Path], expect: int | None = None) -> Merged:
     if not nodes:
         root.append(_error_suite("no nodes", "no node sent a result"))
         nodes.append(("no nodes", 2))
-    for key in ("tests", "failures", "errors", "skipped"):
-        root.set(key, str(sum(int(s.get(key, "0")) for s in root.findall("testsuite"))))
+    for key in COUNTS:
+        root.set(key, str(sum(_count(s.get(key, "0")) or 0 for s in root.findall("testsuite"))))
     ET.indent(root)
     text = '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
     return Merged(text, max(c for _n, c in nodes), tuple(nodes))

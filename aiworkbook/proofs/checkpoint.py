@@ -504,7 +504,10 @@ def plan(
     fmts = parse_formats(formats)
     n = trials or (1 if quick else 3)
     est = estimate_storage(spec, nbytes)
-    need = 2 * nbytes + nbytes  # the previous checkpoint, the new one, the baseline file
+    from aiworkbook.proofs.checkpoint_room import copies_at_once
+
+    # the data of the checkpoints on disk at once; the run adds each format's measured overhead
+    need = copies_at_once(n) * nbytes
     fits = None
     if dir:
         import shutil
@@ -716,7 +719,10 @@ def measure(
         raise SpecError("trials", n, ">= 1")
     what = model or f"{size_mb} MiB"
     fsio.check_ram(2 * nbytes, "model" if spec is not None else "size_mb", what)  # the state + one load
-    fsio.check_free(d, (4 if keep else 3) * nbytes)
+    from aiworkbook.proofs import checkpoint_room
+
+    # the data alone, before the state is built; each format's files are counted below, before writing
+    fsio.check_free(d, checkpoint_room.copies_at_once(n) * nbytes)
     state = model_state(spec) if spec is not None else synthetic_state(nbytes)
     nbytes = state_bytes(state)
     man = make_manifest(state)
@@ -726,9 +732,13 @@ def measure(
         try:
             work.mkdir()
             try:
+                need, _ = checkpoint_room.peak(work, state, man, fmts, n)
+                fsio.check_free(d, need)
                 base = baseline(work, nbytes, n, control)
                 for fmt in fmts:
                     rows.append(measure_format(work, state, man, fmt, n, control))
+                    for folder in (work / fmt, work / "loop", work / "warmup"):  # one format at a time
+                        shutil.rmtree(folder, ignore_errors=True)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
             if keep:
@@ -740,7 +750,8 @@ def measure(
             own.remove()  # kept or not: a disk that filled up keeps nothing of this run
             # the folder the user named (not a temporary gone by now) and one checkpoint's bytes: the
             # write that failed may be a small one (a warm-up, a manifest) in a folder already full
-            raise diskfull.NoSpace(d, nbytes, free=full.free) from None
+            needed = nbytes if full.needed is None else max(nbytes, full.needed)  # the run's peak, refused
+            raise diskfull.NoSpace(d, needed, free=full.free) from None
     return {
         "spec": spec,
         "bytes": nbytes,

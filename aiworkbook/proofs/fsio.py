@@ -23,10 +23,6 @@ MEMORY_FS = ("tmpfs", "ramfs", "devtmpfs", "overlay-tmpfs")
 COLD_SHARE = 0.9  # a cold read takes at least this share of the bytes it needs from storage
 
 
-class DiskFull(SpecError):
-    """The directory's free space is smaller than what the proof would write."""
-
-
 def fsync_path(path: str | os.PathLike) -> None:
     """fsync a file or a directory (a directory fsync makes its new entries and renames durable)."""
     flags = os.O_RDONLY | (os.O_DIRECTORY if Path(path).is_dir() and hasattr(os, "O_DIRECTORY") else 0)
@@ -113,19 +109,17 @@ def fs_type(path: str | os.PathLike) -> str:
 
 
 def check_free(directory: str | os.PathLike, need_bytes: int, *, margin: float = 1.05) -> int:
-    """Refuse before writing when the directory's free space is below `need_bytes` (x margin); returns
-    the free bytes."""
+    """Refuse before writing when the directory's free space is below `need_bytes` (x margin) with
+    diskfull.NoSpace ("no space left on <device> at <dir>: needed ~X, free Y"); returns the free bytes."""
     from aiworkbook.diskfull import free_bytes
 
     free = free_bytes(directory)  # a folder not made yet: the free space where it will be made
     if free is None:
         raise SpecError("dir", str(directory), "a directory whose free space can be read")
-    if need_bytes * margin > free:
-        raise DiskFull(
-            "dir",
-            str(directory),
-            f"a directory with at least {fmt_bytes(need_bytes * margin)} free (has {fmt_bytes(free)})",
-        )
+    if need_bytes * margin > free:  # in the words of a full disk: where, needed and free (exit 1)
+        from aiworkbook.diskfull import NoSpace
+
+        raise NoSpace(directory, int(need_bytes * margin), free=free)
     return free
 
 

@@ -38,6 +38,12 @@ FIRST_TOKEN_S = 30.0
 S_PER_TOKEN = 0.25
 
 
+def body_cap(max_tokens: int, stream: bool = True) -> int:
+    """The most bytes an answer of `max_tokens` can take: one line of at most MAX_LINE_BYTES per event
+    (a streamed answer), or one document (not streamed). More, declared or read, is `oversize`."""
+    return MAX_LINE_BYTES * (max(0, max_tokens) + EVENTS_BEYOND_TOKENS) if stream else MAX_LINE_BYTES
+
+
 def request_timeout_for(output_tokens: int) -> float:
     """The default per-request limit for an output length (32 tokens: 38 s)."""
     return FIRST_TOKEN_S + S_PER_TOKEN * max(0, output_tokens)
@@ -46,6 +52,8 @@ def request_timeout_for(output_tokens: int) -> float:
 CONNECT_TIMEOUT_S = 10.0
 #: the longest SSE line read (aiohttp's readline limit is twice the read buffer): longer is `oversize`
 MAX_LINE_BYTES = 1 << 19
+#: events a stream may carry besides one per token (the role, the finish_reason, usage, [DONE])
+EVENTS_BEYOND_TOKENS = 4
 ERROR_WINDOW = 10  # finished requests before max_error_rate may stop a run
 ERROR_BODY_BYTES = 4096  # read of a non-200 body, for the 200 characters quoted
 
@@ -204,7 +212,12 @@ async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
 async def _read_stream(resp: Any, rec: RequestRecord, counted: list[int]) -> tuple[float, Any]:
     seen_usage = 0
     event: Any = None
+    cap, read = body_cap(rec.max_tokens), 0
     async for raw in resp.content:
+        read += len(raw)
+        if read > cap:  # more events than the answer can hold: a server that never stops writing
+            rec.error, rec.detail = "oversize", f"a stream over {cap:,} bytes"
+            return 0.0, event
         if not raw.startswith(b"data:"):  # blank separators, comments, other SSE fields
             continue
         data = raw[5:].strip()
@@ -213,10 +226,12 @@ async def _read_stream(resp: Any, rec: RequestRecord, counted: list[int]) -> tup
         now = time.perf_counter()
         try:
             event = json.loads(data)
+        except RecursionError:  # nested thousands deep: not an event (malformed below), never a crash
+            event = None
         except ValueError:  # bytes that are not UTF-8 are taken as the text they stand for
             try:
                 event = json.loads(data.decode("utf-8", "replace"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 event = None
         if not isinstance(event, dict):
             rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
@@ -260,7 +275,7 @@ async def _read_answer(resp: Any, rec: RequestRecord) -> float:
     end = time.perf_counter()
     try:
         doc = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
+    except (ValueError, RecursionError):  # a deeply nested answer is malformed, not a crash
         doc = None
     usage = doc.get("usage") or _NO_USAGE if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(usage, dict) or "error" in doc:
@@ -317,6 +332,13 @@ async def send_one(
             if resp.content_type != ("text/event-stream" if target.stream else "application/json"):
                 rec.error = "content-type"
                 rec.detail = f"{resp.content_type}: {(await _head(resp))[:180]}"
+                return
+            cap = body_cap(max_tokens, target.stream)
+            if resp.content_length is not None and resp.content_length > cap:  # refused unread
+                rec.error, rec.detail = (
+                    "oversize",
+                    f"an answer declaring {resp.content_length:,} bytes, over {cap:,}",
+                )
                 return
             if not target.stream:
                 done = await _read_answer(resp, rec)

@@ -26,18 +26,21 @@ FORMATS = ("vllm", "guidellm")
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError("import", str(path), f"a readable file ({exc.strerror})") from None
+    from aiworkbook.persist import read_text
+
+    # a regular UTF-8 file of a bounded size (a FIFO, a device or a 100 GB file refused unread)
+    text = read_text(path, what="a JSON (or JSON lines) result file")
+    refused = SpecError("import", str(path), "a JSON (or JSON lines) result file, nested less deeply")
     try:
         doc = json.loads(text)
         return doc if isinstance(doc, list) else [doc]
-    except json.JSONDecodeError:
+    except RecursionError:
+        raise refused from None
+    except ValueError:  # not one document (or an integer past int_max_str_digits)
         try:  # --append-result: one JSON object per line
             return [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError:
-            raise SpecError("import", str(path), "a JSON (or JSON lines) result file") from None
+        except (ValueError, RecursionError):
+            raise refused from None
 
 
 def detect(doc: dict[str, Any]) -> str:

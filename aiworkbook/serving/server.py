@@ -39,7 +39,16 @@ log = logging.getLogger(__name__)
 
 
 async def _read_body(request: web.Request) -> bytes | web.Response:
-    """The whole body within BODY_MAX_BYTES and BODY_READ_TIMEOUT_S, or the JSON error to answer."""
+    """The whole body within BODY_MAX_BYTES and BODY_READ_TIMEOUT_S, or the JSON error to answer. A
+    body that declares more (Content-Length) is refused before any of it is read."""
+    declared = request.content_length
+    if declared is not None and declared > BODY_MAX_BYTES:
+        return error(
+            413,
+            f"the body declares {declared:,} bytes, over {BODY_MAX_BYTES:,}",
+            "invalid_request_error",
+            "body",
+        )
     try:
         return await asyncio.wait_for(request.read(), BODY_READ_TIMEOUT_S)
     except web.HTTPRequestEntityTooLarge:

@@ -236,7 +236,7 @@ class PrometheusReader:
             ) from None
         try:
             doc = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # nested thousands deep: not the API
             raise PrometheusError(
                 f"{self.url}{path}: the answer is not Prometheus's JSON (is this a Prometheus server?)"
             ) from None
@@ -359,7 +359,10 @@ def record_fleet(reader: PrometheusReader, path: str | os.PathLike, window_s: fl
 
     def keep(url: str, timeout: float) -> bytes:
         body = live(url, timeout)
-        answers[_query_of(url)] = json.loads(body)
+        try:
+            answers[_query_of(url)] = json.loads(body)
+        except (ValueError, RecursionError):  # not JSON: the reader refuses it in words, nothing kept
+            pass
         return body
 
     reader._open = keep
