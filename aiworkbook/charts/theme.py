@@ -9,7 +9,6 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.sizing.memory import COMPONENTS
 from aiworkbook.units import GiB
 
 #: Okabe-Ito: distinguishable under the common colour-vision deficiencies.
@@ -89,46 +88,6 @@ def verdict_legend(lang: str = "en") -> Any:
 
     words = {v: verdict_label(v, lang) for v in VERDICT_COLOURS}
     return alt.Legend(labelExpr=f"{json.dumps(words)}[datum.label] || datum.label")
-
-
-#: words of the sizing library's formulas, said in Dutch and German (the formulas' notation stays)
-FORMULA_WORDS = (
-    "params",
-    "trainable",
-    "seqs",
-    "layers",
-    "tokens",
-    "vocab",
-    "inference",
-    "measured",
-    "others",
-)
-#: the memory components (aiworkbook.sizing.memory.COMPONENTS) and the total
-COMPONENT_NAMES = (*COMPONENTS, "total")
-
-
-def formula_words(formula: str, lang: str = "en") -> str:
-    """A sizing formula with its component names, common words and numbers in `lang`; a phrase the
-    catalog does not hold stays as the library wrote it."""
-    if lang == "en" or not formula:
-        return formula
-    import re
-
-    from aiworkbook.i18n_format import localize_numbers
-    from aiworkbook.patterns.i18n import TABLES
-
-    table = TABLES[lang]
-    for key, english in TABLES["en"].items():  # whole phrases first, then single words
-        if key.startswith("formula.phrase.") and isinstance(english, str) and english in formula:
-            formula = formula.replace(english, str(table[key]))
-
-    def word(m: re.Match[str]) -> str:
-        w = m.group(0)
-        found = table.get(f"component.{w}") or table.get(f"formula.{w}")
-        return found if isinstance(found, str) else w
-
-    names = "|".join(sorted({*COMPONENT_NAMES, *FORMULA_WORDS}, key=len, reverse=True))
-    return localize_numbers(re.sub(rf"\b(?:{names})\b", word, formula), lang)
 
 
 def finish(chart: Any, title: str | None = None, lang: str = "en") -> Any:
