@@ -66,7 +66,7 @@ def _rule_label(name: str, lang: str) -> str:
 
     m = re.fullmatch(r"(\w+?)_(\d+(?:\.\d+)?)B_per_param", name)
     if lang == "en":
-        return label(name)  # plain words: "rule of thumb: 6 bytes per parameter (inference)"
+        return label(name, lang)  # plain words: "rule of thumb: 6 B/parameter (inference)"
     if not m:
         return name
     from aiworkbook.patterns.i18n import TABLES

@@ -106,39 +106,41 @@ def finish(chart: Any, title: str | None = None, lang: str = "en") -> Any:
     )
 
 
-#: Plain words for the library's keys wherever a viewer reads them (legends, axes, tables): one map,
-#: so a chart, a widget and the report say the same thing.
-LABELS: dict[str, str] = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer": "optimizer state",
-    "master_weights": "master weights (fp32 copy)",
-    "activations": "activations",
-    "logits": "logits",
-    "kv_cache": "KV cache",
-    "workspace": "cuBLAS workspace",
-    "cuda_context": "CUDA context",
-    "reserve": "allocator reserve",
-    "total": "total",
-    "offloaded_states": "offloaded training state",
-    "offloaded_activations": "offloaded activations",
-    "paged_optimizer": "paged optimizer",
-    "itemised": "itemised",
-    "rule of thumb": "rule of thumb",
-}
+#: The library's keys a viewer reads as plain words (legends, axes, tables), each `label.<key>` in the
+#: catalogues: one set of words, so a chart, a widget and the report say the same thing in any language.
+LABEL_KEYS = (
+    "weights",
+    "gradients",
+    "optimizer",
+    "master_weights",
+    "activations",
+    "logits",
+    "kv_cache",
+    "workspace",
+    "cuda_context",
+    "reserve",
+    "total",
+    "offloaded_states",
+    "offloaded_activations",
+    "paged_optimizer",
+    "itemised",
+    "rule of thumb",
+)
 
 
-def label(key: Any) -> str:
-    """The plain words for a library key: the map's, a rule-of-thumb name spelt out
-    ("infer_6B_per_param" -> "rule of thumb: 6 bytes per parameter (inference)"), else the key with
-    underscores as spaces."""
-    k = str(key)
-    if k in LABELS:
-        return LABELS[k]
+def label(key: Any, lang: str = "en") -> str:
+    """The plain words for a library key in `lang`: its `label.<key>` entry, a rule-of-thumb name spelt
+    out ("infer_6B_per_param" -> "rule of thumb: 6 B/parameter (inference)"), else the key with
+    underscores as spaces (a name no catalogue holds)."""
     import re
 
+    from aiworkbook.message import Msg
+
+    k = str(key)
+    if k in LABEL_KEYS:
+        return Msg(f"label.{k.replace(' ', '_')}").render(lang)
     m = re.fullmatch(r"(infer|train|lora|qlora)_([0-9.]+)B_per_param", k)
     if m:
-        mode = {"infer": "inference", "train": "training", "lora": "LoRA", "qlora": "QLoRA"}[m.group(1)]
-        return f"rule of thumb: {m.group(2)} B/parameter ({mode})"
+        mode = Msg(f"label.mode.{m.group(1)}")
+        return Msg("label.rule_name", n=float(m.group(2)), mode=mode).render(lang)
     return k.replace("_", " ")
