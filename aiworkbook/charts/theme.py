@@ -9,6 +9,7 @@ from typing import Any
 
 import altair as alt
 
+from aiworkbook.sizing.memory import COMPONENTS, HOST_KEYS
 from aiworkbook.units import GiB
 
 #: Okabe-Ito: distinguishable under the common colour-vision deficiencies.
@@ -108,24 +109,7 @@ def finish(chart: Any, title: str | None = None, lang: str = "en") -> Any:
 
 #: The library's keys a viewer reads as plain words (legends, axes, tables), each `label.<key>` in the
 #: catalogues: one set of words, so a chart, a widget and the report say the same thing in any language.
-LABEL_KEYS = (
-    "weights",
-    "gradients",
-    "optimizer",
-    "master_weights",
-    "activations",
-    "logits",
-    "kv_cache",
-    "workspace",
-    "cuda_context",
-    "reserve",
-    "total",
-    "offloaded_states",
-    "offloaded_activations",
-    "paged_optimizer",
-    "itemised",
-    "rule of thumb",
-)
+LABEL_KEYS = (*COMPONENTS, "total", *HOST_KEYS, "itemised", "rule of thumb")
 
 
 def label(key: Any, lang: str = "en") -> str:
