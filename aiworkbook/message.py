@@ -45,6 +45,12 @@ class Msg(str):
     def __reduce__(self) -> tuple[Any, ...]:  # pickling (a proof's child process) keeps the id
         return (_rebuild, (self.id, self.args))
 
+    def __copy__(self) -> Msg:  # a message is not changed once made: a copy is itself (no re-rendering)
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Msg:
+        return self
+
     def __repr__(self) -> str:
         return f"Msg({self.id!r}, {', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
 

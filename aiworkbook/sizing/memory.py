@@ -7,7 +7,7 @@ micro-batch and s the sequence length; for inference b is the concurrency and s 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.message import Joined, Msg
@@ -85,10 +85,9 @@ class MemoryBreakdown:
     host: dict[str, int] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, int]:
-        d = asdict(self)
-        d.pop("formulas")
-        d.pop("host")
-        return d
+        """The bytes by component and the total (the formulas are not copied: asdict would deep-copy
+        each message, rebuilding it)."""
+        return {c: getattr(self, c) for c in (*COMPONENTS, "total")}
 
     @property
     def host_bytes(self) -> int:
