@@ -130,7 +130,8 @@ def _formulas(model: str, case: dict) -> list[Msg]:
         est = estimate(spec, Workload(**case, **short), gpu="H100-SXM")
     except SpecError:
         return []
-    return [*est.memory.formulas.values(), est.rules_of_thumb.formula]
+    comm = est.roofline.get("tp_comm_formula")  # tensor parallel: the all-reduces over the link
+    return [*est.memory.formulas.values(), est.rules_of_thumb.formula, *([comm] if comm else [])]
 
 
 def test_every_formula_id_has_its_own_words_in_dutch_and_german():
