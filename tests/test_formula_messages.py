@@ -250,3 +250,18 @@ def test_a_hand_edited_stored_formula_falls_back_to_the_text(broken):
     shape) never breaks the report: the text as recorded, said so."""
     text = "8,030,261,248 params · 2 B"
     assert formula_said(text, "nl", copy.deepcopy(broken)) == f"{text} (zoals vastgelegd, in het Engels)"
+
+
+@pytest.mark.parametrize("model", ["llama-3-8b", "mixtral-8x7b", "gemma-3-27b-it"])
+def test_vllm_startup_formulas_say_no_english_in_dutch_and_german(model):
+    """vLLM's start-up items (requested memory, the profile run's peak with its sampler, dummy images
+    and MoE workspace, non-torch memory, the KV blocks) are messages too."""
+    from aiworkbook.sizing.vllm import startup
+    from aiworkbook.specs import load_gpu
+
+    r = startup(load_model(model), load_gpu("H100-SXM"))
+    assert set(r.formulas) == {"requested", "activation_peak", "non_torch", "kv"}
+    for f in r.formulas.values():
+        assert isinstance(f, Msg) and f.render("en") == str(f)
+        for lang in OTHERS:
+            assert not english_left(f.render(lang), lang), (lang, f.render(lang))
