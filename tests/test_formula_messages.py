@@ -81,7 +81,11 @@ SAME_WORDS = SHARED | {
     "graphs",
     "allocator",
     "math",
-    # names: libraries and CUDA's Unified Memory
+    # names: libraries, vLLM's Sampler and fused-MoE kernel, its dummy inputs, CUDA's Unified Memory
+    "sampler",
+    "fused",
+    "moe",
+    "dummy",
     "fsdp",
     "torchao",
     "bitsandbytes",
@@ -265,3 +269,30 @@ def test_vllm_startup_formulas_say_no_english_in_dutch_and_german(model):
         assert isinstance(f, Msg) and f.render("en") == str(f)
         for lang in OTHERS:
             assert not english_left(f.render(lang), lang), (lang, f.render(lang))
+
+
+def test_the_report_of_an_older_profile_shows_its_english_formulas_as_recorded():
+    """A profile locked before formulas were messages (no formula_messages) reports in Dutch without
+    an error: its formulas as recorded, said to be English; a new one says them in Dutch."""
+    import json
+
+    from profile_fakes import CHAT, result
+
+    from aiworkbook.profile import lock
+    from aiworkbook.profile.model import LockedProfile
+    from aiworkbook.profile.report import render_markdown
+
+    new = lock(
+        "llm-inference",
+        node="inference-4xl40s",
+        detected=None,
+        workloads=[CHAT],
+        results=[result("kv", 9.5e8)],
+    )
+    assert "| gewichten | 14,96 GiB | 8.030.261.248 parameters · 2 B |" in render_markdown(new, lang="nl")
+    d = json.loads(json.dumps(new.to_dict()))
+    d["estimates"]["chat"].pop("formula_messages")
+    d["estimates"]["chat"]["rules_of_thumb"].pop("formula_message")
+    md = render_markdown(LockedProfile.model_validate(d), lang="nl")
+    assert "| gewichten | 14,96 GiB | 8,030,261,248 params · 2 B (zoals vastgelegd, in het Engels) |" in md
+    assert "Vuistregel: 6 B · 8,030,261,248 params + KV cache (zoals vastgelegd, in het Engels)" in md
