@@ -103,18 +103,3 @@ def vega_locale(lang: str) -> dict[str, Any]:
         "grouping": [3],
         "currency": ["$", ""] if check(lang) == "en" else ["", " $"],
     }
-
-
-def localize_numbers(text: str, lang: str = "en") -> str:
-    """`text` written by the library in English number format ("8,030,261,248 params", "6.5 GiB") with
-    each number in `lang`'s format; words are left as they are."""
-    import re
-
-    if check(lang) == "en":
-        return text
-
-    def one(m: re.Match[str]) -> str:
-        whole, _, frac = m.group(0).partition(".")
-        return whole.replace(",", group_sign(lang)) + (decimal_sign(lang) + frac if frac else "")
-
-    return re.sub(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+\.\d+(?![\w.])", one, text)

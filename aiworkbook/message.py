@@ -45,12 +45,79 @@ class Msg(str):
     def __reduce__(self) -> tuple[Any, ...]:  # pickling (a proof's child process) keeps the id
         return (_rebuild, (self.id, self.args))
 
+    def __copy__(self) -> Msg:  # a message is not changed once made: a copy is itself (no re-rendering)
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Msg:
+        return self
+
     def __repr__(self) -> str:
         return f"Msg({self.id!r}, {', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
 
 
 def _rebuild(id: str, args: dict[str, Any]) -> Msg:
     return Msg(id, **args)
+
+
+class Joined(Msg):
+    """Messages and notation side by side, said piece by piece: a sizing formula is its figures' and
+    words' messages joined by operators and brackets, which every language writes alike. Kept flat (a
+    Joined inside is spliced in), so a stored formula stays shallow."""
+
+    parts: tuple[Any, ...]
+
+    def __new__(cls, *parts: Any) -> Joined:
+        flat: list[Any] = []
+        for p in parts:
+            for q in p.parts if isinstance(p, Joined) else (p,):
+                if isinstance(q, Msg) or not isinstance(q, str):
+                    flat.append(q)
+                elif q and flat and type(flat[-1]) is str:
+                    flat[-1] += q  # notation next to notation: one piece
+                elif q:
+                    flat.append(q)
+        self = str.__new__(cls, "".join(str(q) for q in flat))
+        self.id, self.parts = "", tuple(flat)
+        self.args = {"parts": self.parts}
+        return self
+
+    def render(self, lang: str = "en") -> str:
+        return str(self) if lang == "en" else "".join(words(p, lang) for p in self.parts)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Joined, self.parts)
+
+    def __repr__(self) -> str:
+        return f"Joined({', '.join(map(repr, self.parts))})"
+
+
+def to_data(x: Any) -> Any:
+    """A message as JSON keeps it (a profile stores its formulas so): {"id", "args"}, a Joined as
+    {"parts": [...]}; figures and plain text as they are (numpy's as Python's)."""
+    if isinstance(x, Joined):
+        return {"parts": [to_data(p) for p in x.parts]}
+    if isinstance(x, Msg):
+        return {"id": x.id, "args": {k: to_data(v) for k, v in x.args.items()}}
+    if isinstance(x, list | tuple):
+        return [to_data(v) for v in x]
+    if isinstance(x, str):
+        return str(x)
+    return x.item() if hasattr(x, "item") else x
+
+
+def from_data(d: Any) -> Any:
+    """`to_data`'s message back; SpecError for an id this version's catalogue does not hold."""
+    if isinstance(d, dict) and set(d) == {"parts"} and isinstance(d["parts"], list):
+        return Joined(*(from_data(p) for p in d["parts"]))
+    if isinstance(d, dict) and set(d) == {"id", "args"} and isinstance(d["id"], str):
+        if not isinstance(d["args"], dict):
+            from aiworkbook.errors import SpecError
+
+            raise SpecError("message args", d["args"], "an object of named arguments")
+        return Msg(d["id"], **{str(k): from_data(v) for k, v in d["args"].items()})
+    if isinstance(d, list):
+        return [from_data(v) for v in d]
+    return d
 
 
 def words(x: object, lang: str = "en") -> str:

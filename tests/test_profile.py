@@ -12,6 +12,7 @@ from aiworkbook.catalogue import languages
 from aiworkbook.errors import SpecError
 from aiworkbook.profile import KIND, SCHEMA_VERSION, Fingerprint, Tolerance, check, load_profile, lock
 from aiworkbook.sizing import estimate
+from aiworkbook.sizing.formula_data import with_stored_formulas
 from aiworkbook.specs import get_node, load_model
 
 
@@ -60,7 +61,8 @@ def test_lock_contents(prof):
     )
     # the estimate is sizing's, on the declared node's GPU
     want = estimate(load_model("llama-3-8b"), CHAT["workload"], node=get_node("inference-4xl40s")).to_dict()
-    assert prof.estimates["chat"] == want
+    assert prof.estimates["chat"] == with_stored_formulas(want)  # and the formulas as messages
+    assert prof.estimates["chat"]["formulas"] == want["formulas"]  # the English texts as size --json
     assert want["gpu"] == "L40S"
     assert [p.name for p in prof.proofs] == ["kv", "roofline"]
     # re-run inputs: the registry's declared inputs the result recorded, plus the device it ran on

@@ -9,6 +9,7 @@ import re
 import pytest
 from formula_text import NotArithmetic, read
 
+from aiworkbook.message import Msg
 from aiworkbook.sizing import Workload, estimate
 from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.memory import COMPONENTS
@@ -124,12 +125,14 @@ def test_every_formula_reads_back_as_its_number(options):
 
 def test_a_divided_sum_is_grouped_in_its_text():
     """Term puts a sum in parentheses where the value divides or multiplies it whole."""
-    a, b, tp = Term(6, "{} B"), Term(4, "{} B"), Term(2, "{} tp")
+    a, b, tp = Term(6, "term.B"), Term(4, "term.B"), Term(2, "term.tp")
     assert ((a + b) // tp).text == "(6 B + 4 B) / 2 tp" and ((a + b) // tp).value == 5
     assert (a + b // tp).text == "6 B + 4 B / 2 tp" and (a + b // tp).value == 8
     assert ((a - b) * tp).text == "(6 B − 4 B) · 2 tp" and (a - (b + tp)).text == "6 B − (4 B + 2 tp)"
     assert (a * b // tp).text == "6 B · 4 B / 2 tp"
-    assert ((a + b).said(" (x)") * tp).text == "(6 B + 4 B (x)) · 2 tp"
+    said = (a + b).said(Msg("term.compiled")) * tp
+    assert said.text == "(6 B + 4 B (compiled)) · 2 tp"
+    assert said.text.render("de") == "(6 B + 4 B (kompiliert)) · 2 TP"
 
 
 def test_texts_that_left_part_of_their_number_out_now_say_it():

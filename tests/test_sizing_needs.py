@@ -63,6 +63,25 @@ def test_legends_read_plain_words():
     assert chart["layer"][0]["encoding"]["color"]["field"] == "label"
 
 
+def test_legend_words_are_said_in_the_language():
+    """The plain words come from the catalogues (label.*), so Dutch and German say them too; a key no
+    catalogue holds reads as its name in every language."""
+    from english_left import english_left
+
+    assert label("workspace", "de") == "cuBLAS-Arbeitsbereich"
+    assert label("reserve", "de") == "Allokator-Reserve" and label("reserve", "nl") == "allocatorreserve"
+    assert label("kv_cache", "nl") == "KV-cache"
+    assert label("lora_0.5B_per_param", "nl") == "vuistregel: 0,5 B/parameter (LoRA)"
+    assert label("infer_6B_per_param", "de") == "Faustregel: 6 B/Parameter (Inferenz)"
+    assert label("something_new", "de") == "something new"
+    from aiworkbook.charts.theme import LABEL_KEYS
+
+    for lang in ("nl", "de"):
+        said = [label(k, lang) for k in LABEL_KEYS]
+        assert not english_left("\n".join(said), lang), said
+        assert all(label(k, lang) != label(k) for k in LABEL_KEYS if k not in ("logits",)), lang
+
+
 @pytest.mark.parametrize(
     ("model", "w", "gpu"),
     [

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from aiworkbook.message import Msg
 from aiworkbook.sizing import Workload, estimate
 from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.memory import memory_breakdown
@@ -110,11 +111,12 @@ def test_capacity_solvers_agree_with_the_pass_at_each_shape():
 
 
 def test_term_builds_number_and_text_from_one_expression():
-    t = Term(8_030_261_248, "{:,} params") * Term(2, "{} B") // Term(8, "{} tp")
+    t = Term(8_030_261_248, "term.params") * Term(2, "term.B") // Term(8, "term.tp")
     assert t.value == 8_030_261_248 * 2 // 8
     assert t.text == "8,030,261,248 params · 2 B / 8 tp"
-    s = (Term(3, "{}") + Term(4, "{}")).said(" (sum)")
-    assert (s.value, s.text) == (7, "3 + 4 (sum)")
+    assert t.text.render("nl") == "8.030.261.248 parameters · 2 B / 8 tp"
+    s = (Term(3) + Term(4)).said(Msg("term.compiled"))
+    assert (s.value, s.text) == (7, "3 + 4 (compiled)")
 
 
 def test_model_state_formulas_render_their_values():

@@ -500,7 +500,7 @@ class ModelSizer(BackgroundComposite):
         self.rule.value = (
             f"<b>{self.t('memory')}</b>: {fmt_bytes(d['memory']['total'], 'GiB', lang)}<br>"
             f"<b>{self.t('rule_of_thumb')}</b>: {fmt_bytes(rule['bytes'], 'GiB', lang)} "
-            f"({html.escape(rule_formula(rule['formula'], lang))})" + self._explain_html(d)
+            f"({html.escape(rule_formula(rule, lang))})" + self._explain_html(d)
         )
         self.cost.value = (self._cost_html(cost) if fit["fits"] else "") + self._price_words(out)
         self.host.value = self._host_html(d.get("host") or {})

@@ -9,7 +9,8 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import HEIGHT, component_label, finish, formula_words, gib, label, scale, tr
+from aiworkbook.charts.theme import HEIGHT, component_label, finish, gib, label, scale, tr
+from aiworkbook.sizing.formula_data import formula_said, rule_said, stored_formulas
 from aiworkbook.sizing.memory import COMPONENTS
 from aiworkbook.units import fmt_bytes
 
@@ -26,6 +27,7 @@ def memory_rows(estimate: Any, lang: str = "en") -> list[dict[str, Any]]:
     d = estimate.to_dict() if hasattr(estimate, "to_dict") else dict(estimate)
     itemised, rule_bar = _bars(lang)
     mem, formulas, rule = d["memory"], d.get("formulas", {}), d.get("rules_of_thumb") or {}
+    stored = stored_formulas(d)
     rows = [
         {
             "bar": itemised,
@@ -34,7 +36,7 @@ def memory_rows(estimate: Any, lang: str = "en") -> list[dict[str, Any]]:
             "order": i,
             "bytes": int(mem[c]),
             "gib": gib(mem[c]),
-            "formula": formula_words(formulas.get(c, ""), lang),
+            "formula": formula_said(formulas.get(c, ""), lang, stored.get(c)),
         }
         for i, c in enumerate(COMPONENTS)
         if mem.get(c)
@@ -48,7 +50,7 @@ def memory_rows(estimate: Any, lang: str = "en") -> list[dict[str, Any]]:
                 "order": len(COMPONENTS),
                 "bytes": int(rule["bytes"]),
                 "gib": gib(rule["bytes"]),
-                "formula": rule_formula(str(rule.get("formula", "")), lang),
+                "formula": rule_formula(rule, lang),
             }
         )
     return rows
@@ -64,7 +66,7 @@ def _rule_label(name: str, lang: str) -> str:
 
     m = re.fullmatch(r"(\w+?)_(\d+(?:\.\d+)?)B_per_param", name)
     if lang == "en":
-        return label(name)  # plain words: "rule of thumb: 6 bytes per parameter (inference)"
+        return label(name, lang)  # plain words: "rule of thumb: 6 B/parameter (inference)"
     if not m:
         return name
     from aiworkbook.patterns.i18n import TABLES
@@ -73,10 +75,10 @@ def _rule_label(name: str, lang: str) -> str:
     return tr("chart.rule_name", lang, n=m.group(2).replace(".", ","), mode=mode)
 
 
-def rule_formula(formula: str, lang: str = "en") -> str:
-    """The rule of thumb's formula ("6 B · 8,030,261,248 params + KV cache") in `lang`: its words from the
-    catalog, its numbers in the language's format."""
-    return formula_words(formula, lang)
+def rule_formula(rule: Any, lang: str = "en") -> str:
+    """The rule of thumb's formula ("6 B · 8,030,261,248 params + KV cache") in `lang`, from its section
+    (RulesOfThumb or its dict; a locked profile's keeps the message beside the text)."""
+    return rule_said(rule, lang)
 
 
 def memory_chart(estimate: Any, lang: str = "en") -> alt.LayerChart:
@@ -124,7 +126,9 @@ def memory_chart(estimate: Any, lang: str = "en") -> alt.LayerChart:
                 "bar": itemised,
                 "gib": gib(mem["total"]),
                 "label": tr("chart.peak", lang),
-                "formula": (d.get("formulas") or {}).get("total", ""),
+                "formula": formula_said(
+                    (d.get("formulas") or {}).get("total", ""), lang, stored_formulas(d).get("total")
+                ),
             }
         ]
         layers.append(

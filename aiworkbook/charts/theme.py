@@ -9,7 +9,7 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.sizing.memory import COMPONENTS
+from aiworkbook.sizing.memory import COMPONENTS, HOST_KEYS
 from aiworkbook.units import GiB
 
 #: Okabe-Ito: distinguishable under the common colour-vision deficiencies.
@@ -91,46 +91,6 @@ def verdict_legend(lang: str = "en") -> Any:
     return alt.Legend(labelExpr=f"{json.dumps(words)}[datum.label] || datum.label")
 
 
-#: words of the sizing library's formulas, said in Dutch and German (the formulas' notation stays)
-FORMULA_WORDS = (
-    "params",
-    "trainable",
-    "seqs",
-    "layers",
-    "tokens",
-    "vocab",
-    "inference",
-    "measured",
-    "others",
-)
-#: the memory components (aiworkbook.sizing.memory.COMPONENTS) and the total
-COMPONENT_NAMES = (*COMPONENTS, "total")
-
-
-def formula_words(formula: str, lang: str = "en") -> str:
-    """A sizing formula with its component names, common words and numbers in `lang`; a phrase the
-    catalog does not hold stays as the library wrote it."""
-    if lang == "en" or not formula:
-        return formula
-    import re
-
-    from aiworkbook.i18n_format import localize_numbers
-    from aiworkbook.patterns.i18n import TABLES
-
-    table = TABLES[lang]
-    for key, english in TABLES["en"].items():  # whole phrases first, then single words
-        if key.startswith("formula.phrase.") and isinstance(english, str) and english in formula:
-            formula = formula.replace(english, str(table[key]))
-
-    def word(m: re.Match[str]) -> str:
-        w = m.group(0)
-        found = table.get(f"component.{w}") or table.get(f"formula.{w}")
-        return found if isinstance(found, str) else w
-
-    names = "|".join(sorted({*COMPONENT_NAMES, *FORMULA_WORDS}, key=len, reverse=True))
-    return localize_numbers(re.sub(rf"\b(?:{names})\b", word, formula), lang)
-
-
 def finish(chart: Any, title: str | None = None, lang: str = "en") -> Any:
     """The shared configuration: font sizes, no chart border, a title when given, and numbers on axes
     and in tooltips in `lang`'s format (Vega's number locale)."""
@@ -147,39 +107,24 @@ def finish(chart: Any, title: str | None = None, lang: str = "en") -> Any:
     )
 
 
-#: Plain words for the library's keys wherever a viewer reads them (legends, axes, tables): one map,
-#: so a chart, a widget and the report say the same thing.
-LABELS: dict[str, str] = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer": "optimizer state",
-    "master_weights": "master weights (fp32 copy)",
-    "activations": "activations",
-    "logits": "logits",
-    "kv_cache": "KV cache",
-    "workspace": "cuBLAS workspace",
-    "cuda_context": "CUDA context",
-    "reserve": "allocator reserve",
-    "total": "total",
-    "offloaded_states": "offloaded training state",
-    "offloaded_activations": "offloaded activations",
-    "paged_optimizer": "paged optimizer",
-    "itemised": "itemised",
-    "rule of thumb": "rule of thumb",
-}
+#: The library's keys a viewer reads as plain words (legends, axes, tables), each `label.<key>` in the
+#: catalogues: one set of words, so a chart, a widget and the report say the same thing in any language.
+LABEL_KEYS = (*COMPONENTS, "total", *HOST_KEYS, "itemised", "rule of thumb")
 
 
-def label(key: Any) -> str:
-    """The plain words for a library key: the map's, a rule-of-thumb name spelt out
-    ("infer_6B_per_param" -> "rule of thumb: 6 bytes per parameter (inference)"), else the key with
-    underscores as spaces."""
-    k = str(key)
-    if k in LABELS:
-        return LABELS[k]
+def label(key: Any, lang: str = "en") -> str:
+    """The plain words for a library key in `lang`: its `label.<key>` entry, a rule-of-thumb name spelt
+    out ("infer_6B_per_param" -> "rule of thumb: 6 B/parameter (inference)"), else the key with
+    underscores as spaces (a name no catalogue holds)."""
     import re
 
+    from aiworkbook.message import Msg
+
+    k = str(key)
+    if k in LABEL_KEYS:
+        return Msg(f"label.{k.replace(' ', '_')}").render(lang)
     m = re.fullmatch(r"(infer|train|lora|qlora)_([0-9.]+)B_per_param", k)
     if m:
-        mode = {"infer": "inference", "train": "training", "lora": "LoRA", "qlora": "QLoRA"}[m.group(1)]
-        return f"rule of thumb: {m.group(2)} B/parameter ({mode})"
+        mode = Msg(f"label.mode.{m.group(1)}")
+        return Msg("label.rule_name", n=float(m.group(2)), mode=mode).render(lang)
     return k.replace("_", " ")

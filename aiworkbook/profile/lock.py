@@ -214,11 +214,11 @@ def to_tolerance(name: str, v: Any) -> Tolerance:
 
 def _estimate(e: WorkloadEntry, declared: Any) -> dict[str, Any]:
     from aiworkbook.sizing import estimate
+    from aiworkbook.sizing.formula_data import with_stored_formulas
 
     node, a = assumptions_for(e, declared)
-    return estimate(
-        e.spec(), e.to_workload(), gpu=e.gpu or None, device=e.device, assumptions=a, node=node
-    ).to_dict()
+    est = estimate(e.spec(), e.to_workload(), gpu=e.gpu or None, device=e.device, assumptions=a, node=node)
+    return with_stored_formulas(est.to_dict())  # the formulas as messages too: the report says them
 
 
 def assumptions_for(e: WorkloadEntry, declared: Any) -> tuple[Any, Any]:

@@ -240,14 +240,15 @@ def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
             t("mode." + wl["mode"]) if wl.get("mode") in ("infer", "train", "lora", "qlora") else wl["mode"]
         )
         out.append(h(3, f"{w.name}: {est['model']} ({mode}) · {est.get('gpu') or est['device']}"))
-        from aiworkbook.charts.theme import component_label, formula_words
+        from aiworkbook.charts.theme import component_label
+        from aiworkbook.sizing.formula_data import formula_said, stored_formulas
 
-        mem, formulas = est["memory"], est.get("formulas", {})
+        mem, formulas, stored = est["memory"], est.get("formulas", {}), stored_formulas(est)
         rows = [
             (
                 component_label(c, t.lang),
                 fmt_bytes(v, lang=t.lang),
-                formula_words(formulas.get(c, ""), t.lang),
+                formula_said(formulas.get(c, ""), t.lang, stored.get(c)),
             )
             for c, v in mem.items()
             if v or c == "total"
@@ -257,9 +258,9 @@ def _workloads(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
         )
         rule = est.get("rules_of_thumb") or {}
         if rule:
-            from aiworkbook.charts.memory import rule_formula
+            from aiworkbook.sizing.formula_data import rule_said
 
-            formula = rule_formula(rule["formula"], t.lang)
+            formula = rule_said(rule, t.lang)
             out.append(p(f"{t('report.rule_of_thumb')}: {formula} = {fmt_bytes(rule['bytes'], lang=t.lang)}"))
         if charts:
             from aiworkbook.charts import memory_chart

@@ -66,6 +66,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aiworkbook.message import Joined, Msg
 from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.states import recipe_bytes, width
 from aiworkbook.sizing.workload import Workload
@@ -90,7 +91,7 @@ class ActivationTerms:
     per_token: int  # B per token outside the layers (ids, labels, final norm, embedding dropout)
     per_seq_position: int  # B per position shared by the batch (RoPE cos/sin, position ids)
     recompute_input: int  # B per token per layer a fully checkpointed layer keeps (its input)
-    parts: str  # the per-layer terms, for the formula
+    parts: Msg  # the per-layer terms, for the formula
     layer_copies: int = 0  # B per layer: autocast's 16-bit copies of its fp32 matrices (AMP only)
     head_copy: int = 0  # B: autocast's 16-bit copy of the LM head matrix (AMP only)
     head_input: int = 0  # B per token: the head's 16-bit cast of the fp32 final-norm output (AMP only)
@@ -143,7 +144,7 @@ def _frozen_base_drops(spec: ModelSpecLike, w: Workload, e: int, fused: bool) ->
         if not spec.num_experts and "down_proj" not in mods:
             layer += i * e  # the tensor the down projection reads
     token = mid + e * h + 8  # final norm's normalised value and output (frozen head), input ids
-    return layer, token, " frozen base (inputs of frozen projections, normalised values)"
+    return layer, token, "term.frozen_drops"
 
 
 def _grad_free_prefix(spec: ModelSpecLike, w: Workload, norm: int, attn: int, mlp: int, e: int) -> int:
@@ -168,24 +169,24 @@ def _grad_free_prefix(spec: ModelSpecLike, w: Workload, norm: int, attn: int, ml
     return inner + attn + inner + mlp - i * e  # down_proj: only the tensor it reads
 
 
-def _dot(*factors: int, note: str = "") -> Term:
-    """The product of `factors` written tight ("2·2·4096"), `note` after the last one."""
-    out = Term(factors[0], "{}" + (note if len(factors) == 1 else ""))
+def _dot(*factors: int, note: str | None = None) -> Term:
+    """The product of `factors` written tight ("2·2·4096"), the last one said by message `note`."""
+    out = Term(factors[0], note if len(factors) == 1 else None)
     for k, f in enumerate(factors[1:], 2):
-        out = out.tight(Term(f, "{}" + (note if k == len(factors) else "")))
+        out = out.tight(Term(f, note if k == len(factors) else None))
     return out
 
 
 def _norm_term(
     h: int, e: int, amp: bool, fused: bool, rms: bool, fp32_scale: bool = False
-) -> tuple[int, str]:
+) -> tuple[int, Msg]:
     """Bytes one norm saves per token, and its formula (`fp32_scale`: the weight scales the fp32
     normalised value, which is kept at 4 B instead of a copy at the activation width)."""
     if fused:  # input and fp32 statistics; the output only where a matmul reads it (not under AMP: casts)
         if amp:
-            t = _dot(4, h) + Term(4 if rms else 8, "{} (compiled)")
+            t = _dot(4, h) + Term(4 if rms else 8, "term.n_compiled")
         else:
-            t = _dot(2, e, h) + Term(4 if rms else 8, "{} (compiled)")
+            t = _dot(2, e, h) + Term(4 if rms else 8, "term.n_compiled")
         return t.value, t.text
     if rms:  # AMP: fp32 input + fp32 normalised (no up-cast copy, output not saved)
         if fp32_scale and not amp:  # fp32 input, fp32 normalised value, the output at width e
@@ -200,29 +201,33 @@ def _norm_term(
 
 def _attention_term(
     spec: ModelSpecLike, w: Workload, device: str, e: int, m: int, p: float, amp: bool
-) -> tuple[int, int, str]:
+) -> tuple[int, int, Msg]:
     """(bytes per token, score bytes per token per key, formula) that attention saves in one layer."""
     a, k, d, mech = spec.num_heads, spec.num_kv_heads, spec.head_dim, mechanisms(spec)
     h = spec.hidden_size
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
     flash = w.flash and not (device == "cpu" and p > 0)
-    score, score_note = 0, ""
+    score, score_note = 0, None
     if flash:
         if mech.fused_qkv and not mech.rope:
             # q, k, v are views of the fused c_attn output. A training step runs without a KV cache:
             # transformers' GPT-2 with its default use_cache=True also keeps contiguous k and v copies
             # (+2·k·d·e per token per layer); pass use_cache=False when training.
-            attn_t = _dot(3, h, e, note=" qkv") + _dot(a, d, e, note=" out") + _dot(4, a, note=" lse")
+            attn_t = (
+                _dot(3, h, e, note="term.dot.qkv")
+                + _dot(a, d, e, note="term.dot.out")
+                + _dot(4, a, note="term.dot.lse")
+            )
         else:
             # repeated to every query head first: the copies are saved (one KV head: a stride-0 view)
             kv = a if w.kv_repeat and k > 1 else k
-            rep = " repeated" if w.kv_repeat and kv != k else ""
-            qkvo = _dot(a, d) + _dot(2, kv, d, note=rep) + _dot(a, d, note=" out")
-            attn_t = qkvo.tight(Term(e)) + _dot(4, a, note=" lse")
+            rep = "term.dot.repeated" if w.kv_repeat and kv != k else None
+            qkvo = _dot(a, d) + _dot(2, kv, d, note=rep) + _dot(a, d, note="term.dot.out")
+            attn_t = qkvo.tight(Term(e)) + _dot(4, a, note="term.dot.lse")
     elif amp and w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU
         attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
         score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
-        score_note = " (CPU math sdpa in fp32)"
+        score_note = Msg("term.score.cpu_math")
     else:
         attn_t = _dot(4, a, d, e)  # q, k, v (GQA repeated), o-proj input
         if amp:
@@ -236,12 +241,14 @@ def _attention_term(
             score = a * (sm + ((m + e) if p > 0 else 0))
         if mech.attn_softcap:  # scores / cap -> tanh -> * cap: tanh keeps its output for backward
             score += a * e
-            score_note += " (soft-capped: tanh output)"
+            score_note = Msg("term.score.softcap")
     if mech.qk_norm and not w.compile:
         attn_t = attn_t + _qk_norm_term(spec, mech.qk_norm, 4 if mech.norm_fp32_scale else e)
     # the score term is per key position: said beside the layer's bytes, counted apart (per_token_score)
-    said = f" + {a}·s·{score // a}{score_note}" if score else ""
-    return attn_t.value, score, attn_t.text + said
+    if not score:
+        return attn_t.value, score, attn_t.text
+    said = Joined(" + ", Msg("term.n", n=a), "·s·", Msg("term.n", n=score // a))
+    return attn_t.value, score, Joined(attn_t.text, said, *((" ", score_note) if score_note else ()))
 
 
 def _qk_norm_term(spec: ModelSpecLike, kind: str, e: int) -> Term:
@@ -252,7 +259,7 @@ def _qk_norm_term(spec: ModelSpecLike, kind: str, e: int) -> Term:
     a, k, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
     rows = 2 if kind == "all" else a + k
     per = 4 if kind == "l2" else 4 + e
-    return _dot(per, a + k, d, note=" q/k norms") + _dot(4, rows, note=" q/k 1/rms")
+    return _dot(per, a + k, d, note="term.dot.qk_norms") + _dot(4, rows, note="term.dot.qk_rms")
 
 
 def _router_term(spec: ModelSpecLike, e: int) -> Term:
@@ -261,19 +268,21 @@ def _router_term(spec: ModelSpecLike, e: int) -> Term:
     first matmul reads, the expert output and routing weight the weighting multiply keeps, and the
     token and slot indices of the gather (k·(2·e·h + e + 16))."""
     E, top, h = spec.num_experts, spec.experts_per_token, spec.hidden_size
-    router = _dot(4, E, note=" router softmax") + _dot(8, top, note=" top-k ids")
-    gathers = _dot(top, 2 * e * h + e + 16, note=" per-expert gathers")
+    router = _dot(4, E, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
+    gathers = _dot(top, 2 * e * h + e + 16, note="term.dot.expert_gathers")
     return router + gathers
 
 
-def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) -> tuple[int, str, int]:
+def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) -> tuple[int, Msg, int]:
     """(bytes per token, formula, autocast casts) of one layer's MLP; the casts exclude attention's."""
     i, mech = spec.intermediate_size, mechanisms(spec)
     # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
     if spec.num_experts:
-        routing = _router_term(spec, e) if mech.router and not fused else Term(8 * spec.num_experts, "router")
+        routing = (
+            _router_term(spec, e) if mech.router and not fused else Term(8 * spec.num_experts, "term.router")
+        )
         mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + routing
         casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
     elif spec.gated_mlp:
@@ -281,15 +290,15 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
         casts = 2  # gate, up
     elif mech.activation == "gelu_new" and not fused:  # composed in Python: its inner tensors saved
         if amp and device == "cuda":  # CUDA autocast runs pow in fp32 (CPU does not)
-            mlp_t = _dot(16, i, note=" (gelu_new, fp32 pow under CUDA autocast)")
+            mlp_t = _dot(16, i, note="term.dot.gelu_cuda")
         else:
-            mlp_t = _dot(5, i, e, note=" (gelu_new)")
+            mlp_t = _dot(5, i, e, note="term.dot.gelu_new")
         casts = 1  # c_fc
     else:
         mlp_t = _dot(per_mlp, i, e)
         casts = 1  # fc1 / c_fc
     if fused:
-        mlp_t = mlp_t.said(" (compiled)")
+        mlp_t = mlp_t.said(Msg("term.compiled"))
     return mlp_t.value, mlp_t.text, casts
 
 
@@ -329,18 +338,16 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
         + Term(mlp, render=lambda: mlp_txt)
     )
     if m:
-        layer_t = layer_t + Term(2).tight(Term(h)).tight(Term(m, "{} masks"))
+        layer_t = layer_t + Term(2).tight(Term(h)).tight(Term(m, "term.masks"))
     frozen_layer, frozen_token, frozen_txt = (0, 0, "") if amp else _frozen_base_drops(spec, w, e, fused)
     prefix = 0 if amp else _grad_free_prefix(spec, w, norm, attn, mlp, e)
     if amp:
-        layer_t = layer_t + Term(casts).tight(Term(2)).tight(
-            Term(h, "{} autocast casts of fp32 norm outputs")
-        )
+        layer_t = layer_t + Term(casts).tight(Term(2)).tight(Term(h, "term.autocast_casts"))
     if frozen_txt:
-        layer_t = layer_t - Term(frozen_layer, "{}" + frozen_txt)
+        layer_t = layer_t - Term(frozen_layer, frozen_txt)
     if w.mode in ("lora", "qlora"):  # each adapter's B saves A's rank-wide output (A shares x)
         adapters = Term(len(w.lora_modules(spec))).tight(Term(w.lora_rank))
-        layer_t = layer_t + adapters.tight(Term(e, "{} adapter outputs"))
+        layer_t = layer_t + adapters.tight(Term(e, "term.adapter_outputs"))
     layer, parts = layer_t.value, layer_t.text
 
     per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
@@ -373,11 +380,9 @@ def _layer_terms(w: Workload, n: Num, s: Num, t: ActivationTerms) -> tuple[Term,
     """`_layer_split` as Terms, said as the formula says them: a layer's tokens times its bytes per
     token ("[...]": the terms they add up to), its scores and autocast copies; under full checkpointing
     a layer's input kept and one layer recomputed (None: none recomputed)."""
-    tokens, per_n = Term(n, "{:,} tokens"), Term(n, "{:,}")
-    score = per_n.tight(Term(s)).tight(Term(t.per_token_score, "{} B scores"))
-    copies = Term(2, "{} B") * Term(
-        t.layer_copies // 2, "{:,} matrix params (autocast's 16-bit copies of the fp32 weights)"
-    )
+    tokens, per_n = Term(n, "term.tokens"), Term(n, "term.int")
+    score = per_n.tight(Term(s)).tight(Term(t.per_token_score, "term.B_scores"))
+    copies = Term(2, "term.B") * Term(t.layer_copies // 2, "term.matrix_copies")
 
     def plus(x: Term, *more: tuple[Term, bool]) -> Term:
         for y, shown in more:
@@ -386,18 +391,20 @@ def _layer_terms(w: Workload, n: Num, s: Num, t: ActivationTerms) -> tuple[Term,
 
     if w.checkpointing == "full":
         once = plus(
-            per_n * Term(t.per_token_layer, "{:,} B"),
+            per_n * Term(t.per_token_layer, "term.B_int"),
             (score, bool(t.per_token_score)),
             (copies, bool(t.layer_copies)),
         )
         if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept input itself
-            once = once - per_n * Term(t.recompute_input, "{} B (its norm saves the kept input)")
-        return tokens * Term(t.recompute_input, "{} B inputs"), once.grouped().introduced(
-            "one layer recomputed "
+            once = once - per_n * Term(t.recompute_input, "term.B_kept_input")
+        return tokens * Term(t.recompute_input, "term.B_inputs"), once.grouped().introduced(
+            Msg("term.recomputed"), " "
         )
-    per_token = Term(t.per_token_layer, "{:,} B" + f" [{t.parts}]")
+    per_token = Term(
+        t.per_token_layer, render=lambda: Joined(Msg("term.B_int", n=t.per_token_layer), " [", t.parts, "]")
+    )
     if w.checkpointing == "selective":
-        extra = Term(t.selective_extra, "{} B fp32 q/k at the checkpoint")
+        extra = Term(t.selective_extra, "term.B_qk_checkpoint")
         kept = plus(
             tokens * plus(per_token, (extra, bool(t.selective_extra))).grouped(),
             (copies, bool(t.layer_copies)),
@@ -432,30 +439,28 @@ def activation_term(
     outside the layers."""
     t = terms(spec, w, device) if t is None else t
     n = b * s
-    per_n = Term(n, "{:,}")
+    per_n = Term(n, "term.int")
     kept, once = _layer_terms(w, n, s, t)
     resident = _resident_layers(spec, w)
-    layers = Term(resident, "{} layers") * kept
+    layers = Term(resident, "term.layers") * kept
     if once is not None:
         layers = layers + once
     if w.checkpointing == "selective":
-        layers = layers.said(", scores recomputed")
+        layers = layers.said(Msg("term.scores_recomputed"), ", ")
     if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
-        free = Term(t.first_layer_free, "{} B not recorded before the first adapter (frozen embedding)")
+        free = Term(t.first_layer_free, "term.B_first_adapter")
         layers = layers - per_n * free
     if w.tp > 1:
-        layers = layers // Term(w.tp, "{} tp")
+        layers = layers // Term(w.tp, "term.tp")
     out = (
         layers
-        + per_n * Term(t.per_token, "{} B ids/labels/final norm")
-        + Term(s) * Term(t.per_seq_position, "{} B positions")
+        + per_n * Term(t.per_token, "term.B_ids")
+        + Term(s) * Term(t.per_seq_position, "term.B_positions")
     )
     if w.activation_offload:
-        out = out.introduced(
-            f"activation offload, {resident} of {spec.num_layers} layers in flight on the GPU: "
-        )
+        out = out.introduced(Msg("term.act_offload", n=resident, layers=spec.num_layers))
     if autocast_fp32_weights(w):
-        out = out.introduced("AMP (fp32 weights, autocast; fp32 residual and norms, 16-bit matmul outputs): ")
+        out = out.introduced(Msg("term.amp"))
     return out
 
 
@@ -487,38 +492,39 @@ def logits_bytes(spec: ModelSpecLike, w: Workload, b: Num, s: Num) -> Num:
 def _loss_term(spec: ModelSpecLike, w: Workload, b: Num, s: Num) -> Term:
     """`logits_bytes` with its formula (the fp32 scalar loss included)."""
     if not spec.is_decoder:
-        return Term(0 * b, "0 (encoder: no LM head loss)")
+        return Term(0 * b, "term.loss.encoder")
     n = b * s
-    vocab = Term(spec.vocab_size, "{:,} vocab")
+    vocab = Term(spec.vocab_size, "term.vocab")
     if w.chunked_loss:
         capped = n.clip(max=LOSS_CHUNK_TOKENS) if hasattr(n, "clip") else min(n, LOSS_CHUNK_TOKENS)
-        chunk = Term(capped, render=lambda: f"min({n:,}, {LOSS_CHUNK_TOKENS}) tokens")
-        kept = Term(4, "{} B") * chunk * vocab.said(" (chunked loss)")
+        chunk = Term(capped, render=lambda: Msg("term.min_tokens", n=n, cap=LOSS_CHUNK_TOKENS))
+        kept = Term(4, "term.B") * chunk * vocab.said(Msg("term.chunked_loss"))
     elif w.loss_chunks is not None and w.loss_compiled:
         head_out = (
-            Term(width(w.precision), "{} B")
-            * Term(n, "{:,} tokens")
-            * vocab.said(
-                f" (16-bit head output in {w.loss_chunks} chunks; each chunk's fp32 up-cast recomputed in backward)"
-            )
+            Term(width(w.precision), "term.B")
+            * Term(n, "term.tokens")
+            * vocab.said(Msg("term.head_out_chunks", n=w.loss_chunks))
         )
-        kept = (head_out + Term(4, "{} B") * Term(n, "{:,} tokens lse")).grouped()
+        kept = (head_out + Term(4, "term.B") * Term(n, "term.tokens_lse")).grouped()
     elif w.loss_chunks is not None:
         kept = (
-            Term(4, "{} B")
-            * Term(n, "{:,} tokens")
-            * vocab.said(f" (each of {w.loss_chunks} chunks' fp32 log-probs)")
+            Term(4, "term.B") * Term(n, "term.tokens") * vocab.said(Msg("term.each_chunk", n=w.loss_chunks))
         )
     else:
-        kept = Term(4, "{} B") * Term(b, "{} seqs") * Term(s, "{} tokens") * vocab.said(" (fp32 log-probs)")
+        kept = (
+            Term(4, "term.B")
+            * Term(b, "term.seqs")
+            * Term(s, "term.tokens_n")
+            * vocab.said(Msg("term.fp32_logprobs"))
+        )
     if mechanisms(spec).final_softcap:  # logits / cap -> tanh -> * cap: tanh keeps its output
         capped = (
-            Term(width(w.precision), "{} B") * Term(n, "{:,} tokens") * vocab.said(" (soft-cap tanh output)")
+            Term(width(w.precision), "term.B") * Term(n, "term.tokens") * vocab.said(Msg("term.softcap_tanh"))
         )
         kept = (kept + capped).grouped()
     if w.tp > 1:
-        kept = kept // Term(w.tp, "{} tp")
-    return kept + Term(4, "{} B loss")  # the fp32 scalar loss
+        kept = kept // Term(w.tp, "term.tp")
+    return kept + Term(4, "term.B_loss")  # the fp32 scalar loss
 
 
 def logits_term(spec: ModelSpecLike, w: Workload, b: Num, s: Num, t: ActivationTerms | None = None) -> Term:
@@ -577,17 +583,17 @@ def _head_autocast_term(
     t = terms(spec, w) if t is None else t
     h = Term(spec.hidden_size)
     copy = (
-        Term(2, "{} B")
-        * Term(t.head_copy // (2 * spec.hidden_size), "{:,}")
-        * h.said(" autocast copy of the head matrix")
+        Term(2, "term.B")
+        * Term(t.head_copy // (2 * spec.hidden_size), "term.int")
+        * h.said(Msg("term.head_copy"))
     )
     cast = (
-        Term(t.head_input // spec.hidden_size, "{} B")
-        * Term(b * s, "{:,} tokens")
-        * h.said(" head input cast")
+        Term(t.head_input // spec.hidden_size, "term.B")
+        * Term(b * s, "term.tokens")
+        * h.said(Msg("term.head_cast"))
     )
     both = copy + cast
-    return both // Term(w.tp, "{} tp") if w.tp > 1 else both
+    return both // Term(w.tp, "term.tp") if w.tp > 1 else both
 
 
 #: vLLM's max_num_batched_tokens (API server on a large GPU) and TensorRT-LLM's max_num_tokens default.
@@ -621,21 +627,24 @@ def inference_activation_term(spec: ModelSpecLike, w: Workload, batch: Num, seq:
     n = prefill_tokens(w, batch, seq)
     mlp = (3 if spec.gated_mlp else 2) * i * max(1, spec.experts_per_token)
     if w.engine != "hf":
-        tokens = Term(n, f"{w.engine} profile forward of " + "{:,} batched tokens")
+        tokens = Term(n, "term.engine_forward", engine=w.engine)
     else:
-        tokens = Term(
-            n,
-            render=lambda: f"{batch} seqs · {seq} tokens" + (f" capped at {n:,}" if n < batch * seq else ""),
-        )
-    per_tok = Term(2 * h + a * d + 2 * k * d + mlp, "per-token width")
+        tokens = Term(n, render=lambda: _prefill_tokens(batch, seq, n))
+    per_tok = Term(2 * h + a * d + 2 * k * d + mlp, "term.per_token_width")
     # eager (hf only: engines run fused attention) materialises fp32 scores: n queries x seq keys
     eager = w.engine == "hf" and not w.flash
-    out = tokens * per_tok * Term(e, "{} B")
+    out = tokens * per_tok * Term(e, "term.B")
     if eager:
-        out = out + Term(n * a * seq * 4, "fp32 scores")
+        out = out + Term(n * a * seq * 4, "term.fp32_scores")
     if w.tp > 1:
-        out = out // Term(w.tp, "{} tp")
-    return out.introduced("one layer's prefill transient: ")
+        out = out // Term(w.tp, "term.tp")
+    return out.introduced(Msg("term.prefill_transient"))
+
+
+def _prefill_tokens(batch: Num, seq: Num, n: Num) -> Msg:
+    """The prefill's tokens said: every prompt's, or capped (rendered at one shape only: no arrays)."""
+    said = "term.prefill_capped" if n < batch * seq else "term.prefill_tokens"
+    return Msg(said, b=batch, s=seq, n=n)
 
 
 def inference_logits_bytes(spec: ModelSpecLike, w: Workload, batch: Num) -> Num:
@@ -647,6 +656,6 @@ def inference_logits_bytes(spec: ModelSpecLike, w: Workload, batch: Num) -> Num:
 def inference_logits_term(spec: ModelSpecLike, batch: Num) -> Term:
     """`inference_logits_bytes` with its formula, from one expression."""
     if not spec.is_decoder:
-        return Term(0 * batch, "0 (encoder-only: no LM head, nothing sampled)")
-    logits = Term(4, "{} B") * Term(batch, "{} seqs") * Term(spec.vocab_size, "{:,} vocab")
-    return logits.said(" (last-position fp32 logits)")
+        return Term(0 * batch, "term.logits.encoder")
+    logits = Term(4, "term.B") * Term(batch, "term.seqs") * Term(spec.vocab_size, "term.vocab")
+    return logits.said(Msg("term.last_logits"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiworkbook.message import Msg
 from aiworkbook.sizing.workload import Workload
 
 
@@ -30,11 +31,18 @@ def tp_allreduce(spec: Any, w: Workload, gpu: Any, tokens: Any, passes: int, dty
     link = gpu.scale_up_bps
     name = gpu.scale_up or "link"
     if not link:
-        return {"tp_comm_s": None, "tp_comm_formula": f"tp {t}: no link bandwidth recorded for {gpu.name}"}
+        return {"tp_comm_s": None, "tp_comm_formula": Msg("term.comm.no_link", tp=t, gpu=gpu.name)}
     b = activation_bytes(dtype)
     moved = passes * 2 * spec.num_layers * 2 * (t - 1) / t * tokens * spec.hidden_size * b
-    formula = (
-        f"{passes} pass(es) x 2 all-reduces x {spec.num_layers} layers x 2({t}-1)/{t} x {tokens:,} tokens x "
-        f"{spec.hidden_size} hidden x {b} B / ({name} {link / 1e9:g} GB/s / 2 each way)"
+    formula = Msg(
+        "term.comm.tp",
+        passes=passes,
+        layers=spec.num_layers,
+        tp=t,
+        tokens=tokens,
+        hidden=spec.hidden_size,
+        b=b,
+        link=name,
+        gbps=link / 1e9,
     )
     return {"tp_comm_s": moved / (link / 2), "tp_comm_formula": formula}

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.sizing import capacity, roofline
 from aiworkbook.sizing.assumptions import Assumptions
 from aiworkbook.sizing.expr import Term
@@ -68,25 +69,27 @@ class Estimate:
 
 
 def _rules(spec: ModelSpecLike, w: Workload, mem: MemoryBreakdown) -> RulesOfThumb:
-    params = Term(spec.params, "{:,} params")
-    tp = Term(w.tp, "{} tp")
+    params = Term(spec.params, "term.params")
+    tp = Term(w.tp, "term.tp")
+    note = None
     if w.mode in ADAPTER_RULE_BYTES:
         per = ADAPTER_RULE_BYTES[w.mode]
-        states = params_at(Term(per, "{:g} B"), params)
+        states = params_at(Term(per, "term.B_g"), params)
         name = f"{w.mode}_{per:g}B_per_param"
-        note = f" (LLaMA-Factory's estimate for {w.mode})"
-        rest = Term(mem.activations, "activations")
+        note = Msg("term.rule.llama_factory", mode=w.mode)
+        rest = Term(mem.activations, "term.rule.activations")
     elif w.training:
-        states, note = Term(TRAIN_RULE_BYTES, "{} B") * params, ""
+        states = Term(TRAIN_RULE_BYTES, "term.B") * params
         if w.zero == 3 and w.dp > 1:  # ZeRO-3 shards the states over dp as well
-            tp = tp * Term(w.dp, "{} ZeRO-3") if w.tp > 1 else Term(w.dp, "{} ZeRO-3")
-        name, rest = "train_18B_per_param", Term(mem.activations, "activations")
+            zero3 = Term(w.dp, "term.zero", stage=3)
+            tp = tp * zero3 if w.tp > 1 else zero3
+        name, rest = "train_18B_per_param", Term(mem.activations, "term.rule.activations")
     else:
-        states, note = Term(INFER_RULE_BYTES, "{} B") * params, ""
-        name, rest = "infer_6B_per_param", Term(mem.kv_cache, "KV cache")
+        states = Term(INFER_RULE_BYTES, "term.B") * params
+        name, rest = "infer_6B_per_param", Term(mem.kv_cache, "term.rule.kv_cache")
     if tp.value > 1:
         states = states // tp
-    rule_t = (states + rest).said(note)
+    rule_t = states + rest if note is None else (states + rest).said(note)
     rule, txt = rule_t.value, rule_t.text
     return RulesOfThumb(
         rule=name,

@@ -7,17 +7,18 @@ micro-batch and s the sequence length; for inference b is the concurrency and s 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from aiworkbook.message import Joined, Msg
 from aiworkbook.sizing import activations as act
 from aiworkbook.sizing import timeline
 from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.onepass import SizingPass, sizing_pass
 from aiworkbook.sizing.workload import Workload
-from aiworkbook.specs.kv import KVGroup
+from aiworkbook.specs.kv import WINDOWED_KINDS, KVGroup
 from aiworkbook.specs.kv import kv_bytes as kv_cache_bytes
-from aiworkbook.units import DTYPE_BITS, GiB, MiB, fmt_bytes
+from aiworkbook.units import DTYPE_BITS, GiB, MiB
 
 if TYPE_CHECKING:
     from aiworkbook.sizing.expr import Num
@@ -78,15 +79,15 @@ class MemoryBreakdown:
     cuda_context: int = 0
     reserve: int = 0
     total: int = 0
+    #: each component's formula: a message (aiworkbook.message), its str the English text
     formulas: dict[str, str] = field(default_factory=dict, compare=False)
     #: Bytes that options keep off the GPU (not in `total`): see `HOST_KEYS`.
     host: dict[str, int] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, int]:
-        d = asdict(self)
-        d.pop("formulas")
-        d.pop("host")
-        return d
+        """The bytes by component and the total (the formulas are not copied: asdict would deep-copy
+        each message, rebuilding it)."""
+        return {c: getattr(self, c) for c in (*COMPONENTS, "total")}
 
     @property
     def host_bytes(self) -> int:
@@ -125,14 +126,13 @@ def kv_bytes(spec: ModelSpecLike, w: Workload, sequences: Num, context: Num) -> 
 def _kv_shape(g: KVGroup, tp: int) -> Term:
     """One KV group's elements per token on a rank, said as the cache holds them."""
     if g.kind == "mla":
-        return Term(g.layers, "{} MLA layers") * Term(g.width, "{} latent")
-    kind = "" if g.kind == "full" else f" {g.kind} (window {g.window:,})"
-    return (
-        Term(2, "2")
-        * Term(g.layers, "{}" + kind + " layers")
-        * Term(g.heads_per_rank(tp), "{} kv heads")
-        * Term(g.width // 2, "{}")
-    )
+        return Term(g.layers, "term.kv.mla_layers") * Term(g.width, "term.kv.latent")
+    if g.kind == "full":
+        layers = Term(g.layers, "term.layers")
+    else:  # a kind's word where the catalogue has one (sliding, chunked), else its name
+        kind = Msg(f"term.kv.kind.{g.kind}") if g.kind in WINDOWED_KINDS else g.kind
+        layers = Term(g.layers, "term.kv.window_layers", kind=kind, window=g.window)
+    return Term(2) * layers * Term(g.heads_per_rank(tp), "term.kv.heads") * Term(g.width // 2)
 
 
 def kv_term(spec: ModelSpecLike, w: Workload, b: int, s: int) -> Term:
@@ -141,11 +141,11 @@ def kv_term(spec: ModelSpecLike, w: Workload, b: int, s: int) -> Term:
     T tokens (16-token blocks) · b seqs"; windowed and MLA groups say what they keep)."""
     groups = spec.kv_layer_groups()
     if not groups:
-        return Term(0, "0 (encoder: no KV cache)")
+        return Term(0, "term.kv.encoder")
     tokens = int(kv_tokens(w, s))
-    blocks = f" ({w.block_size}-token blocks)"
-    width = Term(DTYPE_BITS[w.kv_dtype] / 8, "{:g} B")
-    per_group = [(_kv_shape(g, w.tp), Term(int(g.tokens_kept(tokens)), "{:,} tokens")) for g in groups]
+    blocks = Msg("term.kv.blocks", n=w.block_size)
+    width = Term(DTYPE_BITS[w.kv_dtype] / 8, "term.B_g")
+    per_group = [(_kv_shape(g, w.tp), Term(int(g.tokens_kept(tokens)), "term.tokens")) for g in groups]
     if len(per_group) == 1:
         shape, kept = per_group[0]
         per_seq = shape * width * kept.said(blocks)
@@ -154,7 +154,7 @@ def kv_term(spec: ModelSpecLike, w: Workload, b: int, s: int) -> Term:
         for shape, kept in per_group[1:]:
             total = total + shape * kept
         per_seq = (total.grouped() * width).said(blocks)
-    out = per_seq * Term(b, "{} seqs")
+    out = per_seq * Term(b, "term.seqs")
     return Term(int(out.value), render=lambda: out.text)
 
 
@@ -214,9 +214,9 @@ def evaluate(p: SizingPass, b: Num, s: Num) -> Evaluated:
     return Evaluated(c, phase, transient, {**said, **terms, "total": total})
 
 
-def _bytes(value: Num, what: str) -> Term:
-    """A byte count said as fmt_bytes says it, then what it is."""
-    return Term(value, render=lambda: f"{fmt_bytes(int(value))} {what}")
+def _bytes(value: Num, id: str, **args: Any) -> Term:
+    """A byte count (`size`, said as fmt_bytes says it) and what it is: message `id`."""
+    return Term(value, render=lambda: Msg(id, size=int(value), **args))
 
 
 def _sum_shown(parts: list[tuple[Term, bool]]) -> Term:
@@ -225,20 +225,30 @@ def _sum_shown(parts: list[tuple[Term, bool]]) -> Term:
     value = parts[0][0].value
     for part, _ in parts[1:]:
         value = value + part.value
-    return Term(value, render=lambda: " + ".join(t.text for t, shown in parts if shown))
+    return Term(value, render=lambda: _plus([t.text for t, shown in parts if shown]))
 
 
-def _loss_note(w: Workload) -> str:
+def _plus(texts: list[Msg]) -> Joined:
+    """Texts joined by " + "."""
+    out: list[Any] = []
+    for t in texts:
+        out += [" + ", t] if out else [t]
+    return Joined(*out)
+
+
+def _loss_note(w: Workload) -> Msg:
     """Which tensors the loss's backward transient is."""
     lc = w.loss_compiled
-    what = "fp32 gradients of log-probs and logits" if not lc else "fused fp32 gradient"
+    what = "fp32_grads" if not lc else "fused_fp32"
     if lc and w.loss_chunks is not None:
-        what = "fused 16-bit gradient" if w.precision != "fp32" else what
+        what = "fused_16bit" if w.precision != "fp32" else what
+    note = Msg(f"term.loss.{what}")
     if w.loss_chunks is not None:
-        what += f", one of {w.loss_chunks} chunks" + ("" if lc else " (or the 16-bit chunks)")
+        chunks = "term.loss.one_chunk" if lc else "term.loss.one_chunk_eager"
+        note = Joined(note, ", ", Msg(chunks, n=w.loss_chunks))
     if w.compile and not lc:
-        what += "; compile_loss off: the loss runs eager"
-    return what
+        note = Joined(note, "; ", Msg("term.loss.eager"))
+    return note
 
 
 def _device_terms(p: SizingPass, c: dict[str, Any], transient: Num, zero: Num, apart: Num) -> dict[str, Term]:
@@ -246,37 +256,31 @@ def _device_terms(p: SizingPass, c: dict[str, Any], transient: Num, zero: Num, a
     `c`: the components so far (the reserve is a share of what they allocate)."""
     spec, w, step = p.spec, p.w, p.step
     if p.device != "cuda":
-        cpu = Term(zero, "0 (device cpu)")
+        cpu = Term(zero, "term.ws.cpu")
         ws = cpu
         if step.bytes:
-            ws = _bytes(zero + step.bytes, f"optimizer step ({step.formula}); no other workspace on cpu")
+            ws = _bytes(zero + step.bytes, "term.ws.step_cpu", formula=step.formula)
         return {"workspace": ws, "cuda_context": cpu, "reserve": cpu}
     n = cublas_handles(w)
-    handles = f" ({n} handles: forward's thread, backward's autograd thread)" if n > 1 else ""
+    cublas = ("term.ws.cublas_handles", {"n": n}) if n > 1 else ("term.ws.cublas", {})
     parts = [
-        (_bytes(CUBLAS_WORKSPACE_BYTES * n, "cuBLAS" + handles), True),
-        (_bytes(transient, f"loss backward ({_loss_note(w)})"), w.training and spec.is_decoder),
-        (_bytes(step.bytes, f"optimizer step ({step.formula})"), bool(step.bytes)),
-        (_bytes(p.zero3_gather, "ZeRO-3 gathered unit (weights + grads)"), bool(p.zero3_gather)),
+        (_bytes(CUBLAS_WORKSPACE_BYTES * n, cublas[0], **cublas[1]), True),
+        (_bytes(transient, "term.ws.loss", note=_loss_note(w)), w.training and spec.is_decoder),
+        (_bytes(step.bytes, "term.ws.step", formula=step.formula), bool(step.bytes)),
+        (_bytes(p.zero3_gather, "term.ws.zero3_unit"), bool(p.zero3_gather)),
     ]
     if w.dp * w.tp > 1:
-        parts.append((_bytes(NCCL_BYTES, "NCCL"), True))
+        parts.append((_bytes(NCCL_BYTES, "term.ws.nccl"), True))
     if w.engine != "hf":
-        parts.append((_bytes(CUDA_GRAPH_BYTES, "CUDA graphs"), True))
+        parts.append((_bytes(CUDA_GRAPH_BYTES, "term.ws.cuda_graphs"), True))
     ws = _sum_shown(parts)
-    context = Term(
-        CUDA_CONTEXT_BYTES + zero,
-        render=lambda: f"{fmt_bytes(CUDA_CONTEXT_BYTES)} (PyTorch CUDA context, 290-670 MB measured)",
-    )
+    context = _bytes(CUDA_CONTEXT_BYTES + zero, "term.cuda_context")
     if w.engine == "hf":
         allocated = sum(c[k] for k in COMPONENTS[:7]) + ws.value - apart
-        pct = Term(ALLOCATOR_RESERVE_PERCENT, "{} %")
-        reserve = Term(
-            allocated * pct.value // 100,
-            render=lambda: f"{pct.text} of allocated bytes (caching-allocator fragmentation)",
-        )
+        pct = ALLOCATOR_RESERVE_PERCENT
+        reserve = Term(allocated * pct // 100, "term.reserve", pct=pct)
     else:
-        reserve = Term(zero, f"0 ({w.engine} preallocates its pool; see capacity)")
+        reserve = Term(zero, "term.reserve.engine", engine=w.engine)
     return {"workspace": ws, "cuda_context": context, "reserve": reserve}
 
 
@@ -284,10 +288,11 @@ def _total_term(w: Workload, c: dict[str, Any], apart: Num, phase: str) -> Term:
     """The total: every component less what a training step does not hold at its peak phase."""
     summed = sum(c[k] for k in COMPONENTS)
 
-    def render() -> str:
-        named = " + ".join(k for k in COMPONENTS if int(c[k]))
+    def render() -> Msg:
+        named = _plus([Msg(f"term.component.{k}") for k in COMPONENTS if int(c[k])])
         if w.training and int(apart) > 0:
-            return f"the step's peak, the {phase}: {named} less {fmt_bytes(int(apart))} not alive then"
+            said = Msg(f"term.phase.{phase.replace(' ', '_')}")
+            return Msg("term.total.peak", phase=said, named=named, apart=int(apart))
         return named
 
     return Term(summed - apart, render=render)
@@ -324,9 +329,9 @@ def breakdown_of(p: SizingPass, ev: Evaluated) -> MemoryBreakdown:
     vals = {k: int(v) for k, v in c.items()}
     f = dict(p.states.formulas)
     for k in ("gradients", "optimizer", "master_weights"):
-        f.setdefault(k, "0 (inference)")
+        f.setdefault(k, Msg("term.zero.inference"))
     if w.training:
-        f["kv_cache"] = "0 (training keeps no KV cache)"
+        f["kv_cache"] = Msg("term.zero.training_kv")
     else:
         f["kv_cache"] = kv_term(spec, w, int(b), int(s)).text
     f.update((k, t.text) for k, t in ev.terms.items())

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aiworkbook.message import Joined, Msg
 from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.states import _lora_shapes, recipe_bytes, trainable_and_optimizer
 from aiworkbook.sizing.workload import Workload
@@ -101,7 +102,7 @@ class StepTemporaries:
 
     bytes: int
     impl: str
-    formula: str
+    formula: Msg
 
 
 def temporaries(
@@ -111,22 +112,23 @@ def temporaries(
     terms as the number. `trainable`: the trainable parameters when the caller has them already."""
     impl = resolve_impl(w, device)
     if not w.training or w.fsdp_cpu_offload:
-        return StepTemporaries(0, impl, "0 (no optimizer step on the GPU)" if w.training else "")
+        return StepTemporaries(0, impl, Msg("term.step.none") if w.training else Joined())
     wb, _, _, mb = recipe_bytes(w.recipe, w.precision)
     width = 4 if mb else wb
     copy = int(w.maximize or w.l2_weight_decay)
-    what = "maximize" if w.maximize else ""
-    what += (" and " if what else "") + ("L2 weight decay" if w.l2_weight_decay else "")
+    both = w.maximize and w.l2_weight_decay
+    said = "term.step.maximize_l2" if both else ("term.step.maximize" if w.maximize else "term.step.l2")
+    what = Msg(said)
     if impl == "fused" or w.recipe in EIGHT_BIT:
-        lib = "bitsandbytes/torchao 8-bit kernel" if w.recipe in EIGHT_BIT else "fused kernel"
-        return StepTemporaries(0, impl, f"0 ({lib}: no temporaries beyond the kernel)")
+        lib = "term.step.eight_bit" if w.recipe in EIGHT_BIT else "term.step.fused"
+        return StepTemporaries(0, impl, Msg(lib))
     sizes = tensor_sizes(spec, w)
     div = w.tp * (w.dp if w.zero >= 1 else 1)
-    bytes_ = Term(width, "{} B")
+    bytes_ = Term(width, "term.B")
 
     def per_gpu(elements: Term) -> Term:
         """elements over the shards (tp and ZeRO-1+ dp), at the stepped tensors' width."""
-        return (elements // Term(div, "{} (shard)") if div > 1 else elements) * bytes_
+        return (elements // Term(div, "term.shard") if div > 1 else elements) * bytes_
 
     def answer(t: Term) -> StepTemporaries:
         return StepTemporaries(t.value, impl, t.text)
@@ -135,26 +137,22 @@ def temporaries(
     if impl == "foreach" and not w.optimizer_in_backward:
         group = trainable_and_optimizer(spec, w)[0] if trainable is None else trainable
         lists = copy if sgd else 1  # SGD: only the grad copy; Adam: sqrt(v); Adafactor: var_estimates
-        name = "the grad copy" if sgd else ("var_estimates" if adafactor else "sqrt(exp_avg_sq)")
-        t = per_gpu(Term(lists) * Term(group, "{:,} elements")).introduced(f"foreach: {name} of the group, ")
+        name = "grad_copy" if sgd else ("var_estimates" if adafactor else "sqrt")
+        t = per_gpu(Term(lists) * Term(group, "term.elements")).introduced(
+            Msg(f"term.step.foreach_{name}"), ", "
+        )
         if copy and not sgd:
-            t = t.said(f" ({what}: a grad-sized copy freed before it)")
+            t = t.said(Msg("term.step.copy_freed", what=what))
         return answer(t)
     if sgd or adafactor:  # forloop: one tensor's copy (SGD) or var_estimate (Adafactor) at a time
         lists = copy if sgd else 1
-        why = "grad copy" if sgd else "var_estimate"
-        largest = Term(lists) * Term(max(sizes), "{:,}-element " + why + " of the largest tensor")
-        return answer(per_gpu(largest).introduced(f"{impl}: "))
+        why = "term.step.largest_grad_copy" if sgd else "term.step.largest_var_estimate"
+        largest = Term(lists) * Term(max(sizes), why)
+        return answer(per_gpu(largest).introduced(Msg("term.step.impl", impl=impl)))
     if w.optimizer_in_backward and impl == "foreach":  # one tensor per optimizer: its sqrt
         return answer(
-            per_gpu(Term(max(sizes), "{:,} elements")).introduced(
-                "foreach per parameter (optimizer in backward): sqrt(exp_avg_sq) of the largest tensor, "
-            )
+            per_gpu(Term(max(sizes), "term.elements")).introduced(Msg("term.step.foreach_per_param"), ", ")
         )
-    extra = f" + {what} copy" if copy else ""
-    peak = Term(_forloop_peak(sizes, copy, w.maximize), "{:,} elements at the largest")
-    return answer(
-        per_gpu(peak).introduced(
-            f"forloop: sqrt(exp_avg_sq) and its quotient of one tensor + the previous tensor's denom{extra}, "
-        )
-    )
+    forloop = Msg("term.step.forloop_copy", what=what) if copy else Msg("term.step.forloop")
+    peak = Term(_forloop_peak(sizes, copy, w.maximize), "term.elements_largest")
+    return answer(per_gpu(peak).introduced(forloop, ", "))

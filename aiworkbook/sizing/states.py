@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aiworkbook.message import Joined, Msg
 from aiworkbook.sizing.expr import Term
 from aiworkbook.sizing.workload import Workload
 
@@ -148,7 +149,7 @@ def trainable_and_optimizer(spec: ModelSpecLike, w: Workload) -> tuple[int, int,
     Adafactor's factored state replaces trainable · the recipe's optimizer bytes. Model states, the
     checkpoint and the estimate's params all read it here."""
     if w.mode == "infer":
-        return 0, 0, Term(0, "")
+        return 0, 0, Term(0, render=Joined)
     ob = recipe_bytes(w.recipe, w.precision)[2]
     trainable = spec.params if w.mode == "train" else lora_params(spec, w)
     if w.recipe == "adafactor":
@@ -156,15 +157,15 @@ def trainable_and_optimizer(spec: ModelSpecLike, w: Workload) -> tuple[int, int,
         return (
             trainable,
             opt,
-            Term(opt, "4 B · (rows + cols) per matrix + 4 B per vector (factored second moment)"),
+            Term(opt, "term.adafactor"),
         )
     if w.recipe in ("blockwise-adamw-8bit", "paged-adamw-8bit"):
         small = _small_tensor_params(spec, w)
-        state = blockwise_8bit_term(Term(trainable - small, "{:,} trainable"), Term(ob, "{} B int8 m, v"))
+        state = blockwise_8bit_term(Term(trainable - small, "term.trainable"), Term(ob, "term.int8_mv"))
         if small:
-            state = state + Term(small, "{:,} in small tensors") * Term(8, "{} B")
+            state = state + Term(small, "term.small_tensors") * Term(8, "term.B")
         return trainable, state.value, state
-    opt_term = Term(trainable, "{:,} trainable") * Term(ob, "{} B")
+    opt_term = Term(trainable, "term.trainable") * Term(ob, "term.B")
     return trainable, opt_term.value, opt_term
 
 
@@ -173,13 +174,16 @@ def blockwise_8bit_term(n: Term, quantised: Term) -> Term:
     BNB_BLOCK (the last block of a tensor rounded up). The text factors n out, per parameter: "n · (2 B
     int8 m, v + 2 · 4 B absmax / 256)"; the value counts whole blocks, so the two differ by less than 8 B
     when n is not a multiple of the block."""
-    absmax = Term(2) * Term(4, "{} B absmax")
+    absmax = Term(2) * Term(4, "term.absmax")
     block = Term(BNB_BLOCK)
     value = n.value * quantised.value + absmax.value * -(-n.value // block.value)
-    return Term(value, render=lambda: f"{n.text} · ({quantised.text} + {absmax.text} / {block.text})")
+    return Term(
+        value,
+        render=lambda: Joined(n.text, " · (", quantised.text, " + ", absmax.text, " / ", block.text, ")"),
+    )
 
 
-def frozen_base_bytes(spec: ModelSpecLike, w: Workload) -> tuple[int, str]:
+def frozen_base_bytes(spec: ModelSpecLike, w: Workload) -> tuple[int, Msg]:
     """Weights of a frozen base: LoRA at the precision's width; QLoRA NF4 linears, bf16 for the rest."""
     base = frozen_base_term(spec, w)
     return base.value, base.text
@@ -189,9 +193,10 @@ def frozen_base_term(spec: ModelSpecLike, w: Workload) -> Term:
     """`frozen_base_bytes` as a Term (a sum for QLoRA, so a division puts it in parentheses)."""
     if w.mode == "qlora":
         lin = spec.params_linear
-        nf4 = bits_term(Term(lin, "{:,} linear params"), Term(NF4_BITS, "{:.3f} bits NF4"))
-        return nf4 + Term(spec.params - lin, "{:,} others") * Term(2, "{} B")
-    return (Term(spec.params, "{:,} params") * Term(width(w.precision), "{} B")).said(" (frozen base)")
+        nf4 = bits_term(Term(lin, "term.linear_params"), Term(NF4_BITS, "term.bits_nf4"))
+        return nf4 + Term(spec.params - lin, "term.others") * Term(2, "term.B")
+    weights = Term(spec.params, "term.params") * Term(width(w.precision), "term.B")
+    return weights.said(Msg("term.frozen_base"))
 
 
 def bits_term(n: Term, bits: Term) -> Term:
@@ -200,7 +205,7 @@ def bits_term(n: Term, bits: Term) -> Term:
     return Term(int(t.value / 8), render=lambda: t.text)
 
 
-def inference_weight_bytes(spec: ModelSpecLike, weights_dtype: str) -> tuple[int, str]:
+def inference_weight_bytes(spec: ModelSpecLike, weights_dtype: str) -> tuple[int, Msg]:
     """Quantised linears at their bits (with scale overhead); embeddings, head and norms stay 16-bit.
 
     A checkpoint quantised in its config (spec.quant) is sized at its own bytes unless another
@@ -213,13 +218,13 @@ def inference_weight_term(spec: ModelSpecLike, weights_dtype: str) -> Term:
     """`inference_weight_bytes` as a Term (a sum for quantised linears: a division groups it)."""
     q = getattr(spec, "quant", None)
     if q is not None and weights_dtype == "bf16":
-        return Term(q.weight_bytes(spec), f"{q.label}, as the checkpoint's quantization_config stores it")
+        return Term(q.weight_bytes(spec), "term.quant_config", label=q.label)
     lin = spec.params_linear
-    rest_b = Term(4 if weights_dtype == "fp32" else 2, "{} B")
+    rest_b = Term(4 if weights_dtype == "fp32" else 2, "term.B")
     if weights_dtype in ("fp32", "bf16", "fp16"):  # linears at the same width as the rest
-        return Term(spec.params, "{:,} params") * rest_b
-    linears = bits_term(Term(lin, "{:,} linear params"), Term(QUANT_BITS[weights_dtype], "{:.3f} bits"))
-    return linears + Term(spec.params - lin, "{:,} embedding/head/norm params") * rest_b
+        return Term(spec.params, "term.params") * rest_b
+    linears = bits_term(Term(lin, "term.linear_params"), Term(QUANT_BITS[weights_dtype], "term.bits"))
+    return linears + Term(spec.params - lin, "term.rest_params") * rest_b
 
 
 @dataclass(frozen=True)
@@ -249,7 +254,7 @@ def model_states(
     the caller has them already (onepass.sizing_pass)."""
     t, dp = w.tp, w.dp
     f: dict[str, str] = {}
-    tp = Term(t, "{} tp")
+    tp = Term(t, "term.tp")
     if w.mode == "infer":
         stored = inference_weight_term(spec, w.weights_dtype) if served is None else served
         n = stored // tp if t > 1 else stored
@@ -263,35 +268,35 @@ def model_states(
     def shard(x: Term, stage: int) -> Term:
         """x over the ZeRO ranks that shard it at this stage and over tp: its text says each division."""
         if w.zero >= stage and dp > 1:
-            x = x // Term(dp, f"{{}} ZeRO-{w.zero}")
+            x = x // Term(dp, "term.zero", stage=w.zero)
         return x // tp if t > 1 else x
 
     def per(n: int, what: str, nbytes: int) -> Term:
-        return Term(n, "{:,} " + what) * Term(nbytes, "{} B")
+        return Term(n, what) * Term(nbytes, "term.B")
 
-    weights = shard(per(trainable, "params", wb), 3)
+    weights = shard(per(trainable, "term.params", wb), 3)
     if base is not None and base.value:
-        weights = shard(base, 3) + shard(per(trainable, "adapter params", wb), 3)
-    grads = shard(per(trainable, "trainable", gb), 2)
+        weights = shard(base, 3) + shard(per(trainable, "term.adapter_params", wb), 3)
+    grads = shard(per(trainable, "term.trainable", gb), 2)
     if w.mode != "train":
-        grads = grads.said(" (frozen base: no gradients)")
+        grads = grads.said(Msg("term.frozen_no_grads"))
     if w.optimizer_in_backward:
         big = largest_trainable_tensor(spec, w)
-        one = Term(big, "{:,} elements of the largest tensor") * Term(gb, "{} B")
-        grads = (one // tp if t > 1 else one).said(" (optimizer in backward: one at a time)")
+        one = Term(big, "term.largest_elements") * Term(gb, "term.B")
+        grads = (one // tp if t > 1 else one).said(Msg("term.in_backward"))
     optimizer = shard(opt_term, 1)
-    master = shard(per(trainable, "trainable", mb), 1)
+    master = shard(per(trainable, "term.trainable", mb), 1)
     f["weights"], f["gradients"] = weights.text, grads.text
     f["optimizer"], f["master_weights"] = optimizer.text, master.text
     paged = 0
     if w.paged_optimizer:
         paged = optimizer.value
-        optimizer = Term(0, f"0 on PyTorch's allocator: {optimizer.text} paged (CUDA unified memory)")
+        optimizer = Term(0, "term.paged", formula=optimizer.text)
         f["optimizer"] = optimizer.text
     states = (weights.value, grads.value, optimizer.value, master.value)
     if w.fsdp_cpu_offload:
         for k in ("weights", "gradients", "optimizer", "master_weights"):
-            f[k] = f"0 on the GPU: {f[k]} on the host (FSDP CPU offload)"
+            f[k] = Msg("term.offloaded", formula=f[k])
         return States(0, 0, 0, 0, trainable, f, host=sum(states), paged=paged)
     return States(*states, trainable, f, paged=paged)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Msg
+from aiworkbook.message import Joined, Msg
 from aiworkbook.sizing.sections import Section, figure
 from aiworkbook.specs.kv import kv_bytes, one_layer
 from aiworkbook.units import DTYPE_BITS
@@ -339,7 +339,7 @@ def rope_cache_bytes(spec: ModelSpecLike, s: VllmSettings) -> int:
 
 def profile_peak_bytes(
     spec: ModelSpecLike, s: VllmSettings, seqs: int, tokens: int, *, sm_count: int = 0, max_len: int = 0
-) -> tuple[int, str]:
+) -> tuple[int, Msg]:
     """Torch peak increase of the profile run over the weights (see the module docstring); `sm_count`
     (the GPU's streaming multiprocessors, 0 if not recorded) and `max_len` (--max-model-len) size the
     vLLM 0.19 items (topk_topp_buffer_rows, mm_dummy_batch_bytes)."""
@@ -352,32 +352,36 @@ def profile_peak_bytes(
         m = min(tokens, 32768)  # fused_moe processes at most VLLM_FUSED_MOE_CHUNK_SIZE tokens at once
         moe = m * (k * (3 * i // tp + h) * b + 4 * spec.num_experts + 8 * k)
         fwd = tokens * 3 * h * b + moe
-        fwd_txt = f"{tokens}·3·{h}·{b} + {m}·({k}·(3·{i}/{tp} + {h})·{b} + router)"
+        fwd_txt: Msg = Msg("term.vllm.fwd_moe", tokens=tokens, h=h, b=b, m=m, k=k, i=i, tp=tp)
     else:
         mats = 3 if spec.gated_mlp else 2
         fwd = tokens * (mats * i // tp + 3 * h) * b
-        fwd_txt = f"{tokens}·({mats}·{i}/{tp} + 3·{h})·{b}"
+        fwd_txt = Msg("term.vllm.fwd", tokens=tokens, mats=mats, i=i, tp=tp, h=h, b=b)
     rows = min(seqs, tokens)
     per_logit = sampler_bytes_per_logit(s)
     sampler = rows * spec.vocab_size * per_logit + tokens * h * b
-    samp_txt = f"{rows}·{spec.vocab_size}·{per_logit} + {tokens}·{h}·{b}"
+    samp_txt: Msg = Msg(
+        "term.vllm.sampler", rows=rows, vocab=spec.vocab_size, per=per_logit, tokens=tokens, h=h, b=b
+    )
     if s.release == "v1-019":
         held, held_txt = mm_dummy_batch_bytes(spec, s, seqs, tokens, max_len)
         if held:  # the dummy images and their embeddings outlive the encoder run
             fwd, sampler = fwd + held, sampler + held
-            fwd_txt, samp_txt = fwd_txt + held_txt, samp_txt + held_txt
+            fwd_txt, samp_txt = Joined(fwd_txt, held_txt), Joined(samp_txt, held_txt)
         buf_rows = topk_topp_buffer_rows(rows, sm_count)
         if buf_rows:
             sampler += buf_rows * spec.vocab_size * 4
-            samp_txt += f" + top-k/top-p buffer {buf_rows}·{spec.vocab_size}·4"
+            samp_txt = Joined(
+                samp_txt, " + ", Msg("term.vllm.topk_buffer", rows=buf_rows, vocab=spec.vocab_size)
+            )
         elif rows >= 8:
-            samp_txt += " (top-k/top-p buffer not counted: the GPU's SM count is not recorded)"
+            samp_txt = Joined(samp_txt, " ", Msg("term.vllm.topk_not_counted"))
     if s.release == "v1-019" and spec.num_experts:  # the MoE scratch outlives the forward
         sampler += moe_workspace_bytes(spec, s, tokens)
-        samp_txt += " + fused-MoE workspace"
+        samp_txt = Joined(samp_txt, " + ", Msg("term.vllm.moe_workspace"))
     if sampler > fwd:
-        return sampler, f"sampler {samp_txt} (forward {fwd_txt} is smaller)"
-    return fwd, f"forward {fwd_txt} (sampler {samp_txt} is smaller)"
+        return sampler, Msg("term.vllm.sampler_peak", sampler=samp_txt, forward=fwd_txt)
+    return fwd, Msg("term.vllm.forward_peak", sampler=samp_txt, forward=fwd_txt)
 
 
 def topk_topp_buffer_rows(rows: int, sm_count: int) -> int:
@@ -395,7 +399,7 @@ def topk_topp_buffer_rows(rows: int, sm_count: int) -> int:
 
 def mm_dummy_batch_bytes(
     spec: ModelSpecLike, s: VllmSettings, seqs: int, tokens: int, max_len: int
-) -> tuple[int, str]:
+) -> tuple[int, Msg]:
     """What Gemma 3's multimodal profile leaves alive through the decoder's dummy forward and the dummy
     sampler (vLLM 0.19.0, vllm/v1/worker/gpu_model_runner.py, profile_run): the batch of dummy images
     (`batched_dummy_mm_inputs`, a local of profile_run, pixel values cast to the model dtype by
@@ -409,14 +413,17 @@ def mm_dummy_batch_bytes(
     896 px, below the dummy sampler's at the default 1,024 sequences."""
     image = getattr(spec, "mm_dummy_image", ())
     if not image:
-        return 0, ""
+        return 0, Joined()
     ch, size, per_item = image
     b = _act_bytes(s, spec)
     budget = max(tokens, per_item)
     per_prompt = max(1, min(999, max_len // per_item)) if max_len else 1
     n = max(1, min(budget // per_item, seqs * per_prompt))
     held = n * (ch * size * size + per_item * spec.hidden_size) * b
-    return held, f" + {n} dummy images ({ch}·{size}²·{b} + {per_item}·{spec.hidden_size}·{b} each)"
+    images = Msg(
+        "term.vllm.dummy_images", n=n, ch=ch, size=size, b=b, per_item=per_item, hidden=spec.hidden_size
+    )
+    return held, Joined(" + ", images)
 
 
 def moe_workspace_bytes(spec: ModelSpecLike, s: VllmSettings, tokens: int) -> int:
@@ -543,12 +550,17 @@ def startup(spec: ModelSpecLike, gpu: GPUSpec, s: VllmSettings | None = None) ->
     )
     needed = one_request_bytes(spec, s, max_len, tokens)
     why = refusal(spec, s, available, needed, max_len, tokens)
-    formulas = {
-        "requested": f"{total:,} B CUDA-visible x {s.utilization}",
+    non_torch_said = (
+        "term.vllm.non_torch_measured" if s.non_torch_bytes is not None else "term.vllm.non_torch_default"
+    )
+    formulas: dict[str, str] = {
+        "requested": Msg("term.vllm.requested", total=total, util=s.utilization),
         "activation_peak": peak_txt,
-        "non_torch": f"{'measured' if s.non_torch_bytes is not None else 'engine default'} ({s.engine}, tp {tp})",
-        "kv": f"{num_blocks:,} blocks x {s.block_size} tokens, page {page:,} B x {group_size} layers"
-        + (f", {n_groups} groups (hybrid allocator)" if n_groups > 1 else ""),
+        "non_torch": Msg(non_torch_said, engine=s.engine, tp=tp),
+        "kv": Joined(
+            Msg("term.vllm.kv", blocks=num_blocks, block=s.block_size, page=page, layers=group_size),
+            *((", ", Msg("term.vllm.kv_groups", n=n_groups)) if n_groups > 1 else ()),
+        ),
     }
     return VllmStartup(
         total_bytes=total,
