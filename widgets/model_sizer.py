@@ -468,6 +468,7 @@ class ModelSizer(BackgroundComposite):
         from aiworkbook.charts.memory import rule_formula
         from aiworkbook.i18n_format import integer, money
         from aiworkbook.message import Msg
+        from aiworkbook.sizing.sections import margin
         from aiworkbook.units import fmt_bytes
 
         lang = self.lang
@@ -490,8 +491,7 @@ class ModelSizer(BackgroundComposite):
             verdict=f'<span style="color:{colour}">{words}</span>',
             n=out["answer"].given if "answer" in out else 1,
             gpu=html.escape(str(fit["gpu"])),
-            headroom=fmt_bytes(fit["headroom_bytes"], "GiB", lang),
-            headroom_word=self.t("headroom"),
+            margin=(margin(fit["headroom_bytes"]) or Msg("value.na")).render(lang),
         )
         line += self._needs_words(out.get("needs") or {}, fit)
         self.headline.value = f"<b>{line}</b>"
@@ -547,9 +547,10 @@ class ModelSizer(BackgroundComposite):
         if not fit["fits"]:
             if here is not None:
                 out += "; " + t("needs", n=here["gpus"], gpu=html.escape(here["gpu"]))
-            if cheap is not None and cheap != here:
+            if cheap is not None and cheap != here:  # "or …" only after what it needs of this GPU
+                said = "lowest_cost" if here is not None else "needs"
                 out += (", " if here is not None else "; ") + t(
-                    "lowest_cost", n=cheap["gpus"], gpu=html.escape(cheap["gpu"])
+                    said, n=cheap["gpus"], gpu=html.escape(cheap["gpu"])
                 )
             if here is None and cheap is None:
                 return "; " + html.escape(t("none_fit"))

@@ -336,9 +336,7 @@ def _print_estimate(spec, est) -> None:
     f = est.fits
     if f.gpu:
         verdict = "fits" if f.fits else "does NOT fit"
-        typer.echo(
-            f"  {verdict} on one {f.gpu}: budget {fmt_bytes(f.budget_bytes)}, headroom {fmt_bytes(f.headroom_bytes)}"
-        )
+        typer.echo(f"  {verdict} on one {f.gpu}: budget {fmt_bytes(f.budget_bytes)}, {f.margin()}")
     _section("roofline (times are lower bounds at the GPU's ceilings)", est.roofline)
     _section("storage", est.storage)
     _section("cost (at the roofline's throughput: a lower bound on cost)", est.cost)

@@ -20,6 +20,7 @@ from aiworkbook.profile.report_blocks import usd as _usd
 from aiworkbook.proofs.flags import FLAGS
 from aiworkbook.proofs.registry import chart_kind
 from aiworkbook.provenance import cpu_only, verdict_words
+from aiworkbook.sizing.sections import margin
 from aiworkbook.units import fmt_bytes, fmt_value
 
 
@@ -108,7 +109,7 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
             verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
             gpus = ans.given if ans is not None else wl.tp * (wl.dp if wl.training else 1)
             parts.append(f"{verdict}: {gpus} × {fit['gpu']}")
-            parts.append(f"{fmt_bytes(fit['headroom_bytes'], lang=t.lang)} {t('report.headroom')}")
+            parts.append(words(margin(fit["headroom_bytes"]), t.lang))
             if not fit.get("fits"):  # never priced on GPUs it does not fit on: what it needs, priced
                 parts += _needs_parts(ans, t)
                 cost = {}
@@ -167,8 +168,9 @@ def _needs_parts(ans: Any, t: _Texts) -> list[str]:
     n, out = ans.needs, []
     if n.here is not None:
         out.append(t("report.needs").format(n=n.here.gpus, gpu=n.here.gpu))
-    if n.cheapest is not None and n.cheapest != n.here:
-        out.append(t("report.lowest_cost").format(n=n.cheapest.gpus, gpu=n.cheapest.gpu))
+    if n.cheapest is not None and n.cheapest != n.here:  # "or …" only after what it needs here
+        said = "report.lowest_cost" if n.here is not None else "report.needs"
+        out.append(t(said).format(n=n.cheapest.gpus, gpu=n.cheapest.gpu))
     o = ans.option
     if o is not None and o.usd_per_mtok is not None:
         out.append(f"{_usd(o.usd_per_mtok, t.lang)} {t('report.usd_per_mtok')} ({o.gpus} × {o.gpu})")
