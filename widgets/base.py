@@ -373,16 +373,32 @@ class Composite(W.VBox):
         """One line for people: a SpecError's message (field, value, allowed) or the error's own text."""
         from aiworkbook.errors import SpecError
 
-        if isinstance(exc, SpecError) and self.lang != "en":  # the frame in the viewer's language
+        shown = self.field_label(exc.field) if isinstance(exc, SpecError) else None
+        if isinstance(exc, SpecError) and (self.lang != "en" or shown):  # the frame in the viewer's words
             from aiworkbook.errors import printable, quote
             from aiworkbook.message import words
 
             allowed = words(exc.allowed, self.lang)  # a Msg in the viewer's words, other text as it is
-            self.error = self.t(
-                "error_line", field=printable(exc.field), value=quote(exc.value), allowed=allowed
+            where = f"{printable(exc.source, 400)}: " if exc.source else ""
+            self.error = where + self.t(
+                "error_line", field=shown or printable(exc.field), value=quote(exc.value), allowed=allowed
             )
             return
         self.error = str(exc) if isinstance(exc, SpecError) else f"{type(exc).__name__}: {exc}"
+
+    def field_label(self, field: str) -> str | None:
+        """The label the screen shows for a library field ("Sequence" for seq_len): the description of
+        the control made for it (widgets/form.py `named`), or None where no control stands for it."""
+        stack, seen = [self], set()
+        while stack:
+            w = stack.pop()
+            if id(w) in seen:
+                continue
+            seen.add(id(w))
+            if getattr(w, "aiwb_field", None) == field and getattr(w, "aiwb_label", ""):
+                return str(w.aiwb_label)
+            stack.extend(getattr(w, "children", ()) or ())
+        return None
 
     def guarded(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` as a callback that never raises: errors go to the error area."""
