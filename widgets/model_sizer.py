@@ -510,14 +510,14 @@ class ModelSizer(BackgroundComposite):
                 r["gpu"],
                 r["gpus"] if r["gpus"] is not None else "—",
                 money(r["price_per_gpu_hour"], lang) if r["price_per_gpu_hour"] else "—",
-                money(r["usd_per_mtok"], lang, None) if r.get("usd_per_mtok") is not None else "—",
+                money(r["usd_per_mtok"], lang) if r.get("usd_per_mtok") is not None else "—",
             ]
             for r in out["fits_on"]
         ]
         best = out["cheapest"]
         note = self.t("none_fit")
         if best:
-            price, hourly = money(best["usd_per_mtok"], lang, None), money(best["usd_per_hour"], lang)
+            price, hourly = money(best["usd_per_mtok"], lang), money(best["usd_per_hour"], lang)
             note = Msg("sizer.cheapest", n=best["gpus"], gpu=best["gpu"], price=price, hourly=hourly).render(
                 lang
             )
@@ -561,14 +561,12 @@ class ModelSizer(BackgroundComposite):
             if priced.get("usd_per_mtok") is not None:
                 return f"{out}, {money(priced['usd_per_mtok'], lang)} {t('per_mtok')}"
             if priced.get("usd_per_mtok_trained") is not None:
-                return f"{out}, {money(priced['usd_per_mtok_trained'], lang, None)} {t('per_mtok_trained')}"
+                return f"{out}, {money(priced['usd_per_mtok_trained'], lang)} {t('per_mtok_trained')}"
             return out
         if priced.get("usd_per_mtok") is not None:
             out += ", " + t("priced_on", price=money(priced["usd_per_mtok"], lang), **where)
         elif priced.get("usd_per_mtok_trained") is not None:
-            out += ", " + t(
-                "priced_trained_on", price=money(priced["usd_per_mtok_trained"], lang, None), **where
-            )
+            out += ", " + t("priced_trained_on", price=money(priced["usd_per_mtok_trained"], lang), **where)
         return out
 
     def _price_words(self, out: dict[str, Any]) -> str:
@@ -601,7 +599,7 @@ class ModelSizer(BackgroundComposite):
         if cost.get("decode_usd_per_mtok") is not None:
             return f"<b>{self.t('cost')}</b>: {money(cost['decode_usd_per_mtok'], self.lang)} {self.t('per_mtok')}"
         if cost.get("usd_per_mtok_trained") is not None:
-            per_tok = f"{money(cost['usd_per_mtok_trained'], self.lang, None)} {self.t('per_mtok_trained')}"
+            per_tok = f"{money(cost['usd_per_mtok_trained'], self.lang)} {self.t('per_mtok_trained')}"
             run = cost.get("run") or {}
             if run.get("usd") is not None:  # a training workload is priced per run when its tokens are known
                 tokens = integer(run.get("train_tokens", 0), self.lang)

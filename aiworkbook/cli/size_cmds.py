@@ -12,6 +12,7 @@ import typer
 
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
+from aiworkbook.i18n_format import money
 from aiworkbook.persist import dumps_json
 from aiworkbook.units import fmt_bytes, fmt_value
 
@@ -311,7 +312,7 @@ def answer_line(ans) -> str:
         out += f"; runs on {o.gpus} x {o.gpu}"
     if ans.usd_per_mtok is not None:
         per = "output tokens" if ans.mode == "infer" else "tokens trained"
-        out += f", ${ans.usd_per_mtok:,.4g} per million {per} on {o.gpus} x {o.gpu} ({ans.price_words})"
+        out += f", {money(ans.usd_per_mtok)} per million {per} on {o.gpus} x {o.gpu} ({ans.price_words})"
     d = ans.deployment
     if d is not None:
         out += f"; deploy: {d.engine}, tensor parallel {d.tp}, {d.resource}: {d.count}"

@@ -225,7 +225,7 @@ def _node_cells(node: Any, t: _Texts) -> tuple[str, ...]:
         if node.local_storage_bytes
         else "—"
     )
-    price = fixed(node.price_per_hour_usd, 2, t.lang) if node.price_per_hour_usd else "—"
+    price = _usd(node.price_per_hour_usd, t.lang) if node.price_per_hour_usd else "—"
     return gpu, cpu, fmt_bytes(node.ram_bytes, lang=t.lang), disk, price
 
 
@@ -463,7 +463,7 @@ def _cost(prof: LockedProfile, t: _Texts, traffic: Any = None) -> list[Block]:
     for name, est in prof.estimates.items():
         c = dict(est.get("cost") or {})
         fit = est.get("fits") or {}
-        where = f"{fixed(c.get('price_per_gpu_hour') or 0, 2, t.lang)} × {c.get('gpus', '—')}"
+        where = f"{_usd(c.get('price_per_gpu_hour') or 0, t.lang)} × {c.get('gpus', '—')}"
         if fit.get("gpu") and not fit.get("fits") and name in by_name:
             ans = answer_of(prof, by_name[name])
             o = ans.option if ans is not None else None
