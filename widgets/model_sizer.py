@@ -171,6 +171,7 @@ class ModelSizer(BackgroundComposite):
         self._sections: dict[str, dict[str, Any]] = {}
         self._folds = [W.VBox([]), W.VBox([])]
         self.headline = value_html("")
+        self.headline.add_class("aiwb-headline")  # marked, not faded, while the figures are stale
         self.where = where_html(lang=lang)
         self.chart = chart_view()
         self.rule = W.HTML("")
