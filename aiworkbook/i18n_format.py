@@ -56,15 +56,21 @@ def percent(fraction: float, digits: int = 1, lang: str = "en") -> str:
 
 def usd_digits(usd: float) -> int:
     """Decimals a dollar figure is shown with: 2, or three significant digits under a dollar
-    ($0.0000336, not $0.00; never an exponent)."""
-    if usd >= 1 or usd <= 0:
+    ($0.0000336, not $0.00; never an exponent), never a zero past the cents ($0.70, $0.025)."""
+    if usd >= 1 or usd <= 0 or not math.isfinite(usd):
         return 2
-    return max(2, 2 - math.floor(math.log10(usd)))
+    digits = max(2, 2 - math.floor(math.log10(usd)))
+    shown = round(usd, digits)
+    while digits > 2 and round(shown, digits - 1) == shown:  # $0.70, not $0.700: no zeros past the cents
+        digits -= 1
+    return digits
 
 
-def money(usd: float, lang: str = "en", digits: int | None = 2) -> str:
+def money(usd: float, lang: str = "en", digits: int | None = None) -> str:
     """US dollars, the one formatter of a dollar figure: $1.26 in English; Babel's currency format in nl
-    (US$ 1,26) and de (1,26 $). `digits` None: `usd_digits` (three significant digits under a dollar)."""
+    (US$ 1,26) and de (1,26 $). One rounding rule for every face (`usd_digits`: two decimals from a
+    dollar up, three significant digits under one: $0.545, never $0.54 on one face and $0.545 on
+    another); `digits` only for a figure shown whole ($ per run)."""
     if digits is None:
         digits = usd_digits(usd)
     if check(lang) == "en":

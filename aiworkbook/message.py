@@ -14,6 +14,7 @@ figure for the language with Babel (aiworkbook.i18n_format, aiworkbook.units):
     {n:int}      4,096 / 4.096            {x:f2}  two decimals, not grouped: 3.14 / 3,14 (f0..f9)
     {x:num}      str(x): 0.5 / 0,5        {n:bytes}  256.00 MiB / 256,00 MiB
     {x:g}        Python's `g`: 500 for 500.0, 0.25 / 0,25
+    {n:bytes:GiB}  58.68 GiB / 58,68 GiB (in the unit named)
     {r:rate}     GB/s as datasheets write it
     {xs:list}    the items as `num`, joined by ", " (by "; " where a decimal comma would make it ambiguous)
     {n:plural:one=trial|other=trials}   the form CLDR's plural rule of the language picks for n
@@ -152,8 +153,8 @@ class _Words(string.Formatter):
             return Msg("value.na").render(lang) if value is None else _num(value, lang)
         if kind == "g":
             return f.general(value, 6, lang)
-        if kind == "bytes":
-            return fmt_bytes(value, lang=lang)
+        if kind == "bytes":  # {n:bytes:GiB} in the unit named
+            return fmt_bytes(value, rest or "auto", lang=lang)
         if kind == "rate":
             return fmt_rate(value, lang=lang)
         if kind == "list":

@@ -193,7 +193,7 @@ def fmt_value(v: object, unit: str = "", lang: str = "en") -> str:
     if unit == "$/Mtok":  # three significant digits: $0.0259, not $0.03
         if lang == "en":
             return f"${fmt_number(v)} per M tokens"
-        return f"{money(v, lang, None)} {_word('unit.per_mtok', lang)}"
+        return f"{money(v, lang)} {_word('unit.per_mtok', lang)}"
     if unit == "J/Mtok":
         return f"{fmt_number(v, lang)} J {_word('unit.per_mtok', lang)}"
     if unit in ("tokens/s", "1/s"):

@@ -1,5 +1,7 @@
-"""Start-up of the sizing dashboard against a bare one-cell Voilà page, both served in the same run with
-the same `aiworkbook app` flags (progressive rendering, the same template, the same kernel manager).
+"""Start-up of every dashboard (sizing, monitor, report) against a bare one-cell Voilà page, all served
+in the same run with the same `aiworkbook app` flags (progressive rendering, the same template, the
+same kernel manager). Target (issue 33): each dashboard's median time to ready at most 1.5x the bare
+page's median (the ratio of medians; the median of per-round ratios is printed beside it).
 
 The reference (BARE_CELL) is the floor of a widget page: Voilà + a fresh kernel + `import ipywidgets` +
 one `ipywidgets.HTML` carrying `aiwb-ready`. A load is a fresh browser page from navigation until
@@ -9,11 +11,13 @@ in the notebook), not only the first one, which tests/browser/conftest.py waits 
 first marker is printed too); for sizing also until the headline shows its numbers
 (`.aiwb-model-sizer .aiwb-value` not empty) and the memory chart has drawn its SVG, so a page that
 marks itself ready early cannot pass for fast.
-Pages alternate (bare, sizing, then sizing, bare), one warm-up load each is not counted, each page is
-left (its kernel shut down) and the kernels are let end before the next load. Then ten viewers at
-once: ten pages opened together, time until the last is ready, for each page.
+Pages alternate in rounds (bare, sizing, monitor, report, then the reverse), one warm-up load each is
+not counted, each page is left (its kernel shut down) and the kernels are let end before the next
+load. The machine's load average (1 min) is recorded before every load and printed with the result:
+on a shared machine a ratio is only as good as the load beside it. Then, unless --viewers 0, ten
+viewers at once on the sizing page: ten pages opened together, time until the last is ready.
 
-    .venv/bin/python benchmarks/bench_dashboard_startup.py [--n 5] [--viewers 10]
+    .venv/bin/python benchmarks/bench_dashboard_startup.py [--n 5] [--viewers 10] [--pages sizing,report]
 or `python benchmarks/run.py dashboard_startup` (`make bench` runs it with the other benches).
 """
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -155,53 +160,69 @@ def _crowd(browser, url: str, n: int, viewers: int) -> tuple[float, int]:
             _leave(p)
 
 
-def measure(n: int = 5, viewers: int = 10) -> dict[str, object]:
-    """Every load's seconds: {"bare": [...], "sizing": [...] (all of its widgets ready),
-    "sizing_first": [...] (its first `.aiwb-ready`), "sizing_numbers": [...], "crowd_bare",
-    "crowd_sizing"}."""
+def measure(n: int = 5, viewers: int = 10, pages: tuple[str, ...] | None = None) -> dict[str, object]:
+    """Every load's seconds: {"bare": [...], "<dashboard>": [...] (all of its widgets ready),
+    "sizing_first": [...] (its first `.aiwb-ready`), "sizing_numbers": [...], "load": [...] (the load
+    average before each counted load), "crowd_bare", "crowd_sizing"} for the dashboards `pages`
+    (default: all of aiworkbook.cli.app_cmds.DASHBOARDS)."""
+    from contextlib import ExitStack
+
     from playwright.sync_api import sync_playwright
 
-    from aiworkbook.cli.app_cmds import dashboard_path, launch, serving
+    from aiworkbook.cli.app_cmds import DASHBOARDS, dashboard_path, launch, serving
 
-    times: dict[str, list[float]] = {"bare": [], "sizing": [], "sizing_first": [], "sizing_numbers": []}
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+    names = tuple(pages or DASHBOARDS)
+    times: dict[str, list[float]] = {
+        "bare": [],
+        **{d: [] for d in names},
+        "sizing_first": [],
+        "sizing_numbers": [],
+    }
+    loads: list[float] = []
+    crowd = {"crowd_bare": 0.0, "crowd_sizing": 0.0, "ready_bare": 0, "ready_sizing": 0}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw, ExitStack() as stack:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        sizing = launch("sizing", max_viewers=viewers + 2)
+        specs = {d: launch(d, max_viewers=viewers + 2) for d in names}
         other = launch("sizing", max_viewers=viewers + 2)  # its own port; the notebook replaced
         bare = replace(
             other, argv=[*other.argv[:3], str(_bare_notebook(Path(tmp), BARE_CELL)), *other.argv[4:]]
         )
-        with serving(bare) as pb, serving(sizing) as ps:
-            urls = {"bare": bare.url, "sizing": sizing.url}
-            want = {
-                "bare": expected_ready(Path(bare.argv[3])),
-                "sizing": expected_ready(dashboard_path("sizing")),
-            }
-            for name in ("bare", "sizing"):  # warm-up: the disk cache, Chromium's first page; not counted
-                _load(browser, urls[name], want[name], numbers=name == "sizing")
-                _settle([pb, ps])
-            for i in range(n):
-                for name in ("bare", "sizing") if i % 2 == 0 else ("sizing", "bare"):
-                    first, ready, shown = _load(browser, urls[name], want[name], numbers=name == "sizing")
-                    times[name].append(ready)
-                    if shown is not None:
-                        times["sizing_first"].append(first)
-                        times["sizing_numbers"].append(shown)
-                    _settle([pb, ps])
-                    print(f"  {name} {ready:.2f} s", file=sys.stderr, flush=True)
-            crowd_bare, ready_bare = _crowd(browser, urls["bare"], want["bare"], viewers)
-            _settle([pb, ps])
-            crowd_sizing, ready_sizing = _crowd(browser, urls["sizing"], want["sizing"], viewers)
-            _settle([pb, ps])
+        procs = [stack.enter_context(serving(bare))] + [stack.enter_context(serving(specs[d])) for d in names]
+        urls = {"bare": bare.url, **{d: specs[d].url for d in names}}
+        want = {
+            "bare": expected_ready(Path(bare.argv[3])),
+            **{d: expected_ready(dashboard_path(d)) for d in names},
+        }
+        order = ("bare", *names)
+        for name in order:  # warm-up: the disk cache, Chromium's first page; not counted
+            _load(browser, urls[name], want[name], numbers=name == "sizing")
+            _settle(procs)
+        for i in range(n):
+            for name in order if i % 2 == 0 else tuple(reversed(order)):
+                loads.append(os.getloadavg()[0])
+                first, ready, shown = _load(browser, urls[name], want[name], numbers=name == "sizing")
+                times[name].append(ready)
+                if shown is not None:
+                    times["sizing_first"].append(first)
+                    times["sizing_numbers"].append(shown)
+                _settle(procs)
+                print(f"  {name} {ready:.2f} s (load {loads[-1]:.1f})", file=sys.stderr, flush=True)
+        if viewers and "sizing" in names:
+            crowd["crowd_bare"], crowd["ready_bare"] = _crowd(browser, urls["bare"], want["bare"], viewers)
+            _settle(procs)
+            crowd["crowd_sizing"], crowd["ready_sizing"] = _crowd(
+                browser, urls["sizing"], want["sizing"], viewers
+            )
+            _settle(procs)
         browser.close()
     return {
         **times,
-        "crowd_bare": crowd_bare,
-        "crowd_sizing": crowd_sizing,
-        "ready_bare": ready_bare,
-        "ready_sizing": ready_sizing,
+        **crowd,
+        "load": loads,
+        "cores": os.cpu_count(),
+        "pages": names,
         "viewers": viewers,
-        "widgets": want["sizing"],
+        "widgets": {d: want[d] for d in names},
     }
 
 
@@ -216,40 +237,51 @@ def _row(name: str, value: float, reference: float, note: str) -> dict:
     }
 
 
+def _load_note(m: dict) -> str:
+    load = m["load"]
+    return (
+        f"load average (1 min) {min(load):.1f}-{max(load):.1f}, median {statistics.median(load):.1f} "
+        f"on {m['cores']} logical CPUs"
+    )
+
+
 def rows_from(m: dict) -> list[dict]:
     bare = statistics.median(m["bare"])
     n = len(m["bare"])
-    return [
-        _row(
-            "sizing: time to all widgets .aiwb-ready (median)",
-            statistics.median(m["sizing"]),
-            bare,
-            f"n={n}; {m['widgets']} widgets; target ≤ 1.5x",
-        ),
-        {
-            **_row(
-                "sizing: time to all widgets .aiwb-ready, paired (median of per-pair ratios)",
-                statistics.median(m["sizing"]),
+    rows = []
+    for d in m["pages"]:
+        rows.append(
+            {
+                **_row(
+                    f"{d}: time to all widgets .aiwb-ready (ratio of medians)",
+                    statistics.median(m[d]),
+                    bare,
+                    f"n={n}; {m['widgets'][d]} widgets; target ≤ 1.5x; median of per-round ratios "
+                    f"{statistics.median(s / b for s, b in zip(m[d], m['bare'], strict=True)):.2f}x; "
+                    + _load_note(m),
+                ),
+            }
+        )
+    if "sizing" in m["pages"]:
+        rows.append(
+            _row(
+                "sizing: time to headline + chart drawn (median)",
+                statistics.median(m["sizing_numbers"]),
                 bare,
-                f"n={n}; ratio: median of each sizing load over the bare load next to it (drift in a shared"
-                " machine's load cancels); value and ref: the medians",
-            ),
-            "ratio": statistics.median(s / b for s, b in zip(m["sizing"], m["bare"], strict=True)),
-        },
-        _row(
-            "sizing: time to headline + chart drawn (median)",
-            statistics.median(m["sizing_numbers"]),
-            bare,
-            f"n={n}; reference: the bare page's ready",
-        ),
-        _row(
-            f"sizing: {m['viewers']} viewers at once, last ready",
-            m["crowd_sizing"],
-            m["crowd_bare"],
-            f"ready: {m['ready_sizing']}/{m['viewers']} sizing, {m['ready_bare']}/{m['viewers']} bare"
-            f" within {CROWD_S:.0f} s",
-        ),
-    ]
+                f"n={n}; reference: the bare page's ready",
+            )
+        )
+    if m["viewers"] and "sizing" in m["pages"]:
+        rows.append(
+            _row(
+                f"sizing: {m['viewers']} viewers at once, last ready",
+                m["crowd_sizing"],
+                m["crowd_bare"],
+                f"ready: {m['ready_sizing']}/{m['viewers']} sizing, {m['ready_bare']}/{m['viewers']} bare"
+                f" within {CROWD_S:.0f} s",
+            )
+        )
+    return rows
 
 
 def run(n: int = 5, viewers: int = 10) -> list[dict]:
@@ -257,19 +289,24 @@ def run(n: int = 5, viewers: int = 10) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from aiworkbook.cli.app_cmds import DASHBOARDS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=5, help="counted loads of each page (at least 1; default 5)")
-    ap.add_argument("--viewers", type=int, default=10, help="pages opened at once (default 10)")
+    ap.add_argument(
+        "--viewers", type=int, default=10, help="sizing pages opened at once (0: none; default 10)"
+    )
+    ap.add_argument("--pages", default=",".join(DASHBOARDS), help="dashboards to load (default: all)")
     args = ap.parse_args(argv)
-    if args.n < 1 or not 1 <= args.viewers <= 50:
-        ap.error("--n must be at least 1 and --viewers 1 to 50")
-    m = measure(args.n, args.viewers)
+    pages = tuple(p for p in args.pages.split(",") if p)
+    if args.n < 1 or not 0 <= args.viewers <= 50 or not pages or set(pages) - set(DASHBOARDS):
+        ap.error(f"--n must be at least 1, --viewers 0 to 50, --pages some of {','.join(DASHBOARDS)}")
+    m = measure(args.n, args.viewers, pages)
     print(f"{'page':<14} {'loads (s)':<48} median")
-    for name in ("bare", "sizing_first", "sizing", "sizing_numbers"):
+    for name in ("bare", *pages, *(("sizing_first", "sizing_numbers") if "sizing" in pages else ())):
         loads = " ".join(f"{x:.2f}" for x in m[name])
         print(f"{name:<14} {loads:<48} {statistics.median(m[name]):.2f}")
-    pairs = " ".join(f"{s / b:.2f}" for s, b in zip(m["sizing"], m["bare"], strict=True))
-    print(f"{'ratios':<14} {pairs}")
+    print(f"{'load avg':<14} {' '.join(f'{x:.1f}' for x in m['load'])}")
     for r in rows_from(m):
         print(
             f"{r['name']:<52} {r['value']:7.2f} s  ref {r['reference']:6.2f} s  ratio {r['ratio']:.2f}x  {r['note']}"

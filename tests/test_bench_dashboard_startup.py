@@ -82,3 +82,32 @@ def test_all_ready_needs_every_top_level_marker_not_the_first():
         early = pool.submit(_count_js, sizer + planner, 2).result(timeout=120)
         late = pool.submit(_count_js, sizer + done, 3).result(timeout=120)
     assert (early, late) == (False, True)
+
+
+def test_every_dashboard_gets_its_ratio_of_medians_with_the_load_beside_it():
+    """Issue 33: every dashboard (not only sizing) against the bare page, the ratio of the medians, and
+    the machine's load recorded with it."""
+    from aiworkbook.cli.app_cmds import DASHBOARDS
+
+    m = {
+        "bare": [2.0, 4.0, 3.0],
+        "sizing": [3.0, 5.0, 4.0],
+        "monitor": [2.5, 6.0, 3.3],
+        "report": [3.0, 3.0, 3.0],
+        "sizing_first": [1.0, 1.0, 1.0],
+        "sizing_numbers": [4.0, 6.0, 5.0],
+        "load": [1.0, 6.5, 2.0],
+        "cores": 2,
+        "pages": DASHBOARDS,
+        "viewers": 0,
+        "widgets": dict.fromkeys(DASHBOARDS, 1),
+    }
+    rows = {r["name"].split(":")[0]: r for r in _bench().rows_from(m) if "ratio of medians" in r["name"]}
+    assert set(rows) == set(DASHBOARDS)
+    assert rows["sizing"]["ratio"] == pytest.approx(4.0 / 3.0) and rows["monitor"]["ratio"] == pytest.approx(
+        1.1
+    )
+    assert all(
+        "load average (1 min) 1.0-6.5, median 2.0 on 2 logical CPUs" in r["note"] for r in rows.values()
+    )
+    assert all("target ≤ 1.5x" in r["note"] for r in rows.values())

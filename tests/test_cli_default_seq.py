@@ -27,7 +27,7 @@ def test_inference_leaves_room_for_the_new_tokens(capsys):
 def test_a_typed_sequence_is_never_shortened(capsys):
     assert main(["size", "gpt2", "--seq", "2048"]) == 2
     err = capsys.readouterr().err
-    assert "'seq_len' = 2048" in err and "(1024)" in err
+    assert "'--seq' = 2048" in err and "(1024)" in err
     assert main(["size", "llama-3-8b", "--json"]) == 0  # a longer model keeps the default
     assert json.loads(capsys.readouterr().out)["workload"]["seq_len"] == 2048
 

@@ -12,7 +12,8 @@ def test_under_a_dollar_keeps_three_significant_digits():
     assert money(0.0259, "en", None) == "$0.0259"
     assert money(1234.5, "en", None) == "$1,234.50"
     assert money(0.0, "en", None) == "$0.00"
-    assert money(0.0259, "en") == "$0.03"  # fixed digits stay as asked
+    assert money(0.0259, "en", 2) == "$0.03"  # fixed digits stay as asked
+    assert money(0.0259, "en") == money(0.0259, "en", None)  # the default is the one rule
 
 
 def test_every_face_reads_the_same_digits():

@@ -242,7 +242,7 @@ def test_json_keeps_its_keys_and_adds_host(capsys):
     assert d["host"]["offloaded_activations"] > 0
     assert d["host"]["host_bytes"] == sum(v for k, v in d["host"].items() if k != "host_bytes")
     assert main(["fit", "llama-3.1-8b", "--optimizer-in-backward", "--fsdp-cpu-offload"]) == 2
-    assert "optimizer_in_backward" in capsys.readouterr().err
+    assert "--optimizer-in-backward" in capsys.readouterr().err
 
 
 def predicted_gib(case) -> float:

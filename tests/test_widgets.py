@@ -27,9 +27,14 @@ def assert_built(w, css: str) -> None:
 
 
 def assert_error(w, *words: str) -> None:
+    """The error area shows one line with each of `words`; a word that is a field with a control is
+    named as the screen shows it (its label, never the library's name: issue 33)."""
     assert w.error, "expected an error message"
     for word in words:
-        assert word in w.error
+        shown = w.field_label(word)
+        assert (shown or word) in w.error, (word, shown, w.error)
+        if shown and shown != word:
+            assert not w.error.startswith(f"field '{word}'"), w.error
     assert w.error_area.layout.display != "none" and "Traceback" not in w.error_area.value
 
 

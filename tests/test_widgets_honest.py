@@ -150,7 +150,9 @@ def test_an_error_ends_the_working_sign(planner):
     planner.status.value = "Working…"  # as while a background computation runs
     planner.show_error(SpecError("context", 0, "an integer >= 1"))
     # the sign is gone: blank, or (a result was on screen) the line saying it was not updated
-    assert planner.status.value in ("", f"<i>{planner.t('stale')}</i>") and "context" in planner.error
+    assert (
+        planner.status.value in ("", f"<i>{planner.t('stale')}</i>") and planner.t("context") in planner.error
+    )
 
 
 def test_planner_following_a_sizer_on_the_same_model_and_gpu_plans_once(sizer, monkeypatch):

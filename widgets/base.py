@@ -44,9 +44,11 @@ def chart_view(chart: Any = None) -> Any:
             _chart_class = shared_chart_class() or dashboard_chart_class()
             _offline_done = True
     # SVG, not canvas: a chart's words are text a screen reader, a search and the language test read
-    return _chart_class(
+    view = _chart_class(
         chart if chart is not None else alt.Chart(alt.Data(values=[])).mark_point(), embed_options=EMBED
     )
+    view.add_class("aiwb-chart")  # styled while stale (LAYOUT_CSS)
+    return view
 
 
 #: the module a shared chart's widget loads: Altair's offline bundle, imported by its URL on this page
@@ -361,6 +363,7 @@ class Composite(W.VBox):
         stale = bool(self.marks_stale and msg and self.result)
         if self.marks_stale:
             (self.add_class if stale else self.remove_class)("aiwb-stale")
+            self._mark_headline(stale)
             line = f"<i>{html.escape(self.t('stale'))}</i>"
             if stale:
                 self.status.value = line
@@ -369,20 +372,49 @@ class Composite(W.VBox):
         if msg and not stale and hasattr(self, "status"):
             self.status.value = ""  # the work ended (in an error): no "Working…" left spinning
 
+    def _mark_headline(self, stale: bool) -> None:
+        """The headline above stale figures says so too: a "not updated" mark before it while stale."""
+        import html
+
+        head = getattr(self, "headline", None)
+        if head is None:
+            return
+        mark = f'<span class="aiwb-stale-mark">{html.escape(self.t("stale_mark"))}</span>'
+        if stale and not head.value.startswith(mark):
+            head.value = mark + head.value
+        elif not stale and head.value.startswith(mark):
+            head.value = head.value[len(mark) :]
+
     def show_error(self, exc: BaseException) -> None:
         """One line for people: a SpecError's message (field, value, allowed) or the error's own text."""
         from aiworkbook.errors import SpecError
 
-        if isinstance(exc, SpecError) and self.lang != "en":  # the frame in the viewer's language
+        shown = self.field_label(exc.field) if isinstance(exc, SpecError) else None
+        if isinstance(exc, SpecError) and (self.lang != "en" or shown):  # the frame in the viewer's words
             from aiworkbook.errors import printable, quote
             from aiworkbook.message import words
 
             allowed = words(exc.allowed, self.lang)  # a Msg in the viewer's words, other text as it is
-            self.error = self.t(
-                "error_line", field=printable(exc.field), value=quote(exc.value), allowed=allowed
+            where = f"{printable(exc.source, 400)}: " if exc.source else ""
+            self.error = where + self.t(
+                "error_line", field=shown or printable(exc.field), value=quote(exc.value), allowed=allowed
             )
             return
         self.error = str(exc) if isinstance(exc, SpecError) else f"{type(exc).__name__}: {exc}"
+
+    def field_label(self, field: str) -> str | None:
+        """The label the screen shows for a library field ("Sequence" for seq_len): the description of
+        the control made for it (widgets/form.py `named`), or None where no control stands for it."""
+        stack, seen = [self], set()
+        while stack:
+            w = stack.pop()
+            if id(w) in seen:
+                continue
+            seen.add(id(w))
+            if getattr(w, "aiwb_field", None) == field and getattr(w, "aiwb_label", ""):
+                return str(w.aiwb_label)
+            stack.extend(getattr(w, "children", ()) or ())
+        return None
 
     def guarded(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn` as a callback that never raises: errors go to the error area."""
@@ -503,6 +535,11 @@ LAYOUT_CSS = """
 .aiwb-widget .aiwb-lora .widget-label { align-self: flex-start; padding-top: 4px; }
 .aiwb-pattern-picker .widget-inline-hbox { width: min(720px, 100%); }
 .aiwb-pattern-picker .widget-inline-hbox > .widget-label { width: 46% !important; max-width: 46%; text-align: right; }
+.aiwb-stale .aiwb-chart, .aiwb-stale .aiwb-value:not(.aiwb-headline) { opacity: 0.45; filter: grayscale(1);
+  outline: 2px dashed #666; outline-offset: 3px; }
+.aiwb-stale .aiwb-headline { outline: 2px dashed #666; outline-offset: 3px; }
+.aiwb-stale-mark { font-weight: bold; border: 1px solid currentColor; border-radius: 3px; padding: 0 4px;
+  margin-right: 6px; }
 """
 
 

@@ -73,15 +73,18 @@ class NumberText(W.Text):
 class FieldText(NumberText):
     """The text box of a numeric Workload field: `number()` parses it through the library."""
 
-    def __init__(self, field: str, value: Any, description: str = "", **kw: Any) -> None:
+    def __init__(
+        self, field: str, value: Any, description: str = "", required: bool = False, **kw: Any
+    ) -> None:
         super().__init__(value, description, **kw)
         self.field = field
+        self.required = required  # an optional field this form always sets: empty is not offered
 
     def number(self) -> Any:
         """The typed value as the field takes it, or a SpecError naming the field and its range."""
         from aiworkbook.sizing.workload import parse_field
 
-        return parse_field(self.field, self.value)
+        return parse_field(self.field, self.value, required=self.required)
 
 
 def _text(value: Any) -> str:
@@ -128,6 +131,17 @@ def control(field: str, value: Any, description: str, options: Any = None, optio
     """The control for one Workload field: a drop-down for a choice (`options` overrides the field's
     choices, e.g. the ZeRO stages), a check box for a switch, a text box for a number (with a switch
     for an optional one, unless `optional=False`: a form that always sets it)."""
+    return named(_control(field, value, description, options, optional), field, description)
+
+
+def named(c: Any, field: str, description: str) -> Any:
+    """Mark `c` as the control of `field`, shown as `description`: an error about the field names it
+    as the screen does ("Sequence", not seq_len; Composite.field_label)."""
+    c.aiwb_field, c.aiwb_label = field, description
+    return c
+
+
+def _control(field: str, value: Any, description: str, options: Any, optional: bool) -> Any:
     d = schema()[field]
     if options is not None or d["type"] == "choice":
         values = options if options is not None else unset_first(field, d["choices"])
@@ -140,7 +154,7 @@ def control(field: str, value: Any, description: str, options: Any = None, optio
             opt = OptionalField(field, description, start)
             opt.value = value
             return opt
-        return FieldText(field, value, description)
+        return FieldText(field, value, description, required=d["optional"])
     raise ValueError(f"no single control for {field} ({d['type']})")
 
 

@@ -130,6 +130,7 @@ class KVPlanner(BackgroundComposite):
             "tp": control("tp", 1, t("tp")),
         }
         self.headline = value_html("")
+        self.headline.add_class("aiwb-headline")  # marked, not faded, while the figures are stale
         self.where = where_html(lang=lang)
         self.follows = W.HTML("")  # what the planner takes from a sizer it follows, and what it does not
         self.follows.add_class("aiwb-follows")

@@ -171,6 +171,7 @@ class ModelSizer(BackgroundComposite):
         self._sections: dict[str, dict[str, Any]] = {}
         self._folds = [W.VBox([]), W.VBox([])]
         self.headline = value_html("")
+        self.headline.add_class("aiwb-headline")  # marked, not faded, while the figures are stale
         self.where = where_html(lang=lang)
         self.chart = chart_view()
         self.rule = W.HTML("")
@@ -468,6 +469,7 @@ class ModelSizer(BackgroundComposite):
         from aiworkbook.charts.memory import rule_formula
         from aiworkbook.i18n_format import integer, money
         from aiworkbook.message import Msg
+        from aiworkbook.sizing.sections import margin
         from aiworkbook.units import fmt_bytes
 
         lang = self.lang
@@ -490,8 +492,7 @@ class ModelSizer(BackgroundComposite):
             verdict=f'<span style="color:{colour}">{words}</span>',
             n=out["answer"].given if "answer" in out else 1,
             gpu=html.escape(str(fit["gpu"])),
-            headroom=fmt_bytes(fit["headroom_bytes"], "GiB", lang),
-            headroom_word=self.t("headroom"),
+            margin=(margin(fit["headroom_bytes"]) or Msg("value.na")).render(lang),
         )
         line += self._needs_words(out.get("needs") or {}, fit)
         self.headline.value = f"<b>{line}</b>"
@@ -510,14 +511,14 @@ class ModelSizer(BackgroundComposite):
                 r["gpu"],
                 r["gpus"] if r["gpus"] is not None else "—",
                 money(r["price_per_gpu_hour"], lang) if r["price_per_gpu_hour"] else "—",
-                money(r["usd_per_mtok"], lang, None) if r.get("usd_per_mtok") is not None else "—",
+                money(r["usd_per_mtok"], lang) if r.get("usd_per_mtok") is not None else "—",
             ]
             for r in out["fits_on"]
         ]
         best = out["cheapest"]
         note = self.t("none_fit")
         if best:
-            price, hourly = money(best["usd_per_mtok"], lang, None), money(best["usd_per_hour"], lang)
+            price, hourly = money(best["usd_per_mtok"], lang), money(best["usd_per_hour"], lang)
             note = Msg("sizer.cheapest", n=best["gpus"], gpu=best["gpu"], price=price, hourly=hourly).render(
                 lang
             )
@@ -547,9 +548,10 @@ class ModelSizer(BackgroundComposite):
         if not fit["fits"]:
             if here is not None:
                 out += "; " + t("needs", n=here["gpus"], gpu=html.escape(here["gpu"]))
-            if cheap is not None and cheap != here:
+            if cheap is not None and cheap != here:  # "or …" only after what it needs of this GPU
+                said = "lowest_cost" if here is not None else "needs"
                 out += (", " if here is not None else "; ") + t(
-                    "lowest_cost", n=cheap["gpus"], gpu=html.escape(cheap["gpu"])
+                    said, n=cheap["gpus"], gpu=html.escape(cheap["gpu"])
                 )
             if here is None and cheap is None:
                 return "; " + html.escape(t("none_fit"))
@@ -560,14 +562,12 @@ class ModelSizer(BackgroundComposite):
             if priced.get("usd_per_mtok") is not None:
                 return f"{out}, {money(priced['usd_per_mtok'], lang)} {t('per_mtok')}"
             if priced.get("usd_per_mtok_trained") is not None:
-                return f"{out}, {money(priced['usd_per_mtok_trained'], lang, None)} {t('per_mtok_trained')}"
+                return f"{out}, {money(priced['usd_per_mtok_trained'], lang)} {t('per_mtok_trained')}"
             return out
         if priced.get("usd_per_mtok") is not None:
             out += ", " + t("priced_on", price=money(priced["usd_per_mtok"], lang), **where)
         elif priced.get("usd_per_mtok_trained") is not None:
-            out += ", " + t(
-                "priced_trained_on", price=money(priced["usd_per_mtok_trained"], lang, None), **where
-            )
+            out += ", " + t("priced_trained_on", price=money(priced["usd_per_mtok_trained"], lang), **where)
         return out
 
     def _price_words(self, out: dict[str, Any]) -> str:
@@ -600,7 +600,7 @@ class ModelSizer(BackgroundComposite):
         if cost.get("decode_usd_per_mtok") is not None:
             return f"<b>{self.t('cost')}</b>: {money(cost['decode_usd_per_mtok'], self.lang)} {self.t('per_mtok')}"
         if cost.get("usd_per_mtok_trained") is not None:
-            per_tok = f"{money(cost['usd_per_mtok_trained'], self.lang, None)} {self.t('per_mtok_trained')}"
+            per_tok = f"{money(cost['usd_per_mtok_trained'], self.lang)} {self.t('per_mtok_trained')}"
             run = cost.get("run") or {}
             if run.get("usd") is not None:  # a training workload is priced per run when its tokens are known
                 tokens = integer(run.get("train_tokens", 0), self.lang)

@@ -7,7 +7,8 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import HEIGHT, WIDTH, finish, gib, tr
+from aiworkbook.charts.colours import MARK_COLOURS, VERDICT_COLOURS
+from aiworkbook.charts.theme import HEIGHT, WIDTH, finish, gib, meaning_scale, tr
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -34,43 +35,58 @@ def heatmap_chart(
     device: str = "cuda",
     lang: str = "en",
 ) -> alt.LayerChart:
-    """GiB per GPU over batch x length; cells that do not fit are hatched out by opacity, and the fit
-    frontier (largest fitting batch per length) is drawn as a line of points."""
+    """GiB per GPU over batch x length on a colour scale (cividis) for the cells that fit; a cell that
+    does not fit is drawn in the does-not-fit colour (never faded into the scale, where a pale cell read
+    as its top), and the fit frontier (largest fitting batch per length) as a line of points; the
+    legend names both."""
     d = heatmap_data(spec, workload, gpu, batches, lengths, device)
     training = workload.mode != "infer"
     bname = tr("chart.micro_batch", lang) if training else tr("chart.concurrency", lang)
     lname = tr("chart.seq_len", lang) if training else tr("chart.context_tokens", lang)
     x = alt.X("length:O", title=lname)
     y = alt.Y("batch:O", title=bname, sort="descending")
+    tooltip = [
+        alt.Tooltip("batch:O", title=bname),
+        alt.Tooltip("length:O", title=lname),
+        alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
+        alt.Tooltip("fits:N", title=tr("chart.fits", lang)),
+    ]
+    no_fit = tr("verdict.does-not-fit", lang)
+    frontier_said = tr("chart.max", lang, what=bname)
+    marks = meaning_scale(
+        [(no_fit, VERDICT_COLOURS["does-not-fit"]), (frontier_said, MARK_COLOURS["fit frontier"])]
+    )
+    fit_cells = [c for c in d["cells"] if c["fits"]]
+    over = [{**c, "key": no_fit} for c in d["cells"] if not c["fits"]]
+    gib_scale = alt.Scale(scheme="cividis", type="log")
     cells = (
-        alt.Chart(alt.Data(values=d["cells"]))
+        alt.Chart(alt.Data(values=fit_cells))
         .mark_rect()
         .encode(
             x=x,
             y=y,
-            color=alt.Color(
-                "gib:Q", scale=alt.Scale(scheme="cividis", type="log"), title=tr("chart.gib_per_gpu", lang)
-            ),
-            opacity=alt.condition(alt.datum.fits, alt.value(1.0), alt.value(0.25)),
-            tooltip=[
-                alt.Tooltip("batch:O", title=bname),
-                alt.Tooltip("length:O", title=lname),
-                alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
-                alt.Tooltip("fits:N", title=tr("chart.fits", lang)),
-            ],
+            color=alt.Color("gib:Q", scale=gib_scale, title=tr("chart.gib_per_gpu", lang)),
+            tooltip=tooltip,
         )
     )
+    outside = (
+        alt.Chart(alt.Data(values=over))
+        .mark_rect()
+        .encode(x=x, y=y, color=alt.Color("key:N", scale=marks, title=None), tooltip=tooltip)
+    )
     frontier = (
-        alt.Chart(alt.Data(values=d["frontier"]))
-        .mark_line(point=True, color="#D55E00", strokeWidth=2)
+        alt.Chart(alt.Data(values=[{**f, "key": frontier_said} for f in d["frontier"]]))
+        .mark_line(point=True, strokeWidth=2)
         .encode(
             x=x,
             y=y,
+            color=alt.Color("key:N", scale=marks, title=None),
             tooltip=[
                 alt.Tooltip("length:O", title=lname),
-                alt.Tooltip("batch:O", title=tr("chart.max", lang, what=bname)),
+                alt.Tooltip("batch:O", title=frontier_said),
             ],
         )
     )
     title = tr("chart.heatmap_title", lang, model=spec.name, gpu=d["gpu"])
-    return finish(alt.layer(cells, frontier).properties(width=WIDTH, height=HEIGHT), title, lang)
+    layered = alt.layer(cells, alt.layer(outside, frontier)).resolve_scale(color="independent")
+    return finish(layered.properties(width=WIDTH, height=HEIGHT), title, lang)

@@ -6,7 +6,8 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import PALETTE, finish, tr
+from aiworkbook.charts.colours import MARK_COLOURS, PERCENTILE_COLOURS
+from aiworkbook.charts.theme import finish, meaning_scale, tr
 
 PERCENTILES = ("p50", "p95", "p99")
 REQUIRED = (
@@ -40,21 +41,25 @@ def latency_chart(
     """Three panels against load: TTFT and TPOT (p50/p95/p99, ms) and output tokens/s; the knee (the
     load past which latency climbs without throughput) as a dashed rule in each."""
     long = latency_rows(rows)
-    thr = [{"load": r["load"], "throughput_tok_s": r["throughput_tok_s"]} for r in rows]
-    colour = alt.Color(
-        "percentile:N",
-        scale=alt.Scale(domain=list(PERCENTILES), range=list(PALETTE[:3])),
-        title=tr("chart.percentile", lang),
-    )
-    knee_rows = (
-        [{"load": knee, "label": tr("chart.knee", lang, knee=f"{knee:g}")}] if knee is not None else []
-    )
+    thr = [
+        {"load": r["load"], "throughput_tok_s": r["throughput_tok_s"], "line": tr("chart.output_tps", lang)}
+        for r in rows
+    ]
+    knee_said = tr("chart.knee", lang, knee=f"{knee:g}") if knee is not None else ""
+    tput_said = tr("chart.output_tps", lang)
+    # one legend for everything drawn: the percentiles, the knee's rule, the throughput line
+    keys = [(p, PERCENTILE_COLOURS[p]) for p in PERCENTILES] + [(tput_said, MARK_COLOURS["throughput"])]
+    if knee is not None:
+        keys.append((knee_said, MARK_COLOURS["knee"]))
+    scale = meaning_scale(keys)
+    colour = alt.Color("percentile:N", scale=scale, title=tr("chart.percentile", lang))
+    knee_rows = [{"load": knee, "label": knee_said}] if knee is not None else []
 
     def knee_rule() -> alt.Chart:
         return (
             alt.Chart(alt.Data(values=knee_rows))
-            .mark_rule(strokeDash=[6, 4], color=PALETTE[5])
-            .encode(x="load:Q", tooltip=["label:N"])
+            .mark_rule(strokeDash=[6, 4])
+            .encode(x="load:Q", color=alt.Color("label:N", scale=scale), tooltip=["label:N"])
         )
 
     panels = []
@@ -74,14 +79,15 @@ def latency_chart(
         panels.append(alt.layer(*layers).properties(title=metric, width=260, height=200))
     tput = (
         alt.Chart(alt.Data(values=thr))
-        .mark_line(point=True, color=PALETTE[7])  # black: not one of the percentiles' colours
+        .mark_line(point=True)
         .encode(
             x=alt.X("load:Q", title=tr("chart.load", lang)),
             y=alt.Y("throughput_tok_s:Q", title=tr("chart.output_tps", lang)),
+            color=alt.Color("line:N", scale=scale),
             tooltip=["load:Q", alt.Tooltip("throughput_tok_s:Q", format=",.0f")],
         )
     )
     layers = [tput, knee_rule()] if knee_rows else [tput]
     panels.append(alt.layer(*layers).properties(title=tr("chart.throughput", lang), width=260, height=200))
-    knee_said = f" ({tr('chart.knee', lang, knee=f'{knee:g}')})" if knee is not None else ""
-    return finish(alt.hconcat(*panels), tr("chart.latency_title", lang) + knee_said, lang)
+    knee_title = f" ({knee_said})" if knee is not None else ""
+    return finish(alt.hconcat(*panels), tr("chart.latency_title", lang) + knee_title, lang)

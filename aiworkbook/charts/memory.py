@@ -1,7 +1,8 @@
 """Memory breakdown: one stacked bar by component (the formula in each tooltip), the rule of thumb
 beside it, and the GPU budget as a line when the estimate names a GPU. For training the total is the
 step's peak phase, below the stacked sum (gradients and activations are not all alive at once): a
-black tick on the bar marks it."""
+tick on the bar marks it, in
+the legend with the rest."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import HEIGHT, component_label, finish, gib, label, scale, tr
+from aiworkbook.charts.colours import COMPONENT_COLOURS, MARK_COLOURS
+from aiworkbook.charts.theme import (
+    HEIGHT,
+    component_label,
+    finish,
+    gib,
+    label,
+    meaning_scale,
+    tr,
+)
 from aiworkbook.sizing.formula_data import formula_said, rule_said, stored_formulas
 from aiworkbook.sizing.memory import COMPONENTS
 from aiworkbook.units import fmt_bytes
@@ -88,13 +98,27 @@ def memory_chart(estimate: Any, lang: str = "en") -> alt.LayerChart:
     rows = memory_rows(d, lang)
     names = [r["label"] for r in rows]
     itemised, rule_bar = _bars(lang)
+    # one legend for everything drawn: each component, the rule of thumb, the budget line, the peak tick
+    keys = [(r["label"], COMPONENT_COLOURS.get(r["component"], MARK_COLOURS["rule of thumb"])) for r in rows]
+    fits = d.get("fits") or {}
+    tallest = max(sum(r["bytes"] for r in rows if r["bar"] == itemised), *(r["bytes"] for r in rows))
+    off_scale = bool(fits.get("budget_bytes")) and fits["budget_bytes"] > OFF_SCALE * max(tallest, 1)
+    budget_said = tr("chart.budget_on", lang, gpu=fits.get("gpu"))
+    if fits.get("budget_bytes") and not off_scale:
+        keys.append((budget_said, MARK_COLOURS["budget"]))
+    mem = d["memory"]
+    summed = sum(int(mem.get(c) or 0) for c in COMPONENTS)
+    peaked = mem["total"] < summed  # a training step's peak: not every component is alive at once
+    if peaked:
+        keys.append((tr("chart.peak", lang), MARK_COLOURS["peak"]))
+    colour = alt.Color("label:N", scale=meaning_scale(keys), sort=names, title=tr("chart.component", lang))
     bars = (
         alt.Chart(alt.Data(values=rows))
         .mark_bar()
         .encode(
             x=alt.X("bar:N", title=None, sort=[itemised, rule_bar], axis=alt.Axis(labelAngle=0)),
             y=alt.Y("sum(gib):Q", title=tr("chart.gib_axis", lang), stack="zero"),
-            color=alt.Color("label:N", scale=scale(names), sort=names, title=tr("chart.component", lang)),
+            color=colour,
             order=alt.Order("order:Q"),
             tooltip=[
                 alt.Tooltip("label:N", title=tr("chart.component", lang)),
@@ -105,22 +129,15 @@ def memory_chart(estimate: Any, lang: str = "en") -> alt.LayerChart:
         )
     )
     layers: list[Any] = [bars]
-    fits = d.get("fits") or {}
-    tallest = max(sum(r["bytes"] for r in rows if r["bar"] == itemised), *(r["bytes"] for r in rows))
-    off_scale = bool(fits.get("budget_bytes")) and fits["budget_bytes"] > OFF_SCALE * max(tallest, 1)
     if fits.get("budget_bytes") and not off_scale:
-        budget = [
-            {"gib": gib(fits["budget_bytes"]), "label": tr("chart.budget_on", lang, gpu=fits.get("gpu"))}
-        ]
+        budget = [{"gib": gib(fits["budget_bytes"]), "label": budget_said}]
         line = alt.Chart(alt.Data(values=budget)).encode(
-            y="gib:Q", tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", format=",.2f")]
+            y="gib:Q", color=colour, tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", format=",.2f")]
         )
-        layers.append(line.mark_rule(strokeDash=[6, 4], color="#000000"))
+        layers.append(line.mark_rule(strokeDash=[6, 4]))
         # the line says what it is on the chart itself (dashed lines are otherwise unexplained)
         layers.append(line.mark_text(align="left", dx=2, dy=-6, fontSize=10, x=0).encode(text="label:N"))
-    mem = d["memory"]
-    summed = sum(int(mem.get(c) or 0) for c in COMPONENTS)
-    if mem["total"] < summed:  # a training step's peak: not every component is alive at once
+    if peaked:
         peak = [
             {
                 "bar": itemised,
@@ -133,10 +150,11 @@ def memory_chart(estimate: Any, lang: str = "en") -> alt.LayerChart:
         ]
         layers.append(
             alt.Chart(alt.Data(values=peak))
-            .mark_tick(color="#000000", thickness=3, size=60)
+            .mark_tick(thickness=3, size=60)
             .encode(
                 x=alt.X("bar:N", sort=[itemised, rule_bar]),
                 y="gib:Q",
+                color=colour,
                 tooltip=[
                     alt.Tooltip("label:N"),
                     alt.Tooltip("gib:Q", format=",.2f"),

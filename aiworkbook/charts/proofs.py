@@ -7,7 +7,8 @@ from typing import Any
 
 import altair as alt
 
-from aiworkbook.charts.theme import ESTIMATE_COLOUR, HEIGHT, finish, tr, verdict_legend, verdict_scale
+from aiworkbook.charts.colours import ESTIMATE_COLOUR, VERDICT_COLOURS
+from aiworkbook.charts.theme import HEIGHT, finish, tr
 from aiworkbook.provenance import verdict_words
 
 ESTIMATE = "estimate"
@@ -34,8 +35,8 @@ def proof_rows(results: list[Any]) -> list[dict[str, Any]]:
             "flags": ", ".join(d.get("flags", [])) or "none",
         }
         has_estimate = bool(d.get("predicted"))
-        rows.append({**common, "kind": ESTIMATE, "relative": 1.0 if has_estimate else None})
-        rows.append({**common, "kind": MEASURED, "relative": d.get("ratio")})
+        rows.append({**common, "kind": ESTIMATE, "key": ESTIMATE, "relative": 1.0 if has_estimate else None})
+        rows.append({**common, "kind": MEASURED, "key": common["verdict"], "relative": d.get("ratio")})
     return rows
 
 
@@ -66,21 +67,38 @@ def proofs_chart(results: list[Any], lang: str = "en") -> alt.LayerChart:
         yOffset=alt.YOffset("kind:N", sort=[ESTIMATE, MEASURED]),
         tooltip=tooltip,
     )
-    est = base.transform_filter(alt.datum.kind == ESTIMATE).mark_bar(color=ESTIMATE_COLOUR)
+    # one legend for everything drawn: the estimate (its bar and its 1.0 line) and each verdict, in the
+    # estimate's own colour, which no verdict uses (info is grey)
+    words = _words(lang)
+    for r in rows:
+        r["key"] = words.get(r["key"], r["key"])
+    colour = alt.Color("key:N", scale=_scale(lang), title=tr("chart.verdict", lang))
+    est = base.transform_filter(alt.datum.kind == ESTIMATE).mark_bar()
     meas = base.transform_filter(alt.datum.kind == MEASURED).mark_bar()
     x = alt.X("relative:Q", title=tr("chart.relative", lang))
-    one = alt.Chart(alt.Data(values=[{"x": 1.0}])).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
-    chart = alt.layer(
-        est.encode(x=x),
-        meas.encode(
-            x=x,
-            color=alt.Color(
-                "verdict:N",
-                scale=verdict_scale(),
-                title=tr("chart.verdict", lang),
-                legend=verdict_legend(lang),
-            ),
-        ),
-        one,
-    ).properties(width=360, height=max(HEIGHT // 2, 48 * max(1, len(results))))
+    one = (
+        alt.Chart(alt.Data(values=[{"x": 1.0, "key": words[ESTIMATE]}]))
+        .mark_rule(strokeDash=[4, 3])
+        .encode(x="x:Q", color=colour)
+    )
+    chart = alt.layer(est.encode(x=x, color=colour), meas.encode(x=x, color=colour), one).properties(
+        width=360, height=max(HEIGHT // 2, 48 * max(1, len(results)))
+    )
     return finish(chart, tr("chart.proofs_title", lang), lang)
+
+
+def _words(lang: str) -> dict[str, str]:
+    """The legend's words in `lang` for "estimate" and each verdict (the data keeps the verdict names)."""
+    from aiworkbook.patterns.i18n import TABLES
+
+    said = {v: TABLES.get(lang, {}).get(f"verdict.{v}") for v in VERDICT_COLOURS}
+    return {
+        ESTIMATE: tr("chart.estimate", lang),
+        **{v: w if isinstance(w, str) else v for v, w in said.items()},
+    }
+
+
+def _scale(lang: str) -> alt.Scale:
+    words = _words(lang)
+    colours = {ESTIMATE: ESTIMATE_COLOUR, **VERDICT_COLOURS}
+    return alt.Scale(domain=[words[k] for k in colours], range=list(colours.values()))

@@ -44,7 +44,7 @@ def roofline_chart(data: Any, source: str | None = None, lang: str = "en") -> al
     if points:
         layers.append(
             alt.Chart(alt.Data(values=points))
-            .mark_point(size=140, filled=True, shape="diamond", stroke="#000000", strokeWidth=1)
+            .mark_point(size=140, filled=True, shape="diamond", stroke="#FFFFFF", strokeWidth=1)
             .encode(
                 x=x,
                 y=y,

@@ -9,47 +9,25 @@ from typing import Any
 
 import altair as alt
 
+from aiworkbook.charts.colours import ESTIMATE_COLOUR as ESTIMATE_COLOUR  # one colour per meaning
+from aiworkbook.charts.colours import VERDICT_COLOURS as VERDICT_COLOURS
+from aiworkbook.charts.colours import series
 from aiworkbook.sizing.memory import COMPONENTS, HOST_KEYS
 from aiworkbook.units import GiB
 
-#: Okabe-Ito: distinguishable under the common colour-vision deficiencies.
-PALETTE = (
-    "#0072B2",  # blue
-    "#E69F00",  # orange
-    "#009E73",  # bluish green
-    "#CC79A7",  # reddish purple
-    "#56B4E9",  # sky blue
-    "#D55E00",  # vermillion
-    "#F0E442",  # yellow
-    "#000000",  # black
-    "#999999",  # grey
-    "#882255",  # wine (Tol), an eleventh hue for long stacks
-    "#44AA99",  # teal (Tol)
-)
-#: Verdict -> colour: pass blue, fail vermillion (not red/green), the rest neutral.
-VERDICT_COLOURS: dict[str, str] = {
-    "pass": "#0072B2",
-    "fail": "#D55E00",
-    "info": "#999999",
-    "info (CPU only)": "#BBBBBB",
-    "fail (CPU only)": "#E8A07A",
-    "does-not-fit": "#CC79A7",
-    "interrupted": "#E69F00",
-    "error": "#000000",
-    "invalid": "#56B4E9",
-}
-ESTIMATE_COLOUR = "#999999"
 WIDTH = 420
 HEIGHT = 260
 
 
 def scale(domain: list[str] | tuple[str, ...]) -> alt.Scale:
-    """A categorical colour scale over `domain` with the palette, in order (stable colours per name)."""
-    return alt.Scale(domain=list(domain), range=[PALETTE[i % len(PALETTE)] for i in range(len(domain))])
+    """A categorical colour scale over open-ended series `domain` (GPUs, dtypes), in order, from the
+    series hues no fixed meaning uses (aiworkbook.charts.colours)."""
+    return alt.Scale(domain=list(domain), range=series(domain))
 
 
-def verdict_scale() -> alt.Scale:
-    return alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values()))
+def meaning_scale(pairs: list[tuple[str, str]]) -> alt.Scale:
+    """A colour scale whose legend names each colour's meaning: (legend words, colour) pairs."""
+    return alt.Scale(domain=[w for w, _ in pairs], range=[c for _, c in pairs])
 
 
 def gib(n: float | int | None) -> float | None:

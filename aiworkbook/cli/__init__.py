@@ -137,6 +137,17 @@ def _dispatch(argv: list[str] | None) -> int:
     return 0
 
 
+def _spec_error_in(exc: BaseException) -> SpecError | None:
+    """The SpecError an option's parser raised, which typer hands on as a usage error whose cause is
+    pydantic's ValidationError (the SpecError in its `ctx`); None for any other usage error."""
+    cause = exc.__cause__
+    try:
+        found = [e.get("ctx", {}).get("error") for e in cause.errors()] if cause is not None else []  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):
+        return None
+    return next((e for e in found if isinstance(e, SpecError)), None)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point. Bad input (a usage error, a SpecError, an unwritable path, input nested too deeply)
     prints one line and returns 2; Ctrl-C returns 130 and SIGTERM 143 with one line; any other
@@ -192,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         if full is not None:  # wrapped (DCP's CheckpointException is a BaseException): the same line
             typer.echo(f"error: {full}", err=True)
             return 1
+        spec = _spec_error_in(exc)
+        if spec is not None:  # an option's own parser (cli/size_cmds.py) named the option and its range
+            typer.echo(f"error: {spec}", err=True)
+            return 2
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # click usage errors
             exc.show()  # type: ignore[attr-defined]
             return exc.exit_code  # type: ignore[attr-defined]

@@ -11,6 +11,8 @@ from typing import Any
 import typer
 
 from aiworkbook.cli.options import option
+from aiworkbook.errors import SpecError
+from aiworkbook.i18n_format import money
 from aiworkbook.persist import dumps_json
 from aiworkbook.units import fmt_bytes, fmt_value
 
@@ -100,6 +102,35 @@ def _help(d: dict[str, Any], note: str = "") -> str:
     return " ".join(x for x in (f"{choices}:" if choices else "", doc + ".", note) if x)
 
 
+def _parser(name: str, flag: str, default: Any) -> Any:
+    """A numeric option's text as the Workload field takes it (`parse_field`: its bounds), or a
+    SpecError naming the option and the range ("--seq = 'abc' …; allowed: an integer from 1 to …");
+    the option's own default (concurrency's 0: "the batch") is accepted as the help shows it."""
+    from aiworkbook.sizing.workload import parse_field
+
+    def parse(text: Any) -> Any:
+        if not isinstance(text, str) or text.strip() == str(default):
+            return default if isinstance(text, str) else text
+        try:
+            return parse_field(name, text)
+        except SpecError as exc:
+            raise SpecError(flag, exc.value, exc.allowed) from None
+
+    return parse
+
+
+#: A Workload field's option as a user types it: seq_len -> --seq, dp -> --dp.
+def _flags() -> dict[str, str]:
+    from aiworkbook.sizing.workload import Workload
+
+    return {
+        d["name"]: _CLI.get(d["name"], {})
+        .get("decls", ("--" + d["name"].replace("_", "-"),))[0]
+        .split("/")[0]
+        for d in Workload.fields()
+    }
+
+
 def _workload_params() -> list[inspect.Parameter]:
     """The Workload's options for `size` and `fit`, one per `Workload.fields()` entry: the option's
     type, default and help come from the field; `_CLI` keeps the command line's own names."""
@@ -113,7 +144,10 @@ def _workload_params() -> list[inspect.Parameter]:
         flag = "--" + d["name"].replace("_", "-")
         decls = cli.get("decls", (flag,))
         default = cli.get("default", d["default"])
-        option = typer.Option(default, *decls, help=_help(d, cli.get("note", "")))
+        extra: dict[str, Any] = {}
+        if d["type"] in ("int", "float"):  # typed text checked by the library, named as typed (--seq)
+            extra = {"parser": _parser(d["name"], decls[0], default), "metavar": f"<{d['type']}>"}
+        option = typer.Option(default, *decls, help=_help(d, cli.get("note", "")), **extra)
         out.append(
             inspect.Parameter(
                 cli.get("param", d["name"]),
@@ -159,7 +193,13 @@ def _with_opts(fn):
         if opts["engine"] == "vllm" or given(flags):
             settings(opts, flags).check()  # bad vLLM flags are refused with or without a GPU
         opts["_vllm"] = flags
-        return fn(opts=opts, **kw)
+        try:
+            return fn(opts=opts, **kw)
+        except SpecError as exc:  # the library names a Workload field; the user typed its option
+            flag = _flags().get(exc.field)
+            if flag is None or exc.source:
+                raise
+            raise SpecError(flag, exc.value, exc.allowed) from None
 
     wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     wrapper.__name__ = fn.__name__
@@ -272,7 +312,7 @@ def answer_line(ans) -> str:
         out += f"; runs on {o.gpus} x {o.gpu}"
     if ans.usd_per_mtok is not None:
         per = "output tokens" if ans.mode == "infer" else "tokens trained"
-        out += f", ${ans.usd_per_mtok:,.4g} per million {per} on {o.gpus} x {o.gpu} ({ans.price_words})"
+        out += f", {money(ans.usd_per_mtok)} per million {per} on {o.gpus} x {o.gpu} ({ans.price_words})"
     d = ans.deployment
     if d is not None:
         out += f"; deploy: {d.engine}, tensor parallel {d.tp}, {d.resource}: {d.count}"
@@ -336,9 +376,7 @@ def _print_estimate(spec, est) -> None:
     f = est.fits
     if f.gpu:
         verdict = "fits" if f.fits else "does NOT fit"
-        typer.echo(
-            f"  {verdict} on one {f.gpu}: budget {fmt_bytes(f.budget_bytes)}, headroom {fmt_bytes(f.headroom_bytes)}"
-        )
+        typer.echo(f"  {verdict} on one {f.gpu}: budget {fmt_bytes(f.budget_bytes)}, {f.margin()}")
     _section("roofline (times are lower bounds at the GPU's ceilings)", est.roofline)
     _section("storage", est.storage)
     _section("cost (at the roofline's throughput: a lower bound on cost)", est.cost)

@@ -20,6 +20,7 @@ from aiworkbook.profile.report_blocks import usd as _usd
 from aiworkbook.proofs.flags import FLAGS
 from aiworkbook.proofs.registry import chart_kind
 from aiworkbook.provenance import cpu_only, verdict_words
+from aiworkbook.sizing.sections import margin
 from aiworkbook.units import fmt_bytes, fmt_value
 
 
@@ -108,7 +109,7 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
             verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
             gpus = ans.given if ans is not None else wl.tp * (wl.dp if wl.training else 1)
             parts.append(f"{verdict}: {gpus} × {fit['gpu']}")
-            parts.append(f"{fmt_bytes(fit['headroom_bytes'], lang=t.lang)} {t('report.headroom')}")
+            parts.append(words(margin(fit["headroom_bytes"]), t.lang))
             if not fit.get("fits"):  # never priced on GPUs it does not fit on: what it needs, priced
                 parts += _needs_parts(ans, t)
                 cost = {}
@@ -167,8 +168,9 @@ def _needs_parts(ans: Any, t: _Texts) -> list[str]:
     n, out = ans.needs, []
     if n.here is not None:
         out.append(t("report.needs").format(n=n.here.gpus, gpu=n.here.gpu))
-    if n.cheapest is not None and n.cheapest != n.here:
-        out.append(t("report.lowest_cost").format(n=n.cheapest.gpus, gpu=n.cheapest.gpu))
+    if n.cheapest is not None and n.cheapest != n.here:  # "or …" only after what it needs here
+        said = "report.lowest_cost" if n.here is not None else "report.needs"
+        out.append(t(said).format(n=n.cheapest.gpus, gpu=n.cheapest.gpu))
     o = ans.option
     if o is not None and o.usd_per_mtok is not None:
         out.append(f"{_usd(o.usd_per_mtok, t.lang)} {t('report.usd_per_mtok')} ({o.gpus} × {o.gpu})")
@@ -223,7 +225,7 @@ def _node_cells(node: Any, t: _Texts) -> tuple[str, ...]:
         if node.local_storage_bytes
         else "—"
     )
-    price = fixed(node.price_per_hour_usd, 2, t.lang) if node.price_per_hour_usd else "—"
+    price = _usd(node.price_per_hour_usd, t.lang) if node.price_per_hour_usd else "—"
     return gpu, cpu, fmt_bytes(node.ram_bytes, lang=t.lang), disk, price
 
 
@@ -462,7 +464,7 @@ def _cost(prof: LockedProfile, t: _Texts, traffic: Any = None) -> list[Block]:
     for name, est in prof.estimates.items():
         c = dict(est.get("cost") or {})
         fit = est.get("fits") or {}
-        where = f"{fixed(c.get('price_per_gpu_hour') or 0, 2, t.lang)} × {c.get('gpus', '—')}"
+        where = f"{_usd(c.get('price_per_gpu_hour') or 0, t.lang)} × {c.get('gpus', '—')}"
         if fit.get("gpu") and not fit.get("fits") and name in by_name:
             ans = answer_of(prof, by_name[name])
             o = ans.option if ans is not None else None

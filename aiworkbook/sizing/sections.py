@@ -13,6 +13,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any, Literal, TypeVar
 
+from aiworkbook.message import Msg
+
 #: Units a figure may carry ("" for labels, verdicts and plain counts).
 Unit = Literal[
     "", "B", "B/s", "s", "h", "days", "FLOP", "FLOP/s", "tokens", "tokens/s", "1/s", "$", "$/h", "$/Mtok",
@@ -164,6 +166,20 @@ class Fits(Section):
     total_bytes: int | None = figure("B", "itemised total", omit_none=True)
     headroom_bytes: int | None = figure("B", "budget minus total (negative: does not fit)", omit_none=True)
     fits: bool | None = figure("", "total within the budget")
+
+    def margin(self) -> Msg | None:
+        """The headroom in words ("58.68 GiB headroom", "short by 646.95 GiB"); None without a GPU."""
+        return margin(self.headroom_bytes)
+
+
+def margin(headroom_bytes: int | None) -> Msg | None:
+    """A headroom a person reads: what is left when it fits, what is missing when it does not; never a
+    negative headroom. The JSON keeps the signed `headroom_bytes`."""
+    if headroom_bytes is None:
+        return None
+    if headroom_bytes < 0:
+        return Msg("fit.short_by", amount=-headroom_bytes)
+    return Msg("fit.headroom", amount=headroom_bytes)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -524,10 +524,11 @@ def applies(name: str, mode: str) -> bool:
     return mode in APPLIES_TO.get(name, MODES)
 
 
-def parse_field(name: str, text: Any) -> Any:
+def parse_field(name: str, text: Any, required: bool = False) -> Any:
     """A value typed into a form (text, or a number already) as field `name` takes it, within the
     field's bounds: a SpecError names the field, what was typed and the allowed range ("1e12" typed as
-    seq_len is refused, never rounded or clamped). Empty text is None for an optional field."""
+    seq_len is refused, never rounded or clamped). Empty text is None for an optional field, unless
+    `required` (a form that always sets it): then empty is refused and the range does not offer it."""
     if name not in _FIELDS():
         raise SpecError("field", name, ", ".join(_FIELDS()))
     d = _describe(name)
@@ -539,11 +540,12 @@ def parse_field(name: str, text: Any) -> Any:
         if integer
         else Msg("allowed.number_range", low=low, high=high)
     )
-    if d["optional"]:
+    optional = d["optional"] and not required
+    if optional:
         kind = Msg("allowed.empty_or", kind=kind)
     raw = text.strip() if isinstance(text, str) else text
     if raw in ("", None):
-        if d["optional"]:
+        if optional:
             return None
         raise SpecError(name, "", kind)
     if isinstance(raw, bool):
