@@ -166,3 +166,13 @@ def test_a_config_pasted_into_the_sizer_that_is_not_one_is_said_in_words(text, s
     with pytest.raises(SpecError) as err:
         spec_from_text(text)
     assert err.value.field == "config" and said in str(err.value)
+
+
+def test_a_token_file_that_is_a_fifo_or_huge_is_refused_not_read(tmp_path, capsys):
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)  # nobody writes: reading it would wait for ever
+    huge = _sparse(tmp_path / "big-token", 100 * 2**30)
+    for f in (fifo, huge):
+        assert main(["app", "sizing", "--no-browser", "--print-command", "--token-file", str(f)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: field 'token-file'") and len(err.splitlines()) == 1, err
