@@ -151,3 +151,28 @@ def test_replica_time_refuses_a_coldstart_result_that_is_not_one_in_one_line(tmp
     err = capsys.readouterr().err
     assert err.startswith("error: ") and str(p) in err and len(err.splitlines()) == 1, err
     assert "Traceback" not in err and "RecursionError" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[" * 200_000 + "]" * 200_000, "JSON nested too deeply to read"),  # was "RecursionError: ..."
+        ('{"hidden_size": ' + "9" * 5000 + "}", "a number too long to read"),  # was "ValueError: ..."
+    ],
+)
+def test_a_config_pasted_into_the_sizer_that_is_not_one_is_said_in_words(text, said):
+    from aiworkbook.widgets.model_sizer import spec_from_text
+
+    with pytest.raises(SpecError) as err:
+        spec_from_text(text)
+    assert err.value.field == "config" and said in str(err.value)
+
+
+def test_a_token_file_that_is_a_fifo_or_huge_is_refused_not_read(tmp_path, capsys):
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)  # nobody writes: reading it would wait for ever
+    huge = _sparse(tmp_path / "big-token", 100 * 2**30)
+    for f in (fifo, huge):
+        assert main(["app", "sizing", "--no-browser", "--print-command", "--token-file", str(f)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: field 'token-file'") and len(err.splitlines()) == 1, err

@@ -161,6 +161,25 @@ def test_a_stream_that_never_ends_is_cut_at_what_its_answer_can_hold():
     assert _errors(handler, requests=1, timeout_s=60.0) == {"oversize": 1}
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_nested_event_or_answer_says_so_in_its_detail(stream):
+    nested = b"[" * 200_000 + b"]" * 200_000
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if stream:
+            return await _stream(TOKEN, b"data: " + nested + b"\n\n")(request)
+        await request.read()
+        return web.Response(body=nested, content_type="application/json")
+
+    with _server(handler) as s:
+        recs = run_load_sync(
+            Target(s.url, "m", stream=stream), Load(requests=1, concurrency=1, output_tokens=2, warmup=0)
+        )
+    assert [(r.error, r.detail) for r in recs] == [
+        ("malformed-event", "JSON nested too deeply to read (400,000 bytes)")
+    ]
+
+
 @pytest.mark.timeout(60)
 def test_one_deeply_nested_event_is_one_failed_request_and_the_run_writes_its_json(tmp_path, capsys):
     """The issue's case: one event nested 200,000 deep used to abort the whole `prove serving --target`

@@ -82,6 +82,10 @@ def spec_from_text(text: str, name: str = "pasted") -> Any:
         cfg = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SpecError("config", f"invalid JSON ({exc.msg}, line {exc.lineno})", "a JSON object") from None
+    except RecursionError:  # pasted or uploaded by a viewer: words, not the interpreter's message
+        raise SpecError("config", "JSON nested too deeply to read", "a JSON object") from None
+    except ValueError:  # an integer past int_max_str_digits (4,300 digits)
+        raise SpecError("config", "a number too long to read", "a JSON object") from None
     if not isinstance(cfg, dict):
         raise SpecError("config", type(cfg).__name__, "a JSON object (a Hugging Face config.json)")
     return spec_from_config(cfg, name=name, source=f"<{name}>")

@@ -51,6 +51,7 @@ FIRST_CONNECT_S = 120
 DISCONNECT_GRACE_S = 20
 #: live kernels (viewers) per dashboard; one more viewer gets a "full, try again later" page (503)
 MAX_VIEWERS = 8
+TOKEN_FILE_BYTES = 64 * 1024  # the most of a --token-file read
 #: How long a cell's execution waits for its remaining output messages after the kernel replies.
 IOPUB_TIMEOUT_S = 60
 #: the Voilà template the dashboards are served with (under template_root())
@@ -240,12 +241,12 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
         return token
     if token is not None:
         raise SpecError("token-file", str(token_file), f"not with --token or {TOKEN_ENV}: one source")
-    try:
-        text = token_file.read_text(encoding="utf-8").strip().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(
-            "token-file", str(token_file), f"a readable UTF-8 file ({exc.__class__.__name__})"
-        ) from None
+    from aiworkbook.persist import read_text
+
+    try:  # a regular file of at most 64 KiB: a FIFO or a device named by mistake is refused, not read
+        text = read_text(token_file, what="a token file", max_bytes=TOKEN_FILE_BYTES).strip().splitlines()
+    except SpecError as exc:
+        raise SpecError("token-file", str(token_file), str(exc.allowed)) from None
     if not text or not text[0].strip():
         raise SpecError("token-file", str(token_file), "a file whose first line is the token")
     return text[0].strip()

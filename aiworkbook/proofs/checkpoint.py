@@ -255,7 +255,7 @@ def make_manifest(state: dict[str, torch.Tensor]) -> dict[str, Any]:
 
 def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control) -> list[Any]:
     """Write the files; returns the futures still running (dcp-async) or []."""
-    parts = shards(state, SAFETENSORS_SHARD_BYTES if fmt == "safetensors" else SHARD_BYTES)
+    parts = shards(state, _shard_bytes(fmt) or SHARD_BYTES)
     if fmt in ("safetensors", "torch"):
         total, before = state_bytes(state), 0
         for i, part in enumerate(parts):
@@ -696,6 +696,29 @@ def measure_format(
     }
 
 
+def _shard_bytes(fmt: str) -> int | None:
+    """The most bytes per shard file of a sharded format; None for DCP (one data file per process)."""
+    return {"safetensors": SAFETENSORS_SHARD_BYTES, "torch": SHARD_BYTES}.get(fmt)
+
+
+def disk_peak(
+    work: Path, state: dict[str, torch.Tensor], man: dict[str, Any], fmts: tuple[str, ...], trials: int
+) -> int:
+    """The most bytes the proof's run holds on disk at once (see proofs/checkpoint_room.py), each
+    format's overhead measured by saving a miniature of `state` under `work`."""
+    from aiworkbook.proofs import checkpoint_room
+
+    def save(where: Path, mini: dict[str, torch.Tensor], fmt: str) -> Path:
+        return Path(save_checkpoint(where, mini, fmt, 0, manifest=man)["path"])
+
+    def files(fmt: str) -> int:
+        per = _shard_bytes(fmt)
+        return 1 if per is None else len(shards(state, per))
+
+    rooms = [checkpoint_room.footprint(work, state, f, save, files(f)) for f in fmts]
+    return checkpoint_room.peak(rooms, state_bytes(state), trials, checkpoint_room.block_size(work))
+
+
 def measure(
     *,
     model: str | None = None,
@@ -732,8 +755,7 @@ def measure(
         try:
             work.mkdir()
             try:
-                need, _ = checkpoint_room.peak(work, state, man, fmts, n)
-                fsio.check_free(d, need)
+                fsio.check_free(d, disk_peak(work, state, man, fmts, n))
                 base = baseline(work, nbytes, n, control)
                 for fmt in fmts:
                     rows.append(measure_format(work, state, man, fmt, n, control))

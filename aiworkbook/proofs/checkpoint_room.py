@@ -15,14 +15,16 @@ from __future__ import annotations
 import io
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from aiworkbook.proofs import checkpoint as C
 from aiworkbook.proofs import shardio
+
+#: save(folder, state, format) -> the checkpoint folder it wrote (checkpoint.save_checkpoint's path)
+Save = Callable[[Path, dict[str, torch.Tensor], str], Path]
 
 #: zip records (torch.save, and DCP's records) start on 64-byte boundaries: at most 63 bytes of
 #: padding per tensor the miniature may not show
@@ -85,12 +87,8 @@ def _empty_file_bytes(fmt: str) -> int:
     return 0  # DCP writes one data file per process and thread, whatever the size
 
 
-def _shard_count(state: dict[str, torch.Tensor], fmt: str) -> int:
-    if fmt == "torch":
-        return len(C.shards(state, C.SHARD_BYTES))
-    if fmt == "safetensors":
-        return len(C.shards(state, C.SAFETENSORS_SHARD_BYTES))
-    return 1
+def _bytes(state: dict[str, torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in state.values())
 
 
 def block_size(path: str | os.PathLike) -> int:
@@ -100,37 +98,33 @@ def block_size(path: str | os.PathLike) -> int:
         return 4096
 
 
-def footprint(work: Path, state: dict[str, torch.Tensor], man: dict[str, Any], fmt: str) -> Footprint:
-    """Save the miniature of `state` in `fmt` under `work` (removed afterwards) and scale it."""
+def footprint(work: Path, state: dict[str, torch.Tensor], fmt: str, save: Save, shards: int = 1) -> Footprint:
+    """Save the miniature of `state` in `fmt` under `work` with the proof's own `save` (removed
+    afterwards) and scale it to the `shards` files the full state is written in."""
     mini = miniature(state)
     where = work / f"room-{fmt}"
     try:
-        saved = C.save_checkpoint(where, mini, fmt, 0, manifest=man)
-        size, alloc, files = _on_disk(Path(saved["path"]))
+        saved = save(where, mini, fmt)
+        size, alloc, files = _on_disk(saved)
         # LATEST (written beside the step folder through a temporary of the same size)
-        size, files = size + 2 * len(Path(saved["path"]).name), files + 2
+        size, files = size + 2 * len(saved.name), files + 2
     finally:
         shutil.rmtree(where, ignore_errors=True)
-    shards = _shard_count(state, fmt)
     dims = sum(t.dim() for t in state.values())
     slack = len(state) * (ZIP_ALIGN + 2 * NUMBER_CHARS) + 3 * dims * NUMBER_CHARS
     extra = (shards - 1) * _empty_file_bytes(fmt)
     return Footprint(
         fmt=fmt,
-        data=C.state_bytes(state),
-        overhead=size - C.state_bytes(mini) + slack + extra,
+        data=_bytes(state),
+        overhead=size - _bytes(mini) + slack + extra,
         files=files + shards - 1,
         block=block_size(work),
         probe=alloc,
     )
 
 
-def peak(
-    work: Path, state: dict[str, torch.Tensor], man: dict[str, Any], fmts: tuple[str, ...], trials: int
-) -> tuple[int, dict[str, int]]:
-    """The run's peak bytes on disk and each format's: formats run one after another (each one's
-    files are removed before the next), after the baseline's one plain file of the state's size."""
-    per = {f: footprint(work, state, man, f).peak(trials) for f in fmts}
-    block = block_size(work)
-    baseline = -(-C.state_bytes(state) // block) * block
-    return max(baseline, *per.values()), per
+def peak(footprints: list[Footprint], state_bytes: int, trials: int, block: int) -> int:
+    """The run's peak bytes on disk: formats run one after another (each one's files are removed
+    before the next), after the baseline's one plain file of the state's size."""
+    baseline = -(-state_bytes // block) * block
+    return max(baseline, *(f.peak(trials) for f in footprints))

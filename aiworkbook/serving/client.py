@@ -209,6 +209,33 @@ async def _read_events(resp: Any, rec: RequestRecord) -> tuple[float, Any]:
         rec.chunk_tokens = "usage" if counted[0] and not counted[1] else ""
 
 
+#: what a JSON text nested too deeply to read stands for (json.loads raised RecursionError)
+_NESTED = object()
+
+
+def _event(data: bytes) -> Any:
+    """One event's JSON; bytes that are not UTF-8 are taken as the text they stand for; None when it
+    is not JSON, _NESTED when it is nested too deeply to read (never a RecursionError)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        return _NESTED
+    except ValueError:
+        try:
+            return json.loads(data.decode("utf-8", "replace"))
+        except RecursionError:
+            return _NESTED
+        except ValueError:
+            return None
+
+
+def _quoted(data: bytes, doc: Any) -> str:
+    """A malformed event or answer for the notes: its first 200 characters, or what was wrong with it."""
+    if doc is _NESTED:
+        return f"JSON nested too deeply to read ({len(data):,} bytes)"
+    return data[:200].decode("utf-8", "replace")
+
+
 async def _read_stream(resp: Any, rec: RequestRecord, counted: list[int]) -> tuple[float, Any]:
     seen_usage = 0
     event: Any = None
@@ -224,17 +251,9 @@ async def _read_stream(resp: Any, rec: RequestRecord, counted: list[int]) -> tup
         if data == b"[DONE]":
             return time.perf_counter(), event
         now = time.perf_counter()
-        try:
-            event = json.loads(data)
-        except RecursionError:  # nested thousands deep: not an event (malformed below), never a crash
-            event = None
-        except ValueError:  # bytes that are not UTF-8 are taken as the text they stand for
-            try:
-                event = json.loads(data.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
-                event = None
+        event = _event(data)
         if not isinstance(event, dict):
-            rec.error, rec.detail = "malformed-event", data[:200].decode("utf-8", "replace")
+            rec.error, rec.detail = "malformed-event", _quoted(data, event)
             return 0.0, event
         if "error" in event:
             rec.error, rec.detail = "server-error", str(event["error"])[:200]
@@ -273,14 +292,11 @@ async def _read_answer(resp: Any, rec: RequestRecord) -> float:
         rec.error, rec.detail = "oversize", f"an answer over {MAX_LINE_BYTES} bytes"
         return 0.0
     end = time.perf_counter()
-    try:
-        doc = json.loads(raw.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):  # a deeply nested answer is malformed, not a crash
-        doc = None
+    doc = _event(raw)
     usage = doc.get("usage") or _NO_USAGE if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(usage, dict) or "error" in doc:
         rec.error = "server-error" if isinstance(doc, dict) and "error" in doc else "malformed-event"
-        rec.detail = raw[:200].decode("utf-8", "replace")
+        rec.detail = _quoted(raw, doc)
         return 0.0
     text = ""
     for c in doc.get("choices") or ():
