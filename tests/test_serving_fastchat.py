@@ -62,6 +62,7 @@ def test_its_streams_measured_with_the_served_models_tokenizer(server: str, mode
         assert row["tokens_from"] == {"tokenizer": 3} and row["n_tpot"] == 3 and row["p50_tpot_s"] > 0
         assert row["throughput_tok_s"] > 0 and row["n_itl"] == 3 * (OUTPUT_TOKENS - 1)  # per token
         assert row["output_tokens_per_request"]["mean"] == OUTPUT_TOKENS and row["stopped_early"] == 0
+        assert row["n_cpu"] == 3 and row["p50_cpu_s"] > 0  # the client's CPU, each request measured
 
 
 def test_without_a_tokenizer_its_chunks_are_not_called_tokens(server: str):
