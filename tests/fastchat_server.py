@@ -7,7 +7,10 @@ refuses, so under the project's pydantic every stream would end empty).
 
 The model: a 2-layer GPT-2 with random weights and a word-level tokenizer built here (no hub download).
 GPT-2, not Llama: FastChat reads `config.rope_scaling["factor"]`, and transformers 5 gives every
-rope model a `rope_scaling` without one. No EOS token: every answer runs to max_tokens.
+rope model a `rope_scaling` without one. No EOS token: every answer runs to max_tokens. Chat uses
+FastChat's `raw` conversation template (the message as it is): its default wraps a message in a long
+one-shot system prompt, hundreds of words this vocabulary maps to <unk>, after which the greedy random
+model writes only <unk>, which decodes to no text.
 
 `nginx_limit` puts Debian's nginx in front with `limit_req` (the rate limiter people put before a
 model server): POSTs beyond the first `allowed` within a minute are answered 429 by nginx itself.
@@ -86,7 +89,14 @@ def fastchat(model: Path, work: Path) -> Iterator[str]:
     cmds = {
         "controller": [sys.executable, "-m", "fastchat.serve.controller", "--port", str(ctl)],
         "worker": [sys.executable, "-m", "fastchat.serve.model_worker", "--port", str(wrk), "--device", "cpu"]
-        + ["--model-path", str(model), "--worker-address", f"http://127.0.0.1:{wrk}"],
+        + [
+            "--model-path",
+            str(model),
+            "--worker-address",
+            f"http://127.0.0.1:{wrk}",
+            "--conv-template",
+            "raw",
+        ],
         "api": [str(api_python()), "-m", "fastchat.serve.openai_api_server", "--port", str(api)],
     }
     procs: list[subprocess.Popen] = []

@@ -3,7 +3,9 @@ second real server beside `transformers serve` (tests/test_serving_real_server.p
 headline case on a real stack: Debian's nginx rate-limiting FastChat, 9 of 10 requests answered 429.
 
 What FastChat does that `transformers serve` does not, each checked below: it accepts unknown fields
-(vLLM's `ignore_eos`, `min_tokens`) without a word; it streams several tokens per chunk (its worker
+(vLLM's `ignore_eos`, `min_tokens`) without a word, so the probe, counting 6 of 6 tokens with the
+tokenizer, calls the lengths forced (this model has no EOS, so every answer is as long as asked; the
+probe cannot see that FastChat ignores both, and says only what it measured); it streams several tokens per chunk (its worker
 sends every `stream_interval` = 2 tokens) and no usage in a stream, so chunks are not tokens; its
 non-streamed usage counts `completion_tokens` as its generation loop's last index, one fewer than the
 tokens it wrote (6 words for max_tokens 6, usage 5).
@@ -54,6 +56,7 @@ def test_its_streams_measured_with_the_served_models_tokenizer(server: str, mode
         "serving", target=server, sweep=[2], requests=3, min_requests=3, tokenizer=str(model), **RUN
     )
     assert r.verdict == "info", r.notes
+    assert r.details["target"]["mode"] == "exact"  # the probe counted 6 of 6 with the tokenizer
     assert (
         r.details["target"]["model"] == model.name and r.details["target"]["server"]["owned_by"] == "fastchat"
     )
@@ -63,6 +66,23 @@ def test_its_streams_measured_with_the_served_models_tokenizer(server: str, mode
         assert row["throughput_tok_s"] > 0 and row["n_itl"] == 3 * (OUTPUT_TOKENS - 1)  # per token
         assert row["output_tokens_per_request"]["mean"] == OUTPUT_TOKENS and row["stopped_early"] == 0
         assert row["n_cpu"] == 3 and row["p50_cpu_s"] > 0  # the client's CPU, each request measured
+
+
+def test_its_chat_api(server: str, model: Path):
+    """Chat, through FastChat's conversation template (`raw`: the message as it is): the same counts."""
+    r = registry.run(
+        "serving",
+        target=server,
+        api="chat",
+        sweep=[1],
+        requests=3,
+        min_requests=3,
+        tokenizer=str(model),
+        **RUN,
+    )
+    (row,) = _rows(r)
+    assert row["requests"] == 3 and row["errors"] == {} and row["tokens_from"] == {"tokenizer": 3}
+    assert row["output_tokens_per_request"]["mean"] == OUTPUT_TOKENS and row["n_tpot"] == 3
 
 
 def test_without_a_tokenizer_its_chunks_are_not_called_tokens(server: str):
