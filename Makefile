@@ -75,6 +75,25 @@ slurm:
 	  $$SUDO apt-get update -qq >/dev/null && \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge shellcheck >/dev/null; }
 
+# The serving proof's tests run FastChat's OpenAI API server from its own venv (pydantic 1, exact pins:
+# tools/fastchat-api.txt; tests/fastchat_server.py says why) and put Debian's nginx before it as a
+# rate limiter (tests/test_serving_fastchat.py).
+FASTCHAT_VENV ?= .venv-fastchat
+$(FASTCHAT_VENV)/.installed: tools/fastchat-api.txt
+	test -x $(FASTCHAT_VENV)/bin/python || $(PY) -m venv $(FASTCHAT_VENV)
+	$(FASTCHAT_VENV)/bin/python -m pip install -q --no-deps -r tools/fastchat-api.txt
+	touch $@
+
+.PHONY: fastchat-api nginx
+fastchat-api: $(FASTCHAT_VENV)/.installed
+
+nginx:
+	@test -x /usr/sbin/nginx || { \
+	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
+	  echo "installing Debian's nginx for the rate-limited serving test"; \
+	  $$SUDO apt-get update -qq >/dev/null && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }
+
 # pytest exit code 5 means "no tests collected": say so instead of failing on an empty selection.
 # The suite runs on PYTEST_WORKERS parallel workers (pytest-xdist; 0: in this process), a whole file
 # per worker (--dist loadfile): a module's Voilà servers, browser and notebook kernel stay in one.
@@ -84,7 +103,7 @@ slurm:
 # A worker that crashes (a native abort) fails the run at once (--max-worker-restart 0): a replaced
 # worker once left xdist's controller waiting for ever.
 PYTEST_WORKERS ?= 2
-test: install-test chromium prometheus slurm lint
+test: install-test chromium prometheus slurm fastchat-api nginx lint
 	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & mp=$$!; \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart 0 -m "not serial" $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; \
 	wait $$mp; rm=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \

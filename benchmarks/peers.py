@@ -15,8 +15,11 @@ GuideLLM's ITL is its per-request inter_token_latency_ms. CPU per request: the t
 for the run over its requests: GuideLLM's process tree (getrusage of reaped children) less a
 one-request run of it (its start-up: imports, tokenizer, worker processes); vLLM's client, one
 process, the CPU of its main() (past the imports; its dataset sampling included; 0.34 sends no
-test request unless --ready-check-timeout-sec is given); ours in this process after a one-request warm-up. Overhead counts from the send for all
-three; this load generator's own figure, from the scheduled time, is beside it. The peers run from
+test request unless --ready-check-timeout-sec is given); ours in this process after a one-request
+warm-up. Ours is also measured request by request (the CPU of each request's own steps, p50 with n:
+"CPU each request"), which no peer's can be, so the CPU/req column keeps one method for all three.
+Overhead counts from the send for all three; this load generator's own figure, from the scheduled
+time, is beside it. The peers run from
 .venv-peers (`python tools/peer_results.py --setup`); kept out of `make test` and `make bench`.
 
     python benchmarks/peers.py [--rounds 5] [--out NEW_FOLDER] [--json FILE]
@@ -127,6 +130,10 @@ def run_ours(url: str, c: int, n: int, work: Path) -> tuple[dict, float]:
     st = _stats([r.ttft_s - r.queue_s for r in ok], itls, tpots, sm["output_throughput_tok_s"])
     # this load generator's own TTFT counts from the scheduled time: the send's wait included
     st["overhead_p50_from_scheduled_ms"] = float(np.median([r.ttft_s - PLANTED_TTFT_S for r in ok])) * 1e3
+    # this load generator's CPU per request measured request by request (serving/cpumeter.py); the
+    # peers' processes cannot be split by request, so the table's CPU/req column stays one method for all
+    st["cpu_each_p50_ms"] = float(np.median([r.cpu_s for r in ok])) * 1e3 if ok else None
+    st["cpu_each_n"] = len(ok)
     return st, cpu
 
 
@@ -173,6 +180,11 @@ def table(rows: list[dict]) -> str:
             f"{x['cpu_ms_per_request']:8.2f} {x['ttft_p50_ms']:6.1f} {x['itl_p50_ms']:6.2f} {x['tpot_p50_ms']:6.2f} "
             f"{x['tok_s']:8.1f} {x.get('served_tok_s') or float('nan'):8.1f} {off} {x['bound_tok_s']:7.0f}"
             + (f"  from scheduled: {sched:.2f}" if sched is not None else "")
+            + (
+                f"  CPU each request p50: {each:.3f} (n {x['cpu_each_n']:g})"
+                if (each := x.get("cpu_each_p50_ms"))
+                else ""
+            )
         )
     return "\n".join(out)
 

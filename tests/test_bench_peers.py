@@ -107,3 +107,14 @@ def test_fewer_than_five_rounds_or_an_existing_folder_are_refused(tmp_path, caps
     with pytest.raises(SystemExit) as e:
         B.main(["--out", str(tmp_path)])  # exists: a round would overwrite another's files
     assert e.value.code == 2 and "exists" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(60)
+def test_ours_is_also_measured_request_by_request(tmp_path):
+    """Beside the process-tree CPU/req that all three tools share, ours carries the CPU of each request
+    (serving/cpumeter.py): a p50 over every completed request, with its count."""
+    from aiworkbook.serving.server import FixedDelay, ServerThread, make_app
+
+    with ServerThread(make_app("stand-in", fixed=FixedDelay(ttft_s=0.005, itl_s=0.001))) as s:
+        st, cpu = B.run_ours(s.url, 2, 6, tmp_path)
+    assert st["cpu_each_n"] == st["n"] == 6 and st["cpu_each_p50_ms"] > 0 and cpu > 0

@@ -222,8 +222,8 @@ def test_summary_notes_say_when_nothing_met_or_ran_out():
 
 @pytest.mark.timeout(120)
 def test_cli_table_and_sweep_csv_show_every_metric_with_its_count(tmp_path, capsys):
-    """TTFT, ITL, TPOT and E2E at p50/p90/p99 with the count each rests on, in the table, the JSON and
-    --sweep-csv; a percentile from fewer samples than --min-requests is n/a (empty in the CSV)."""
+    """TTFT, ITL, TPOT, E2E and the client's CPU per request (each request measured on its own) at
+    p50/p90/p99 with the count each rests on, in the table, the JSON and --sweep-csv; a percentile from fewer samples than --min-requests is n/a (empty in the CSV)."""
     import csv
 
     from aiworkbook.cli import main
@@ -233,14 +233,16 @@ def test_cli_table_and_sweep_csv_show_every_metric_with_its_count(tmp_path, caps
     args += ["--output-tokens", "4", "--no-compare", "--no-context", "--sweep-csv", str(csv_path)]
     assert main([*args, "--json", str(js)]) == 0
     out = capsys.readouterr().out
-    for name in ("TTFT", "ITL", "TPOT", "E2E"):
+    for name in ("TTFT", "ITL", "TPOT", "E2E", "CPU"):
         line = next(x for x in out.splitlines() if x.strip().startswith(name + " "))
         assert len(line.split()) == 5 and "n/a" not in line  # p50, p90, p99, n
     assert "tok/s (tokens from usage 10)" in out
     row = ProofResult.load(js).details["sweep"][0]
     assert row["n_ttft"] == row["n_e2e"] == row["n_tpot"] == 10 and row["n_itl"] == 30  # 3 gaps x 10
+    assert row["n_cpu"] == 10 and 0 < row["p50_cpu_s"] <= row["p99_cpu_s"]
     (got,) = list(csv.DictReader(csv_path.open()))
     assert got["n_itl"] == "30" and float(got["p90_e2e_s"]) == pytest.approx(row["p90_e2e_s"])
+    assert got["n_cpu"] == "10" and float(got["p50_cpu_s"]) == pytest.approx(row["p50_cpu_s"])
     assert main([*args, "--min-requests", "11"]) == 1  # 10 completed: invalid, and no percentile shown
     (got,) = list(csv.DictReader(csv_path.open()))
     assert got["p50_ttft_s"] == "" and got["n_ttft"] == "10" and got["invalid"]

@@ -8,10 +8,11 @@ own statistics the tests check it against, with the tool, its version and the co
     python tools/peer_results.py --setup        # once: makes .venv-peers (about 2 GB, torch included)
     python tools/peer_results.py [--out tests/data] [--requests 40]
 
-The peers live in their own venv (`.venv-peers`, ignored by git), never in the project's: GuideLLM
-from PyPI with its dependencies; vLLM's wheel with `--no-deps` (its engine is not needed: the
-benchmark client is plain Python) plus the few packages the client imports (VLLM_CLIENT_DEPS, found by
-running it until no import failed). Both need a tokenizer: a word-level one is built locally (no hub
+The peers live in their own venv (`.venv-peers`, ignored by git), never in the project's, exactly as
+tools/peers-lock.txt pins it (tools/peers_lock.py writes it: GuideLLM with its dependencies and the
+few packages vLLM's benchmark client imports, VLLM_CLIENT_DEPS, found by running it until no import
+failed, resolved under vLLM's own requirements; vLLM's wheel without its engine's dependencies: the
+client is plain Python). Both need a tokenizer: a word-level one is built locally (no hub
 download), in which the stand-in's " tok" is one token.
 """
 
@@ -65,17 +66,16 @@ def venv_python(venv: Path) -> Path:
 
 
 def setup(venv: Path) -> None:
-    """The peers' venv: GuideLLM with its dependencies, vLLM's wheel without its own."""
+    """The peers' venv, exactly as tools/peers-lock.txt pins it (tools/peers_lock.py: GuideLLM with its
+    dependencies and vLLM's client's imports, at versions vLLM allows; vLLM's wheel without its engine's
+    own dependencies), each file checked against its sha256; an existing venv is brought to the lock."""
+    from peers_lock import LOCK
+
     py = venv_python(venv)
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(py), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, GUIDELLM], check=True)
-    wheels = venv / "wheels"
-    subprocess.run([str(py), "-m", "pip", "download", "-q", "--no-deps", VLLM, "-d", str(wheels)], check=True)
-    subprocess.run([*pip, "--no-deps", *map(str, sorted(wheels.glob("vllm-*.whl")))], check=True)
-    subprocess.run([*pip, *VLLM_CLIENT_DEPS], check=True)
+    pip = [str(py), "-m", "pip", "install", "-q", "--no-deps", "--require-hashes", "-r", str(LOCK)]
+    subprocess.run(pip, check=True)
 
 
 def version(py: Path, dist: str) -> str:

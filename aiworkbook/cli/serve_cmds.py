@@ -261,7 +261,7 @@ def _ms(v) -> str:
     return f"{v * 1e3:9.1f}" if isinstance(v, int | float) else f"{'n/a':>9}"
 
 
-_METRIC_NAMES = (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"), ("e2e", "E2E"))
+_METRIC_NAMES = (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"), ("e2e", "E2E"), ("cpu", "CPU"))
 
 
 def _print_details(r) -> None:

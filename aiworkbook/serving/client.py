@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.serving.arrivals import lengths, schedule
+from aiworkbook.serving.cpumeter import metered
 from aiworkbook.serving.metrics import RequestRecord
 
 API_KEY_ENVS = ("AIWORKBOOK_API_KEY", "OPENAI_API_KEY")
@@ -518,9 +519,10 @@ class _Senders:
     async def post(self, rec: RequestRecord, i: int) -> None:
         """Send request i: its salt is the load's prefix (run id and point) and its index."""
         load = self.load
-        await send_one(
+        sending = send_one(
             self.session, self.target, rec, self.outs[i], salt=f"{load.prefix}{i}", shared=load.shared_prefix
         )
+        await metered(sending, rec.add_cpu)  # this request's own CPU, measured per request
 
     async def warm(self) -> None:  # sequential, excluded from every figure
         for i in range(self.load.warmup):

@@ -22,7 +22,7 @@ import numpy as np
 PERCENTILES = (50, 90, 95, 99)
 #: the percentiles each metric shows in the table, the sweep's rows (JSON) and --sweep-csv
 SHOWN = (50, 90, 99)
-METRICS = ("ttft", "itl", "tpot", "e2e")
+METRICS = ("ttft", "itl", "tpot", "e2e", "cpu")  # cpu: the client's CPU time per request
 
 
 @dataclass
@@ -49,6 +49,10 @@ class RequestRecord:
     texts: list[str] = field(default_factory=list)  # each content chunk's text (for the tokenizer)
     max_tokens: int = 0  # the output length asked
     streamed: bool = True  # False: one answer at the end (--no-stream): no TTFT, ITL or TPOT
+    cpu_s: float = 0.0  # this client's CPU time spent in this request's own steps (serving.cpumeter)
+
+    def add_cpu(self, seconds: float) -> None:
+        self.cpu_s += seconds
 
     @property
     def ok(self) -> bool:
@@ -173,6 +177,7 @@ def summarize_run(
         "itl_s": percentiles([x for r in (per_token or streamed) for x in r.itls()], min_n),
         "itl_basis": itl_basis,
         "e2e_s": percentiles([r.e2e_s for r in ok], min_n),
+        "cpu_s": percentiles([r.cpu_s for r in ok], min_n),  # per completed request, each measured
         "queue_s": percentiles([r.queue_s for r in recs if r.sent], min_n),
         "prompt_tokens": spread([r.prompt_tokens for r in ok]),  # completed only: a failed one has no usage
         "output_tokens_per_request": spread([r.tokens or 0 for r in counted]),
@@ -201,7 +206,7 @@ def spread(values: list[int]) -> dict[str, Any]:
 
 SAMPLE_FIELDS = (
     "load", "index", "scheduled_s", "queue_s", "ttft_s", "tpot_s", "e2e_s", "prompt_tokens",
-    "output_tokens", "tokens_from", "usage_tokens", "chunks", "error", "detail", "excluded", "flag",
+    "output_tokens", "tokens_from", "usage_tokens", "chunks", "error", "detail", "excluded", "flag", "cpu_s",
 )  # fmt: skip
 
 
@@ -228,13 +233,14 @@ def samples(records: list[RequestRecord], load: float) -> list[dict[str, Any]]:
             "detail": r.detail,
             "excluded": r.excluded,
             "flag": r.flag,
+            "cpu_s": r.cpu_s if r.sent else None,
         }
         for i, r in enumerate(recs)
     ]
 
 
 def sweep_row(load: float, summary: dict[str, Any]) -> dict[str, Any]:
-    """One row of details['sweep'] (the keys charts.latency_chart reads): TTFT, ITL, TPOT and E2E at
+    """One row of details['sweep'] (the keys charts.latency_chart reads): TTFT, ITL, TPOT, E2E and CPU at
     p50/p90/p99 (and p95 for TTFT, TPOT and queue), each metric's sample count beside it
     (`n_ttft`...; `n` is TTFT's), throughput, counts and errors."""
     row: dict[str, Any] = {"load": load}

@@ -686,6 +686,7 @@ def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> l
         "(E2E - TTFT) / (output tokens - 1), tokens only; E2E = scheduled arrival to the answer's end; "
         f"n = the samples each percentile rests on, none shown from fewer than {s.min_requests}"
     )
+    notes.append(Msg("serving.cpu_per_request"))
     if not s.stream:
         notes.append(
             "--no-stream: one JSON answer per request, so E2E and tok/s only; TTFT, ITL and TPOT need a "
