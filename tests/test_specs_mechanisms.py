@@ -77,3 +77,26 @@ def test_declarations_match_transformers_source(mt):
     fused = bool(re.search(r"self\.(c_attn|query_key_value|qkv_proj) = ", src))
     assert mech.fused_qkv == fused, mt
     assert mech.attn_softcap == ("softcap" in eager and mt == "gemma2"), mt
+
+
+def test_partial_rotary_families_declare_their_share_and_cat():
+    """partial_rotary_factor (or GPT-NeoX's rotary_pct, or rope_parameters') sets the cos/sin width; the
+    three families that rotate a slice and join it with torch.cat declare it; a share outside (0, 1] is
+    refused naming the key."""
+    neox = spec_from_config(_cfg("gpt_neox"))
+    assert neox.mechanisms.rotary_fraction == 0.25 and neox.mechanisms.rope_concat
+    assert neox.mechanisms.parallel_norms and neox.num_kv_heads == neox.num_heads  # no GQA in GPT-NeoX
+    seq = spec_from_config({**_cfg("gpt_neox"), "rotary_pct": 0.5, "use_parallel_residual": False})
+    assert seq.mechanisms.rotary_fraction == 0.5 and not seq.mechanisms.parallel_norms
+    nested = {**_cfg("phi"), "rope_parameters": {"partial_rotary_factor": 0.25}}
+    assert spec_from_config(nested).mechanisms.rotary_fraction == 0.25
+    assert spec_from_config(_cfg("phi")).mechanisms.rotary_fraction == 0.5
+    assert spec_from_config(_cfg("phi3")).mechanisms.rotary_fraction == 1.0
+    assert not spec_from_config(_cfg("llama")).mechanisms.rope_concat
+    with pytest.raises(SpecError, match="partial_rotary_factor"):
+        spec_from_config({**_cfg("phi3"), "partial_rotary_factor": 1.5})
+    w = Workload(precision="fp32", recipe="fp32-adamw", batch=1, seq_len=64)
+    wider = spec_from_config({**_cfg("gpt_neox"), "rotary_pct": 0.5})
+    quarter, half = (estimate(s, w, device="cpu").memory.activations for s in (neox, wider))
+    d = neox.head_dim  # cos and sin, fp32, one row per position: the width follows the share
+    assert half - quarter == 2 * (int(d * 0.5) - int(d * 0.25)) * 4 * 64

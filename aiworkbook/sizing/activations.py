@@ -217,7 +217,13 @@ def _attention_term(
             # repeated to every query head first: the copies are saved (one KV head: a stride-0 view)
             kv = a if w.kv_repeat and k > 1 else k
             rep = " repeated" if w.kv_repeat and kv != k else ""
-            qkvo = _dot(a, d) + _dot(2, kv, d, note=rep) + _dot(a, d, note=" out")
+            if mech.fused_qkv and kv == k:  # RoPE makes new q and k; v stays a view of the fused output
+                qkvo = _dot(a, d) + _dot(k, d) + _dot(a + 2 * k, d, note=" v (the fused qkv output)")
+                qkvo = qkvo + _dot(a, d, note=" out")
+            else:
+                qkvo = _dot(a, d) + _dot(2, kv, d, note=rep) + _dot(a, d, note=" out")
+            if mech.rope_concat:  # q leaves torch.cat head-major: SDPA's output too, the o-proj a copy
+                qkvo = qkvo + _dot(a, d, note=" o-proj input copy")
             attn_t = qkvo.tight(Term(e)) + _dot(4, a, note=" lse")
     elif amp and w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU
         attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
@@ -225,6 +231,10 @@ def _attention_term(
         score_note = " (CPU math sdpa in fp32)"
     else:
         attn_t = _dot(4, a, d, e)  # q, k, v (GQA repeated), o-proj input
+        # v not repeated stays a view of the fused qkv output; torch.matmul folds batch and heads into
+        # one dimension, which a view survives only at batch 1 (else it saves a contiguous copy)
+        if mech.fused_qkv and mech.rope and k == a and w.batch == 1:
+            attn_t = attn_t + _dot(2, a, d, e, note=" (v keeps the fused qkv output)")
         if amp:
             # eager under autocast: fp32 softmax (the fp32 mask promotes it, or an explicit dtype), then
             # the 16-bit copy the next matmul reads; with dropout the mask and the dropped 16-bit probs
@@ -303,8 +313,9 @@ def _per_token_and_seq(
     if spec.is_decoder:
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
-    if mechanisms(spec).rope:
-        per_seq += 2 * d * (4 if amp else e)  # cos/sin at the embeddings' dtype (fp32 under AMP)
+    mech = mechanisms(spec)
+    if mech.rope:  # cos/sin at the embeddings' dtype (fp32 under AMP), as wide as the rotated slice
+        per_seq += 2 * int(d * mech.rotary_fraction) * (4 if amp else e)
     return per_token, per_seq
 
 
@@ -328,6 +339,9 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
         + Term(attn, render=lambda: attn_txt)
         + Term(mlp, render=lambda: mlp_txt)
     )
+    if mech.parallel_norms and spec.norms_per_layer > 1 and spec.norm != "rmsnorm":
+        # both LayerNorms read the layer's input: it is saved once (fp32 under autocast)
+        layer_t = layer_t - _dot(4 if amp else e, h, note=" shared norm input")
     if m:
         layer_t = layer_t + Term(2).tight(Term(h)).tight(Term(m, "{} masks"))
     frozen_layer, frozen_token, frozen_txt = (0, 0, "") if amp else _frozen_base_drops(spec, w, e, fused)
