@@ -100,3 +100,20 @@ def test_partial_rotary_families_declare_their_share_and_cat():
     quarter, half = (estimate(s, w, device="cpu").memory.activations for s in (neox, wider))
     d = neox.head_dim  # cos and sin, fp32, one row per position: the width follows the share
     assert half - quarter == 2 * (int(d * 0.5) - int(d * 0.25)) * 4 * 64
+
+
+def test_qwen2_moe_declares_its_gated_shared_expert():
+    """shared_expert_intermediate_size is the shared expert's own width; its sigmoid gate keeps the output
+    and the sigmoid: (4·I_shared + h + 1)·e more per token and layer than the same model without it."""
+    cfg = _cfg("qwen2_moe")
+    spec = spec_from_config(cfg)
+    width = cfg["shared_expert_intermediate_size"]
+    assert spec.mechanisms.shared_intermediate == width and spec.mechanisms.shared_gate
+    alone = spec_from_config({**cfg, "shared_expert_intermediate_size": 0})
+    assert not alone.mechanisms.shared_expert and not alone.mechanisms.shared_gate
+    w = Workload(precision="fp32", recipe="fp32-adamw", batch=1, seq_len=64, checkpointing="none")
+    more = (
+        estimate(spec, w, device="cpu").memory.activations
+        - estimate(alone, w, device="cpu").memory.activations
+    )
+    assert more == spec.num_layers * 64 * (4 * width + spec.hidden_size + 1) * 4

@@ -286,6 +286,12 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
         routing = _router_term(spec, e) if mech.router and not fused else Term(8 * spec.num_experts, "router")
         mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + routing
         casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
+        if mech.shared_intermediate:  # every token's shared expert: a gated MLP of its own width
+            mlp_t = mlp_t + _dot(per_mlp, mech.shared_intermediate, e, note=" shared expert")
+            casts += 2
+            if mech.shared_gate:  # sigmoid(gate(x)) * shared(x): the multiply keeps both factors
+                mlp_t = mlp_t + _dot(spec.hidden_size + 1, e, note=" shared gate (output, sigmoid)")
+                casts += 1
     elif spec.gated_mlp:
         mlp_t = _dot(per_mlp, i, e)
         casts = 2  # gate, up

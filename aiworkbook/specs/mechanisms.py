@@ -35,6 +35,10 @@ class Mechanisms:
     final_softcap: bool = False  # tanh soft-capping of the final logits
     router: bool = False  # MoE: router logits, their softmax and top-k, the tokens gathered per expert
     shared_expert: bool = False  # MoE: an expert every token passes through as well
+    # its gated MLP's width where the activation formula counts it (0: not counted yet), and whether a
+    # sigmoid gate scales its output (Qwen2-MoE's shared_expert_gate: the output and the sigmoid are kept)
+    shared_intermediate: int = 0
+    shared_gate: bool = False
     multipliers: bool = False  # Granite: embedding, residual, attention and logits scaled by constants
     # the share of each head RoPE rotates (partial_rotary_factor, GPT-NeoX's rotary_pct): the cos/sin
     # tables are rotary_fraction x head_dim wide
