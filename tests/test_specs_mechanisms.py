@@ -117,3 +117,20 @@ def test_qwen2_moe_declares_its_gated_shared_expert():
         - estimate(alone, w, device="cpu").memory.activations
     )
     assert more == spec.num_layers * 64 * (4 * width + spec.hidden_size + 1) * 4
+
+
+def test_grouped_mm_experts_run_at_the_weights_width_under_autocast():
+    """The four MoE families transformers runs through grouped_mm declare it: under AMP the experts keep
+    fp32 tensors and autocast copies none of their matrices (the attention's and the router's still)."""
+    from aiworkbook.sizing.activations import layer_matrix_params
+
+    for mt in ("mixtral", "phimoe", "qwen2_moe", "qwen3_moe"):
+        spec = spec_from_config(_cfg(mt))
+        assert spec.mechanisms.experts_grouped_mm, mt
+        as_linear = replace(spec, mechanisms=replace(spec.mechanisms, experts_grouped_mm=False))
+        h, i, E = spec.hidden_size, spec.intermediate_size, spec.num_experts
+        assert layer_matrix_params(as_linear) - layer_matrix_params(spec) == 3 * h * i * E, mt
+        amp = Workload(precision="bf16-mixed", recipe="fp32-adamw", batch=1, seq_len=64)
+        fp32_wide = estimate(spec, amp, device="cpu").memory.activations
+        assert fp32_wide != estimate(as_linear, amp, device="cpu").memory.activations, mt
+    assert not spec_from_config(_cfg("llama")).mechanisms.experts_grouped_mm

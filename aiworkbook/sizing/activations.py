@@ -109,9 +109,12 @@ def autocast_fp32_weights(w: Workload) -> bool:
 
 
 def layer_matrix_params(spec: ModelSpecLike) -> int:
-    """Matrix parameters of one layer (attention, MLP or every expert, router): what autocast copies."""
+    """Matrix parameters of one layer (attention, MLP or every expert, router, a shared expert): what
+    autocast copies. Experts that run through grouped_mm are not copied (Mechanisms.experts_grouped_mm)."""
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
-    mlp = (3 if spec.gated_mlp else 2) * h * i * max(1, spec.num_experts) + h * spec.num_experts
+    mech, mats = mechanisms(spec), 3 if spec.gated_mlp else 2
+    copied = 0 if mech.experts_grouped_mm and spec.num_experts else max(1, spec.num_experts)
+    mlp = mats * h * i * copied + h * spec.num_experts + 3 * h * mech.shared_intermediate
     return h * a * d + 2 * h * k * d + a * d * h + mlp
 
 
@@ -283,9 +286,15 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
     if spec.num_experts:
-        routing = _router_term(spec, e) if mech.router and not fused else Term(8 * spec.num_experts, "router")
-        mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + routing
-        casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
+        # grouped_mm experts under autocast: the fp32 weights' width, no casts of their inputs
+        grouped = amp and mech.experts_grouped_mm
+        ex = 4 if grouped else e
+        routing = (
+            _router_term(spec, ex) if mech.router and not fused else Term(8 * spec.num_experts, "router")
+        )
+        note = " (grouped_mm experts: fp32 under autocast)" if grouped else ""
+        mlp_t = _dot(spec.experts_per_token, per_mlp, i, ex, note=note) + routing
+        casts = 1 + (0 if grouped else 2 * spec.experts_per_token)  # router + each chosen expert's gate, up
         if mech.shared_intermediate:  # every token's shared expert: a gated MLP of its own width
             mlp_t = mlp_t + _dot(per_mlp, mech.shared_intermediate, e, note=" shared expert")
             casts += 2

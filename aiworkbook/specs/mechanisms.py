@@ -39,6 +39,10 @@ class Mechanisms:
     # sigmoid gate scales its output (Qwen2-MoE's shared_expert_gate: the output and the sigmoid are kept)
     shared_intermediate: int = 0
     shared_gate: bool = False
+    # the routed experts run through transformers' grouped_mm kernel (@use_experts_implementation, the
+    # default "grouped_mm"), which autocast does not cover: under AMP they compute at the fp32 weights'
+    # width and keep no 16-bit copies of the expert matrices
+    experts_grouped_mm: bool = False
     multipliers: bool = False  # Granite: embedding, residual, attention and logits scaled by constants
     # the share of each head RoPE rotates (partial_rotary_factor, GPT-NeoX's rotary_pct): the cos/sin
     # tables are rotary_fraction x head_dim wide

@@ -218,7 +218,7 @@ def _mixtral(cfg: dict[str, Any], source: str, L: int, window: int | None) -> di
     top = _get(cfg, ("num_experts_per_tok",), source)
     if top > E:
         raise SpecError("num_experts_per_tok", top, f"1..num_local_experts ({E})", source=source)
-    mech = Mechanisms(softmax_fp32=True, rope=True, router=True)
+    mech = Mechanisms(softmax_fp32=True, rope=True, router=True, experts_grouped_mm=True)
     return dict(
         num_experts=E, experts_per_token=top, mechanisms=mech, **_every_layer_slides(cfg, source, L, window)
     )

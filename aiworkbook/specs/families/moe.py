@@ -85,6 +85,7 @@ def qwen_moe(c: Config, mt: str, name: str) -> FamilySpec:
         shared_expert=bool(shared[0]),
         shared_intermediate=shared_i,  # sigmoid(shared_expert_gate(x)) * shared_expert(x)
         shared_gate=bool(shared_i),
+        experts_grouped_mm=True,
     )
     return assemble(common, layers, family=mt, **experts(Im, E, top), qkv_bias=bias, mechanisms=mech)
 
@@ -108,7 +109,7 @@ def phimoe(c: Config, mt: str, name: str) -> FamilySpec:
         **experts(I, E, top),
         **biases(bias),
         norm="layernorm",
-        mechanisms=Mechanisms(softmax_fp32=True, rope=True, router=True),
+        mechanisms=Mechanisms(softmax_fp32=True, rope=True, router=True, experts_grouped_mm=True),
     )
 
 
