@@ -20,8 +20,12 @@ WITHIN = 0.05
 #: families not yet within it: the bar they are held to now, and the mechanism still missing (issue 32)
 OPEN = {
     "gpt2": (0.35, "pure bf16 sdpa on CPU with dropout: the math fallback's bf16 tensors"),
-    "gemma3_text": (0.07, "sliding layers' eager scores"),
-    "gemma2": (0.06, "soft-capped eager scores at fp32"),
+    "gemma3_text": (
+        0.07,
+        "found, not yet modelled: its two post-norms' outputs are not saved (as Gemma 2's) and SDPA keeps a "
+        "materialised sliding-window mask (b x s x s, shared by the sliding layers); counting both puts its "
+        "fully checkpointed cases 19 % over, which is not yet explained",
+    ),
 }
 
 

@@ -134,3 +134,23 @@ def test_grouped_mm_experts_run_at_the_weights_width_under_autocast():
         fp32_wide = estimate(spec, amp, device="cpu").memory.activations
         assert fp32_wide != estimate(as_linear, amp, device="cpu").memory.activations, mt
     assert not spec_from_config(_cfg("llama")).mechanisms.experts_grouped_mm
+
+
+def test_gemma2_post_norms_keep_no_output():
+    """Gemma 2's post-attention and post-feedforward norms feed the residual add: outside autocast each
+    keeps e·h per token less than a norm a matmul reads; under autocast no norm output was counted."""
+    spec = spec_from_config(_cfg("gemma2"))
+    assert spec.mechanisms.post_norms == 2
+    pre_only = replace(spec, mechanisms=replace(spec.mechanisms, post_norms=0))
+    for precision, recipe, e in (("fp32", "fp32-adamw", 4), ("bf16", "pure-bf16", 2)):
+        w = Workload(precision=precision, recipe=recipe, attention="eager", batch=1, seq_len=64)
+        less = (
+            estimate(pre_only, w, device="cpu").memory.activations
+            - estimate(spec, w, device="cpu").memory.activations
+        )
+        assert less == spec.num_layers * 64 * 2 * e * spec.hidden_size, precision
+    amp = Workload(precision="bf16-mixed", recipe="fp32-adamw", attention="eager", batch=1, seq_len=64)
+    assert (
+        estimate(spec, amp, device="cpu").memory.activations
+        == estimate(pre_only, amp, device="cpu").memory.activations
+    )

@@ -354,6 +354,8 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
         + Term(attn, render=lambda: attn_txt)
         + Term(mlp, render=lambda: mlp_txt)
     )
+    if mech.post_norms and not amp and not fused:  # their output feeds the residual add only
+        layer_t = layer_t - Term(mech.post_norms).tight(_dot(e, h, note=" post-norm outputs"))
     if mech.parallel_norms and spec.norms_per_layer > 1 and spec.norm != "rmsnorm":
         # both LayerNorms read the layer's input: it is saved once (fp32 under autocast)
         layer_t = layer_t - _dot(4 if amp else e, h, note=" shared norm input")

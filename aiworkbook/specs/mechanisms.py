@@ -53,6 +53,9 @@ class Mechanisms:
     # attention and MLP read the same residual input through their own norm (GPT-NeoX's
     # use_parallel_residual): the norms' shared input is saved once
     parallel_norms: bool = False
+    # norms per layer whose output goes straight into the residual add (Gemma 2/3's post-attention and
+    # post-feedforward norms): no matmul reads it, so its output is not saved
+    post_norms: int = 0
 
 
 def of(spec: object) -> Mechanisms:

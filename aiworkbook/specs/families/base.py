@@ -248,6 +248,7 @@ def _gemma2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dic
             rope=True,
             activation="gelu",
             norm_fp32_scale=True,
+            post_norms=2,  # post_attention_layernorm, post_feedforward_layernorm -> residual add
             attn_softcap=cfg.get("attn_logit_softcapping", 50.0) is not None,
             final_softcap=cfg.get("final_logit_softcapping", 30.0) is not None,
         ),
