@@ -81,6 +81,10 @@ SAME_WORDS = SHARED | {
     "graphs",
     "allocator",
     "math",
+    "expert",
+    "gate",
+    "sigmoid",
+    "pipeline",
     # names: libraries, vLLM's Sampler and fused-MoE kernel, its dummy inputs, CUDA's Unified Memory
     "sampler",
     "fused",

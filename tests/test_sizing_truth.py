@@ -20,14 +20,12 @@ WITHIN = 0.05
 #: families not yet within it: the bar they are held to now, and the mechanism still missing (issue 32)
 OPEN = {
     "gpt2": (0.35, "pure bf16 sdpa on CPU with dropout: the math fallback's bf16 tensors"),
-    "gpt_neox": (0.17, "parallel attention and MLP, partial rotary"),
-    "qwen2_moe": (0.18, "the shared expert and its sigmoid gate"),
-    "phi3": (0.11, "fused gate_up_proj: one saved tensor for gate and up"),
-    "phimoe": (0.10, "sparsemixer routing (its own top-2 masks and gathers)"),
-    "mixtral": (0.09, "router under autocast (fp32 router logits)"),
-    "gemma3_text": (0.07, "sliding layers' eager scores"),
-    "gemma2": (0.06, "soft-capped eager scores at fp32"),
-    "phi": (0.06, "partial rotary, parallel attention and MLP"),
+    "gemma3_text": (
+        0.07,
+        "found, not yet counted: its two post-norms' outputs are not saved (as Gemma 2's), and SDPA keeps a "
+        "materialised sliding-window mask (b x 1 x s x s at the activation width, shared by the sliding "
+        "layers, not saved under full checkpointing); the post-norms alone leave sdpa at 1 x 128 -9.8 %",
+    ),
 }
 
 

@@ -520,3 +520,58 @@ def test_a_sliding_window_layer_needs_its_window_not_the_request():
     s = VllmSettings(engine="v1-019", max_model_len=131072)
     full = VllmSettings(engine="v0", max_model_len=131072)  # v0: every layer holds the whole request
     assert one_request_bytes(spec, s, 131072, 8192) < one_request_bytes(spec, full, 131072, 8192) / 3
+
+
+def test_pipeline_stages_split_layers_as_vllm_does():
+    """get_pp_indices: an even share each, the remainder to the stages before the last (vLLM's own
+    examples: 61 layers at pp 2 and 4)."""
+    from aiworkbook.sizing.vllm import pp_partition
+
+    assert pp_partition(61, 2) == [31, 30] and pp_partition(61, 4) == [15, 15, 16, 15]
+    assert (
+        pp_partition(80, 4) == [20] * 4 and pp_partition(4, 3) == [1, 2, 1] and pp_partition(3, 2) == [2, 1]
+    )
+
+
+def test_pipeline_stages_profile_and_size_their_own_blocks():
+    """Each pipeline stage's worker profiles its own weights and peak: the first holds the embedding and no
+    sampler, later stages keep [max_num_batched_tokens x hidden] x 2 receive buffers (hidden states and
+    residual) under their peak, the last runs the dummy sampler; the engine keeps the fewest blocks."""
+    from aiworkbook.sizing.vllm import profile_peak_bytes
+
+    spec = spec_from_config(json.loads((DATA / "configs" / "qwen2.5-72b-instruct.json").read_text()))
+    gpu = get_gpu("H100-SXM")
+    s = VllmSettings(
+        engine="v1-019", pipeline_parallel_size=2, max_model_len=8192, gpu_memory_utilization=0.95
+    )
+    one = VllmSettings(engine="v1-019", max_model_len=8192, gpu_memory_utilization=0.95)
+    h = spec.hidden_size
+    sampler = profile_peak_bytes(spec, one, 1024, 8192, sm_count=132)[0]
+    received = 2 * 8192 * h * 2
+    first, first_txt = profile_peak_bytes(spec, s, 1024, 8192, sm_count=132, stage=0)
+    last, _ = profile_peak_bytes(spec, s, 1024, 8192, sm_count=132, stage=1)
+    assert first == 8192 * (3 * spec.intermediate_size + 3 * h) * 2 and "no sampler" in first_txt
+    assert last == sampler + received
+    w0, w1 = weight_bytes(spec, s, 0), weight_bytes(spec, s, 1)
+    assert w0 == w1 == weight_bytes(spec, s)  # untied: embedding and head are the same size
+    rope = spec.max_position_embeddings * spec.head_dim * 2
+    assert w0 + w1 == pytest.approx(
+        weight_bytes(spec, one) + rope, abs=2
+    )  # every rank holds the rotary table
+    r = startup(spec, gpu, s)
+    per_stage = []
+    for stage, peak in ((0, first), (1, last)):
+        avail = r.requested_bytes - weight_bytes(spec, s, stage) - peak - r.non_torch_bytes
+        per_stage.append(kv_from_available(spec, s, avail, 8192, 8192, 40)["num_blocks"])
+    assert r.num_blocks == min(per_stage) == per_stage[1] < per_stage[0]
+    assert r.activation_peak_bytes == last and "stage 2 of 2" in r.formulas["activation_peak"]
+
+
+def test_a_pipeline_stage_that_is_not_the_last_can_bound_the_blocks():
+    """Gemma 3 27B at pp 2: the first stage holds the 262,208 x 5,376 embedding and the SigLIP tower, the
+    last the tied head (its own copy) and the sampler; whichever leaves fewer blocks is reported."""
+    spec, gpu = load_model("gemma-3-27b-it"), get_gpu("H100-SXM")
+    s = VllmSettings(engine="v1-019", pipeline_parallel_size=2, max_model_len=8192, max_num_seqs=8)
+    assert weight_bytes(spec, s, 0) - weight_bytes(spec, s, 1) == spec.vision_params * 2
+    r = startup(spec, gpu, s)  # 8 sequences: the sampler is small, the tower decides
+    assert r.weights_bytes == weight_bytes(spec, s, 0) and "stage 1 of 2" in r.formulas["activation_peak"]

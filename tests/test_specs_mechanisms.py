@@ -77,3 +77,80 @@ def test_declarations_match_transformers_source(mt):
     fused = bool(re.search(r"self\.(c_attn|query_key_value|qkv_proj) = ", src))
     assert mech.fused_qkv == fused, mt
     assert mech.attn_softcap == ("softcap" in eager and mt == "gemma2"), mt
+
+
+def test_partial_rotary_families_declare_their_share_and_cat():
+    """partial_rotary_factor (or GPT-NeoX's rotary_pct, or rope_parameters') sets the cos/sin width; the
+    three families that rotate a slice and join it with torch.cat declare it; a share outside (0, 1] is
+    refused naming the key."""
+    neox = spec_from_config(_cfg("gpt_neox"))
+    assert neox.mechanisms.rotary_fraction == 0.25 and neox.mechanisms.rope_concat
+    assert neox.mechanisms.parallel_norms and neox.num_kv_heads == neox.num_heads  # no GQA in GPT-NeoX
+    seq = spec_from_config({**_cfg("gpt_neox"), "rotary_pct": 0.5, "use_parallel_residual": False})
+    assert seq.mechanisms.rotary_fraction == 0.5 and not seq.mechanisms.parallel_norms
+    nested = {**_cfg("phi"), "rope_parameters": {"partial_rotary_factor": 0.25}}
+    assert spec_from_config(nested).mechanisms.rotary_fraction == 0.25
+    assert spec_from_config(_cfg("phi")).mechanisms.rotary_fraction == 0.5
+    assert spec_from_config(_cfg("phi3")).mechanisms.rotary_fraction == 1.0
+    assert not spec_from_config(_cfg("llama")).mechanisms.rope_concat
+    with pytest.raises(SpecError, match="partial_rotary_factor"):
+        spec_from_config({**_cfg("phi3"), "partial_rotary_factor": 1.5})
+    w = Workload(precision="fp32", recipe="fp32-adamw", batch=1, seq_len=64)
+    wider = spec_from_config({**_cfg("gpt_neox"), "rotary_pct": 0.5})
+    quarter, half = (estimate(s, w, device="cpu").memory.activations for s in (neox, wider))
+    d = neox.head_dim  # cos and sin, fp32, one row per position: the width follows the share
+    assert half - quarter == 2 * (int(d * 0.5) - int(d * 0.25)) * 4 * 64
+
+
+def test_qwen2_moe_declares_its_gated_shared_expert():
+    """shared_expert_intermediate_size is the shared expert's own width; its sigmoid gate keeps the output
+    and the sigmoid: (4·I_shared + h + 1)·e more per token and layer than the same model without it."""
+    cfg = _cfg("qwen2_moe")
+    spec = spec_from_config(cfg)
+    width = cfg["shared_expert_intermediate_size"]
+    assert spec.mechanisms.shared_intermediate == width and spec.mechanisms.shared_gate
+    alone = spec_from_config({**cfg, "shared_expert_intermediate_size": 0})
+    assert not alone.mechanisms.shared_expert and not alone.mechanisms.shared_gate
+    w = Workload(precision="fp32", recipe="fp32-adamw", batch=1, seq_len=64, checkpointing="none")
+    more = (
+        estimate(spec, w, device="cpu").memory.activations
+        - estimate(alone, w, device="cpu").memory.activations
+    )
+    assert more == spec.num_layers * 64 * (4 * width + spec.hidden_size + 1) * 4
+
+
+def test_grouped_mm_experts_run_at_the_weights_width_under_autocast():
+    """The four MoE families transformers runs through grouped_mm declare it: under AMP the experts keep
+    fp32 tensors and autocast copies none of their matrices (the attention's and the router's still)."""
+    from aiworkbook.sizing.activations import layer_matrix_params
+
+    for mt in ("mixtral", "phimoe", "qwen2_moe", "qwen3_moe"):
+        spec = spec_from_config(_cfg(mt))
+        assert spec.mechanisms.experts_grouped_mm, mt
+        as_linear = replace(spec, mechanisms=replace(spec.mechanisms, experts_grouped_mm=False))
+        h, i, E = spec.hidden_size, spec.intermediate_size, spec.num_experts
+        assert layer_matrix_params(as_linear) - layer_matrix_params(spec) == 3 * h * i * E, mt
+        amp = Workload(precision="bf16-mixed", recipe="fp32-adamw", batch=1, seq_len=64)
+        fp32_wide = estimate(spec, amp, device="cpu").memory.activations
+        assert fp32_wide != estimate(as_linear, amp, device="cpu").memory.activations, mt
+    assert not spec_from_config(_cfg("llama")).mechanisms.experts_grouped_mm
+
+
+def test_gemma2_post_norms_keep_no_output():
+    """Gemma 2's post-attention and post-feedforward norms feed the residual add: outside autocast each
+    keeps e·h per token less than a norm a matmul reads; under autocast no norm output was counted."""
+    spec = spec_from_config(_cfg("gemma2"))
+    assert spec.mechanisms.post_norms == 2
+    pre_only = replace(spec, mechanisms=replace(spec.mechanisms, post_norms=0))
+    for precision, recipe, e in (("fp32", "fp32-adamw", 4), ("bf16", "pure-bf16", 2)):
+        w = Workload(precision=precision, recipe=recipe, attention="eager", batch=1, seq_len=64)
+        less = (
+            estimate(pre_only, w, device="cpu").memory.activations
+            - estimate(spec, w, device="cpu").memory.activations
+        )
+        assert less == spec.num_layers * 64 * 2 * e * spec.hidden_size, precision
+    amp = Workload(precision="bf16-mixed", recipe="fp32-adamw", attention="eager", batch=1, seq_len=64)
+    assert (
+        estimate(spec, amp, device="cpu").memory.activations
+        == estimate(pre_only, amp, device="cpu").memory.activations
+    )

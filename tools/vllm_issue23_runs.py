@@ -1,57 +1,84 @@
-"""Issue 23's vLLM 0.19 H100 runs (bf16, max_model_len 8192, utilisation 0.9): KV-cache tokens per engine
-version and the error against the logged tokens. The logs are not public; the issue gives only the errors
-of `fit --engine vllm` (engine "v1") against them, so the logged tokens are rebuilt as
-v1 tokens / (1 + error); the rebuilt figure carries the rounding of the issue's one-decimal percentage.
-Where engine "v1" predicts no KV cache the logged figure cannot be rebuilt: the row says so, and a note
-gives the most memory outside torch with which the engine v1-019 arithmetic would still start
-(vLLM refuses to start when the cache cannot hold one max_model_len request:
-vllm/v1/core/kv_cache_utils.py, _check_enough_kv_cache_memory).
-Usage: .venv/bin/python tools/vllm_issue23_runs.py"""
+"""Issue 23's vLLM 0.19 H100 runs (tests/data/vllm_019_held_out_runs.json: bf16, max_model_len 8192): KV-cache
+tokens per engine version and the error against the logged tokens. The logs are not public; the issue gives
+only the errors of `fit --engine vllm` (engine "v1") against them, so the logged tokens are rebuilt as
+v1 tokens / (1 + error) at the utilisation the runs used (0.95: issue 32's correction of issue 23's 0.9);
+the rebuilt figure carries the rounding of the issue's one-decimal percentage. `--utilization 0.9` prints
+the comparison at the utilisation issue 23's text named (the rebuilt figure then moves with it: 0 v1 tokens
+cannot be rebuilt, the row prints ? and a note on what the start needs).
+Usage: .venv/bin/python tools/vllm_issue23_runs.py [--utilization U]"""
 
 from __future__ import annotations
 
+import argparse
+import json
 from pathlib import Path
+from typing import Any
 
-from aiworkbook.sizing.vllm import VllmSettings, startup
-from aiworkbook.specs import get_gpu, load_model
+from aiworkbook.sizing.vllm import VllmSettings, VllmStartup, startup
+from aiworkbook.specs import get_gpu, load_model, spec_from_config
+from aiworkbook.specs.protocol import ModelSpecLike
 
-CONFIGS = Path(__file__).resolve().parents[1] / "tests" / "data" / "configs"
-MAX_LEN = 8192
-#: (model, tensor parallel size, the issue's error of engine "v1" in %, note)
-RUNS = (
-    ("mixtral-8x7b", 2, +6.3, ""),
-    (str(CONFIGS / "gemma-3-12b-it.json"), 1, -6.4, ""),
-    ("qwen3-30b-a3b", 1, -8.9, ""),
-    (str(CONFIGS / "gemma-2-27b-it.json"), 1, -15.6, ""),
-    ("gemma-3-27b-it", 1, -15.3, ""),
-    (str(CONFIGS / "qwen2.5-72b-instruct.json"), 2, -7.9, "kimi-dev-72b has the same shape and error"),
-)
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+RUNS: dict[str, Any] = json.loads((DATA / "vllm_019_held_out_runs.json").read_text())
+
+
+def run_spec(run: dict[str, Any]) -> ModelSpecLike:
+    """The run's model: a preset, or a published config.json kept with the test data."""
+    if "config" in run:
+        return spec_from_config(json.loads((DATA / run["config"]).read_text()), name=run["config"])
+    return load_model(run["model"])
+
+
+def run_name(run: dict[str, Any]) -> str:
+    return Path(run["config"]).stem if "config" in run else str(run["model"])
+
+
+def compare(run: dict[str, Any], utilization: float | None = None) -> dict[str, Any]:
+    """Engine v1 and v1-019 at the run's settings, the rebuilt logged tokens (None where v1 gives 0) and the
+    v1-019 error in % (None where there is no rebuilt figure)."""
+    util = RUNS["gpu_memory_utilization"] if utilization is None else utilization
+    gpu, spec = get_gpu(RUNS["gpu"]), run_spec(run)
+    out: dict[str, Any] = {}
+    for eng in ("v1", "v1-019"):
+        s = VllmSettings(
+            engine=eng,
+            max_model_len=RUNS["max_model_len"],
+            tensor_parallel_size=run.get("tp", 1),
+            pipeline_parallel_size=run.get("pp", 1),
+            gpu_memory_utilization=util,
+        )
+        out[eng] = startup(spec, gpu, s)
+    v1, new = out["v1"].kv_cache_tokens, out["v1-019"].kv_cache_tokens
+    logged = v1 / (1 + run["v1_error_pct"] / 100) if v1 else None
+    out["logged"] = logged
+    out["error_pct"] = 100 * (new - logged) / logged if logged else None
+    return out
 
 
 def main() -> None:
-    gpu = get_gpu("H100-SXM")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--utilization", type=float, default=None, help="default: the runs' own (0.95)")
+    util = ap.parse_args().utilization
+    shown_util = RUNS["gpu_memory_utilization"] if util is None else util
+    print(f"gpu_memory_utilization {shown_util}, max_model_len {RUNS['max_model_len']}, {RUNS['gpu']}")
     print(f"{'model':20s} {'tp':>2s} {'logged~':>8s} {'v1':>8s} {'v1-019':>8s} {'v1-019 error':>13s}")
     notes = []
-    for model, tp, v1_error, note in RUNS:
-        spec = load_model(model)
-        runs = {
-            eng: startup(spec, gpu, VllmSettings(engine=eng, max_model_len=MAX_LEN, tensor_parallel_size=tp))
-            for eng in ("v1", "v1-019")
-        }
-        v1, new = runs["v1"].kv_cache_tokens, runs["v1-019"].kv_cache_tokens
-        name = Path(model).stem if model.endswith(".json") else model
-        if v1:
-            logged = v1 / (1 + v1_error / 100)
-            shown = f"{logged:8.0f} {v1:8d} {new:8d} {100 * (new - logged) / logged:+12.2f}%"
+    for run in RUNS["runs"]:
+        c = compare(run, util)
+        v1, new = c["v1"].kv_cache_tokens, c["v1-019"].kv_cache_tokens
+        name, tp = run_name(run), run.get("tp", 1)
+        if c["logged"]:
+            shown = f"{c['logged']:8.0f} {v1:8d} {new:8d} {c['error_pct']:+12.2f}%"
         else:
             shown = f"{'?':>8s} {v1:8d} {new:8d} {'?':>13s}"
-            notes.append(f"{name} tp {tp}: {start_note(runs['v1-019'])}")
-        print(f"{name:20s} {tp:2d} {shown}" + (f"  ({note})" if note else ""))
+            notes.append(f"{name} tp {tp}: {start_note(c['v1-019'])}")
+        note = f"  ({run['note']})" if run.get("note") else ""
+        print(f"{name:20s} {tp:2d} {shown}{note}")
     for line in notes:
         print(line)
 
 
-def start_note(r) -> str:
+def start_note(r: VllmStartup) -> str:
     """Why the logged figure cannot be rebuilt, and what the run's start says about the profile."""
     need = r.one_request_kv_bytes  # vLLM's own check before it starts (sizing.vllm.refusal)
     room = r.requested_bytes - r.weights_bytes - r.activation_peak_bytes - need
@@ -59,7 +86,7 @@ def start_note(r) -> str:
         "engine v1 predicts no KV cache, so the issue's error cannot be turned into a logged figure; "
         f"with v1-019's torch peak ({r.activation_peak_bytes / 2**30:.2f} GiB) the run starts only if memory "
         f"outside torch is at most {room / 2**30:.2f} GiB (v1-019 assumes {r.non_torch_bytes / 2**30:.2f} GiB; "
-        f"one {MAX_LEN}-token request needs {need / 2**30:.2f} GiB of KV cache)"
+        f"one {r.max_model_len}-token request needs {need / 2**30:.2f} GiB of KV cache)"
     )
 
 

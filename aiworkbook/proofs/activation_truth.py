@@ -62,7 +62,8 @@ FAMILY_KEYS: dict[str, dict[str, Any]] = {
 }
 SHAPES = ((1, 64), (2, 32), (1, 128))
 PRECISIONS = ("fp32", "bf16", "bf16-mixed")
-RECIPES = {"fp32": "fp32-adamw", "bf16": "pure-bf16", "bf16-mixed": "fp32-adamw"}
+#: the recipe each precision runs with (fp16: the pure 16-bit recipe; its activations are all fp16)
+RECIPES = {"fp32": "fp32-adamw", "bf16": "pure-bf16", "fp16": "pure-bf16", "bf16-mixed": "fp32-adamw"}
 ATTENTIONS = ("eager", "sdpa")
 
 
@@ -169,14 +170,17 @@ def saved(model, b: int, s: int, autocast: bool) -> int:
     return tracker.bytes()
 
 
-def estimated(family: str, precision: str, attention: str, ckpt: bool, b: int, s: int) -> int:
+def estimated(
+    family: str, precision: str, attention: str, ckpt: bool, b: int, s: int, cfg: dict[str, Any] | None = None
+) -> int:
     """The estimate's activations + logits for the same case (under checkpointing less the one layer
-    recomputed in backward, which the forward never holds)."""
+    recomputed in backward, which the forward never holds); `cfg`: another config.json of the family
+    than the tool's small one."""
     from aiworkbook.sizing import Workload, estimate
     from aiworkbook.sizing.activations import _layer_split, terms
     from aiworkbook.specs import spec_from_config
 
-    spec = spec_from_config(config(family))
+    spec = spec_from_config(cfg or config(family))
     kw: dict[str, Any] = dict(
         precision=precision,
         recipe=RECIPES[precision],

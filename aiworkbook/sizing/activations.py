@@ -110,9 +110,12 @@ def autocast_fp32_weights(w: Workload) -> bool:
 
 
 def layer_matrix_params(spec: ModelSpecLike) -> int:
-    """Matrix parameters of one layer (attention, MLP or every expert, router): what autocast copies."""
+    """Matrix parameters of one layer (attention, MLP or every expert, router, a shared expert): what
+    autocast copies. Experts that run through grouped_mm are not copied (Mechanisms.experts_grouped_mm)."""
     h, a, k, d, i = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim, spec.intermediate_size
-    mlp = (3 if spec.gated_mlp else 2) * h * i * max(1, spec.num_experts) + h * spec.num_experts
+    mech, mats = mechanisms(spec), 3 if spec.gated_mlp else 2
+    copied = 0 if mech.experts_grouped_mm and spec.num_experts else max(1, spec.num_experts)
+    mlp = mats * h * i * copied + h * spec.num_experts + 3 * h * mech.shared_intermediate
     return h * a * d + 2 * h * k * d + a * d * h + mlp
 
 
@@ -222,7 +225,13 @@ def _attention_term(
             # repeated to every query head first: the copies are saved (one KV head: a stride-0 view)
             kv = a if w.kv_repeat and k > 1 else k
             rep = "term.dot.repeated" if w.kv_repeat and kv != k else None
-            qkvo = _dot(a, d) + _dot(2, kv, d, note=rep) + _dot(a, d, note="term.dot.out")
+            if mech.fused_qkv and kv == k:  # RoPE makes new q and k; v stays a view of the fused output
+                qkvo = _dot(a, d) + _dot(k, d) + _dot(a + 2 * k, d, note="term.dot.v_fused_qkv")
+                qkvo = qkvo + _dot(a, d, note="term.dot.out")
+            else:
+                qkvo = _dot(a, d) + _dot(2, kv, d, note=rep) + _dot(a, d, note="term.dot.out")
+            if mech.rope_concat:  # q leaves torch.cat head-major: SDPA's output too, the o-proj a copy
+                qkvo = qkvo + _dot(a, d, note="term.dot.o_proj_copy")
             attn_t = qkvo.tight(Term(e)) + _dot(4, a, note="term.dot.lse")
     elif amp and w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU
         attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
@@ -230,6 +239,10 @@ def _attention_term(
         score_note = Msg("term.score.cpu_math")
     else:
         attn_t = _dot(4, a, d, e)  # q, k, v (GQA repeated), o-proj input
+        # v not repeated stays a view of the fused qkv output; torch.matmul folds batch and heads into
+        # one dimension, which a view survives only at batch 1 (else it saves a contiguous copy)
+        if mech.fused_qkv and mech.rope and k == a and w.batch == 1:
+            attn_t = attn_t + _dot(2, a, d, e, note="term.dot.v_keeps_fused")
         if amp:
             # eager under autocast: fp32 softmax (the fp32 mask promotes it, or an explicit dtype), then
             # the 16-bit copy the next matmul reads; with dropout the mask and the dropped 16-bit probs
@@ -280,11 +293,21 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
     if spec.num_experts:
+        # grouped_mm experts under autocast: the fp32 weights' width, no casts of their inputs
+        grouped = amp and mech.experts_grouped_mm
+        ex = 4 if grouped else e
         routing = (
-            _router_term(spec, e) if mech.router and not fused else Term(8 * spec.num_experts, "term.router")
+            _router_term(spec, ex) if mech.router and not fused else Term(8 * spec.num_experts, "term.router")
         )
-        mlp_t = _dot(spec.experts_per_token, per_mlp, i, e) + routing
-        casts = 1 + 2 * spec.experts_per_token  # router + each chosen expert's gate and up
+        note = "term.dot.grouped_mm" if grouped else None
+        mlp_t = _dot(spec.experts_per_token, per_mlp, i, ex, note=note) + routing
+        casts = 1 + (0 if grouped else 2 * spec.experts_per_token)  # router + each chosen expert's gate, up
+        if mech.shared_intermediate:  # every token's shared expert: a gated MLP of its own width
+            mlp_t = mlp_t + _dot(per_mlp, mech.shared_intermediate, e, note="term.dot.shared_expert")
+            casts += 2
+            if mech.shared_gate:  # sigmoid(gate(x)) * shared(x): the multiply keeps both factors
+                mlp_t = mlp_t + _dot(spec.hidden_size + 1, e, note="term.dot.shared_gate")
+                casts += 1
     elif spec.gated_mlp:
         mlp_t = _dot(per_mlp, i, e)
         casts = 2  # gate, up
@@ -312,8 +335,9 @@ def _per_token_and_seq(
     if spec.is_decoder:
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
-    if mechanisms(spec).rope:
-        per_seq += 2 * d * (4 if amp else e)  # cos/sin at the embeddings' dtype (fp32 under AMP)
+    mech = mechanisms(spec)
+    if mech.rope:  # cos/sin at the embeddings' dtype (fp32 under AMP), as wide as the rotated slice
+        per_seq += 2 * int(d * mech.rotary_fraction) * (4 if amp else e)
     return per_token, per_seq
 
 
@@ -337,6 +361,11 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
         + Term(attn, render=lambda: attn_txt)
         + Term(mlp, render=lambda: mlp_txt)
     )
+    if mech.post_norms and not amp and not fused:  # their output feeds the residual add only
+        layer_t = layer_t - Term(mech.post_norms).tight(_dot(e, h, note="term.dot.post_norm_outputs"))
+    if mech.parallel_norms and spec.norms_per_layer > 1 and spec.norm != "rmsnorm":
+        # both LayerNorms read the layer's input: it is saved once (fp32 under autocast)
+        layer_t = layer_t - _dot(4 if amp else e, h, note="term.dot.shared_norm_input")
     if m:
         layer_t = layer_t + Term(2).tight(Term(h)).tight(Term(m, "term.masks"))
     frozen_layer, frozen_token, frozen_txt = (0, 0, "") if amp else _frozen_base_drops(spec, w, e, fused)

@@ -21,8 +21,11 @@ CUDA graphs are captured after the KV cache is allocated and do not come out of 
 0.11; `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` later subtracts an estimate: option
 `cudagraph_bytes`). The KV cache is whole blocks: `num_blocks = available // page // layers` with
 `page = block_size x kv_heads_per_rank x width x bytes`; tensor parallelism splits KV heads
-(replicated when fewer heads than ranks), pipeline parallelism splits layers (the rank with most
-layers bounds the blocks), MLA's latent is one unsplit "head". Models with sliding and full layers
+(replicated when fewer heads than ranks), MLA's latent is one unsplit "head". Pipeline parallelism: each
+stage's worker profiles its own share (its layers as get_pp_indices splits them, the embedding on the first,
+the head and the dummy sampler on the last, the receive buffers of the previous stage's hidden states on
+every later one) and sizes its own blocks; the engine keeps the fewest (get_kv_cache_configs), and the
+figures reported are that stage's. Models with sliding and full layers
 follow the hybrid allocator: layers are grouped in groups of equal size (the smallest layer-type
 count, or the largest when within 1.5x), each group shares the pooled blocks and "GPU KV cache size"
 reports `num_blocks // groups x block_size` (engine "v1"; the current source, "v1-092", reports the
@@ -284,9 +287,11 @@ def defaults(
     return seqs, tokens[(usage, big)]
 
 
-def weight_bytes(spec: ModelSpecLike, s: VllmSettings) -> int:
-    """One rank's weights: everything split over tp; with pp, the layers split evenly and the busier
-    end stage also holds its vocabulary table (the embedding first, the head last).
+def weight_bytes(spec: ModelSpecLike, s: VllmSettings, stage: int | None = None) -> int:
+    """One rank's weights: everything split over tp; with pp, pipeline stage `stage` (0-based; None: the
+    heaviest) holds its layers as vLLM partitions them (pp_partition), the first stage the embedding and
+    a multimodal tower, the last the head (a tied head too: the last stage builds its own ParallelLMHead
+    and loads the embedding into it), and every rank the rotary tables.
 
     A multimodal wrapper's vision tower and projector load with the language model, at the model's
     dtype, tensor-parallel like it, on the first pipeline stage: vLLM's
@@ -314,10 +319,28 @@ def weight_bytes(spec: ModelSpecLike, s: VllmSettings) -> int:
     pp, tp = s.pipeline_parallel_size, s.tensor_parallel_size
     if pp == 1:
         return (total + vision) // tp
-    first = spec.params_embedding * width + vision
-    end_table = max(first, (head or spec.params_embedding) * width)
-    layers = total - (spec.params_embedding + head) * width
-    return (-(-layers // pp) + end_table) // tp
+    if stage is None:
+        return max(weight_bytes(spec, s, i) for i in range(pp))
+    rope = rope_cache_bytes(spec, s)
+    layers = total - rope * tp_pp(s) - (spec.params_embedding + head) * width
+    parts = pp_partition(spec.num_layers, pp)
+    mine = -(-layers * parts[stage] // spec.num_layers)
+    if stage == 0:
+        mine += spec.params_embedding * width + vision
+    if stage == pp - 1:
+        mine += (head or spec.params_embedding) * width
+    return mine // tp + rope
+
+
+def pp_partition(layers: int, pp: int) -> list[int]:
+    """Layers per pipeline stage as vLLM splits them (get_pp_indices, vllm/distributed/utils.py): an even
+    share each, the remainder one by one to the stages before the last (the last runs the final norm, the
+    head and the sampler): 61 layers at pp 4 are [15, 15, 16, 15]."""
+    per, extra = divmod(layers, pp)
+    parts = [per] * pp
+    for i in range(2, extra + 2):
+        parts[-i] += 1
+    return parts
 
 
 def tp_pp(s: VllmSettings) -> int:
@@ -338,11 +361,25 @@ def rope_cache_bytes(spec: ModelSpecLike, s: VllmSettings) -> int:
 
 
 def profile_peak_bytes(
-    spec: ModelSpecLike, s: VllmSettings, seqs: int, tokens: int, *, sm_count: int = 0, max_len: int = 0
+    spec: ModelSpecLike,
+    s: VllmSettings,
+    seqs: int,
+    tokens: int,
+    *,
+    sm_count: int = 0,
+    max_len: int = 0,
+    stage: int | None = None,
 ) -> tuple[int, Msg]:
     """Torch peak increase of the profile run over the weights (see the module docstring); `sm_count`
     (the GPU's streaming multiprocessors, 0 if not recorded) and `max_len` (--max-model-len) size the
-    vLLM 0.19 items (topk_topp_buffer_rows, mm_dummy_batch_bytes)."""
+    vLLM 0.19 items (topk_topp_buffer_rows, mm_dummy_batch_bytes).
+
+    With pipeline parallelism, on stage `stage` (0-based; None: one stage that is first and last): only
+    the last stage runs the dummy sampler (gpu_model_runner.profile_run: `if get_pp_group().is_last_rank`),
+    and every stage after the first allocates, in its first dummy run, the buffers it receives the
+    previous stage's hidden states and residual into, [max_num_batched_tokens x hidden] each, kept for
+    the engine's life (`self.intermediate_tensors = make_empty_intermediate_tensors(batch_size=
+    self.max_num_tokens, ...)` in _dummy_run), so they sit under both the forward and the sampler."""
     # Three hidden-sized tensors live through the MLP: the layer's input (the model loop still
     # references it until the layer returns), the residual, and the normalised attention output.
     b, tp = _act_bytes(s, spec), s.tensor_parallel_size
@@ -357,6 +394,12 @@ def profile_peak_bytes(
         mats = 3 if spec.gated_mlp else 2
         fwd = tokens * (mats * i // tp + 3 * h) * b
         fwd_txt = Msg("term.vllm.fwd", tokens=tokens, mats=mats, i=i, tp=tp, h=h, b=b)
+    first = stage is None or stage == 0
+    last = stage is None or stage == s.pipeline_parallel_size - 1
+    if not first:
+        received = 2 * tokens * h * b
+        fwd += received
+        fwd_txt = Joined(fwd_txt, " + ", Msg("term.vllm.received", tokens=tokens, h=h, b=b))
     rows = min(seqs, tokens)
     per_logit = sampler_bytes_per_logit(s)
     sampler = rows * spec.vocab_size * per_logit + tokens * h * b
@@ -379,6 +422,11 @@ def profile_peak_bytes(
     if s.release == "v1-019" and spec.num_experts:  # the MoE scratch outlives the forward
         sampler += moe_workspace_bytes(spec, s, tokens)
         samp_txt = Joined(samp_txt, " + ", Msg("term.vllm.moe_workspace"))
+    if not first:
+        sampler += received
+        samp_txt = Joined(samp_txt, " + ", Msg("term.vllm.received", tokens=tokens, h=h, b=b))
+    if not last:
+        return fwd, Msg("term.vllm.not_last_stage", forward=fwd_txt)
     if sampler > fwd:
         return sampler, Msg("term.vllm.sampler_peak", sampler=samp_txt, forward=fwd_txt)
     return fwd, Msg("term.vllm.forward_peak", sampler=samp_txt, forward=fwd_txt)
@@ -458,8 +506,11 @@ def sampler_bytes_per_logit(s: VllmSettings) -> int:
     return SAMPLER_BYTES[s.release]
 
 
-def _kv_layout(spec: ModelSpecLike, s: VllmSettings) -> list[tuple[str, int, int, int | None]]:
-    """(kind, layers on the busiest pipeline stage, page bytes per layer, window) per layer type."""
+def _kv_layout(
+    spec: ModelSpecLike, s: VllmSettings, stage_layers: int | None = None
+) -> list[tuple[str, int, int, int | None]]:
+    """(kind, layers on one pipeline stage, page bytes per layer, window) per layer type: the stage holding
+    `stage_layers` of the model's layers (each type's share of them, rounded up), else the busiest stage."""
     from math import ceil
 
     bits = int(_kv_bytes(s, spec) * 8)
@@ -467,7 +518,8 @@ def _kv_layout(spec: ModelSpecLike, s: VllmSettings) -> list[tuple[str, int, int
     out = []
     for g in spec.kv_layer_groups():
         page = kv_bytes((one_layer(g),), s.block_size, bits, tp, windowed=False)
-        out.append((g.kind, ceil(g.layers / pp), page, g.window))
+        n = ceil(g.layers / pp) if stage_layers is None else ceil(g.layers * stage_layers / spec.num_layers)
+        out.append((g.kind, n, page, g.window))
     return out
 
 
@@ -481,17 +533,25 @@ def _max_usage_blocks(kind: str, window: int | None, s: VllmSettings, max_len: i
     return -(-max_len // bs)
 
 
-def one_request_bytes(spec: ModelSpecLike, s: VllmSettings, max_len: int, batched: int) -> int:
+def one_request_bytes(
+    spec: ModelSpecLike, s: VllmSettings, max_len: int, batched: int, stage_layers: int | None = None
+) -> int:
     """The KV cache one request of `max_len` tokens needs on one GPU, layer by layer as vLLM's
     `max_memory_usage_bytes` sums it (a sliding layer holds its window, not the whole request)."""
     return sum(
         n * _max_usage_blocks("full" if s.family == "v0" else kind, w, s, max_len, batched) * page
-        for kind, n, page, w in _kv_layout(spec, s)
+        for kind, n, page, w in _kv_layout(spec, s, stage_layers)
     )
 
 
 def refusal(
-    spec: ModelSpecLike, s: VllmSettings, available: int, needed: int, max_len: int, batched: int
+    spec: ModelSpecLike,
+    s: VllmSettings,
+    available: int,
+    needed: int,
+    max_len: int,
+    batched: int,
+    stage_layers: int | None = None,
 ) -> str | None:
     """vLLM's reason for refusing to start (`_check_enough_kv_cache_memory` in v1/core/kv_cache_utils.py):
     nothing left for the cache blocks, or less than the `needed` bytes of one request (one_request_bytes),
@@ -510,7 +570,8 @@ def refusal(
     lo, hi = 0, max_len  # the longest request that fits: vLLM's binary search (estimate_max_model_len)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if one_request_bytes(spec, s, mid, batched) <= available else (lo, mid - 1)
+        fits = one_request_bytes(spec, s, mid, batched, stage_layers) <= available
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
     longest = f"; the estimated maximum model length is {lo:,}" if lo > 0 else ""
     return (
         f"one request of max_model_len {max_len:,} needs {fmt_bytes(needed)} of KV cache, more than the "
@@ -530,26 +591,52 @@ def startup(spec: ModelSpecLike, gpu: GPUSpec, s: VllmSettings | None = None) ->
     seqs = s.max_num_seqs or d_seqs
     tokens = s.max_num_batched_tokens or d_tokens
     requested = int(total * s.utilization)
-    weights = weight_bytes(spec, s)
-    peak, peak_txt = profile_peak_bytes(
-        spec, s, seqs, tokens, sm_count=getattr(gpu, "sm_count", 0), max_len=max_len
-    )
-    tp = s.tensor_parallel_size
-    non_torch = (
-        s.non_torch_bytes
-        if s.non_torch_bytes is not None
-        else NON_TORCH[s.release][tp * s.pipeline_parallel_size > 1]
-    )
-    available = requested - weights - peak - non_torch - s.cudagraph_bytes
-    kv = kv_from_available(spec, s, available, max_len, tokens)
+    tp, pp = s.tensor_parallel_size, s.pipeline_parallel_size
+    non_torch = s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH[s.release][tp * pp > 1]
+    sm_count = getattr(gpu, "sm_count", 0)
+    # One worker per stage (tp ranks of a stage are alike): each profiles its own weights and peak and
+    # sizes its own blocks; the engine keeps the fewest blocks of any worker (get_kv_cache_configs, "the
+    # smallest among all ranks") and each worker checks one request against its own cache first.
+    parts = pp_partition(spec.num_layers, pp) if pp > 1 else [None]
+    stages = []
+    for i, layers in enumerate(parts):
+        stage = i if pp > 1 else None
+        weights = weight_bytes(spec, s, stage)
+        peak, peak_txt = profile_peak_bytes(
+            spec, s, seqs, tokens, sm_count=sm_count, max_len=max_len, stage=stage
+        )
+        available = requested - weights - peak - non_torch - s.cudagraph_bytes
+        kv = kv_from_available(spec, s, available, max_len, tokens, layers)
+        needed = one_request_bytes(spec, s, max_len, tokens, layers)
+        why = refusal(spec, s, available, needed, max_len, tokens, layers)
+        stages.append((kv["num_blocks"], i, weights, peak, peak_txt, available, kv, needed, why))
+    bound = min(stages, key=lambda st: (st[0], -st[1]))  # the fewest blocks (ties: the later stage)
+    _, at, weights, peak, peak_txt, available, kv, needed, why = bound
+    why = why or next((st[-1] for st in stages if st[-1]), None)
     num_blocks, n_groups, group_size, page = (
         kv["num_blocks"],
         kv["kv_groups"],
         kv["group_size"],
         kv["page_bytes"],
     )
-    needed = one_request_bytes(spec, s, max_len, tokens)
-    why = refusal(spec, s, available, needed, max_len, tokens)
+    if pp > 1:
+        roles = [
+            Msg(r)
+            for r, on in (("term.vllm.pp_role_embedding", at == 0), ("term.vllm.pp_role_head", at == pp - 1))
+            if on
+        ]
+        peak_txt = Joined(
+            peak_txt,
+            "; ",
+            Msg(
+                "term.vllm.pp_stage",
+                stage=at + 1,
+                pp=pp,
+                layers=parts[at],
+                total=spec.num_layers,
+                roles=Joined(*(x for r in roles for x in (", ", r))),
+            ),
+        )
     non_torch_said = (
         "term.vllm.non_torch_measured" if s.non_torch_bytes is not None else "term.vllm.non_torch_default"
     )
@@ -589,10 +676,16 @@ def startup(spec: ModelSpecLike, gpu: GPUSpec, s: VllmSettings | None = None) ->
 
 
 def kv_from_available(
-    spec: ModelSpecLike, s: VllmSettings, available: int, max_len: int, tokens: int
+    spec: ModelSpecLike,
+    s: VllmSettings,
+    available: int,
+    max_len: int,
+    tokens: int,
+    stage_layers: int | None = None,
 ) -> dict[str, Any]:
-    """Blocks, "GPU KV cache size" tokens and "Maximum concurrency" from the bytes left for the cache."""
-    layout = _kv_layout(spec, s)
+    """Blocks, "GPU KV cache size" tokens and "Maximum concurrency" from the bytes left for the cache (on
+    the pipeline stage holding `stage_layers` layers; None: the busiest stage)."""
+    layout = _kv_layout(spec, s, stage_layers)
     kinds = {k for k, *_ in layout}
     page = max(p for _, _, p, _ in layout)
     if len(kinds) == 1 or s.family == "v0":  # one group: every layer holds every token

@@ -35,7 +35,27 @@ class Mechanisms:
     final_softcap: bool = False  # tanh soft-capping of the final logits
     router: bool = False  # MoE: router logits, their softmax and top-k, the tokens gathered per expert
     shared_expert: bool = False  # MoE: an expert every token passes through as well
+    # its gated MLP's width where the activation formula counts it (0: not counted yet), and whether a
+    # sigmoid gate scales its output (Qwen2-MoE's shared_expert_gate: the output and the sigmoid are kept)
+    shared_intermediate: int = 0
+    shared_gate: bool = False
+    # the routed experts run through transformers' grouped_mm kernel (@use_experts_implementation, the
+    # default "grouped_mm"), which autocast does not cover: under AMP they compute at the fp32 weights'
+    # width and keep no 16-bit copies of the expert matrices
+    experts_grouped_mm: bool = False
     multipliers: bool = False  # Granite: embedding, residual, attention and logits scaled by constants
+    # the share of each head RoPE rotates (partial_rotary_factor, GPT-NeoX's rotary_pct): the cos/sin
+    # tables are rotary_fraction x head_dim wide
+    rotary_fraction: float = 1.0
+    # RoPE rotates a slice of q and k and joins it back with torch.cat (Phi, Phi-3, GPT-NeoX): q and k
+    # leave it contiguous per head, so SDPA's output is too and the o-proj reads a transposed copy
+    rope_concat: bool = False
+    # attention and MLP read the same residual input through their own norm (GPT-NeoX's
+    # use_parallel_residual): the norms' shared input is saved once
+    parallel_norms: bool = False
+    # norms per layer whose output goes straight into the residual add (Gemma 2/3's post-attention and
+    # post-feedforward norms): no matmul reads it, so its output is not saved
+    post_norms: int = 0
 
 
 def of(spec: object) -> Mechanisms:
@@ -52,4 +72,22 @@ def of(spec: object) -> Mechanisms:
     return mech
 
 
-__all__ = ["Mechanisms", "of"]
+def rotary_fraction(cfg: dict[str, object], default: float, source: str = "") -> float:
+    """The share of each head RoPE rotates, as the config gives it (partial_rotary_factor, GPT-NeoX's
+    rotary_pct, or inside rope_parameters), else the family's `default`; refused outside (0, 1]."""
+    params = cfg.get("rope_parameters")
+    nested = params.get("partial_rotary_factor") if isinstance(params, dict) else None
+    for key, value in (
+        ("partial_rotary_factor", cfg.get("partial_rotary_factor")),
+        ("rotary_pct", cfg.get("rotary_pct")),
+        ("rope_parameters.partial_rotary_factor", nested),
+    ):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+            raise SpecError(key, value, "a number in (0, 1]", source=source)
+        return float(value)
+    return default
+
+
+__all__ = ["Mechanisms", "of", "rotary_fraction"]

@@ -8,12 +8,13 @@ integer"), which scripts and tests/test_specs_errors.py read.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.specs.families.blocks import Config
-from aiworkbook.specs.mechanisms import Mechanisms
+from aiworkbook.specs.mechanisms import Mechanisms, rotary_fraction
 from aiworkbook.specs.model import ModelSpec
 
 # Family defaults where the config may omit a key (values of transformers' config classes).
@@ -110,8 +111,8 @@ LLAMA_LIKE = Mechanisms(softmax_fp32=True, rope=True)
 GPT2 = Mechanisms(fused_qkv=True, activation="gelu_new", dropout_default=0.1)
 # BERT: separate q/k/v, fused GELU, softmax in the scores' dtype, dropout 0.1
 BERT = Mechanisms(activation="gelu", dropout_default=0.1)
-# GPT-NeoX: one query_key_value, partial rotary, Llama's fp32 eager softmax
-GPT_NEOX = Mechanisms(softmax_fp32=True, rope=True, fused_qkv=True, activation="gelu")
+# GPT-NeoX: one query_key_value, partial rotary joined back with torch.cat, Llama's fp32 eager softmax
+GPT_NEOX = Mechanisms(softmax_fp32=True, rope=True, fused_qkv=True, activation="gelu", rope_concat=True)
 
 
 def gpt2(c: Config, mt: str, name: str) -> ModelSpec:
@@ -145,9 +146,17 @@ def bert(c: Config, mt: str, name: str) -> ModelSpec:
 
 
 def gpt_neox(c: Config, mt: str, name: str) -> ModelSpec:
+    """GPT-NeoX: multi-head attention only (its attention reads no num_key_value_heads), rotary on
+    rotary_pct of each head (0.25 by default), attention and MLP in parallel by default."""
     cfg, source = c.cfg, c.source
     common = _common(cfg, mt, name, source)
+    common["num_kv_heads"] = common["num_heads"]
     bias = _flag(cfg, "attention_bias", True, source)
+    mech = replace(
+        GPT_NEOX,
+        rotary_fraction=rotary_fraction(cfg, 0.25, source),
+        parallel_norms=_flag(cfg, "use_parallel_residual", True, source),
+    )
     return ModelSpec(
         **common,
         intermediate_size=_get(cfg, ("intermediate_size",), source),
@@ -155,7 +164,7 @@ def gpt_neox(c: Config, mt: str, name: str) -> ModelSpec:
         qkv_bias=bias,
         o_bias=bias,
         **_LAYERNORM_MLP,
-        mechanisms=GPT_NEOX,
+        mechanisms=mech,
     )
 
 
@@ -195,8 +204,12 @@ def _every_layer_slides(cfg: dict[str, Any], source: str, L: int, window: int | 
 
 
 def _phi3(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dict[str, Any]:
-    """Phi-3: one qkv_proj (and one gate_up_proj), Llama's attention otherwise."""
-    mech = Mechanisms(softmax_fp32=True, rope=True, fused_qkv=True)
+    """Phi-3: one qkv_proj (and one gate_up_proj), RoPE on a slice joined back with torch.cat (the whole
+    head by default), Llama's attention otherwise."""
+    fraction = rotary_fraction(cfg, 1.0, source)
+    mech = Mechanisms(
+        softmax_fp32=True, rope=True, fused_qkv=True, rope_concat=True, rotary_fraction=fraction
+    )
     return dict(mechanisms=mech, **_every_layer_slides(cfg, source, L, window))
 
 
@@ -205,7 +218,7 @@ def _mixtral(cfg: dict[str, Any], source: str, L: int, window: int | None) -> di
     top = _get(cfg, ("num_experts_per_tok",), source)
     if top > E:
         raise SpecError("num_experts_per_tok", top, f"1..num_local_experts ({E})", source=source)
-    mech = Mechanisms(softmax_fp32=True, rope=True, router=True)
+    mech = Mechanisms(softmax_fp32=True, rope=True, router=True, experts_grouped_mm=True)
     return dict(
         num_experts=E, experts_per_token=top, mechanisms=mech, **_every_layer_slides(cfg, source, L, window)
     )
@@ -235,6 +248,7 @@ def _gemma2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dic
             rope=True,
             activation="gelu",
             norm_fp32_scale=True,
+            post_norms=2,  # post_attention_layernorm, post_feedforward_layernorm -> residual add
             attn_softcap=cfg.get("attn_logit_softcapping", 50.0) is not None,
             final_softcap=cfg.get("final_logit_softcapping", 30.0) is not None,
         ),

@@ -25,7 +25,7 @@ from aiworkbook.specs.families.blocks import (
     window_of,
 )
 from aiworkbook.specs.families.spec import FamilySpec
-from aiworkbook.specs.mechanisms import Mechanisms
+from aiworkbook.specs.mechanisms import Mechanisms, rotary_fraction
 
 # every family here keeps Llama's eager attention: fp32 softmax, RoPE on q and k
 FP32_ROPE = Mechanisms(softmax_fp32=True, rope=True)
@@ -173,6 +173,8 @@ def phi(c: Config, mt: str, name: str) -> FamilySpec:
             FP32_ROPE,
             activation=str(c.cfg.get("hidden_act") or "gelu_new"),
             qk_norm="head" if c.flag("qk_layernorm", False) else "",
+            rope_concat=True,  # RoPE on partial_rotary_factor of each head, joined back with torch.cat
+            rotary_fraction=rotary_fraction(c.cfg, 0.5, c.source),
         ),
     )
 

@@ -63,9 +63,10 @@ def qwen_moe(c: Config, mt: str, name: str) -> FamilySpec:
     attn = attention(
         h, a, k, d, qkv_bias=bias, o_bias=q3 and bias, q_norm=d if q3 else 0, k_norm=d if q3 else 0
     )
-    shared = (0, 0)
+    shared, shared_i = (0, 0), 0
     if not q3 and c.integer("shared_expert_intermediate_size", default=0, minimum=0):
-        s = mlp(h, c.integer("shared_expert_intermediate_size"))
+        shared_i = c.integer("shared_expert_intermediate_size")
+        s = mlp(h, shared_i)
         shared = (s[0] + h, s[1])  # + shared_expert_gate (1 x h)
     types, w = _types_qwen(c, L), window_of(c)
     layers = []
@@ -77,7 +78,14 @@ def qwen_moe(c: Config, mt: str, name: str) -> FamilySpec:
             f = mlp(h, I)
             layers.append(Layer(attn[0] + 2 * h + f[0], attn[0] + 2 * h + f[0], attn[1] + f[1], kv))
     mech = Mechanisms(
-        softmax_fp32=True, rope=True, qk_norm="head" if q3 else "", router=True, shared_expert=bool(shared[0])
+        softmax_fp32=True,
+        rope=True,
+        qk_norm="head" if q3 else "",
+        router=True,
+        shared_expert=bool(shared[0]),
+        shared_intermediate=shared_i,  # sigmoid(shared_expert_gate(x)) * shared_expert(x)
+        shared_gate=bool(shared_i),
+        experts_grouped_mm=True,
     )
     return assemble(common, layers, family=mt, **experts(Im, E, top), qkv_bias=bias, mechanisms=mech)
 
@@ -101,7 +109,7 @@ def phimoe(c: Config, mt: str, name: str) -> FamilySpec:
         **experts(I, E, top),
         **biases(bias),
         norm="layernorm",
-        mechanisms=Mechanisms(softmax_fp32=True, rope=True, router=True),
+        mechanisms=Mechanisms(softmax_fp32=True, rope=True, router=True, experts_grouped_mm=True),
     )
 
 
