@@ -24,6 +24,7 @@ figure for the language with Babel (aiworkbook.i18n_format, aiworkbook.units):
 from __future__ import annotations
 
 import string
+from functools import cache
 from typing import Any
 
 
@@ -70,14 +71,15 @@ class Joined(Msg):
     def __new__(cls, *parts: Any) -> Joined:
         flat: list[Any] = []
         for p in parts:
-            for q in p.parts if isinstance(p, Joined) else (p,):
-                if isinstance(q, Msg) or not isinstance(q, str):
-                    flat.append(q)
-                elif q and flat and type(flat[-1]) is str:
-                    flat[-1] += q  # notation next to notation: one piece
-                elif q:
-                    flat.append(q)
-        self = str.__new__(cls, "".join(str(q) for q in flat))
+            items = p.parts if isinstance(p, Joined) else (p,) if isinstance(p, Msg) or p else ()
+            if not items:
+                continue
+            if flat and type(flat[-1]) is str and type(items[0]) is str:
+                flat[-1] += items[0]  # notation next to notation: one piece
+                flat.extend(items[1:])
+            else:
+                flat.extend(items)
+        self = str.__new__(cls, "".join(map(str, parts)))
         self.id, self.parts = "", tuple(flat)
         self.args = {"parts": self.parts}
         return self
@@ -130,7 +132,25 @@ def words(x: object, lang: str = "en") -> str:
 def render(id: str, args: dict[str, Any], lang: str = "en") -> str:
     from aiworkbook.catalogue import template
 
-    return _Words(lang).vformat(template(id, lang), (), args)
+    said = _Words(lang)
+    pieces = _pieces(template(id, lang))
+    if pieces is None:  # a field with an attribute, an index or a conversion: str.format's own way
+        return said.vformat(template(id, lang), (), args)
+    return "".join(
+        text if name is None else text + said.format_field(args[name], spec) for text, name, spec in pieces
+    )
+
+
+@cache
+def _pieces(template: str) -> tuple[tuple[str, str | None, str], ...] | None:
+    """A template parsed once: (literal text, field name or None, kind) pieces; None where a field is
+    more than a name (left to str.format). Formulas render thousands of messages an estimate."""
+    out = []
+    for text, name, spec, conversion in string.Formatter().parse(template):
+        if name is not None and (conversion or not name.isidentifier() or "{" in (spec or "")):
+            return None
+        out.append((text, name, spec or ""))
+    return tuple(out)
 
 
 class _Words(string.Formatter):

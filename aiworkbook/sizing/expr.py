@@ -6,9 +6,9 @@ formula shown beside a figure is built from the expression that computed it and 
     weights.text         # "8,030,261,248 params · 2 B / 8 tp": a message (aiworkbook.message.Joined)
     weights.text.render("de")  # "8.030.261.248 Parameter · 2 B / 8 TP"
 
-A leaf's words are a message id of the catalogues with the value as its argument `n` (a bare number:
-`term.n`, `term.int` grouped); the operators and brackets between them are notation every language
-writes alike. So a formula is data (ids and figures) until it is shown, in the viewer's language.
+A leaf's words are a message id of the catalogues with the value as its argument `n` (a bare whole
+number is notation, like the operators and brackets every language writes alike; another bare figure
+is `term.n`, its decimal sign the language's). So a formula is data (ids and figures) until it is shown, in the viewer's language.
 
 A sum multiplied or divided is put in parentheses in the text, as the value is computed, so the text
 read back as arithmetic gives the value (tests/formula_text.py reads it). Values may be numpy arrays
@@ -41,7 +41,12 @@ class Term:
         self, value: Any, id: str | None = None, render: Callable[[], Msg] | None = None, **args: Any
     ) -> None:
         self.value = value
-        if render is None:
+        if render is None and id is None and type(value) is int:  # a whole number reads alike everywhere
+
+            def render() -> Msg:
+                return Joined(str(value))
+
+        elif render is None:
             name = id or "term.n"
 
             def render() -> Msg:
