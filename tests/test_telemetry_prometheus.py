@@ -59,6 +59,31 @@ def test_the_reader_sees_both_nodes_with_their_own_values(fleet):
     assert {r["value"] for r in rows} == {10.0, 60.0}
 
 
+@pytest.mark.timeout(120)
+def test_prometheus_scrapes_the_prometheus_client_text_without_error(fleet):
+    """The body prometheus_client writes for `monitor --serve` is what a real Prometheus ingests: the
+    target is up with no scrape error, and the metadata it kept types our gauges as gauges."""
+    import json
+    import urllib.request
+
+    target = fleet.exporters["a"][1]  # node a is never stopped
+
+    def api(path: str):
+        with urllib.request.urlopen(fleet.url + path, timeout=5) as r:
+            return json.loads(r.read())["data"]
+
+    def scraped():
+        ts = [t for t in api("/api/v1/targets")["activeTargets"] if t["labels"]["instance"] == target]
+        return ts if ts and ts[0]["health"] == "up" else None
+
+    (t,) = wait_for(scraped, "node a up in Prometheus")
+    assert t["lastError"] == ""
+    meta = wait_for(lambda: api("/api/v1/metadata"), "metadata in Prometheus")
+    types = {name: entries[0]["type"] for name, entries in meta.items()}
+    assert types["DCGM_FI_DEV_GPU_UTIL"] == "gauge" and types["aiworkbook_telemetry_info"] == "gauge"
+    assert types["DCGM_FI_DEV_XID_ERRORS"] == "gauge"
+
+
 @pytest.mark.timeout(240)
 def test_a_stopped_node_reads_no_data_since_its_last_scrape(fleet):
     reader = PrometheusReader(fleet.url, timeout_s=5)
