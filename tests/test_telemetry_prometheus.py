@@ -194,7 +194,7 @@ def test_a_recorded_answer_reads_like_a_live_one():
 
 # ---- the fleet mode of the monitor dashboard (widgets/fleet_monitor.py) ----------------------------
 def _title(view) -> str:
-    return str(view.chart.to_dict()["title"])
+    return str(view.spec["title"])
 
 
 @pytest.mark.timeout(240)
@@ -213,7 +213,7 @@ def test_the_fleet_widget_charts_every_node_from_prometheus(fleet):
         for f, view in m.charts.items():
             title = _title(view)
             assert f"Prometheus at {fleet.url}" in title and "live" not in title, title
-            series = {r["series"] for r in view.chart.to_dict()["data"]["values"]}
+            series = {r["series"] for r in view.spec["data"]["values"]}
             assert {s.split(" GPU ")[0] for s in series} == set(targets), (f, series)
         assert m.result["url"] == fleet.url and len(m.result["series"]) >= 8
     finally:
@@ -284,7 +284,7 @@ def test_the_fleet_widget_names_the_stopped_node_in_the_legend_and_the_table():
     m = FleetMonitor(reader=reader, window_s=90, autorefresh=False)
     try:
         m.refresh()
-        series = {r["series"] for r in m.charts["power_w"].chart.to_dict()["data"]["values"]}
+        series = {r["series"] for r in m.charts["power_w"].spec["data"]["values"]}
         assert "gpu-node-a GPU 0" in series
         (b,) = [s for s in series if s.startswith("gpu-node-b")]
         assert "(no data since 20" in b
