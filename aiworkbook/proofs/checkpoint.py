@@ -32,6 +32,7 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
 from aiworkbook.proofs.control import NULL, Cancelled, Control
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -328,8 +329,9 @@ def load_checkpoint(
     if fmt in ("safetensors", "torch"):
         out: dict[str, torch.Tensor] = {}
         files = sorted(p.glob("shard-*"))
-        for i, f in enumerate(files):
-            control.step(i, len(files), f"load {fmt}: shard {i + 1}/{len(files)}")
+        for f in progress_steps(
+            files, lambda i, _: f"load {fmt}: shard {i + 1}/{len(files)}", control=control
+        ):
             read = False
             if fmt == "torch":
                 part = _torch_shard(f)

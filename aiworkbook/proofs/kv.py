@@ -31,6 +31,7 @@ from aiworkbook.proofs.device import (
 )
 from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel, KVCache
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -246,8 +247,6 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
     """Each (batch, context) point after a discarded warm-up, then how many sequences fit the budget.
 
     Returns the grid, the measured capacity and the prefill transient (from the estimate) it kept free."""
-    from tqdm.auto import tqdm
-
     run_spec, dev, new, dtype_name = setup.run_spec, setup.dev, setup.new, setup.dtype_name
     batches, contexts, budget_bytes = setup.batches, setup.contexts, setup.budget_bytes
     grid: list[dict[str, Any]] = []
@@ -258,10 +257,13 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
                 model_ = DecoderModel(run_spec, device=tensor_device(dev), dtype=dtype).eval()
             _point(model_, run_spec, 1, min(contexts), 2, dtype_name, dev)  # warm-up, discarded
             points = [(b, c) for b in batches for c in contexts]
-            for i, (b, ctx) in enumerate(
-                tqdm(points, desc=f"kv {run_spec.name}", disable=not progress, leave=False)
+            for b, ctx in progress_steps(
+                points,
+                lambda _i, p: f"batch {p[0]} x context {p[1]}",
+                total=len(points) + 1,
+                desc=f"kv {run_spec.name}",
+                show=progress,
             ):
-                report(i, len(points) + 1, f"batch {b} x context {ctx}")
                 try:
                     grid.append(_point(model_, run_spec, b, ctx, new, dtype_name, dev))
                 except DoesNotFit as exc:

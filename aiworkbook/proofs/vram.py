@@ -41,6 +41,7 @@ from aiworkbook.proofs.device import (
 from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.memory_accounting import SavedTensorTracker, StepTemporaryTracker, model_states
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.sizing import optimizer_step
@@ -329,8 +330,6 @@ def _now() -> float:
 
 
 def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str, Any]:
-    from tqdm.auto import tqdm
-
     mixed = w.precision.endswith("-mixed")
     dtype = torch.float32 if (mixed or w.precision == "fp32") else TORCH_DTYPES[w.precision]
     amp_dtype = torch.bfloat16 if w.precision.startswith("bf16") else torch.float16
@@ -355,9 +354,13 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
                 model.parameters(), lr=1e-4, foreach=impl == "foreach", fused=impl == "fused"
             )
         gen = torch.Generator(device="cpu").manual_seed(0)
-        bar = tqdm(range(steps), desc=f"vram {spec.name}", disable=not progress, leave=False)
-        for step in bar:
-            report(step, steps, f"training step {step + 1} of {steps}")
+        trained = progress_steps(
+            range(steps),
+            lambda i, _s: f"training step {i + 1} of {steps}",
+            desc=f"vram {spec.name}",
+            show=progress,
+        )
+        for step in trained:
             with oom_guard(f"step {step + 1}, batch {w.batch} x {w.seq_len} tokens", dev):
                 ids = torch.randint(0, spec.vocab_size, (w.batch, w.seq_len), generator=gen).to(place)
                 amp = torch.autocast(place, dtype=amp_dtype) if mixed else nullcontext()
