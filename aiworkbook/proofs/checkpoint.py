@@ -36,6 +36,7 @@ from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
+from aiworkbook.signature import then
 from aiworkbook.units import MiB, fmt_bytes, fmt_rate
 
 if TYPE_CHECKING:
@@ -133,18 +134,6 @@ def _check_format(fmt: str) -> str:
     if fmt not in FORMATS:
         raise SpecError("format", fmt, ", ".join(FORMATS))
     return fmt
-
-
-def save_checkpoint(
-    root: str | os.PathLike, state: dict[str, torch.Tensor], fmt: str, step: int, **options: Any
-) -> dict[str, Any]:
-    """Save `state` atomically as `<root>/<fmt>/step-<step>` and point LATEST at it (`options`:
-    start_save's control, manifest and keep).
-
-    Returns write_s (until files, folder and rename are durable), stall_s (how long the caller was
-    blocked: the whole write for sync formats, until async_save returned for dcp-async), bytes, path.
-    `keep` older checkpoints survive (the previous one is kept until the new one is durable)."""
-    return start_save(root, state, fmt, step, **options).wait()
 
 
 def start_save(
@@ -871,3 +860,15 @@ def result(
         },
         notes=notes,
     )
+
+
+save_checkpoint = then(
+    start_save,
+    PendingSave.wait,
+    "save_checkpoint",
+    """Save `state` atomically as `<root>/<fmt>/step-<step>` and point LATEST at it (start_save, then
+    waited for). Returns write_s (until files, folder and rename are durable), stall_s (how long the
+    caller was blocked: the whole write for sync formats, until async_save returned for dcp-async),
+    bytes, path. `keep` older checkpoints survive (the previous one is kept until the new one is
+    durable).""",
+)

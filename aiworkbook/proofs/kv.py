@@ -37,6 +37,7 @@ from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
 from aiworkbook.proofs.vram import allocated_prediction, check_int, fit_proxy
+from aiworkbook.signature import then
 from aiworkbook.specs import ModelSpec, load_model
 from aiworkbook.units import MiB
 
@@ -144,11 +145,13 @@ class _Setup:
     inputs: dict[str, Any]
     flags: set[str]
     notes: list[str]
+    progress: bool = False
 
 
 def _prepare(
     model: str | ModelSpec,
     *,
+    progress: bool = False,
     device: str = "auto",
     quick: bool = False,
     batches: tuple[int, ...] | None = None,
@@ -204,7 +207,9 @@ def _prepare(
         "budget_bytes": budget_bytes,
         "quick": quick,
     }
-    return _Setup(run_spec, dev, batches, contexts, new, dtype_name, budget_bytes, inputs, flags, notes)
+    return _Setup(
+        run_spec, dev, batches, contexts, new, dtype_name, budget_bytes, inputs, flags, notes, progress
+    )
 
 
 def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
@@ -280,17 +285,14 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
     return grid, cap_measured, transient
 
 
-def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -> ProofResult:
-    """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate.
-    `inputs` are `_prepare`'s (device, quick, batches, contexts, new_tokens, budget_bytes)."""
-    setup = _prepare(model, **inputs)  # device, quick, shapes...: see _prepare
+def _prove(setup: _Setup) -> ProofResult:
     run_spec, dev, new, dtype_name = setup.run_spec, setup.dev, setup.new, setup.dtype_name
     contexts, flags, notes = setup.contexts, setup.flags, setup.notes
     budget_bytes, inputs = setup.budget_bytes, setup.inputs
     dtype = TORCH_DTYPES[dtype_name]
     t_start = time.monotonic()
     with pinned():
-        grid, cap_measured, transient = _measure_grid(setup, dtype, progress)
+        grid, cap_measured, transient = _measure_grid(setup, dtype, setup.progress)
     cap_predicted = predicted_capacity(run_spec, max(contexts), new, dtype_name, dev, budget_bytes)
     ok = [g for g in grid if "kv_measured" in g]
     if not ok:
@@ -435,3 +437,12 @@ def _climb(rows: list[dict]) -> dict[str, Any]:
             "climbs_at_context": knee,
         }
     return out
+
+
+prove_kv = then(
+    _prepare,
+    _prove,
+    "prove_kv",
+    """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate.
+    The inputs are KvInputs' (proofs/inputs.py), checked by `_prepare`; `progress`: a tqdm bar.""",
+)
