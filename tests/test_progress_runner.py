@@ -86,3 +86,19 @@ def test_no_module_draws_a_progress_bar_of_its_own():
                 if any(n == "tqdm" or n.startswith("tqdm.") for n in names):
                     users.append(str(path.relative_to(ROOT)))
     assert sorted(set(users)) == ["aiworkbook/proofs/progress.py"]
+
+
+def test_tell_repeats_the_step_with_a_finer_message_and_never_raises():
+    """A load point's request count, told from the load's own thread: the current step again, no cancel
+    raised there (the proof's thread checks), a failing viewer callback swallowed."""
+    control, seen = _control()
+    control.step(2, 5, "load point 3")
+    control.cancel = threading.Event()
+    control.cancel.set()
+    control.tell("load point 3: 7/16 requests")
+    assert seen[-1] == (2, 5, "load point 3: 7/16 requests")
+
+    def broken(done: int, total: int, message: str) -> None:
+        raise RuntimeError("a viewer that broke")
+
+    Control(progress=broken).tell("still fine")
