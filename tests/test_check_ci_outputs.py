@@ -162,9 +162,10 @@ def test_a_cpu_only_pass_is_marked_as_such_in_text_junit_and_textfile(locked, ca
 def test_textfile_label_values_escape_cr_esc_and_nul(locked, capsys):
     """A profile named with a CR and an ESC: the file still parses with prometheus_client, read as a
     collector reads it (text mode: a raw CR would end the line), and holds no raw control character."""
+    from prometheus_client.core import GaugeMetricFamily
     from prometheus_client.parser import text_fd_to_metric_families
 
-    from aiworkbook.telemetry.openmetrics import _esc
+    from aiworkbook.telemetry.exposition import label_value, text
 
     d = locked.parent
     odd = d / "p\r\x1b[2J.json"
@@ -176,6 +177,7 @@ def test_textfile_label_values_escape_cr_esc_and_nul(locked, capsys):
     with open(prom) as fd:  # universal newlines, as a reader of the textfile collector's folder
         families = {f.name: f for f in text_fd_to_metric_families(fd)}
     assert {s.labels["profile"] for s in families["aiworkbook_check_status"].samples} == {"p\\r\\x1b[2J"}
-    value = _esc("a\x00b\r\x1bc")
-    (fam,) = text_string_to_metric_families('m{l="' + value + '"} 1\n')
-    assert fam.samples[0].labels["l"] == "a\\x00b\\r\\x1bc"
+    written = GaugeMetricFamily("m", "a label with control characters", labels=["l"])
+    written.add_metric([label_value('a\x00b\r\x1bc"\\\n')], 1)
+    (fam,) = text_string_to_metric_families(text([written]))
+    assert fam.samples[0].labels["l"] == 'a\\x00b\\r\\x1bc"\\\n'  # visible escapes; ", \\ and newline kept

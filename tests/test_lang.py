@@ -115,7 +115,7 @@ def test_sizer_in_dutch_choices_numbers_and_chart():
         mode.value = "infer"
         assert "8 × 4.608 tokens" in s.headline.value and "GiB ruimte over" in s.headline.value
         assert re.search(r"\d+,\d\d GiB", s.headline.value)
-        spec = s.chart.chart.to_dict()
+        spec = s.chart.spec  # the spec on screen
         assert spec["config"]["locale"]["number"]["decimal"] == ","
         words = (
             {r.get("label") for d in spec["datasets"].values() for r in d} if "datasets" in spec else set()

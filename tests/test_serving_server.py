@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 
 from aiworkbook.errors import SpecError
 from aiworkbook.serving.backends import SyntheticBackend
@@ -327,17 +328,20 @@ def test_chat_and_non_streaming_and_kv_endpoints_with_the_torch_model():
         doc = json.loads(urllib.request.urlopen(req, timeout=10).read())
         assert doc["usage"] == {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}
         kv = json.loads(urllib.request.urlopen(s.url + "/kv", timeout=10).read())
-        metrics = urllib.request.urlopen(s.url + "/metrics", timeout=10).read().decode()
+        with urllib.request.urlopen(s.url + "/metrics", timeout=10) as resp:
+            metrics = resp.read().decode()
+            assert resp.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
     # tiny-llama fp32: 2 (K, V) x 4 layers x 2 KV heads x 32 dims x 4 B = 2 KiB per token; 16-token blocks
     assert kv["kv_bytes_per_block"] == 2048 * 16
     assert kv["kv_blocks_total"] == 4 * 2**20 // (2048 * 16)
     assert kv["kv_blocks_used"] == 0 and kv["kv_blocks_peak"] >= 3  # 3 x (12 + 5) tokens -> 2 blocks each
-    assert "aiworkbook_serve_kv_blocks_used 0" in metrics and metrics.endswith("# EOF\n")
+    # read back by prometheus_client's OpenMetrics parser (it refuses a body without "# EOF")
+    got = {s.name: s.value for f in openmetrics_families(metrics) for s in f.samples}
+    assert got["aiworkbook_serve_kv_blocks_used"] == 0
     # 3 x 12 prompt tokens, then the 3-word prompt; each forward is counted, and the time inside them
-    assert f"aiworkbook_serve_prompt_tokens_total {3 * 12 + 3}" in metrics
-    assert f"aiworkbook_serve_iterations_total {kv['iterations']}" in metrics and kv["iterations"] >= 5
-    busy = next(ln for ln in metrics.splitlines() if ln.startswith("aiworkbook_serve_busy_seconds_total "))
-    assert 0 < float(busy.split()[1]) == kv["busy_s"]
+    assert got["aiworkbook_serve_prompt_tokens_total"] == 3 * 12 + 3
+    assert got["aiworkbook_serve_iterations_total"] == kv["iterations"] and kv["iterations"] >= 5
+    assert 0 < got["aiworkbook_serve_busy_seconds_total"] == kv["busy_s"]
 
 
 def test_only_loopback_and_bad_requests():

@@ -148,7 +148,13 @@ def test_sbatch_wait_checks_the_profile_on_the_node_and_merges(slurm, tmp_path, 
     assert [s.get("hostname") for s in suites] == [slurm.node]
     assert len(suites[0].findall("testcase")) == 2 and suites[0].find(".//failure") is None
     prom = tmp_path / "textfile" / "aiworkbook_check_p.prom"
-    assert 'aiworkbook_check_status{profile="p",name="kv"' in prom.read_text()
+    from prometheus_client.parser import text_string_to_metric_families
+
+    fams = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    assert {(s.labels["profile"], s.labels["name"]) for s in fams["aiworkbook_check_status"].samples} == {
+        ("p", "kv"),
+        ("p", "roofline"),
+    }
 
 
 def test_a_planted_regression_is_that_nodes_failure_and_the_jobs_exit_code(slurm, tmp_path, locked):  # noqa: F811

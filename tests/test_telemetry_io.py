@@ -7,6 +7,7 @@ import urllib.request
 
 import pytest
 from fake_nvml import DATACENTER, MIG, FakeNVML
+from prometheus_client.parser import text_string_to_metric_families
 
 from aiworkbook.cli import main
 from aiworkbook.telemetry.export import to_csv, to_dataframe, to_jsonl
@@ -85,24 +86,35 @@ def test_corrupt_trace_names_the_file(tmp_path):
         load_trace(bad)
 
 
+def _parsed(text: str) -> dict[str, dict[tuple, float]]:
+    """Exposition text read back by prometheus_client's parser: family -> {sorted labels: value}."""
+    return {
+        f.name: {tuple(sorted(s.labels.items())): s.value for s in f.samples}
+        for f in text_string_to_metric_families(text)
+    }
+
+
 def test_openmetrics_uses_dcgm_names_and_omits_na(recorded):
     _, s, reader = recorded
     text = render(s.latest(), reader.identities(), [{"type": "xid", "gpu": 1, "xid": 79}], hostname="node1")
-    assert (
-        'DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-00000000-fake-h100",device="nvidia0",'
-        'modelName="NVIDIA H100 80GB HBM3",Hostname="node1"} 412.0'
-    ) in text
-    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text
-    assert 'aiworkbook_telemetry_info{source="live",label="",Hostname="node1"} 1' in text
-    replayed = render(s.latest(), reader.identities(), hostname="n", replay_label="synthetic trace")
-    assert 'aiworkbook_telemetry_info{source="replay",label="synthetic trace",Hostname="n"} 1' in replayed
-    assert 'DCGM_FI_DEV_GPU_UTIL{gpu="0"' in text and 'DCGM_FI_DEV_GPU_UTIL{gpu="1"' not in text
-    assert 'DCGM_FI_DEV_XID_ERRORS{gpu="1"' in text
-    xid1 = next(ln for ln in text.splitlines() if ln.startswith('DCGM_FI_DEV_XID_ERRORS{gpu="1"'))
-    assert xid1.endswith(" 79")
+    got = _parsed(text)
+    gpu0 = {"gpu": "0", "UUID": "GPU-00000000-fake-h100", "device": "nvidia0"}
+    gpu0 = tuple(sorted({**gpu0, "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "node1"}.items()))
+    assert got["DCGM_FI_DEV_POWER_USAGE"][gpu0] == 412.0
+    # dcgm-exporter's counters keep their names (no _total); prometheus_client's text format would
+    # append _total to a counter's TYPE line, so they are untyped
+    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION untyped" in text
+    assert gpu0 in got["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
+    info = (("Hostname", "node1"), ("label", ""), ("source", "live"))
+    assert got["aiworkbook_telemetry_info"] == {info: 1.0}
+    replayed = _parsed(render(s.latest(), reader.identities(), hostname="n", replay_label="synthetic trace"))
+    info = (("Hostname", "n"), ("label", "synthetic trace"), ("source", "replay"))
+    assert replayed["aiworkbook_telemetry_info"] == {info: 1.0}
+    assert [dict(k)["gpu"] for k in got["DCGM_FI_DEV_GPU_UTIL"]] == ["0"]
+    xids = {dict(k)["gpu"]: v for k, v in got["DCGM_FI_DEV_XID_ERRORS"].items()}
+    assert xids["1"] == 79 and xids["0"] == 0
     used_mib = DATACENTER["mem_used"] / 2**20
-    fb_used = next(ln for ln in text.splitlines() if ln.startswith('DCGM_FI_DEV_FB_USED{gpu="0"'))
-    assert float(fb_used.rsplit(" ", 1)[1]) == pytest.approx(used_mib)
+    assert got["DCGM_FI_DEV_FB_USED"][gpu0] == pytest.approx(used_mib)
     assert parse_bind("0.0.0.0:9400") == ("0.0.0.0", 9400) and parse_bind("9400") == ("127.0.0.1", 9400)
     with pytest.raises(ValueError, match="serve"):
         parse_bind("localhost:http")

@@ -59,6 +59,31 @@ def test_the_reader_sees_both_nodes_with_their_own_values(fleet):
     assert {r["value"] for r in rows} == {10.0, 60.0}
 
 
+@pytest.mark.timeout(120)
+def test_prometheus_scrapes_the_prometheus_client_text_without_error(fleet):
+    """The body prometheus_client writes for `monitor --serve` is what a real Prometheus ingests: the
+    target is up with no scrape error, and the metadata it kept types our gauges as gauges."""
+    import json
+    import urllib.request
+
+    target = fleet.exporters["a"][1]  # node a is never stopped
+
+    def api(path: str):
+        with urllib.request.urlopen(fleet.url + path, timeout=5) as r:
+            return json.loads(r.read())["data"]
+
+    def scraped():
+        ts = [t for t in api("/api/v1/targets")["activeTargets"] if t["labels"]["instance"] == target]
+        return ts if ts and ts[0]["health"] == "up" else None
+
+    (t,) = wait_for(scraped, "node a up in Prometheus")
+    assert t["lastError"] == ""
+    meta = wait_for(lambda: api("/api/v1/metadata"), "metadata in Prometheus")
+    types = {name: entries[0]["type"] for name, entries in meta.items()}
+    assert types["DCGM_FI_DEV_GPU_UTIL"] == "gauge" and types["aiworkbook_telemetry_info"] == "gauge"
+    assert types["DCGM_FI_DEV_XID_ERRORS"] == "gauge"
+
+
 @pytest.mark.timeout(240)
 def test_a_stopped_node_reads_no_data_since_its_last_scrape(fleet):
     reader = PrometheusReader(fleet.url, timeout_s=5)
@@ -169,7 +194,7 @@ def test_a_recorded_answer_reads_like_a_live_one():
 
 # ---- the fleet mode of the monitor dashboard (widgets/fleet_monitor.py) ----------------------------
 def _title(view) -> str:
-    return str(view.chart.to_dict()["title"])
+    return str(view.spec["title"])
 
 
 @pytest.mark.timeout(240)
@@ -188,7 +213,7 @@ def test_the_fleet_widget_charts_every_node_from_prometheus(fleet):
         for f, view in m.charts.items():
             title = _title(view)
             assert f"Prometheus at {fleet.url}" in title and "live" not in title, title
-            series = {r["series"] for r in view.chart.to_dict()["data"]["values"]}
+            series = {r["series"] for r in view.spec["data"]["values"]}
             assert {s.split(" GPU ")[0] for s in series} == set(targets), (f, series)
         assert m.result["url"] == fleet.url and len(m.result["series"]) >= 8
     finally:
@@ -259,7 +284,7 @@ def test_the_fleet_widget_names_the_stopped_node_in_the_legend_and_the_table():
     m = FleetMonitor(reader=reader, window_s=90, autorefresh=False)
     try:
         m.refresh()
-        series = {r["series"] for r in m.charts["power_w"].chart.to_dict()["data"]["values"]}
+        series = {r["series"] for r in m.charts["power_w"].spec["data"]["values"]}
         assert "gpu-node-a GPU 0" in series
         (b,) = [s for s in series if s.startswith("gpu-node-b")]
         assert "(no data since 20" in b

@@ -63,7 +63,7 @@ def test_sizer_shows_the_library_estimate(sizer):
     assert "47.05 GiB" in sizer.headline.value and "aiwb-value" in classes(sizer.headline)
     unpriced = [g.name for g in list_gpus() if not g.price_per_hour_usd]  # shown as a dash, not $0.00
     assert unpriced and "$0.00" not in sizer.fits_table.value
-    rows = rows_of(sizer.chart.chart)
+    rows = rows_of(sizer.chart.spec)  # the spec on screen
     assert sum(row["bytes"] for row in rows if row.get("bar") == "itemised") == est["memory"]["total"]
 
 
@@ -216,7 +216,7 @@ def test_monitor_subscribes_charts_live_samples_and_unsubscribes_on_close():
         while not m.result and time.monotonic() < deadline:
             time.sleep(0.1)
         assert m.result["gpu"] is True and m.result["samples"] >= 1
-        title = m.charts["power_w"].chart.to_dict()["title"]
+        title = m.charts["power_w"].spec["title"]
         assert "live on NVIDIA H100 80GB HBM3" in title
         values = [r["value"] for r in rows_of(m.charts["power_w"].spec)]  # the spec on screen
         assert values and set(values) == {DATACENTER["power_mw"] / 1000}
@@ -256,14 +256,14 @@ def test_monitor_without_gpu_says_so_and_offers_the_recorded_trace():
     header, samples = load_trace(shipped_traces()[0])
     assert m.value == "recorded" and not s.subscribers() and not s.running
     assert m.result["samples"] == len(samples) and m.result["source"] == header["label"]
-    assert "synthetic" in m.charts["power_w"].chart.to_dict()["title"]
+    assert "synthetic" in m.charts["power_w"].spec["title"]
     with pytest.raises(SpecError, match="trace"):  # not a shipped trace: a viewer never reaches files
         m.show_recorded("/etc/passwd")
     m.close()
 
 
 def _titles(m) -> list[str]:
-    return [str(v.chart.to_dict().get("title", "")) for v in m.charts.values() if v.chart is not None]
+    return [str(v.spec.get("title", "")) for v in m.charts.values() if v.spec is not None]
 
 
 def test_monitor_resumed_after_the_recorded_trace_is_live_host_data_again():
@@ -489,20 +489,38 @@ def test_charts_share_the_served_bundle_only_under_the_dashboard_server(tmp_path
     assert base.shared_chart_class() is None
 
 
-def test_dashboard_charts_draw_the_spec_altair_would_without_revalidating_it():
-    """A chart of aiworkbook.charts shows the very spec Altair's JupyterChart would send; a chart with a
-    parameter still goes Altair's own way (its params and selections set up)."""
+def test_dashboard_charts_draw_the_spec_altair_would_without_revalidating_it(monkeypatch):
+    """A chart of aiworkbook.charts shows the very spec Altair's JupyterChart would send, through its
+    public `spec` trait and without validating it; a chart with a parameter (or a transform that
+    defines one) still goes Altair's own way, and a plain chart after it leaves no selection behind."""
     import altair as alt
-    from aiworkbook.widgets.base import dashboard_chart_class
+    from aiworkbook.widgets.base import dashboard_chart_class, interactive
 
     from aiworkbook.charts import memory_chart
 
     chart = memory_chart(estimate(load_model("llama-3-8b"), Workload(mode="infer"), gpu="H100-SXM"))
-    ours, altairs = dashboard_chart_class()(chart), alt.JupyterChart(chart)
-    assert ours.spec == altairs.spec and ours._params == {} and ours._vl_selections == {}
+    ours, altairs = dashboard_chart_class()(None), alt.JupyterChart(chart)
+    asked: list[bool] = []
+    real = type(chart).to_dict
+
+    def spy(self, *args, **kwargs):
+        asked.append(kwargs.get("validate", True))
+        return real(self, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(type(chart), "to_dict", spy)
+        ours.draw(chart)
+    assert asked == [False] and ours.spec == altairs.spec and ours.chart is None
     pick = alt.selection_point(fields=["x"], name="pick")
     selectable = alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q").add_params(pick)
-    ours.chart = selectable
-    assert ours._selection_types == {"pick": "point"} and ours.spec == alt.JupyterChart(selectable).spec
+    ours.draw(selectable)
+    assert ours.chart is selectable and "pick" in ours.selections.trait_names()
+    assert ours.spec == alt.JupyterChart(selectable).spec
+    ours.draw(chart)
+    assert ours.chart is None and ours.spec == altairs.spec
+    assert not ours.get_state().get("_vl_selections")  # the page holds no selection of the old chart
+    assert interactive({"layer": [{"mark": "point"}, {"params": [{"name": "p", "value": 1}]}]})
+    assert interactive({"hconcat": [{"transform": [{"param": "x", "loess": "y", "on": "x"}]}]})
+    assert not interactive(alt.Chart(alt.Data(values=[])).mark_point().to_dict(validate=False))
     for w in (ours, altairs):
         w.close()

@@ -29,7 +29,7 @@ _chart_class: Any = None
 
 
 def chart_view(chart: Any = None) -> Any:
-    """An `alt.JupyterChart` showing `chart`, with Altair's JavaScript served from the installed
+    """An `alt.JupyterChart` showing `chart` (change it with `view.draw(chart)`), with Altair's JavaScript served from the installed
     packages (no CDN): `aiworkbook.charts.render.enable_offline` runs once per kernel. Under the
     dashboard server the chart loads that bundle from the server by URL (`shared_chart_class`), so a
     page fetches and evaluates it once for all its charts instead of once per chart."""
@@ -44,9 +44,8 @@ def chart_view(chart: Any = None) -> Any:
             _chart_class = shared_chart_class() or dashboard_chart_class()
             _offline_done = True
     # SVG, not canvas: a chart's words are text a screen reader, a search and the language test read
-    view = _chart_class(
-        chart if chart is not None else alt.Chart(alt.Data(values=[])).mark_point(), embed_options=EMBED
-    )
+    view = _chart_class(None, embed_options=EMBED)
+    view.draw(chart if chart is not None else alt.Chart(alt.Data(values=[])).mark_point())
     view.add_class("aiwb-chart")  # styled while stale (LAYOUT_CSS)
     return view
 
@@ -78,34 +77,45 @@ def shared_chart_class() -> Any:
 
 _dashboard_chart: Any = None
 
+#: the Vega-Lite keys under which a spec holds other views (layers, concatenations, a facet's spec)
+_VIEWS = ("layer", "concat", "hconcat", "vconcat", "spec")
+
+
+def interactive(spec: dict[str, Any]) -> bool:
+    """Whether a Vega-Lite spec declares parameters or selections (`params` on any view) or a transform
+    that defines one: Altair's JupyterChart sets up its `params` and `selections` for those."""
+    if spec.get("params") or any(isinstance(t, dict) and "param" in t for t in spec.get("transform") or ()):
+        return True
+    for key in _VIEWS:
+        views = spec.get(key)
+        for v in views if isinstance(views, list) else [views]:
+            if isinstance(v, dict) and interactive(v):
+                return True
+    return False
+
 
 def dashboard_chart_class() -> Any:
-    """`alt.JupyterChart` that draws a chart without selections or parameters (all of
-    aiworkbook.charts') from its spec unvalidated: Altair checks every spec against the Vega-Lite
-    JSON schema on every draw (0.05-0.1 s a chart on this 2-core machine, several times that under
-    load), for the same builders tests/test_charts.py validates. Any other chart takes Altair's path."""
+    """`alt.JupyterChart` with `draw(chart)`: a chart without parameters or selections (all of
+    aiworkbook.charts') is shown through JupyterChart's public `spec` trait, unvalidated. Setting its
+    `chart` trait instead checks the spec against the Vega-Lite JSON schema on every draw (0.05-0.1 s a
+    chart on this 2-core machine, several times that under load), for the same builders
+    tests/test_charts.py validates. Any other chart, or any chart under VegaFusion, takes Altair's
+    path through `chart`. Only public names of Altair are used (no private method or trait)."""
     global _dashboard_chart
     if _dashboard_chart is None:
         import altair as alt
-        from altair.jupyter.jupyter_chart import Params, Selections, collect_transform_params
-        from altair.utils._vegafusion_data import using_vegafusion
 
         class DashboardChart(alt.JupyterChart):
-            @traitlets.observe("chart")
-            def _on_change_chart(self, change: Any) -> None:
-                new = change.new
-                if (
-                    new is None
-                    or using_vegafusion()
-                    or not alt.utils.is_undefined(getattr(new, "params", alt.Undefined))
-                    or collect_transform_params(new)
-                ):
-                    super()._on_change_chart(change)
+            def draw(self, chart: Any) -> None:
+                """Show `chart` (None: nothing); `spec` is what is on screen afterwards."""
+                spec = None if chart is None else chart.to_dict(validate=False)
+                if spec is None or interactive(spec) or alt.data_transformers.active == "vegafusion":
+                    self.chart = chart
                     return
-                self.params, self.selections = Params({}), Selections({})  # as Altair's, with none
-                with self.hold_sync():
-                    self.spec = new.to_dict(validate=False)
-                    self._selection_types, self._vl_selections, self._params = {}, {}, {}
+                with self.hold_sync():  # one message to the page: the old chart's state gone, the new spec
+                    if self.chart is not None:
+                        self.chart = None  # Altair clears the previous chart's selections and params
+                    self.spec = spec
 
         _dashboard_chart = DashboardChart
     return _dashboard_chart

@@ -117,7 +117,7 @@ class FleetMonitor(Composite):
             text = self.t("fleet_none", window=f"{view.end - view.start:.0f}", source=source)
         self.headline.value = html.escape(text)
         for f, chart in self.charts.items():
-            chart.chart = series_chart(view.rows(f), f, source, self.lang)
+            chart.draw(series_chart(view.rows(f), f, source, self.lang))
         stopped = [[s.name, s.field, utc(s.last_time) if s.last_time else "—"] for s in view.stale()]
         self.notes.value = (
             f"<b>{html.escape(self.t('fleet_stopped'))}</b>"

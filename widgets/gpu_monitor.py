@@ -191,7 +191,7 @@ class GPUMonitor(Composite):
         key = (metric, source)
         base = self._specs.get(view.model_id if hasattr(view, "model_id") else id(view))
         if base is None or base[0] != key or "values" not in base[1].get("data", {}):
-            view.chart = telemetry_chart(frame, metric, header=self._header, gpu=gpu_name, lang=self.lang)
+            view.draw(telemetry_chart(frame, metric, header=self._header, gpu=gpu_name, lang=self.lang))
             self._specs[view.model_id if hasattr(view, "model_id") else id(view)] = (key, view.spec)
             return
         view.spec = {**base[1], "data": {"values": telemetry_rows(frame, metric)}}

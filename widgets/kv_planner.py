@@ -270,7 +270,7 @@ class KVPlanner(BackgroundComposite):
         )
         args = p["vllm_args"]
         self.args.value = f"<b>{html.escape(self.t('vllm_args'))}</b><pre>{html.escape(args)}</pre>"
-        self.chart.chart = heatmap_chart(spec, w, p["gpu"], p["batches"], p["lengths"], lang=lang)
+        self.chart.draw(heatmap_chart(spec, w, p["gpu"], p["batches"], p["lengths"], lang=lang))
         self.status.value = ""
         self.error = ""
         self.result = {

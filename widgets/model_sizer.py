@@ -500,7 +500,7 @@ class ModelSizer(BackgroundComposite):
         )
         line += self._needs_words(out.get("needs") or {}, fit)
         self.headline.value = f"<b>{line}</b>"
-        self.chart.chart = memory_chart(est, lang=lang)
+        self.chart.draw(memory_chart(est, lang=lang))
         rule = d["rules_of_thumb"]
         self.rule.value = (
             f"<b>{self.t('memory')}</b>: {fmt_bytes(d['memory']['total'], 'GiB', lang)}<br>"

@@ -334,7 +334,7 @@ class ProofRunner(Composite):
         self.progress.bar_style = "success" if verdict == "pass" else "warning"
         if r.verdict != "interrupted":  # a finished run's bar finishes, whatever the last step reported
             self.progress.value = 1.0
-        self.chart.chart = self._chart(r, proofs_chart, self.lang)
+        self.chart.draw(self._chart(r, proofs_chart, self.lang))
         self.chart.layout.display = ""
         self.result = r.to_dict()
 

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import typer
 
@@ -252,11 +253,16 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
     return text[0].strip()
 
 
-def start(spec: Launch, **popen_kwargs) -> subprocess.Popen:
+def start(
+    spec: Launch, stdout: int | IO[str] | None = None, stderr: int | IO[str] | None = None
+) -> subprocess.Popen:
     """Start Voilà as a child process with the launch's environment (the token arrives there, not in
-    argv; a TOKEN_ENV this process inherited is not passed on unless it is the launch's token)."""
+    argv; a TOKEN_ENV this process inherited is not passed on unless it is the launch's token), its
+    output to `stdout` and `stderr` (files or subprocess.DEVNULL; None: this process's), as text."""
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
-    return subprocess.Popen(spec.argv, env={**env, **spec.env}, cwd=spec.cwd, **popen_kwargs)
+    return subprocess.Popen(
+        spec.argv, env={**env, **spec.env}, cwd=spec.cwd, stdout=stdout, stderr=stderr, text=True
+    )
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
@@ -275,7 +281,7 @@ def serving(spec: Launch, timeout: float = 60.0) -> Iterator[subprocess.Popen]:
     """Voilà running for `spec` while the block runs (listening when the block starts), stopped after.
     A server that fails to start raises OSError with the last line of its log."""
     log = tempfile.TemporaryFile(mode="w+")  # Voilà's log: shown only when it fails to start
-    proc = start(spec, stdout=subprocess.DEVNULL, stderr=log, text=True)
+    proc = start(spec, stdout=subprocess.DEVNULL, stderr=log)
     try:
         try:
             wait_listening(proc, spec.ip, spec.port, timeout)

@@ -11,9 +11,10 @@ from pathlib import Path
 import typer
 
 from aiworkbook.cli.paths import model_inputs
-from aiworkbook.cli.prove_run import check_outputs, emit, run_with_bar
+from aiworkbook.cli.prove_run import check_outputs, emit
 from aiworkbook.persist import dumps_json
 from aiworkbook.proofs import inputs as I
+from aiworkbook.proofs import progress
 from aiworkbook.sizing.workload import ATTENTIONS, CHECKPOINTING, PRECISIONS
 
 DEVICE_HELP = "auto (CUDA when present, else CPU), cpu or cuda"
@@ -54,7 +55,7 @@ def _register_roofline(prove: typer.Typer) -> None:
         from aiworkbook.units import fmt_flops, fmt_rate
 
         check_outputs({"model": model_inputs(model)}, json=json_file, node_out=node_out)
-        r = run_with_bar("roofline", model=model, device=device, quick=quick, threads=threads)
+        r = progress.run("roofline", dict(model=model, device=device, quick=quick, threads=threads))
         if r.verdict == "interrupted":
             emit(r, None)
             return
@@ -97,16 +98,18 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
     ) -> None:
         """Train a few AdamW steps; peak memory against the itemised estimate (±10 %)."""
         check_outputs({"model": model_inputs(model)}, json=json_file)
-        r = run_with_bar(
+        r = progress.run(
             "vram",
-            model=model,
-            device=device,
-            quick=quick,
-            batch=batch,
-            seq_len=seq,
-            precision=precision,
-            attention=attention,
-            checkpointing=checkpointing,
+            dict(
+                model=model,
+                device=device,
+                quick=quick,
+                batch=batch,
+                seq_len=seq,
+                precision=precision,
+                attention=attention,
+                checkpointing=checkpointing,
+            ),
         )
         if "cuda" in r.details:
             typer.echo("  cuda: " + dumps_json(r.details["cuda"]))
@@ -123,7 +126,7 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
         from aiworkbook.units import fmt_bytes, fmt_seconds
 
         check_outputs({"model": model_inputs(model)}, json=json_file)
-        r = run_with_bar("kv", model=model, device=device, quick=quick)
+        r = progress.run("kv", dict(model=model, device=device, quick=quick))
         for g in r.details.get("grid", []):
             if "kv_measured" in g:
                 typer.echo(

@@ -1,5 +1,6 @@
-"""What every `prove` command shares: a registry run drawn on a tqdm bar, the output checks before it and
-the result printed after it (prove_cmds, prove_storage_cmds and serve_cmds all use these)."""
+"""What every `prove` command shares: the output checks before the run and the result printed after it
+(prove_cmds, prove_storage_cmds and serve_cmds all use these; the run itself is drawn by
+aiworkbook.proofs.progress.run)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-
-
-def run_with_bar(name: str, **inputs: Any):
-    """registry.run(name, **inputs) with a tqdm bar fed by the proof's progress(done, total, message)."""
-    from tqdm.auto import tqdm
-
-    from aiworkbook.proofs import registry
-
-    bar = tqdm(total=0, desc=name, leave=False)
-
-    def progress(done: int, total: int, message: str) -> None:
-        if bar.total != total:
-            bar.total = total
-        bar.set_postfix_str(message, refresh=False)
-        bar.update(done - bar.n)  # redrawn at most every mininterval: per-request messages do not flood a log
-
-    try:
-        return registry.run(name, progress=progress, **inputs)
-    finally:
-        bar.close()
 
 
 def check_outputs(inputs: dict[str, Any] | None = None, **paths: Path | None) -> None:

@@ -27,8 +27,6 @@ JSON_HELP = "write the ProofResult JSON here"
 
 def _run(name: str, json_file: Path | None, **inputs: Any):
     """Check --json, show the plan, run with a progress bar, print the result; a failure is one line."""
-    from tqdm.auto import tqdm
-
     from aiworkbook.cli.paths import model_inputs
     from aiworkbook.cli.prove_run import check_outputs, emit
     from aiworkbook.proofs import registry
@@ -41,23 +39,16 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
     if p.fits is False:
         line = Msg("plan.may_not_fit", proof=name, sizes=p.sizes_text())
         typer.echo(f"plan: {line}", err=True)
-    bar = tqdm(total=0, desc=name, leave=False)
-    last: list[tuple[int, int, str]] = []
+    from aiworkbook.proofs.progress import TqdmProgress
 
-    def progress(done: int, total: int, message: str) -> None:
-        if last and last[-1] == (done, total, message):
-            return  # a proof polling a subprocess reports the same step many times
-        last[:] = [(done, total, message)]
-        bar.total, bar.n = total, done
-        bar.set_description(message[:60], refresh=True)
-
+    shown = TqdmProgress(name)
     try:
-        r = registry.run(name, progress=progress, **inputs)
+        r = registry.run(name, progress=shown, **inputs)
     except RuntimeError as exc:
         typer.echo(f"error: {name}: {str(exc).strip().splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
     finally:
-        bar.close()
+        shown.close()
     emit(r, json_file)
     return r
 

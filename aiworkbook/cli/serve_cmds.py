@@ -158,7 +158,8 @@ def register_prove(prove: typer.Typer) -> None:
     ) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
         options = dict(locals())  # the command's options, in their order (the result's inputs keep it)
-        from aiworkbook.cli.prove_run import check_outputs, emit, run_with_bar
+        from aiworkbook.cli.prove_run import check_outputs, emit
+        from aiworkbook.proofs import progress
 
         check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv, sweep_csv=sweep_csv)
         if import_file is not None:
@@ -166,7 +167,7 @@ def register_prove(prove: typer.Typer) -> None:
 
             r = import_results(import_file)
         else:
-            r = run_with_bar("serving", **_serving_inputs(options))
+            r = progress.run("serving", _serving_inputs(options))
         _print_details(r)
         emit(r, json_file)
         if samples_csv is not None and "requests" in r.details:

@@ -16,12 +16,15 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import platform
+import time
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from prometheus_client.core import GaugeMetricFamily, Metric
+
 from aiworkbook.errors import printable
 from aiworkbook.profile.check import CPU_ONLY, CheckReport, ProofCheck
-from aiworkbook.telemetry.openmetrics import _esc, _num
+from aiworkbook.telemetry.exposition import label_value, text
 
 STATUSES = ("pass", "drift", "fail", "missing", "error")
 
@@ -101,21 +104,22 @@ def junit_xml(report: CheckReport, profile: str, *, now: _dt.datetime | None = N
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def prometheus_textfile(report: CheckReport, profile: str, *, now: float | None = None) -> str:
-    """The check in Prometheus' text exposition format, for node_exporter's textfile collector: per
-    golden proof a status gauge (1 for its status, 0 for the others), the now/locked ratio and the
-    measured/estimate ratio where known; per profile the exit code and when the check ran."""
-    import time
-
-    p = _esc(profile)
-    out = [
-        "# HELP aiworkbook_check_status Golden proof status of the last check: 1 for the status labelled, 0 for the others; device: where it ran (cpu-fallback: a GPU proof run on the CPU, no GPU verdict).",
-        "# TYPE aiworkbook_check_status gauge",
-    ]
+def textfile_families(report: CheckReport, profile: str, *, now: float | None = None) -> list[Metric]:
+    """The check's gauges: per golden proof a status gauge (1 for its status, 0 for the others), the
+    now/locked ratio and the measured/estimate ratio where known, the tolerance; per profile the exit
+    code and when the check ran."""
+    p = label_value(profile)
+    status = GaugeMetricFamily(
+        "aiworkbook_check_status",
+        "Golden proof status of the last check: 1 for the status labelled, 0 for the others; device: where it ran (cpu-fallback: a GPU proof run on the CPU, no GPU verdict).",
+        labels=["profile", "name", "proof", "device", "status"],
+    )
     for c in report.checks:
-        base = f'profile="{p}",name="{_esc(c.name)}",proof="{_esc(c.proof)}",device="{_esc(_device(c))}"'
-        out += [f'aiworkbook_check_status{{{base},status="{s}"}} {int(c.status == s)}' for s in STATUSES]
-    for metric, help_text, attr in (
+        base = [p, label_value(c.name), label_value(c.proof), label_value(_device(c))]
+        for s in STATUSES:
+            status.add_metric([*base, s], int(c.status == s))
+    out: list[Metric] = [status]
+    per_proof = (
         (
             "aiworkbook_check_ratio",
             "Measured now / locked figure of a golden proof (1 = unchanged).",
@@ -126,29 +130,37 @@ def prometheus_textfile(report: CheckReport, profile: str, *, now: float | None 
             "Measured / estimated figure of a golden proof's new result.",
             "estimate_ratio",
         ),
-    ):
-        rows = [(c, getattr(c, attr)) for c in report.checks]
-        rows = [(c, v) for c, v in rows if isinstance(v, int | float) and math.isfinite(v)]
-        out += [f"# HELP {metric} {help_text}", f"# TYPE {metric} gauge"]
-        out += [
-            f'{metric}{{profile="{p}",name="{_esc(c.name)}",proof="{_esc(c.proof)}"}} {_num(float(v))}'
-            for c, v in rows
-        ]
-    out += [
-        "# HELP aiworkbook_check_tolerance_fail_beyond Deviation of the ratio from 1 beyond which a proof fails.",
-        "# TYPE aiworkbook_check_tolerance_fail_beyond gauge",
-    ]
-    out += [
-        f'aiworkbook_check_tolerance_fail_beyond{{profile="{p}",name="{_esc(c.name)}",proof="{_esc(c.proof)}"}} '
-        f"{_num(float(c.tolerance.fail_beyond))}"
-        for c in report.checks
-    ]
-    out += [
-        "# HELP aiworkbook_check_exit_code Exit code of the last check: 0 pass, 1 regression, 2 unusable input.",
-        "# TYPE aiworkbook_check_exit_code gauge",
-        f'aiworkbook_check_exit_code{{profile="{p}"}} {report.exit_code}',
-        "# HELP aiworkbook_check_last_run_timestamp_seconds When the last check ran (Unix time).",
-        "# TYPE aiworkbook_check_last_run_timestamp_seconds gauge",
-        f'aiworkbook_check_last_run_timestamp_seconds{{profile="{p}"}} {_num(float(time.time() if now is None else now))}',
-    ]
-    return "\n".join(out) + "\n"
+    )
+    for metric, help_text, attr in per_proof:
+        fam = GaugeMetricFamily(metric, help_text, labels=["profile", "name", "proof"])
+        for c in report.checks:
+            v = getattr(c, attr)
+            if isinstance(v, int | float) and math.isfinite(v):
+                fam.add_metric([p, label_value(c.name), label_value(c.proof)], float(v))
+        out.append(fam)
+    tol = GaugeMetricFamily(
+        "aiworkbook_check_tolerance_fail_beyond",
+        "Deviation of the ratio from 1 beyond which a proof fails.",
+        labels=["profile", "name", "proof"],
+    )
+    for c in report.checks:
+        tol.add_metric([p, label_value(c.name), label_value(c.proof)], float(c.tolerance.fail_beyond))
+    code = GaugeMetricFamily(
+        "aiworkbook_check_exit_code",
+        "Exit code of the last check: 0 pass, 1 regression, 2 unusable input.",
+        labels=["profile"],
+    )
+    code.add_metric([p], report.exit_code)
+    ran = GaugeMetricFamily(
+        "aiworkbook_check_last_run_timestamp_seconds",
+        "When the last check ran (Unix time).",
+        labels=["profile"],
+    )
+    ran.add_metric([p], time.time() if now is None else now)
+    return [*out, tol, code, ran]
+
+
+def prometheus_textfile(report: CheckReport, profile: str, *, now: float | None = None) -> str:
+    """The check in Prometheus' text exposition format (written by prometheus_client), for
+    node_exporter's textfile collector."""
+    return text(textfile_families(report, profile, now=now))

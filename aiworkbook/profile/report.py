@@ -20,6 +20,7 @@ from aiworkbook.profile.report_blocks import usd as _usd
 from aiworkbook.proofs.flags import FLAGS
 from aiworkbook.proofs.registry import chart_kind
 from aiworkbook.provenance import cpu_only, verdict_words
+from aiworkbook.sizing.cost import per_gpu_hour
 from aiworkbook.sizing.sections import margin
 from aiworkbook.units import fmt_bytes, fmt_value
 
@@ -471,7 +472,7 @@ def _cost(prof: LockedProfile, t: _Texts, traffic: Any = None) -> list[Block]:
             c = {"note": t("report.does_not_fit") + f": {c.get('gpus', '—')} × {fit['gpu']}"}
             if o is not None:
                 c = {"decode_usd_per_mtok": o.usd_per_mtok, "usd_per_mtok_trained": o.usd_per_mtok_trained}
-                per_gpu = o.usd_per_hour / o.gpus if o.usd_per_hour else 0
+                per_gpu = per_gpu_hour(o.usd_per_hour, o.gpus) if o.usd_per_hour else 0
                 where = f"{fixed(per_gpu, 2, t.lang)} × {o.gpus} {o.gpu}"
         run = (c.get("run") or {}).get("usd")
         note = c.get("note", "")

@@ -17,6 +17,7 @@ from aiworkbook.errors import SpecError
 from aiworkbook.i18n_format import fixed
 from aiworkbook.message import Msg
 from aiworkbook.profile.report_blocks import Block, h, p, table, usd
+from aiworkbook.sizing.cost import energy_usd, usd_for_tokens
 
 #: the expected traffic when none is given: 100 million tokens a day (about 1,160 tokens/s)
 DEFAULT_TOKENS_PER_DAY = 100_000_000
@@ -64,7 +65,7 @@ class Priced:
 
 def monthly(usd_per_mtok: float, tokens_per_day: float) -> float:
     """$ a month at `tokens_per_day`: tokens a month / 10^6 × $ per million tokens."""
-    return tokens_per_day * DAYS_PER_MONTH / 1e6 * usd_per_mtok
+    return usd_for_tokens(usd_per_mtok, tokens_per_day * DAYS_PER_MONTH)
 
 
 def blocks(items: list[Priced], traffic: Traffic, lang: str) -> list[Block]:
@@ -91,7 +92,9 @@ def blocks(items: list[Priced], traffic: Traffic, lang: str) -> list[Block]:
                 _per(a, lang),
                 dollars(monthly(a.usd_per_mtok, tpd), lang),
                 dollars(kwh, lang) if kwh is not None else "—",
-                dollars(kwh * kwh_price, lang) if kwh is not None and kwh_price is not None else "—",
+                dollars(energy_usd(kwh, kwh_price), lang)
+                if kwh is not None and kwh_price is not None
+                else "—",
                 a.price_words.render(lang),
             )
         )

@@ -32,9 +32,11 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
 from aiworkbook.proofs.control import NULL, Cancelled, Control
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
+from aiworkbook.signature import then
 from aiworkbook.units import MiB, fmt_bytes, fmt_rate
 
 if TYPE_CHECKING:
@@ -132,18 +134,6 @@ def _check_format(fmt: str) -> str:
     if fmt not in FORMATS:
         raise SpecError("format", fmt, ", ".join(FORMATS))
     return fmt
-
-
-def save_checkpoint(
-    root: str | os.PathLike, state: dict[str, torch.Tensor], fmt: str, step: int, **options: Any
-) -> dict[str, Any]:
-    """Save `state` atomically as `<root>/<fmt>/step-<step>` and point LATEST at it (`options`:
-    start_save's control, manifest and keep).
-
-    Returns write_s (until files, folder and rename are durable), stall_s (how long the caller was
-    blocked: the whole write for sync formats, until async_save returned for dcp-async), bytes, path.
-    `keep` older checkpoints survive (the previous one is kept until the new one is durable)."""
-    return start_save(root, state, fmt, step, **options).wait()
 
 
 def start_save(
@@ -328,8 +318,9 @@ def load_checkpoint(
     if fmt in ("safetensors", "torch"):
         out: dict[str, torch.Tensor] = {}
         files = sorted(p.glob("shard-*"))
-        for i, f in enumerate(files):
-            control.step(i, len(files), f"load {fmt}: shard {i + 1}/{len(files)}")
+        for f in progress_steps(
+            files, lambda i, _: f"load {fmt}: shard {i + 1}/{len(files)}", control=control
+        ):
             read = False
             if fmt == "torch":
                 part = _torch_shard(f)
@@ -902,3 +893,15 @@ def result(
         },
         notes=notes,
     )
+
+
+save_checkpoint = then(
+    start_save,
+    PendingSave.wait,
+    "save_checkpoint",
+    """Save `state` atomically as `<root>/<fmt>/step-<step>` and point LATEST at it (start_save, then
+    waited for). Returns write_s (until files, folder and rename are durable), stall_s (how long the
+    caller was blocked: the whole write for sync formats, until async_save returned for dcp-async),
+    bytes, path. `keep` older checkpoints survive (the previous one is kept until the new one is
+    durable).""",
+)

@@ -20,6 +20,7 @@ from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel, built_bytes
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -137,8 +138,7 @@ def run(
         path = _write_checkpoint(spec, tdt, work / "model.safetensors")
         ids = torch.randint(0, spec.vocab_size, (1, 8))
         size = path.stat().st_size
-        for i in range(n):
-            control.step(i + 1, n + 1, f"cold start {i + 1}/{n}")
+        for _ in progress_steps(range(n), lambda i, _: f"cold start {i + 1}/{n}", start=1, control=control):
             dropped = fsio.drop_cache(path)
             row, read = _one_cold_start(path, spec, tdt, dev, ids)
             cold.append(fsio.confirm_cold(dropped, read, size))

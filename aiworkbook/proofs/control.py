@@ -12,6 +12,7 @@ No torch import here: the registry and the widgets import this module before any
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -70,6 +71,13 @@ class Control:
             except Exception:  # a viewer's callback failing is the viewer's problem, not the proof's
                 pass
         self.check(message)
+
+    def tell(self, message: str) -> None:
+        """The current step again with a finer message (requests done inside a load point): no cancel
+        check here, so a callback on another thread (the load's event loop) may call it."""
+        if self.progress is not None:
+            with contextlib.suppress(Exception):  # the viewer's problem, as in step()
+                self.progress(self.done, self.total, str(message))
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started

@@ -24,6 +24,7 @@ from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.units import KiB
@@ -67,8 +68,9 @@ def generate(
     """Random shards, fsynced, so the first epoch reads storage (after a cache drop)."""
     rng = np.random.default_rng(0)
     files = []
-    for s in range(shards):
-        control.step(s, shards, f"generating shard {s + 1}/{shards}")
+    for s in progress_steps(
+        range(shards), lambda i, _: f"generating shard {i + 1}/{shards}", control=control
+    ):
         path = directory / f"shard-{s:05d}.bin"
         with open(path, "wb") as f:
             left = samples_per_shard * sample_bytes

@@ -20,6 +20,7 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.units import MiB, fmt_bytes, fmt_rate
@@ -110,8 +111,7 @@ def parquet_read(directory: Path, x: np.ndarray, control: Control) -> dict[str, 
     out: dict[str, Any] = {"file_bytes": path.stat().st_size, "table_bytes": table.nbytes}
     ok, why = fsio.drop_cache(path)
     out["cache_cold"], out["cold_note"] = ok, why
-    for kind in ("cold", "warm"):
-        control.step(0 if kind == "cold" else 1, 2, f"parquet {kind} read")
+    for kind in progress_steps(("cold", "warm"), lambda _i, k: f"parquet {k} read", control=control):
         t0 = time.perf_counter()
         got = pq.read_table(path)
         dt = time.perf_counter() - t0

@@ -31,11 +31,13 @@ from aiworkbook.proofs.device import (
 )
 from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel, KVCache
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.proofs.timing import time_trials
 from aiworkbook.proofs.vram import allocated_prediction, check_int, fit_proxy
+from aiworkbook.signature import then
 from aiworkbook.specs import ModelSpec, load_model
 from aiworkbook.units import MiB
 
@@ -143,11 +145,13 @@ class _Setup:
     inputs: dict[str, Any]
     flags: set[str]
     notes: list[str]
+    progress: bool = False
 
 
 def _prepare(
     model: str | ModelSpec,
     *,
+    progress: bool = False,
     device: str = "auto",
     quick: bool = False,
     batches: tuple[int, ...] | None = None,
@@ -203,7 +207,9 @@ def _prepare(
         "budget_bytes": budget_bytes,
         "quick": quick,
     }
-    return _Setup(run_spec, dev, batches, contexts, new, dtype_name, budget_bytes, inputs, flags, notes)
+    return _Setup(
+        run_spec, dev, batches, contexts, new, dtype_name, budget_bytes, inputs, flags, notes, progress
+    )
 
 
 def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
@@ -246,8 +252,6 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
     """Each (batch, context) point after a discarded warm-up, then how many sequences fit the budget.
 
     Returns the grid, the measured capacity and the prefill transient (from the estimate) it kept free."""
-    from tqdm.auto import tqdm
-
     run_spec, dev, new, dtype_name = setup.run_spec, setup.dev, setup.new, setup.dtype_name
     batches, contexts, budget_bytes = setup.batches, setup.contexts, setup.budget_bytes
     grid: list[dict[str, Any]] = []
@@ -258,10 +262,13 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
                 model_ = DecoderModel(run_spec, device=tensor_device(dev), dtype=dtype).eval()
             _point(model_, run_spec, 1, min(contexts), 2, dtype_name, dev)  # warm-up, discarded
             points = [(b, c) for b in batches for c in contexts]
-            for i, (b, ctx) in enumerate(
-                tqdm(points, desc=f"kv {run_spec.name}", disable=not progress, leave=False)
+            for b, ctx in progress_steps(
+                points,
+                lambda _i, p: f"batch {p[0]} x context {p[1]}",
+                total=len(points) + 1,
+                desc=f"kv {run_spec.name}",
+                show=progress,
             ):
-                report(i, len(points) + 1, f"batch {b} x context {ctx}")
                 try:
                     grid.append(_point(model_, run_spec, b, ctx, new, dtype_name, dev))
                 except DoesNotFit as exc:
@@ -278,17 +285,14 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
     return grid, cap_measured, transient
 
 
-def prove_kv(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -> ProofResult:
-    """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate.
-    `inputs` are `_prepare`'s (device, quick, batches, contexts, new_tokens, budget_bytes)."""
-    setup = _prepare(model, **inputs)  # device, quick, shapes...: see _prepare
+def _prove(setup: _Setup) -> ProofResult:
     run_spec, dev, new, dtype_name = setup.run_spec, setup.dev, setup.new, setup.dtype_name
     contexts, flags, notes = setup.contexts, setup.flags, setup.notes
     budget_bytes, inputs = setup.budget_bytes, setup.inputs
     dtype = TORCH_DTYPES[dtype_name]
     t_start = time.monotonic()
     with pinned():
-        grid, cap_measured, transient = _measure_grid(setup, dtype, progress)
+        grid, cap_measured, transient = _measure_grid(setup, dtype, setup.progress)
     cap_predicted = predicted_capacity(run_spec, max(contexts), new, dtype_name, dev, budget_bytes)
     ok = [g for g in grid if "kv_measured" in g]
     if not ok:
@@ -433,3 +437,12 @@ def _climb(rows: list[dict]) -> dict[str, Any]:
             "climbs_at_context": knee,
         }
     return out
+
+
+prove_kv = then(
+    _prepare,
+    _prove,
+    "prove_kv",
+    """Measure KV-cache bytes, peak memory, decode latency and capacity against the sizing estimate.
+    The inputs are KvInputs' (proofs/inputs.py), checked by `_prepare`; `progress`: a tqdm bar.""",
+)

@@ -30,6 +30,7 @@ from aiworkbook.proofs.device import (
     resolve_device,
 )
 from aiworkbook.proofs.environment import capture, throttle_check
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -476,32 +477,24 @@ def _measure_ceilings(
     progress: bool,
 ) -> tuple[dict[str, Any], Any, dict[str, Any], str]:
     """Bandwidth, matmul rates and (CUDA) host<->device copies, with progress; the copies' error or ""."""
-    from tqdm.auto import tqdm
-
     h2d_error = ""
-    steps = ["bandwidth", "matmul"] + (["host-device"] if dev == "cuda" else [])
-    bar = tqdm(total=len(steps), desc="roofline", disable=not progress, leave=False)
+    stages = ["memory bandwidth", "matmul rates"] + (["host<->device copies"] if dev == "cuda" else [])
+    bw: dict[str, Any] = {}
+    mm: Any = None
+    h2d: dict[str, Any] = {}
     with interruptible("roofline proof", dev):
-        try:
-            report(0, len(steps), "memory bandwidth")
-            bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
-            bar.update(1)
-            report(1, len(steps), "matmul rates")
-            mm = matmul_rates(
-                dev, dtypes, shapes=_shapes(dev, quick, shapes), trials=3 if quick else 5, threads=threads
-            )
-            bar.update(1)
-            h2d: dict[str, Any] = {}
-            if dev == "cuda":
-                report(2, len(steps), "host<->device copies")
+        for stage in progress_steps(stages, lambda _i, st: st, desc="roofline", show=progress):
+            if stage == "memory bandwidth":
+                bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
+            elif stage == "matmul rates":
+                shape = _shapes(dev, quick, shapes)
+                mm = matmul_rates(dev, dtypes, shapes=shape, trials=3 if quick else 5, threads=threads)
+            else:
                 try:
                     h2d = host_device_copies(256 * MiB if quick else 1024 * MiB)
                 except (RuntimeError, ValueError) as exc:  # pinned memory refused, say: keep the rest
                     h2d_error = f"host<->device copies not measured: {type(exc).__name__}: {exc}"[:300]
-                bar.update(1)
-        finally:
-            bar.close()
-    report(len(steps), len(steps), "done")
+    report(len(stages), len(stages), "done")
     return bw, mm, h2d, h2d_error
 
 

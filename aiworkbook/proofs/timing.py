@@ -105,7 +105,9 @@ def time_trials(
             checkpoint(desc)
             fn()
         _sync(device)
-        bar = _bar(trials, desc, progress)
+        from aiworkbook.proofs.progress import bar as progress_bar
+
+        bar = progress_bar(trials, desc, progress)
         try:
             for _ in range(trials):
                 checkpoint(desc)  # a cancel lands between trials (each well under a second)
@@ -144,9 +146,3 @@ def _sync(device: str) -> None:
         import torch
 
         torch.cuda.synchronize()
-
-
-def _bar(total: int, desc: str, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, disable=not enabled, leave=False)

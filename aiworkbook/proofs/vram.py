@@ -41,8 +41,10 @@ from aiworkbook.proofs.device import (
 from aiworkbook.proofs.environment import capture, throttle_check
 from aiworkbook.proofs.memory_accounting import SavedTensorTracker, StepTemporaryTracker, model_states
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
+from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
+from aiworkbook.signature import then
 from aiworkbook.sizing import optimizer_step
 from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # 18 B/param (docs/architecture.md), shown beside
 from aiworkbook.specs import ModelSpec, load_model
@@ -166,11 +168,13 @@ class _Setup:
     inputs: dict[str, Any]
     flags: set[str]
     notes: list[str]
+    progress: bool = False
 
 
 def _prepare(
     model: str | ModelSpec,
     *,
+    progress: bool = False,
     device: str = "auto",
     quick: bool = False,
     batch: int | None = None,
@@ -249,7 +253,7 @@ def _prepare(
     inputs["ran"] = run_spec.name
     inputs["params"] = run_spec.params
     predicted = allocated_prediction(est.memory, dev)
-    return _Setup(spec, run_spec, w, dev, est, predicted, steps, budget_bytes, inputs, flags, notes)
+    return _Setup(spec, run_spec, w, dev, est, predicted, steps, budget_bytes, inputs, flags, notes, progress)
 
 
 def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
@@ -288,22 +292,14 @@ def run(*, control: Control, model: str | ModelSpec = "tiny-llama", **inputs: An
         return prove_vram(model, **inputs)
 
 
-@pinned()  # SDPA's backend chosen, never cuDNN's per-shape graphs (proofs.attention)
-def prove_vram(model: str | ModelSpec, *, progress: bool = False, **inputs: Any) -> ProofResult:
-    """Train a few steps and compare peak memory with the itemised estimate (tolerance ±10 %).
-
-    `inputs` are `_prepare`'s (device, quick, batch, seq_len, precision, recipe, attention, checkpointing,
-    steps, budget_bytes, check_fit, proxy). check_fit=False skips the refusal (and the proxy), so an out-of-memory can happen; it is caught
-    and reported as verdict "does-not-fit". Ctrl-C releases memory and re-raises KeyboardInterrupt.
-    """
-    st = _prepare(model, **inputs)  # device, quick, shapes...: see _prepare
+def _prove(st: _Setup) -> ProofResult:
     run_spec, w, dev, est, predicted = st.run_spec, st.w, st.dev, st.est, st.predicted
     flags, notes, inputs = st.flags, st.notes, st.inputs
     nvml_before = nvml_baseline() if dev == "cuda" else None
     t_start = _now()
     try:
         with interruptible(f"vram proof of {run_spec.name}", dev):
-            m = _train(run_spec, w, dev, st.steps, progress)
+            m = _train(run_spec, w, dev, st.steps, st.progress)
     except DoesNotFit as exc:
         return ProofResult(
             proof="vram",
@@ -329,8 +325,6 @@ def _now() -> float:
 
 
 def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str, Any]:
-    from tqdm.auto import tqdm
-
     mixed = w.precision.endswith("-mixed")
     dtype = torch.float32 if (mixed or w.precision == "fp32") else TORCH_DTYPES[w.precision]
     amp_dtype = torch.bfloat16 if w.precision.startswith("bf16") else torch.float16
@@ -355,9 +349,13 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
                 model.parameters(), lr=1e-4, foreach=impl == "foreach", fused=impl == "fused"
             )
         gen = torch.Generator(device="cpu").manual_seed(0)
-        bar = tqdm(range(steps), desc=f"vram {spec.name}", disable=not progress, leave=False)
-        for step in bar:
-            report(step, steps, f"training step {step + 1} of {steps}")
+        trained = progress_steps(
+            range(steps),
+            lambda i, _s: f"training step {i + 1} of {steps}",
+            desc=f"vram {spec.name}",
+            show=progress,
+        )
+        for step in trained:
             with oom_guard(f"step {step + 1}, batch {w.batch} x {w.seq_len} tokens", dev):
                 ids = torch.randint(0, spec.vocab_size, (w.batch, w.seq_len), generator=gen).to(place)
                 amp = torch.autocast(place, dtype=amp_dtype) if mixed else nullcontext()
@@ -591,3 +589,18 @@ def _row(name: str, measured: int, predicted: int) -> dict[str, Any]:
         "predicted": predicted,
         "ratio": measured / predicted if predicted else None,
     }
+
+
+#: SDPA's backend pinned for the whole proof, never cuDNN's per-shape graphs (proofs.attention)
+prove_vram = pinned()(
+    then(
+        _prepare,
+        _prove,
+        "prove_vram",
+        """Train a few steps and compare peak memory with the itemised estimate (tolerance ±10 %).
+
+    The inputs are VramInputs' (proofs/inputs.py), checked by `_prepare`; `progress`: a tqdm bar.
+    check_fit=False skips the refusal (and the proxy), so an out-of-memory can happen; it is caught
+    and reported as verdict "does-not-fit". Ctrl-C releases memory and re-raises KeyboardInterrupt.""",
+    )
+)

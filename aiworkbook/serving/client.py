@@ -11,12 +11,13 @@ The API key comes from an environment variable only ($AIWORKBOOK_API_KEY, else $
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
@@ -27,6 +28,7 @@ from aiworkbook.serving.metrics import RequestRecord
 API_KEY_ENVS = ("AIWORKBOOK_API_KEY", "OPENAI_API_KEY")
 APIS = ("completions", "chat")
 T = TypeVar("T")
+P = ParamSpec("P")
 #: `--server-kind`: auto probes whether the server accepts the exact-length extensions; the others say
 #: it (vllm and sglang accept ignore_eos / min_tokens / continuous_usage_stats; tgi, openai and
 #: transformers serve refuse unknown fields or do not honour them)
@@ -682,9 +684,17 @@ def _cancelled(records: list[RequestRecord], why: str = "") -> list[RequestRecor
     return records
 
 
-def run_load_sync(target: Target, load: Load, **kw: Any) -> list[RequestRecord]:
-    """run_load in a fresh event loop (see run_sync)."""
-    return run_sync(run_load(target, load, **kw))
+def synced(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """`fn` run to completion in a fresh event loop (run_sync), under fn's own typed signature (what
+    mypy and inspect.signature show), never a pass-through of untyped keywords."""
+
+    @functools.wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(fn(*args, **kwargs))
+
+    call.__name__ = call.__qualname__ = f"{fn.__name__}_sync"
+    call.__doc__ = f"{fn.__name__} in a fresh event loop (see run_sync).\n\n{fn.__doc__ or ''}"
+    return call
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -712,3 +722,7 @@ def fetch_json(url: str, timeout_s: float = 5.0) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+#: run_load in a fresh event loop, with run_load's signature
+run_load_sync = synced(run_load)

@@ -31,8 +31,8 @@ from aiworkbook.serving.client import (
     SERVER_KINDS,
     Target,
     api_key,
-    run_sync,
     send_one,
+    synced,
 )
 from aiworkbook.serving.metrics import RequestRecord
 
@@ -247,5 +247,5 @@ async def discover(
     return Discovery(target, kind, model_from, mode, probe, identity)
 
 
-def discover_sync(url: str, **kw: Any) -> Discovery:
-    return run_sync(discover(url, **kw))
+#: discover in a fresh event loop, with discover's signature
+discover_sync = synced(discover)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from aiworkbook.telemetry.exposition import openmetrics_text
+
 _HELP = {
     "kv_blocks_total": ("gauge", "KV blocks in the pool"),
     "kv_blocks_used": ("gauge", "KV blocks reserved by running sequences"),
@@ -24,13 +28,16 @@ _HELP = {
 _NAMES = {"busy_s": "busy_seconds"}
 
 
-def render(stats: dict[str, Any], prefix: str = "aiworkbook_serve_") -> str:
-    lines: list[str] = []
+def families(stats: dict[str, Any], prefix: str = "aiworkbook_serve_") -> list[Metric]:
+    """The engine's stats as metric families: gauges, and counters (their samples end in _total)."""
+    out: list[Metric] = []
     for key, (kind, help_) in _HELP.items():
-        if key not in stats:
-            continue
-        name = prefix + _NAMES.get(key, key)
-        lines += [f"# TYPE {name} {kind}", f"# HELP {name} {help_}"]
-        lines.append(f"{name}{'_total' if kind == 'counter' else ''} {stats[key]}")
-    lines.append("# EOF")
-    return "\n".join(lines) + "\n"
+        if key in stats:
+            family = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+            out.append(family(prefix + _NAMES.get(key, key), help_, value=stats[key]))
+    return out
+
+
+def render(stats: dict[str, Any], prefix: str = "aiworkbook_serve_") -> str:
+    """OpenMetrics 1.0 text (written by prometheus_client; ends with "# EOF")."""
+    return openmetrics_text(families(stats, prefix))

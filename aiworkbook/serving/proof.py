@@ -333,9 +333,7 @@ def _measure(
     """One load point against `target`: the run's summary (and each request's samples into `rows`)."""
 
     def on_done(done: int, total: int) -> None:
-        if control.progress is not None:
-            with contextlib.suppress(Exception):
-                control.progress(control.done, control.total, f"{msg}: {done}/{total} requests")
+        control.tell(f"{msg}: {done}/{total} requests")
 
     from aiworkbook.proofs.gcpause import measuring
 

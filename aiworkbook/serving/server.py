@@ -214,8 +214,11 @@ def make_app(
 
     async def metrics(request: web.Request) -> web.Response:
         from aiworkbook.serving.openmetrics import render
+        from aiworkbook.telemetry.exposition import OPENMETRICS_CONTENT_TYPE
 
-        return web.Response(text=render(_stats()), content_type="text/plain", charset="utf-8")
+        return web.Response(
+            body=render(_stats()).encode(), headers={"Content-Type": OPENMETRICS_CONTENT_TYPE}
+        )
 
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat_completions)

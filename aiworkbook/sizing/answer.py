@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.message import Msg
+from aiworkbook.sizing.cost import per_gpu_hour
 from aiworkbook.sizing.needs import Needs, Option, needs
 from aiworkbook.sizing.prices import provenance
 from aiworkbook.sizing.workload import Workload
@@ -87,7 +88,9 @@ class Answer:
             "gpu": self.gpu,
             "gpus_given": self.given,
             "runs_on": {"gpu": self.on, "gpus": self.gpus} if o is not None else None,
-            "usd_per_gpu_hour": o.usd_per_hour / o.gpus if o is not None and o.usd_per_hour else None,
+            "usd_per_gpu_hour": per_gpu_hour(o.usd_per_hour, o.gpus)
+            if o is not None and o.usd_per_hour
+            else None,
             "usd_per_hour": o.usd_per_hour if o is not None else None,
             "usd_per_mtok": self.usd_per_mtok,
             "price_source": self.price_source,

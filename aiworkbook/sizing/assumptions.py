@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
+from aiworkbook.sizing.cost import per_gpu_hour
 from aiworkbook.sizing.sections import Section, figure
 
 if TYPE_CHECKING:
@@ -76,5 +77,5 @@ class Assumptions(Section):
         if node.storage_read_bps:
             kw["storage_read_bps"] = node.storage_read_bps
         if node.price_per_hour_usd and node.gpu_count:
-            kw["price_per_gpu_hour"] = node.price_per_hour_usd / node.gpu_count
+            kw["price_per_gpu_hour"] = per_gpu_hour(node.price_per_hour_usd, node.gpu_count)
         return replace(cls(**kw), **overrides)

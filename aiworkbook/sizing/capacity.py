@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.message import Msg
+from aiworkbook.sizing.cost import gpu_usd
 from aiworkbook.sizing.memory import COMPONENTS, evaluate, kv_bytes, shape
 from aiworkbook.sizing.onepass import DEVICES, SizingPass, default_device, sizing_pass
 from aiworkbook.sizing.sections import CapacityReport, CheapestGPU
@@ -310,7 +311,7 @@ def cheapest_of(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         cand = {
             "gpu": r["gpu"],
             "gpus": r["gpus"],
-            "usd_per_hour": r["gpus"] * r["price_per_gpu_hour"],
+            "usd_per_hour": gpu_usd(r["price_per_gpu_hour"], r["gpus"]),
             "usd_per_mtok": r["usd_per_mtok"],
         }
         if best is None or (cand["usd_per_mtok"], cand["gpus"]) < (best["usd_per_mtok"], best["gpus"]):

@@ -1,5 +1,7 @@
-"""Cost: $ per million tokens (prefill and decode apart, with utilisation and idle headroom), $ per
-training run including work lost to failures, and energy in joules per million tokens.
+"""Cost: the one price rule ($/GPU-hour x GPUs x hours, `gpu_usd`; which $/GPU-hour, `gpu_hour_price`), $
+per million tokens (prefill and decode apart, with utilisation and idle headroom), $ per training run
+including work lost to failures, and energy in joules per million tokens. Every price the project
+shows (size and fit JSON, the sizer, the report) is computed here (tests/test_price_rule.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,33 @@ from aiworkbook.message import Msg
 
 if TYPE_CHECKING:
     from aiworkbook.sizing.expr import Num
+
+
+def gpu_hour_price(given: float | None, gpu: Any) -> float:
+    """The $/GPU-hour every figure for `gpu` uses: the price given for it (--price, its node's) when
+    there is one, else the GPU's list price (0: it has none)."""
+    return float(gpu.price_per_hour_usd) if given is None else given
+
+
+def gpu_usd(price_per_gpu_hour: float, gpus: float = 1, hours: float = 1.0) -> float:
+    """$/GPU-hour x GPUs x hours: the one price rule (by default an hour of `gpus` GPUs, i.e. $/hour;
+    `gpus=1` when `hours` already counts GPU-hours)."""
+    return price_per_gpu_hour * gpus * hours
+
+
+def per_gpu_hour(usd_per_hour: float, gpus: float) -> float:
+    """The $/GPU-hour of a set-up that costs `usd_per_hour` on `gpus` GPUs (gpu_usd's inverse)."""
+    return usd_per_hour / gpus
+
+
+def energy_usd(kwh: float, usd_per_kwh: float) -> float:
+    """$ for `kwh` of energy at `usd_per_kwh`."""
+    return kwh * usd_per_kwh
+
+
+def usd_for_tokens(usd_per_mtok: float, tokens: float) -> float:
+    """$ for `tokens` at `usd_per_mtok`: tokens / 10^6 x $ per million tokens."""
+    return tokens / 1e6 * usd_per_mtok
 
 
 def usd_per_million_tokens(
@@ -60,6 +89,6 @@ def training_run_cost(
     hours = gpu_hours_ideal / (1 - waste_fraction)
     return {
         "gpu_hours": hours,
-        "usd": hours * price_per_gpu_hour,
-        "usd_lost": (hours - gpu_hours_ideal) * price_per_gpu_hour,
+        "usd": gpu_usd(price_per_gpu_hour, hours=hours),
+        "usd_lost": gpu_usd(price_per_gpu_hour, hours=hours - gpu_hours_ideal),
     }

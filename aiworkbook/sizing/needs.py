@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from aiworkbook.sizing.cost import gpu_usd
 from aiworkbook.sizing.workload import Workload
 
 
@@ -74,7 +75,7 @@ def option(spec: Any, w: Workload, gpu: Any, gpus: int, assumptions: Any = None)
     return Option(
         gpu=g.name,
         gpus=n,
-        usd_per_hour=price * n if price else None,
+        usd_per_hour=gpu_usd(price, n) if price else None,
         usd_per_mtok=c.get("decode_usd_per_mtok"),
         usd_per_mtok_trained=c.get("usd_per_mtok_trained"),
         usd_per_run=(c.get("run") or {}).get("usd"),

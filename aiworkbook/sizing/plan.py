@@ -82,7 +82,7 @@ def cost_section(
     only when not given."""
     if gpu is None:
         return Cost()
-    price = gpu.price_per_hour_usd if a.price_per_gpu_hour is None else a.price_per_gpu_hour
+    price = cost.gpu_hour_price(a.price_per_gpu_hour, gpu)
     watts = gpu.tdp_watts or None  # at TDP: an upper bound on power
     gpus = w.tp * (w.dp if w.training else 1)
     out: dict[str, Any] = {"price_per_gpu_hour": price or None, "gpus": gpus, "watts_per_gpu_at_tdp": watts}
@@ -109,7 +109,7 @@ def cost_section(
             if watts:
                 kwh = watts * gpus * a.pue * run["gpu_hours"] / gpus / 1000.0
                 total["energy_kwh"] = kwh
-                total["energy_usd"] = kwh * a.usd_per_kwh
+                total["energy_usd"] = cost.energy_usd(kwh, a.usd_per_kwh)
             out["run"] = from_mapping(RunCost, total)
         return from_mapping(Cost, out)
     ttft = roof.get("ttft_s")

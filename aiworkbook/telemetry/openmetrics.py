@@ -6,19 +6,19 @@ what Prometheus expects of a missing series. Host metrics use the `aiworkbook_ho
 
 from __future__ import annotations
 
-import math
 import platform
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from prometheus_client.core import GaugeMetricFamily, Metric, UnknownMetricFamily
+
 from aiworkbook.errors import SpecError
+from aiworkbook.telemetry.exposition import CONTENT_TYPE, label_value, registry, text
 from aiworkbook.telemetry.na import is_number
 from aiworkbook.telemetry.sample import Sample
 from aiworkbook.units import MiB
-
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 #: (dcgm-exporter name, type, help, sample field, scale)
 GPU_METRICS: tuple[tuple[str, str, str, str, float], ...] = (
@@ -61,25 +61,84 @@ HOST_METRICS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _esc(v: Any) -> str:
-    """A label value in the exposition format, which escapes only \\, " and newline: any other control
-    character (a CR that a reader with universal newlines takes for a line end, an ESC, a NUL) is
-    written as its visible escape text (\\r, \\x1b), so the file parses and a terminal showing it is safe."""
-    text = str(v)
-    if not text.isprintable():
-        text = "".join(c if c == "\n" or c.isprintable() else repr(c)[1:-1] for c in text)
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def _gpu_labels(g: dict[str, Any], ids: dict[Any, dict[str, Any]], host: str) -> list[str]:
+    """dcgm-exporter's labels of one GPU, in LABELS' order."""
+    i = g.get("index", 0)
+    ident = ids.get(i, {})
+    return [
+        str(i),
+        label_value(ident.get("uuid", "")),
+        f"nvidia{i}",
+        label_value(ident.get("name", "")),
+        host,
+    ]
 
 
-def _num(v: Any) -> str:
-    """A sample value as the exposition format spells it (NaN, +Inf, -Inf; never Python's nan/inf)."""
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "+Inf" if v > 0 else "-Inf"
-        return repr(v)
-    return str(int(v))
+#: dcgm-exporter's GPU labels
+LABELS = ["gpu", "UUID", "device", "modelName", "Hostname"]
+
+
+def _family(name: str, typ: str, help_: str, labels: list[str]) -> GaugeMetricFamily | UnknownMetricFamily:
+    """A gauge, or for dcgm-exporter's counters an untyped family: their names lack the `_total` that
+    prometheus_client's text format appends to a counter's TYPE line, and the series names stay
+    dcgm-exporter's (dashboards and alerts query them by name; PromQL's rate() takes untyped series)."""
+    if typ == "gauge":
+        return GaugeMetricFamily(name, help_, labels=labels)
+    return UnknownMetricFamily(name, help_, labels=labels)
+
+
+def families(
+    sample: Sample | None,
+    identities: list[dict[str, Any]] | None = None,
+    events: list[dict[str, Any]] | None = None,
+    hostname: str | None = None,
+    replay_label: str | None = None,
+) -> list[Metric]:
+    """The metric families of one sample (only where the readings come from when there is none yet).
+
+    `aiworkbook_telemetry_info` says where the readings come from, so a scraper never mistakes a
+    replayed (or synthetic) trace for live readings of this host.
+    """
+    host = label_value(hostname or platform.node() or "localhost")
+    ids = {i.get("index"): i for i in (identities or [])}
+    info = GaugeMetricFamily(
+        "aiworkbook_telemetry_info",
+        "Where the readings come from: live NVML/psutil, or a replayed trace.",
+        labels=["source", "label", "Hostname"],
+    )
+    info.add_metric(["replay" if replay_label else "live", label_value(replay_label or ""), host], 1)
+    out: list[Metric] = [info]
+    if sample is None:
+        return out
+    gpus = list(sample.gpus)
+    for name, typ, help_, field, scale in GPU_METRICS:
+        fam = _family(name, typ, help_, LABELS)
+        for g in gpus:
+            v = g.get(field)
+            if isinstance(v, bool):
+                v = int(v)
+            if is_number(v):
+                fam.add_metric(_gpu_labels(g, ids, host), v * scale if scale != 1 else v)
+        if fam.samples:
+            out.append(fam)
+    last_xid: dict[int, int] = {}
+    for e in events or []:
+        if e.get("type") == "xid" and e.get("gpu") is not None:
+            last_xid[e["gpu"]] = int(e["xid"])
+    if gpus:
+        xid = GaugeMetricFamily(
+            "DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", labels=LABELS
+        )
+        for g in gpus:
+            xid.add_metric(_gpu_labels(g, ids, host), last_xid.get(g.get("index", 0), 0))
+        out.append(xid)
+    for name, help_, field in HOST_METRICS:
+        v = sample.host.get(field)
+        if is_number(v):
+            fam = GaugeMetricFamily(name, help_, labels=["Hostname"])
+            fam.add_metric([host], v)
+            out.append(fam)
+    return out
 
 
 def render(
@@ -89,65 +148,8 @@ def render(
     hostname: str | None = None,
     replay_label: str | None = None,
 ) -> str:
-    """The exposition text for one sample (an empty document when there is none yet).
-
-    `aiworkbook_telemetry_info` says where the readings come from, so a scraper never mistakes a
-    replayed (or synthetic) trace for live readings of this host.
-    """
-    host = hostname or platform.node() or "localhost"
-    ids = {i.get("index"): i for i in (identities or [])}
-    source = "replay" if replay_label else "live"
-    lines: list[str] = [
-        "# HELP aiworkbook_telemetry_info Where the readings come from: live NVML/psutil, or a replayed trace.",
-        "# TYPE aiworkbook_telemetry_info gauge",
-        f'aiworkbook_telemetry_info{{source="{source}",label="{_esc(replay_label or "")}",'
-        f'Hostname="{_esc(host)}"}} 1',
-    ]
-    if sample is None:
-        return "\n".join([*lines, "# no sample yet"]) + "\n"
-    gpus = list(sample.gpus)
-    for name, typ, help_, field, scale in GPU_METRICS:
-        rows = []
-        for g in gpus:
-            v = g.get(field)
-            if isinstance(v, bool):
-                v = int(v)
-            if not is_number(v):
-                continue
-            i = g.get("index", 0)
-            ident = ids.get(i, {})
-            labels = (
-                f'gpu="{i}",UUID="{_esc(ident.get("uuid", ""))}",device="nvidia{i}",'
-                f'modelName="{_esc(ident.get("name", ""))}",Hostname="{_esc(host)}"'
-            )
-            rows.append(f"{name}{{{labels}}} {_num(v * scale if scale != 1 else v)}")  # type: ignore[operator]
-        if rows:
-            lines += [f"# HELP {name} {help_}", f"# TYPE {name} {typ}", *rows]
-    last_xid: dict[int, int] = {}
-    for e in events or []:
-        if e.get("type") == "xid" and e.get("gpu") is not None:
-            last_xid[e["gpu"]] = int(e["xid"])
-    if gpus:
-        lines += [
-            "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.",
-            "# TYPE DCGM_FI_DEV_XID_ERRORS gauge",
-        ]
-        for g in gpus:
-            i = g.get("index", 0)
-            ident = ids.get(i, {})
-            lines.append(
-                f'DCGM_FI_DEV_XID_ERRORS{{gpu="{i}",UUID="{_esc(ident.get("uuid", ""))}",device="nvidia{i}",'
-                f'modelName="{_esc(ident.get("name", ""))}",Hostname="{_esc(host)}"}} {last_xid.get(i, 0)}'
-            )
-    for name, help_, field in HOST_METRICS:
-        v = sample.host.get(field)
-        if is_number(v):
-            lines += [
-                f"# HELP {name} {help_}",
-                f"# TYPE {name} gauge",
-                f'{name}{{Hostname="{_esc(host)}"}} {_num(v)}',
-            ]
-    return "\n".join(lines) + "\n"
+    """The exposition text (Prometheus text 0.0.4) of one sample, written by prometheus_client."""
+    return text(families(sample, identities, events, hostname, replay_label))
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -210,6 +212,8 @@ def serve(sampler: Any, host: str = "127.0.0.1", port: int = 9400) -> ThreadingH
     cannot be bound (unknown host, port in use or privileged) raises SpecError("serve", ...)."""
     reader = sampler.gpu_reader
     identities = reader.identities() if reader.count() else []
+    label = getattr(reader, "label", None)
+    metrics = registry(lambda: families(sampler.latest(), identities, sampler.events, replay_label=label))
 
     class Handler(BaseHTTPRequestHandler):
         timeout = CONNECTION_TIMEOUT_S
@@ -218,8 +222,7 @@ def serve(sampler: Any, host: str = "127.0.0.1", port: int = 9400) -> ThreadingH
             if self.path.split("?")[0] not in ("/metrics", "/"):
                 self.send_error(404, "only /metrics is served")
                 return
-            label = getattr(reader, "label", None)
-            body = render(sampler.latest(), identities, sampler.events, replay_label=label).encode()
+            body = text(metrics).encode()
             self.send_response(200)
             self.send_header("Content-Type", CONTENT_TYPE)
             self.send_header("Content-Length", str(len(body)))

@@ -1,0 +1,85 @@
+"""How a proof shows progress, in one place: `steps()` runs a proof's units of work and reports each to
+the active control (the viewer's `progress(done, total, message)` callback: the ProofRunner widget's
+bar, the CLI's; a cancel lands between units), and on a tqdm bar when a direct library call asked for
+one (`prove_kv(..., progress=True)`); `TqdmProgress` is that callback drawn on a tqdm bar, the one the
+`prove` commands run every proof with (`run()`).
+
+No torch import here: the CLI and the registry import this module before any proof runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from aiworkbook.proofs.control import Control, report
+
+T = TypeVar("T")
+
+
+def bar(total: int, desc: str, enabled: bool = True) -> Any:
+    """A tqdm bar (tqdm.auto: a widget in a notebook, text on a terminal) that leaves no line behind;
+    disabled (draws nothing) unless `enabled`."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, disable=not enabled, leave=False)
+
+
+def steps(
+    items: Iterable[T],
+    message: Callable[[int, T], str],
+    *,
+    total: int | None = None,
+    start: int = 0,
+    desc: str = "",
+    show: bool = False,
+    control: Control | None = None,
+) -> Iterator[T]:
+    """Each of `items` in turn, after reporting (start + i, total, message(i, item)) to `control` (by
+    default the active one; a cancel raises Cancelled here); `total` defaults to start + the number of
+    items (a proof with steps of its own before or after counts them in). With `show`, also a tqdm bar
+    titled `desc`, closed however the loop ends."""
+    seq = list(items)
+    n = start + len(seq) if total is None else total
+    to = report if control is None else control.step
+    b = bar(len(seq), desc, show)
+    try:
+        for i, item in enumerate(seq):
+            to(start + i, n, message(i, item))
+            yield item
+            b.update(1)
+    finally:
+        b.close()
+
+
+class TqdmProgress:
+    """A progress(done, total, message) callback drawn on one tqdm bar. A report repeated as it was (a
+    proof polling a subprocess) is dropped; the bar redraws at most every tqdm mininterval, so
+    per-request messages do not flood a log."""
+
+    def __init__(self, desc: str) -> None:
+        self.bar = bar(0, desc)
+        self._last: tuple[int, int, str] | None = None
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        if self._last == (done, total, message):
+            return
+        self._last = (done, total, message)
+        if self.bar.total != total:
+            self.bar.total = total
+        self.bar.set_postfix_str(message[:60], refresh=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def run(name: str, inputs: dict[str, Any]) -> Any:
+    """registry.run(name, **inputs) drawn on a TqdmProgress bar (closed however the run ends)."""
+    from aiworkbook.proofs import registry
+
+    shown = TqdmProgress(name)
+    try:
+        return registry.run(name, progress=shown, **inputs)
+    finally:
+        shown.close()
