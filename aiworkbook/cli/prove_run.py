@@ -37,10 +37,14 @@ def check_outputs(inputs: dict[str, Any] | None = None, **paths: Path | None) ->
     check_paths(inputs, **paths)
 
 
-def emit(result, json_path: Path | None) -> None:
+def emit(result, json_path: Path | None, lang: str = "en") -> None:
+    """The headline, the notes (in `lang`: each note that is a message said in it) and the components;
+    the JSON keeps English."""
+    from aiworkbook.message import words
+
     typer.echo(result.headline())
     for note in result.notes:
-        typer.echo(f"  - {note}")
+        typer.echo(f"  - {words(note, lang)}")
     rows = result.details.get("components")
     if rows:
         from aiworkbook.units import fmt_bytes

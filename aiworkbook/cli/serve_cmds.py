@@ -155,11 +155,14 @@ def register_prove(prove: typer.Typer) -> None:
         import_file: Path = option("--import", "a vllm bench serve or GuideLLM result"),
         quick: bool = option("--quick", "4 load points, 16 requests each", False),
         json_file: Path = option("--json", "write the ProofResult JSON here"),
+        lang: str = option("--lang", "language of the notes: en | nl | de (JSON keeps English)", "en"),
     ) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
         options = dict(locals())  # the command's options, in their order (the result's inputs keep it)
+        from aiworkbook.catalogue import check_lang
         from aiworkbook.cli.prove_run import check_outputs, emit, run_with_bar
 
+        check_lang(lang)
         check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv, sweep_csv=sweep_csv)
         if import_file is not None:
             from aiworkbook.serving.importers import import_results
@@ -168,7 +171,7 @@ def register_prove(prove: typer.Typer) -> None:
         else:
             r = run_with_bar("serving", **_serving_inputs(options))
         _print_details(r)
-        emit(r, json_file)
+        emit(r, json_file, lang)
         if samples_csv is not None and "requests" in r.details:
             _write_samples(samples_csv, r.details["requests"])
         if sweep_csv is not None:
@@ -199,7 +202,7 @@ def _serving_inputs(options: dict[str, Any]) -> dict[str, Any]:
 
     inputs: dict[str, Any] = {}
     for name, value in options.items():
-        if name in ("import_file", "json_file", "sweep_csv"):
+        if name in ("import_file", "json_file", "sweep_csv", "lang"):
             continue
         if name == "samples_csv":
             inputs["samples"] = value is not None

@@ -19,6 +19,7 @@ from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
 from aiworkbook.profile.report_blocks import usd as _usd
 from aiworkbook.proofs.flags import FLAGS
 from aiworkbook.proofs.registry import chart_kind
+from aiworkbook.proofs.result import said_label, said_notes
 from aiworkbook.provenance import cpu_only, verdict_words
 from aiworkbook.units import fmt_bytes, fmt_value
 
@@ -318,7 +319,7 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     if noted:  # what a proof found beside its one figure: the serving proof's SLO load, the KV run-out
         out += [
             h(3, t("report.proof_notes")),
-            ul(f"{g.name}: {words(n, t.lang)}" for g in noted for n in g.result["notes"]),
+            ul(f"{g.name}: {words(n, t.lang)}" for g in noted for n in said_notes(g.result)),
         ]
     if charts and any(g.result.get("ratio") is not None for g in prof.proofs):  # no empty chart
         from aiworkbook.charts import proofs_chart
@@ -332,7 +333,7 @@ def _estimate_cell(r: dict[str, Any], lang: str = "en") -> str:
     if r.get("predicted") is None:
         return "—"
     value = fmt_value(r.get("predicted"), r.get("unit", ""), lang)
-    return f"{words(r['predicted_label'], lang)}: {value}" if r.get("predicted_label") else value
+    return f"{words(said_label(r), lang)}: {value}" if r.get("predicted_label") else value
 
 
 def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:

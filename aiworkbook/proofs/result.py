@@ -95,6 +95,7 @@ class ProofResult:
             "details": self.details.to_dict() if hasattr(self.details, "to_dict") else self.details,
             "notes": list(self.notes),
             "created": self.created,
+            **_messages(self.predicted_label, self.notes),
         }
 
     @classmethod
@@ -107,7 +108,7 @@ class ProofResult:
                 measured=d.get("measured"),
                 unit=d.get("unit", ""),
                 predicted=d.get("predicted"),
-                predicted_label=d.get("predicted_label", ""),
+                predicted_label=said_label(d),
                 tolerance=d.get("tolerance", 0.10),
                 verdict=d.get("verdict", ""),
                 samples=list(d.get("samples", [])),
@@ -115,7 +116,7 @@ class ProofResult:
                 flags=list(d.get("flags", [])),
                 environment=d.get("environment", {}),
                 details=d.get("details", {}),
-                notes=list(d.get("notes", [])),
+                notes=said_notes(d),
                 created=d.get("created", ""),
             )
         except KeyError as exc:
@@ -142,6 +143,41 @@ class ProofResult:
         if self.flags:
             parts.append("flags: " + ", ".join(self.flags))
         return " ".join(parts)
+
+
+def _messages(label: str, notes: list[str]) -> dict[str, Any]:
+    """{"messages": ...}: the records (aiworkbook.message.record) of the label and the notes that are
+    messages, so a stored result is said in another language after it is read back; {} when none is."""
+    from aiworkbook.message import record
+
+    recs = [record(n) for n in notes]
+    out: dict[str, Any] = {}
+    if record(label) is not None:
+        out["predicted_label"] = record(label)
+    if any(r is not None for r in recs):
+        out["notes"] = recs
+    return {"messages": out} if out else {}
+
+
+def said_notes(d: dict[str, Any]) -> list[str]:
+    """A stored result's notes (ProofResult.to_dict()), each a message again where the file recorded one."""
+    from aiworkbook.message import restore
+
+    notes = d.get("notes") or []
+    msgs = d.get("messages")
+    recs = msgs.get("notes") if isinstance(msgs, dict) else None
+    recs = recs if isinstance(recs, list) and len(recs) == len(notes) else [None] * len(notes)
+    return [restore(n, r) for n, r in zip(notes, recs, strict=True)]
+
+
+def said_label(d: dict[str, Any]) -> str:
+    """A stored result's predicted_label, a message again where the file recorded one."""
+    from aiworkbook.message import restore
+
+    msgs = d.get("messages")
+    return restore(
+        d.get("predicted_label", ""), msgs.get("predicted_label") if isinstance(msgs, dict) else None
+    )
 
 
 def _fmt(value: float | None, unit: str) -> str:
