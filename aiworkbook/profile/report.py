@@ -11,7 +11,7 @@ import html as _html
 from typing import Any
 
 from aiworkbook.i18n_format import fixed, integer, percent
-from aiworkbook.message import words
+from aiworkbook.message import restore, words
 from aiworkbook.patterns import get_pattern, recommend, text
 from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
@@ -197,7 +197,7 @@ def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
     ):
         if node is None:
             continue
-        rows.append((label, node.name, *_node_cells(node, t)))
+        rows.append((label, _said(node, "name", t.lang), *_node_cells(node, t)))
         rows += [(f"{label} · {t('report.pool')}", pool.name, *_node_cells(pool, t)) for pool in node.pools]
     if rows:
         out.append(table(("", t("report.name"), "GPU", "CPU", "RAM", t("report.storage"), "USD/h"), rows))
@@ -213,10 +213,23 @@ def _fingerprint(prof: LockedProfile, t: _Texts) -> str:
     return said if t.lang == "en" else re.sub(r"\bdriver\b", t("report.driver"), said)
 
 
+def _said(node: Any, field: str, lang: str) -> str:
+    """A node's text field in `lang`: a message again where the profile recorded one (node.messages),
+    else the text as stored."""
+    rec = (getattr(node, "messages", None) or {}).get(field)
+    return words(restore(getattr(node, field, "") or "", rec), lang)
+
+
+def _said_key(doc: dict[str, Any], key: str, lang: str) -> str:
+    """A stored dict's text (a proof's environment) in `lang`, by its `messages` record where it has one."""
+    msgs = doc.get("messages")
+    return words(restore(doc.get(key) or "", msgs.get(key) if isinstance(msgs, dict) else None), lang)
+
+
 def _node_cells(node: Any, t: _Texts) -> tuple[str, ...]:
     import re
 
-    gpu = f"{node.gpu_count} × {node.gpu}" if node.gpu else (node.gpu_status or "—")
+    gpu = f"{node.gpu_count} × {node.gpu}" if node.gpu else (_said(node, "gpu_status", t.lang) or "—")
     model = re.sub(r"\s*\(\d+ cores\)$", "", node.cpu_model or "?")  # a declared "(32 cores)" said once
     cpu = f"{model} ({node.cpu_cores} {t('report.cores')})"
     disk = (
@@ -528,7 +541,7 @@ def _environment(prof: LockedProfile, t: _Texts) -> list[Block]:
             (
                 g.name,
                 g.result.get("device", ""),
-                ", ".join(str(x.get("name")) for x in gpus) or env.get("gpu_status", "—") or "—",
+                ", ".join(str(x.get("name")) for x in gpus) or _said_key(env, "gpu_status", t.lang) or "—",
                 str(gpus[0].get("driver")) if gpus else "—",
                 f"{tor.get('version', host.get('torch_version', '—'))} / CUDA {tor.get('cuda') or '—'}",
                 str(host.get("cpu_model", "—")),
