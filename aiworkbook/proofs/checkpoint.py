@@ -760,14 +760,14 @@ def _flags(m: dict[str, Any]) -> list[str]:
 
 
 def _notes(m: dict[str, Any]) -> list[str]:
-    notes = []
+    notes: list[str] = []
     cold = [m["baseline"].get("cold_note")] + [r.get("cold_note") for r in m["formats"]]
     why = next((c for c in cold if c), "")
     if why:
-        notes.append(f"reads are NOT cache-cold: {why}")
+        notes.append(Msg("cache.not_cold.reads", why=why))
     bad = [r["format"] for r in m["formats"] if r["integrity"] != "ok"]
     if bad:
-        notes.append("integrity FAILED for " + ", ".join(bad))
+        notes.append(Msg("checkpoint.integrity_failed_for", formats=", ".join(bad)))
     return notes
 
 

@@ -155,7 +155,7 @@ def run(
     ]
     why = next((c[1] for c in cold if not c[0]), "")
     if why:
-        notes.append(f"reads are NOT cache-cold: {why}")
+        notes.append(Msg("cache.not_cold.reads", why=why))
     notes.append(own.note())
     return ProofResult(
         proof="coldstart",

@@ -363,7 +363,7 @@ def _notes(
     ]
     why = next((r["cold_note"] for r in rows if r["cold_note"]), "")
     if why:
-        notes.append(f"cold epochs are NOT cache-cold: {why}")
+        notes.append(Msg("cache.not_cold.epochs", why=why))
     return notes
 
 

@@ -222,7 +222,7 @@ def run(
         f"warm {fmt_rate(pq['warm']['file_bps'])} (file bytes/s)",
     ]
     if not pq["cache_cold"]:
-        notes.append(f"the cold Parquet read is NOT cache-cold: {pq['cold_note']}")
+        notes.append(Msg("cache.not_cold.parquet", why=pq["cold_note"]))
     notes.append(own.note())
     return ProofResult(
         proof="host",

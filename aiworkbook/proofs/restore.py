@@ -101,7 +101,7 @@ def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Con
     ]
     why = next((c[1] for c in cold if not c[0]), "") or base["cold_note"]
     if why:
-        notes.append(f"reads are NOT cache-cold: {why}")
+        notes.append(Msg("cache.not_cold.reads", why=why))
     notes.append(f"{path} read only; " + own.note())
     row = {
         "format": fmt,

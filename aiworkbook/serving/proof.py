@@ -454,7 +454,7 @@ def _open_remote(
         counter=s.token_counter,
     )
     details["target"] = found.to_dict()
-    notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
+    notes.append(Msg("serving.remote_target", target=found.note()))
     return _Opened(
         replace(found.target, timeout_s=s.request_timeout_s), "remote", forced=found.mode == "exact"
     )
