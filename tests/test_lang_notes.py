@@ -26,7 +26,8 @@ SERVING += ["--no-compare", "--no-context", "--warmup-duration", "0.01", "--min-
 
 
 def _notes(out: str) -> list[str]:
-    return [line[4:] for line in out.splitlines() if line.startswith("  - ")]
+    """The headline (the line in [brackets]) and the notes of a `prove` command's output."""
+    return [line.removeprefix("  - ") for line in out.splitlines() if line.startswith(("  - ", "["))]
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +46,14 @@ def serving_nl(tmp_path_factory):
 
 @pytest.mark.timeout(120)
 def test_prove_serving_says_its_notes_in_dutch(serving_nl):
-    notes, path = serving_nl
+    said, path = serving_nl
     r = ProofResult.load(path)
+    head, notes = said[0], said[1:]
     assert len(notes) == len(r.notes) >= 6
-    english = "\n".join(str(n) for n in r.notes)  # the JSON keeps English: the checker sees it there
+    english = "\n".join([r.headline(), *r.notes])  # the JSON keeps English: the checker sees it there
     assert english_left(english, "nl") and "embedded server on" in english
-    assert not english_left("\n".join(notes), "nl"), notes
+    assert not english_left("\n".join(said), "nl"), said
+    assert head == r.headline("nl") and "gemeten" in head
     assert [words(n, "nl") for n in r.notes] == notes  # read back from the file, said the same way
 
 

@@ -42,7 +42,7 @@ def emit(result, json_path: Path | None, lang: str = "en") -> None:
     the JSON keeps English."""
     from aiworkbook.message import words
 
-    typer.echo(result.headline())
+    typer.echo(result.headline(lang))
     for note in result.notes:
         typer.echo(f"  - {words(note, lang)}")
     rows = result.details.get("components")

@@ -132,17 +132,31 @@ class ProofResult:
         doc.pop("schema_version", None)
         return cls.from_dict(doc)
 
-    def headline(self) -> str:
-        """One line for people: verdict, measured vs predicted, ratio and flags."""
+    def headline(self, lang: str = "en") -> str:
+        """One line for people, in `lang`: verdict, measured vs predicted, ratio and flags (the flags
+        by their names)."""
+        from aiworkbook.catalogue import catalogue
+        from aiworkbook.message import Msg
+
         said = verdict_words({"verdict": self.verdict, "flags": self.flags})  # a CPU fallback says so
-        parts = [f"[{said}] {self.proof} on {self.device}:"]
-        parts.append(f"measured {_fmt(self.measured, self.unit)}")
+        versus: Msg | str = ""
         if self.predicted:
-            parts.append(f"vs {self.predicted_label or 'predicted'} {_fmt(self.predicted, self.unit)}")
-            parts.append(f"(ratio {self.ratio:.3f}, tolerance ±{self.tolerance:.0%})")
-        if self.flags:
-            parts.append("flags: " + ", ".join(self.flags))
-        return " ".join(parts)
+            versus = Msg(
+                "proof.headline.versus",
+                label=self.predicted_label or Msg("proof.headline.predicted"),
+                predicted=_fmt(self.predicted, self.unit, lang),
+                ratio=self.ratio,
+                tolerance=self.tolerance,
+            )
+        return Msg(
+            "proof.headline",
+            verdict=catalogue(lang).get(f"verdict.{said}", said) if lang != "en" else said,
+            proof=self.proof,
+            device=self.device,
+            measured=_fmt(self.measured, self.unit, lang),
+            versus=versus,
+            flags=Msg("proof.headline.flags", flags=", ".join(self.flags)) if self.flags else "",
+        ).render(lang)
 
 
 def _messages(label: str, notes: list[str]) -> dict[str, Any]:
@@ -180,7 +194,7 @@ def said_label(d: dict[str, Any]) -> str:
     )
 
 
-def _fmt(value: float | None, unit: str) -> str:
+def _fmt(value: float | None, unit: str, lang: str = "en") -> str:
     from aiworkbook.units import fmt_value
 
-    return fmt_value(value, unit)
+    return fmt_value(value, unit, lang)
