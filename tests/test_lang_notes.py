@@ -41,12 +41,14 @@ def serving_nl(tmp_path_factory):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = main([*SERVING, "--lang", "nl", "--json", str(path)])
     assert code == 0, out.getvalue()
-    return _notes(out.getvalue()), path
+    return out.getvalue(), path
 
 
 @pytest.mark.timeout(120)
 def test_prove_serving_says_its_notes_in_dutch(serving_nl):
-    said, path = serving_nl
+    out, path = serving_nl
+    assert not english_left(out, "nl"), out  # the sweep table, the headline, the notes, "wrote"
+    said = _notes(out)
     r = ProofResult.load(path)
     head, notes = said[0], said[1:]
     assert len(notes) == len(r.notes) >= 6

@@ -40,7 +40,7 @@ def check_outputs(inputs: dict[str, Any] | None = None, **paths: Path | None) ->
 def emit(result, json_path: Path | None, lang: str = "en") -> None:
     """The headline, the notes (in `lang`: each note that is a message said in it) and the components;
     the JSON keeps English."""
-    from aiworkbook.message import words
+    from aiworkbook.message import Msg, words
 
     typer.echo(result.headline(lang))
     for note in result.notes:
@@ -57,4 +57,4 @@ def emit(result, json_path: Path | None, lang: str = "en") -> None:
             )
     if json_path is not None:
         result.save(json_path)
-        typer.echo(f"wrote {json_path}")
+        typer.echo(words(Msg("cli.wrote", path=str(json_path)), lang))

@@ -724,13 +724,13 @@ def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> l
                 "serving.output_mean",
                 mean=sw.output_tokens / sw.counted,
                 asked=s.output_tokens,
-                counted=_counted_by(sw.tokens_from),
+                counted=counted_by(sw.tokens_from),
             )
         )
     return notes
 
 
-def _counted_by(tokens_from: dict[str, int]) -> Msg:
+def counted_by(tokens_from: dict[str, int]) -> Msg:
     """What counted the output tokens, with how many requests each: "tokenizer 3, usage 7"."""
     by = {
         "usage": lambda n: Msg("serving.by.usage", requests=n),
