@@ -355,11 +355,20 @@ def _notes(
 ) -> list[str]:
     """What the input-wait fraction came from, and whether the cold epochs really were cold."""
     frac = real["input_wait_fraction"]
-    notes = [
-        f"input wait {frac:.1%} of the step window ({real['steps']} steps, {compute} step of {step_ms:g} ms, "
-        f"loader workers={best['workers']} pin={best['pin_memory']} prefetch={best['prefetch']}); synthetic on-device data "
-        f"{synth['input_wait_fraction']:.1%}; red flag above {threshold:.0%}",
-        f"GPU utilisation in the window: {util.get('mean_pct', util.get('why'))}",
+    notes: list[str] = [
+        Msg(
+            "dataload.summary",
+            wait=frac,
+            steps=real["steps"],
+            compute=compute,
+            step_ms=step_ms,
+            workers=best["workers"],
+            pin=best["pin_memory"],
+            prefetch=best["prefetch"],
+            synthetic=synth["input_wait_fraction"],
+            threshold=threshold,
+        ),
+        Msg("dataload.gpu_util", util=util.get("mean_pct", util.get("why"))),
     ]
     why = next((r["cold_note"] for r in rows if r["cold_note"]), "")
     if why:
