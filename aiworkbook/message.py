@@ -170,12 +170,15 @@ def restore(text: object, rec: object) -> str:
 
 
 def _restore(rec: dict[str, Any]) -> Msg:
-    from aiworkbook.catalogue import catalogue
+    from aiworkbook.catalogue import catalogue, languages
 
     id, args = rec.get("id"), rec.get("args")
     if not isinstance(id, str) or id not in catalogue("en") or not isinstance(args, dict):
         raise ValueError(f"no message {id!r}")
-    return Msg(id, **{str(k): _arg_restore(v) for k, v in args.items()})
+    m = Msg(id, **{str(k): _arg_restore(v) for k, v in args.items()})
+    for lang in languages():  # a language may format a field English prints as it is (blocks:int)
+        m.render(lang)
+    return m
 
 
 def _arg_restore(v: Any) -> Any:

@@ -75,6 +75,12 @@ def test_a_stored_serving_result_keeps_its_messages(serving_nl, lang):
     assert said_notes(bare) == doc["notes"] and english_left("\n".join(said_notes(bare)), lang)
     broken = {**doc, "messages": {"notes": [{"id": "no.such.id", "args": {}}] * len(doc["notes"])}}
     assert said_notes(broken) == doc["notes"]  # an unknown id falls back to the stored text
+    # a hand-edited record whose figure only another language formats (English prints `blocks` as it
+    # is, Dutch as an integer) falls back too, instead of failing when the report is made
+    rec = next(r for r in doc["messages"]["notes"] if r["id"] == "serving.embedded")
+    edited = {**doc, "messages": {"notes": [{**rec, "args": {**rec["args"], "blocks": "many"}}]}}
+    edited["notes"] = ["as stored"]
+    assert said_notes(edited) == ["as stored"] and not isinstance(said_notes(edited)[0], Msg)
 
 
 HEALTHY = {**DATACENTER, "name": "NVIDIA L40S", "throttle": 0, "ecc": (0, 0, 0, 0), "remapped": (0, 0, 0, 0)}
