@@ -15,10 +15,12 @@ figure for the language with Babel (aiworkbook.i18n_format, aiworkbook.units):
     {x:num}      str(x): 0.5 / 0,5        {n:bytes}  256.00 MiB / 256,00 MiB
     {x:g}        Python's `g`: 500 for 500.0, 0.25 / 0,25
     {n:bytes:GiB}  58.68 GiB / 58,68 GiB (in the unit named)
-    {r:rate}     GB/s as datasheets write it
-    {xs:list}    the items as `num`, joined by ", " (by "; " where a decimal comma would make it ambiguous)
+    {r:rate}     GB/s as datasheets write it  {x:pct0}  a fraction as a percentage: 5% / 5 % (pct0..pct9)
+    {xs:list}    the items as `num` (a Msg in the language), joined by ", " (by "; " where a decimal
+                 comma would make it ambiguous)
     {n:plural:one=trial|other=trials}   the form CLDR's plural rule of the language picks for n
     {m}          a nested Msg in the same language, anything else as str()
+    A figure given as None (not recorded) reads n/a in the language with any figure kind.
 """
 
 from __future__ import annotations
@@ -165,29 +167,48 @@ class _Words(string.Formatter):
 
         lang = self.lang
         kind, _, rest = spec.partition(":")
+        if value is None and kind in _FIGURES:  # a figure not recorded reads n/a in the language
+            return Msg("value.na").render(lang)
         if kind == "int":
             return f.integer(value, lang)
         if len(kind) == 2 and kind[0] == "f" and kind[1].isdigit():
             return f.fixed(value, int(kind[1]), lang, group=False)
-        if kind == "num":  # a figure not recorded reads n/a in the language, never "None"
-            return Msg("value.na").render(lang) if value is None else _num(value, lang)
+        if kind == "num":
+            return _num(value, lang)
         if kind == "g":
             return f.general(value, 6, lang)
+        if len(kind) == 4 and kind[:3] == "pct" and kind[3].isdigit():
+            return f.percent(value, int(kind[3]), lang)
         if kind == "bytes":  # {n:bytes:GiB} in the unit named
             return fmt_bytes(value, rest or "auto", lang=lang)
         if kind == "rate":
             return fmt_rate(value, lang=lang)
         if kind == "list":
-            items = [_num(v, lang) for v in value]
-            comma = any("," in i for i in items)  # 0,5, 1,0 would read as four numbers
+            items = [words(v, lang) if isinstance(v, Msg) else _num(v, lang) for v in value]
+            figures = [i for v, i in zip(value, items, strict=True) if not isinstance(v, Msg)]
+            comma = any("," in i for i in figures)  # 0,5, 1,0 would read as four numbers
             return ("; " if comma else ", ").join(items)
         if kind == "plural":
             return _plural(value, rest, lang)
         if spec:
             from aiworkbook.errors import SpecError
 
-            raise SpecError("message field kind", spec, "int, num, g, f0..f9, bytes, rate, list, plural:…")
+            raise SpecError(
+                "message field kind", spec, "int, num, g, f0..f9, pct0..pct9, bytes, rate, list, plural:…"
+            )
         return words(value, lang)
+
+
+#: the kinds that format a figure: None (not recorded) reads n/a in the language, never "None"
+_FIGURES = (
+    "int",
+    "num",
+    "g",
+    "bytes",
+    "rate",
+    *(f"f{d}" for d in range(10)),
+    *(f"pct{d}" for d in range(10)),
+)
 
 
 def _num(v: object, lang: str) -> str:
@@ -203,3 +224,54 @@ def _plural(n: float, forms: str, lang: str) -> str:
 
     by = dict(part.split("=", 1) for part in forms.split("|"))
     return by.get(Locale.parse(lang).plural_form(abs(n)), by["other"])
+
+
+def record(x: object) -> dict[str, Any] | None:
+    """What a stored file keeps of a Msg so that it is said in another language after it is read back:
+    {"id": ..., "args": {...}} (a nested Msg as its own record under {"msg": ...}); None for any other
+    text. The file keeps the English text beside it (JSON, the CLI and goldens read that)."""
+    if not isinstance(x, Msg):
+        return None
+    return {"id": x.id, "args": {k: _arg_record(v) for k, v in x.args.items()}}
+
+
+def _arg_record(v: Any) -> Any:
+    if isinstance(v, Msg):
+        return {"msg": record(v)}
+    if isinstance(v, list | tuple):
+        return [_arg_record(x) for x in v]
+    if isinstance(v, str | int | float | bool) or v is None:
+        return v if not isinstance(v, str) else str(v)
+    return str(v)
+
+
+def restore(text: object, rec: object) -> str:
+    """The Msg a stored `text` was made from, rebuilt from its `record`; `text` itself where there is no
+    record, the id is not in the catalogues, or the arguments do not fit its template (a hand-edited or
+    older file): a stored sentence is never lost, at worst it stays in the language it was written in."""
+    if not isinstance(rec, dict):
+        return str(text)
+    try:
+        return _restore(rec)
+    except Exception:  # noqa: BLE001 (anything a file holds falls back to its own text)
+        return str(text)
+
+
+def _restore(rec: dict[str, Any]) -> Msg:
+    from aiworkbook.catalogue import catalogue, languages
+
+    id, args = rec.get("id"), rec.get("args")
+    if not isinstance(id, str) or id not in catalogue("en") or not isinstance(args, dict):
+        raise ValueError(f"no message {id!r}")
+    m = Msg(id, **{str(k): _arg_restore(v) for k, v in args.items()})
+    for lang in languages():  # a language may format a field English prints as it is (blocks:int)
+        m.render(lang)
+    return m
+
+
+def _arg_restore(v: Any) -> Any:
+    if isinstance(v, dict):
+        return _restore(v["msg"])
+    if isinstance(v, list):
+        return [_arg_restore(x) for x in v]
+    return v

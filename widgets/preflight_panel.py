@@ -112,9 +112,9 @@ def words(lang: str) -> dict[str, str]:
 
 
 def render(doc: dict[str, Any], lang: str = "en") -> tuple[str, str]:
-    """(headline HTML, details HTML) for a pre-flight dict in `lang`; every value escaped. A reason
-    the library gives as a message (no GPU, and why: NVML's reason by its return code) is said in
-    `lang`; the library's other reasons and risks stay as it words them."""
+    """(headline HTML, details HTML) for a pre-flight dict in `lang`; every value escaped. The
+    library's reasons and risks are messages (no GPU and NVML's reason by its return code, the free
+    memory at start-up, vLLM's own refusal, time-slicing), said in `lang`."""
     from aiworkbook.message import words as said
     from aiworkbook.units import fmt_bytes
 
@@ -170,5 +170,5 @@ def render(doc: dict[str, Any], lang: str = "en") -> tuple[str, str]:
             html_table([w["pid"], w["name"], w["memory"], w["container"]], rows, "aiwb-preflight-tenants")
         )
     for r in doc.get("risks", []):
-        parts.append(f"<p class='aiwb-preflight-risk'><b>{e(w['risk'])}:</b> {e(r)}</p>")
+        parts.append(f"<p class='aiwb-preflight-risk'><b>{e(w['risk'])}:</b> {e(said(r, lang))}</p>")
     return f"<b>{head}</b>", "".join(parts)

@@ -151,15 +151,19 @@ def check_cmd(
         "--slurm-drain", "Drain this Slurm node when the check fails; resume it once it passes.", False
     ),
     node: str = option("--node", "The Slurm node name for --slurm-drain (default: this host's)."),
+    lang: str = option(
+        "--lang", "Language of --passive's lines: en | nl | de (a drain reason stays English).", "en"
+    ),
 ) -> None:
     """Re-run the golden proofs here (or take --results) and compare: exit 0 pass, 1 regression, 2 unusable.
     `aiworkbook check merge` merges several nodes' --junit files into one."""
     from aiworkbook.profile import check, load_profile
 
     if passive:
+        from aiworkbook.catalogue import check_lang
         from aiworkbook.cli.slurm_cmds import passive_cmd
 
-        passive_cmd(profile, slurm_drain, node)
+        passive_cmd(profile, slurm_drain, node, check_lang(lang))
 
     if junit is not None or textfile is not None:
         from aiworkbook.cli.paths import check_paths

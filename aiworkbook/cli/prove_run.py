@@ -18,10 +18,14 @@ def check_outputs(inputs: dict[str, Any] | None = None, **paths: Path | None) ->
     check_paths(inputs, **paths)
 
 
-def emit(result, json_path: Path | None) -> None:
-    typer.echo(result.headline())
+def emit(result, json_path: Path | None, lang: str = "en") -> None:
+    """The headline, the notes (in `lang`: each note that is a message said in it) and the components;
+    the JSON keeps English."""
+    from aiworkbook.message import Msg, words
+
+    typer.echo(result.headline(lang))
     for note in result.notes:
-        typer.echo(f"  - {note}")
+        typer.echo(f"  - {words(note, lang)}")
     rows = result.details.get("components")
     if rows:
         from aiworkbook.units import fmt_bytes
@@ -34,4 +38,4 @@ def emit(result, json_path: Path | None) -> None:
             )
     if json_path is not None:
         result.save(json_path)
-        typer.echo(f"wrote {json_path}")
+        typer.echo(words(Msg("cli.wrote", path=str(json_path)), lang))

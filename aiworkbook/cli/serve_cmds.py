@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from aiworkbook.cli.options import option
+from aiworkbook.message import Msg
 
 
 def register(app: typer.Typer) -> None:
@@ -155,12 +156,15 @@ def register_prove(prove: typer.Typer) -> None:
         import_file: Path = option("--import", "a vllm bench serve or GuideLLM result"),
         quick: bool = option("--quick", "4 load points, 16 requests each", False),
         json_file: Path = option("--json", "write the ProofResult JSON here"),
+        lang: str = option("--lang", "language of the notes: en | nl | de (JSON keeps English)", "en"),
     ) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
         options = dict(locals())  # the command's options, in their order (the result's inputs keep it)
+        from aiworkbook.catalogue import check_lang
         from aiworkbook.cli.prove_run import check_outputs, emit
         from aiworkbook.proofs import progress
 
+        check_lang(lang)
         check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv, sweep_csv=sweep_csv)
         if import_file is not None:
             from aiworkbook.serving.importers import import_results
@@ -168,8 +172,8 @@ def register_prove(prove: typer.Typer) -> None:
             r = import_results(import_file)
         else:
             r = progress.run("serving", _serving_inputs(options))
-        _print_details(r)
-        emit(r, json_file)
+        _print_details(r, lang)
+        emit(r, json_file, lang)
         if samples_csv is not None and "requests" in r.details:
             _write_samples(samples_csv, r.details["requests"])
         if sweep_csv is not None:
@@ -200,7 +204,7 @@ def _serving_inputs(options: dict[str, Any]) -> dict[str, Any]:
 
     inputs: dict[str, Any] = {}
     for name, value in options.items():
-        if name in ("import_file", "json_file", "sweep_csv"):
+        if name in ("import_file", "json_file", "sweep_csv", "lang"):
             continue
         if name == "samples_csv":
             inputs["samples"] = value is not None
@@ -245,37 +249,52 @@ def _write_csv(path: Path, fields: tuple[str, ...], rows: list) -> None:
     atomic_write_text(path, buf.getvalue())
 
 
-def _throughput(x: dict) -> str:
+def _throughput(x: dict) -> Msg:
     """tok/s with what counted the tokens, or chunks/s ("chunks, not tokens") when some request's
     output was counted only in chunks."""
+    from aiworkbook.serving.proof import counted_by
+
     tput, chunks = x.get("throughput_tok_s"), x.get("throughput_chunks_s")
     src = x.get("tokens_from") or {}
-    how = ", ".join(f"{k} {v}" for k, v in src.items())
     if isinstance(tput, int | float):
-        return f"{tput:.1f} tok/s" + (f" (tokens from {how})" if how else "")
+        return (
+            Msg("serving.cli.tput_from", tput=tput, how=counted_by(src))
+            if src
+            else Msg("serving.cli.tput", tput=tput)
+        )
     if isinstance(chunks, int | float):
-        return f"{chunks:.1f} chunks/s (chunks, not tokens: {how}); no tok/s or TPOT from chunks"
-    return "tok/s n/a"
+        return Msg("serving.cli.chunks", chunks=chunks, how=counted_by(src))
+    return Msg("serving.cli.no_tput")
 
 
-def _ms(v) -> str:
-    return f"{v * 1e3:9.1f}" if isinstance(v, int | float) else f"{'n/a':>9}"
+def _ms(v, lang: str = "en") -> str:
+    """Seconds as milliseconds, one decimal, nine wide (n/a where not measured), in `lang`'s digits."""
+    from aiworkbook.i18n_format import fixed
+
+    said = (
+        fixed(v * 1e3, 1, lang, group=False) if isinstance(v, int | float) else Msg("value.na").render(lang)
+    )
+    return f"{said:>9}"
 
 
 _METRIC_NAMES = (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"), ("e2e", "E2E"), ("cpu", "CPU"))
 
 
-def _print_details(r) -> None:
+def _print_details(r, lang: str = "en") -> None:
     """Per load point: TTFT, ITL, TPOT and E2E at p50/p90/p99 in ms with the samples each rests on
-    (n/a below the minimum), then throughput (tokens, or chunks when only chunks were counted)."""
+    (n/a below the minimum), then throughput (tokens, or chunks when only chunks were counted); in `lang`."""
+    from aiworkbook.message import words
+
     d = r.details
     rows = d.get("sweep") or []
     for x in rows:
         both = [f"{k} {x[k]}" for k in ("rate", "concurrency") if x.get(k) is not None]  # an import's
-        head = f"  load {x['load']!s}" + (f" ({', '.join(both)})" if both else "")
+        at = Msg("serving.cli.load", load=x["load"], both=f" ({', '.join(both)})" if both else "")
+        errors = str(x.get("errors") or {})
         if x.get("requests") is not None:
-            head += f": {x['requests']} requests"
-        typer.echo(f"{head}, errors {x.get('errors') or {}}")
+            typer.echo(words(Msg("serving.cli.requests", at=at, requests=x["requests"], errors=errors), lang))
+        else:
+            typer.echo(words(Msg("serving.cli.errors", at=at, errors=errors), lang))
         typer.echo(f"    {'':<5} {'p50':>9} {'p90':>9} {'p99':>9} {'n':>6}  (ms)")
         for key, name in _METRIC_NAMES:
             if not any(f"p{q}_{key}_s" in x for q in (50, 90, 99)):  # an imported row: what the tool wrote
@@ -283,19 +302,27 @@ def _print_details(r) -> None:
             basis = ""
             if key == "itl" and x.get("n_itl") and x.get("itl_basis", "per token") != "per token":
                 basis = f"  {x['itl_basis']}"
+            n = x.get(f"n_{key}")
             typer.echo(
-                f"    {name:<5} {_ms(x.get(f'p50_{key}_s'))} {_ms(x.get(f'p90_{key}_s'))} "
-                f"{_ms(x.get(f'p99_{key}_s'))} {x.get(f'n_{key}', 'n/a')!s:>6}{basis}"
+                f"    {name:<5} {_ms(x.get(f'p50_{key}_s'), lang)} {_ms(x.get(f'p90_{key}_s'), lang)} "
+                f"{_ms(x.get(f'p99_{key}_s'), lang)} {n if n is not None else Msg('value.na').render(lang)!s:>6}{basis}"
             )
-        typer.echo(f"    {_throughput(x)}")
+        typer.echo(f"    {words(_throughput(x), lang)}")
     if rows:
-        typer.echo(f"  knee: {d.get('knee')}")
+        knee = d.get("knee")
+        said = Msg("serving.cli.knee", knee=knee) if knee is not None else Msg("serving.cli.no_knee")
+        typer.echo(words(said, lang))
     # static vs continuous, the context where the pool runs out and the SLO's load are the result's
     # notes (printed below it), so the report dashboard shows them too
     c = d.get("context_sweep")
     if c:
         for x in c["rows"]:
-            typer.echo(
-                f"  context {x['context']:>6}: KV peak {x['kv_bytes_peak']} B, ran {x['peak_running']} at once "
-                f"(estimate {x['capacity_predicted']}), p50 TPOT {_ms(x['p50_tpot_s']).strip()} ms"
+            said = Msg(
+                "serving.cli.context",
+                context=f"{x['context']:>6}",
+                kv_bytes=x["kv_bytes_peak"],
+                running=x["peak_running"],
+                estimate=x["capacity_predicted"],
+                tpot=_ms(x["p50_tpot_s"], lang).strip(),
             )
+            typer.echo(words(said, lang))

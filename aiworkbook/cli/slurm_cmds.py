@@ -131,17 +131,19 @@ def drain_or_resume(exit_code: int, why: str, node: str | None) -> None:
         typer.echo(f"resumed Slurm node {name} (drained by an earlier aiworkbook check)", err=True)
 
 
-def passive_cmd(profile: Path, drain: bool, node: str | None) -> None:
-    """check --passive: NVML only, under a watchdog; exit 0 pass, 1 a problem found, 2 unusable."""
+def passive_cmd(profile: Path, drain: bool, node: str | None, lang: str = "en") -> None:
+    """check --passive: NVML only, under a watchdog; exit 0 pass, 1 a problem found, 2 unusable. The
+    lines are in `lang`; the drain reason Slurm keeps is English."""
+    from aiworkbook.message import Msg
     from aiworkbook.profile import load_profile
     from aiworkbook.profile.passive import passive_check
 
     report = passive_check(load_profile(profile))
     for n in report.notes:
-        typer.echo(f"note: {n}")
+        typer.echo(Msg("passive.line.note", text=n).render(lang))
     for p in report.problems:
-        typer.echo(f"fail: {p}")
-    typer.echo(report.summary())
+        typer.echo(Msg("passive.line.fail", text=p).render(lang))
+    typer.echo(report.summary(lang))
     if drain:
         drain_or_resume(report.exit_code, report.summary(), node)
     raise SystemExit(report.exit_code)

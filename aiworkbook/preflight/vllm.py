@@ -99,14 +99,6 @@ RULE = (
     "vLLM V1 refuses to start when ceil(total x --gpu-memory-utilization) > the memory free at start-up "
     "(vllm/v1/worker/utils.py request_memory)"
 )
-TIME_SLICING_RISK = (
-    "time-sliced, not isolated: {n} other process(es) share {label} without MIG; nothing limits "
-    "their memory, so one tenant growing can run every other (and this vLLM) out of memory"
-)
-MIG_SHARED_RISK = (
-    "{n} other process(es) share MIG slice {label}: MIG isolates it from the other slices, not from "
-    "them; one tenant growing can run every other on the slice (and this vLLM) out of memory"
-)
 
 
 def _floor2(x: float) -> float:
@@ -139,25 +131,20 @@ class DeviceCheck:
 
 def risks(dev: Device) -> list[str]:
     """What sharing this device means: time-slicing without isolation, tenants NVML does not show."""
-    out = []
+    out: list[str] = []
     if dev.tenants:
-        text = TIME_SLICING_RISK if dev.mig_index is None else MIG_SHARED_RISK
-        out.append(text.format(n=len(dev.tenants), label=dev.label))
+        n = len(dev.tenants)
+        if dev.mig_index is None:
+            out.append(Msg("preflight.risk.time_sliced", n=n, label=dev.label))
+        else:
+            out.append(Msg("preflight.risk.mig_shared", n=n, label=dev.label))
     unreadable = [t.pid for t in dev.tenants if t.used_bytes is None]
     if unreadable:
-        out.append(
-            f"NVML cannot read the memory of pid {', '.join(map(str, unreadable))} (N/A): counted in the "
-            "device's used memory, not per process"
-        )
+        out.append(Msg("preflight.risk.unreadable", pids=unreadable))
     if dev.processes_note:
-        out.append(
-            f"the process list of {dev.label} is unavailable ({dev.processes_note}): co-tenants unknown"
-        )
+        out.append(Msg("preflight.risk.no_process_list", label=dev.label, why=dev.processes_note))
     elif not dev.tenants and dev.unattributed_bytes > 2 * CUDA_CONTEXT_BYTES:
-        out.append(
-            f"{dev.unattributed_bytes / 2**30:.2f} GiB in use on {dev.label} by no listed process "
-            "(processes of other containers, or the driver)"
-        )
+        out.append(Msg("preflight.risk.unattributed", gib=dev.unattributed_bytes / 2**30, label=dev.label))
     return out
 
 
@@ -293,19 +280,25 @@ def preflight(
     held = before_snapshot(s.tensor_parallel_size, s.pipeline_parallel_size, context_bytes)
     context_bytes = held["total_bytes"]
     checks = [check_device(d, u, context_bytes) for d in devices]
-    reasons = []
+    reasons: list[str] = []
+    gib = 2**30
     for c in checks:
         if not c.passes:
-            gib = 2**30
             reasons.append(
-                f"{c.device.label}: free memory at start-up {c.free_at_start_bytes / gib:.2f} GiB "
-                f"(free now {c.device.free_bytes / gib:.2f} GiB less {context_bytes / gib:.2f} GiB that vLLM "
-                f"holds before its check: CUDA context, NCCL, custom all-reduce; an estimate) is less than desired GPU memory utilization ({u:g}, "
-                f"{c.requested_bytes / gib:.2f} GiB of {c.device.cuda_total_bytes / gib:.2f} GiB)"
+                Msg(
+                    "preflight.why.free_memory",
+                    device=c.device.label,
+                    at_start=c.free_at_start_bytes / gib,
+                    free=c.device.free_bytes / gib,
+                    held=context_bytes / gib,
+                    u=u,
+                    requested=c.requested_bytes / gib,
+                    total=c.device.cuda_total_bytes / gib,
+                )
             )
     at_req = _startup(spec, list(devices), s, u)
     if not at_req.starts and not reasons:
-        reasons.append(f"at utilization {u:g}, vLLM refuses to start: {at_req.refusal}")
+        reasons.append(Msg("preflight.why.refused", u=u, why=at_req.refusal))
     u_max: float | None = min(c.max_utilization for c in checks)
     at_max = None
     if u_max and u_max > 0:

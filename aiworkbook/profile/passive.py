@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, words
 from aiworkbook.profile.fingerprint import Fingerprint
 from aiworkbook.profile.model import LockedProfile
 from aiworkbook.profile.xid_watch import XID_WAIT_S
@@ -31,27 +31,38 @@ class PassiveReport:
     def exit_code(self) -> int:
         return 2 if self.unusable else (1 if self.problems else 0)
 
-    def summary(self) -> str:
-        """One line (a drain reason must be one line)."""
+    def summary(self, lang: str = "en") -> str:
+        """One line (a drain reason must be one line), in `lang`."""
         if self.unusable:
-            return f"aiworkbook check: unusable: {self.unusable}"
+            return Msg("passive.summary.unusable", why=self.unusable).render(lang)
         if self.problems:
-            return "aiworkbook check: " + "; ".join(self.problems)
-        return "aiworkbook check: passive checks pass"
+            said = "; ".join(words(p, lang) for p in self.problems)
+            return Msg("passive.summary.problems", problems=said).render(lang)
+        return Msg("passive.summary.pass").render(lang)
 
 
 def _gpu_problems(i: int, gpu: dict[str, Any], live: dict[str, Any]) -> list[str]:
-    out = []
+    out: list[str] = []
     ecc = gpu.get("ecc_volatile_uncorrected")
     if isinstance(ecc, int) and ecc > 0:
-        out.append(f"GPU {i}: {ecc} uncorrected ECC error(s)")
+        out.append(Msg("passive.ecc", gpu=i, errors=ecc))
     if live.get("remap_pending") is True:
-        out.append(f"GPU {i}: row remapping pending (reset the GPU)")
+        out.append(Msg("passive.remap_pending", gpu=i))
     if live.get("remap_failure") is True:
-        out.append(f"GPU {i}: row remapping failed")
+        out.append(Msg("passive.remap_failed", gpu=i))
     if gpu.get("throttled") is True:
-        out.append(f"GPU {i}: throttled ({', '.join(map(str, gpu.get('throttle_reasons') or []))})")
+        out.append(
+            Msg("passive.throttled", gpu=i, reasons=", ".join(map(str, gpu.get("throttle_reasons") or [])))
+        )
     return out
+
+
+#: What each fingerprint part NVML reads is called (literal ids, so pybabel's extraction finds them).
+_PART = {
+    "gpu": lambda: Msg("passive.what.gpu"),
+    "gpu_count": lambda: Msg("passive.what.gpu_count"),
+    "driver": lambda: Msg("passive.what.driver"),
+}
 
 
 def _read(profile: LockedProfile, xid_wait_s: float = XID_WAIT_S) -> PassiveReport:
@@ -69,14 +80,15 @@ def _read(profile: LockedProfile, xid_wait_s: float = XID_WAIT_S) -> PassiveRepo
     for part in parts:
         was, is_ = getattr(locked, part), getattr(now, part)
         if was not in (None, 0) and was != is_:
-            rep.problems.append(f"{part} {was} -> {is_ if is_ not in (None, 0) else 'none'}")
+            now_ = is_ if is_ not in (None, 0) else Msg("passive.value.none")
+            rep.problems.append(Msg("passive.changed", what=_PART[part](), was=was, now=now_))
     gpus = env.get("gpus") or []
     reader = _gpu_reader() if gpus else None
     for i, gpu in enumerate(gpus):
         try:
             live = reader.read(i) if reader is not None else {}
         except Exception:  # noqa: BLE001 (a GPU that stops answering is a finding, not a crash)
-            rep.problems.append(f"GPU {i}: NVML stopped answering")
+            rep.problems.append(Msg("passive.nvml_stopped", gpu=i))
             continue
         rep.problems += _gpu_problems(i, gpu, live)
     bad, notes = compare(facts, read_facts())
@@ -116,4 +128,4 @@ def passive_check(
         return box[0]
     if errors:
         return PassiveReport(unusable=f"{type(errors[0]).__name__}: {errors[0]}"[:300])
-    return PassiveReport(problems=[f"no answer from NVML within {watchdog_s:g} s (watchdog)"])
+    return PassiveReport(problems=[Msg("passive.watchdog", seconds=watchdog_s)])

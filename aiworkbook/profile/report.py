@@ -11,7 +11,7 @@ import html as _html
 from typing import Any
 
 from aiworkbook.i18n_format import fixed, integer, percent
-from aiworkbook.message import words
+from aiworkbook.message import restore, words
 from aiworkbook.patterns import get_pattern, recommend, text
 from aiworkbook.profile.fingerprint import env_parts
 from aiworkbook.profile.model import LockedProfile
@@ -19,6 +19,7 @@ from aiworkbook.profile.report_blocks import Block, chart, code, h, p, table, ul
 from aiworkbook.profile.report_blocks import usd as _usd
 from aiworkbook.proofs.flags import FLAGS
 from aiworkbook.proofs.registry import chart_kind
+from aiworkbook.proofs.result import said_label, said_notes
 from aiworkbook.provenance import cpu_only, verdict_words
 from aiworkbook.sizing.cost import per_gpu_hour
 from aiworkbook.sizing.sections import margin
@@ -199,7 +200,7 @@ def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
     ):
         if node is None:
             continue
-        rows.append((label, node.name, *_node_cells(node, t)))
+        rows.append((label, _said(node, "name", t.lang), *_node_cells(node, t)))
         rows += [(f"{label} · {t('report.pool')}", pool.name, *_node_cells(pool, t)) for pool in node.pools]
     if rows:
         out.append(table(("", t("report.name"), "GPU", "CPU", "RAM", t("report.storage"), "USD/h"), rows))
@@ -215,10 +216,23 @@ def _fingerprint(prof: LockedProfile, t: _Texts) -> str:
     return said if t.lang == "en" else re.sub(r"\bdriver\b", t("report.driver"), said)
 
 
+def _said(node: Any, field: str, lang: str) -> str:
+    """A node's text field in `lang`: a message again where the profile recorded one (node.messages),
+    else the text as stored."""
+    rec = (getattr(node, "messages", None) or {}).get(field)
+    return words(restore(getattr(node, field, "") or "", rec), lang)
+
+
+def _said_key(doc: dict[str, Any], key: str, lang: str) -> str:
+    """A stored dict's text (a proof's environment) in `lang`, by its `messages` record where it has one."""
+    msgs = doc.get("messages")
+    return words(restore(doc.get(key) or "", msgs.get(key) if isinstance(msgs, dict) else None), lang)
+
+
 def _node_cells(node: Any, t: _Texts) -> tuple[str, ...]:
     import re
 
-    gpu = f"{node.gpu_count} × {node.gpu}" if node.gpu else (node.gpu_status or "—")
+    gpu = f"{node.gpu_count} × {node.gpu}" if node.gpu else (_said(node, "gpu_status", t.lang) or "—")
     model = re.sub(r"\s*\(\d+ cores\)$", "", node.cpu_model or "?")  # a declared "(32 cores)" said once
     cpu = f"{model} ({node.cpu_cores} {t('report.cores')})"
     disk = (
@@ -322,7 +336,7 @@ def _proofs(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
     if noted:  # what a proof found beside its one figure: the serving proof's SLO load, the KV run-out
         out += [
             h(3, t("report.proof_notes")),
-            ul(f"{g.name}: {words(n, t.lang)}" for g in noted for n in g.result["notes"]),
+            ul(f"{g.name}: {words(n, t.lang)}" for g in noted for n in said_notes(g.result)),
         ]
     if charts and any(g.result.get("ratio") is not None for g in prof.proofs):  # no empty chart
         from aiworkbook.charts import proofs_chart
@@ -336,7 +350,7 @@ def _estimate_cell(r: dict[str, Any], lang: str = "en") -> str:
     if r.get("predicted") is None:
         return "—"
     value = fmt_value(r.get("predicted"), r.get("unit", ""), lang)
-    return f"{words(r['predicted_label'], lang)}: {value}" if r.get("predicted_label") else value
+    return f"{words(said_label(r), lang)}: {value}" if r.get("predicted_label") else value
 
 
 def _latency(prof: LockedProfile, t: _Texts, charts: bool) -> list[Block]:
@@ -531,7 +545,7 @@ def _environment(prof: LockedProfile, t: _Texts) -> list[Block]:
             (
                 g.name,
                 g.result.get("device", ""),
-                ", ".join(str(x.get("name")) for x in gpus) or env.get("gpu_status", "—") or "—",
+                ", ".join(str(x.get("name")) for x in gpus) or _said_key(env, "gpu_status", t.lang) or "—",
                 str(gpus[0].get("driver")) if gpus else "—",
                 f"{tor.get('version', host.get('torch_version', '—'))} / CUDA {tor.get('cuda') or '—'}",
                 str(host.get("cpu_model", "—")),

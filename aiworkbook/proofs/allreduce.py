@@ -28,7 +28,7 @@ from aiworkbook.message import Msg
 from aiworkbook.proofs import scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.registry import Plan
-from aiworkbook.units import KiB, MiB, fmt_bytes, fmt_rate
+from aiworkbook.units import KiB, MiB
 
 NOT_APPLICABLE = "not applicable: one rank has no bus to move bytes over"
 STRAGGLER = 1.2  # a rank whose median step is 20 % above the ranks' median is flagged
@@ -172,15 +172,22 @@ def _write_result(
     s = summarise(per_rank, world)
     top = s["sweep"][-1]
     measured = top["busbw_bps"]
-    notes = [
-        f"{world} rank(s) on {len({r['host'] for r in per_rank})} host(s), {backend}: largest message "
-        f"{fmt_bytes(top['bytes'])} in {top['time_s'] * 1e3:.3f} ms, algbw {fmt_rate(top['algbw_bps'])}, busbw "
-        + (fmt_rate(measured) if measured is not None else NOT_APPLICABLE)
+    notes: list[str] = [
+        Msg(
+            "allreduce.summary",
+            ranks=world,
+            hosts=len({r["host"] for r in per_rank}),
+            backend=backend,
+            size=top["bytes"],
+            ms=top["time_s"] * 1e3,
+            algbw=top["algbw_bps"],
+            busbw=Msg("allreduce.rate", rate=measured) if measured is not None else Msg("allreduce.one_rank"),
+        )
     ]
     if s["incorrect"]:
-        notes.append(f"INCORRECT all-reduce result at sizes {s['incorrect']}")
+        notes.append(Msg("allreduce.incorrect", sizes=list(s["incorrect"])))
     if s["stragglers"]:
-        notes.append(f"stragglers (step > {STRAGGLER:.1f}x the ranks' median): ranks {s['stragglers']}")
+        notes.append(Msg("allreduce.stragglers", factor=STRAGGLER, ranks=list(s["stragglers"])))
     r = ProofResult(
         proof="allreduce",
         device=device,

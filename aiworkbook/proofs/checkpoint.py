@@ -37,7 +37,7 @@ from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.signature import then
-from aiworkbook.units import MiB, fmt_bytes, fmt_rate
+from aiworkbook.units import MiB
 
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
@@ -784,14 +784,14 @@ def _flags(m: dict[str, Any]) -> list[str]:
 
 
 def _notes(m: dict[str, Any]) -> list[str]:
-    notes = []
+    notes: list[str] = []
     cold = [m["baseline"].get("cold_note")] + [r.get("cold_note") for r in m["formats"]]
     why = next((c for c in cold if c), "")
     if why:
-        notes.append(f"reads are NOT cache-cold: {why}")
+        notes.append(Msg("cache.not_cold.reads", why=why))
     bad = [r["format"] for r in m["formats"] if r["integrity"] != "ok"]
     if bad:
-        notes.append("integrity FAILED for " + ", ".join(bad))
+        notes.append(Msg("checkpoint.integrity_failed_for", formats=", ".join(bad)))
     return notes
 
 
@@ -845,23 +845,36 @@ def result(
     rates = [row["bytes"] / s for s in samples]
     notes = _notes(m)
     notes.append(
-        f"{fmt}: {fmt_bytes(row['bytes'])} written in {row['write_s']:.3f} s ({fmt_rate(row['write_bps'])}, "
-        f"{row['write_vs_baseline']:.2f}x plain sequential), restored cold in {row['restore_s']:.3f} s "
-        f"({fmt_rate(row['read_bps'])}, {row['read_vs_baseline']:.2f}x), caller blocked {row['stall_s']:.3f} s, "
-        f"training-loop stall {row['loop_stall_s']:.3f} s"
+        Msg(
+            "checkpoint.summary",
+            format=fmt,
+            size=row["bytes"],
+            write_s=row["write_s"],
+            write_bps=row["write_bps"],
+            write_x=row["write_vs_baseline"],
+            restore_s=row["restore_s"],
+            read_bps=row["read_bps"],
+            read_x=row["read_vs_baseline"],
+            stall_s=row["stall_s"],
+            loop_s=row["loop_stall_s"],
+        )
     )
     yd = young_daly(row["write_s"] * est["resumable_bytes"] / m["bytes"], row["restore_s"], est, gpus)
     notes.append(
-        f"Young/Daly with the measured write time scaled to the estimate's {fmt_bytes(est['resumable_bytes'])} "
-        f"on {gpus} GPUs: checkpoint every {yd['daly_interval_s'] / 60:.1f} min, waste {yd['waste_fraction']:.2%}"
+        Msg(
+            "checkpoint.young_daly",
+            size=est["resumable_bytes"],
+            gpus=gpus,
+            minutes=yd["daly_interval_s"] / 60,
+            waste=yd["waste_fraction"],
+        )
     )
     if m["fs"] in fsio.MEMORY_FS:
-        notes.append(f"{m['dir']} is on {m['fs']}: these are memory speeds, not storage speeds")
+        notes.append(Msg("checkpoint.memory_fs", dir=str(m["dir"]), fs=m["fs"]))
     notes.append(m["scratch"].note())
     if m["scratch"].keep:
-        notes.append(
-            f"restore it with: aiworkbook prove restore --dir {shlex.quote(str(m['scratch'].path))} --format {fmt}"
-        )
+        command = f"aiworkbook prove restore --dir {shlex.quote(str(m['scratch'].path))} --format {fmt}"
+        notes.append(Msg("checkpoint.restore_with", command=command))
     return ProofResult(
         proof=proof,
         device="cpu",

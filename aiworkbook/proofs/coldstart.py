@@ -25,7 +25,6 @@ from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
 from aiworkbook.specs import load_model
-from aiworkbook.units import fmt_bytes, fmt_rate
 
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
@@ -148,14 +147,20 @@ def run(
     flags = [*choice.flags]
     if all(c[0] for c in cold):
         flags.append(F.CACHE_COLD)
-    notes = [
-        f"{fmt_bytes(est['weights_bytes'])} from disk to first logits: load {med['load_s']:.3f} s "
-        f"({fmt_rate(est['weights_bytes'] / med['load_s'])}), build {med['build_s']:.3f} s, "
-        f"transfer {med['transfer_s']:.3f} s, first forward {med['first_forward_s']:.3f} s"
+    notes: list[str] = [
+        Msg(
+            "coldstart.summary",
+            size=est["weights_bytes"],
+            load_s=med["load_s"],
+            rate=est["weights_bytes"] / med["load_s"],
+            build_s=med["build_s"],
+            transfer_s=med["transfer_s"],
+            forward_s=med["first_forward_s"],
+        )
     ]
     why = next((c[1] for c in cold if not c[0]), "")
     if why:
-        notes.append(f"reads are NOT cache-cold: {why}")
+        notes.append(Msg("cache.not_cold.reads", why=why))
     notes.append(own.note())
     return ProofResult(
         proof="coldstart",

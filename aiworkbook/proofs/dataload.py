@@ -347,11 +347,11 @@ def _timed_loops(
     return real, synth
 
 
-def _step_words(compute: str, step_ms: float, real: dict) -> str:
+def _step_words(compute: str, step_ms: float, real: dict) -> Msg:
     """The step as it ran: a sleep lasts step_ms; a model step lasts what the device took (measured)."""
     if compute == "sleep" or real.get("compute_s_median") is None:
-        return f"{compute} step of {step_ms:g} ms"
-    return f"model step of {real['compute_s_median'] * 1000:.2f} ms measured (median)"
+        return Msg("dataload.step_set", compute=compute, step_ms=step_ms)
+    return Msg("dataload.step_measured", step_ms=real["compute_s_median"] * 1000)
 
 
 def loop_loader(rows: list[dict]) -> dict:
@@ -376,17 +376,25 @@ def _notes(
 ) -> list[str | Msg]:
     """What the input-wait fraction came from, and whether the cold epochs really were cold."""
     frac = real["input_wait_fraction"]
-    notes = [
-        f"input wait {frac:.1%} of the step window ({real['steps']} steps, {_step_words(compute, step_ms, real)}, "
-        f"loader workers={best['workers']} pin={best['pin_memory']} prefetch={best['prefetch']}); synthetic on-device data "
-        f"{synth['input_wait_fraction']:.1%}; red flag above {threshold:.0%}",
-        f"GPU utilisation in the window: {util.get('mean_pct', util.get('why'))}",
+    notes: list[str] = [
+        Msg(
+            "dataload.summary",
+            wait=frac,
+            steps=real["steps"],
+            step=_step_words(compute, step_ms, real),
+            workers=best["workers"],
+            pin=best["pin_memory"],
+            prefetch=best["prefetch"],
+            synthetic=synth["input_wait_fraction"],
+            threshold=threshold,
+        ),
+        Msg("dataload.gpu_util", util=util.get("mean_pct", util.get("why"))),
     ]
     if best["workers"] > 0 and any(r["workers"] == 0 for r in rows):
         notes.append(Msg("dataload.overlap", workers=best["workers"]))
     why = next((r["cold_note"] for r in rows if r["cold_note"]), "")
     if why:
-        notes.append(f"cold epochs are NOT cache-cold: {why}")
+        notes.append(Msg("cache.not_cold.epochs", why=why))
     return notes
 
 

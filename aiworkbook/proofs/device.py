@@ -84,11 +84,11 @@ def resolve_device(device: str = "auto") -> DeviceChoice:
     if req == "cuda":
         if not has_cuda:
             raise SpecError("device", device, "auto or cpu (torch.cuda.is_available() is False here)")
-        return DeviceChoice("cuda", req, f"CUDA requested: {_cuda_name()}")
+        return DeviceChoice("cuda", req, Msg("device.cuda_requested", gpu=_cuda_name()))
     if req == "cpu":
-        return DeviceChoice("cpu", req, "CPU requested")
+        return DeviceChoice("cpu", req, Msg("device.cpu_requested"))
     if has_cuda:
-        return DeviceChoice("cuda", req, f"auto: CUDA present ({_cuda_name()})")
+        return DeviceChoice("cuda", req, Msg("device.auto_cuda", gpu=_cuda_name()))
     return DeviceChoice("cpu", req, Msg("device.auto_cpu"), (CPU_FALLBACK,))
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.units import MiB, fmt_bytes
 
 CHUNK = 16 * MiB  # one write/read unit: well under a second on any disk, so a cancel lands quickly
@@ -53,10 +54,10 @@ def drop_cache(path: str | os.PathLike) -> tuple[bool, str]:
     posix_fadvise(DONTNEED). Returns (done, why not). Not possible on platforms without posix_fadvise
     or on memory file systems (tmpfs), where there is no storage to read from."""
     if not hasattr(os, "posix_fadvise"):
-        return False, "os.posix_fadvise is not available on this platform"
+        return False, Msg("cold.no_fadvise")
     fs = fs_type(path)
     if fs in MEMORY_FS:
-        return False, f"{path} is on {fs}: reads come from memory whatever the cache says"
+        return False, Msg("cold.memory_fs", path=str(path), fs=fs)
     paths = [Path(path)] if Path(path).is_file() else [p for p in Path(path).rglob("*") if p.is_file()]
     for p in paths:
         fd = os.open(p, os.O_RDONLY)
@@ -64,7 +65,7 @@ def drop_cache(path: str | os.PathLike) -> tuple[bool, str]:
             os.fsync(fd)  # DONTNEED leaves dirty pages in place: they must be clean first
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         except OSError as exc:
-            return False, f"posix_fadvise failed on {p}: {exc}"
+            return False, Msg("cold.fadvise_failed", path=str(p), error=str(exc))
         finally:
             os.close(fd)
     return True, ""
@@ -88,7 +89,7 @@ def confirm_cold(dropped: tuple[bool, str], read: int | None, need: int) -> tupl
     """`dropped` (drop_cache's answer) unless the timed read took under COLD_SHARE of the `need` bytes
     from storage (`read`, from storage_read_bytes; None: not counted here, so not contradicted)."""
     if dropped[0] and read is not None and read < COLD_SHARE * need:
-        return False, f"only {fmt_bytes(read)} of {fmt_bytes(need)} came from storage (/proc/self/io)"
+        return False, Msg("cold.from_storage", read=read, need=need)
     return dropped
 
 

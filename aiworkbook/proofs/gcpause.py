@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from aiworkbook.message import Msg
+
 #: a pause from this long up gets a note on the result (a latency percentile can move by that much)
 NOTE_FROM_S = 0.010
 
@@ -72,10 +74,12 @@ class GcPauses:
         if self.longest_s < NOTE_FROM_S or self.windows:
             return None
         n = sum(self.counts)
-        return (
-            f"Python's garbage collector ran {n} times on its own during the proof, "
-            f"{self.total_s * 1e3:.0f} ms in all (longest {self.longest_s * 1e3:.0f} ms, "
-            f"{self.counts[2]} full): a timing it fell into includes it"
+        return Msg(
+            "gc.note",
+            runs=n,
+            total_ms=self.total_s * 1e3,
+            longest_ms=self.longest_s * 1e3,
+            full=self.counts[2],
         )
 
 

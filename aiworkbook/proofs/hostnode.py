@@ -23,7 +23,7 @@ from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
-from aiworkbook.units import MiB, fmt_bytes, fmt_rate
+from aiworkbook.units import MiB
 
 ITER_CHUNK = 5  # boosting iterations per unit of work (warm_start continues the fit): cancel lands between
 
@@ -213,16 +213,14 @@ def run(
     flags = [F.LLC_RESIDENT] if bw["cache_resident"] else []
     if pq["cache_cold"]:
         flags.append(F.CACHE_COLD)
-    notes = [
-        f"peak RSS grew {fmt_bytes(grown)} for {fmt_bytes(need)} of data ({grown / need:.2f}x: the headroom a fit needs)",
-        f"HistGradientBoosting: {top['rows_per_s']:,.0f} row-iterations/s on {top['threads']} threads, "
-        f"{top['speedup']:.2f}x one thread",
-        f"host memory: copy {fmt_rate(bw['copy_bps'])} (traffic), read {fmt_rate(bw['read_bps'])}",
-        f"Parquet {fmt_bytes(pq['file_bytes'])}: cold {fmt_rate(pq['cold']['file_bps'])}, "
-        f"warm {fmt_rate(pq['warm']['file_bps'])} (file bytes/s)",
+    notes: list[str] = [
+        Msg("host.rss", grown=grown, need=need, ratio=grown / need),
+        Msg("host.hgb", rows=top["rows_per_s"], threads=top["threads"], speedup=top["speedup"]),
+        Msg("host.memory", copy=bw["copy_bps"], read=bw["read_bps"]),
+        Msg("host.parquet", size=pq["file_bytes"], cold=pq["cold"]["file_bps"], warm=pq["warm"]["file_bps"]),
     ]
     if not pq["cache_cold"]:
-        notes.append(f"the cold Parquet read is NOT cache-cold: {pq['cold_note']}")
+        notes.append(Msg("cache.not_cold.parquet", why=pq["cold_note"]))
     notes.append(own.note())
     return ProofResult(
         proof="host",

@@ -196,7 +196,7 @@ def _prepare(
     run_spec, _, proxy_note = fit_proxy(spec, big, dev, budget_bytes, allocated=True)
     if proxy_note:
         flags.add(F.PROXY_MODEL)
-        notes.append(f"{proxy_note}; the predictions are the estimates of the same proxy")
+        notes.append(Msg("proxy.predictions", proxy=proxy_note))
     inputs = {
         "model": spec.name,
         "ran": run_spec.name,
@@ -322,16 +322,10 @@ def _prove(setup: _Setup) -> ProofResult:
             "transient_bytes_from_estimate": transient,
         },
     }
-    notes.append(
-        "measured = KV-cache bytes at the grid point farthest from its prediction; the whole grid is in details"
-    )
-    notes.append(
-        "capacity: caches allocated one sequence at a time until the budget, less one sequence's prefill "
-        "transient (from the estimate); predicted = (budget - estimate at concurrency 1 without its cache) "
-        "// kv_cache"
-    )
+    notes.append(Msg("kv.measured"))
+    notes.append(Msg("kv.capacity"))
     if dev == "cuda":
-        notes.append("peak_allocated per grid point is torch.cuda.max_memory_allocated after a reset")
+        notes.append(Msg("kv.peak_allocated"))
     else:
         flags.add(F.ACCOUNTED)
     lat = [g["decode_step_s_median"] for g in ok]

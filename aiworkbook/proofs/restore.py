@@ -24,7 +24,6 @@ from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
-from aiworkbook.units import fmt_bytes, fmt_rate
 
 
 def existing(dir: str | None, fmt: str) -> Path | None:
@@ -94,15 +93,23 @@ def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Con
     flags = [F.FSYNCED]
     if all(c[0] for c in cold) and base["cache_cold"]:
         flags.append(F.CACHE_COLD)
-    notes = [
-        f"{path}: {fmt_bytes(nbytes)} restored cold in {rs:.3f} s ({fmt_rate(nbytes / rs)}, "
-        f"{nbytes / rs / base['read_bps']:.2f}x plain sequential), integrity "
-        + ("ok" if not bad else f"FAILED for {len(set(bad))} tensors")
+    notes: list[str] = [
+        Msg(
+            "restore.summary",
+            path=str(path),
+            size=nbytes,
+            seconds=rs,
+            rate=nbytes / rs,
+            ratio=nbytes / rs / base["read_bps"],
+            integrity=Msg("restore.integrity_ok")
+            if not bad
+            else Msg("restore.integrity_failed", tensors=len(set(bad))),
+        )
     ]
     why = next((c[1] for c in cold if not c[0]), "") or base["cold_note"]
     if why:
-        notes.append(f"reads are NOT cache-cold: {why}")
-    notes.append(f"{path} read only; " + own.note())
+        notes.append(Msg("cache.not_cold.reads", why=why))
+    notes.append(Msg("restore.read_only", path=str(path), scratch=own.note()))
     row = {
         "format": fmt,
         "path": str(path),

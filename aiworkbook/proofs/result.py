@@ -95,6 +95,7 @@ class ProofResult:
             "details": self.details.to_dict() if hasattr(self.details, "to_dict") else self.details,
             "notes": list(self.notes),
             "created": self.created,
+            **_messages(self.predicted_label, self.notes),
         }
 
     @classmethod
@@ -107,7 +108,7 @@ class ProofResult:
                 measured=d.get("measured"),
                 unit=d.get("unit", ""),
                 predicted=d.get("predicted"),
-                predicted_label=d.get("predicted_label", ""),
+                predicted_label=said_label(d),
                 tolerance=d.get("tolerance", 0.10),
                 verdict=d.get("verdict", ""),
                 samples=list(d.get("samples", [])),
@@ -115,7 +116,7 @@ class ProofResult:
                 flags=list(d.get("flags", [])),
                 environment=d.get("environment", {}),
                 details=d.get("details", {}),
-                notes=list(d.get("notes", [])),
+                notes=said_notes(d),
                 created=d.get("created", ""),
             )
         except KeyError as exc:
@@ -131,20 +132,69 @@ class ProofResult:
         doc.pop("schema_version", None)
         return cls.from_dict(doc)
 
-    def headline(self) -> str:
-        """One line for people: verdict, measured vs predicted, ratio and flags."""
+    def headline(self, lang: str = "en") -> str:
+        """One line for people, in `lang`: verdict, measured vs predicted, ratio and flags (the flags
+        by their names)."""
+        from aiworkbook.catalogue import catalogue
+        from aiworkbook.message import Msg
+
         said = verdict_words({"verdict": self.verdict, "flags": self.flags})  # a CPU fallback says so
-        parts = [f"[{said}] {self.proof} on {self.device}:"]
-        parts.append(f"measured {_fmt(self.measured, self.unit)}")
+        versus: Msg | str = ""
         if self.predicted:
-            parts.append(f"vs {self.predicted_label or 'predicted'} {_fmt(self.predicted, self.unit)}")
-            parts.append(f"(ratio {self.ratio:.3f}, tolerance ±{self.tolerance:.0%})")
-        if self.flags:
-            parts.append("flags: " + ", ".join(self.flags))
-        return " ".join(parts)
+            versus = Msg(
+                "proof.headline.versus",
+                label=self.predicted_label or Msg("proof.headline.predicted"),
+                predicted=_fmt(self.predicted, self.unit, lang),
+                ratio=self.ratio,
+                tolerance=self.tolerance,
+            )
+        return Msg(
+            "proof.headline",
+            verdict=catalogue(lang).get(f"verdict.{said}", said) if lang != "en" else said,
+            proof=self.proof,
+            device=self.device,
+            measured=_fmt(self.measured, self.unit, lang),
+            versus=versus,
+            flags=Msg("proof.headline.flags", flags=", ".join(self.flags)) if self.flags else "",
+        ).render(lang)
 
 
-def _fmt(value: float | None, unit: str) -> str:
+def _messages(label: str, notes: list[str]) -> dict[str, Any]:
+    """{"messages": ...}: the records (aiworkbook.message.record) of the label and the notes that are
+    messages, so a stored result is said in another language after it is read back; {} when none is."""
+    from aiworkbook.message import record
+
+    recs = [record(n) for n in notes]
+    out: dict[str, Any] = {}
+    if record(label) is not None:
+        out["predicted_label"] = record(label)
+    if any(r is not None for r in recs):
+        out["notes"] = recs
+    return {"messages": out} if out else {}
+
+
+def said_notes(d: dict[str, Any]) -> list[str]:
+    """A stored result's notes (ProofResult.to_dict()), each a message again where the file recorded one."""
+    from aiworkbook.message import restore
+
+    notes = d.get("notes") or []
+    msgs = d.get("messages")
+    recs = msgs.get("notes") if isinstance(msgs, dict) else None
+    recs = recs if isinstance(recs, list) and len(recs) == len(notes) else [None] * len(notes)
+    return [restore(n, r) for n, r in zip(notes, recs, strict=True)]
+
+
+def said_label(d: dict[str, Any]) -> str:
+    """A stored result's predicted_label, a message again where the file recorded one."""
+    from aiworkbook.message import restore
+
+    msgs = d.get("messages")
+    return restore(
+        d.get("predicted_label", ""), msgs.get("predicted_label") if isinstance(msgs, dict) else None
+    )
+
+
+def _fmt(value: float | None, unit: str, lang: str = "en") -> str:
     from aiworkbook.units import fmt_value
 
-    return fmt_value(value, unit)
+    return fmt_value(value, unit, lang)

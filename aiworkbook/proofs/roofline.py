@@ -502,19 +502,22 @@ def _notes(reason: str, bw: dict[str, Any], h2d_error: str, dev: str) -> list[st
     """What the result says about how it was measured."""
     notes = [
         reason,
-        f"copy: {bw['copy_convention']}; read: {bw['read_convention']}",
-        f"buffers {bw['buffer_bytes']} B vs last-level cache {bw['cache_bytes']} B ({bw['cache_source']}), "
-        f"random fp32 data ({_RANDOM_BLOCK // MiB} MiB random block tiled)",
+        Msg("roofline.conventions"),
+        Msg(
+            "roofline.buffers_vs_cache",
+            buffer=bw["buffer_bytes"],
+            cache=bw["cache_bytes"],
+            source=bw["cache_source"],
+            block=_RANDOM_BLOCK // MiB,
+        ),
     ]
     notes += bw["warnings"]
     if h2d_error:
         notes.append(h2d_error)
     if dev == "cuda":
-        notes.append("host<->device: bytes counted once per copy; pageable and pinned host buffers")
+        notes.append(Msg("roofline.host_device"))
     if dev == "cpu":
-        notes.append(
-            "no datasheet bandwidth for the host: verdict is info; the measured ceilings become 'CPU (measured)'"
-        )
+        notes.append(Msg("roofline.no_datasheet"))
     return notes
 
 

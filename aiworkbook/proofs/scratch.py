@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 PREFIX = "aiworkbook-"
 
@@ -85,8 +86,9 @@ class Scratch:
     made: tuple[Path, ...] = ()  # the folders above `path` made for it (deepest first)
 
     def note(self) -> str:
-        what = "kept: --keep" if self.keep else "removed afterwards"
-        return f"files written only in {self.path} ({what})"
+        if self.keep:
+            return Msg("scratch.kept", path=str(self.path))
+        return Msg("scratch.removed", path=str(self.path))
 
     def remove(self) -> bool:
         """Remove the folder and what is inside it (links inside are removed, never followed)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from aiworkbook import hostfacts
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs.stats import SPREAD_LIMIT, Stats, summarize
 
 
@@ -116,12 +117,9 @@ def time_trials(
         finally:
             bar.close()
     st = summarize(samples)
-    warnings = []
+    warnings: list[str] = []
     if st.wide:
-        warnings.append(
-            f"spread: IQR/median = {st.spread:.1%} > {SPREAD_LIMIT:.0%} over {st.n} trials; "
-            "the machine was busy or the work too short"
-        )
+        warnings.append(Msg("timing.spread", spread=st.spread, limit=SPREAD_LIMIT, trials=st.n))
     method = "cuda-events" if device == "cuda" else "perf_counter"
     return Timing(samples, st, device, method, used, warmup, warnings)
 

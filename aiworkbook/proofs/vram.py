@@ -135,14 +135,18 @@ def fit_proxy(
             hi = mid - 1
     if best is not None:
         proxy = spec.scaled(num_layers=best)
-        return proxy, _estimate(proxy, w, device), f"proxy: {best} of {spec.num_layers} layers"
+        return proxy, _estimate(proxy, w, device), Msg("proxy.layers", layers=best, of=spec.num_layers)
     vocab = spec.vocab_size
     while vocab > 1024:
         vocab = max(1024, vocab // 2)
         proxy = spec.scaled(num_layers=1, vocab_size=vocab)
         e = _estimate(proxy, w, device)
         if need(e) <= budget:
-            return proxy, e, f"proxy: 1 of {spec.num_layers} layers, vocabulary {vocab} of {spec.vocab_size}"
+            return (
+                proxy,
+                e,
+                Msg("proxy.layers_vocab", of=spec.num_layers, vocab=vocab, vocab_of=spec.vocab_size),
+            )
     check_fits(
         need(_estimate(spec.scaled(num_layers=1, vocab_size=1024), w, device)),
         device,
@@ -249,7 +253,7 @@ def _prepare(
             check_fits(int(est.memory.total), dev, what=spec.name, budget_bytes=budget_bytes, hint=hint)
     if proxy_note:
         flags.add(F.PROXY_MODEL)
-        notes.append(f"{proxy_note}; the prediction is the estimate of the same proxy")
+        notes.append(Msg("proxy.prediction", proxy=proxy_note))
     inputs["ran"] = run_spec.name
     inputs["params"] = run_spec.params
     predicted = allocated_prediction(est.memory, dev)
@@ -525,20 +529,13 @@ def _result(
         details["cuda"], how = _cuda_details(m, nvml_before, mem)
         if how != "nvml-baseline":
             flags.add(F.CONTEXT_EXCLUDED)
-        notes.append(
-            "measured = torch.cuda.max_memory_allocated; reserved and the device-level delta "
-            f"({how}) are in details.cuda"
-        )
+        notes.append(Msg("vram.measured_cuda", how=how))
     else:
         measured = accounted
         flags.add(F.ACCOUNTED)
-        notes.append(
-            "CPU: peak by accounting = weights + grads + optimizer state + unique saved-for-backward "
-            "bytes + the optimizer step's temporaries (counted at the dispatcher; an upper bound: grads "
-            "grow while saved tensors are freed in backward)"
-        )
+        notes.append(Msg("vram.accounted_cpu"))
         if w.checkpointing == "full":
-            notes.append("full checkpointing: saved = kept layer inputs + one layer recomputed in backward")
+            notes.append(Msg("vram.full_checkpointing"))
     details["rule_18_bytes_per_param"]["ratio_measured_over_rule"] = measured / (
         TRAIN_RULE_BYTES * spec.params
     )

@@ -25,6 +25,7 @@ from typing import Any
 from aiworkbook import httpget
 from aiworkbook.errors import SpecError, printable
 from aiworkbook.httpget import FetchError
+from aiworkbook.message import Msg
 from aiworkbook.serving.client import (
     ERROR_BODY_BYTES,
     EXTENSION_KINDS,
@@ -75,22 +76,23 @@ class Discovery:
         }
 
     def note(self) -> str:
+        """The target, its model, kind and identity, and how output lengths are asked for (a message)."""
         if self.mode == "exact":
-            how = "output lengths forced with ignore_eos / min_tokens (the probe's length checked)"
+            how = Msg("serving.lengths.exact")
         elif self.mode == "unverified":
-            how = (
-                "ignore_eos / min_tokens sent, but whether the server honours them is not verified (no "
-                "token count for the probe: give --tokenizer): output lengths are not claimed forced"
-            )
+            how = Msg("serving.lengths.unverified")
         else:
-            how = (
-                "standard OpenAI fields only (exact output lengths cannot be forced): TPOT and tokens/s "
-                "from the tokens actually produced (usage, else --tokenizer, else none: chunks, not tokens)"
-            )
-        who = ", ".join(f"{k} {v}" for k, v in self.identity.items()) or "the server does not say"
-        return (
-            f"target {printable(self.target.url)}, model {printable(self.model_shown)} "
-            f"({printable(self.model_from)}), server kind {self.kind} ({printable(who)}): {how}; probe: {self.probe}"
+            how = Msg("serving.lengths.standard")
+        said = ", ".join(f"{k} {v}" for k, v in self.identity.items())
+        return Msg(
+            "serving.target",
+            url=printable(self.target.url),
+            model=printable(self.model_shown),
+            model_from=printable(self.model_from),
+            kind=self.kind,
+            who=printable(said) if said else Msg("serving.identity_unsaid"),
+            how=how,
+            probe=self.probe,
         )
 
 
@@ -173,31 +175,19 @@ async def _probe(session: Any, target: Target, tokens: int, counter: Any) -> tup
     if rec.error is None:
         got = rec.tokens
         if got is None:
-            return "unverified", (
-                f"asked {tokens} tokens with the extensions: accepted, {len(rec.chunks)} chunks, no token "
-                "count (no usage, no --tokenizer)"
-            )
+            return "unverified", Msg("probe.no_count", tokens=tokens, chunks=len(rec.chunks))
         if got < tokens:
-            return "standard", (
-                f"asked {tokens} tokens with ignore_eos / min_tokens, got {got} ({rec.tokens_from}): the "
-                "server stopped early, so it does not honour them"
-            )
-        return "exact", f"asked {tokens} tokens with ignore_eos / min_tokens, got {got} ({rec.tokens_from})"
+            return "standard", Msg("probe.stopped_early", tokens=tokens, got=got, counted=rec.tokens_from)
+        return "exact", Msg("probe.exact", tokens=tokens, got=got, counted=rec.tokens_from)
     if rec.error == "http-429":
-        return (
-            "standard",
-            f"rate-limited during the probe (http-429: {rec.detail[:100]}); extensions not tried",
-        )
+        return "standard", Msg("probe.rate_limited", detail=rec.detail[:100])
     if rec.error in REFUSED:
         plain = RequestRecord(scheduled=time.perf_counter(), prompt_tokens=4)
         await send_one(session, target, plain, 1, salt="probe-plain")
         if plain.error is None:
-            return "standard", f"extensions refused ({rec.error}: {rec.detail[:120]})"
-        return "standard", (
-            f"the request itself refused ({plain.error}: {plain.detail[:120]}), with the extensions and "
-            "without: check --served-model and --api"
-        )
-    return "standard", f"inconclusive ({rec.error}: {rec.detail[:120]}); standard fields"
+            return "standard", Msg("probe.extensions_refused", error=rec.error, detail=rec.detail[:120])
+        return "standard", Msg("probe.request_refused", error=plain.error, detail=plain.detail[:120])
+    return "standard", Msg("probe.inconclusive", error=rec.error, detail=rec.detail[:120])
 
 
 async def discover(
@@ -239,7 +229,7 @@ async def discover(
         await asyncio.to_thread(_version, target, identity)
         if kind != "auto":
             mode = "exact" if kind in EXTENSION_KINDS else "standard"
-            probe = f"none (--server-kind {kind})"
+            probe: str = Msg("probe.none", kind=kind)
         else:
             mode, probe = await _probe(session, target, max(2, probe_tokens), counter)
     sent = mode in ("exact", "unverified")

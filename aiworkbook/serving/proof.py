@@ -420,9 +420,16 @@ def _open_embedded(
     )
     server = stack.enter_context(embedded_server(engine))
     notes.append(
-        f"embedded server on {server.url} ({engine.backend.name} backend, {s.scheduler} batching, "
-        f"max batch {engine.max_batch}, KV pool {engine.pool.num_blocks} blocks of "
-        f"{engine.pool.block_size} tokens = {engine.pool.to_dict()['kv_bytes_total']} B)"
+        Msg(
+            "serving.embedded",
+            url=server.url,
+            backend=engine.backend.name,
+            batching=_batching(s.scheduler),
+            batch=engine.max_batch,
+            blocks=engine.pool.num_blocks,
+            block=engine.pool.block_size,
+            kv_bytes=engine.pool.to_dict()["kv_bytes_total"],
+        )
     )
     return _Opened(_embedded_target(server.url, engine.spec.name, s), dev, engine)
 
@@ -445,7 +452,7 @@ def _open_remote(
         counter=s.token_counter,
     )
     details["target"] = found.to_dict()
-    notes.append(found.note() + "; API key from $AIWORKBOOK_API_KEY/$OPENAI_API_KEY if set")
+    notes.append(Msg("serving.remote_target", target=found.note()))
     return _Opened(
         replace(found.target, timeout_s=s.request_timeout_s), "remote", forced=found.mode == "exact"
     )
@@ -479,8 +486,9 @@ def _sweep_loads(
     engine = opened.engine
     for x in s.loads:
         if s.past_deadline():
-            notes.append(f"stopped at the run's deadline ({s.max_duration_s:g} s) before {s.kind} {x}")
+            notes.append(Msg("serving.deadline", seconds=s.max_duration_s, at=_at(s.kind, x)))
             break
+        at = _at(s.kind, x)
         msg = f"{s.kind} {x}"
         control.step(sw.done, steps, msg)
         if engine is not None:
@@ -493,33 +501,39 @@ def _sweep_loads(
             excluded=summary["excluded"],
         )
         if summary["stopped"]:
-            notes.append(f"{s.kind} {x}: {summary['stopped']}")
+            notes.append(Msg("serving.stopped", at=at, why=summary["stopped"]))
         row["usage_refused"] = summary["usage_refused"]
         row["stopped_early"] = summary["stopped_early"]
         if summary["stopped_early"] and (opened.forced or opened.engine is not None):
             notes.append(
-                f"{s.kind} {x:g}: {summary['stopped_early']} of {summary['completed']} answers stopped "
-                f"before the forced length of {s.output_tokens} tokens: the server does not honour "
-                "ignore_eos / min_tokens for every request"
+                Msg(
+                    "serving.stopped_early",
+                    at=at,
+                    early=summary["stopped_early"],
+                    completed=summary["completed"],
+                    tokens=s.output_tokens,
+                )
             )
         if summary["usage_refused"]:
             notes.append(
-                f"{s.kind} {x:g}: the server's usage count refused in {summary['usage_refused']} requests "
-                f"(counted from the stream instead); first: {summary['first_usage_refused']}"
+                Msg(
+                    "serving.usage_refused",
+                    at=at,
+                    requests=summary["usage_refused"],
+                    first=summary["first_usage_refused"],
+                )
             )
         if summary["requests"] and not summary["completed"]:
             sw.failed.append((x, summary))
             row["invalid"] = "measured nothing"
-            rest = [str(y) for y in s.loads[s.loads.index(x) + 1 :]]
+            rest = list(s.loads[s.loads.index(x) + 1 :])
             if rest:  # a heavier load would fare no better: the rest of the sweep is not worth its time
-                notes.append(
-                    f"the sweep stopped after {s.kind} {x:g} measured nothing: {', '.join(rest)} not run"
-                )
+                notes.append(Msg("serving.sweep_stopped", at=at, rest=rest))
         else:
             why = invalid_point(summary, s.max_error_rate, s.min_requests)
             row["invalid"] = why
             if why:
-                sw.invalid.append(f"{s.kind} {x:g} is invalid: {why}")
+                sw.invalid.append(Msg("serving.invalid", at=at, why=why))
         for src, k in summary["tokens_from"].items():
             sw.tokens_from[src] = sw.tokens_from.get(src, 0) + k
         if summary["output_tokens"] is not None:
@@ -585,18 +599,20 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
     control.step(steps, steps, "done")
     notes += _sweep_notes(s, sw, knee, embedded)
     notes[:0] = [
-        f"measured nothing at {s.kind} {x}: all {sm['requests']} requests failed ({sm['errors']}); "
-        f"first error: {sm['first_error']}"
+        Msg(
+            "serving.failed",
+            at=_at(s.kind, x),
+            requests=sm["requests"],
+            errors=_kinds(sm["errors"]),
+            first=sm["first_error"],
+        )
         for x, sm in sw.failed
     ]
     notes[len(sw.failed) : len(sw.failed)] = sw.invalid
     notes += _summary_notes(details)
     measured, predicted, label = _kv_comparison(s, opened, sw)
     if measured is not None:
-        notes.append(
-            "measured = the KV pool's peak reserved bytes at the heaviest load (blocks for prompt + "
-            "max_tokens per running sequence); predicted = the sizing engine's kv_cache"
-        )
+        notes.append(Msg("serving.kv_measured"))
         flags.add(F.ACCOUNTED)
     rows = sw.rows
     result_inputs: dict[str, Any] = {
@@ -627,14 +643,29 @@ def invalid_point(summary: dict[str, Any], max_error_rate: float, min_requests: 
     completed requests than `min_requests`."""
     n, done = summary["requests"], summary["completed"]
     failed = n - done
-    kinds = ", ".join(f"{k} {v}" for k, v in summary["errors"].items())
+    kinds = _kinds(summary["errors"])
     if n and failed / n > max_error_rate:
-        return f"{failed} of {n} requests failed ({kinds}), more than the max error rate {max_error_rate:.0%}"
+        return Msg("serving.too_many_failed", failed=failed, requests=n, kinds=kinds, rate=max_error_rate)
     if done < min_requests:
-        return f"{done} requests completed, fewer than the minimum {min_requests}" + (
-            f" ({kinds})" if kinds else ""
-        )
+        if kinds:
+            return Msg("serving.too_few_errors", done=done, minimum=min_requests, kinds=kinds)
+        return Msg("serving.too_few", done=done, minimum=min_requests)
     return ""
+
+
+def _kinds(errors: dict[str, int]) -> str:
+    """Failed requests by kind, as the tallies name them: "http-429 9, timeout 1" (names, not words)."""
+    return ", ".join(f"{k} {v}" for k, v in errors.items())
+
+
+def _at(kind: str, x: float) -> Msg:
+    """A load point in words: "concurrency 4", "rate 2.5"."""
+    return Msg("serving.at.rate", x=x) if kind == "rate" else Msg("serving.at.concurrency", x=x)
+
+
+def _batching(scheduler: str) -> Msg:
+    """The embedded server's scheduler in words: "static batching", "continuous batching"."""
+    return Msg("serving.batching.static") if scheduler == "static" else Msg("serving.batching.continuous")
 
 
 def _verdict(sw: _Sweep, measured: float | None) -> str:
@@ -650,61 +681,63 @@ def _verdict(sw: _Sweep, measured: float | None) -> str:
 def _sweep_notes(s: ServingSettings, sw: _Sweep, knee: Any, embedded: bool) -> list[str]:
     """What the sweep shows: the knee, how many samples the percentiles pool, the prompt and output
     lengths the server reported, the requests left out as warm-up or cool-down."""
-    notes = [
-        f"every prompt starts with the same {s.shared_prefix} tokens, then its own prefix "
-        f"(run {s.run_id}, point, index): a shared prefix a prefix cache may serve"
+    notes: list[str] = [
+        Msg("serving.prompts_shared", tokens=s.shared_prefix, run=s.run_id)
         if s.shared_prefix
-        else f"no prompt sent twice: each starts with its own prefix (run {s.run_id}, point, index)"
+        else Msg("serving.prompts_unique", run=s.run_id)
     ]
     rows = sw.rows
     if knee is not None:
-        notes.append(f"the tail bends after {s.kind} {knee}: p99 TTFT grows {2.0:g}x faster beyond it")
+        notes.append(Msg("serving.knee", at=_at(s.kind, knee), factor=2.0))
     else:
-        notes.append("no knee in this sweep: p99 TTFT did not bend")
-    n = sum(r["n"] for r in rows)
-    notes.append(
-        f"percentiles over pooled raw samples: {n} requests in all; p99 from fewer than ~270k samples "
-        "is indicative, not MLPerf-grade"
-    )
+        notes.append(Msg("serving.no_knee"))
+    notes.append(Msg("serving.pooled", requests=sum(r["n"] for r in rows)))
     pt = rows[0]["prompt_tokens"] if rows else None
     if pt and pt["n"]:
         notes.append(
-            f"prompt tokens per completed request (the server's usage when it reports one): mean {pt['mean']:.1f}, "
-            f"stdev {pt['stdev']:.1f}, min {pt['min']}, max {pt['max']} (load {rows[0]['load']})"
+            Msg(
+                "serving.prompt_tokens",
+                mean=pt["mean"],
+                stdev=pt["stdev"],
+                min=pt["min"],
+                max=pt["max"],
+                load=rows[0]["load"],
+            )
         )
     left_out = sum(sum(r["excluded"].values()) for r in rows)
     if s.warmup_s or s.cooldown_s:
-        notes.append(
-            f"left out as warm-up (first {s.warmup_s:g} s) or cool-down (last {s.cooldown_s:g} s): "
-            f"{left_out} requests over the sweep"
-        )
-    notes.append(
-        "TTFT = first content chunk - scheduled arrival; ITL = the gap between streamed chunks, divided "
-        "among the tokens a chunk carried where known (per token), else one per gap (chunks); TPOT = "
-        "(E2E - TTFT) / (output tokens - 1), tokens only; E2E = scheduled arrival to the answer's end; "
-        f"n = the samples each percentile rests on, none shown from fewer than {s.min_requests}"
-    )
+        notes.append(Msg("serving.left_out", warmup=s.warmup_s, cooldown=s.cooldown_s, requests=left_out))
+    notes.append(Msg("serving.definitions", minimum=s.min_requests))
     notes.append(Msg("serving.cpu_per_request"))
     if not s.stream:
-        notes.append(
-            "--no-stream: one JSON answer per request, so E2E and tok/s only; TTFT, ITL and TPOT need a "
-            "stream (n 0)"
-        )
-    src = ", ".join(f"{k} {v}" for k, v in sorted(sw.tokens_from.items()))
+        notes.append(Msg("serving.no_stream"))
     if sw.tokens_from.get("chunks"):
         notes.append(Msg("serving.chunks_not_tokens", requests=sw.tokens_from["chunks"]))
     if sw.tokens_from.get("tokenizer") and s.token_counter is not None:
         notes.append(
-            f"output tokens of {sw.tokens_from['tokenizer']} requests counted by tokenising the streamed "
-            f"text with {s.token_counter.source} (the server's usage missing or refused)"
+            Msg("serving.tokenised", requests=sw.tokens_from["tokenizer"], source=s.token_counter.source)
         )
     if not embedded and sw.counted:
-        mean = sw.output_tokens / sw.counted
         notes.append(
-            f"output tokens per completed request: mean {mean:.1f} of {s.output_tokens} asked "
-            f"(counted by: {src})"
+            Msg(
+                "serving.output_mean",
+                mean=sw.output_tokens / sw.counted,
+                asked=s.output_tokens,
+                counted=counted_by(sw.tokens_from),
+            )
         )
     return notes
+
+
+def counted_by(tokens_from: dict[str, int]) -> Msg:
+    """What counted the output tokens, with how many requests each: "tokenizer 3, usage 7"."""
+    by = {
+        "usage": lambda n: Msg("serving.by.usage", requests=n),
+        "tokenizer": lambda n: Msg("serving.by.tokenizer", requests=n),
+        "chunks": lambda n: Msg("serving.by.chunks", requests=n),
+    }
+    parts = [by[k](v) if k in by else f"{k} {v}" for k, v in sorted(tokens_from.items())]
+    return Msg("serving.joined", items=parts)
 
 
 def _kv_comparison(s: ServingSettings, opened: _Opened, sw: _Sweep) -> tuple[float | None, float | None, str]:
@@ -722,50 +755,66 @@ def _kv_comparison(s: ServingSettings, opened: _Opened, sw: _Sweep) -> tuple[flo
     return measured, predicted, Msg("serving.kv", sequences=sequences, tokens=tokens)
 
 
-def _ms(v: Any) -> str:
-    return f"{v * 1e3:.1f}" if isinstance(v, int | float) else "n/a"
+def _ms(v: Any) -> float | None:
+    """Seconds as milliseconds; None (n/a) where not measured."""
+    return v * 1e3 if isinstance(v, int | float) else None
+
+
+def _num_or_none(v: Any) -> float | None:
+    return v if isinstance(v, int | float) else None
 
 
 def _summary_notes(details: dict[str, Any]) -> list[str]:
     """One line each for the SLO search, static vs continuous and the context sweep: what a viewer of
     the result (the report dashboard, the command line) reads without opening `details`."""
-    out = []
+    out: list[str] = []
     slo = details.get("slo_search")
     if slo:
-        limits = [
-            f"p95 {k} <= {v * 1e3:g} ms"
-            for k, v in (("TTFT", slo["slo"]["ttft_s"]), ("TPOT", slo["slo"]["tpot_s"]))
-            if v is not None
-        ]
-        tput = slo["throughput_tok_s_at_max_load"]
-        at = f" ({tput:.1f} tok/s)" if isinstance(tput, int | float) else ""
-        best = slo["max_load"]
-        out.append(
-            f"most load meeting the SLO ({', '.join(limits)}): {best}{at}"
-            if best is not None
-            else f"no load in the sweep meets the SLO ({', '.join(limits)})"
-        )
+        ttft, tpot = (_ms(slo["slo"][k]) for k in ("ttft_s", "tpot_s"))
+        if ttft is not None and tpot is not None:
+            limits = Msg("serving.slo.both", ttft=ttft, tpot=tpot)
+        elif ttft is not None:
+            limits = Msg("serving.slo.ttft", ms=ttft)
+        else:
+            limits = Msg("serving.slo.tpot", ms=tpot)
+        tput, best = _num_or_none(slo["throughput_tok_s_at_max_load"]), slo["max_load"]
+        if best is None:
+            out.append(Msg("serving.slo.none", limits=limits))
+        elif tput is None:
+            out.append(Msg("serving.slo.best", limits=limits, load=best))
+        else:
+            out.append(Msg("serving.slo.best_tput", limits=limits, load=best, tput=tput))
     cmp = details.get("schedulers")
     if cmp:
-        st, co, ratio = cmp["static"], cmp["continuous"], cmp.get("throughput_ratio")
-        tok = [
-            f"{x:.1f}" if isinstance(x, int | float) else "n/a"
-            for x in (st["throughput_tok_s"], co["throughput_tok_s"])
-        ]
+        st, co, ratio = cmp["static"], cmp["continuous"], _num_or_none(cmp.get("throughput_ratio"))
         out.append(
-            f"static vs continuous batching at concurrency {cmp['concurrency']}"
-            + (f", {cmp['requests']} requests each" if cmp.get("requests") else "")
-            + f" (output lengths {cmp['length_dist']}): {tok[0]} vs {tok[1]} tok/s"
-            + (f" ({ratio:.2f}x)" if isinstance(ratio, int | float) else "")
-            + f", p95 TTFT {_ms(st['p95_ttft_s'])} vs {_ms(co['p95_ttft_s'])} ms"
+            Msg(
+                "serving.schedulers",
+                at=_at("concurrency", cmp["concurrency"]),
+                each=Msg("serving.schedulers.each", requests=cmp["requests"]) if cmp.get("requests") else "",
+                lengths=cmp["length_dist"],
+                static=_num_or_none(st["throughput_tok_s"]),
+                continuous=_num_or_none(co["throughput_tok_s"]),
+                ratio=Msg("serving.schedulers.ratio", ratio=ratio) if ratio is not None else "",
+                static_ttft=_ms(st["p95_ttft_s"]),
+                continuous_ttft=_ms(co["p95_ttft_s"]),
+            )
         )
     ctx = details.get("context_sweep")
     if ctx and ctx["rows"]:
         ran, pred = ctx["runs_out_at_context"], ctx["predicted_runs_out_at_context"]
         longest = ctx["rows"][-1]["context"]
-        seen = f"the KV pool ran out at context {ran}" if ran else f"the KV pool held up to context {longest}"
-        est = f"at context {pred}" if pred else f"not up to context {longest}"
-        out.append(f"context sweep at concurrency {ctx['concurrency']}: {seen} (the estimate: {est})")
+        seen = (
+            Msg("serving.context.ran_out", context=ran)
+            if ran
+            else Msg("serving.context.held", context=longest)
+        )
+        est = (
+            Msg("serving.context.est_at", context=pred)
+            if pred
+            else Msg("serving.context.est_not", context=longest)
+        )
+        out.append(Msg("serving.context", at=_at("concurrency", ctx["concurrency"]), seen=seen, estimate=est))
     return out
 
 

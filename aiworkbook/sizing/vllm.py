@@ -557,14 +557,10 @@ def refusal(
     nothing left for the cache blocks, or less than the `needed` bytes of one request (one_request_bytes),
     with its estimated maximum model length (the longest request the available memory holds); None when
     it starts."""
-    from aiworkbook.units import fmt_bytes
+    from aiworkbook.message import Msg
 
     if available <= 0:
-        return (
-            f"no available memory for the cache blocks ({fmt_bytes(available)} left after weights, the "
-            "profile peak and memory outside torch): raise --gpu-memory-utilization, or shrink the weights "
-            "per GPU (tensor parallelism, a quantised checkpoint)"
-        )
+        return Msg("vllm.refusal.no_memory", available=available)
     if needed <= available:
         return None
     lo, hi = 0, max_len  # the longest request that fits: vLLM's binary search (estimate_max_model_len)
@@ -572,11 +568,8 @@ def refusal(
         mid = (lo + hi + 1) // 2
         fits = one_request_bytes(spec, s, mid, batched, stage_layers) <= available
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
-    longest = f"; the estimated maximum model length is {lo:,}" if lo > 0 else ""
-    return (
-        f"one request of max_model_len {max_len:,} needs {fmt_bytes(needed)} of KV cache, more than the "
-        f"{fmt_bytes(available)} available{longest}: lower --max-model-len or raise --gpu-memory-utilization"
-    )
+    longest = Msg("vllm.refusal.longest", tokens=lo) if lo > 0 else ""
+    return Msg("vllm.refusal.too_long", max_len=max_len, needed=needed, available=available, longest=longest)
 
 
 def startup(spec: ModelSpecLike, gpu: GPUSpec, s: VllmSettings | None = None) -> VllmStartup:

@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 
 from aiworkbook import nvml
+from aiworkbook.message import Msg, record
 from aiworkbook.specs.gpu import list_gpus
 from aiworkbook.specs.node import DetectedGPU, NodeProfile
 
@@ -100,19 +101,19 @@ def nvml_gpus() -> tuple[list[DetectedGPU], str, str | None]:
     telemetry shares); never raises."""
     why = nvml.ensure()
     if why is not None:
-        return [], f"no NVIDIA GPU found ({why})", None
+        return [], Msg("gpu.none_found", why=why), None
     driver, _ = nvml.attempt("nvmlSystemGetDriverVersion")
     driver = None if driver is None else str(nvml.text(driver))
     n, why = nvml.attempt("nvmlDeviceGetCount")
     if why is not None:
-        return [], f"no NVIDIA GPU found ({why})", None
+        return [], Msg("gpu.none_found", why=why), None
     if not n:
-        return [], "no NVIDIA GPU found (the driver reports 0 devices)", driver
+        return [], Msg("gpu.none_found", why=Msg("gpu.zero_devices")), driver
     gpus = []
     for i in range(int(n)):
         h, why = nvml.attempt("nvmlDeviceGetHandleByIndex", i)
         if why is not None:
-            return [], f"no NVIDIA GPU found (GPU {i}: {why})", driver
+            return [], Msg("gpu.none_found", why=Msg("gpu.unreadable", index=i, why=why)), driver
         name, _ = nvml.attempt("nvmlDeviceGetName", h)
         name = str(nvml.text(name)) if name is not None else f"GPU {i}"
         mem_info, _ = nvml.attempt("nvmlDeviceGetMemoryInfo", h)
@@ -131,7 +132,7 @@ def nvml_gpus() -> tuple[list[DetectedGPU], str, str | None]:
                 catalogue_name=match_catalogue(name, mem),
             )
         )
-    return gpus, f"{len(gpus)} NVIDIA GPU(s): {gpus[0].name}", driver
+    return gpus, Msg("gpu.found", n=len(gpus), names=gpus[0].name), driver
 
 
 #: How far the reported memory may be from the catalogue's usable_memory_bytes and still match.
@@ -165,8 +166,9 @@ def detect(path: str = ".") -> NodeProfile:
     host = host_facts()
     disk = shutil.disk_usage(path)
     cat = gpus[0].catalogue_name if gpus else None
+    name = Msg("node.this", host=host["hostname"] or "localhost")
     return NodeProfile(
-        name=f"this node ({host['hostname'] or 'localhost'})",
+        name=name,
         description="detected",
         gpu=cat,
         gpu_count=len(gpus),
@@ -180,6 +182,7 @@ def detect(path: str = ".") -> NodeProfile:
         detected=True,
         gpus_detected=tuple(gpus),
         gpu_status=status,
+        messages={k: r for k, r in (("name", record(name)), ("gpu_status", record(status))) if r is not None},
         os=host["os"],
         python=host["python"],
         torch_version=host["torch_version"],

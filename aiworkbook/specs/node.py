@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 from os import PathLike
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -62,6 +62,9 @@ class NodeProfile(BaseModel):
     detected: bool = False
     gpus_detected: tuple[DetectedGPU, ...] = ()
     gpu_status: str = ""
+    #: records of the text fields above that are messages (aiworkbook.message.record: the detected
+    #: node's name, its GPU status), so a stored profile says them in a report's language
+    messages: dict[str, Any] = {}
     disk_free_bytes: int | None = None
     os: str = ""
     python: str = ""

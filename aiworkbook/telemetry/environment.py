@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from aiworkbook.message import Msg, record
 from aiworkbook.telemetry.gpu_metrics import is_throttled, throttle_notes
 from aiworkbook.telemetry.na import to_json
 
@@ -86,5 +87,9 @@ def environment() -> dict[str, Any]:
             entry["throttle_notes"] = throttle_notes(entry["throttle_reasons"])
             gpus.append(entry)
     except Exception as exc:  # never let a proof fail because telemetry did
-        status, gpus = f"no NVIDIA GPU found (telemetry error: {type(exc).__name__}: {exc})", []
-    return to_json({"gpus": gpus, "gpu_status": status, "host": host_info()})
+        why = Msg("gpu.telemetry_error", error=f"{type(exc).__name__}: {exc}")
+        status, gpus = Msg("gpu.none_found", why=why), []
+    out = to_json({"gpus": gpus, "gpu_status": status, "host": host_info()})
+    if record(status) is not None:  # said in a report's language after the result is read back
+        out["messages"] = {"gpu_status": record(status)}
+    return out

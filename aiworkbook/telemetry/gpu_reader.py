@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aiworkbook.message import Msg
 from aiworkbook.telemetry import nvml_backend
 from aiworkbook.telemetry.capabilities import is_permanent, probe, read_group
 from aiworkbook.telemetry.gpu_metrics import GROUPS
@@ -46,14 +47,14 @@ class GPUReader:
             self._opened = True
             why = nvml_backend.ensure()
             if why is not None:
-                self._status = f"no NVIDIA GPU found ({why})"
+                self._status = Msg("gpu.none_found", why=why)
                 return
             n = nvml_backend.call("nvmlDeviceGetCount")
             if is_na(n):
-                self._status = f"no NVIDIA GPU found ({n.reason})"
+                self._status = Msg("gpu.none_found", why=n.reason)
                 return
             if n == 0:
-                self._status = "no NVIDIA GPU found (the driver reports 0 devices)"
+                self._status = Msg("gpu.none_found", why=Msg("gpu.zero_devices"))
                 return
             for i in range(int(n)):
                 h = nvml_backend.call("nvmlDeviceGetHandleByIndex", i)
@@ -65,7 +66,7 @@ class GPUReader:
                 self._caps.append(probe(h))
                 self._static.append(self._read_groups(i, h, static=True))
             names = [nvml_backend.text(nvml_backend.call("nvmlDeviceGetName", h)) for h in self._handles]
-            self._status = f"{n} NVIDIA GPU(s): " + ", ".join(str(x) for x in names)
+            self._status = Msg("gpu.found", n=int(n), names=", ".join(str(x) for x in names))
 
     def status(self) -> str:
         """'N NVIDIA GPU(s): <names>' or 'no NVIDIA GPU found (<reason>)'."""
