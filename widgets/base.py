@@ -28,11 +28,50 @@ _offline_lock = threading.Lock()
 _chart_class: Any = None
 
 
-def chart_view(chart: Any = None) -> Any:
+def chart_view(chart: Any = None, lazy: bool = False) -> Any:
     """An `alt.JupyterChart` showing `chart`, with Altair's JavaScript served from the installed
     packages (no CDN): `aiworkbook.charts.render.enable_offline` runs once per kernel. Under the
     dashboard server the chart loads that bundle from the server by URL (`shared_chart_class`), so a
-    page fetches and evaluates it once for all its charts instead of once per chart."""
+    page fetches and evaluates it once for all its charts instead of once per chart. `lazy`: a
+    `ChartView` that imports altair and builds the chart with the first one set (start-up)."""
+    if lazy:
+        return ChartView(chart)
+    return _jupyter_chart(chart)
+
+
+class ChartView(W.VBox):
+    """A chart's place on the page, empty until its first chart: `chart = alt.Chart` builds the
+    `alt.JupyterChart` then (on the kernel's loop, where the chart is made), so a page is ready
+    before altair (about a second of imports) has loaded; `chart` and `spec` read the one shown."""
+
+    def __init__(self, chart: Any = None) -> None:
+        super().__init__()
+        self.add_class("aiwb-chart")  # styled while stale (LAYOUT_CSS)
+        self.lang = "en"  # set by localize_choices: vega-embed's menu in the page's language
+        self._view: Any = None
+        if chart is not None:
+            self.chart = chart
+
+    @property
+    def chart(self) -> Any:
+        return None if self._view is None else self._view.chart
+
+    @chart.setter
+    def chart(self, value: Any) -> None:
+        if self._view is not None:
+            self._view.chart = value
+            return
+        self._view = _jupyter_chart(value)
+        if self.lang != "en":
+            self._view.embed_options = {**(self._view.embed_options or {}), "i18n": embed_i18n(self.lang)}
+        self.children = [self._view]
+
+    @property
+    def spec(self) -> Any:
+        return None if self._view is None else self._view.spec
+
+
+def _jupyter_chart(chart: Any = None) -> Any:
     global _offline_done, _chart_class
     import altair as alt
 
@@ -242,15 +281,13 @@ class Delivery:
 #: kernel's loop), and narwhals skips a pandas nobody imported; loading it cost every sizing page 0.4 s.
 PRELOAD = (
     "numpy",
-    "altair",
     "aiworkbook.sizing",
     "aiworkbook.sizing.capacity",
     "aiworkbook.sizing.estimate",
     "aiworkbook.sizing.plan",
     "aiworkbook.sizing.sweep",
-    "aiworkbook.charts",
     "aiworkbook.profile.snippets",
-)
+)  # not altair nor aiworkbook.charts: no worker imports them (charts are made on the kernel's loop)
 
 
 def preload() -> None:
@@ -581,6 +618,8 @@ def localize_choices(root: Any, lang: str) -> None:
         if isinstance(w, W.widgets.widget_selection._Selection):
             relabel(w)
             w.observe(lambda change: relabel(change["owner"]), names="_options_labels")
+        elif isinstance(w, ChartView):  # its chart, when it comes, has the page's menu words
+            w.lang = lang
         elif lang != "en" and hasattr(w, "embed_options") and hasattr(w, "spec"):  # alt.JupyterChart
             w.embed_options = {**(w.embed_options or {}), "i18n": embed_i18n(lang)}
         stack.extend(getattr(w, "children", ()) or ())

@@ -35,8 +35,9 @@ def check_context(spec: Any, context: Any, lang: str = "en") -> None:
 
 def plan(inputs: dict[str, Any], lang: str = "en") -> dict[str, Any]:
     """The planner's figures, all from aiworkbook.sizing.capacity (and the heatmap's data)."""
-    from aiworkbook.charts.heatmap import DEFAULT_BATCHES, DEFAULT_LENGTHS
     from aiworkbook.sizing import Workload, capacity
+    from aiworkbook.sizing.capacity import GRID_BATCHES as DEFAULT_BATCHES
+    from aiworkbook.sizing.capacity import GRID_LENGTHS as DEFAULT_LENGTHS
     from aiworkbook.sizing.memory import kv_bytes
     from aiworkbook.specs import get_gpu, load_model
 
@@ -136,7 +137,7 @@ class KVPlanner(BackgroundComposite):
         self.follows.add_class("aiwb-follows")
         self.figures = value_html("")
         self.args = W.HTML("")
-        self.chart = chart_view()
+        self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
         for c in self.controls.values():
             c.observe(self.guarded(self._changed), names="value")
         form = W.GridBox(

@@ -173,7 +173,7 @@ class ModelSizer(BackgroundComposite):
         self.headline = value_html("")
         self.headline.add_class("aiwb-headline")  # marked, not faded, while the figures are stale
         self.where = where_html(lang=lang)
-        self.chart = chart_view()
+        self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
         self.rule = W.HTML("")
         self.fits_table = W.HTML("")
         self.cost = value_html("")

@@ -145,7 +145,7 @@ class ProofRunner(Composite):
         self.progress_row = W.HBox([self.progress, self.progress_text])
         self.progress_row.layout.display = "none"  # no empty bar: shown when a run starts
         self.outcome = value_html("")
-        self.chart = chart_view()
+        self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
         self.chart.layout.display = "none"  # no empty chart: shown with the first result
         buttons = [self.run_button, self.cancel_button] if self.allow_run else [W.HTML(self.t("runs_off"))]
         self.where = where_html(measured=True, lang=lang)
