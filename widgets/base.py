@@ -39,6 +39,30 @@ def chart_view(chart: Any = None, lazy: bool = False) -> Any:
     return _jupyter_chart(chart)
 
 
+_charts_lock = threading.Lock()
+_warming: threading.Thread | None = None
+
+
+def load_charts() -> Any:
+    """`aiworkbook.charts` (and altair), imported by one thread at a time: the warm-up thread that
+    `ChartView` starts and the kernel's loop never import altair's modules at once (two threads in one
+    package's circular imports see it half-initialised, as numpy was; see PRELOAD)."""
+    with _charts_lock:
+        import aiworkbook.charts as charts
+
+    return charts
+
+
+def warm_charts() -> None:
+    """Import altair on a background thread once per kernel, while the page's later cells run, so the
+    first chart on the loop finds it loaded (a cell between two does not wait for a second of imports)."""
+    global _warming
+    with _offline_lock:
+        if _warming is None:
+            _warming = threading.Thread(target=load_charts, name="aiwb-charts", daemon=True)
+            _warming.start()
+
+
 class ChartView(W.VBox):
     """A chart's place on the page, empty until its first chart: `chart = alt.Chart` builds the
     `alt.JupyterChart` then (on the kernel's loop, where the chart is made), so a page is ready
@@ -49,6 +73,7 @@ class ChartView(W.VBox):
         self.add_class("aiwb-chart")  # styled while stale (LAYOUT_CSS)
         self.lang = "en"  # set by localize_choices: vega-embed's menu in the page's language
         self._view: Any = None
+        warm_charts()
         if chart is not None:
             self.chart = chart
 
@@ -61,6 +86,7 @@ class ChartView(W.VBox):
         if self._view is not None:
             self._view.chart = value
             return
+        load_charts()
         self._view = _jupyter_chart(value)
         if self.lang != "en":
             self._view.embed_options = {**(self._view.embed_options or {}), "i18n": embed_i18n(self.lang)}

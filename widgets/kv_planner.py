@@ -12,7 +12,7 @@ import traitlets
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 
-from .base import Background, BackgroundComposite, chart_view, dropdown, value_html, where_html
+from .base import Background, BackgroundComposite, chart_view, dropdown, load_charts, value_html, where_html
 from .form import FieldText, control, read, schema, set_number
 
 FIELDS = ("model", "gpu", "engine", "kv_dtype", "context", "concurrency", "gpu_memory_utilization", "tp")
@@ -251,7 +251,7 @@ class KVPlanner(BackgroundComposite):
                 self.value = self._inputs()
 
     def _apply(self, p: dict[str, Any]) -> None:
-        from aiworkbook.charts import heatmap_chart
+        heatmap_chart = load_charts().heatmap_chart  # altair, by one thread at a time (base.load_charts)
         from aiworkbook.i18n_format import integer
         from aiworkbook.units import fmt_bytes
 

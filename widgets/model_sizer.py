@@ -17,7 +17,16 @@ import ipywidgets as W
 
 from aiworkbook.errors import SpecError
 
-from .base import Background, BackgroundComposite, chart_view, dropdown, html_table, value_html, where_html
+from .base import (
+    Background,
+    BackgroundComposite,
+    chart_view,
+    dropdown,
+    html_table,
+    load_charts,
+    value_html,
+    where_html,
+)
 from .finetune import FinetuneControls, all_fields
 from .form import (
     UNSET,
@@ -465,7 +474,7 @@ class ModelSizer(BackgroundComposite):
 
     # -- output --------------------------------------------------------------------------------
     def _apply(self, out: dict[str, Any]) -> None:
-        from aiworkbook.charts import memory_chart
+        memory_chart = load_charts().memory_chart  # altair, by one thread at a time (base.load_charts)
         from aiworkbook.charts.memory import rule_formula
         from aiworkbook.i18n_format import integer, money
         from aiworkbook.message import Msg
@@ -482,7 +491,7 @@ class ModelSizer(BackgroundComposite):
             else f"{w.batch} × {integer(w.seq_len, lang)} {self.t('tokens')}"
         )
         words = self.t("fits") if fit["fits"] else self.t("does_not_fit")
-        from aiworkbook.charts.theme import VERDICT_COLOURS  # altair loads on first draw, not on import
+        from aiworkbook.charts.colours import VERDICT_COLOURS
 
         colour = VERDICT_COLOURS["pass" if fit["fits"] else "fail"]
         line = self.t(

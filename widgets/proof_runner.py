@@ -27,6 +27,7 @@ from .base import (
     chart_view,
     dropdown,
     html_table,
+    load_charts,
     localize_choices,
     none_first,
     value_html,
@@ -309,7 +310,7 @@ class ProofRunner(Composite):
             self._done.set()
 
     def _show_result(self, r: Any) -> None:
-        from aiworkbook.charts import proofs_chart
+        proofs_chart = load_charts().proofs_chart  # altair, by one thread at a time (base.load_charts)
         from aiworkbook.charts.theme import VERDICT_COLOURS, verdict_label
         from aiworkbook.proofs.flags import FLAGS
         from aiworkbook.provenance import verdict_words
