@@ -20,9 +20,7 @@ def test_the_sizing_pages_first_cells_load_no_pandas_torch_or_cli():
         "assert 'altair' in sys.modules  # the chart is drawn: the check below is not vacuous\n"
         "print(sorted(m for m in ('pandas', 'torch', 'typer', 'aiworkbook.cli') if m in sys.modules))\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.strip().splitlines()[-1] == "[]"
+    assert _last_line(code) == "[]"
 
 
 def test_the_version_is_read_on_first_use():
@@ -61,6 +59,11 @@ def test_the_sizing_pages_cells_never_import_altair_themselves():
         "    print('drawn:', k.chart.chart is not None, 'altair imported by:', who)\n"
         "asyncio.run(page())\n"
     )
+    assert _last_line(code) == "drawn: True altair imported by: ['aiwb-charts']"
+
+
+def _last_line(code: str) -> str:
+    """The last line `code` prints in a fresh interpreter (a kernel's start), which must succeed."""
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.strip().splitlines()[-1] == "drawn: True altair imported by: ['aiwb-charts']"
+    return r.stdout.strip().splitlines()[-1]
