@@ -97,6 +97,14 @@ class ChartView(W.VBox):
         return None if self._view is None else self._view.spec
 
 
+def chart_row(chart: Any, beside: Any) -> W.HBox:
+    """A chart with its words beside it; on a narrow page the words go below, never over the chart,
+    which keeps its width and its legend (LAYOUT_CSS `.aiwb-chart-row`)."""
+    row = W.HBox([chart, beside])
+    row.add_class("aiwb-chart-row")
+    return row
+
+
 def _jupyter_chart(chart: Any = None) -> Any:
     global _offline_done, _chart_class
     import altair as alt
@@ -598,7 +606,11 @@ LAYOUT_CSS = """
 .aiwb-widget .aiwb-lora .widget-label { align-self: flex-start; padding-top: 4px; }
 .aiwb-pattern-picker .widget-inline-hbox { width: min(720px, 100%); }
 .aiwb-pattern-picker .widget-inline-hbox > .widget-label { width: 46% !important; max-width: 46%; text-align: right; }
-.aiwb-stale .aiwb-chart, .aiwb-stale .aiwb-value:not(.aiwb-headline) { opacity: 0.45; filter: grayscale(1);
+.aiwb-chart-row { flex-wrap: wrap; gap: 8px; }
+.aiwb-chart-row > .aiwb-chart { flex: 0 0 auto; }
+.aiwb-chart-row > :not(.aiwb-chart) { flex: 1 1 320px; min-width: 320px; }
+.aiwb-stale .aiwb-chart, .aiwb-stale .aiwb-figures,
+.aiwb-stale .aiwb-value:not(.aiwb-headline) { opacity: 0.45; filter: grayscale(1);
   outline: 2px dashed #666; outline-offset: 3px; }
 .aiwb-stale .aiwb-headline { outline: 2px dashed #666; outline-offset: 3px; }
 .aiwb-stale-mark { font-weight: bold; border: 1px solid currentColor; border-radius: 3px; padding: 0 4px;

@@ -137,6 +137,7 @@ class KVPlanner(BackgroundComposite):
         self.follows.add_class("aiwb-follows")
         self.figures = value_html("")
         self.args = W.HTML("")
+        self.args.add_class("aiwb-figures")  # faded with the chart while stale
         self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
         for c in self.controls.values():
             c.observe(self.guarded(self._changed), names="value")

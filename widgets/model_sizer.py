@@ -20,6 +20,7 @@ from aiworkbook.errors import SpecError
 from .base import (
     Background,
     BackgroundComposite,
+    chart_row,
     chart_view,
     dropdown,
     html_table,
@@ -187,6 +188,8 @@ class ModelSizer(BackgroundComposite):
         self.fits_table = W.HTML("")
         self.cost = value_html("")
         self.host = W.HTML("", layout=W.Layout(display="none"))
+        for figures in (self.rule, self.fits_table, self.host):  # faded with the chart while stale
+            figures.add_class("aiwb-figures")
         self.host.add_class("aiwb-host")
         for w in (self.source, self.preset, self.gpu, *self._main.values()):
             w.observe(self.guarded(self._changed), names="value")
@@ -274,7 +277,7 @@ class ModelSizer(BackgroundComposite):
             self.headline,
             self.error_area,
             self.status,
-            W.HBox([self.chart, W.VBox([self.rule, self.host, self.cost])]),
+            chart_row(self.chart, W.VBox([self.rule, self.host, self.cost])),
             self.source,
             self.preset,
             form,
