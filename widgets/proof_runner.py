@@ -33,6 +33,7 @@ from .base import (
     value_html,
     where_html,
 )
+from .form import named
 
 #: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
 FORM_KINDS = ("model", "int", "float", "bool", "choice", "ints")
@@ -182,9 +183,10 @@ class ProofRunner(Composite):
         for spec in info.inputs:
             w = input_widget(spec)
             if w is not None:
-                (w.toggle if isinstance(w, OptionalNumber) else w).description = self._said(
-                    f"input.{spec.name}", spec.name
-                )
+                said = self._said(f"input.{spec.name}", spec.name)
+                said = said[:1].upper() + said[1:]  # as the page's other labels ("Proof", "Model")
+                (w.toggle if isinstance(w, OptionalNumber) else w).description = said
+                named(w, spec.name, said)  # an error names the input as the form shows it
                 w.observe(self.guarded(self._replan), names="value")
                 self.inputs[spec.name] = w
         self.form.children = list(self.inputs.values())
