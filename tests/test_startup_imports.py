@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def test_the_sizing_pages_first_cells_load_no_pandas_torch_or_cli():
     code = (
@@ -32,6 +34,7 @@ def test_the_version_is_read_on_first_use():
     assert __version__ == aiworkbook.__version__
 
 
+@pytest.mark.timeout(240)
 def test_the_sizing_pages_cells_never_import_altair_themselves():
     """Issue 33, start-up: the sizing page's three widgets mark themselves ready without importing
     altair on the kernel's thread (about a second of a kernel's start): a background thread imports it
