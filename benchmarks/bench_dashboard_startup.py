@@ -59,23 +59,29 @@ NUMBERS_JS = """() => {
 def expected_ready(notebook: Path) -> int:
     """How many `.aiwb-ready` widgets the notebook's page shows: the aiworkbook.widgets composites it
     builds (each calls `ready()` last; widgets/base.py) and the explicit `add_class("aiwb-ready")` calls
-    in its code cells. Read from the code, never run; at least 1."""
+    in its code cells (one branch of a conditional expression: the monitor builds FleetMonitor or
+    GPUMonitor). Read from the code, never run; at least 1."""
     from aiworkbook.widgets import __all__ as composites
+
+    def count(node: ast.AST) -> int:
+        if isinstance(node, ast.IfExp):  # `A() if x else B()` shows one of them, never both
+            return count(node.test) + max(count(node.body), count(node.orelse))
+        here = 0
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            marks = name == "add_class" and [ast.dump(a) for a in node.args] == [
+                ast.dump(ast.Constant("aiwb-ready"))
+            ]
+            here = int(name in composites or marks)
+        return here + sum(count(child) for child in ast.iter_child_nodes(node))
 
     n = 0
     for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
         if cell["cell_type"] != "code":
             continue
         src = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-        for node in ast.walk(ast.parse(src)):
-            if not isinstance(node, ast.Call):
-                continue
-            f = node.func
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            marks = name == "add_class" and [ast.dump(a) for a in node.args] == [
-                ast.dump(ast.Constant("aiwb-ready"))
-            ]
-            n += name in composites or marks
+        n += count(ast.parse(src))
     return max(n, 1)
 
 

@@ -111,3 +111,14 @@ def test_every_dashboard_gets_its_ratio_of_medians_with_the_load_beside_it():
         "load average (1 min) 1.0-6.5, median 2.0 on 2 logical CPUs" in r["note"] for r in rows.values()
     )
     assert all("target ≤ 1.5x" in r["note"] for r in rows.values())
+
+
+def test_each_dashboard_waits_for_the_widgets_it_shows():
+    """The monitor builds FleetMonitor or GPUMonitor (a conditional expression): one widget, not two, or
+    the bench waits for a marker that never comes."""
+    bench = _bench()
+    assert {d: bench.expected_ready(dashboard_path(d)) for d in ("sizing", "monitor", "report")} == {
+        "sizing": 3,
+        "monitor": 1,
+        "report": 3,
+    }

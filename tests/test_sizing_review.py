@@ -369,13 +369,13 @@ def test_tp_must_split_or_replicate_kv_heads_evenly():
 @pytest.mark.parametrize(
     "argv,field",
     [
-        (["size", "tiny-llama", "--batch", "0"], "batch"),
-        (["size", "tiny-llama", "--gpu-util", "0"], "gpu_memory_utilization"),
-        (["size", "tiny-llama", "--zero", "2"], "zero"),
-        (["size", "tiny-llama", "--mode", "infer", "--gpus", "2"], "dp"),
-        (["size", "tiny-llama", "--mode", "infer", "--seq", "512", "--context", "100"], "context"),
-        (["size", "tiny-llama", "--engine", "tgi"], "engine"),
-        (["fit", "tiny-llama", "--tp", "3", "--mode", "infer"], "tp"),
+        (["size", "tiny-llama", "--batch", "0"], "--batch"),  # named as typed (issue 33)
+        (["size", "tiny-llama", "--gpu-util", "0"], "--gpu-util"),
+        (["size", "tiny-llama", "--zero", "2"], "--zero"),
+        (["size", "tiny-llama", "--mode", "infer", "--gpus", "2"], "--dp"),  # --gpus: --dp's old name
+        (["size", "tiny-llama", "--mode", "infer", "--seq", "512", "--context", "100"], "--context"),
+        (["size", "tiny-llama", "--engine", "tgi"], "--engine"),
+        (["fit", "tiny-llama", "--tp", "3", "--mode", "infer"], "--tp"),
         (["fit", "tiny-llama", "--gpu", "H900"], "gpu"),
     ],
 )

@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def test_the_sizing_pages_first_cells_load_no_pandas_torch_or_cli():
     code = (
@@ -20,9 +22,7 @@ def test_the_sizing_pages_first_cells_load_no_pandas_torch_or_cli():
         "assert 'altair' in sys.modules  # the chart is drawn: the check below is not vacuous\n"
         "print(sorted(m for m in ('pandas', 'torch', 'typer', 'aiworkbook.cli') if m in sys.modules))\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.strip().splitlines()[-1] == "[]"
+    assert _last_line(code) == "[]"
 
 
 def test_the_version_is_read_on_first_use():
@@ -32,3 +32,41 @@ def test_the_version_is_read_on_first_use():
     from aiworkbook import __version__
 
     assert __version__ == aiworkbook.__version__
+
+
+@pytest.mark.timeout(240)
+def test_the_sizing_pages_cells_never_import_altair_themselves():
+    """Issue 33, start-up: the sizing page's three widgets mark themselves ready without importing
+    altair on the kernel's thread (about a second of a kernel's start): a background thread imports it
+    while the later cells run, and the chart comes with the first result on the kernel's event loop (the
+    cells run in a coroutine, as ipykernel runs them). An import hook records which thread imports it."""
+    code = (
+        "import asyncio, sys, threading, time\n"
+        "who = []\n"
+        "class Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'altair':\n"
+        "            who.append(threading.current_thread().name)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "async def page():\n"
+        "    from aiworkbook.widgets import KVPlanner, ModelSizer, PreflightPanel\n"
+        "    from aiworkbook.widgets.i18n import page_header\n"
+        "    page_header('sizing', 'en')\n"
+        "    s = ModelSizer(lang='en'); k = KVPlanner(lang='en'); k.follow(s); p = PreflightPanel(lang='en')\n"
+        "    assert all('aiwb-ready' in w._dom_classes for w in (s, k, p))\n"
+        "    deadline = time.monotonic() + 120\n"
+        "    while not (s.result and k.result) and time.monotonic() < deadline:\n"
+        "        await asyncio.sleep(0.05)\n"
+        "    assert s.error == '' and s.chart.spec is not None, s.error\n"
+        "    print('drawn:', k.chart.spec is not None, 'altair imported by:', who)\n"
+        "asyncio.run(page())\n"
+    )
+    assert _last_line(code) == "drawn: True altair imported by: ['aiwb-charts']"
+
+
+def _last_line(code: str) -> str:
+    """The last line `code` prints in a fresh interpreter (a kernel's start), which must succeed."""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout.strip().splitlines()[-1]

@@ -111,9 +111,9 @@ def test_busy_is_a_message_not_a_traceback(runner):
 
 def test_bad_inputs_show_errors_and_the_widget_keeps_working(runner):
     runner.inputs["steps"].value = 0  # below the InputSpec's low
-    assert "steps" in runner.error
+    assert "Steps" in runner.error  # named as the form shows it
     runner.run_button.click()  # the bad value is refused before a thread starts
-    assert runner._thread is None and "steps" in runner.error
+    assert runner._thread is None and "Steps" in runner.error
     runner.inputs["steps"].value = 2
     assert runner.error == "" and runner.plan["predicted"] == plan(steps=2).predicted
 
@@ -215,7 +215,7 @@ def test_every_proof_plans_on_selection_and_optional_numbers_start_unset():
         r.inputs["concurrency"].value = 8
         assert r.value["inputs"]["concurrency"] == 8 and r.error == ""
         r.inputs["concurrency"].value = 0
-        assert r.error == "field 'concurrency' = 0 is not valid; allowed: >= 1"
+        assert r.error == "Concurrency = 0 is not valid; allowed: >= 1"  # named as the form shows it
         r.inputs["concurrency"].value = None  # switched off again: the proof's default sweep
         assert r.error == "" and "concurrency" not in r.value["inputs"]
     finally:

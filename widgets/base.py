@@ -28,11 +28,90 @@ _offline_lock = threading.Lock()
 _chart_class: Any = None
 
 
-def chart_view(chart: Any = None) -> Any:
+def chart_view(chart: Any = None, lazy: bool = False) -> Any:
     """An `alt.JupyterChart` showing `chart` (change it with `view.draw(chart)`), with Altair's JavaScript served from the installed
     packages (no CDN): `aiworkbook.charts.render.enable_offline` runs once per kernel. Under the
     dashboard server the chart loads that bundle from the server by URL (`shared_chart_class`), so a
-    page fetches and evaluates it once for all its charts instead of once per chart."""
+    page fetches and evaluates it once for all its charts instead of once per chart. `lazy`: a
+    `ChartView` that imports altair and builds the chart with the first one set (start-up)."""
+    if lazy:
+        return ChartView(chart)
+    return _jupyter_chart(chart)
+
+
+_charts_lock = threading.Lock()
+_warming: threading.Thread | None = None
+
+
+def load_charts() -> Any:
+    """`aiworkbook.charts` (and altair), imported by one thread at a time: the warm-up thread that
+    `ChartView` starts and the kernel's loop never import altair's modules at once (two threads in one
+    package's circular imports see it half-initialised, as numpy was; see PRELOAD)."""
+    with _charts_lock:
+        import aiworkbook.charts as charts
+
+    return charts
+
+
+def warm_charts() -> None:
+    """Import altair on a background thread once per kernel, while the page's later cells run, so the
+    first chart on the loop finds it loaded (a cell between two does not wait for a second of imports)."""
+    global _warming
+    with _offline_lock:
+        if _warming is None:
+            _warming = threading.Thread(target=load_charts, name="aiwb-charts", daemon=True)
+            _warming.start()
+
+
+class ChartView(W.VBox):
+    """A chart's place on the page, empty until its first chart: `chart = alt.Chart` builds the
+    `alt.JupyterChart` then (on the kernel's loop, where the chart is made), so a page is ready
+    before altair (about a second of imports) has loaded; `chart` and `spec` read the one shown."""
+
+    def __init__(self, chart: Any = None) -> None:
+        super().__init__()
+        self.add_class("aiwb-chart")  # styled while stale (LAYOUT_CSS)
+        self.lang = "en"  # set by localize_choices: vega-embed's menu in the page's language
+        self._view: Any = None
+        warm_charts()
+        if chart is not None:
+            self.chart = chart
+
+    def draw(self, chart: Any) -> None:
+        """Show `chart`: the first one builds the `alt.JupyterChart` (altair imported then), later ones
+        go through its `draw` (public traits only; `spec` is what is on screen)."""
+        if self._view is not None:
+            self._view.draw(chart)
+            return
+        load_charts()
+        self._view = _jupyter_chart(chart)
+        if self.lang != "en":
+            self._view.embed_options = {**(self._view.embed_options or {}), "i18n": embed_i18n(self.lang)}
+        self.children = [self._view]
+
+    @property
+    def chart(self) -> Any:
+        """The chart given to Altair's `chart` trait (None for a plain chart drawn through `spec`)."""
+        return None if self._view is None else self._view.chart
+
+    @chart.setter
+    def chart(self, value: Any) -> None:
+        self.draw(value)
+
+    @property
+    def spec(self) -> Any:
+        return None if self._view is None else self._view.spec
+
+
+def chart_row(chart: Any, beside: Any) -> W.HBox:
+    """A chart with its words beside it; on a narrow page the words go below, never over the chart,
+    which keeps its width and its legend (LAYOUT_CSS `.aiwb-chart-row`)."""
+    row = W.HBox([chart, beside])
+    row.add_class("aiwb-chart-row")
+    return row
+
+
+def _jupyter_chart(chart: Any = None) -> Any:
     global _offline_done, _chart_class
     import altair as alt
 
@@ -252,15 +331,13 @@ class Delivery:
 #: kernel's loop), and narwhals skips a pandas nobody imported; loading it cost every sizing page 0.4 s.
 PRELOAD = (
     "numpy",
-    "altair",
     "aiworkbook.sizing",
     "aiworkbook.sizing.capacity",
     "aiworkbook.sizing.estimate",
     "aiworkbook.sizing.plan",
     "aiworkbook.sizing.sweep",
-    "aiworkbook.charts",
     "aiworkbook.profile.snippets",
-)
+)  # not altair nor aiworkbook.charts: no worker imports them (charts are made on the kernel's loop)
 
 
 def preload() -> None:
@@ -545,7 +622,11 @@ LAYOUT_CSS = """
 .aiwb-widget .aiwb-lora .widget-label { align-self: flex-start; padding-top: 4px; }
 .aiwb-pattern-picker .widget-inline-hbox { width: min(720px, 100%); }
 .aiwb-pattern-picker .widget-inline-hbox > .widget-label { width: 46% !important; max-width: 46%; text-align: right; }
-.aiwb-stale .aiwb-chart, .aiwb-stale .aiwb-value:not(.aiwb-headline) { opacity: 0.45; filter: grayscale(1);
+.aiwb-chart-row { flex-wrap: wrap; gap: 8px; }
+.aiwb-chart-row > .aiwb-chart { flex: 0 0 auto; }
+.aiwb-chart-row > :not(.aiwb-chart) { flex: 1 1 320px; min-width: 320px; }
+.aiwb-stale .aiwb-chart, .aiwb-stale .aiwb-figures,
+.aiwb-stale .aiwb-value:not(.aiwb-headline) { opacity: 0.45; filter: grayscale(1);
   outline: 2px dashed #666; outline-offset: 3px; }
 .aiwb-stale .aiwb-headline { outline: 2px dashed #666; outline-offset: 3px; }
 .aiwb-stale-mark { font-weight: bold; border: 1px solid currentColor; border-radius: 3px; padding: 0 4px;
@@ -591,6 +672,8 @@ def localize_choices(root: Any, lang: str) -> None:
         if isinstance(w, W.widgets.widget_selection._Selection):
             relabel(w)
             w.observe(lambda change: relabel(change["owner"]), names="_options_labels")
+        elif isinstance(w, ChartView):  # its chart, when it comes, has the page's menu words
+            w.lang = lang
         elif lang != "en" and hasattr(w, "embed_options") and hasattr(w, "spec"):  # alt.JupyterChart
             w.embed_options = {**(w.embed_options or {}), "i18n": embed_i18n(lang)}
         stack.extend(getattr(w, "children", ()) or ())

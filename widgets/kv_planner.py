@@ -12,7 +12,7 @@ import traitlets
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 
-from .base import Background, BackgroundComposite, chart_view, dropdown, value_html, where_html
+from .base import Background, BackgroundComposite, chart_view, dropdown, load_charts, value_html, where_html
 from .form import FieldText, control, read, schema, set_number
 
 FIELDS = ("model", "gpu", "engine", "kv_dtype", "context", "concurrency", "gpu_memory_utilization", "tp")
@@ -35,8 +35,9 @@ def check_context(spec: Any, context: Any, lang: str = "en") -> None:
 
 def plan(inputs: dict[str, Any], lang: str = "en") -> dict[str, Any]:
     """The planner's figures, all from aiworkbook.sizing.capacity (and the heatmap's data)."""
-    from aiworkbook.charts.heatmap import DEFAULT_BATCHES, DEFAULT_LENGTHS
     from aiworkbook.sizing import Workload, capacity
+    from aiworkbook.sizing.capacity import GRID_BATCHES as DEFAULT_BATCHES
+    from aiworkbook.sizing.capacity import GRID_LENGTHS as DEFAULT_LENGTHS
     from aiworkbook.sizing.memory import kv_bytes
     from aiworkbook.specs import get_gpu, load_model
 
@@ -136,7 +137,8 @@ class KVPlanner(BackgroundComposite):
         self.follows.add_class("aiwb-follows")
         self.figures = value_html("")
         self.args = W.HTML("")
-        self.chart = chart_view()
+        self.args.add_class("aiwb-figures")  # faded with the chart while stale
+        self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
         for c in self.controls.values():
             c.observe(self.guarded(self._changed), names="value")
         form = W.GridBox(
@@ -250,7 +252,7 @@ class KVPlanner(BackgroundComposite):
                 self.value = self._inputs()
 
     def _apply(self, p: dict[str, Any]) -> None:
-        from aiworkbook.charts import heatmap_chart
+        heatmap_chart = load_charts().heatmap_chart  # altair, by one thread at a time (base.load_charts)
         from aiworkbook.i18n_format import integer
         from aiworkbook.units import fmt_bytes
 

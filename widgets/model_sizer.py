@@ -17,7 +17,17 @@ import ipywidgets as W
 
 from aiworkbook.errors import SpecError
 
-from .base import Background, BackgroundComposite, chart_view, dropdown, html_table, value_html, where_html
+from .base import (
+    Background,
+    BackgroundComposite,
+    chart_row,
+    chart_view,
+    dropdown,
+    html_table,
+    load_charts,
+    value_html,
+    where_html,
+)
 from .finetune import FinetuneControls, all_fields
 from .form import (
     UNSET,
@@ -177,11 +187,13 @@ class ModelSizer(BackgroundComposite):
         self.headline = value_html("")
         self.headline.add_class("aiwb-headline")  # marked, not faded, while the figures are stale
         self.where = where_html(lang=lang)
-        self.chart = chart_view()
+        self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
         self.rule = W.HTML("")
         self.fits_table = W.HTML("")
         self.cost = value_html("")
         self.host = W.HTML("", layout=W.Layout(display="none"))
+        for figures in (self.rule, self.fits_table, self.host):  # faded with the chart while stale
+            figures.add_class("aiwb-figures")
         self.host.add_class("aiwb-host")
         for w in (self.source, self.preset, self.gpu, *self._main.values()):
             w.observe(self.guarded(self._changed), names="value")
@@ -269,7 +281,7 @@ class ModelSizer(BackgroundComposite):
             self.headline,
             self.error_area,
             self.status,
-            W.HBox([self.chart, W.VBox([self.rule, self.host, self.cost])]),
+            chart_row(self.chart, W.VBox([self.rule, self.host, self.cost])),
             self.source,
             self.preset,
             form,
@@ -469,7 +481,7 @@ class ModelSizer(BackgroundComposite):
 
     # -- output --------------------------------------------------------------------------------
     def _apply(self, out: dict[str, Any]) -> None:
-        from aiworkbook.charts import memory_chart
+        memory_chart = load_charts().memory_chart  # altair, by one thread at a time (base.load_charts)
         from aiworkbook.charts.memory import rule_formula
         from aiworkbook.i18n_format import integer, money
         from aiworkbook.message import Msg
@@ -486,7 +498,7 @@ class ModelSizer(BackgroundComposite):
             else f"{w.batch} × {integer(w.seq_len, lang)} {self.t('tokens')}"
         )
         words = self.t("fits") if fit["fits"] else self.t("does_not_fit")
-        from aiworkbook.charts.theme import VERDICT_COLOURS  # altair loads on first draw, not on import
+        from aiworkbook.charts.colours import VERDICT_COLOURS
 
         colour = VERDICT_COLOURS["pass" if fit["fits"] else "fail"]
         line = self.t(

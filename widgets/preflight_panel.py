@@ -68,13 +68,8 @@ class PreflightPanel(Composite):
             self.headline,
             self.details,
         ]
-        if auto:
-            from aiworkbook import nvml
-
-            if nvml.ensure() is not None:  # no GPU: answered at once (no NVML call to wait for)
-                self.guarded(lambda: self._show(check(self.inputs())))()
-            else:
-                self.read()
+        if auto:  # in the background, GPU or none: the page is ready before the answer (start-up)
+            self.read()
         self.ready()
 
     def inputs(self) -> dict[str, Any]:

@@ -27,11 +27,13 @@ from .base import (
     chart_view,
     dropdown,
     html_table,
+    load_charts,
     localize_choices,
     none_first,
     value_html,
     where_html,
 )
+from .form import named
 
 #: Input kinds the form offers; paths and free text are never taken from a viewer (file system safety).
 FORM_KINDS = ("model", "int", "float", "bool", "choice", "ints")
@@ -145,7 +147,7 @@ class ProofRunner(Composite):
         self.progress_row = W.HBox([self.progress, self.progress_text])
         self.progress_row.layout.display = "none"  # no empty bar: shown when a run starts
         self.outcome = value_html("")
-        self.chart = chart_view()
+        self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
         self.chart.layout.display = "none"  # no empty chart: shown with the first result
         buttons = [self.run_button, self.cancel_button] if self.allow_run else [W.HTML(self.t("runs_off"))]
         self.where = where_html(measured=True, lang=lang)
@@ -181,9 +183,10 @@ class ProofRunner(Composite):
         for spec in info.inputs:
             w = input_widget(spec)
             if w is not None:
-                (w.toggle if isinstance(w, OptionalNumber) else w).description = self._said(
-                    f"input.{spec.name}", spec.name
-                )
+                said = self._said(f"input.{spec.name}", spec.name)
+                said = said[:1].upper() + said[1:]  # as the page's other labels ("Proof", "Model")
+                (w.toggle if isinstance(w, OptionalNumber) else w).description = said
+                named(w, spec.name, said)  # an error names the input as the form shows it
                 w.observe(self.guarded(self._replan), names="value")
                 self.inputs[spec.name] = w
         self.form.children = list(self.inputs.values())
@@ -309,7 +312,7 @@ class ProofRunner(Composite):
             self._done.set()
 
     def _show_result(self, r: Any) -> None:
-        from aiworkbook.charts import proofs_chart
+        proofs_chart = load_charts().proofs_chart  # altair, by one thread at a time (base.load_charts)
         from aiworkbook.charts.theme import VERDICT_COLOURS, verdict_label
         from aiworkbook.proofs.flags import FLAGS
         from aiworkbook.provenance import verdict_words

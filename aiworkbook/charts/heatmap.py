@@ -9,9 +9,8 @@ import altair as alt
 
 from aiworkbook.charts.colours import MARK_COLOURS, VERDICT_COLOURS
 from aiworkbook.charts.theme import HEIGHT, WIDTH, finish, gib, meaning_scale, tr
-
-DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-DEFAULT_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+from aiworkbook.sizing.capacity import GRID_BATCHES as DEFAULT_BATCHES  # noqa: E402
+from aiworkbook.sizing.capacity import GRID_LENGTHS as DEFAULT_LENGTHS  # noqa: E402
 
 
 def heatmap_data(

@@ -319,6 +319,11 @@ def cheapest_of(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return best
 
 
+#: the batch (concurrency) x length grid the KV planner's heatmap sweeps unless told otherwise
+GRID_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+GRID_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+
+
 def fit_grid(
     spec: ModelSpecLike, w: Workload, gpu: GPUSpec | str, batches: Num, lengths: Num, device: str = "cuda"
 ) -> dict[str, Any]:

@@ -50,10 +50,12 @@ def test_sizing_typed_number_out_of_range_is_refused_and_mode_controls(browser, 
         error = sizer.locator(".aiwb-error").first
         _type(page, "seq_len", "1e12")
         error.wait_for(state="visible", timeout=ANSWER_TIMEOUT_MS)
-        assert "seq_len" in error.text_content() and f"1 to {MAX_TOKENS:,}" in error.text_content()
+        assert error.text_content().split(" ", 1)[1].startswith(_label("seq_len") + " = ")  # as on screen
+        assert f"1 to {MAX_TOKENS:,}" in error.text_content()
         assert "1e12" in error.text_content()  # what was typed, not a clamped or shortened number
         assert _box(page, "seq_len").locator("input").first.input_value() == "1e12"
-        assert headline.text_content() == shown  # the last valid estimate, not one of 1e12 or 112
+        # the last valid estimate, not one of 1e12 or 112, marked as not updated
+        assert headline.text_content() == _label("stale_mark") + shown
         page.wait_for_selector(".aiwb-model-sizer.aiwb-stale", timeout=ANSWER_TIMEOUT_MS)
         assert _label("stale") in sizer.locator(".aiwb-status").first.text_content()
         shot(page, "sizing-typed-1e12")
