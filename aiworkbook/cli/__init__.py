@@ -52,8 +52,14 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    lang: str = typer.Option(
+        "en", "--lang", help="Language of what the command says: en, nl or de (before the command)."
+    ),
 ) -> None:
     """Size AI infrastructure and prove the sizing on this node."""
+    from aiworkbook.cli.lang import set_lang
+
+    set_lang(lang)
 
 
 for _mod in (
@@ -157,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     from aiworkbook import diskfull, signals
+    from aiworkbook.cli.lang import error_line, set_lang
     from aiworkbook.persist import written_since
 
+    set_lang("en")  # until the root callback reads --lang (main runs more than once in a process)
     mark = len(written_since())
     try:
         with signals.handled():
@@ -175,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                 return _interrupted(exc, mark)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except SpecError as exc:  # bad input, named by the library
-        typer.echo(f"error: {exc}", err=True)
+    except SpecError as exc:  # bad input, named by the library, in the language of --lang
+        typer.echo(error_line(exc), err=True)
         return 2
     except RecursionError:
         typer.echo("error: input nested too deeply to read (RecursionError)", err=True)
@@ -205,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         spec = _spec_error_in(exc)
         if spec is not None:  # an option's own parser (cli/size_cmds.py) named the option and its range
-            typer.echo(f"error: {spec}", err=True)
+            typer.echo(error_line(spec), err=True)
             return 2
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # click usage errors
             exc.show()  # type: ignore[attr-defined]
