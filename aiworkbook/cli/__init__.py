@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     from aiworkbook import diskfull, signals
-    from aiworkbook.cli.lang import error_line, set_lang
+    from aiworkbook.cli.lang import error_line, said, set_lang
+    from aiworkbook.message import Msg
     from aiworkbook.persist import written_since
 
     set_lang("en")  # until the root callback reads --lang (main runs more than once in a process)
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(error_line(exc), err=True)
         return 2
     except RecursionError:
-        typer.echo("error: input nested too deeply to read (RecursionError)", err=True)
+        typer.echo(said(Msg("cli.error", text=Msg("cli.nested_too_deeply"))), err=True)
         return 2
     except OSError as exc:  # a path that cannot be read or written, a disk that is full, a port in use
         full = diskfull.found_in(exc)

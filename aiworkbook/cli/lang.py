@@ -36,5 +36,6 @@ def error_line(exc: SpecError) -> str:
     if _lang == "en":
         return f"error: {exc}"
     where = f"{printable(exc.source, 400)}: " if exc.source else ""
-    line = Msg("error_line", field=printable(exc.field), value=quote(exc.value), allowed=exc.allowed)
+    value = quote(said(exc.value)) if isinstance(exc.value, Msg) else quote(exc.value)
+    line = Msg("error_line", field=printable(exc.field), value=value, allowed=exc.allowed)
     return said(Msg("cli.error", text=where + line.render(_lang)))

@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
             from aiworkbook.persist import read_json
 
             # bounded, a regular file, nesting and bad JSON in words (someone else's result file)
-            doc = read_json(coldstart, what="a coldstart proof result (JSON)")
+            doc = read_json(coldstart, what=Msg("file.coldstart_result"))
             measured = ColdStart.from_result(doc, source=str(coldstart))
         r = replica_time(
             image_bytes=image_gb * GB,

@@ -12,6 +12,7 @@ import typer
 from aiworkbook.cli.k8s_cmds import profile_app
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 
 def register(app: typer.Typer) -> None:
@@ -86,7 +87,7 @@ def slurm_job(
         aiworkbook=aiworkbook,
     )
     prof = load_profile(profile)
-    text = sbatch_script(prof, read_text(profile, what="an existing locked profile JSON"), profile.stem, job)
+    text = sbatch_script(prof, read_text(profile, what=Msg("file.locked_profile")), profile.stem, job)
     if out is None:
         typer.echo(text, nl=False)
     else:

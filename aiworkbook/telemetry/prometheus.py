@@ -26,6 +26,7 @@ from dataclasses import field as _field
 from typing import Any
 
 from aiworkbook.errors import SpecError, printable
+from aiworkbook.message import Msg
 from aiworkbook.telemetry.openmetrics import GPU_METRICS
 
 #: the charts of the fleet view, as the local monitor draws them (widgets/gpu_monitor.py GPU_METRICS)
@@ -381,7 +382,7 @@ def recorded_reader(path: str | os.PathLike) -> PrometheusReader:
     from aiworkbook.persist import read_json
 
     doc = read_json(
-        path, kind=RECORDING_KIND, max_version=RECORDING_SCHEMA_VERSION, what="a Prometheus recording"
+        path, kind=RECORDING_KIND, max_version=RECORDING_SCHEMA_VERSION, what=Msg("file.prometheus_recording")
     )
     answers, end = doc.get("answers"), doc.get("end")
     if not isinstance(answers, dict) or isinstance(end, bool) or not isinstance(end, int | float):
