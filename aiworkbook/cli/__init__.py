@@ -202,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
                 pass
             return 1
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        typer.echo(f"error: {where}{exc.strerror or exc}", err=True)
+        why = exc.strerror or (exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Msg) else exc)
+        typer.echo(said(Msg("cli.error", text=where + said(why))), err=True)
         return 2
     except BaseException as exc:
         code = _exit_code(exc)
