@@ -37,5 +37,13 @@ def error_line(exc: SpecError) -> str:
         return f"error: {exc}"
     where = f"{printable(exc.source, 400)}: " if exc.source else ""
     value = quote(said(exc.value)) if isinstance(exc.value, Msg) else quote(exc.value)
-    line = Msg("error_line", field=printable(exc.field), value=value, allowed=exc.allowed)
+    line = Msg("error_line", field=field_name(exc.field), value=value, allowed=exc.allowed)
     return said(Msg("cli.error", text=where + line.render(_lang)))
+
+
+def field_name(field: str) -> str:
+    """A refused field as the CLI's language names it (`field.path`: "pad", "Pfad"), where the
+    catalogue has a word for it; else the field as the library names it (`pull_gb_s`, `--tp`)."""
+    from aiworkbook.catalogue import catalogue
+
+    return catalogue(_lang).get(f"field.{field}") or printable(field)
