@@ -58,7 +58,24 @@ def _runs(tmp_path) -> list[tuple[list[str], int]]:
         ([*REPLICA, "--coldstart", str(nested)], 2),  # JSON nested too deeply to read
         (["size", str(big)], 2),  # sizing: a model file too large
         (["fit", "llama-3-8b", "--tp", "0"], 2),  # sizing: a number out of its range
+        (_merge(tmp_path), 2),  # check merge: nodes' files too deep, not a check's, one missing
     ]
+
+
+def _merge(tmp_path) -> list[str]:
+    deep = tmp_path / "n01.xml"
+    deep.write_text("<a>" * 40 + "</a>" * 40, encoding="utf-8")
+    other = tmp_path / "n02.xml"
+    other.write_text("<testsuites/>", encoding="utf-8")
+    return ["check", "merge", str(deep), str(other), "--expect", "3", "--out", str(tmp_path / "merged.xml")]
+
+
+def _merged_errors(tmp_path) -> str:
+    """What the merged JUnit says of each node that sent nothing usable (its error messages)."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(tmp_path / "merged.xml").getroot()  # noqa: S314 (written by this test's run)
+    return "\n".join(e.get("message", "") for e in root.iter("error"))
 
 
 @pytest.mark.timeout(60)
@@ -68,7 +85,7 @@ def test_commands_leave_no_english(tmp_path, capsys, lang):
     for argv, code in _runs(tmp_path):
         assert main(["--lang", lang, *argv]) == code, argv
         out = capsys.readouterr()
-        text = out.out + out.err
+        text = out.out + out.err + (_merged_errors(tmp_path) if argv[0] == "check" else "")
         assert text.strip() and "Traceback" not in text, argv
         if code:
             assert len(out.err.splitlines()) == 1, out.err  # a refusal is one line
