@@ -9,8 +9,8 @@ MAX_QUOTE = 200
 
 def quote(value: object, limit: int = MAX_QUOTE) -> str:
     """`repr(value)`, cut to `limit` characters with a note of how long it was."""
-    try:
-        text = repr(value)
+    try:  # a message (aiworkbook.message, a str that says itself in a language): its English text
+        text = repr(str(value)) if isinstance(value, str) and hasattr(value, "render") else repr(value)
     except (ValueError, RecursionError):  # ints past sys.int_max_str_digits, self-nesting containers
         text = f"<{type(value).__name__}>"
     if len(text) <= limit:

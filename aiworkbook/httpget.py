@@ -18,6 +18,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from aiworkbook.errors import printable
+from aiworkbook.message import Msg
 
 #: the most bytes one answer may have unless the caller says otherwise
 MAX_BYTES = 64 * 2**20
@@ -50,9 +51,9 @@ def _split(url: str) -> urllib.parse.SplitResult:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 (a port that is not a number raises here)
     except ValueError as exc:
-        raise FetchError(f"not a URL: {printable(url, QUOTE)} ({exc})") from None
+        raise FetchError(Msg("fetch.not_url", url=printable(url, QUOTE), why=str(exc))) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise FetchError(f"only http:// and https:// URLs are fetched, not {printable(url, QUOTE)}")
+        raise FetchError(Msg("fetch.scheme", url=printable(url, QUOTE)))
     return parts
 
 
@@ -77,11 +78,10 @@ def get(
         nxt = _split(target) if target.startswith(("http://", "https://")) else None
         if nxt is None or _origin(nxt) != first:
             raise FetchError(
-                f"{printable(url, QUOTE)} redirects to {printable(target, QUOTE)}, another origin: refused "
-                "(ask that URL directly if it is the one meant)"
+                Msg("fetch.other_origin", url=printable(url, QUOTE), target=printable(target, QUOTE))
             )
         if len(redirects) >= MAX_REDIRECTS:
-            raise FetchError(f"{printable(url, QUOTE)}: more than {MAX_REDIRECTS} redirects")
+            raise FetchError(Msg("fetch.redirects", url=printable(url, QUOTE), n=MAX_REDIRECTS))
         redirects.append(target)
         parts = nxt
 
@@ -89,7 +89,7 @@ def get(
 def _left(end: float, clock, url: str) -> float:
     left = end - clock()
     if left <= 0:
-        raise FetchError(f"{printable(url, QUOTE)}: no whole answer within the deadline")
+        raise FetchError(Msg("fetch.deadline", url=printable(url, QUOTE)))
     return left
 
 
@@ -115,7 +115,9 @@ def _one(
         resp = conn.getresponse()
         declared = resp.length  # http.client's reading of Content-Length: None when absent or not a number
         if declared is not None and declared > max_bytes:  # refused before any of the body is read
-            raise FetchError(f"{printable(url, QUOTE)}: an answer of {declared:,} bytes, over {max_bytes:,}")
+            raise FetchError(
+                Msg("fetch.declared_over", url=printable(url, QUOTE), size=declared, max=max_bytes)
+            )
         chunks, size = [], 0
         while True:
             if sock is not None:
@@ -125,7 +127,7 @@ def _one(
                 break
             size += len(chunk)
             if size > max_bytes:
-                raise FetchError(f"{printable(url, QUOTE)}: the answer is over {max_bytes:,} bytes")
+                raise FetchError(Msg("fetch.over", url=printable(url, QUOTE), max=max_bytes))
             chunks.append(chunk)
             _left(end, clock, url)
         _left(end, clock, url)  # a body cut short by the watchdog is not an answer
@@ -134,7 +136,7 @@ def _one(
     except FetchError:
         raise
     except TimeoutError:
-        raise FetchError(f"{printable(url, QUOTE)}: no whole answer within the deadline") from None
+        raise FetchError(Msg("fetch.deadline", url=printable(url, QUOTE))) from None
     except (OSError, http.client.HTTPException, ValueError) as exc:
         _left(end, clock, url)  # the watchdog's shutdown surfaces as a reset or an incomplete read
         raise FetchError(

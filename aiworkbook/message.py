@@ -15,7 +15,9 @@ figure for the language with Babel (aiworkbook.i18n_format, aiworkbook.units):
     {x:num}      str(x): 0.5 / 0,5        {n:bytes}  256.00 MiB / 256,00 MiB
     {x:g}        Python's `g`: 500 for 500.0, 0.25 / 0,25
     {n:bytes:GiB}  58.68 GiB / 58,68 GiB (in the unit named)
-    {r:rate}     GB/s as datasheets write it  {x:pct0}  a fraction as a percentage: 5% / 5 % (pct0..pct9)
+    {r:rate}     GB/s as datasheets write it ({r:rate:auto}: B/s .. TB/s by size)
+    {x:pct0}     a fraction as a percentage: 5% / 5 % (pct0..pct9)
+    {s:seconds}  ns .. days by magnitude: 239.73 s, 4.0 min / 4,0 min
     {xs:list}    the items as `num` (a Msg in the language), joined by ", " (by "; " where a decimal
                  comma would make it ambiguous)
     {n:plural:one=trial|other=trials}   the form CLDR's plural rule of the language picks for n
@@ -163,7 +165,7 @@ class _Words(string.Formatter):
 
     def format_field(self, value: Any, spec: str) -> str:
         from aiworkbook import i18n_format as f
-        from aiworkbook.units import fmt_bytes, fmt_rate
+        from aiworkbook.units import fmt_bytes, fmt_rate, fmt_seconds
 
         lang = self.lang
         kind, _, rest = spec.partition(":")
@@ -181,8 +183,10 @@ class _Words(string.Formatter):
             return f.percent(value, int(kind[3]), lang)
         if kind == "bytes":  # {n:bytes:GiB} in the unit named
             return fmt_bytes(value, rest or "auto", lang=lang)
-        if kind == "rate":
-            return fmt_rate(value, lang=lang)
+        if kind == "rate":  # {r:rate:auto} picks the unit by size
+            return fmt_rate(value, rest or "GB/s", lang=lang)
+        if kind == "seconds":
+            return fmt_seconds(value, lang)
         if kind == "list":
             items = [words(v, lang) if isinstance(v, Msg) else _num(v, lang) for v in value]
             figures = [i for v, i in zip(value, items, strict=True) if not isinstance(v, Msg)]
@@ -194,7 +198,9 @@ class _Words(string.Formatter):
             from aiworkbook.errors import SpecError
 
             raise SpecError(
-                "message field kind", spec, "int, num, g, f0..f9, pct0..pct9, bytes, rate, list, plural:…"
+                "message field kind",
+                spec,
+                "int, num, g, f0..f9, pct0..pct9, bytes, rate, seconds, list, plural:…",
             )
         return words(value, lang)
 
@@ -206,6 +212,7 @@ _FIGURES = (
     "g",
     "bytes",
     "rate",
+    "seconds",
     *(f"f{d}" for d in range(10)),
     *(f"pct{d}" for d in range(10)),
 )

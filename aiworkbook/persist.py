@@ -16,6 +16,7 @@ from typing import Any
 
 from aiworkbook.diskfull import ERRNOS, NoSpace
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 #: our temporaries: `.<target name>.aiwb-<pid>-<random>.tmp`, so a later run can tell its own leftovers
 #: (a SIGKILLed writer's) from another program's files, and a live writer's from a dead one's
@@ -198,17 +199,17 @@ def write_jsonl(path: str | os.PathLike[str], header: dict[str, Any], rows: Iter
     return atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-def _kind(mode: int) -> str:
+def _kind(mode: int) -> Msg:
     for test, name in (
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "file.kind.fifo"),
+        (stat.S_ISCHR, "file.kind.char"),
+        (stat.S_ISBLK, "file.kind.block"),
+        (stat.S_ISSOCK, "file.kind.socket"),
+        (stat.S_ISDIR, "file.kind.folder"),
     ):
         if test(mode):
-            return name
-    return "a special file"
+            return Msg(name)
+    return Msg("file.kind.special")
 
 
 #: the largest file read whole (profiles, results, peers' and imported result files, recordings): a
@@ -217,42 +218,51 @@ READ_MAX_BYTES = 256 * 2**20
 
 
 def read_text(
-    path: str | os.PathLike[str], *, what: str = "an existing file", max_bytes: int = READ_MAX_BYTES
+    path: str | os.PathLike[str], *, what: str | None = None, max_bytes: int = READ_MAX_BYTES
 ) -> str:
     """A UTF-8 text file of at most `max_bytes`, or a SpecError naming the file: missing, a folder, a
     FIFO or device (which would hang or never end), larger than that, unreadable, not UTF-8."""
     p = Path(path)
+    what = what or Msg("file.existing")  # a message (or a caller's text), said in the reader's language
     try:
         st = os.stat(p)
     except FileNotFoundError:
         raise SpecError("path", str(p), what, source=str(p)) from None
     except OSError as exc:
-        raise SpecError("path", str(p), f"a readable file ({exc.strerror or exc})", source=str(p)) from None
+        raise SpecError(
+            "path", str(p), Msg("allowed.file_readable", why=exc.strerror or str(exc)), source=str(p)
+        ) from None
     if stat.S_ISDIR(st.st_mode):
-        raise SpecError("path", str(p), f"{what}, not a folder", source=str(p))
+        raise SpecError("path", str(p), Msg("allowed.file_not_folder", what=what), source=str(p))
     if not stat.S_ISREG(st.st_mode):
-        raise SpecError("path", str(p), f"{what} (a regular file, not {_kind(st.st_mode)})", source=str(p))
-    too_large = f"{what} of at most {max_bytes:,} bytes"
+        raise SpecError(
+            "path", str(p), Msg("allowed.file_regular", what=what, kind=_kind(st.st_mode)), source=str(p)
+        )
+    too_large = Msg("allowed.file_at_most", what=what, max=max_bytes)
     if st.st_size > max_bytes:
-        raise SpecError("path", f"{p} ({st.st_size:,} bytes)", too_large, source=str(p))
+        raise SpecError("path", Msg("file.sized", path=str(p), size=st.st_size), too_large, source=str(p))
     try:
         with open(p, encoding="utf-8") as fh:
             text = fh.read(max_bytes + 1)  # characters: a file that grew since stat is still bounded
         if len(text) > max_bytes:
-            raise SpecError("path", f"{p} (grew past {max_bytes:,} bytes)", too_large, source=str(p))
+            raise SpecError(
+                "path", Msg("file.grew_past", path=str(p), max=max_bytes), too_large, source=str(p)
+            )
         return text
     except FileNotFoundError:
         raise SpecError("path", str(p), what, source=str(p)) from None
     except IsADirectoryError:
-        raise SpecError("path", str(p), f"{what}, not a folder", source=str(p)) from None
+        raise SpecError("path", str(p), Msg("allowed.file_not_folder", what=what), source=str(p)) from None
     except UnicodeDecodeError as exc:
         raise SpecError(
-            "path", str(p), f"a UTF-8 text file (byte {exc.start}: {exc.reason})", source=str(p)
+            "path", str(p), Msg("allowed.utf8", at=exc.start, reason=exc.reason), source=str(p)
         ) from None
     except MemoryError:
-        raise SpecError("path", str(p), f"{what} small enough to read into memory", source=str(p)) from None
+        raise SpecError("path", str(p), Msg("allowed.file_in_memory", what=what), source=str(p)) from None
     except OSError as exc:
-        raise SpecError("path", str(p), f"a readable file ({exc.strerror or exc})", source=str(p)) from None
+        raise SpecError(
+            "path", str(p), Msg("allowed.file_readable", why=exc.strerror or str(exc)), source=str(p)
+        ) from None
 
 
 class _DuplicateKey(ValueError):
@@ -276,15 +286,18 @@ def _loads(text: str, p: Path, where: str = "", *, unique_keys: bool = False) ->
         return json.loads(text, object_pairs_hook=_unique) if unique_keys else json.loads(text)
     except _DuplicateKey as exc:
         raise SpecError(
-            "json", f"key {exc.args[0]!r} given twice in one object", "each key once", source=str(p)
+            "json", Msg("json.key_twice", key=repr(exc.args[0])), Msg("allowed.json_key_once"), source=str(p)
         ) from None
     except json.JSONDecodeError as exc:
-        at = where or f"line {exc.lineno} col {exc.colno}"
-        raise SpecError("json", f"{at}: {exc.msg}", "valid JSON", source=str(p)) from None
+        at = where or Msg("json.line_col", line=exc.lineno, col=exc.colno)
+        bad = Msg("json.where", at=at, why=exc.msg)
+        raise SpecError("json", bad, Msg("allowed.json_valid"), source=str(p)) from None
     except RecursionError:
-        raise SpecError("json", where or "nesting", "JSON nested less deeply", source=str(p)) from None
+        nested = Msg("allowed.json_less_deep")
+        raise SpecError("json", where or Msg("json.nesting"), nested, source=str(p)) from None
     except ValueError as exc:  # an integer past sys.int_max_str_digits (4300 digits)
-        raise SpecError("json", where or str(exc)[:120], "valid JSON of a sane size", source=str(p)) from None
+        sane = Msg("allowed.json_sane_size")
+        raise SpecError("json", where or str(exc)[:120], sane, source=str(p)) from None
 
 
 def read_json(
@@ -292,7 +305,7 @@ def read_json(
     *,
     kind: str | None = None,
     max_version: int | None = None,
-    what: str = "an existing file",
+    what: str | None = None,
     unique_keys: bool = False,
 ) -> dict[str, Any]:
     """Read a JSON object, naming the file and the problem when it is missing, unreadable or corrupt.
@@ -302,7 +315,7 @@ def read_json(
     text = read_text(p, what=what)
     doc = _loads(text, p, unique_keys=unique_keys)
     if not isinstance(doc, dict):
-        raise SpecError("json", type(doc).__name__, "a JSON object at the top level", source=str(p))
+        raise SpecError("json", type(doc).__name__, Msg("allowed.json_object"), source=str(p))
     check_header(doc, p, kind, max_version)
     return doc
 
@@ -312,7 +325,7 @@ def read_jsonl(
     *,
     kind: str | None = None,
     max_version: int | None = None,
-    what: str = "an existing file",
+    what: str | None = None,
     numbered: bool = False,
 ) -> tuple[dict[str, Any], list[Any]]:
     """Return (header, rows) of a JSONL file written by write_jsonl. Blank lines are skipped; errors
@@ -327,13 +340,13 @@ def read_jsonl(
         try:
             rows.append((i, json.loads(ln)))
         except json.JSONDecodeError as exc:
-            raise SpecError(
-                "json", f"line {i}: {exc.msg}", "one JSON object per line", source=str(p)
-            ) from None
+            bad = Msg("json.where", at=Msg("json.line", line=i), why=exc.msg)
+            raise SpecError("json", bad, Msg("allowed.jsonl_line"), source=str(p)) from None
         except RecursionError:
-            raise SpecError("json", f"line {i}", "JSON nested less deeply", source=str(p)) from None
+            nested = Msg("allowed.json_less_deep")
+            raise SpecError("json", Msg("json.line", line=i), nested, source=str(p)) from None
     if not rows:
-        raise SpecError("header", "empty file", "a JSONL file with a header line", source=str(p))
+        raise SpecError("header", Msg("file.empty"), Msg("allowed.jsonl_header"), source=str(p))
     n0, header = rows.pop(0)
     if not isinstance(header, dict):
         raise SpecError("header", f"line {n0}: {header!r}"[:200], "a JSON object", source=str(p))

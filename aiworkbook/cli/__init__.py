@@ -52,8 +52,14 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    lang: str = typer.Option(
+        "en", "--lang", help="Language of what the command says: en, nl or de (before the command)."
+    ),
 ) -> None:
     """Size AI infrastructure and prove the sizing on this node."""
+    from aiworkbook.cli.lang import set_lang
+
+    set_lang(lang)
 
 
 for _mod in (
@@ -157,8 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     from aiworkbook import diskfull, signals
+    from aiworkbook.cli.lang import error_line, said, set_lang
+    from aiworkbook.message import Msg
     from aiworkbook.persist import written_since
 
+    set_lang("en")  # until the root callback reads --lang (main runs more than once in a process)
     mark = len(written_since())
     try:
         with signals.handled():
@@ -175,11 +184,11 @@ def main(argv: list[str] | None = None) -> int:
                 return _interrupted(exc, mark)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except SpecError as exc:  # bad input, named by the library
-        typer.echo(f"error: {exc}", err=True)
+    except SpecError as exc:  # bad input, named by the library, in the language of --lang
+        typer.echo(error_line(exc), err=True)
         return 2
     except RecursionError:
-        typer.echo("error: input nested too deeply to read (RecursionError)", err=True)
+        typer.echo(said(Msg("cli.error", text=Msg("cli.nested_too_deeply"))), err=True)
         return 2
     except OSError as exc:  # a path that cannot be read or written, a disk that is full, a port in use
         full = diskfull.found_in(exc)
@@ -193,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
                 pass
             return 1
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        typer.echo(f"error: {where}{exc.strerror or exc}", err=True)
+        why = exc.strerror or (exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Msg) else exc)
+        typer.echo(said(Msg("cli.error", text=where + said(why))), err=True)
         return 2
     except BaseException as exc:
         code = _exit_code(exc)
@@ -205,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         spec = _spec_error_in(exc)
         if spec is not None:  # an option's own parser (cli/size_cmds.py) named the option and its range
-            typer.echo(f"error: {spec}", err=True)
+            typer.echo(error_line(spec), err=True)
             return 2
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # click usage errors
             exc.show()  # type: ignore[attr-defined]

@@ -32,6 +32,7 @@ import typer
 from aiworkbook.catalogue import check_lang
 from aiworkbook.cli.options import option
 from aiworkbook.i18n_format import LANG_ENV  # noqa: F401  (the page language `--lang` sets; defined there)
+from aiworkbook.message import Msg
 from aiworkbook.paths import TOKEN_ENV
 
 DASHBOARDS = ("sizing", "monitor", "report")
@@ -245,7 +246,7 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
     from aiworkbook.persist import read_text
 
     try:  # a regular file of at most 64 KiB: a FIFO or a device named by mistake is refused, not read
-        text = read_text(token_file, what="a token file", max_bytes=TOKEN_FILE_BYTES).strip().splitlines()
+        text = read_text(token_file, what=Msg("file.token"), max_bytes=TOKEN_FILE_BYTES).strip().splitlines()
     except SpecError as exc:
         raise SpecError("token-file", str(token_file), str(exc.allowed)) from None
     if not text or not text[0].strip():

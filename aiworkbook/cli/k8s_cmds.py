@@ -5,6 +5,8 @@ from pathlib import Path
 
 import typer
 
+from aiworkbook.message import Msg
+
 profile_app = typer.Typer(
     help="Take a locked profile to where checks run.", no_args_is_help=True, rich_markup_mode=None
 )
@@ -57,7 +59,7 @@ def k8s_job(
     prof = load_profile(profile)
     docs = manifests(
         prof,
-        read_text(profile, what="an existing locked profile JSON"),
+        read_text(profile, what=Msg("file.locked_profile")),
         name=name,
         image=image or f"aiworkbook:{__version__}",
         kind="daemonset" if daemonset else "job",

@@ -166,8 +166,11 @@ def _fleet(url: str, window: float, node_label: str, as_json: bool) -> None:
     reader = PrometheusReader(url, node_label=node_label)
     try:
         view = reader.fleet(window_s=window)
-    except PrometheusError as exc:
-        typer.echo(f"error: {exc}", err=True)
+    except PrometheusError as exc:  # its message in the language of --lang
+        from aiworkbook.cli.lang import said
+        from aiworkbook.message import Msg
+
+        typer.echo(said(Msg("cli.error", text=exc.args[0] if exc.args else str(exc))), err=True)
         raise typer.Exit(1) from None
     if as_json:
         from aiworkbook.persist import dumps_json

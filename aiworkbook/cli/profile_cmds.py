@@ -11,6 +11,7 @@ import typer
 
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 
 def register(app: typer.Typer) -> None:
@@ -51,7 +52,7 @@ def read_workloads(path: str) -> list[dict[str, Any]]:
     from aiworkbook.persist import read_text
 
     p = Path(path)
-    text = read_text(p, what="an existing workload JSON")
+    text = read_text(p, what=Msg("file.workload"))
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

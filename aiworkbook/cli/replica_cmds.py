@@ -46,6 +46,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Time from scale-up to first token of a new replica, and whether scaling out follows the load."""
         from aiworkbook.errors import SpecError
+        from aiworkbook.message import Msg
         from aiworkbook.sizing.replica import ColdStart, check_positive, format_replica, replica_time
 
         for name, v in (("image_gb", image_gb), ("pull_gb_s", pull_gb_s), ("download_gb_s", download_gb_s)):
@@ -56,14 +57,14 @@ def register(app: typer.Typer) -> None:
         weights = weights_gb * GB if weights_gb is not None else None
         if weights is None:
             if model is None:
-                raise SpecError("weights_gb", None, "a size in GB, or --model to take it from")
+                raise SpecError("weights_gb", None, Msg("allowed.weights_gb"))
             weights = _weights_of(model, dtype)
         measured = None
         if coldstart is not None:
             from aiworkbook.persist import read_json
 
             # bounded, a regular file, nesting and bad JSON in words (someone else's result file)
-            doc = read_json(coldstart, what="a coldstart proof result (JSON)")
+            doc = read_json(coldstart, what=Msg("file.coldstart_result"))
             measured = ColdStart.from_result(doc, source=str(coldstart))
         r = replica_time(
             image_bytes=image_gb * GB,
@@ -84,7 +85,9 @@ def register(app: typer.Typer) -> None:
 
             typer.echo(dumps_json(r.to_dict(), indent=2))
         else:
-            typer.echo(format_replica(r))
+            from aiworkbook.cli.lang import cli_lang
+
+            typer.echo(format_replica(r, cli_lang()))
 
 
 def _weights_of(model: str, dtype: str) -> float:

@@ -12,6 +12,7 @@ import typer
 from aiworkbook.cli.k8s_cmds import profile_app
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 
 def register(app: typer.Typer) -> None:
@@ -86,7 +87,7 @@ def slurm_job(
         aiworkbook=aiworkbook,
     )
     prof = load_profile(profile)
-    text = sbatch_script(prof, read_text(profile, what="an existing locked profile JSON"), profile.stem, job)
+    text = sbatch_script(prof, read_text(profile, what=Msg("file.locked_profile")), profile.stem, job)
     if out is None:
         typer.echo(text, nl=False)
     else:
@@ -110,11 +111,14 @@ def merge_cmd(
     from aiworkbook.cli.paths import check_paths
 
     check_paths({"files": [str(f) for f in files or []]}, out=out)
-    merged = merge(list(files or []), expect)
+    from aiworkbook.cli.lang import cli_lang, said
+
+    merged = merge(list(files or []), expect, cli_lang())
     atomic_write_text(out, merged.xml)
     for node, code in merged.nodes:
-        typer.echo(f"{node}: exit {code}")
-    typer.echo(f"merged JUnit of {len(merged.nodes)} node(s) -> {out} (exit {merged.exit_code})", err=True)
+        typer.echo(said(Msg("junit.node_exit", node=node, code=code)))
+    done = Msg("junit.merged", n=len(merged.nodes), out=str(out), code=merged.exit_code)
+    typer.echo(said(done), err=True)
     raise SystemExit(merged.exit_code)
 
 

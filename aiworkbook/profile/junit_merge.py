@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiworkbook.errors import printable
+from aiworkbook.message import Msg, words
 
 #: a node's check JUnit is a few KiB (testsuites > testsuite > testcase > failure, properties >
 #: property): a larger or deeper file is not one, and is that node's error, never the whole merge's
@@ -35,17 +36,24 @@ def _error_suite(node: str, message: str) -> ET.Element:
     return suite
 
 
-def _node_suites(node: str, path: Path) -> tuple[list[ET.Element], int]:
-    """The test suites of one node's check JUnit, renamed for the node, and the node's exit code."""
+def _node_suites(node: str, path: Path, lang: str = "en") -> tuple[list[ET.Element], int]:
+    """The test suites of one node's check JUnit, renamed for the node, and the node's exit code; a
+    node's error said in `lang`."""
     try:
         root = _parse(path)
     except (OSError, ET.ParseError, ValueError) as exc:
-        return [_error_suite(node, printable(f"no readable JUnit from {node}: {exc}", 500))], 2
+        why = (
+            exc.args[0]
+            if isinstance(exc, ValueError) and exc.args and isinstance(exc.args[0], Msg)
+            else str(exc)
+        )
+        said = words(Msg("junit.unreadable", node=node, why=why), lang)
+        return [_error_suite(node, printable(said, 500))], 2
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     codes = [p.get("value") for s in suites for p in s.iter("property") if p.get("name") == "exit_code"]
     counted = all(_count(s.get(k, "0")) is not None for s in suites for k in COUNTS)
     if root.tag not in ("testsuites", "testsuite") or not suites or not codes or not counted:
-        return [_error_suite(node, f"{node}: not the JUnit of an aiworkbook check")], 2
+        return [_error_suite(node, words(Msg("junit.not_check", node=node), lang))], 2
     worst = max((int(c) if c in ("0", "1", "2") else 2) for c in codes)
     for s in suites:
         s.set("name", f"{node}: {s.get('name', 'aiworkbook check')}")
@@ -59,18 +67,18 @@ def _parse(path: Path) -> ET.Element:
     thousands deep would end the whole merge in a RecursionError."""
     size = path.stat().st_size
     if size > JUNIT_MAX_BYTES:
-        raise ValueError(f"{size:,} bytes, over {JUNIT_MAX_BYTES:,}")
+        raise ValueError(Msg("junit.too_large", size=size, max=JUNIT_MAX_BYTES))
     depth = 0
     root: ET.Element | None = None
     with open(path, "rb") as fh:  # noqa: S314 (expat: no external entities, expansion bounded)
         for event, elem in ET.iterparse(fh, events=("start", "end")):
             depth += 1 if event == "start" else -1
             if depth > JUNIT_MAX_DEPTH:
-                raise ValueError(f"elements nested more than {JUNIT_MAX_DEPTH} deep")
+                raise ValueError(Msg("junit.too_deep", max=JUNIT_MAX_DEPTH))
             if root is None:
                 root = elem
     if root is None:
-        raise ValueError("no element")
+        raise ValueError(Msg("junit.no_element"))
     return root
 
 
@@ -79,23 +87,25 @@ def _count(value: str) -> int | None:
     return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else None
 
 
-def merge(files: list[Path], expect: int | None = None) -> Merged:
-    """One JUnit document from the nodes' files (the node is each file's name without .xml)."""
+def merge(files: list[Path], expect: int | None = None, lang: str = "en") -> Merged:
+    """One JUnit document from the nodes' files (the node is each file's name without .xml); what it
+    says of a node that sent nothing usable, in `lang`."""
     root = ET.Element("testsuites", {"name": "aiworkbook check (fleet)"})
     nodes: list[tuple[str, int]] = []
     for f in files:
         node = printable(Path(f).stem, 200)
-        suites, code = _node_suites(node, Path(f))
+        suites, code = _node_suites(node, Path(f), lang)
         root.extend(suites)
         nodes.append((node, code))
     if expect is not None and len(files) < expect:
         gone = expect - len(files)
-        msg = f"{gone} of {expect} node(s) sent no result (their task failed or was cancelled)"
-        root.append(_error_suite("missing nodes", msg))
-        nodes.append(("missing nodes", 2))
+        missing = words(Msg("junit.missing_nodes"), lang)
+        root.append(_error_suite(missing, words(Msg("junit.missing", gone=gone, expect=expect), lang)))
+        nodes.append((missing, 2))
     if not nodes:
-        root.append(_error_suite("no nodes", "no node sent a result"))
-        nodes.append(("no nodes", 2))
+        none = words(Msg("junit.no_nodes"), lang)
+        root.append(_error_suite(none, words(Msg("junit.none_sent"), lang)))
+        nodes.append((none, 2))
     for key in COUNTS:
         root.set(key, str(sum(_count(s.get(key, "0")) or 0 for s in root.findall("testsuite"))))
     ET.indent(root)

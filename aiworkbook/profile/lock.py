@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.profile.fingerprint import Fingerprint
 from aiworkbook.profile.model import GoldenProof, LockedProfile, NodeSection, Tolerance, WorkloadEntry
 
@@ -30,7 +31,7 @@ def as_result(item: Any):
             item,
             kind=KIND,
             max_version=SCHEMA_VERSION,
-            what="an existing proof result JSON",
+            what=Msg("file.proof_result"),
             unique_keys=True,
         )
     if isinstance(item, Mapping):

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.profile.fingerprint import Fingerprint
 from aiworkbook.profile.gpu_facts import NvmlFacts
 from aiworkbook.profile.schema import MAX_NAME
@@ -274,7 +275,7 @@ def load_profile(path: str | os.PathLike) -> LockedProfile:
     from aiworkbook.persist import read_json
 
     src = str(path)
-    doc = read_json(path, what="an existing locked profile JSON", unique_keys=True)
+    doc = read_json(path, what=Msg("file.locked_profile"), unique_keys=True)
     if doc.get("kind") != KIND:
         raise SpecError("kind", doc.get("kind"), f"'{KIND}' (a file written by aiworkbook lock)", source=src)
     v = doc.get("schema_version")

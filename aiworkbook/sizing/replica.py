@@ -16,16 +16,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiworkbook.errors import SpecError
-from aiworkbook.units import fmt_bytes, fmt_rate, fmt_seconds
+from aiworkbook.message import Msg, words
+from aiworkbook.units import fmt_seconds
 
 
 def check_positive(name: str, v: Any, *, zero: bool = False, upper: float = math.inf) -> float:
     """`v` as a float when it is a finite number > 0 (>= 0 with `zero`) and <= `upper`, else a SpecError."""
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise SpecError(name, v, f"a finite number {'>= 0' if zero else '> 0'}")
+        finite = "allowed.finite_min" if zero else "allowed.finite_above"
+        raise SpecError(name, v, Msg(finite, low=0))
     if (v < 0 if zero else v <= 0) or v > upper:
-        bound = f" and <= {upper:g}" if math.isfinite(upper) else ""
-        raise SpecError(name, v, f"a number {'>= 0' if zero else '> 0'}{bound}")
+        bounded = math.isfinite(upper)
+        rule = {
+            (True, False): "allowed.number_min",
+            (False, False): "allowed.number_above",
+            (True, True): "allowed.number_min_max",
+            (False, True): "allowed.number_above_max",
+        }[zero, bounded]
+        raise SpecError(name, v, Msg(rule, low=0, high=upper))
     return float(v)
 
 
@@ -51,24 +59,31 @@ class ColdStart:
         """From a coldstart ProofResult's JSON (`aiworkbook prove coldstart --json`/its saved file)."""
         if not isinstance(d, dict) or d.get("proof") != "coldstart":
             got = d.get("proof") if isinstance(d, dict) else type(d).__name__
-            raise SpecError("proof", got, "a coldstart proof result", source=source)
+            raise SpecError("proof", got, Msg("allowed.coldstart_result"), source=source)
         details: dict[str, Any] = d["details"] if isinstance(d.get("details"), dict) else {}
         if d.get("unit") != "s" or d.get("measured") is None:
-            raise SpecError("measured", d.get("measured"), "a measured time in s", source=source)
+            raise SpecError("measured", d.get("measured"), Msg("allowed.measured_seconds"), source=source)
         try:
             return cls(int(details.get("weights_bytes") or 0), float(d["measured"]), str(d.get("device", "")))
         except (TypeError, ValueError):
             raise SpecError(
-                "details.weights_bytes", details.get("weights_bytes"), "a byte count", source=source
+                "details.weights_bytes",
+                details.get("weights_bytes"),
+                Msg("allowed.byte_count"),
+                source=source,
             ) from None
 
 
 @dataclass(frozen=True)
 class Phase:
-    name: str
+    """One phase: its name and formula are messages (their str the English text, said in a language
+    when shown), `kind` the data: "assumed" (an input bandwidth or time), "measured" (a proof on a
+    node), "skipped"."""
+
+    name: Msg
     seconds: float
-    formula: str
-    kind: str  # "assumed" (an input bandwidth or time), "measured" (a proof on a node), "skipped"
+    formula: Msg
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -94,21 +109,18 @@ class ReplicaTime:
         """Whether the new replica is useful before the spike is over (None: no spike length given)."""
         return None if self.spike_s is None else self.from_load_rise_s <= self.spike_s
 
-    def verdict(self) -> str:
+    def verdict(self) -> Msg:
         """One sentence a platform team acts on."""
-        useful = fmt_seconds(self.from_load_rise_s)
+        useful = self.from_load_rise_s
         if self.spike_s is None:
-            return f"a new replica is useful {useful} after the load rises (give --spike-s to compare)"
+            return Msg("replica.verdict.no_spike", useful=useful)
         if self.follows:
-            spare = fmt_seconds(self.spike_s - self.from_load_rise_s)
-            return (
-                f"scaling out can follow: a new replica is useful {useful} after the load rises, "
-                f"{spare} before a {fmt_seconds(self.spike_s)} spike ends"
+            return Msg(
+                "replica.verdict.follows", useful=useful, spare=self.spike_s - useful, spike=self.spike_s
             )
-        return (
-            f"scaling out cannot follow: a new replica is useful {useful} after the load rises, "
-            f"after a {fmt_seconds(self.spike_s)} spike is over; keep warm capacity for the spike "
-            f"(or cut the slowest phase: {self.slowest().name}, {fmt_seconds(self.slowest().seconds)})"
+        slow = self.slowest()
+        return Msg(
+            "replica.verdict.cannot", useful=useful, spike=self.spike_s, phase=slow.name, s=slow.seconds
         )
 
     def slowest(self) -> Phase:
@@ -162,62 +174,78 @@ def replica_time(
     if spike_s is not None:
         check_positive("spike_s", spike_s, upper=7 * 86400)
     if coldstart is None and load_bps is None:
-        raise SpecError("load_bps", None, "a disk-to-GPU load bandwidth in B/s, or a coldstart proof result")
+        raise SpecError("load_bps", None, Msg("allowed.load_bps"))
     phases = [
-        Phase("node provisioning", float(provision_s), f"{fmt_seconds(provision_s)} (input)", "assumed")
+        _phase("provision", provision_s, Msg("replica.formula.input", s=provision_s))
         if provision_s
-        else Phase("node provisioning", 0.0, "a node with a free GPU is ready", "skipped"),
-        Phase("image pull", 0.0, "image cached on the node", "skipped")
+        else _skipped("provision", "replica.formula.node_ready"),
+        _skipped("image_pull", "replica.formula.image_cached")
         if image_cached or not image
-        else Phase(
-            "image pull", image / pull, f"{fmt_bytes(image, 'GB')} / {fmt_rate(pull, 'auto')}", "assumed"
-        ),
-        Phase("weight download", 0.0, "weights cached on the node", "skipped")
+        else _phase("image_pull", image / pull, Msg("replica.formula.transfer", size=image, rate=pull)),
+        _skipped("download", "replica.formula.weights_cached")
         if weights_cached
-        else Phase(
-            "weight download",
-            weights / download,
-            f"{fmt_bytes(weights, 'GB')} / {fmt_rate(download, 'auto')}",
-            "assumed",
+        else _phase(
+            "download", weights / download, Msg("replica.formula.transfer", size=weights, rate=download)
         ),
     ]
     if coldstart is not None:
-        phases.append(
-            Phase(
-                "load to first token",
-                weights / coldstart.bps,
-                f"{fmt_bytes(weights, 'GB')} at the coldstart proof's {fmt_rate(coldstart.bps, 'auto')} "
-                f"({fmt_bytes(coldstart.weights_bytes, 'auto')} to first logits in "
-                f"{fmt_seconds(coldstart.measured_s)} on {coldstart.device})",
-                "measured",
-            )
+        said = Msg(
+            "replica.formula.coldstart",
+            size=weights,
+            rate=coldstart.bps,
+            measured=coldstart.weights_bytes,
+            s=coldstart.measured_s,
+            device=coldstart.device,
         )
+        phases.append(_phase("load_first_token", weights / coldstart.bps, said, "measured"))
     else:
         rate = check_positive("load_bps", load_bps)
         phases.append(
-            Phase("load", weights / rate, f"{fmt_bytes(weights, 'GB')} / {fmt_rate(rate, 'auto')}", "assumed")
+            _phase("load", weights / rate, Msg("replica.formula.transfer", size=weights, rate=rate))
         )
     phases.append(
-        Phase("warm-up", float(warmup_s), f"{fmt_seconds(warmup_s)} (input)", "assumed")
+        _phase("warmup", warmup_s, Msg("replica.formula.input", s=warmup_s))
         if warmup_s
-        else Phase("warm-up", 0.0, "no warm-up given", "skipped")
+        else _skipped("warmup", "replica.formula.no_warmup")
     )
     return ReplicaTime(phases=tuple(phases), reaction_s=float(reaction_s), spike_s=spike_s)
 
 
-def _secs(s: float) -> str:
-    return "0 s" if s == 0 else fmt_seconds(s)
+def _phase(name: str, seconds: float, formula: Msg, kind: str = "assumed") -> Phase:
+    """A phase named by its message `replica.phase.<name>`."""
+    return Phase(Msg(f"replica.phase.{name}"), float(seconds), formula, kind)
 
 
-def format_replica(r: ReplicaTime) -> str:
-    """The plain-text table of `aiworkbook replica-time`."""
-    width = max(len(p.name) for p in r.phases)
-    lines = [f"{p.name.ljust(width)}  {_secs(p.seconds):>9}  {p.kind:8}  {p.formula}" for p in r.phases]
-    lines += [
-        f"{'to first token'.ljust(width)}  {_secs(r.to_first_token_s):>9}  (from the scale-up decision)",
-        f"{'+ autoscaler'.ljust(width)}  {_secs(r.reaction_s):>9}  (its reaction: metric window + decision)",
-        f"{'from load rise'.ljust(width)}  {_secs(r.from_load_rise_s):>9}",
-        r.verdict(),
-        "estimate: bandwidths and times are inputs (assumed) unless marked measured",
+def _skipped(name: str, why: str) -> Phase:
+    return Phase(Msg(f"replica.phase.{name}"), 0.0, Msg(why), "skipped")
+
+
+def _secs(s: float, lang: str) -> str:
+    return "0 s" if s == 0 else fmt_seconds(s, lang)
+
+
+def format_replica(r: ReplicaTime, lang: str = "en") -> str:
+    """The plain-text table of `aiworkbook replica-time`, in `lang`."""
+    rows = [
+        (words(p.name, lang), p.seconds, words(Msg(f"replica.kind.{p.kind}"), lang), words(p.formula, lang))
+        for p in r.phases
     ]
+    total = [
+        (
+            words(Msg("replica.row.to_first_token"), lang),
+            r.to_first_token_s,
+            words(Msg("replica.row.to_first_token_note"), lang),
+        ),
+        (
+            words(Msg("replica.row.autoscaler"), lang),
+            r.reaction_s,
+            words(Msg("replica.row.autoscaler_note"), lang),
+        ),
+        (words(Msg("replica.row.from_load_rise"), lang), r.from_load_rise_s, ""),
+    ]
+    width = max(len(x[0]) for x in rows + total)
+    kind_width = max(8, *(len(x[2]) for x in rows))
+    lines = [f"{n.ljust(width)}  {_secs(s, lang):>9}  {k:{kind_width}}  {f}" for n, s, k, f in rows]
+    lines += [f"{n.ljust(width)}  {_secs(s, lang):>9}  {note}".rstrip() for n, s, note in total]
+    lines += [words(r.verdict(), lang), words(Msg("replica.estimate"), lang)]
     return "\n".join(lines)

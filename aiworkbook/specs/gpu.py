@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.paths import data_dir
 
 
@@ -147,7 +148,7 @@ def set_prices(path: str | None) -> None:
 
     from aiworkbook.persist import read_json
 
-    doc = read_json(path, what="a price file")
+    doc = read_json(path, what=Msg("file.prices"))
     if not isinstance(doc, dict) or not isinstance(doc.get("prices"), dict):
         raise SpecError("prices", path, 'a JSON object {"source", "date", "prices": {GPU: $ per hour}}')
     source, date = doc.get("source"), doc.get("date")
@@ -203,7 +204,7 @@ def load_gpu(name_or_path: str | GPUSpec) -> GPUSpec:
     p = Path(str(name_or_path)).expanduser()
     if not (p.suffix == ".json" and p.is_file()):
         return get_gpu(str(name_or_path))
-    doc = read_json(p, what="a GPU catalogue name or a GPU JSON file")
+    doc = read_json(p, what=Msg("file.gpu"))
     for path in (("details", "calibrated_spec"), ("gpu_calibrated",), ()):
         node: Any = doc
         for key in path:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.specs.kv import KVGroup, kv_bytes
 from aiworkbook.specs.mechanisms import Mechanisms
 from aiworkbook.specs.quantization import QuantScheme
@@ -279,4 +280,4 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    return read_json(p, what="a preset name (see `aiworkbook models`) or a config.json path")
+    return read_json(p, what=Msg("file.model"))

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.paths import data_dir
 from aiworkbook.specs.gpu import GPUSpec, get_gpu
 
@@ -135,7 +136,7 @@ def load_node_file(path: str | PathLike[str]) -> NodeProfile:
     from aiworkbook.persist import check_header, read_json, validation_error
 
     p = Path(path)
-    doc = read_json(p, what="an existing node profile JSON")
+    doc = read_json(p, what=Msg("file.node"))
     check_header(
         doc,
         p,

@@ -26,6 +26,7 @@ from dataclasses import field as _field
 from typing import Any
 
 from aiworkbook.errors import SpecError, printable
+from aiworkbook.message import Msg
 from aiworkbook.telemetry.openmetrics import GPU_METRICS
 
 #: the charts of the fleet view, as the local monitor draws them (widgets/gpu_monitor.py GPU_METRICS)
@@ -228,20 +229,20 @@ class PrometheusReader:
             except Exception:  # noqa: BLE001 (the status alone is the message then)
                 body = b""
             if not body:
-                raise PrometheusError(f"{self.url}: HTTP {exc.code} {exc.reason} for {path}") from None
+                said = Msg("prometheus.http", url=self.url, code=exc.code, reason=exc.reason, path=path)
+                raise PrometheusError(said) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            why = printable(str(getattr(exc, "reason", None) or exc), 300)
+            said_why = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Msg) else None
+            why = said_why or printable(str(getattr(exc, "reason", None) or exc), 300)
             raise PrometheusError(
-                f"{self.url}: no answer from a Prometheus server ({why}; timeout {self.timeout_s:g} s)"
+                Msg("prometheus.no_answer", url=self.url, why=why, timeout=self.timeout_s)
             ) from None
         try:
             doc = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError):  # nested thousands deep: not the API
-            raise PrometheusError(
-                f"{self.url}{path}: the answer is not Prometheus's JSON (is this a Prometheus server?)"
-            ) from None
+            raise PrometheusError(Msg("prometheus.not_json", url=f"{self.url}{path}")) from None
         if not isinstance(doc, dict) or doc.get("status") not in ("success", "error"):
-            raise PrometheusError(f"{self.url}{path}: the answer is not Prometheus's API (no 'status')")
+            raise PrometheusError(Msg("prometheus.not_api", url=f"{self.url}{path}"))
         if doc["status"] == "error":
             raise PrometheusError(
                 f"{self.url}{path}: {printable(str(doc.get('errorType', 'error')), 60)}: "
@@ -381,7 +382,7 @@ def recorded_reader(path: str | os.PathLike) -> PrometheusReader:
     from aiworkbook.persist import read_json
 
     doc = read_json(
-        path, kind=RECORDING_KIND, max_version=RECORDING_SCHEMA_VERSION, what="a Prometheus recording"
+        path, kind=RECORDING_KIND, max_version=RECORDING_SCHEMA_VERSION, what=Msg("file.prometheus_recording")
     )
     answers, end = doc.get("answers"), doc.get("end")
     if not isinstance(answers, dict) or isinstance(end, bool) or not isinstance(end, int | float):

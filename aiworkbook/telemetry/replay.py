@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.telemetry.export import TRACE_KIND, TRACE_SCHEMA_VERSION
 from aiworkbook.telemetry.na import NA, from_json
 from aiworkbook.telemetry.sample import Sample
@@ -89,7 +90,7 @@ def load_trace(path: str | os.PathLike) -> tuple[dict[str, Any], list[Sample]]:
 
     p = Path(path)
     header, rows = read_jsonl(
-        p, kind=TRACE_KIND, max_version=TRACE_SCHEMA_VERSION, what="an existing trace file", numbered=True
+        p, kind=TRACE_KIND, max_version=TRACE_SCHEMA_VERSION, what=Msg("file.trace"), numbered=True
     )
     _check_trace_header(header, p)
     samples = []
