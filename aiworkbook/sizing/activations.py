@@ -103,6 +103,9 @@ class ActivationTerms:
     window: int = 0
     window_per_token: int = 0
     window_per_key: int = 0
+    # full checkpointing, eager attention, a mask the layers take positionally (Mechanisms.positional_mask):
+    # B per token per key position of the one mask every checkpointed layer keeps as its input
+    ckpt_mask_per_key: int = 0
 
 
 def autocast_fp32_weights(w: Workload) -> bool:
@@ -239,7 +242,7 @@ def _attention_term(
             if mech.rope_concat:  # q leaves torch.cat head-major: SDPA's output too, the o-proj a copy
                 qkvo = qkvo + _dot(a, d, note="term.dot.o_proj_copy")
             attn_t = qkvo.tight(Term(e)) + _dot(4, a, note="term.dot.lse")
-    elif amp and w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU
+    elif w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU (AMP or pure)
         attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
         score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
         score_note = Msg("term.score.cpu_math")
@@ -386,7 +389,9 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
     layer, parts = layer_t.value, layer_t.text
 
     per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
-    window = _window_mask(spec, w, device, e, p)
+    window: dict[str, int] = dict(_window_mask(spec, w, device, e, p))
+    if mech.positional_mask and not w.flash and w.checkpointing == "full":
+        window["ckpt_mask_per_key"] = 4 if amp else e  # the mask has the weights' dtype
     if not amp:
         return ActivationTerms(
             layer, score, per_token, per_seq, h * e, parts, first_layer_free=prefix, **window
@@ -525,6 +530,8 @@ def activation_term(
         layers = layers + window
     if once is not None:
         layers = layers + once
+    if t.ckpt_mask_per_key:  # one mask, the same tensor in every checkpointed layer's inputs
+        layers = layers + per_n.tight(Term(s)).tight(Term(t.ckpt_mask_per_key, "term.B_ckpt_mask"))
     if w.checkpointing == "selective":
         layers = layers.said(Msg("term.scores_recomputed"), ", ")
     if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):
