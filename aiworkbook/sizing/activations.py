@@ -421,9 +421,10 @@ def _window_mask(spec: ModelSpecLike, w: Workload, device: str, e: int, p: float
     (e B per token per key position). With a mask transformers does not ask SDPA for grouped-query
     attention (use_gqa_in_sdpa), so repeat_kv copies k and v to every query head and SDPA saves the
     copies: 2·(a - k)·d·e B per token more. Full layers and sequences shorter than the window keep no mask (is_causal).
-    Not on the CPU math fallback (dropout), which `_attention_term` counts apart."""
-    flash = w.flash and not (device == "cpu" and p > 0)
-    if not (flash and spec.sliding_window and spec.sliding_window_layers):
+    Not on the CPU math fallback (dropout), which `_attention_term` counts apart, nor under FlashAttention
+    (`flash`), whose kernel takes the window and the grouped heads itself."""
+    sdpa = w.attention == "sdpa" and not (device == "cpu" and p > 0)
+    if not (sdpa and spec.sliding_window and spec.sliding_window_layers):
         return {}
     a, k, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
     repeat = 0 if (w.kv_repeat or k >= a) else 2 * (a - k) * d * e
