@@ -427,7 +427,12 @@ def _window_mask(spec: ModelSpecLike, w: Workload, device: str, e: int, p: float
     if not (sdpa and spec.sliding_window and spec.sliding_window_layers):
         return {}
     a, k, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
-    repeat = 0 if (w.kv_repeat or k >= a) else 2 * (a - k) * d * e
+    if w.kv_repeat or k >= a:
+        repeat = 0
+    elif mechanisms(spec).fused_qkv:  # the copies replace RoPE'd k and the fused output v was a view of
+        repeat = (2 * a - k - (a + 2 * k)) * d * e
+    else:
+        repeat = 2 * (a - k) * d * e
     return dict(
         window_layers=spec.sliding_window_layers,
         window=spec.sliding_window,
@@ -493,7 +498,12 @@ def _window_term(t: ActivationTerms, n: Num, s: Num, layers: int) -> Term | None
         return None
     per_n = Term(n * outgrows, "term.int")
     mask = per_n.tight(Term(s)).tight(Term(t.window_per_key, "term.B_window_mask"))
-    both = per_n * Term(t.window_per_token, "term.B_kv_repeat") + mask if t.window_per_token else mask
+    if t.window_per_token > 0:
+        both = per_n * Term(t.window_per_token, "term.B_kv_repeat") + mask
+    elif t.window_per_token < 0:
+        both = mask - per_n * Term(-t.window_per_token, "term.B_kv_repeat_fused")
+    else:
+        both = mask
     return Term(layers, "term.window_layers") * both.grouped()
 
 
