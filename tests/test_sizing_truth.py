@@ -18,15 +18,7 @@ from aiworkbook.proofs import activation_truth as truth  # noqa: E402
 #: the bar each family is held to (estimate / measured - 1, every case); docs/sizing.md has the table
 WITHIN = 0.05
 #: families not yet within it: the bar they are held to now, and the mechanism still missing (issue 32)
-OPEN = {
-    "gpt2": (0.35, "pure bf16 sdpa on CPU with dropout: the math fallback's bf16 tensors"),
-    "gemma3_text": (
-        0.07,
-        "found, not yet counted: its two post-norms' outputs are not saved (as Gemma 2's), and SDPA keeps a "
-        "materialised sliding-window mask (b x 1 x s x s at the activation width, shared by the sliding "
-        "layers, not saved under full checkpointing); the post-norms alone leave sdpa at 1 x 128 -9.8 %",
-    ),
-}
+OPEN: dict[str, tuple[float, str]] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)

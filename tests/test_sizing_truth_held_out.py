@@ -40,8 +40,6 @@ CASES = (
 )
 #: a case transformers cannot run: Gemma 2 has no sdpa path
 NO_SDPA = {"gemma2"}
-#: fp16 + sdpa with GPT-2's default dropout: the CPU math fallback's 16-bit tensors (OPEN's gap)
-KNOWN = {("gpt2", "fp16", "sdpa"): "the CPU math fallback's tensors under dropout, as OPEN says for bf16"}
 
 
 def held_config(family: str) -> dict:
@@ -81,8 +79,5 @@ def test_held_out_shapes_and_fp16_within_10_percent(family, capsys):
         )
     for precision, attention, b, s, measured, est in rows:
         err = est / measured - 1
-        if (family, precision, attention) in KNOWN:
-            assert err < 0, (family, precision, err)  # an under-estimate, as the open gap is
-            continue
         bar = max(HELD_OUT_BAR, OPEN.get(family, (0.0, ""))[0])
         assert abs(err) <= bar, (family, precision, attention, b, s, f"{err:+.1%}")

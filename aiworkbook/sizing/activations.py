@@ -97,6 +97,15 @@ class ActivationTerms:
     head_input: int = 0  # B per token: the head's 16-bit cast of the fp32 final-norm output (AMP only)
     selective_extra: int = 0  # B per token per layer: AMP keeps RoPE'd q and k in fp32 at the checkpoint
     first_layer_free: int = 0  # B per token LoRA's first layer does not record before its first adapter
+    # SDPA given a materialised mask (a sliding layer when s > window): per such layer, B per token
+    # (k and v repeated to every query head) and B per token per key position (the mask at width e)
+    window_layers: int = 0
+    window: int = 0
+    window_per_token: int = 0
+    window_per_key: int = 0
+    # full checkpointing, eager attention, a mask the layers take positionally (Mechanisms.positional_mask):
+    # B per token per key position of the one mask every checkpointed layer keeps as its input
+    ckpt_mask_per_key: int = 0
 
 
 def autocast_fp32_weights(w: Workload) -> bool:
@@ -233,7 +242,7 @@ def _attention_term(
             if mech.rope_concat:  # q leaves torch.cat head-major: SDPA's output too, the o-proj a copy
                 qkvo = qkvo + _dot(a, d, note="term.dot.o_proj_copy")
             attn_t = qkvo.tight(Term(e)) + _dot(4, a, note="term.dot.lse")
-    elif amp and w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU
+    elif w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU (AMP or pure)
         attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
         score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
         score_note = Msg("term.score.cpu_math")
@@ -380,8 +389,13 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
     layer, parts = layer_t.value, layer_t.text
 
     per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
+    window: dict[str, int] = dict(_window_mask(spec, w, device, e, p))
+    if mech.positional_mask and not w.flash and w.checkpointing == "full":
+        window["ckpt_mask_per_key"] = 4 if amp else e  # the mask has the weights' dtype
     if not amp:
-        return ActivationTerms(layer, score, per_token, per_seq, h * e, parts, first_layer_free=prefix)
+        return ActivationTerms(
+            layer, score, per_token, per_seq, h * e, parts, first_layer_free=prefix, **window
+        )
     head = 2 * spec.vocab_size * h if spec.is_decoder else 0
     return ActivationTerms(
         layer,
@@ -396,6 +410,34 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
         # selective recompute checkpoints the attention core: its q and k inputs come out of RoPE
         # in fp32 (cos/sin are fp32), so they are kept at 4 B instead of the 16-bit casts
         selective_extra=(a * d + k * d) * (4 - e) if mech.rope else 0,
+        **window,
+    )
+
+
+def _window_mask(spec: ModelSpecLike, w: Workload, device: str, e: int, p: float) -> dict[str, int]:
+    """A sliding layer under SDPA once the sequence reaches its window: transformers' sdpa_mask can no
+    longer leave the mask to is_causal and builds a b x 1 x s x s boolean mask, which torch's SDPA turns
+    into an additive mask of the query's dtype in every layer that reads it and saves for backward
+    (e B per token per key position). With a mask transformers does not ask SDPA for grouped-query
+    attention (use_gqa_in_sdpa), so repeat_kv copies k and v to every query head and SDPA saves the
+    copies: 2·(a - k)·d·e B per token more. Full layers and sequences shorter than the window keep no mask (is_causal).
+    Not on the CPU math fallback (dropout), which `_attention_term` counts apart, nor under FlashAttention
+    (`flash`), whose kernel takes the window and the grouped heads itself."""
+    sdpa = w.attention == "sdpa" and not (device == "cpu" and p > 0)
+    if not (sdpa and spec.sliding_window and spec.sliding_window_layers):
+        return {}
+    a, k, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
+    if w.kv_repeat or k >= a:
+        repeat = 0
+    elif mechanisms(spec).fused_qkv:  # the copies replace RoPE'd k and the fused output v was a view of
+        repeat = (2 * a - k - (a + 2 * k)) * d * e
+    else:
+        repeat = 2 * (a - k) * d * e
+    return dict(
+        window_layers=spec.sliding_window_layers,
+        window=spec.sliding_window,
+        window_per_token=repeat,
+        window_per_key=e,
     )
 
 
@@ -426,6 +468,9 @@ def _layer_terms(w: Workload, n: Num, s: Num, t: ActivationTerms) -> tuple[Term,
         )
         if t.layer_copies:  # AMP: the recomputed layer's first norm saves the kept input itself
             once = once - per_n * Term(t.recompute_input, "term.B_kept_input")
+        window = _window_term(t, n, s, 1)  # the recomputed layer, when one slides
+        if window is not None:
+            once = once + window
         return tokens * Term(t.recompute_input, "term.B_inputs"), once.grouped().introduced(
             Msg("term.recomputed"), " "
         )
@@ -441,6 +486,25 @@ def _layer_terms(w: Workload, n: Num, s: Num, t: ActivationTerms) -> tuple[Term,
         return kept.grouped(), None
     kept = plus(tokens * per_token, (score, bool(t.per_token_score)), (copies, bool(t.layer_copies)))
     return kept.grouped(), None
+
+
+def _window_term(t: ActivationTerms, n: Num, s: Num, layers: int) -> Term | None:
+    """`layers` sliding layers' SDPA mask and repeated k, v (`_window_mask`), counted where the sequence
+    reaches the window; None where no layer slides or (a plain int) the sequence is shorter."""
+    if not (t.window_layers and layers):
+        return None
+    outgrows = s >= t.window  # masking_utils: kv_length >= local_attention_size keeps the mask
+    if outgrows is False:
+        return None
+    per_n = Term(n * outgrows, "term.int")
+    mask = per_n.tight(Term(s)).tight(Term(t.window_per_key, "term.B_window_mask"))
+    if t.window_per_token > 0:
+        both = per_n * Term(t.window_per_token, "term.B_kv_repeat") + mask
+    elif t.window_per_token < 0:
+        both = mask - per_n * Term(-t.window_per_token, "term.B_kv_repeat_fused")
+    else:
+        both = mask
+    return Term(layers, "term.window_layers") * both.grouped()
 
 
 def _resident_layers(spec: ModelSpecLike, w: Workload) -> int:
@@ -472,8 +536,13 @@ def activation_term(
     kept, once = _layer_terms(w, n, s, t)
     resident = _resident_layers(spec, w)
     layers = Term(resident, "term.layers") * kept
+    window = None if once is not None else _window_term(t, n, s, min(t.window_layers, resident))
+    if window is not None:
+        layers = layers + window
     if once is not None:
         layers = layers + once
+    if t.ckpt_mask_per_key:  # one mask, the same tensor in every checkpointed layer's inputs
+        layers = layers + per_n.tight(Term(s)).tight(Term(t.ckpt_mask_per_key, "term.B_ckpt_mask"))
     if w.checkpointing == "selective":
         layers = layers.said(Msg("term.scores_recomputed"), ", ")
     if t.first_layer_free and w.checkpointing != "full" and not _first_layer_offloaded(spec, w):

@@ -56,6 +56,10 @@ class Mechanisms:
     # norms per layer whose output goes straight into the residual add (Gemma 2/3's post-attention and
     # post-feedforward norms): no matmul reads it, so its output is not saved
     post_norms: int = 0
+    # the model hands each layer its attention mask as a positional argument (GPT-2's block): reentrant
+    # full checkpointing saves a layer's positional tensors, so the materialised eager mask is kept
+    # (b x 1 x s x s at the weights' dtype, once: every layer gets the same tensor)
+    positional_mask: bool = False
 
 
 def of(spec: object) -> Mechanisms:

@@ -108,7 +108,7 @@ _ABSOLUTE_LAYERNORM: dict[str, Any] = dict(
 # Llama's eager_attention_forward: softmax(dtype=float32) then .to(query.dtype), RoPE on q and k.
 LLAMA_LIKE = Mechanisms(softmax_fp32=True, rope=True)
 # GPT-2: one Conv1D c_attn, gelu_new composed in Python, softmax in the scores' dtype, dropout 0.1
-GPT2 = Mechanisms(fused_qkv=True, activation="gelu_new", dropout_default=0.1)
+GPT2 = Mechanisms(fused_qkv=True, activation="gelu_new", dropout_default=0.1, positional_mask=True)
 # BERT: separate q/k/v, fused GELU, softmax in the scores' dtype, dropout 0.1
 BERT = Mechanisms(activation="gelu", dropout_default=0.1)
 # GPT-NeoX: one query_key_value, partial rotary joined back with torch.cat, Llama's fp32 eager softmax

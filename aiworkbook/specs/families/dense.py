@@ -213,6 +213,7 @@ def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
             qk_norm="head",
             activation="gelu",
             norm_fp32_scale=True,  # x.float() * (1 + weight), then back
+            post_norms=2,  # post_attention_layernorm, post_feedforward_layernorm -> residual add
             attn_softcap=c.cfg.get("attn_logit_softcapping") is not None,
             final_softcap=c.cfg.get("final_logit_softcapping") is not None,
         ),
