@@ -149,3 +149,17 @@ def test_loop_runs_on_a_loader_that_can_overlap_the_step():
     assert loop_loader(rows) is rows[2]
     assert loop_loader([_row(0, 5.0), _row(0, 9.0)])["warm"]["samples_per_s"] == 9.0
     assert loop_loader([_row(2, 5.0), _row(8, 4.0)])["workers"] == 2
+
+
+def test_gpu_utilisation_reads_as_percentages_in_the_language():
+    """The H200 note printed the sampler's dict ({'gpu0.util_gpu_pct': 8.0}); it says each GPU's share."""
+    from aiworkbook.message import Msg, words
+    from aiworkbook.proofs.dataload import utilisation_words
+
+    util = {"available": True, "mean_pct": {"gpu1.util_gpu_pct": 12.25, "gpu0.util_gpu_pct": 8.0}}
+    assert str(utilisation_words(util)) == "gpu0 8.0%, gpu1 12.2%"
+    said = words(Msg("dataload.gpu_util", util=utilisation_words(util)), "de")
+    assert "gpu0 8,0 %" in said and "{" not in said
+    assert str(
+        utilisation_words({"available": False, "why": "not available: no GPU in this run"})
+    ).startswith("not")

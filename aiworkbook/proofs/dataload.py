@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from aiworkbook import hostfacts
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Msg
+from aiworkbook.message import Joined, Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
@@ -225,6 +225,19 @@ def gpu_utilisation(since: float, until: float, device: str) -> dict[str, Any]:
     return {"available": True, "mean_pct": m, "n_samples": s["n_samples"]}
 
 
+def utilisation_words(util: dict[str, Any]) -> Msg | str:
+    """Each GPU's mean utilisation as a percentage in the language ("gpu0 8.0%"), or why there is none
+    (the H200 note printed the sampler's dict: "{'gpu0.util_gpu_pct': 8.0}")."""
+    means = util.get("mean_pct")
+    if not isinstance(means, dict) or not means:
+        return str(util.get("why", ""))
+    parts: list[Any] = []
+    for i, (key, pct) in enumerate(sorted(means.items())):
+        parts += [", "] if i else []
+        parts.append(Msg("dataload.gpu_util_one", gpu=key.split(".")[0], share=pct / 100))
+    return Joined(*parts)
+
+
 def _sizes(
     quick: bool, shards: int | None, samples_per_shard: int | None, sample_kb: float | None
 ) -> tuple[int, int, int]:
@@ -388,7 +401,7 @@ def _notes(
             synthetic=synth["input_wait_fraction"],
             threshold=threshold,
         ),
-        Msg("dataload.gpu_util", util=util.get("mean_pct", util.get("why"))),
+        Msg("dataload.gpu_util", util=utilisation_words(util)),
     ]
     if best["workers"] > 0 and any(r["workers"] == 0 for r in rows):
         notes.append(Msg("dataload.overlap", workers=best["workers"]))
