@@ -32,6 +32,18 @@ def free_bytes(path: str | os.PathLike) -> int | None:
     return None
 
 
+def total_bytes(path: str | os.PathLike) -> int | None:
+    """Size of the file system holding `path` or its nearest existing parent: 0 for one that stores no
+    files (sysfs, proc, cgroup), which is no disk to be full."""
+    p = Path(path).absolute()
+    for q in (p, *p.parents):
+        try:
+            return shutil.disk_usage(q).total
+        except OSError:
+            continue
+    return None
+
+
 def device(path: str | os.PathLike) -> str:
     """The file system holding `path`, as `df` names it: its device and mount point."""
     target = os.path.realpath(path)

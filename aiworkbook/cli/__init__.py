@@ -209,6 +209,15 @@ def main(argv: list[str] | None = None) -> int:
         code = _exit_code(exc)
         if code is not None:
             return code
+        # Ctrl-C or SIGTERM raised inside a library that wraps it (DCP's CheckpointException holds each
+        # rank's exception and traceback text): a stop, said in one line, never the wrapper's text
+        stop = next((e for e in diskfull.chain(exc) if isinstance(e, KeyboardInterrupt)), None)
+        if stop is not None:
+            if signals.received() is None:
+                import signal as _signal
+
+                signals.note(_signal.SIGTERM if isinstance(stop, signals.Terminated) else _signal.SIGINT)
+            return _interrupted(stop, mark)
         full = diskfull.found_in(exc)
         if full is not None:  # wrapped (DCP's CheckpointException is a BaseException): the same line
             typer.echo(f"error: {full}", err=True)

@@ -39,6 +39,12 @@ from aiworkbook.proofs.stats import summarize
 from aiworkbook.signature import then
 from aiworkbook.units import MiB
 
+#: DCP says this on every single-process save and load, from its own threads too (dcp-async finishes after
+#: any `catch_warnings` around the call has ended): one process is what the proof runs, so it is no news
+warnings.filterwarnings(
+    "ignore", message="torch.distributed is disabled, unavailable or uninitialized", category=UserWarning
+)
+
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
 

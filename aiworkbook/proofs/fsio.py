@@ -112,11 +112,13 @@ def fs_type(path: str | os.PathLike) -> str:
 def check_free(directory: str | os.PathLike, need_bytes: int, *, margin: float = 1.05) -> int:
     """Refuse before writing when the directory's free space is below `need_bytes` (x margin) with
     diskfull.NoSpace ("no space left on <device> at <dir>: needed ~X, free Y"); returns the free bytes."""
-    from aiworkbook.diskfull import free_bytes
+    from aiworkbook.diskfull import free_bytes, total_bytes
 
     free = free_bytes(directory)  # a folder not made yet: the free space where it will be made
     if free is None:
         raise SpecError("dir", str(directory), "a directory whose free space can be read")
+    if total_bytes(directory) == 0:  # /sys, /proc: no disk at all, so not "full" but the wrong place
+        raise SpecError("dir", str(directory), "a directory on a file system that stores files")
     if need_bytes * margin > free:  # in the words of a full disk: where, needed and free (exit 1)
         from aiworkbook.diskfull import NoSpace
 
