@@ -15,33 +15,35 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from aiworkbook.message import Msg
 
 ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
-def free_bytes(path: str | os.PathLike) -> int | None:
-    """Free bytes (for this user) of the file system holding `path` or its nearest existing parent."""
+def _usage(path: str | os.PathLike) -> Any:
+    """shutil.disk_usage of the file system holding `path` or its nearest existing parent (None: none)."""
     p = Path(path).absolute()
     for q in (p, *p.parents):
         try:
-            return shutil.disk_usage(q).free
+            return shutil.disk_usage(q)
         except OSError:
             continue
     return None
+
+
+def free_bytes(path: str | os.PathLike) -> int | None:
+    """Free bytes (for this user) of the file system holding `path` or its nearest existing parent."""
+    u = _usage(path)
+    return None if u is None else int(u.free)
 
 
 def total_bytes(path: str | os.PathLike) -> int | None:
     """Size of the file system holding `path` or its nearest existing parent: 0 for one that stores no
     files (sysfs, proc, cgroup), which is no disk to be full."""
-    p = Path(path).absolute()
-    for q in (p, *p.parents):
-        try:
-            return shutil.disk_usage(q).total
-        except OSError:
-            continue
-    return None
+    u = _usage(path)
+    return None if u is None else int(u.total)
 
 
 def device(path: str | os.PathLike) -> str:
