@@ -168,7 +168,11 @@ def test_sizing_fine_tuning_section_shows_the_library_host_memory(browser, serve
         sizer.get_by_label(_label("lora_targets"), exact=True).wait_for(
             state="visible", timeout=ANSWER_TIMEOUT_MS
         )
-        sizer.locator(".aiwb-finetune label", has_text=_label("activation_offload")).click()
+        # check(), not click(): it waits until the box is there and enabled and verifies it took (a click
+        # that lands while the section's controls are still being drawn was lost once under CI load)
+        sizer.locator(".aiwb-finetune").get_by_label(_label("activation_offload"), exact=True).check(
+            timeout=ANSWER_TIMEOUT_MS
+        )
         host_line = sizer.locator(".aiwb-host")
         host_line.wait_for(state="visible", timeout=ANSWER_TIMEOUT_MS)
         # the page's fields as the form sends them: serving's new tokens and concurrency do not apply to LoRA
