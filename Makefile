@@ -45,35 +45,26 @@ format: install-test
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# The browser tests drive Debian's Chromium (Playwright's own browser download does not work here):
-# installed from Debian's packages when missing, with sudo when not root.
-.PHONY: chromium
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
+# Debian's packages the tests start or call, as command=package: Chromium for the browser tests
+# (Playwright's own browser download does not work here), Prometheus for the fleet view
+# (tests/prometheus_fleet.py), slurm-wlm, munge and shellcheck for the Slurm tests (tests/slurm_cluster.py),
+# nginx as the rate limiter before FastChat (tests/test_serving_fastchat.py). Only the missing ones are
+# installed, with one `apt-get update` for all of them, with sudo when not root.
+SYSTEM_COMMANDS := chromium=chromium prometheus=prometheus slurmctld=slurm-wlm slurmd=slurm-wlm \
+  sbatch=slurm-wlm munged=munge shellcheck=shellcheck nginx=nginx
+.PHONY: system-packages chromium prometheus slurm nginx
+system-packages:
+	@missing=""; for pair in $(SYSTEM_COMMANDS); do \
+	  cmd=$${pair%%=*}; pkg=$${pair#*=}; \
+	  PATH="$$PATH:/usr/sbin:/sbin" command -v "$$cmd" >/dev/null 2>&1 || case " $$missing " in *" $$pkg "*) ;; *) missing="$$missing $$pkg";; esac; \
+	done; \
+	if [ -n "$$missing" ]; then \
 	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
-	  echo "installing Debian's chromium for the browser tests"; \
+	  echo "installing Debian's$$missing for the tests"; \
 	  $$SUDO apt-get update -qq >/dev/null && \
-	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
-
-# The fleet-view tests start Debian's Prometheus on loopback (tests/prometheus_fleet.py): installed
-# from Debian's packages when /usr/bin/prometheus is missing, with sudo when not root.
-.PHONY: prometheus
-prometheus:
-	@test -x /usr/bin/prometheus || { \
-	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
-	  echo "installing Debian's prometheus for the fleet-view tests"; \
-	  $$SUDO apt-get update -qq >/dev/null && \
-	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
-
-# The Slurm tests start Debian's munged, slurmctld and slurmd on loopback (tests/slurm_cluster.py) and
-# lint generated sbatch scripts with shellcheck: installed from Debian's packages when missing.
-.PHONY: slurm
-slurm:
-	@{ command -v slurmctld && command -v slurmd && command -v munged && command -v sbatch && command -v shellcheck; } >/dev/null 2>&1 || { \
-	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
-	  echo "installing Debian's slurm-wlm, munge and shellcheck for the Slurm tests"; \
-	  $$SUDO apt-get update -qq >/dev/null && \
-	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge shellcheck >/dev/null; }
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+chromium prometheus slurm nginx: system-packages
 
 # The serving proof's tests run FastChat's OpenAI API server from its own venv (pydantic 1, exact pins:
 # tools/fastchat-api.txt; tests/fastchat_server.py says why) and put Debian's nginx before it as a
@@ -84,15 +75,8 @@ $(FASTCHAT_VENV)/.installed: tools/fastchat-api.txt
 	$(FASTCHAT_VENV)/bin/python -m pip install -q --no-deps -r tools/fastchat-api.txt
 	touch $@
 
-.PHONY: fastchat-api nginx
+.PHONY: fastchat-api
 fastchat-api: $(FASTCHAT_VENV)/.installed
-
-nginx:
-	@test -x /usr/sbin/nginx || { \
-	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
-	  echo "installing Debian's nginx for the rate-limited serving test"; \
-	  $$SUDO apt-get update -qq >/dev/null && \
-	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }
 
 # pytest exit code 5 means "no tests collected": say so instead of failing on an empty selection.
 # The suite runs on PYTEST_WORKERS parallel workers (pytest-xdist; 0: in this process), a whole file
@@ -103,7 +87,7 @@ nginx:
 # A worker that crashes (a native abort) fails the run at once (--max-worker-restart 0): a replaced
 # worker once left xdist's controller waiting for ever.
 PYTEST_WORKERS ?= 2
-test: install-test chromium prometheus slurm fastchat-api nginx lint
+test: install-test system-packages fastchat-api lint
 	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & mp=$$!; \
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart 0 -m "not serial" $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; \
 	wait $$mp; rm=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
