@@ -20,9 +20,10 @@ from aiworkbook.specs.detection import match_catalogue
 from aiworkbook.specs.gpu import load_gpu
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "reference-runs"
-RESULTS = sorted(
-    p for p in RUNS.rglob("*.json") if json.loads(p.read_text()).get("kind") == "aiworkbook.proof-result"
-)
+#: every recorded ProofResult, read once: path -> its JSON
+RECORDED = {p: json.loads(p.read_text()) for p in sorted(RUNS.rglob("*.json"))}
+RECORDED = {p: d for p, d in RECORDED.items() if d.get("kind") == "aiworkbook.proof-result"}
+RESULTS = list(RECORDED)
 MIB = 1 << 20
 
 
@@ -31,8 +32,7 @@ def _rel(p: Path) -> str:
 
 
 def _load(proof: str) -> list[tuple[Path, dict]]:
-    out = [(p, json.loads(p.read_text())) for p in RESULTS]
-    return [(p, d) for p, d in out if d["proof"] == proof and d["device"] == "cuda"]
+    return [(p, d) for p, d in RECORDED.items() if d["proof"] == proof and d["device"] == "cuda"]
 
 
 def test_there_are_gpu_runs_to_hold_the_code_to():
@@ -41,7 +41,7 @@ def test_there_are_gpu_runs_to_hold_the_code_to():
 
 @pytest.mark.parametrize("path", RESULTS, ids=_rel)
 def test_every_recorded_result_reads_back(path):
-    d = json.loads(path.read_text())
+    d = RECORDED[path]
     r = ProofResult.from_dict(d)
     assert r.proof == d["proof"] and r.measured == d["measured"] and r.verdict == d["verdict"]
 
@@ -61,7 +61,7 @@ def _run_spec(inputs: dict):
 
 @pytest.mark.parametrize("path", [p for p, _ in _load("vram")], ids=_rel)
 def test_todays_vram_estimate_agrees_with_the_h200(path):
-    d = json.loads(path.read_text())
+    d = RECORDED[path]
     spec = _run_spec(d["inputs"])
     w = Workload(**d["inputs"]["workload"])
     predicted = allocated_prediction(estimate(spec, w, gpu=None, device="cuda").memory, "cuda")
@@ -74,7 +74,7 @@ def test_todays_vram_estimate_agrees_with_the_h200(path):
 @pytest.mark.parametrize("path", [p for p, d in _load("serving") if "run1" not in str(p)], ids=_rel)
 def test_serving_kv_pool_is_predicted_in_the_servers_dtype(path):
     """The embedded server on the H200 holds its KV cache in bf16 (run1 predicted it in fp32: ratio 0.500)."""
-    d = json.loads(path.read_text())
+    d = RECORDED[path]
     heaviest = max(d["details"]["sweep"], key=lambda row: row["load"])
     # blocks are reserved for prompt + max_tokens per running sequence: both as the run counted them
     tokens = heaviest["prompt_tokens"]["max"] + heaviest["output_tokens_per_request"]["max"]
@@ -84,7 +84,7 @@ def test_serving_kv_pool_is_predicted_in_the_servers_dtype(path):
 
 def test_the_catalogue_matches_what_the_device_reported():
     checks = json.loads(next(RUNS.rglob("checks.json")).read_text())
-    env = json.loads(next(p for p in RESULTS if "run3" in str(p)).read_text())["environment"]
+    env = next(d for p, d in RECORDED.items() if "run3" in str(p))["environment"]
     gpu = env["gpus"][0]
     name = match_catalogue(gpu["name"], checks["nvml_total_bytes"])
     assert name == "H200-SXM"
