@@ -28,6 +28,9 @@ RUNS = [
     ("train, does not fit", ["size", "llama-3-8b", "--gpu", "H100-SXM"], None, 0),
     ("infer, tp 2", ["size", "llama-3-8b", "--mode", "infer", "--tp", "2", "--gpu", "H100-SXM"], None, 0),
     ("run cost", ["size", "llama-3-8b", "--gpu", "H100-SXM", "--dp", "8", "--train-tokens", "1e11"], None, 0),
+    ("no GPU given", ["size", "gpt2"], None, 0),
+    ("offloaded to the host", ["size", "llama-3-8b", "--mode", "qlora", "--gpu", "L4", "--fsdp-cpu-offload",
+                               "--activation-offload"], None, 0),
     ("followed the model", ["size", "gpt2", "--mode", "infer", "--new-tokens", "64"], None, 0),
     ("fit", ["fit", "llama-3-8b"], None, 0),
     ("fit vllm", ["fit", "llama-3-8b", "--engine", "vllm", "--gpu", "L40S"], None, 0),
@@ -35,16 +38,20 @@ RUNS = [
     ("preflight, co-tenants", ["preflight", "vllm", "llama-3-8b", "--max-model-len", "8192"], [SHARED], 1),
     ("preflight, idle", ["preflight", "vllm", "llama-3-8b"], [IDLE], 0),
     ("preflight, no GPU", ["preflight", "vllm", "llama-3-8b"], "no driver", 1),
+    ("preflight in Slurm", ["preflight", "vllm", "llama-3-8b"], [IDLE], 0),
 ]  # fmt: skip
+#: a Slurm job's variables, for the run that names them (the report's first line says what was checked)
+SLURM = {"SLURM_JOB_ID": "4711", "SLURM_JOB_GPUS": "0", "CUDA_VISIBLE_DEVICES": "0"}
 
 
-def _run(argv: list[str], gpus, lang: str = "en") -> tuple[int, str]:
+def _run(argv: list[str], gpus, lang: str = "en", slurm: bool = False) -> tuple[int, str]:
     pre = [] if lang == "en" else ["--lang", lang]
+    env = SLURM if slurm else {k: None for k in SLURM}  # None: unset while the command runs
     if gpus is None:
-        r = CliRunner().invoke(app, [*pre, *argv])
+        r = CliRunner().invoke(app, [*pre, *argv], env=env)
     else:
         with FakeNVML([DATACENTER] if gpus == "no driver" else gpus, driver=gpus != "no driver"):
-            r = CliRunner().invoke(app, [*pre, *argv])
+            r = CliRunner().invoke(app, [*pre, *argv], env=env)
     assert "Traceback" not in r.output and r.output.strip(), r.output
     return r.exit_code, r.output
 
@@ -54,7 +61,7 @@ def _run(argv: list[str], gpus, lang: str = "en") -> tuple[int, str]:
 def test_no_english_left(lang):
     found = []
     for name, argv, gpus, code in RUNS:
-        got, out = _run(argv, gpus, lang)
+        got, out = _run(argv, gpus, lang, slurm="Slurm" in name)
         assert got == code, (name, out)
         found += [f"{name}: {line}" for line in english_left(out, lang)]
     assert not found, "English left:\n" + "\n".join(found)
@@ -63,7 +70,7 @@ def test_no_english_left(lang):
 @pytest.mark.timeout(120)
 def test_the_detector_finds_english_in_every_english_run():
     for name, argv, gpus, code in RUNS:
-        got, out = _run(argv, gpus)
+        got, out = _run(argv, gpus, slurm="Slurm" in name)
         assert got == code, (name, out)
         assert english_left(out, "nl") and english_left(out, "de"), name
 

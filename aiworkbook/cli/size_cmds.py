@@ -245,10 +245,9 @@ def size(
     spec = load_model(model)
     node_profile = _node(node, pool, gpu_given=bool(gpu))
     base = Assumptions.from_node(node_profile) if node_profile else Assumptions()
+    priced = Msg("assumptions.priced", source=base.source) if price is not None else None
     overrides: dict[str, Any] = {
-        "source": Msg("assumptions.priced", source=base.source)
-        if price is not None
-        else None,  # the price's provenance
+        "source": priced,  # the price's provenance
         "train_tokens": train_tokens,
         "price_per_gpu_hour": price,
         "storage_write_bps": write_gbps * 1e9 if write_gbps is not None else None,
