@@ -18,6 +18,7 @@ figure for the language with Babel (aiworkbook.i18n_format, aiworkbook.units):
     {r:rate}     GB/s as datasheets write it ({r:rate:auto}: B/s .. TB/s by size)
     {x:pct0}     a fraction as a percentage: 5% / 5 % (pct0..pct9)
     {s:seconds}  ns .. days by magnitude: 239.73 s, 4.0 min / 4,0 min
+    {x:value:$/Mtok}  a figure in a section's unit (units.fmt_value: $, $/h, $/Mtok, B, s, fraction ...)
     {xs:list}    the items as `num` (a Msg in the language), joined by ", " (by "; " where a decimal
                  comma would make it ambiguous)
     {n:plural:one=trial|other=trials}   the form CLDR's plural rule of the language picks for n
@@ -165,7 +166,7 @@ class _Words(string.Formatter):
 
     def format_field(self, value: Any, spec: str) -> str:
         from aiworkbook import i18n_format as f
-        from aiworkbook.units import fmt_bytes, fmt_rate, fmt_seconds
+        from aiworkbook.units import fmt_bytes, fmt_rate, fmt_seconds, fmt_value
 
         lang = self.lang
         kind, _, rest = spec.partition(":")
@@ -187,6 +188,8 @@ class _Words(string.Formatter):
             return fmt_rate(value, rest or "GB/s", lang=lang)
         if kind == "seconds":
             return fmt_seconds(value, lang)
+        if kind == "value":  # {x:value:$/Mtok}: in the unit a typed section's field declares
+            return fmt_value(value, rest, lang)
         if kind == "list":
             items = [words(v, lang) if isinstance(v, Msg) else _num(v, lang) for v in value]
             figures = [i for v, i in zip(value, items, strict=True) if not isinstance(v, Msg)]
@@ -200,7 +203,7 @@ class _Words(string.Formatter):
             raise SpecError(
                 "message field kind",
                 spec,
-                "int, num, g, f0..f9, pct0..pct9, bytes, rate, seconds, list, plural:…",
+                "int, num, g, f0..f9, pct0..pct9, bytes, rate, seconds, value:<unit>, list, plural:…",
             )
         return words(value, lang)
 
@@ -213,6 +216,7 @@ _FIGURES = (
     "bytes",
     "rate",
     "seconds",
+    "value",
     *(f"f{d}" for d in range(10)),
     *(f"pct{d}" for d in range(10)),
 )

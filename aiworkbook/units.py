@@ -169,7 +169,7 @@ def fmt_value(v: object, unit: str = "", lang: str = "en") -> str:
     """One figure in its unit (the unit a typed section's field declares): bytes binary, rates decimal,
     seconds in s (a long time also in min/h/days), fractions in %, money in $; None/NaN give n/a."""
     if isinstance(v, bool):
-        return "yes" if v else "no"
+        return _word("value.yes" if v else "value.no", lang)
     if v is None or isinstance(v, str):
         return _na(lang) if v is None else v
     if not isinstance(v, int | float) or _missing(v):
@@ -200,4 +200,6 @@ def fmt_value(v: object, unit: str = "", lang: str = "en") -> str:
         return f"{fmt_number(v, lang)}/s" if unit == "1/s" else f"{fmt_number(v, lang)} tokens/s"
     if unit == "ratio":
         return fixed(v, 3, lang, False)
+    if unit == "days":
+        return f"{fmt_number(v, lang)} {_word('unit.days', lang)}"
     return f"{fmt_number(v, lang)} {unit}".rstrip()

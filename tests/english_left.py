@@ -33,7 +33,9 @@ def _strings(table: dict) -> list[str]:
 
 
 def _words(texts: list[str]) -> set[str]:
-    return {w.lower() for t in texts for w in WORD.findall(re.sub(r"{\w+[^}]*}", " ", t))}
+    """The words of catalogue texts, less fields and command-line options (--engine-version is no Dutch
+    or German use of "version")."""
+    return {w.lower() for t in texts for w in WORD.findall(re.sub(r"{\w+[^}]*}|--[\w-]+", " ", t))}
 
 
 @cache
@@ -47,12 +49,21 @@ def english_words(lang: str) -> frozenset[str]:
     return frozenset(w for w in (en - other) | FUNCTION_WORDS if len(w) >= 3 and w not in SHARED)
 
 
-#: names, not words: fp32, kv_cache, bert-base-uncased, and settings written as name=value
-IDENTIFIER = re.compile(r"\S*[\d_]\S*|\b[a-z]+(?:-[a-z]+)+\b|\b\w+=\S*")
+#: names, not words: fp32, kv_cache, bert-base-uncased, options (--seq), settings written as name=value
+IDENTIFIER = re.compile(r"\S*[\d_]\S*|\b[a-z]+(?:-[a-z]+)+\b|--[\w-]+|\b\w+=\S*")
 #: a figure in English format: a decimal point before a unit, or thousands grouped by commas twice
 ENGLISH_NUMBER = re.compile(
     r"(?<![\w.,])\d+\.\d+ ?(?:[KMGT]i?B(?:/s)?|ms|s|%|W|h|\$)(?![\w])|(?<![\w.,])\d{1,3}(?:,\d{3}){2,}(?![\d])"
 )
+
+
+def _grouped(figure: str, lang: str) -> bool:
+    """A whole number grouped in thousands by `lang`'s own group sign (143.247 s in Dutch and German),
+    which reads like an English decimal before a unit."""
+    from babel.numbers import get_group_symbol
+
+    sign = get_group_symbol(lang)
+    return sign != "," and re.fullmatch(rf"\d{{1,3}}(?:{re.escape(sign)}\d{{3}})+ ?\D*", figure) is not None
 
 
 def english_left(text: str, lang: str) -> list[str]:
@@ -62,7 +73,8 @@ def english_left(text: str, lang: str) -> list[str]:
     out: list[str] = []
     for line in dict.fromkeys(x.strip() for x in text.splitlines() if x.strip()):
         prose = IDENTIFIER.sub(" ", line)  # names such as inference-4xl40s or kv_cache are no words
-        hits = [w for w in WORD.findall(prose) if w.lower() in words] + ENGLISH_NUMBER.findall(line)
+        figures = [x for x in ENGLISH_NUMBER.findall(line) if not _grouped(x, lang)]
+        hits = [w for w in WORD.findall(prose) if w.lower() in words] + figures
         if hits:
             out.append(f"{line[:160]}  [{', '.join(dict.fromkeys(hits))}]")
     return out

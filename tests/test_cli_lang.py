@@ -4,9 +4,9 @@ the widgets are held to): replica-time's table and verdict (assumed and measured
 a refused file that is too large, a FIFO and JSON nested too deeply. In-process through `main` (the
 entry point, which says a refusal in one line; typer's CliRunner would stop at the exception), seconds.
 
-Not covered yet, and so not run here: the plain-text tables of `size` and `fit` (still English
-f-strings in aiworkbook/cli/size_cmds.py; their refusals are run below), and the reason Python's json
-decoder gives for text that is not JSON ("Expecting value"), quoted as it says it."""
+The plain-text tables of `size`, `fit` and `preflight vllm` are run in tests/test_cli_lang_sizing.py
+(their refusals below). Not covered, and so not run here: the reason Python's json decoder gives for
+text that is not JSON ("Expecting value"), quoted as it says it."""
 
 from __future__ import annotations
 

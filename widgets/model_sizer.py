@@ -622,7 +622,9 @@ class ModelSizer(BackgroundComposite):
                 tokens = integer(run.get("train_tokens", 0), self.lang)
                 per_tok = f"{money(run['usd'], self.lang, 0)} {self.t('per_run', tokens=tokens)}; {per_tok}"
             return f"<b>{self.t('cost')}</b>: {per_tok}"
-        return html.escape(cost.get("note", ""))
+        from aiworkbook.message import words
+
+        return html.escape(words(cost.get("note", ""), self.lang))  # a message: said in the page's language
 
     def _host_html(self, host: dict[str, Any]) -> str:
         """Host RAM that offloaded state, offloaded activations or a paged optimizer take (empty: none)."""

@@ -160,7 +160,7 @@ def render(doc: dict[str, Any], lang: str = "en") -> tuple[str, str]:
         )
         parts.append(f"<p><b>{e(w['who'])}</b> {e(title)}</p>")
         if d.get("names_note"):
-            parts.append(f"<p class='aiwb-preflight-note'>{e(d['names_note'])}</p>")
+            parts.append(f"<p class='aiwb-preflight-note'>{e(said(d['names_note'], lang))}</p>")
         parts.append(
             html_table([w["pid"], w["name"], w["memory"], w["container"]], rows, "aiwb-preflight-tenants")
         )

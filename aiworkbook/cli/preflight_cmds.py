@@ -11,7 +11,9 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.lang import cli_lang
 from aiworkbook.cli.options import option
+from aiworkbook.message import Msg, words
 from aiworkbook.units import fmt_bytes
 
 preflight_app = typer.Typer(
@@ -82,10 +84,9 @@ def vllm_cmd(
         if alloc is not None:
             r = {**r, "slurm": {**alloc, "checked": []}}
             if not as_json:
-                typer.echo(line(alloc, []))
-        typer.echo(
-            dumps_json(r, indent=2) if as_json else f"{r['reasons'][0]}: vLLM cannot start here (exit 1)"
-        )
+                typer.echo(line(alloc, []).render(cli_lang()))
+        no_gpu = Msg("preflight.cli.no_gpu", reason=r["reasons"][0])
+        typer.echo(dumps_json(r, indent=2) if as_json else no_gpu.render(cli_lang()))
         raise SystemExit(1)
     checked = [c.device.label for c in r.devices]
     if as_json:
@@ -95,74 +96,73 @@ def vllm_cmd(
         typer.echo(dumps_json(doc, indent=2))
     else:
         if alloc is not None:
-            typer.echo(line(alloc, checked))
-        for text in report_lines(r):
+            typer.echo(line(alloc, checked).render(cli_lang()))
+        for text in report_lines(r, cli_lang()):
             typer.echo(text)
     raise SystemExit(r.exit_code)
 
 
-def report_lines(r) -> list[str]:
-    """The pre-flight for people: each device and who holds it, the rule, the answer, the risks."""
+def report_lines(r, lang: str = "en") -> list[str]:
+    """The pre-flight for people, in `lang`: each device and who holds it, the rule, the answer, the
+    risks (every sentence a message; figures formatted for the language)."""
     from aiworkbook.errors import printable
     from aiworkbook.preflight.vllm import RULE
     from aiworkbook.sizing.vllm import release_label
 
-    out = []
+    out: list[Msg | str] = []
     for c in r.devices:
         d = c.device
+        source = d.source if isinstance(d.source, Msg) else printable(d.source, 60)
+        total, cuda, used, free = d.total_bytes, d.cuda_total_bytes, d.used_bytes, d.free_bytes
         out.append(
-            f"{d.label} {printable(d.name, 80)} ({printable(d.source, 60)}): total {fmt_bytes(d.total_bytes)} "
-            f"(CUDA-visible {fmt_bytes(d.cuda_total_bytes)}), used {fmt_bytes(d.used_bytes)}, free {fmt_bytes(d.free_bytes)}"
-        )
+            Msg("preflight.cli.device", label=d.label, name=printable(d.name, 80), source=source, total=total,
+                cuda=cuda, used=used, free=free)
+        )  # fmt: skip
         if d.processes_note:
-            out.append(f"  who holds what: unknown ({d.processes_note})")
-        elif not d.tenants:
-            out.append("  who holds what: no compute process listed")
+            out.append(Msg("preflight.cli.who_unknown", why=d.processes_note))
         else:
-            out.append("  who holds what:")
+            out.append(Msg("preflight.cli.who") if d.tenants else Msg("preflight.cli.who_none"))
+        out[-1] = "  " + words(out[-1], lang)
         if d.names_note and d.tenants:
-            out.append(f"    ({d.names_note})")
+            out.append(f"    ({words(d.names_note, lang)})")
         for t in d.tenants:
-            mem = fmt_bytes(t.used_bytes) if t.used_bytes is not None else "n/a (NVML cannot read it)"
+            used_t = t.used_bytes
+            mem = words(Msg("preflight.na"), lang) if used_t is None else fmt_bytes(used_t, lang=lang)
             where = (
                 f"  [{printable(t.container or t.cgroup or '', 100)}]" if (t.container or t.cgroup) else ""
             )
-            out.append(f"    pid {t.pid:<8} {printable(t.name, 40):<20} {mem:>14}{where}")
+            pid = words(Msg("preflight.pid"), lang)
+            out.append(f"    {pid} {t.pid:<8} {printable(t.name, 40):<20} {mem:>14}{where}")
         if d.tenants or d.unattributed_bytes:
-            out.append(f"    not attributed to a listed process: {fmt_bytes(d.unattributed_bytes)}")
-    out.append(f"rule: {RULE}")
+            out.append("    " + Msg("preflight.cli.unattributed", bytes=d.unattributed_bytes).render(lang))
+    out.append(Msg("preflight.cli.rule", rule=RULE))
     for c in r.devices:
-        verdict = "passes" if c.passes else "FAILS"
-        out.append(
-            f"  {c.device.label}: needs {fmt_bytes(c.requested_bytes)} at {r.utilization:g}; free at start-up "
-            f"{fmt_bytes(c.free_at_start_bytes)} (free now less {fmt_bytes(c.context_bytes)} vLLM holds before "
-            f"its check: CUDA context, NCCL, custom all-reduce; an estimate): {verdict}"
-        )
+        verdict = Msg("preflight.cli.passes") if c.passes else Msg("preflight.cli.fails")
+        check = Msg("preflight.cli.check", label=c.device.label, needs=c.requested_bytes, u=r.utilization,
+                    free=c.free_at_start_bytes, held=c.context_bytes, verdict=verdict)  # fmt: skip
+        out.append("  " + check.render(lang))
     a = r.at_requested
     release = release_label(r.settings["engine_version"])
     source = r.settings.get("engine_version_source")
-    out.append(f"arithmetic: {release}" + (f", {source}" if source else ""))
+    said_from = Msg("preflight.cli.from", source=source) if source else ""
+    out.append(Msg("preflight.cli.arithmetic", release=release, source=said_from))
     if a is not None and r.starts:
         out.append(
-            f"at --gpu-memory-utilization {r.utilization:g}: KV cache {a.kv_cache_tokens:,} tokens, max concurrency "
-            f"{a.max_concurrency:.2f} x {a.max_model_len:,} tokens ({release}, an estimate)"
-        )
+            Msg("preflight.cli.at_requested", u=r.utilization, tokens=a.kv_cache_tokens, c=a.max_concurrency,
+                len=a.max_model_len, release=release)
+        )  # fmt: skip
     if r.max_utilization is None:
-        out.append(
-            "largest --gpu-memory-utilization that starts: none (not one request fits next to the co-tenants)"
-        )
+        out.append(Msg("preflight.cli.largest_none"))
     else:
         m = r.at_max
         out.append(
-            f"largest --gpu-memory-utilization that starts: {r.max_utilization:.2f} -> KV cache "
-            f"{m.kv_cache_tokens:,} tokens, max concurrency {m.max_concurrency:.2f} x {m.max_model_len:,} tokens"
-        )
-    for risk in r.risks:
-        out.append(f"risk: {risk}")
+            Msg("preflight.cli.largest", u=r.max_utilization, tokens=m.kv_cache_tokens, c=m.max_concurrency,
+                len=m.max_model_len)
+        )  # fmt: skip
+    out += [Msg("preflight.cli.risk", risk=risk) for risk in r.risks]
     if r.starts:
-        out.append(f"verdict: starts at --gpu-memory-utilization {r.utilization:g} (exit 0)")
+        out.append(Msg("preflight.cli.starts", u=r.utilization))
     else:
-        for reason in r.reasons:
-            out.append(f"will not start: {reason}")
-        out.append("verdict: will not start (exit 1)")
-    return out
+        out += [Msg("preflight.cli.will_not_start", reason=reason) for reason in r.reasons]
+        out.append(Msg("preflight.cli.not_start"))
+    return [words(x, lang) for x in out]

@@ -10,13 +10,13 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli import size_text
+from aiworkbook.cli.lang import cli_lang
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
-from aiworkbook.i18n_format import money
+from aiworkbook.message import Msg
 from aiworkbook.persist import dumps_json
-from aiworkbook.units import fmt_bytes, fmt_value
 
-_VLLM_TITLE = "vLLM start-up, estimated for {release}: what `vllm serve` would log (--engine-version)"
 _MODEL = typer.Argument(..., help="A preset name or a path to a config.json (or its folder).")
 
 
@@ -55,19 +55,18 @@ def _seq_note(spec: Any, opts: dict[str, Any], w: Any) -> None:
     """Say so when --seq followed the model instead of the default."""
     default = _seq_default()
     if opts.get("seq_len") is None and w.seq_len != default:
-        new = f" + {w.new_tokens:,} new" if w.mode == "infer" and w.new_tokens else ""
-        typer.echo(
-            f"sequence {w.seq_len:,} tokens{new}: {spec.name} has {spec.max_position_embeddings:,} positions "
-            f"(the default {default:,} is longer; --seq sets it)"
-        )
+        typer.echo(size_text.seq_note(spec, w, default, cli_lang()))
 
 
 def _print_vllm(opts: dict[str, Any], vllm: Any) -> None:
     """The vLLM section, titled with the release (and arithmetic) that made it."""
     if vllm:
-        from aiworkbook.sizing.vllm import release_label
+        _echo(size_text.vllm_lines(vllm, cli_lang()))
 
-        _section(_VLLM_TITLE.format(release=release_label(vllm.engine_version)), vllm)
+
+def _echo(lines: list[str]) -> None:
+    for line in lines:
+        typer.echo(line)
 
 
 #: How the command line spells a Workload field where it is not `--field-name`, and what it says
@@ -246,8 +245,9 @@ def size(
     spec = load_model(model)
     node_profile = _node(node, pool, gpu_given=bool(gpu))
     base = Assumptions.from_node(node_profile) if node_profile else Assumptions()
+    priced = Msg("assumptions.priced", source=base.source) if price is not None else None
     overrides: dict[str, Any] = {
-        "source": f"{base.source}, --price" if price is not None else None,  # the price's provenance
+        "source": priced,  # the price's provenance
         "train_tokens": train_tokens,
         "price_per_gpu_hour": price,
         "storage_write_bps": write_gbps * 1e9 if write_gbps is not None else None,
@@ -287,7 +287,7 @@ def size(
     _seq_note(spec, opts, w)
     _print_estimate(spec, est)
     if ans is not None:
-        typer.echo("\n" + answer_line(ans))
+        typer.echo("\n" + size_text.answer_line(ans).render(cli_lang()))
     _print_vllm(opts, vllm)
 
 
@@ -299,26 +299,6 @@ def _answer(spec, est):
     from aiworkbook.sizing.answer import answer
 
     return answer(spec, est.workload, est.gpu, est.assumptions, est.device)
-
-
-def answer_line(ans) -> str:
-    """The answer in one line: verdict, GPUs, price with its source and basis, deployment."""
-    o = ans.option
-    verdict = "fits" if ans.fits else "does NOT fit"
-    out = f"answer: {verdict} on {ans.given} x {ans.gpu}"
-    if o is None:
-        return out + "; no catalogue GPU holds it"
-    if not ans.fits:
-        out += f"; runs on {o.gpus} x {o.gpu}"
-    if ans.usd_per_mtok is not None:
-        per = "output tokens" if ans.mode == "infer" else "tokens trained"
-        out += f", {money(ans.usd_per_mtok)} per million {per} on {o.gpus} x {o.gpu} ({ans.price_words})"
-    d = ans.deployment
-    if d is not None:
-        out += f"; deploy: {d.engine}, tensor parallel {d.tp}, {d.resource}: {d.count}"
-        if d.engine_note:
-            out += f" ({d.engine_note})"
-    return out
 
 
 def _vllm_startup(spec, gpu_spec, opts: dict):
@@ -349,43 +329,7 @@ def _node(node: str | None, pool: str | None, gpu_given: bool):
 
 
 def _print_estimate(spec, est) -> None:
-    from aiworkbook.units import fmt_rate
-
-    w = est.workload
-    gpu_name = est.gpu.name if est.gpu is not None else "no GPU given"
-    typer.echo(
-        f"{spec.name}: {w.mode}, {spec.params:,} params, precision {w.precision}, {gpu_name}, device {est.device}"
-    )
-    if est.device == "cuda":
-        gpus = w.tp * (w.dp if w.training else 1)
-        typer.echo(f"GPUs in all: {gpus} (data parallel {w.dp} x tensor parallel {w.tp})")
-    typer.echo("\nmemory (GiB = 2^30 bytes)")
-    for name, n, formula in est.memory.rows():
-        if name == "total":
-            typer.echo("  " + "-" * 40)
-        peak = name == "total" and n < est.memory.summed  # a training step's peak: say what is not alive
-        typer.echo(f"  {name:<15} {fmt_bytes(n, 'GiB'):>14}   {formula if name != 'total' or peak else ''}")
-    if est.memory.host_bytes:
-        moved = ", ".join(f"{k} {fmt_bytes(v, 'GiB')}" for k, v in est.memory.host.items() if v)
-        typer.echo(f"  host (off GPU)  {fmt_bytes(est.memory.host_bytes, 'GiB'):>14}   {moved}")
-    r = est.rules_of_thumb
-    typer.echo(
-        f"  rule of thumb   {fmt_bytes(r.bytes, 'GiB'):>14}   {r.formula} "
-        f"({fmt_value(r.ratio_to_itemised, 'ratio')}x the itemised total)"
-    )
-    f = est.fits
-    if f.gpu:
-        verdict = "fits" if f.fits else "does NOT fit"
-        typer.echo(f"  {verdict} on one {f.gpu}: budget {fmt_bytes(f.budget_bytes)}, {f.margin()}")
-    _section("roofline (times are lower bounds at the GPU's ceilings)", est.roofline)
-    _section("storage", est.storage)
-    _section("cost (at the roofline's throughput: a lower bound on cost)", est.cost)
-    a = est.assumptions
-    typer.echo(
-        f"\nassumptions ({a.source}): checkpoint write {fmt_rate(a.storage_write_bps)}, read "
-        f"{fmt_rate(a.storage_read_bps)}, GPU MTBF {a.gpu_mtbf_hours:,.0f} h, utilisation {a.utilization:.0%}, "
-        f"headroom {a.headroom:.0%}, PUE {a.pue}"
-    )
+    _echo(size_text.estimate_lines(spec, est, cli_lang()))
 
 
 @_with_opts
@@ -431,34 +375,10 @@ def fit(
         typer.echo(dumps_json({**doc, **_vllm_json(vllm)}, indent=2))
         return
     _seq_note(spec, opts, w)
-    for k, v in rep.items():
-        if k == "cheapest_gpu":
-            text = "none" if v is None else cheapest_words(v)
-        elif v is None:
-            text = "none"
-        else:
-            text = fmt_value(v, rep.unit(k))
-        if k == "max_concurrency" and v is not None and vllm is not None and vllm.max_concurrency is not None:
-            text += " " + engines_differ(vllm.max_concurrency)
-        typer.echo(f"{k:<16} {text}")
+    _echo(size_text.fit_lines(rep, vllm, cli_lang()))
     if ans is not None:
-        typer.echo(answer_line(ans))
+        typer.echo(size_text.answer_line(ans).render(cli_lang()))
     _print_vllm(opts, vllm)
-
-
-def cheapest_words(v) -> str:
-    """The lowest-cost option: what the workload costs on it, its hourly price, and what was ranked."""
-    per = fmt_value(v.usd_per_mtok, "$/Mtok")
-    return f"{v.gpus} x {v.gpu} at {per} ({fmt_value(v.usd_per_hour, '$/h')}; {v.price_words}); {v.basis}"
-
-
-def engines_differ(vllm: float) -> str:
-    """Why the table's max concurrency and vLLM's start-up figure below differ, both named, and which
-    one the deployment uses."""
-    return (
-        f"(the workbook's arithmetic: whole sequences in its KV budget, the deployment's --max-num-seqs; "
-        f"vLLM's start-up arithmetic below: {vllm:.2f}, KV tokens / max-model-len, what `vllm serve` logs)"
-    )
 
 
 def _target_gpu(target):
@@ -467,20 +387,3 @@ def _target_gpu(target):
     from aiworkbook.specs.node import NodeProfile
 
     return target.gpu_spec() if isinstance(target, NodeProfile) else load_gpu(target)
-
-
-def _section(title: str, section, prefix: str = "") -> None:
-    """Print one typed section of an estimate, each figure in the unit its field declares (nested
-    sections as parent.child)."""
-    from aiworkbook.sizing.sections import Section
-
-    rows = [(k, v) for k, v in section.items() if v is not None and not isinstance(v, dict)]
-    if not rows:
-        return
-    if not prefix:
-        typer.echo(f"\n{title}")
-    for k, v in rows:
-        if isinstance(v, Section):
-            _section(title, v, prefix=f"{prefix}{k}.")
-        else:
-            typer.echo(f"  {prefix + k:<30} {fmt_value(v, section.unit(k))}")

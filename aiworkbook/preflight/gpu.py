@@ -64,7 +64,7 @@ class Device:
     tenants: tuple[Tenant, ...] = ()
     processes_note: str | None = None  # why the process list is missing (e.g. "no permission")
     names_note: str | None = None  # why names and cgroups are not looked up (a separate PID namespace)
-    source: str = "NVML, read now"  # what the figures are: a device built by hand says so
+    source: str = Msg("preflight.source.nvml")  # what the figures are: a device built by hand says so
 
     @property
     def label(self) -> str:
@@ -141,10 +141,8 @@ def cgroup_of(pid: int, proc_root: str | os.PathLike = "/proc") -> tuple[str | N
     return path, container
 
 
-HOST_PIDS = (
-    "names and containers not looked up: NVML lists host PIDs and this process runs in its own PID "
-    "namespace, where the same numbers name other processes"
-)
+#: why names and cgroups are not looked up: this process has its own PID namespace
+HOST_PIDS = Msg("preflight.host_pids")
 
 
 # -- NVML --------------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from aiworkbook.message import Msg
+
 VARIABLES = ("SLURM_JOB_ID", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES")
 
 
@@ -19,9 +21,9 @@ def allocation(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     return {v: env[v] for v in VARIABLES if v in env}
 
 
-def line(alloc: dict[str, Any], checked: list[str]) -> str:
+def line(alloc: dict[str, Any], checked: list[str]) -> Msg:
     """One line for the pre-flight's report: the allocation and the devices checked."""
     from aiworkbook.errors import printable
 
     given = ", ".join(f"{k}={printable(str(v), 80)}" for k, v in alloc.items())
-    return f"Slurm: {given}; checked: {', '.join(checked) or 'none'}"
+    return Msg("preflight.cli.slurm", given=given, checked=", ".join(checked) or Msg("size.none"))

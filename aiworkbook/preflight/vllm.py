@@ -56,7 +56,7 @@ def resolve_release(given: str | None) -> tuple[str, str]:
         return given, "--engine-version"
     here = installed_release()
     if here is None:
-        return NEWEST_RELEASE, "the newest release modelled (no vLLM installed here)"
+        return NEWEST_RELEASE, Msg("preflight.release.newest")
     try:
         engine_of(here)
     except SpecError:
@@ -65,7 +65,7 @@ def resolve_release(given: str | None) -> tuple[str, str]:
             f"{here} (the installed vLLM)",
             f"{known_releases()}; give --engine-version to size with one of them",
         ) from None
-    return here, "the installed vLLM"
+    return here, Msg("preflight.release.installed")
 
 
 #: NCCL's buffers for one communicator on one rank, an estimate: NCCL_BUFFSIZE (4 MiB by default, NCCL's
@@ -95,10 +95,8 @@ def before_snapshot(tp: int, pp: int, context_bytes: int = CUDA_CONTEXT_BYTES) -
     return {**parts, "total_bytes": sum(parts.values())}
 
 
-RULE = (
-    "vLLM V1 refuses to start when ceil(total x --gpu-memory-utilization) > the memory free at start-up "
-    "(vllm/v1/worker/utils.py request_memory)"
-)
+#: vLLM V1's start-up check (vllm/v1/worker/utils.py request_memory), in words
+RULE = Msg("preflight.rule")
 
 
 def _floor2(x: float) -> float:

@@ -532,7 +532,7 @@ def _deployment(prof: LockedProfile, t: _Texts) -> list[Block]:
         if "note" in s:
             out.append(p(s["note"]))
         if ans is not None and ans.deployment is not None and ans.deployment.engine_note:
-            out.append(p(ans.deployment.engine_note))
+            out.append(p(words(ans.deployment.engine_note, t.lang)))
     return [h(2, t("report.deployment")), *out] if out else []
 
 

@@ -131,7 +131,9 @@ def _deployment(spec: Any, w: Workload, o: Option) -> Deployment | None:
         return None
     note = ""
     if pl.workload.tp != at.tp:
-        note = f"{at.engine} arithmetic: tp {at.tp}; {pl.workload.engine} arithmetic: tp {pl.workload.tp}"
+        note = Msg(
+            "answer.engine_note", engine=at.engine, tp=at.tp, used=pl.workload.engine, used_tp=pl.workload.tp
+        )
     return Deployment(pl.workload.engine, o.gpu, pl.workload.tp, pl.resource, pl.count, note)
 
 

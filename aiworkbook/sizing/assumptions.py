@@ -48,7 +48,7 @@ class Assumptions(Section):
     usd_per_kwh: float = figure("$", "price of one kWh", default=0.15)
     train_tokens: float | None = figure("tokens", "a token budget for the run cost, e.g. 1e12")
     bytes_per_token: int = figure("B", "stored bytes per training token (int32 ids)", default=4)
-    source: str = figure("", "where these figures come from", default="defaults")
+    source: str = figure("", "where these figures come from", default=Msg("assumptions.defaults"))
 
     def __post_init__(self) -> None:
         positive = ("storage_write_bps", "storage_read_bps", "gpu_mtbf_hours", "pue", "bytes_per_token")
@@ -71,7 +71,7 @@ class Assumptions(Section):
     @classmethod
     def from_node(cls, node: NodeProfile, **overrides: Any) -> Assumptions:
         """Storage speed and price from a NodeProfile (where it declares them), then the overrides."""
-        kw: dict[str, Any] = {"source": f"node {node.name}"}
+        kw: dict[str, Any] = {"source": Msg("assumptions.node", name=node.name)}
         if node.storage_write_bps:
             kw["storage_write_bps"] = node.storage_write_bps
         if node.storage_read_bps:

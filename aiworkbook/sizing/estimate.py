@@ -177,10 +177,6 @@ def estimate(
     )
 
 
-#: the cost section's note where the set-up does not fit: it is priced only on the GPUs it needs
-NOT_FIT_NOTE = "does not fit: not priced on GPUs it does not fit on (the answer prices what it needs)"
-
-
 def _cost(
     spec: ModelSpecLike,
     w: Workload,
@@ -195,5 +191,7 @@ def _cost(
     from aiworkbook.sizing.plan import cost_section
 
     if fit.gpu is not None and not fit.fits:
-        return Cost(gpus=w.tp * (w.dp if w.training else 1), note=NOT_FIT_NOTE)
+        return Cost(
+            gpus=w.tp * (w.dp if w.training else 1), note=Msg("cost.not_fit")
+        )  # priced only on the GPUs it needs
     return cost_section(spec, w, gpu, roof, assumptions, store)

@@ -258,7 +258,7 @@ def inference_roofline(
         "ttft_s": prefill_time(spec, w, gpu, batch=w.concurrency, stored=stored) + c_pre,
         "tpot_s": tpot,
         "decode_tokens_per_s": w.concurrency / tpot,
-        "decode_bound": dec["bound"],
+        "decode_bound": Msg(f"roofline.bound.{dec['bound']}"),  # memory | compute, said in the language
         "batch1_tokens_per_s": 1 / one,
         **step,
         "crossover_batch": crossover_batch(spec, w, gpu, stored),

@@ -106,12 +106,18 @@ def release_label(version: str) -> str:
     """What an output names: "vLLM 0.19.1 (arithmetic v1-019)" for a release number, "arithmetic v1
     (vLLM 0.8-0.18)" for an arithmetic named as such (engine_of refuses anything else)."""
     engine = engine_of(version)
+    from aiworkbook.message import Msg
+
     if version in ENGINES:
         span = releases_of(engine)
-        return f"arithmetic {engine}" + (f" (vLLM {span})" if span else " (no release pinned)")
+        return (
+            Msg("vllm.arithmetic.span", engine=engine, span=span)
+            if span
+            else Msg("vllm.arithmetic", engine=engine)
+        )
     number = version.strip().lstrip("v")
     series = number.count(".") == 1  # "0.19": any patch of it
-    return f"vLLM {number}{'.x' if series else ''} (arithmetic {engine})"
+    return Msg("vllm.release", release=number + (".x" if series else ""), engine=engine)
 
 
 #: --quantization methods this arithmetic knows, and the weight width each loads at (weights_bytes)
