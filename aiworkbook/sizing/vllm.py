@@ -7,13 +7,16 @@ non-KV memory it measured around one profiling forward:
 
     available = requested - (weights + torch peak increase of the profile run + non-torch increase)
 
-- weights: the checkpoint at its dtype or quantisation, split by tensor and pipeline parallelism;
+- weights: the checkpoint at its dtype or quantisation, split by tensor and pipeline parallelism, plus
+  what PyTorch's caching allocator counts beyond it (load_slack: blocks handed out whole, the padded
+  vocabulary), since "Model loading took" reads torch.cuda.max_memory_allocated;
 - the profile run: one forward of `max_num_batched_tokens` tokens (its largest live set is the MLP's:
   the gate/up output, the activation output, the hidden state and the residual; for fused MoE the
   per-token top-k intermediate caches), then the sampler over `min(max_num_seqs, tokens)` dummy rows
   of fp32 logits (top-k/top-p sort values and int64 indices, probabilities, masks: 28 B per logit in
   the V1 sampler, 14 B in vLLM 0.19's sort-free one, 40 B in V0's gather-based one), with the
-  forward's hidden states still alive;
+  forward's hidden states still alive (and in 0.19 the sampled rows, their rand_like and the cuBLAS
+  workspace: profile_peak_bytes);
 - non-torch memory: CUDA/NCCL allocations outside PyTorch since the baseline (the CUDA context
   predates it and is not counted); larger under tensor parallelism (communication buffers).
 
@@ -137,6 +140,10 @@ USAGES = ("serve", "llm")
 #: vLLM 0.19 on H100 (REFERENCE.md, "Inference memory": the 0.19 V1 logs of issue 23): 0.24 GiB alone and
 #: 2.1 GiB at tp 2 and 4 (communication buffers set up during the profile forward's first all-reduces;
 #: the worker takes its baseline after init_worker_distributed_environment, vllm/v1/worker/gpu_worker.py).
+#: Among them FlashInfer's all-reduce + RMSNorm fusion workspace (tp > 1 on Hopper, pp 1: vllm/config/vllm.py
+#: enable_allreduce_rms_fusion), allocated outside torch for min(64 MiB // (hidden x 2 B), max_num_batched_
+#: tokens) tokens at tp 2 (compilation/passes/fusion/allreduce_rms_fusion.py, v0.19.0): one 64 MiB message
+#: for hidden 8,192 and 4,096 alike, so the 72B and Mixtral runs log the same figure.
 NON_TORCH = {
     "v1": (int(0.25 * GiB), int(0.55 * GiB)),
     "v0": (int(0.35 * GiB), int(3.58 * GiB)),
