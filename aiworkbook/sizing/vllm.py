@@ -308,7 +308,10 @@ def weight_bytes(spec: ModelSpecLike, s: VllmSettings, stage: int | None = None)
     text_config alone (`init_vllm_registered_model(hf_config=config.text_config)` in mistral3.py and
     gemma3_mm.py; LlamaForCausalLM ties only `if config.tie_word_embeddings`), so its head is tied as the
     text_config says, not as transformers' wrapper does: Mistral Small 3.x keeps an untied head
-    (MistralConfig's default), 0.625 GiB more than the wrapper's tied count."""
+    (MistralConfig's default), 0.625 GiB more than the wrapper's tied count.
+
+    On top of the checkpoint's bytes, what "Model loading took" counts of the tensors this rank builds:
+    the caching allocator's whole blocks and the padded vocabulary (load_slack)."""
     from aiworkbook.sizing.states import inference_weight_bytes
 
     wd = QUANTIZATION_WEIGHTS.get(s.quantization or "", "bf16")
