@@ -20,6 +20,8 @@ from aiworkbook.specs import get_gpu, load_model, spec_from_config
 
 GiB = 1 << 30
 DATA = Path(__file__).parent / "data"
+#: torch 2.10's default cuBLAS workspace (vLLM 0.19's pin): :4096:8 on Hopper, :4096:2:16:8 elsewhere
+CUBLAS_HOPPER, CUBLAS_OTHER = 4096 * 1024 * 8, 4096 * 1024 * 2 + 16 * 1024 * 8
 CASES = json.loads((DATA / "vllm_startup_cases.json").read_text())["cases"]
 ITEMS = {  # logged key -> (startup attribute, scale)
     "weights_gib": ("weights_bytes", GiB),
@@ -359,12 +361,14 @@ def test_v019_sampler_is_sort_free():
     old = startup(spec, gpu, VllmSettings(engine="v1", max_model_len=8192))
     new = startup(spec, gpu, VllmSettings(max_model_len=8192, engine="v1-019"))
     buffer = 132 * 128256 * 4  # the Triton kernel's cached [SMs x vocab] fp32 scratch (H100 SXM: 132 SMs)
-    assert new.activation_peak_bytes == 1024 * 128256 * 14 + 8192 * 4096 * 2 + buffer
+    held = 2 * 1024 * 4096 * 2 + CUBLAS_HOPPER  # the sampled rows and their rand_like; cuBLAS workspace
+    assert new.activation_peak_bytes == 1024 * 128256 * 14 + 8192 * 4096 * 2 + buffer + held
     assert old.activation_peak_bytes == 1024 * 128256 * 28 + 8192 * 4096 * 2
     assert "·14 +" in new.formulas["activation_peak"]
     # below the forward's MLP set the forward decides, whichever sampler the release runs
     few = VllmSettings(max_num_seqs=8, max_num_batched_tokens=16384, engine="v1-019")
-    assert startup(spec, gpu, few).activation_peak_bytes == 16384 * (3 * 14336 + 3 * 4096) * 2
+    fwd = 16384 * (3 * 14336 + 3 * 4096) * 2
+    assert startup(spec, gpu, few).activation_peak_bytes == fwd + CUBLAS_HOPPER
 
 
 def test_v019_moe_workspace_outlives_the_forward():
@@ -377,7 +381,10 @@ def test_v019_moe_workspace_outlives_the_forward():
     ws = moe_workspace_bytes(spec, s, 8192)
     assert ws == 8192 * 8 * (max(768, 2048) + max(1536, 2048)) * 2  # 512 MiB
     r = startup(spec, gpu, s)
-    assert r.activation_peak_bytes == 1024 * 151936 * 14 + 8192 * 2048 * 2 + ws + 132 * 151936 * 4
+    rows = 2 * 1024 * 2048 * 2  # the sampled rows and their rand_like
+    assert r.activation_peak_bytes == (
+        1024 * 151936 * 14 + 8192 * 2048 * 2 + ws + 132 * 151936 * 4 + rows + CUBLAS_HOPPER
+    )
     assert "fused-MoE workspace" in r.formulas["activation_peak"]
     assert moe_workspace_bytes(load_model("llama-3-8b"), s, 8192) == 0
     tp2 = VllmSettings(tensor_parallel_size=2, engine="v1-019")  # N = 2 x 768 / 2: K decides both
@@ -406,6 +413,7 @@ def test_v019_tensor_parallel_buffers():
     a = startup(mixtral, gpu, VllmSettings(engine="v1", max_model_len=8192, tensor_parallel_size=2))
     b = startup(mixtral, gpu, VllmSettings(max_model_len=8192, tensor_parallel_size=2, engine="v1-019"))
     peak_v019 = 1024 * 32000 * 14 + 8192 * 4096 * 2 + 8192 * 2 * (7168 + 14336) * 2 + 132 * 32000 * 4
+    peak_v019 += 2 * 1024 * 4096 * 2 + CUBLAS_HOPPER
     assert b.activation_peak_bytes == peak_v019 > a.activation_peak_bytes
     extra = int(2.1 * GiB) - int(0.55 * GiB) + peak_v019 - a.activation_peak_bytes
     assert a.available_kv_bytes - b.available_kv_bytes == extra
@@ -445,10 +453,11 @@ def test_v019_topk_topp_buffer_follows_the_sm_count():
     h100, a100 = get_gpu("H100-SXM"), get_gpu("A100-SXM-80GB")
     assert h100.sm_count == 132 and a100.sm_count == 108
     diff = startup(spec, h100, s).activation_peak_bytes - startup(spec, a100, s).activation_peak_bytes
-    assert diff == (132 - 108) * 128256 * 4
+    assert diff == (132 - 108) * 128256 * 4 + CUBLAS_HOPPER - CUBLAS_OTHER  # and the cuBLAS workspace
     unknown = startup(spec, get_gpu("B200"), s)  # no SM count recorded: the formula says so
     assert "not counted" in unknown.formulas["activation_peak"]
-    assert unknown.activation_peak_bytes == 1024 * 128256 * 14 + 8192 * 4096 * 2
+    rows = 2 * 1024 * 4096 * 2
+    assert unknown.activation_peak_bytes == 1024 * 128256 * 14 + 8192 * 4096 * 2 + rows + CUBLAS_OTHER
 
 
 def test_v019_gemma3_dummy_images_outlive_the_encoder():
@@ -546,11 +555,13 @@ def test_pipeline_stages_profile_and_size_their_own_blocks():
     )
     one = VllmSettings(engine="v1-019", max_model_len=8192, gpu_memory_utilization=0.95)
     h = spec.hidden_size
-    sampler = profile_peak_bytes(spec, one, 1024, 8192, sm_count=132)[0]
+    kw = {"sm_count": 132, "compute_capability": gpu.compute_capability}
+    sampler = profile_peak_bytes(spec, one, 1024, 8192, **kw)[0]
     received = 2 * 8192 * h * 2
-    first, first_txt = profile_peak_bytes(spec, s, 1024, 8192, sm_count=132, stage=0)
-    last, _ = profile_peak_bytes(spec, s, 1024, 8192, sm_count=132, stage=1)
-    assert first == 8192 * (3 * spec.intermediate_size + 3 * h) * 2 and "no sampler" in first_txt
+    first, first_txt = profile_peak_bytes(spec, s, 1024, 8192, stage=0, **kw)
+    last, _ = profile_peak_bytes(spec, s, 1024, 8192, stage=1, **kw)
+    fwd = 8192 * (3 * spec.intermediate_size + 3 * h) * 2
+    assert first == fwd + CUBLAS_HOPPER and "no sampler" in first_txt
     assert last == sampler + received
     w0, w1 = weight_bytes(spec, s, 0), weight_bytes(spec, s, 1)
     assert w0 == w1 == weight_bytes(spec, s)  # untied: embedding and head are the same size

@@ -26,7 +26,6 @@ def _tool() -> ModuleType:
 
 TOOL = _tool()
 RUNS = TOOL.RUNS["runs"]
-ONE_NODE_TP = [r for r in RUNS if "logged_per_rank_gib" not in r]
 
 
 def test_the_runs_used_utilisation_095():
@@ -41,7 +40,7 @@ def test_the_runs_used_utilisation_095():
     assert 0.9 * total - used < 0
 
 
-@pytest.mark.parametrize("run", ONE_NODE_TP, ids=TOOL.run_name)
+@pytest.mark.parametrize("run", RUNS, ids=TOOL.run_name)
 def test_each_run_within_3_percent(run):
     c = TOOL.compare(run)
     assert c["logged"] and abs(c["error_pct"]) <= 3.0, (TOOL.run_name(run), c["error_pct"])
@@ -55,13 +54,28 @@ def test_median_within_1_percent_and_v1_019_beats_v1():
 
 
 def test_72b_tp2_per_rank_figures_beside_the_log():
-    """Qwen2.5-72B-Instruct at tp 2: every per-rank figure beside the one vLLM logged. The weights and the
-    torch peak are each within 0.2 GiB (0.3 % of the GPU); the KV tokens are the run's widest miss (issue
-    32 item 2: the tensor-parallel mechanism is still open)."""
+    """Qwen2.5-72B-Instruct at tp 2: every per-rank figure beside the one vLLM logged (each logged to two
+    decimals). The weights count each layer's 231 MiB down projection as the 232 MiB block the caching
+    allocator hands out (67.80 GiB, logged 67.8); the torch peak holds the sampled rows and their
+    rand_like (2 x 1,024 x 8,192 x 2 B) and the 32 MiB cuBLAS workspace the profile's first GEMM
+    allocates (2.29 GiB, logged 2.29). What is left of the KV gap is the logged figures' own rounding:
+    0.95 x 79.22 - 67.8 - 2.29 - 2.09 = 3.08 GiB against the 3.04 the tokens imply."""
     run = next(r for r in RUNS if "logged_per_rank_gib" in r)
     logged = run["logged_per_rank_gib"]
-    r = TOOL.compare(run)["v1-019"]
-    assert r.weights_bytes / GiB == pytest.approx(logged["weights"], abs=0.2)
-    assert r.activation_peak_bytes / GiB == pytest.approx(logged["torch_peak"], abs=0.2)
-    assert r.available_kv_bytes / GiB == pytest.approx(logged["available_kv"], abs=0.3)
-    assert abs(TOOL.compare(run)["error_pct"]) <= 6.0
+    c = TOOL.compare(run)
+    r = c["v1-019"]
+    assert r.weights_bytes / GiB == pytest.approx(logged["weights"], abs=0.005)
+    assert r.activation_peak_bytes / GiB == pytest.approx(logged["torch_peak"], abs=0.005)
+    assert r.non_torch_bytes / GiB == pytest.approx(logged["non_torch"], abs=0.015)
+    assert r.available_kv_bytes / GiB == pytest.approx(logged["available_kv"], abs=0.1)
+    assert abs(c["error_pct"]) <= 1.0
+
+
+def test_the_rebuilt_logged_figure_is_engine_v1_as_filed():
+    """The logged tokens are rebuilt from the v1 tokens the issue's errors were taken against, kept with
+    the runs, not from v1 as it computes now (its weights now count the allocator's whole blocks)."""
+    for run in RUNS:
+        c = TOOL.compare(run)
+        filed = run["v1_tokens_as_filed"]["0.95"]
+        assert c["logged"] == pytest.approx(filed / (1 + run["v1_error_pct"] / 100))
+        assert c["v1"].kv_cache_tokens <= filed  # the blocks only ever cost memory

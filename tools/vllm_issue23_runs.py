@@ -1,10 +1,12 @@
 """Issue 23's vLLM 0.19 H100 runs (tests/data/vllm_019_held_out_runs.json: bf16, max_model_len 8192): KV-cache
 tokens per engine version and the error against the logged tokens. The logs are not public; the issue gives
 only the errors of `fit --engine vllm` (engine "v1") against them, so the logged tokens are rebuilt as
-v1 tokens / (1 + error) at the utilisation the runs used (0.95: issue 32's correction of issue 23's 0.9);
-the rebuilt figure carries the rounding of the issue's one-decimal percentage. `--utilization 0.9` prints
-the comparison at the utilisation issue 23's text named (the rebuilt figure then moves with it: 0 v1 tokens
-cannot be rebuilt, the row prints ? and a note on what the start needs).
+engine v1's tokens as filed (v1_tokens_as_filed: what v1 gave when issue 23 was filed, kept so the rebuilt
+figure does not move with the arithmetic) / (1 + error), at the utilisation the runs used (0.95: issue 32's
+correction of issue 23's 0.9); the rebuilt figure carries the rounding of the issue's one-decimal
+percentage. `--utilization 0.9` prints the comparison at the utilisation issue 23's text named (the rebuilt
+figure then moves with it: 0 v1 tokens cannot be rebuilt, the row prints ? and a note on what the start
+needs). The "v1" column is engine v1 as it computes now.
 Usage: .venv/bin/python tools/vllm_issue23_runs.py [--utilization U]"""
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ def run_name(run: dict[str, Any]) -> str:
 
 
 def compare(run: dict[str, Any], utilization: float | None = None) -> dict[str, Any]:
-    """Engine v1 and v1-019 at the run's settings, the rebuilt logged tokens (None where v1 gives 0) and the
-    v1-019 error in % (None where there is no rebuilt figure)."""
+    """Engine v1 and v1-019 at the run's settings, the rebuilt logged tokens (None where v1 gave 0 when
+    filed) and the v1-019 error in % (None where there is no rebuilt figure); `utilization` is one of the
+    run's v1_tokens_as_filed keys."""
     util = RUNS["gpu_memory_utilization"] if utilization is None else utilization
     gpu, spec = get_gpu(RUNS["gpu"]), run_spec(run)
     out: dict[str, Any] = {}
@@ -48,8 +51,8 @@ def compare(run: dict[str, Any], utilization: float | None = None) -> dict[str, 
             gpu_memory_utilization=util,
         )
         out[eng] = startup(spec, gpu, s)
-    v1, new = out["v1"].kv_cache_tokens, out["v1-019"].kv_cache_tokens
-    logged = v1 / (1 + run["v1_error_pct"] / 100) if v1 else None
+    filed, new = run["v1_tokens_as_filed"][str(util)], out["v1-019"].kv_cache_tokens
+    logged = filed / (1 + run["v1_error_pct"] / 100) if filed else None
     out["logged"] = logged
     out["error_pct"] = 100 * (new - logged) / logged if logged else None
     return out
@@ -57,7 +60,14 @@ def compare(run: dict[str, Any], utilization: float | None = None) -> dict[str, 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--utilization", type=float, default=None, help="default: the runs' own (0.95)")
+    filed = sorted(RUNS["runs"][0]["v1_tokens_as_filed"], key=float)
+    ap.add_argument(
+        "--utilization",
+        type=float,
+        default=None,
+        choices=[float(u) for u in filed],
+        help="default: the runs' own (0.95); the utilisations engine v1's figures were kept at",
+    )
     util = ap.parse_args().utilization
     shown_util = RUNS["gpu_memory_utilization"] if util is None else util
     print(f"gpu_memory_utilization {shown_util}, max_model_len {RUNS['max_model_len']}, {RUNS['gpu']}")

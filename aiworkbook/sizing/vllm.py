@@ -7,13 +7,16 @@ non-KV memory it measured around one profiling forward:
 
     available = requested - (weights + torch peak increase of the profile run + non-torch increase)
 
-- weights: the checkpoint at its dtype or quantisation, split by tensor and pipeline parallelism;
+- weights: the checkpoint at its dtype or quantisation, split by tensor and pipeline parallelism, plus
+  what PyTorch's caching allocator counts beyond it (load_slack: blocks handed out whole, the padded
+  vocabulary), since "Model loading took" reads torch.cuda.max_memory_allocated;
 - the profile run: one forward of `max_num_batched_tokens` tokens (its largest live set is the MLP's:
   the gate/up output, the activation output, the hidden state and the residual; for fused MoE the
   per-token top-k intermediate caches), then the sampler over `min(max_num_seqs, tokens)` dummy rows
   of fp32 logits (top-k/top-p sort values and int64 indices, probabilities, masks: 28 B per logit in
   the V1 sampler, 14 B in vLLM 0.19's sort-free one, 40 B in V0's gather-based one), with the
-  forward's hidden states still alive;
+  forward's hidden states still alive (and in 0.19 the sampled rows, their rand_like and the cuBLAS
+  workspace: profile_peak_bytes);
 - non-torch memory: CUDA/NCCL allocations outside PyTorch since the baseline (the CUDA context
   predates it and is not counted); larger under tensor parallelism (communication buffers).
 
@@ -143,6 +146,10 @@ USAGES = ("serve", "llm")
 #: vLLM 0.19 on H100 (REFERENCE.md, "Inference memory": the 0.19 V1 logs of issue 23): 0.24 GiB alone and
 #: 2.1 GiB at tp 2 and 4 (communication buffers set up during the profile forward's first all-reduces;
 #: the worker takes its baseline after init_worker_distributed_environment, vllm/v1/worker/gpu_worker.py).
+#: Among them FlashInfer's all-reduce + RMSNorm fusion workspace (tp > 1 on Hopper, pp 1: vllm/config/vllm.py
+#: enable_allreduce_rms_fusion), allocated outside torch for min(64 MiB // (hidden x 2 B), max_num_batched_
+#: tokens) tokens at tp 2 (compilation/passes/fusion/allreduce_rms_fusion.py, v0.19.0): one 64 MiB message
+#: for hidden 8,192 and 4,096 alike, so the 72B and Mixtral runs log the same figure.
 NON_TORCH = {
     "v1": (int(0.25 * GiB), int(0.55 * GiB)),
     "v0": (int(0.35 * GiB), int(3.58 * GiB)),
@@ -307,7 +314,10 @@ def weight_bytes(spec: ModelSpecLike, s: VllmSettings, stage: int | None = None)
     text_config alone (`init_vllm_registered_model(hf_config=config.text_config)` in mistral3.py and
     gemma3_mm.py; LlamaForCausalLM ties only `if config.tie_word_embeddings`), so its head is tied as the
     text_config says, not as transformers' wrapper does: Mistral Small 3.x keeps an untied head
-    (MistralConfig's default), 0.625 GiB more than the wrapper's tied count."""
+    (MistralConfig's default), 0.625 GiB more than the wrapper's tied count.
+
+    On top of the checkpoint's bytes, what "Model loading took" counts of the tensors this rank builds:
+    the caching allocator's whole blocks and the padded vocabulary (load_slack)."""
     from aiworkbook.sizing.states import inference_weight_bytes
 
     wd = QUANTIZATION_WEIGHTS.get(s.quantization or "", "bf16")
@@ -324,7 +334,7 @@ def weight_bytes(spec: ModelSpecLike, s: VllmSettings, stage: int | None = None)
         total += (head - spec.params_head) * width
     pp, tp = s.pipeline_parallel_size, s.tensor_parallel_size
     if pp == 1:
-        return (total + vision) // tp
+        return (total + vision) // tp + load_slack(spec, s, width, None, bool(head))
     if stage is None:
         return max(weight_bytes(spec, s, i) for i in range(pp))
     rope = rope_cache_bytes(spec, s)
@@ -335,7 +345,32 @@ def weight_bytes(spec: ModelSpecLike, s: VllmSettings, stage: int | None = None)
         mine += spec.params_embedding * width + vision
     if stage == pp - 1:
         mine += (head or spec.params_embedding) * width
-    return mine // tp + rope
+    return mine // tp + rope + load_slack(spec, s, width, stage, stage == pp - 1)
+
+
+def load_slack(spec: ModelSpecLike, s: VllmSettings, width: int, stage: int | None, head: bool) -> int:
+    """What "Model loading took" counts on one rank of pipeline stage `stage` (None: the only one) beyond
+    the checkpoint's bytes: vLLM's padded vocabulary rows and the blocks PyTorch's caching allocator
+    hands out whole (sizing.vllm_tensors, sizing.cuda_allocator). Qwen2.5-72B at tp 2: each layer's
+    231 MiB down projection takes a 232 MiB block, 80 MiB in all (67.72 + 0.08 = 67.80 GiB, logged
+    67.8); R1-Distill-Qwen-14B at tp 2 (vllm#13061): 3.5 MiB a layer, 0.16 GiB (13.95 GiB logged);
+    Qwen2-7B at tp 2: 0.02 GiB (7.12 logged). 0 for a quantised checkpoint (its packed tensors are not
+    listed) and for layers that are not alike (vllm_tensors.alike_layers)."""
+    from aiworkbook.sizing.vllm_tensors import load_slack_bytes, stage_tensors
+
+    if s.quantization or getattr(spec, "quant", None) is not None:
+        return 0
+    pp, tp = s.pipeline_parallel_size, s.tensor_parallel_size
+    first = stage is None or stage == 0
+    layers = spec.num_layers if stage is None else pp_partition(spec.num_layers, pp)[stage]
+    positions = getattr(spec, "rope_table_positions", ()) or (spec.max_position_embeddings,)
+    tables = (
+        () if spec.learned_positions else tuple(n * spec.head_dim * _act_bytes(s, spec) for n in positions)
+    )
+    tensors = stage_tensors(
+        spec, tp=tp, width=width, layers=layers, embedding=first, head=head, rope_tables=tables
+    )
+    return load_slack_bytes(spec, tensors, tp, width, first + head)
 
 
 def pp_partition(layers: int, pp: int) -> list[int]:
@@ -373,12 +408,21 @@ def profile_peak_bytes(
     tokens: int,
     *,
     sm_count: int = 0,
+    compute_capability: str = "",
     max_len: int = 0,
     stage: int | None = None,
 ) -> tuple[int, Msg]:
     """Torch peak increase of the profile run over the weights (see the module docstring); `sm_count`
-    (the GPU's streaming multiprocessors, 0 if not recorded) and `max_len` (--max-model-len) size the
-    vLLM 0.19 items (topk_topp_buffer_rows, mm_dummy_batch_bytes).
+    (the GPU's streaming multiprocessors, 0 if not recorded), `compute_capability` ("9.0"; "" if not
+    recorded) and `max_len` (--max-model-len) size the vLLM 0.19 items (topk_topp_buffer_rows,
+    cublas_workspace_bytes, mm_dummy_batch_bytes).
+
+    vLLM 0.19 keeps two more things alive through the dummy sampler (vllm/v1/worker/gpu_model_runner.py,
+    v0.19.0): the sampled rows `hidden_states[logit_indices_device]` that _dummy_run returns (an indexed
+    copy, [rows x hidden], held by profile_run as last_hidden_states) and the `torch.rand_like` of them
+    that _dummy_sampler_run feeds compute_logits: 2 x rows x hidden x bytes (32 MiB on a 72B at 1,024
+    rows). Its torch peak also holds the cuBLAS workspace the profile's first GEMM allocates
+    (cublas_workspace_bytes), under the forward and the sampler alike.
 
     With pipeline parallelism, on stage `stage` (0-based; None: one stage that is first and last): only
     the last stage runs the dummy sampler (gpu_model_runner.profile_run: `if get_pp_group().is_last_rank`),
@@ -425,6 +469,13 @@ def profile_peak_bytes(
             )
         elif rows >= 8:
             samp_txt = Joined(samp_txt, " ", Msg("term.vllm.topk_not_counted"))
+        sampler += 2 * rows * h * b
+        samp_txt = Joined(samp_txt, " + ", Msg("term.vllm.sampled_rows", rows=rows, h=h, b=b))
+        ws = cublas_workspace_bytes(compute_capability)
+        ws_txt = Msg("term.vllm.cublas", size=ws) if ws else Msg("term.vllm.cublas_not_counted")
+        fwd, sampler = fwd + ws, sampler + ws
+        fwd_txt = Joined(fwd_txt, " + " if ws else " ", ws_txt)
+        samp_txt = Joined(samp_txt, " + " if ws else " ", ws_txt)
     if s.release == "v1-019" and spec.num_experts:  # the MoE scratch outlives the forward
         sampler += moe_workspace_bytes(spec, s, tokens)
         samp_txt = Joined(samp_txt, " + ", Msg("term.vllm.moe_workspace"))
@@ -436,6 +487,22 @@ def profile_peak_bytes(
     if sampler > fwd:
         return sampler, Msg("term.vllm.sampler_peak", sampler=samp_txt, forward=fwd_txt)
     return fwd, Msg("term.vllm.forward_peak", sampler=samp_txt, forward=fwd_txt)
+
+
+def cublas_workspace_bytes(compute_capability: str) -> int:
+    """The cuBLAS workspace PyTorch allocates from its caching allocator on a stream's first GEMM and
+    keeps for the process (getNewWorkspace in aten/src/ATen/cuda/CublasHandlePool.cpp: `CUDACaching
+    Allocator::get()->allocate(getChosenWorkspaceSize())`, kept in cublas_handle_stream_to_workspace;
+    cuBLASLt shares it, TORCH_CUBLASLT_UNIFIED_WORKSPACE on by default). vLLM 0.19 pins torch 2.10.0
+    (requirements/cuda.txt), whose parseChosenWorkspaceSize gives 32 MiB (:4096:8) on Hopper,
+    compute capability 9.x, and :4096:2:16:8 (8 MiB + 128 KiB) on others (32 MiB on Blackwell came
+    later: pytorch/pytorch#175344, February 2026). vLLM runs no GEMM before its profile (loading copies
+    weights in), so the workspace is allocated inside it and counted in its torch peak. 0 where the
+    compute capability is not recorded or is not NVIDIA's (ROCm's default differs and is not read)."""
+    major = compute_capability.split(".")[0]
+    if not major.isdigit():
+        return 0
+    return 4096 * 1024 * 8 if int(major) == 9 else 4096 * 1024 * 2 + 16 * 1024 * 8
 
 
 def topk_topp_buffer_rows(rows: int, sm_count: int) -> int:
@@ -592,7 +659,7 @@ def startup(spec: ModelSpecLike, gpu: GPUSpec, s: VllmSettings | None = None) ->
     requested = int(total * s.utilization)
     tp, pp = s.tensor_parallel_size, s.pipeline_parallel_size
     non_torch = s.non_torch_bytes if s.non_torch_bytes is not None else NON_TORCH[s.release][tp * pp > 1]
-    sm_count = getattr(gpu, "sm_count", 0)
+    sm_count, cc = getattr(gpu, "sm_count", 0), getattr(gpu, "compute_capability", "")
     # One worker per stage (tp ranks of a stage are alike): each profiles its own weights and peak and
     # sizes its own blocks; the engine keeps the fewest blocks of any worker (get_kv_cache_configs, "the
     # smallest among all ranks") and each worker checks one request against its own cache first.
@@ -602,7 +669,7 @@ def startup(spec: ModelSpecLike, gpu: GPUSpec, s: VllmSettings | None = None) ->
         stage = i if pp > 1 else None
         weights = weight_bytes(spec, s, stage)
         peak, peak_txt = profile_peak_bytes(
-            spec, s, seqs, tokens, sm_count=sm_count, max_len=max_len, stage=stage
+            spec, s, seqs, tokens, sm_count=sm_count, compute_capability=cc, max_len=max_len, stage=stage
         )
         available = requested - weights - peak - non_torch - s.cudagraph_bytes
         kv = kv_from_available(spec, s, available, max_len, tokens, layers)
