@@ -10,7 +10,6 @@ import pytest
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import hostnode as H
 from aiworkbook.proofs import registry
-from aiworkbook.proofs.control import NULL
 
 
 def test_thread_counts_and_data_bytes():
@@ -69,9 +68,9 @@ def test_cancel_and_bad_input(tmp_path):
     ev.set()
     assert registry.run("host", cancel=ev, dir=str(tmp_path), quick=True).verdict == "interrupted"
     with pytest.raises(SpecError, match="rows"):
-        H.plan(rows=10)
+        registry.plan("host", rows=10)
     with pytest.raises(SpecError, match="threads"):
-        H.run(dir=str(tmp_path), quick=True, threads=0, control=NULL)
+        registry.run("host", dir=str(tmp_path), quick=True, threads=0)
 
 
 def test_host_cli(tmp_path, capsys):

@@ -32,6 +32,7 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
 from aiworkbook.proofs.control import NULL, Cancelled, Control
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.inputs import CheckpointInputs, RestoreInputs
 from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
@@ -487,16 +488,9 @@ def estimate_storage(spec: ModelSpecLike | None, nbytes: int) -> dict[str, Any]:
     return out
 
 
-def plan(
-    *,
-    model: str | None = None,
-    size_mb: float | None = None,
-    dir: str | None = None,
-    formats: str = "safetensors,torch,dcp,dcp-async",
-    trials: int | None = None,
-    quick: bool = False,
-    **_: Any,
-) -> Plan:
+def plan(inputs: CheckpointInputs) -> Plan:
+    model, size_mb, dir, formats = inputs.model, inputs.size_mb, inputs.dir, inputs.formats
+    trials, quick = inputs.trials, inputs.quick
     spec, nbytes = _inputs(model, size_mb, quick)
     fmts = parse_formats(formats)
     n = trials or (1 if quick else 3)
@@ -817,15 +811,30 @@ def young_daly(write_s: float, restore_s: float, est: dict[str, Any], gpus: int 
     }
 
 
-def run(
-    *, control: Control = NULL, format: str = "safetensors", gpus: int = 1024, **inputs: Any
-) -> ProofResult:
+def run(inputs: CheckpointInputs, *, control: Control = NULL) -> ProofResult:
     """The checkpoint proof: durable write throughput of `format` against the assumed storage speed."""
-    fmt = _check_format(format)
-    fmts = parse_formats(inputs.pop("formats", "safetensors,torch,dcp,dcp-async"))
+    fmt = _check_format(inputs.format)
+    fmts = parse_formats(inputs.formats)
     fmts = (fmt, *(f for f in fmts if f != fmt))  # the headline format first: the one `keep` leaves
-    m = measure(formats=",".join(fmts), control=control, **inputs)
-    return result("checkpoint", m, fmt, gpus, inputs, restore=False)
+    m = measure_inputs(inputs, fmts, control, "checkpoint")
+    return result("checkpoint", m, fmt, inputs.gpus, recorded(inputs), restore=False)
+
+
+def measure_inputs(
+    inputs: CheckpointInputs | RestoreInputs, fmts: tuple[str, ...], control: Control, proof: str
+) -> dict[str, Any]:
+    """`measure` of these formats with the rest of the checkpoint or restore proof's inputs."""
+    i = inputs
+    return measure(
+        model=i.model, size_mb=i.size_mb, dir=i.dir, formats=",".join(fmts), trials=i.trials,
+        quick=i.quick, control=control, keep=i.keep, proof=proof,
+    )  # fmt: skip
+
+
+def recorded(inputs: CheckpointInputs | RestoreInputs) -> dict[str, Any]:
+    """The inputs a checkpoint or restore result records: those named, but for the formats and the two
+    it records itself after them (the headline format and the GPUs)."""
+    return {k: v for k, v in inputs.given().items() if k not in ("format", "gpus", "formats")}
 
 
 def result(

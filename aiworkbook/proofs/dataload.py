@@ -24,6 +24,7 @@ from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.inputs import DataloadInputs
 from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
@@ -275,21 +276,11 @@ def _configs(
     return [(w, p, f) for w in ws for p in pins for f in (pfs if w else pfs[:1])]
 
 
-def plan(
-    *,
-    shards: int | None = None,
-    samples_per_shard: int | None = None,
-    sample_kb: float | None = None,
-    workers: str | None = None,
-    prefetch: str | int = "2",
-    device: str = "auto",
-    quick: bool = False,
-    dir: str | None = None,
-    **_: Any,
-) -> Plan:
-    sh, per, size = _sizes(quick, shards, samples_per_shard, sample_kb)
-    dev = resolve_device(device).device
-    cfgs = _configs(workers, quick, dev, prefetch)
+def plan(inputs: DataloadInputs) -> Plan:
+    i = inputs
+    sh, per, size = _sizes(i.quick, i.shards, i.samples_per_shard, i.sample_kb)
+    dev = resolve_device(i.device).device
+    cfgs = _configs(i.workers, i.quick, dev, i.prefetch)
     total = sh * per * size
     return Plan(
         proof="dataload",
@@ -411,24 +402,11 @@ def _notes(
     return notes
 
 
-def run(
-    *,
-    control: Control = NULL,
-    dir: str | None = None,
-    shards: int | None = None,
-    samples_per_shard: int | None = None,
-    sample_kb: float | None = None,
-    batch: int = 16,
-    workers: str | None = None,
-    prefetch: str | int = "2",
-    compute: str = "sleep",
-    step_ms: float = 5.0,
-    steps: int | None = None,
-    threshold: float = THRESHOLD,
-    device: str = "auto",
-    quick: bool = False,
-    keep: bool = False,
-) -> ProofResult:
+def run(inputs: DataloadInputs, *, control: Control = NULL) -> ProofResult:
+    i = inputs
+    dir, shards, samples_per_shard, sample_kb = i.dir, i.shards, i.samples_per_shard, i.sample_kb
+    batch, workers, prefetch, compute, step_ms = i.batch, i.workers, i.prefetch, i.compute, i.step_ms
+    steps, threshold, device, quick, keep = i.steps, i.threshold, i.device, i.quick, i.keep
     _check_args(compute, batch, step_ms, threshold)
     choice = resolve_device(device)
     dev = choice.device

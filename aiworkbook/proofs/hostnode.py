@@ -20,6 +20,7 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.inputs import HostInputs
 from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
@@ -132,21 +133,13 @@ def _sizes(quick: bool, rows: int | None, cols: int | None, iterations: int | No
     return r, c, it
 
 
-def plan(
-    *,
-    rows: int | None = None,
-    cols: int | None = None,
-    iterations: int | None = None,
-    threads: int | None = None,
-    quick: bool = False,
-    **_: Any,
-) -> Plan:
-    r, c, it = _sizes(quick, rows, cols, iterations)
+def plan(inputs: HostInputs) -> Plan:
+    r, c, it = _sizes(inputs.quick, inputs.rows, inputs.cols, inputs.iterations)
     import psutil
 
     need = data_bytes(r, c)
     avail = psutil.virtual_memory().available
-    ts = thread_counts(threads)
+    ts = thread_counts(inputs.threads)
     return Plan(
         proof="host",
         device="cpu",
@@ -167,19 +160,11 @@ def plan(
     )
 
 
-def run(
-    *,
-    control: Control = NULL,
-    dir: str | None = None,
-    rows: int | None = None,
-    cols: int | None = None,
-    iterations: int | None = None,
-    threads: int | None = None,
-    quick: bool = False,
-    keep: bool = False,
-) -> ProofResult:
+def run(inputs: HostInputs, *, control: Control = NULL) -> ProofResult:
     from aiworkbook.proofs.roofline import bandwidth
 
+    dir, rows, cols, iterations = inputs.dir, inputs.rows, inputs.cols, inputs.iterations
+    threads, quick, keep = inputs.threads, inputs.quick, inputs.keep
     r, c, it = _sizes(quick, rows, cols, iterations)
     if threads is not None and threads < 1:
         raise SpecError("threads", threads, ">= 1")

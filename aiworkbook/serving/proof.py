@@ -21,6 +21,7 @@ from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.inputs import ServingInputs
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.serving.client import CONNECT_TIMEOUT_S, Load, Target, request_timeout_for, run_load_sync
@@ -245,10 +246,10 @@ class ServingSettings:
 _ENGINE_FIELDS = ("model", "backend", "kv_budget_bytes", "api", "token_counter")
 
 
-def plan(**inputs: Any) -> Plan:
+def plan(inputs: ServingInputs) -> Plan:
     """What the proof will run and the KV bytes the estimate predicts at the heaviest load."""
-    s = ServingSettings.from_inputs(inputs)
-    target = inputs.get("target")
+    s = ServingSettings.from_inputs(dict(inputs))
+    target = inputs.target
     points = len(s.loads)
     loads, n = list(s.loads), s.requests
     sweep = (
@@ -276,7 +277,7 @@ def plan(**inputs: Any) -> Plan:
     from aiworkbook.specs import load_model
 
     spec = load_model(s.model)
-    dev = resolve_device(inputs.get("device") or "auto").device
+    dev = resolve_device(inputs.device or "auto").device
     predicted, label = None, ""
     if s.kind == "concurrency":
         c = int(max(s.loads))
@@ -569,8 +570,9 @@ def _after_sweep(
 
 
 @pinned()  # SDPA's backend chosen, never cuDNN's per-shape graphs (proofs.attention)
-def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
+def run(proof_inputs: ServingInputs, *, control: Control = NULL) -> ProofResult:
     """Sweep the load, find the knee (and the SLO's load), compare schedulers, sweep the context."""
+    inputs = dict(proof_inputs)  # every input, those not named at their declared defaults
     s = ServingSettings.from_inputs(inputs).started()
     target_url = inputs.get("target")
     flags: set[str] = {F.QUEUE_TIME_INCLUDED} if s.kind == "rate" or s.rate else set()
@@ -616,7 +618,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         flags.add(F.ACCOUNTED)
     rows = sw.rows
     result_inputs: dict[str, Any] = {
-        k: v for k, v in inputs.items() if isinstance(v, str | int | float | bool | type(None))
+        k: v for k, v in proof_inputs.given().items() if isinstance(v, str | int | float | bool | type(None))
     }
     result_inputs.update(kind=s.kind, loads=list(s.loads), requests=s.requests)
     return ProofResult(
