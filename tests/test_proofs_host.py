@@ -10,6 +10,7 @@ import pytest
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import hostnode as H
 from aiworkbook.proofs import registry
+from aiworkbook.proofs.control import Control
 
 
 def test_thread_counts_and_data_bytes():
@@ -21,12 +22,8 @@ def test_thread_counts_and_data_bytes():
 def test_fit_runs_the_requested_trees_in_chunks():
     x, y = H.make_table(2000, 5)
     seen = []
-
-    class Ctl:
-        def step(self, done, total, msg):
-            seen.append(done)
-
-    assert H.fit(x, y, 1, 12, Ctl(), "fit") > 0
+    control = Control(progress=lambda done, total, msg: seen.append(done))
+    assert H.fit(x, y, 1, 12, control, "fit") > 0
     assert seen == [5, 10, 12]
 
 

@@ -243,6 +243,21 @@ def test_a_run_shows_a_working_sign_and_its_bar_finishes(runner, monkeypatch):
     assert runner.progress.value == 1.0  # a finished run's bar finishes, whatever the last step said
 
 
+def test_bytes_a_proof_counts_are_drawn_as_bytes(runner, monkeypatch):
+    import sys
+
+    from aiworkbook.proofs.progress import counted_bytes
+
+    def writes(inputs, *, control) -> ProofResult:  # a proof counting the bytes it writes
+        counted_bytes(control, 3 * 2**20, 4 * 2**20, "shard 1/1")
+        return ProofResult(NAME, "cpu", {}, 100.0, "B", 100.0, "steps x 20 B")
+
+    monkeypatch.setattr(sys.modules[__name__], "run", writes)
+    runner.run()
+    assert runner.wait(30)
+    assert runner.progress_text.value == "3.00 MiB/4.00 MiB shard 1/1"
+
+
 def test_a_cpu_fallback_pass_reads_as_cpu_only_information(runner, monkeypatch):
     import sys
 

@@ -28,6 +28,7 @@ from aiworkbook.message import Msg
 from aiworkbook.proofs import scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.inputs import AllreduceInputs
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.units import KiB, MiB
 
@@ -309,7 +310,7 @@ def run(inputs: AllreduceInputs, *, control: Control = NULL) -> ProofResult:
             try:
                 while p.poll() is None:
                     done, total = _progress(prog)
-                    control.step(done, total, f"all-reduce on {ranks} rank(s)")
+                    progress_units(control, done, total, f"all-reduce on {ranks} rank(s)")
                     if time.monotonic() - t0 > timeout_s:
                         raise SpecError(
                             "timeout_s", timeout_s, "longer than the run takes (torchrun still running)"

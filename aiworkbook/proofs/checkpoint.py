@@ -10,7 +10,6 @@ at any point leaves the previous checkpoint and its LATEST untouched.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -18,7 +17,6 @@ import shlex
 import shutil
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +31,10 @@ from aiworkbook.proofs import fsio, scratch, shardio
 from aiworkbook.proofs.control import NULL, Cancelled, Control
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.inputs import CheckpointInputs, RestoreInputs
+from aiworkbook.proofs.progress import byte_counter
+from aiworkbook.proofs.progress import counted_bytes as progress_bytes
 from aiworkbook.proofs.progress import steps as progress_steps
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -257,10 +258,10 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
         total, before = state_bytes(state), 0
         for i, part in enumerate(parts):
             msg = f"{fmt}: shard {i + 1}/{len(parts)}"
-            control.step(before, total, msg)
+            progress_bytes(control, before, total, msg)
             path = tmp / f"shard-{i:05d}.{'safetensors' if fmt == 'safetensors' else 'pt'}"
             if fmt == "safetensors":
-                shardio.write_shard(path, part, functools.partial(_step_within, control, before, total, msg))
+                shardio.write_shard(path, part, byte_counter(control, total, msg, before))
             else:
                 torch.save(part, path)
                 shardio.start_writeback(path)
@@ -270,7 +271,7 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
         return []
     import torch.distributed.checkpoint as dcp
 
-    control.step(0, 1, f"{fmt}: one call to torch.distributed.checkpoint")
+    progress_units(control, 0, 1, f"{fmt}: one call to torch.distributed.checkpoint")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "assuming the intent is to save in a single process"
         if fmt == "dcp":
@@ -281,11 +282,6 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
 
         # a Future, or (newer torch with a stager) an AsyncSaveResponse holding staging + upload futures
         return [resp] if isinstance(resp, Future) else [resp.staging_completion, resp.upload_completion]
-
-
-def _step_within(control: Control, before: int, total: int, msg: str, written: int) -> None:
-    """Progress (in bytes) from inside a shard, and a safe point for a cancel."""
-    control.step(before + written, total, msg)
 
 
 def latest(root: str | os.PathLike, fmt: str) -> Path:
@@ -348,7 +344,7 @@ def load_checkpoint(
 
     read_metadata(str(p))  # a clear SpecError here; SafeReader checks the file DCP reads again
     tpl = template if template is not None else empty_like_manifest(read_manifest(p))
-    control.step(0, 1, f"load {fmt}")
+    progress_units(control, 0, 1, f"load {fmt}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         dcp.load(tpl, storage_reader=SafeReader(str(p)))  # DCP's own reader unpickles .metadata
@@ -544,24 +540,17 @@ def parse_formats(formats: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
     return out
 
 
-def _stepper(control: Control, total: int, message: str) -> Callable[[int], None]:
-    def step(done: int) -> None:
-        control.step(done, total, message)
-
-    return step
-
-
 def baseline(work: Path, nbytes: int, trials: int, control: Control) -> dict[str, Any]:
     """Plain sequential write (fsynced) and cold read of the same size in the same directory."""
     writes, reads, cold = [], [], []
     path = work / "baseline.bin"
     for i in range(trials):
         msg = f"baseline: sequential write {i + 1}/{trials}"
-        writes.append(fsio.write_sequential(path, nbytes, _stepper(control, nbytes, msg)))
+        writes.append(fsio.write_sequential(path, nbytes, byte_counter(control, nbytes, msg)))
         ok, why = fsio.drop_cache(path)
         cold.append((ok, why))
         msg = f"baseline: sequential read {i + 1}/{trials}"
-        reads.append(fsio.read_sequential(path, _stepper(control, nbytes, msg)))
+        reads.append(fsio.read_sequential(path, byte_counter(control, nbytes, msg)))
         path.unlink()
     return {
         "bytes": nbytes,

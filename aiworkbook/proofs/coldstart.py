@@ -22,6 +22,7 @@ from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.inputs import ColdstartInputs
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel, built_bytes
 from aiworkbook.proofs.progress import steps as progress_steps
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -126,7 +127,7 @@ def run(inputs: ColdstartInputs, *, control: Control = NULL) -> ProofResult:
     rows, cold = [], []
     with scratch.scratch(d, "coldstart", keep=keep) as own:
         work = own.path
-        control.step(0, n + 1, "writing the weights checkpoint")
+        progress_units(control, 0, n + 1, "writing the weights checkpoint")
         path = _write_checkpoint(spec, tdt, work / "model.safetensors")
         ids = torch.randint(0, spec.vocab_size, (1, 8))
         size = path.stat().st_size

@@ -26,6 +26,7 @@ from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.inputs import DataloadInputs
 from aiworkbook.proofs.progress import steps as progress_steps
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.units import KiB
@@ -99,7 +100,7 @@ def read_epoch(ds: ShardDataset, dl: DataLoader, control: Control, label: str) -
     samples = 0
     for i, b in enumerate(dl):
         samples += b.shape[0]
-        control.step(i + 1, n, label)
+        progress_units(control, i + 1, n, label)
     dt = time.perf_counter() - t0
     return {"seconds": dt, "samples_per_s": samples / dt, "bytes_per_s": samples * ds.size / dt}
 
@@ -187,7 +188,7 @@ def train_loop(batches, step: _Step, steps: int, device: str, control: Control, 
         step(b)
         waits.append(t1 - t0)
         steps_s.append(time.perf_counter() - t0)
-        control.step(i + 1, steps, label)
+        progress_units(control, i + 1, steps, label)
     window = time.perf_counter() - w0
     return {
         "steps": len(waits),

@@ -22,6 +22,7 @@ from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.environment import capture
 from aiworkbook.proofs.inputs import HostInputs
 from aiworkbook.proofs.progress import steps as progress_steps
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.units import MiB
@@ -93,7 +94,7 @@ def fit(x: np.ndarray, y: np.ndarray, threads: int, iterations: int, control: Co
             t0 = time.perf_counter()
             model.fit(x, y)
             elapsed += time.perf_counter() - t0
-            control.step(done, iterations, label)
+            progress_units(control, done, iterations, label)
     if model.n_iter_ != iterations:
         raise RuntimeError(f"the fit ran {model.n_iter_} iterations, not {iterations}")
     return elapsed
@@ -171,7 +172,7 @@ def run(inputs: HostInputs, *, control: Control = NULL) -> ProofResult:
     d = scratch.root(dir)
     need = data_bytes(r, c)
     fsio.check_free(d, need)
-    control.step(0, 1, "host memory bandwidth")
+    progress_units(control, 0, 1, "host memory bandwidth")
     bw = bandwidth(
         "cpu", buffer_bytes=(64 if quick else 512) * MiB, trials=3 if quick else 10, threads=threads
     )

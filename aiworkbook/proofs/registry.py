@@ -5,7 +5,7 @@ the two calls a widget needs, `plan` (the prediction and the sizes, without runn
 Each proof module offers, for its one input model (proofs/inputs.py, `ProofInfo.model`),
 
     plan(inputs: TheModel) -> Plan                              # no allocation, no timing; fast
-    run(inputs: TheModel, *, control: Control) -> ProofResult   # calls control.step(...) between units
+    run(inputs: TheModel, *, control: Control) -> ProofResult   # reports through proofs.progress
 
 and is named here by its import path, so `import aiworkbook.proofs.registry` loads no torch. `plan`
 and `run` here are the edge: they take the inputs by name (or the model built already), build the
