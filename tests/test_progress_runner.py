@@ -166,3 +166,30 @@ def test_the_checkpoint_proof_reports_its_writes_in_bytes_and_its_steps_in_units
     assert all(0 <= done <= total for done, total, _, _ in written)
     baseline = [s for s in viewer.seen if s[2].startswith("baseline")]
     assert baseline and all(s[3] == "B" for s in baseline)
+
+
+@pytest.mark.timeout(120)
+def test_a_run_cancelled_while_writing_says_how_many_bytes_it_had_written(tmp_path):
+    import threading
+
+    from aiworkbook.proofs import registry
+
+    cancel = threading.Event()
+
+    class CancelOnBytes(Viewer):
+        def __call__(self, done: int, total: int, message: str, unit: str = "") -> None:
+            if unit == "B" and done:  # a cancel lands at the next report: while the bytes are counted
+                cancel.set()
+
+    r = registry.run(
+        "checkpoint",
+        size_mb=1,
+        formats="torch",
+        trials=1,
+        dir=str(tmp_path),
+        progress=CancelOnBytes(),
+        cancel=cancel,
+    )
+    assert r.verdict == "interrupted"
+    (note,) = r.notes
+    assert " MiB done); memory released" in note and "steps" not in note

@@ -26,6 +26,19 @@ from aiworkbook import signals
 #: progress(done, total, message), called from the proof's thread.
 ProgressFn = Callable[[int, int, str], None]
 
+#: what a report counts
+BYTES = "B"  # bytes (written, read)
+UNITS = ""  # units of work (shards, steps, batches, trees)
+
+
+def counts(done: int, total: int, unit: str = UNITS, lang: str = "en") -> str:
+    """done/total for a person: "3/8" units, "1.00 GiB/4.00 GiB" bytes (numbers in `lang`)."""
+    if unit != BYTES:
+        return f"{done}/{total}"
+    from aiworkbook.units import fmt_bytes
+
+    return f"{fmt_bytes(done, lang=lang)}/{fmt_bytes(total, lang=lang)}"
+
 
 class Viewer:
     """A progress callback that is also told what the counts are: `unit` "" (units of work: shards,

@@ -15,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from aiworkbook.proofs.control import BYTES as BYTES
+from aiworkbook.proofs.control import UNITS as UNITS
 from aiworkbook.proofs.control import Control, Viewer, report
+from aiworkbook.proofs.control import counts as counts
 
 T = TypeVar("T")
 
@@ -55,11 +58,6 @@ def steps(
         b.close()
 
 
-#: what a report counts
-BYTES = "B"  # bytes (written, read)
-UNITS = ""  # units of work (shards, steps, batches, trees)
-
-
 def units(control: Control, done: int, total: int, message: str) -> None:
     """`done` of `total` units of work a proof counts itself, to `control` (then a cancel lands)."""
     control.step(done, total, message, UNITS)
@@ -78,15 +76,6 @@ def byte_counter(control: Control, total: int, message: str, before: int = 0) ->
         counted_bytes(control, before + n, total, message)
 
     return count
-
-
-def counts(done: int, total: int, unit: str = UNITS, lang: str = "en") -> str:
-    """done/total for a person: "3/8" units, "1.00 GiB/4.00 GiB" bytes (numbers in `lang`)."""
-    if unit != BYTES:
-        return f"{done}/{total}"
-    from aiworkbook.units import fmt_bytes
-
-    return f"{fmt_bytes(done, lang=lang)}/{fmt_bytes(total, lang=lang)}"
 
 
 class Relay(Viewer):

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import inputs as I
-from aiworkbook.proofs.control import Cancelled, Control, ProgressFn, exclusive
+from aiworkbook.proofs.control import BYTES, Cancelled, Control, ProgressFn, counts, exclusive
 from aiworkbook.proofs.inputs import InputKind
 from aiworkbook.specs.node import PATTERNS
 
@@ -328,6 +328,7 @@ def interrupted_result(
     """A ProofResult with verdict 'interrupted' for a proof that did not build one itself."""
     from aiworkbook.proofs.result import ProofResult
 
+    so_far = counts(control.done, control.total, control.unit) + ("" if control.unit == BYTES else " steps")
     return ProofResult(
         proof=info.name,
         device=p.device if p is not None else str(inputs.get("device", "auto")),
@@ -337,9 +338,7 @@ def interrupted_result(
         predicted=p.predicted if p is not None else None,
         predicted_label=p.predicted_label if p is not None else "",
         verdict="interrupted",
-        notes=[
-            f"{exc} after {control.elapsed():.1f} s ({control.done}/{control.total} steps done); memory released"
-        ],
+        notes=[f"{exc} after {control.elapsed():.1f} s ({so_far} done); memory released"],
     )
 
 
