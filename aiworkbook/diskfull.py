@@ -22,7 +22,7 @@ from aiworkbook.message import Msg
 ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
-def _usage(path: str | os.PathLike) -> Any:
+def _usage(path: str | os.PathLike[str]) -> Any:
     """shutil.disk_usage of the file system holding `path` or its nearest existing parent (None: none)."""
     p = Path(path).absolute()
     for q in (p, *p.parents):
@@ -33,20 +33,20 @@ def _usage(path: str | os.PathLike) -> Any:
     return None
 
 
-def free_bytes(path: str | os.PathLike) -> int | None:
+def free_bytes(path: str | os.PathLike[str]) -> int | None:
     """Free bytes (for this user) of the file system holding `path` or its nearest existing parent."""
     u = _usage(path)
     return None if u is None else int(u.free)
 
 
-def total_bytes(path: str | os.PathLike) -> int | None:
+def total_bytes(path: str | os.PathLike[str]) -> int | None:
     """Size of the file system holding `path` or its nearest existing parent: 0 for one that stores no
     files (sysfs, proc, cgroup), which is no disk to be full."""
     u = _usage(path)
     return None if u is None else int(u.total)
 
 
-def device(path: str | os.PathLike) -> str:
+def device(path: str | os.PathLike[str]) -> str:
     """The file system holding `path`, as `df` names it: its device and mount point."""
     target = os.path.realpath(path)
     try:
@@ -68,7 +68,7 @@ class NoSpace(OSError):
     """A write ran out of space at `path`; `needed` is what it was writing (None when unknown)."""
 
     def __init__(
-        self, path: str | os.PathLike, needed: int | None = None, *, free: int | None = None
+        self, path: str | os.PathLike[str], needed: int | None = None, *, free: int | None = None
     ) -> None:
         self.path = str(path)
         self.needed = needed
@@ -103,7 +103,9 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
                 todo.extend(y for y in (x if isinstance(x, tuple) else (x,)) if isinstance(y, BaseException))
 
 
-def is_full(exc: BaseException, path: str | os.PathLike | None = None, needed: int | None = None) -> bool:
+def is_full(
+    exc: BaseException, path: str | os.PathLike[str] | None = None, needed: int | None = None
+) -> bool:
     """Whether `exc` is a write that ran out of space: ENOSPC/EDQUOT in its chain, or (with `path` and
     `needed`) any failure that left less than `needed` free where the write went."""
     if any(isinstance(e, OSError) and e.errno in ERRNOS for e in chain(exc)):
@@ -125,7 +127,9 @@ def found_in(exc: BaseException) -> NoSpace | None:
     return None
 
 
-def as_no_space(exc: BaseException, path: str | os.PathLike, needed: int | None = None) -> NoSpace | None:
+def as_no_space(
+    exc: BaseException, path: str | os.PathLike[str], needed: int | None = None
+) -> NoSpace | None:
     """`exc` as a NoSpace at `path` when it is a full disk (see is_full), else None. Call it before
     partial files are removed when `needed` is to decide (they hold the space that is missing)."""
     if isinstance(exc, NoSpace):

@@ -57,10 +57,11 @@ def install_fake_proof(monkeypatch, measured: float = 100.0, environment: dict |
     calls: list[dict] = []
     mod = types.ModuleType("aiwb_fake_golden_proof")
 
-    def plan(**inputs: Any) -> registry.Plan:
+    def plan(inputs: Any) -> registry.Plan:
         return registry.Plan(FAKE, "cpu", None, "", "s")
 
-    def run(*, control, **inputs: Any) -> ProofResult:
+    def run(model: Any, *, control: Any) -> ProofResult:
+        inputs = model.given()  # the inputs as the caller named them
         calls.append(dict(inputs))
         control.step(1, 1, "measured")
         return ProofResult(

@@ -51,8 +51,9 @@ def test_host_note_leaves_no_english_with_any_thread_list(threads, lang):
 
 def test_host_plan_from_the_proof_itself_with_sixteen_threads():
     from aiworkbook.proofs.hostnode import plan
+    from aiworkbook.proofs.inputs import HostInputs
 
-    p = plan(threads=16, quick=True)
+    p = plan(HostInputs(threads=16, quick=True))
     (note,) = p.notes
     assert isinstance(note, Msg) and note.endswith("trees on threads [1, 2, 4, 8, 16]")
     for lang in ("nl", "de"):

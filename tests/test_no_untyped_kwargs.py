@@ -13,27 +13,10 @@ import aiworkbook
 
 #: qualified name -> why its **keywords stay open (who checks them)
 ALLOWED: dict[str, str] = {
-    # the edge: a proof chosen by name; every keyword is checked against that proof's pydantic model
-    # (proofs/inputs.py) by ProofInfo.check_names before the proof is imported (unknown -> exit 2)
-    "aiworkbook.proofs.registry.plan": "dispatch by proof name; names checked against the proof's ProofInputs",
-    "aiworkbook.proofs.registry.run": "dispatch by proof name; names checked against the proof's ProofInputs",
-    # each proof's plan/run: called by the registry only, after that check
-    **{
-        f"aiworkbook.{mod}.{fn}": "called by the registry only, after its ProofInputs name check"
-        for mod, fns in {
-            "proofs.allreduce": ("plan",),
-            "proofs.checkpoint": ("plan", "run"),
-            "proofs.coldstart": ("plan",),
-            "proofs.dataload": ("plan",),
-            "proofs.hostnode": ("plan",),
-            "proofs.kv": ("plan", "run"),
-            "proofs.restore": ("plan", "run"),
-            "proofs.roofline": ("plan", "run"),
-            "proofs.vram": ("plan", "run"),
-            "serving.proof": ("plan", "run"),
-        }.items()
-        for fn in fns
-    },
+    # the edge: a proof chosen by name, its inputs by name; the registry builds that proof's one pydantic
+    # model from them (proofs/inputs.py; an unknown name -> SpecError, exit 2) and hands the proof only it
+    "aiworkbook.proofs.registry.plan": "dispatch by proof name; builds the proof's ProofInputs model from the names",
+    "aiworkbook.proofs.registry.run": "dispatch by proof name; builds the proof's ProofInputs model from the names",
     # named values whose names are the data: a message's or chart word's placeholders, output paths
     "aiworkbook.charts.theme.tr": "a translated template's placeholders, named by the catalogue entry",
     "aiworkbook.message.Msg.__new__": "a message's placeholders, named by its catalogue template",

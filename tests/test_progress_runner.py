@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from aiworkbook.proofs.control import Cancelled, Control
-from aiworkbook.proofs.progress import TqdmProgress, steps
+from aiworkbook.proofs.control import Cancelled, Control, Viewer
+from aiworkbook.proofs.progress import TqdmProgress, byte_counter, counted_bytes, counts, steps, units
+from aiworkbook.units import GiB, MiB
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,3 +103,93 @@ def test_tell_repeats_the_step_with_a_finer_message_and_never_raises():
         raise RuntimeError("a viewer that broke")
 
     Control(progress=broken).tell("still fine")
+
+
+def test_no_proof_reports_past_the_one_runner():
+    """Every count a proof keeps itself (bytes written, batches read) goes through proofs/progress.py,
+    which says what it counts: no module but control.py and progress.py calls `control.step`."""
+    callers = []
+    for path in sorted((ROOT / "aiworkbook").rglob("*.py")):
+        if path.name in ("control.py", "progress.py") and path.parent.name == "proofs":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            f = node.func if isinstance(node, ast.Call) else None
+            if isinstance(f, ast.Attribute) and f.attr == "step" and getattr(f.value, "id", "") == "control":
+                callers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert callers == []
+
+
+class _Seen(Viewer):
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int, str, str]] = []
+
+    def __call__(self, done: int, total: int, message: str, unit: str = "") -> None:
+        self.seen.append((done, total, message, unit))
+
+
+def test_bytes_reach_a_viewer_as_bytes_and_a_plain_callback_as_counts():
+    viewer = _Seen()
+    control = Control(progress=viewer)
+    count = byte_counter(control, 4 * MiB, "write", before=MiB)
+    count(MiB)  # a writer's own count, inside one shard
+    units(control, 3, 8, "batch")
+    control.tell("batch, finer")
+    assert viewer.seen == [(2 * MiB, 4 * MiB, "write", "B"), (3, 8, "batch", ""), (3, 8, "batch, finer", "")]
+    plain, seen = _control()
+    counted_bytes(plain, MiB, 2 * MiB, "read")
+    assert seen == [(MiB, 2 * MiB, "read")] and plain.unit == "B"
+    assert counts(3, 8) == "3/8" and counts(MiB, 4 * MiB, "B") == "1.00 MiB/4.00 MiB"
+    assert counts(MiB, 4 * MiB, "B", "nl") == "1,00 MiB/4,00 MiB"
+
+
+def test_the_tqdm_bar_draws_bytes_as_binary_multiples_and_units_as_counts():
+    shown = TqdmProgress("demo")
+    try:
+        shown(GiB, 4 * GiB, "writing", "B")
+        assert "1.00G/4.00G" in str(shown.bar) and "B/s" in str(shown.bar)
+        shown(3, 8, "reading")
+        assert shown.bar.unit == "it" and not shown.bar.unit_scale and "3/8" in str(shown.bar)
+    finally:
+        shown.close()
+
+
+@pytest.mark.timeout(120)
+def test_the_checkpoint_proof_reports_its_writes_in_bytes_and_its_steps_in_units(tmp_path):
+    from aiworkbook.proofs import registry
+
+    viewer = _Seen()
+    r = registry.run(
+        "checkpoint", size_mb=1, formats="safetensors", trials=1, dir=str(tmp_path), progress=viewer
+    )
+    written = [s for s in viewer.seen if s[3] == "B" and s[2].startswith("safetensors")]
+    assert written and {s[1] for s in written} == {r.details["estimate"]["saved_bytes"]}
+    assert all(0 <= done <= total for done, total, _, _ in written)
+    baseline = [s for s in viewer.seen if s[2].startswith("baseline")]
+    assert baseline and all(s[3] == "B" for s in baseline)
+
+
+@pytest.mark.timeout(120)
+def test_a_run_cancelled_while_writing_says_how_many_bytes_it_had_written(tmp_path):
+    import threading
+
+    from aiworkbook.proofs import registry
+
+    cancel = threading.Event()
+
+    class CancelOnBytes(Viewer):
+        def __call__(self, done: int, total: int, message: str, unit: str = "") -> None:
+            if unit == "B" and done:  # a cancel lands at the next report: while the bytes are counted
+                cancel.set()
+
+    r = registry.run(
+        "checkpoint",
+        size_mb=1,
+        formats="torch",
+        trials=1,
+        dir=str(tmp_path),
+        progress=CancelOnBytes(),
+        cancel=cancel,
+    )
+    assert r.verdict == "interrupted"
+    (note,) = r.notes
+    assert " MiB done); memory released" in note and "steps" not in note

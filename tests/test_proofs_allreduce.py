@@ -61,7 +61,7 @@ def test_the_worker_refuses_to_run_outside_torchrun(monkeypatch):
 
 def test_bad_inputs():
     with pytest.raises(SpecError, match="ranks"):
-        A.run(ranks=0, device="cpu")
+        registry.run("allreduce", ranks=0, device="cpu")
     with pytest.raises(SpecError, match="sizes"):
         A.parse_sizes("0", "cpu", True)
     assert A.parse_sizes("4,1024", "cpu", False) == [4096, 1024 * 1024]

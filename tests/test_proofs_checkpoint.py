@@ -205,7 +205,7 @@ def test_bad_inputs_are_spec_errors(tmp_path):
     with pytest.raises(SpecError, match="format"):
         C.parse_formats("zip")
     with pytest.raises(SpecError, match="size_mb"):
-        C.plan(size_mb=-1)
+        registry.plan("checkpoint", size_mb=-1)
     f = tmp_path / "file"
     f.write_text("x")
     with pytest.raises(SpecError, match="dir"):

@@ -91,18 +91,18 @@ def test_cancel_and_bad_inputs(tmp_path):
     r = registry.run("dataload", cancel=ev, dir=str(tmp_path), quick=True)
     assert r.verdict == "interrupted" and list(tmp_path.iterdir()) == []
     with pytest.raises(SpecError, match="compute"):
-        D.run(dir=str(tmp_path), compute="gpu-magic")
+        registry.run("dataload", dir=str(tmp_path), compute="gpu-magic")
     with pytest.raises(SpecError, match="workers"):
-        D.plan(workers="-1")
+        registry.plan("dataload", workers="-1")
     with pytest.raises(SpecError, match="prefetch"):
-        D.plan(prefetch="0")
+        registry.plan("dataload", prefetch="0")
     with pytest.raises(SpecError, match="workers"):
-        D.plan(workers="two")
+        registry.plan("dataload", workers="two")
     with pytest.raises(SpecError, match="steps"):
-        D.run(dir=str(tmp_path), shards=1, samples_per_shard=4, batch=4)
+        registry.run("dataload", dir=str(tmp_path), shards=1, samples_per_shard=4, batch=4)
     for field, bad in (("step_ms", 1e20), ("step_ms", -1.0), ("batch", 0), ("threshold", 1.0)):
         with pytest.raises(SpecError, match=f"field '{field}'") as e:
-            D.run(dir=str(tmp_path), **{field: bad})
+            registry.run("dataload", dir=str(tmp_path), **{field: bad})
         assert "allowed:" in str(e.value)
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
 

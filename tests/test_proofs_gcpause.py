@@ -19,11 +19,11 @@ NAME = "gc-test"
 SEEN: dict[str, object] = {}
 
 
-def plan(**_: object) -> Plan:
+def plan(_inputs: object) -> Plan:
     return Plan(NAME, "cpu", None, "", "B", {}, True, 0.1)
 
 
-def run(*, control, **_: object) -> ProofResult:
+def run(_inputs: object, *, control) -> ProofResult:
     SEEN["frozen_inside"] = gc.get_freeze_count()
     for _ in range(20_000):  # reference cycles: enough allocations for the collector to run on its own
         a: list = []

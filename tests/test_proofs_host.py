@@ -10,7 +10,7 @@ import pytest
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import hostnode as H
 from aiworkbook.proofs import registry
-from aiworkbook.proofs.control import NULL
+from aiworkbook.proofs.control import Control
 
 
 def test_thread_counts_and_data_bytes():
@@ -22,12 +22,8 @@ def test_thread_counts_and_data_bytes():
 def test_fit_runs_the_requested_trees_in_chunks():
     x, y = H.make_table(2000, 5)
     seen = []
-
-    class Ctl:
-        def step(self, done, total, msg):
-            seen.append(done)
-
-    assert H.fit(x, y, 1, 12, Ctl(), "fit") > 0
+    control = Control(progress=lambda done, total, msg: seen.append(done))
+    assert H.fit(x, y, 1, 12, control, "fit") > 0
     assert seen == [5, 10, 12]
 
 
@@ -69,9 +65,9 @@ def test_cancel_and_bad_input(tmp_path):
     ev.set()
     assert registry.run("host", cancel=ev, dir=str(tmp_path), quick=True).verdict == "interrupted"
     with pytest.raises(SpecError, match="rows"):
-        H.plan(rows=10)
+        registry.plan("host", rows=10)
     with pytest.raises(SpecError, match="threads"):
-        H.run(dir=str(tmp_path), quick=True, threads=0, control=NULL)
+        registry.run("host", dir=str(tmp_path), quick=True, threads=0)
 
 
 def test_host_cli(tmp_path, capsys):

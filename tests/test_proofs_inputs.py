@@ -46,16 +46,40 @@ def test_every_proof_declares_a_model_and_the_form_reads_it():
 
 
 @pytest.mark.parametrize("info", registry.proofs(), ids=lambda i: i.name)
-def test_the_proofs_signatures_take_only_declared_inputs_with_the_declared_defaults(info):
+def test_plan_and_run_take_the_proofs_model_and_the_forwarders_its_fields(info):
+    """plan(inputs: TheModel) and run(inputs: TheModel, *, control): the model, nothing by keyword; the
+    library entry points they forward to take declared names with the declared defaults."""
     mod = importlib.import_module(info.module)
+    for fn in ("plan", "run"):
+        first, *rest = inspect.signature(getattr(mod, fn)).parameters.values()
+        assert first.annotation == info.model.__name__ and first.kind is first.POSITIONAL_OR_KEYWORD
+        assert [(p.name, p.kind) for p in rest] == ([] if fn == "plan" else [("control", first.KEYWORD_ONLY)])
     declared = info.model.model_fields
-    for fn in ("plan", "run", *FORWARDED.get(info.name, ())):
+    for fn in FORWARDED.get(info.name, ()):
         for n, p in inspect.signature(getattr(mod, fn)).parameters.items():
-            if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or n in NOT_INPUTS:
+            assert p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL), (info.name, fn, n)
+            if n in NOT_INPUTS:
                 continue
             assert n in declared, (info.name, fn, n)
             if p.default is not p.empty:
                 assert p.default == declared[n].default, (info.name, fn, n)
+
+
+def test_the_registry_builds_the_model_once_or_takes_one_built():
+    from aiworkbook.proofs.inputs import HostInputs, KvInputs
+
+    by_name = registry.plan("host", quick=True, rows=1000)
+    built = registry.plan("host", HostInputs(quick=True, rows=1000))
+    assert by_name.sizes["rows"] == built.sizes["rows"] == 1000 and by_name.notes == built.notes
+    with pytest.raises(TypeError, match="not both"):
+        registry.plan("host", HostInputs(quick=True), rows=1000)
+    with pytest.raises(SpecError) as err:  # another proof's model
+        registry.plan("host", KvInputs())
+    assert err.value.field == "host inputs" and err.value.allowed == "HostInputs"
+    given = HostInputs.of({"rows": 1000, "quick": True})
+    assert (
+        given.given() == {"rows": 1000, "quick": True} and given.cols is None
+    )  # the rest: declared defaults
 
 
 def test_the_cli_options_are_declared_inputs_with_the_declared_defaults():

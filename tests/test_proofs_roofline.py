@@ -18,9 +18,10 @@ def test_llc_is_read_from_the_machine_when_not_injected(monkeypatch):
 @pytest.mark.parametrize("llc", [8 * 2**20, 512 * 2**20])
 def test_the_buffer_follows_the_cache_it_is_given(monkeypatch, llc):
     monkeypatch.setenv("AIWORKBOOK_HOST", f"llc={llc // 2**20}MiB")
+    from aiworkbook.proofs.inputs import RooflineInputs
     from aiworkbook.proofs.roofline import plan
 
-    p = plan("tiny-llama", device="cpu", quick=True)
+    p = plan(RooflineInputs(model="tiny-llama", device="cpu", quick=True))
     assert p.sizes["buffer_bytes"] == max(4 * llc, 256 * 2**20) and p.sizes["cache_bytes"] == llc
 
 

@@ -19,14 +19,19 @@ NAME = "widget-test"
 BYTES_PER_STEP = 20.0
 
 
-def plan(*, steps: int = 5, delay: float = 0.0, device: str = "cpu", **_: object) -> Plan:
+def planned(steps: int) -> Plan:
     sizes = {"steps": steps, "cap": None}  # an unset setting, as serving's cap outside a rate sweep
-    return Plan(NAME, device, BYTES_PER_STEP * steps, "steps x 20 B", "B", sizes, True, 0.1)
+    return Plan(NAME, "cpu", BYTES_PER_STEP * steps, "steps x 20 B", "B", sizes, True, 0.1)
 
 
-def run(*, control, steps: int = 5, delay: float = 0.0, device: str = "cpu", **_: object) -> ProofResult:
+def plan(inputs) -> Plan:
+    return planned(inputs.steps)
+
+
+def run(inputs, *, control) -> ProofResult:
+    steps, device = inputs.steps, "cpu"
     for i in range(steps):
-        time.sleep(delay)
+        time.sleep(inputs.delay)
         control.step(i + 1, steps, f"step {i + 1}")
     return ProofResult(
         NAME,
@@ -66,9 +71,9 @@ def runner():
 def test_plan_shows_before_running_and_paths_are_not_offered(runner):
     assert "aiwb-ready" in runner._dom_classes and "aiwb-proof-runner" in runner._dom_classes
     assert set(runner.inputs) == {"steps", "delay"}
-    assert runner.plan["predicted"] == plan(steps=5).predicted
+    assert runner.plan["predicted"] == planned(5).predicted
     runner.inputs["steps"].value = 8
-    assert runner.plan["predicted"] == plan(steps=8).predicted
+    assert runner.plan["predicted"] == planned(8).predicted
     assert runner.value == {"proof": NAME, "inputs": {"steps": 8, "delay": 0.0}}
     assert "160 B" in runner.plan_view.value
     assert "with steps 8" in runner.plan_view.value and "cap" not in runner.plan_view.value  # words, no None
@@ -115,7 +120,7 @@ def test_bad_inputs_show_errors_and_the_widget_keeps_working(runner):
     runner.run_button.click()  # the bad value is refused before a thread starts
     assert runner._thread is None and "Steps" in runner.error
     runner.inputs["steps"].value = 2
-    assert runner.error == "" and runner.plan["predicted"] == plan(steps=2).predicted
+    assert runner.error == "" and runner.plan["predicted"] == planned(2).predicted
 
 
 def test_runs_off_shows_plans_only():
@@ -225,9 +230,9 @@ def test_every_proof_plans_on_selection_and_optional_numbers_start_unset():
 def test_a_run_shows_a_working_sign_and_its_bar_finishes(runner, monkeypatch):
     import sys
 
-    def quiet(*, control, steps: int = 5, **_: object) -> ProofResult:  # reports no progress at all
+    def quiet(inputs, *, control) -> ProofResult:  # reports no progress at all
         control.step(1, 4, "first of four")
-        return ProofResult(NAME, "cpu", {"steps": steps}, 100.0, "B", 100.0, "steps x 20 B")
+        return ProofResult(NAME, "cpu", {"steps": inputs.steps}, 100.0, "B", 100.0, "steps x 20 B")
 
     monkeypatch.setattr(sys.modules[__name__], "run", quiet)
     runner.run()
@@ -238,10 +243,25 @@ def test_a_run_shows_a_working_sign_and_its_bar_finishes(runner, monkeypatch):
     assert runner.progress.value == 1.0  # a finished run's bar finishes, whatever the last step said
 
 
+def test_bytes_a_proof_counts_are_drawn_as_bytes(runner, monkeypatch):
+    import sys
+
+    from aiworkbook.proofs.progress import counted_bytes
+
+    def writes(inputs, *, control) -> ProofResult:  # a proof counting the bytes it writes
+        counted_bytes(control, 3 * 2**20, 4 * 2**20, "shard 1/1")
+        return ProofResult(NAME, "cpu", {}, 100.0, "B", 100.0, "steps x 20 B")
+
+    monkeypatch.setattr(sys.modules[__name__], "run", writes)
+    runner.run()
+    assert runner.wait(30)
+    assert runner.progress_text.value == "3.00 MiB/4.00 MiB shard 1/1"
+
+
 def test_a_cpu_fallback_pass_reads_as_cpu_only_information(runner, monkeypatch):
     import sys
 
-    def fallback(*, control, steps: int = 5, **_: object) -> ProofResult:
+    def fallback(inputs, *, control) -> ProofResult:
         return ProofResult(NAME, "cpu", {}, 100.0, "B", 100.0, "steps x 20 B", flags=["cpu-fallback"])
 
     monkeypatch.setattr(sys.modules[__name__], "run", fallback)

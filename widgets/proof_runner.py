@@ -277,9 +277,12 @@ class ProofRunner(Composite):
 
     def _work(self, name: str, inputs: dict[str, Any], cancel: threading.Event) -> None:
         from aiworkbook.proofs.control import ProofBusy
+        from aiworkbook.proofs.progress import Relay
 
-        def progress(done: int, total: int, message: str) -> None:
-            self._delivery.post(lambda: self._progress(done, total, message))
+        def show(done: int, total: int, message: str, unit: str) -> None:
+            self._delivery.post(lambda: self._progress(done, total, message, unit))
+
+        progress = Relay(show)  # told the unit too: bytes drawn as bytes
 
         try:
             result = self.registry.run(name, progress=progress, cancel=cancel, **inputs)
@@ -292,9 +295,11 @@ class ProofRunner(Composite):
         else:
             self._delivery.post(lambda: self._finish(result))
 
-    def _progress(self, done: int, total: int, message: str) -> None:
+    def _progress(self, done: int, total: int, message: str, unit: str = "") -> None:
+        from aiworkbook.proofs.progress import counts
+
         self.progress.value = done / total if total else 0.0
-        self.progress_text.value = html.escape(f"{done}/{total} {message}")
+        self.progress_text.value = html.escape(f"{counts(done, total, unit, self.lang)} {message}")
 
     def _finish(self, result: Any, message: str | None = None, exc: BaseException | None = None) -> None:
         try:

@@ -21,14 +21,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.proofs import scratch
 from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.inputs import AllreduceInputs
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.units import KiB, MiB
+
+if TYPE_CHECKING:
+    from aiworkbook.proofs.result import ProofResult
 
 NOT_APPLICABLE = "not applicable: one rank has no bus to move bytes over"
 STRAGGLER = 1.2  # a rank whose median step is 20 % above the ranks' median is flagged
@@ -251,9 +256,8 @@ def check_ranks(ranks: int, dev: str) -> None:
         raise SpecError("ranks", ranks, f"1..{cpus} (logical CPUs on this node: one gloo rank each)")
 
 
-def plan(
-    *, ranks: int = 2, sizes: str | None = None, device: str = "auto", quick: bool = False, **_: Any
-) -> Plan:
+def plan(inputs: AllreduceInputs) -> Plan:
+    ranks, sizes, device, quick = inputs.ranks, inputs.sizes, inputs.device, inputs.quick
     dev = _device(device)
     check_ranks(ranks, dev)
     sz = parse_sizes(sizes, dev, quick)
@@ -277,18 +281,11 @@ def plan(
     )
 
 
-def run(
-    *,
-    control: Control = NULL,
-    ranks: int = 2,
-    sizes: str | None = None,
-    iters: int | None = None,
-    device: str = "auto",
-    quick: bool = False,
-    timeout_s: float = 600.0,
-):
+def run(inputs: AllreduceInputs, *, control: Control = NULL) -> ProofResult:
     from aiworkbook.proofs.result import ProofResult
 
+    ranks, sizes, iters, device = inputs.ranks, inputs.sizes, inputs.iters, inputs.device
+    quick, timeout_s = inputs.quick, inputs.timeout_s
     dev = _device(device)
     check_ranks(ranks, dev)
     parse_sizes(sizes, dev, quick)  # refuse bad sizes before starting processes
@@ -313,7 +310,7 @@ def run(
             try:
                 while p.poll() is None:
                     done, total = _progress(prog)
-                    control.step(done, total, f"all-reduce on {ranks} rank(s)")
+                    progress_units(control, done, total, f"all-reduce on {ranks} rank(s)")
                     if time.monotonic() - t0 > timeout_s:
                         raise SpecError(
                             "timeout_s", timeout_s, "longer than the run takes (torchrun still running)"

@@ -10,7 +10,6 @@ at any point leaves the previous checkpoint and its LATEST untouched.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -18,7 +17,6 @@ import shlex
 import shutil
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +30,11 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch, shardio
 from aiworkbook.proofs.control import NULL, Cancelled, Control
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.inputs import CheckpointInputs, RestoreInputs
+from aiworkbook.proofs.progress import byte_counter
+from aiworkbook.proofs.progress import counted_bytes as progress_bytes
 from aiworkbook.proofs.progress import steps as progress_steps
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -256,10 +258,10 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
         total, before = state_bytes(state), 0
         for i, part in enumerate(parts):
             msg = f"{fmt}: shard {i + 1}/{len(parts)}"
-            control.step(before, total, msg)
+            progress_bytes(control, before, total, msg)
             path = tmp / f"shard-{i:05d}.{'safetensors' if fmt == 'safetensors' else 'pt'}"
             if fmt == "safetensors":
-                shardio.write_shard(path, part, functools.partial(_step_within, control, before, total, msg))
+                shardio.write_shard(path, part, byte_counter(control, total, msg, before))
             else:
                 torch.save(part, path)
                 shardio.start_writeback(path)
@@ -269,7 +271,7 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
         return []
     import torch.distributed.checkpoint as dcp
 
-    control.step(0, 1, f"{fmt}: one call to torch.distributed.checkpoint")
+    progress_units(control, 0, 1, f"{fmt}: one call to torch.distributed.checkpoint")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "assuming the intent is to save in a single process"
         if fmt == "dcp":
@@ -280,11 +282,6 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
 
         # a Future, or (newer torch with a stager) an AsyncSaveResponse holding staging + upload futures
         return [resp] if isinstance(resp, Future) else [resp.staging_completion, resp.upload_completion]
-
-
-def _step_within(control: Control, before: int, total: int, msg: str, written: int) -> None:
-    """Progress (in bytes) from inside a shard, and a safe point for a cancel."""
-    control.step(before + written, total, msg)
 
 
 def latest(root: str | os.PathLike, fmt: str) -> Path:
@@ -347,7 +344,7 @@ def load_checkpoint(
 
     read_metadata(str(p))  # a clear SpecError here; SafeReader checks the file DCP reads again
     tpl = template if template is not None else empty_like_manifest(read_manifest(p))
-    control.step(0, 1, f"load {fmt}")
+    progress_units(control, 0, 1, f"load {fmt}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         dcp.load(tpl, storage_reader=SafeReader(str(p)))  # DCP's own reader unpickles .metadata
@@ -487,16 +484,9 @@ def estimate_storage(spec: ModelSpecLike | None, nbytes: int) -> dict[str, Any]:
     return out
 
 
-def plan(
-    *,
-    model: str | None = None,
-    size_mb: float | None = None,
-    dir: str | None = None,
-    formats: str = "safetensors,torch,dcp,dcp-async",
-    trials: int | None = None,
-    quick: bool = False,
-    **_: Any,
-) -> Plan:
+def plan(inputs: CheckpointInputs) -> Plan:
+    model, size_mb, dir, formats = inputs.model, inputs.size_mb, inputs.dir, inputs.formats
+    trials, quick = inputs.trials, inputs.quick
     spec, nbytes = _inputs(model, size_mb, quick)
     fmts = parse_formats(formats)
     n = trials or (1 if quick else 3)
@@ -550,24 +540,17 @@ def parse_formats(formats: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
     return out
 
 
-def _stepper(control: Control, total: int, message: str) -> Callable[[int], None]:
-    def step(done: int) -> None:
-        control.step(done, total, message)
-
-    return step
-
-
 def baseline(work: Path, nbytes: int, trials: int, control: Control) -> dict[str, Any]:
     """Plain sequential write (fsynced) and cold read of the same size in the same directory."""
     writes, reads, cold = [], [], []
     path = work / "baseline.bin"
     for i in range(trials):
         msg = f"baseline: sequential write {i + 1}/{trials}"
-        writes.append(fsio.write_sequential(path, nbytes, _stepper(control, nbytes, msg)))
+        writes.append(fsio.write_sequential(path, nbytes, byte_counter(control, nbytes, msg)))
         ok, why = fsio.drop_cache(path)
         cold.append((ok, why))
         msg = f"baseline: sequential read {i + 1}/{trials}"
-        reads.append(fsio.read_sequential(path, _stepper(control, nbytes, msg)))
+        reads.append(fsio.read_sequential(path, byte_counter(control, nbytes, msg)))
         path.unlink()
     return {
         "bytes": nbytes,
@@ -817,15 +800,30 @@ def young_daly(write_s: float, restore_s: float, est: dict[str, Any], gpus: int 
     }
 
 
-def run(
-    *, control: Control = NULL, format: str = "safetensors", gpus: int = 1024, **inputs: Any
-) -> ProofResult:
+def run(inputs: CheckpointInputs, *, control: Control = NULL) -> ProofResult:
     """The checkpoint proof: durable write throughput of `format` against the assumed storage speed."""
-    fmt = _check_format(format)
-    fmts = parse_formats(inputs.pop("formats", "safetensors,torch,dcp,dcp-async"))
+    fmt = _check_format(inputs.format)
+    fmts = parse_formats(inputs.formats)
     fmts = (fmt, *(f for f in fmts if f != fmt))  # the headline format first: the one `keep` leaves
-    m = measure(formats=",".join(fmts), control=control, **inputs)
-    return result("checkpoint", m, fmt, gpus, inputs, restore=False)
+    m = measure_inputs(inputs, fmts, control, "checkpoint")
+    return result("checkpoint", m, fmt, inputs.gpus, recorded(inputs), restore=False)
+
+
+def measure_inputs(
+    inputs: CheckpointInputs | RestoreInputs, fmts: tuple[str, ...], control: Control, proof: str
+) -> dict[str, Any]:
+    """`measure` of these formats with the rest of the checkpoint or restore proof's inputs."""
+    i = inputs
+    return measure(
+        model=i.model, size_mb=i.size_mb, dir=i.dir, formats=",".join(fmts), trials=i.trials,
+        quick=i.quick, control=control, keep=i.keep, proof=proof,
+    )  # fmt: skip
+
+
+def recorded(inputs: CheckpointInputs | RestoreInputs) -> dict[str, Any]:
+    """The inputs a checkpoint or restore result records: those named, but for the formats and the two
+    it records itself after them (the headline format and the GPUs)."""
+    return {k: v for k, v in inputs.given().items() if k not in ("format", "gpus", "formats")}
 
 
 def result(

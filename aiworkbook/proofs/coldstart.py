@@ -19,8 +19,10 @@ from aiworkbook.proofs.checkpoint import touch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.inputs import ColdstartInputs
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel, built_bytes
 from aiworkbook.proofs.progress import steps as progress_steps
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -42,9 +44,8 @@ def _estimate(spec: ModelSpecLike, dtype: Any) -> dict[str, Any]:
     return {"weights_bytes": nbytes, "load_s": transfer_time(nbytes, Assumptions().storage_read_bps)}
 
 
-def plan(
-    *, model: str = "tiny-llama", dtype: str = "bf16", device: str = "auto", quick: bool = False, **_: Any
-) -> Plan:
+def plan(inputs: ColdstartInputs) -> Plan:
+    model, dtype, device, quick = inputs.model, inputs.dtype, inputs.device, inputs.quick
     spec = load_model(model)
     est = _estimate(spec, dtype)
     return Plan(
@@ -104,18 +105,11 @@ def _one_cold_start(
 
 
 @pinned()  # SDPA's backend chosen, never cuDNN's per-shape graphs (proofs.attention)
-def run(
-    *,
-    control: Control = NULL,
-    model: str = "tiny-llama",
-    dir: str | None = None,
-    dtype: str = "bf16",
-    device: str = "auto",
-    trials: int | None = None,
-    quick: bool = False,
-    keep: bool = False,
-) -> ProofResult:
+def run(inputs: ColdstartInputs, *, control: Control = NULL) -> ProofResult:
     from aiworkbook.errors import SpecError
+
+    model, dir, dtype, device = inputs.model, inputs.dir, inputs.dtype, inputs.device
+    trials, quick, keep = inputs.trials, inputs.quick, inputs.keep
 
     if dtype not in ("fp32", "bf16", "fp16"):
         raise SpecError("dtype", dtype, "fp32, bf16, fp16")
@@ -133,7 +127,7 @@ def run(
     rows, cold = [], []
     with scratch.scratch(d, "coldstart", keep=keep) as own:
         work = own.path
-        control.step(0, n + 1, "writing the weights checkpoint")
+        progress_units(control, 0, n + 1, "writing the weights checkpoint")
         path = _write_checkpoint(spec, tdt, work / "model.safetensors")
         ids = torch.randint(0, spec.vocab_size, (1, 8))
         size = path.stat().st_size

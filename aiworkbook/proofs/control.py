@@ -26,6 +26,28 @@ from aiworkbook import signals
 #: progress(done, total, message), called from the proof's thread.
 ProgressFn = Callable[[int, int, str], None]
 
+#: what a report counts
+BYTES = "B"  # bytes (written, read)
+UNITS = ""  # units of work (shards, steps, batches, trees)
+
+
+def counts(done: int, total: int, unit: str = UNITS, lang: str = "en") -> str:
+    """done/total for a person: "3/8" units, "1.00 GiB/4.00 GiB" bytes (numbers in `lang`)."""
+    if unit != BYTES:
+        return f"{done}/{total}"
+    from aiworkbook.units import fmt_bytes
+
+    return f"{fmt_bytes(done, lang=lang)}/{fmt_bytes(total, lang=lang)}"
+
+
+class Viewer:
+    """A progress callback that is also told what the counts are: `unit` "" (units of work: shards,
+    steps, batches) or "B" (bytes), so it draws bytes as bytes (proofs.progress.TqdmProgress, the
+    ProofRunner widget's bar). A plain progress(done, total, message) function gets the counts alone."""
+
+    def __call__(self, done: int, total: int, message: str, unit: str = "") -> None:
+        raise NotImplementedError
+
 
 class Cancelled(Exception):
     """Raised inside a proof when its cancel event is set; the registry turns it into verdict 'interrupted'."""
@@ -49,6 +71,7 @@ class Control:
     done: int = 0
     total: int = 0
     message: str = ""
+    unit: str = ""  # what done and total count: "" units of work, "B" bytes
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -62,22 +85,28 @@ class Control:
         if self.cancelled:
             raise Cancelled(at or self.message)
 
-    def step(self, done: int, total: int, message: str = "") -> None:
-        """Report progress (done of total units, what is running now), then honour a cancel."""
-        self.done, self.total, self.message = int(done), int(total), str(message)
-        if self.progress is not None:
-            try:
-                self.progress(self.done, self.total, self.message)
-            except Exception:  # a viewer's callback failing is the viewer's problem, not the proof's
-                pass
+    def step(self, done: int, total: int, message: str = "", unit: str = "") -> None:
+        """Report progress (done of total units of work, or bytes with unit "B"; what is running now),
+        then honour a cancel. Proofs report through proofs.progress, the one runner, not here."""
+        self.done, self.total, self.message, self.unit = int(done), int(total), str(message), unit
+        self._show(self.message)
         self.check(message)
 
     def tell(self, message: str) -> None:
         """The current step again with a finer message (requests done inside a load point): no cancel
         check here, so a callback on another thread (the load's event loop) may call it."""
-        if self.progress is not None:
-            with contextlib.suppress(Exception):  # the viewer's problem, as in step()
-                self.progress(self.done, self.total, str(message))
+        self._show(str(message))
+
+    def _show(self, message: str) -> None:
+        """The viewer's callback, told the unit when it is a Viewer; its exceptions are swallowed (a
+        viewer's callback failing is the viewer's problem, not the proof's)."""
+        if self.progress is None:
+            return
+        with contextlib.suppress(Exception):
+            if isinstance(self.progress, Viewer):
+                self.progress(self.done, self.total, message, self.unit)
+            else:
+                self.progress(self.done, self.total, message)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -111,11 +140,11 @@ def checkpoint(at: str = "") -> None:
         c.check(at)
 
 
-def report(done: int, total: int, message: str = "") -> None:
+def report(done: int, total: int, message: str = "", unit: str = "") -> None:
     """Progress to the active control (then honour a cancel); no-op outside a registry run."""
     c = current()
     if c is not None:
-        c.step(done, total, message)
+        c.step(done, total, message, unit)
 
 
 _lock = threading.Lock()

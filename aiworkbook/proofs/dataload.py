@@ -24,7 +24,9 @@ from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.device import resolve_device
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.inputs import DataloadInputs
 from aiworkbook.proofs.progress import steps as progress_steps
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.units import KiB
@@ -98,7 +100,7 @@ def read_epoch(ds: ShardDataset, dl: DataLoader, control: Control, label: str) -
     samples = 0
     for i, b in enumerate(dl):
         samples += b.shape[0]
-        control.step(i + 1, n, label)
+        progress_units(control, i + 1, n, label)
     dt = time.perf_counter() - t0
     return {"seconds": dt, "samples_per_s": samples / dt, "bytes_per_s": samples * ds.size / dt}
 
@@ -186,7 +188,7 @@ def train_loop(batches, step: _Step, steps: int, device: str, control: Control, 
         step(b)
         waits.append(t1 - t0)
         steps_s.append(time.perf_counter() - t0)
-        control.step(i + 1, steps, label)
+        progress_units(control, i + 1, steps, label)
     window = time.perf_counter() - w0
     return {
         "steps": len(waits),
@@ -275,21 +277,11 @@ def _configs(
     return [(w, p, f) for w in ws for p in pins for f in (pfs if w else pfs[:1])]
 
 
-def plan(
-    *,
-    shards: int | None = None,
-    samples_per_shard: int | None = None,
-    sample_kb: float | None = None,
-    workers: str | None = None,
-    prefetch: str | int = "2",
-    device: str = "auto",
-    quick: bool = False,
-    dir: str | None = None,
-    **_: Any,
-) -> Plan:
-    sh, per, size = _sizes(quick, shards, samples_per_shard, sample_kb)
-    dev = resolve_device(device).device
-    cfgs = _configs(workers, quick, dev, prefetch)
+def plan(inputs: DataloadInputs) -> Plan:
+    i = inputs
+    sh, per, size = _sizes(i.quick, i.shards, i.samples_per_shard, i.sample_kb)
+    dev = resolve_device(i.device).device
+    cfgs = _configs(i.workers, i.quick, dev, i.prefetch)
     total = sh * per * size
     return Plan(
         proof="dataload",
@@ -411,24 +403,11 @@ def _notes(
     return notes
 
 
-def run(
-    *,
-    control: Control = NULL,
-    dir: str | None = None,
-    shards: int | None = None,
-    samples_per_shard: int | None = None,
-    sample_kb: float | None = None,
-    batch: int = 16,
-    workers: str | None = None,
-    prefetch: str | int = "2",
-    compute: str = "sleep",
-    step_ms: float = 5.0,
-    steps: int | None = None,
-    threshold: float = THRESHOLD,
-    device: str = "auto",
-    quick: bool = False,
-    keep: bool = False,
-) -> ProofResult:
+def run(inputs: DataloadInputs, *, control: Control = NULL) -> ProofResult:
+    i = inputs
+    dir, shards, samples_per_shard, sample_kb = i.dir, i.shards, i.samples_per_shard, i.sample_kb
+    batch, workers, prefetch, compute, step_ms = i.batch, i.workers, i.prefetch, i.compute, i.step_ms
+    steps, threshold, device, quick, keep = i.steps, i.threshold, i.device, i.quick, i.keep
     _check_args(compute, batch, step_ms, threshold)
     choice = resolve_device(device)
     dev = choice.device

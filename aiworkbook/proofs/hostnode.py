@@ -20,7 +20,9 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.inputs import HostInputs
 from aiworkbook.proofs.progress import steps as progress_steps
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.units import MiB
@@ -92,7 +94,7 @@ def fit(x: np.ndarray, y: np.ndarray, threads: int, iterations: int, control: Co
             t0 = time.perf_counter()
             model.fit(x, y)
             elapsed += time.perf_counter() - t0
-            control.step(done, iterations, label)
+            progress_units(control, done, iterations, label)
     if model.n_iter_ != iterations:
         raise RuntimeError(f"the fit ran {model.n_iter_} iterations, not {iterations}")
     return elapsed
@@ -132,21 +134,13 @@ def _sizes(quick: bool, rows: int | None, cols: int | None, iterations: int | No
     return r, c, it
 
 
-def plan(
-    *,
-    rows: int | None = None,
-    cols: int | None = None,
-    iterations: int | None = None,
-    threads: int | None = None,
-    quick: bool = False,
-    **_: Any,
-) -> Plan:
-    r, c, it = _sizes(quick, rows, cols, iterations)
+def plan(inputs: HostInputs) -> Plan:
+    r, c, it = _sizes(inputs.quick, inputs.rows, inputs.cols, inputs.iterations)
     import psutil
 
     need = data_bytes(r, c)
     avail = psutil.virtual_memory().available
-    ts = thread_counts(threads)
+    ts = thread_counts(inputs.threads)
     return Plan(
         proof="host",
         device="cpu",
@@ -167,26 +161,18 @@ def plan(
     )
 
 
-def run(
-    *,
-    control: Control = NULL,
-    dir: str | None = None,
-    rows: int | None = None,
-    cols: int | None = None,
-    iterations: int | None = None,
-    threads: int | None = None,
-    quick: bool = False,
-    keep: bool = False,
-) -> ProofResult:
+def run(inputs: HostInputs, *, control: Control = NULL) -> ProofResult:
     from aiworkbook.proofs.roofline import bandwidth
 
+    dir, rows, cols, iterations = inputs.dir, inputs.rows, inputs.cols, inputs.iterations
+    threads, quick, keep = inputs.threads, inputs.quick, inputs.keep
     r, c, it = _sizes(quick, rows, cols, iterations)
     if threads is not None and threads < 1:
         raise SpecError("threads", threads, ">= 1")
     d = scratch.root(dir)
     need = data_bytes(r, c)
     fsio.check_free(d, need)
-    control.step(0, 1, "host memory bandwidth")
+    progress_units(control, 0, 1, "host memory bandwidth")
     bw = bandwidth(
         "cpu", buffer_bytes=(64 if quick else 512) * MiB, trials=3 if quick else 10, threads=threads
     )

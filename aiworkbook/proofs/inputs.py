@@ -11,21 +11,41 @@ allowed range); this module imports no torch, so the registry stays light.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from annotated_types import Ge, Le
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
 
 #: What a form control is made of: a model preset, a number, a checkbox, a choice, a list of integers, a
 #: folder (never offered to a viewer), free text.
 InputKind = Literal["model", "int", "float", "bool", "choice", "ints", "path", "str"]
 
 
+_P = TypeVar("_P", bound="ProofInputs")
+
+
 class ProofInputs(BaseModel):
     """The inputs of one proof. Subclasses declare fields with `inp(...)`; unknown names are refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+    _given: tuple[str, ...] = PrivateAttr(default=())
+
+    @classmethod
+    def of(cls: type[_P], names: Mapping[str, Any]) -> _P:
+        """The inputs named in `names` (a caller's keywords, a form, a locked profile), the rest at their
+        declared defaults. The names are the caller's to get right (the registry checks them first:
+        ProofInfo.check_names); the values reach the proof as given, for the proof to check with its own
+        messages (the field and the allowed range), so nothing is coerced here."""
+        m = cls.model_construct(**names)
+        m._given = tuple(names)
+        return m
+
+    def given(self) -> dict[str, Any]:
+        """The inputs the caller named, in the caller's order (what a result records as its inputs)."""
+        order = self._given or tuple(f for f in type(self).model_fields if f in self.model_fields_set)
+        return {k: getattr(self, k) for k in order}
 
 
 def inp(
@@ -240,6 +260,13 @@ class AllreduceInputs(ProofInputs):
     quick: bool = _quick()
     iters: int | None = _hidden(None, "timed iterations per size", low=1)
     timeout_s: float = _hidden(600.0, "seconds before the ranks are stopped")
+
+
+def listed(proof: str, fields: list[tuple[str, Any, str]]) -> type[ProofInputs]:
+    """The model of a proof that lists its inputs instead of declaring a model (a test's fake proof):
+    one field per (name, default, doc), of any type, checked by the proof."""
+    made = {name: (Any, inp(default, doc)) for name, default, doc in fields}
+    return create_model(f"{proof}-inputs", __base__=ProofInputs, **made)  # type: ignore[call-overload, no-any-return]
 
 
 def _plain(annotation: Any) -> Any:

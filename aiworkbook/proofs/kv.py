@@ -30,6 +30,7 @@ from aiworkbook.proofs.device import (
     tensor_device,
 )
 from aiworkbook.proofs.environment import capture, throttle_check
+from aiworkbook.proofs.inputs import KvInputs
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel, KVCache
 from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
@@ -212,18 +213,17 @@ def _prepare(
     )
 
 
-def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
+def plan(inputs: KvInputs) -> Plan:
     """The grid a kv run would measure and the KV bytes predicted at its largest point, without running;
     `fits` False (the reason in notes) when not even a proxy fits the budget."""
     from aiworkbook.proofs.device import WouldNotFit
     from aiworkbook.proofs.registry import get
 
-    inputs.pop("progress", None)
     label = Msg("kv.largest")
     try:
-        st = _prepare(model, **inputs)
+        st = _prepare(**dict(inputs))
     except WouldNotFit as exc:
-        dev = resolve_device(inputs.get("device", "auto")).device
+        dev = resolve_device(inputs.device).device
         return Plan("kv", dev, None, label, "B", fits=False, notes=(str(exc),))
     w = _workload(max(st.batches), max(st.contexts), st.new, st.dtype_name)
     kv = _estimate(st.run_spec, w, st.dev).memory.kv_cache
@@ -241,11 +241,10 @@ def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
     )
 
 
-def run(*, control: Control, model: str | ModelSpec = "tiny-llama", **inputs: Any) -> ProofResult:
+def run(inputs: KvInputs, *, control: Control) -> ProofResult:
     """prove_kv under `control`: progress per grid point, a cancel lands within one decode step."""
-    inputs.pop("progress", None)
     with control.active():
-        return prove_kv(model, **inputs)
+        return prove_kv(**dict(inputs))
 
 
 def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[list[dict[str, Any]], Any, int]:

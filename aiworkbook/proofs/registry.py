@@ -2,12 +2,14 @@
 the two calls a widget needs, `plan` (the prediction and the sizes, without running) and `run`
 (with progress, cancel and the one-proof-at-a-time lock).
 
-Each proof module offers
+Each proof module offers, for its one input model (proofs/inputs.py, `ProofInfo.model`),
 
-    plan(**inputs) -> Plan                              # no allocation, no timing; fast
-    run(*, control: Control, **inputs) -> ProofResult   # calls control.step(...) between units
+    plan(inputs: TheModel) -> Plan                              # no allocation, no timing; fast
+    run(inputs: TheModel, *, control: Control) -> ProofResult   # reports through proofs.progress
 
-and is named here by its import path, so `import aiworkbook.proofs.registry` loads no torch.
+and is named here by its import path, so `import aiworkbook.proofs.registry` loads no torch. `plan`
+and `run` here are the edge: they take the inputs by name (or the model built already), build the
+model once (an unknown name is bad input, naming the ones the proof takes) and hand it on.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Literal
 
 from aiworkbook.errors import SpecError
 from aiworkbook.proofs import inputs as I
-from aiworkbook.proofs.control import Cancelled, Control, ProgressFn, exclusive
+from aiworkbook.proofs.control import BYTES, Cancelled, Control, ProgressFn, counts, exclusive
 from aiworkbook.proofs.inputs import InputKind
 from aiworkbook.specs.node import PATTERNS
 
@@ -84,13 +86,32 @@ class ProofInfo:
         if self.model is not None and not self.inputs:
             form = [d for d in I.declared(self.model) if d.pop("form")]
             object.__setattr__(self, "inputs", tuple(InputSpec(**d) for d in form))
+        elif self.model is None:  # a proof that lists its inputs (a test's fake): its model, from them
+            fields = [(i.name, i.default, i.doc) for i in self.inputs]
+            object.__setattr__(self, "model", I.listed(self.name, fields))
+
+    @property
+    def input_model(self) -> type[I.ProofInputs]:
+        """The model of the proof's inputs (declared, or made from the inputs it lists)."""
+        assert self.model is not None  # set in __post_init__
+        return self.model
 
     @property
     def accepts(self) -> tuple[str, ...]:
-        """Every input name the proof takes: its model's fields, else the inputs it lists."""
-        if self.model is not None:
-            return tuple(self.model.model_fields)
-        return tuple(i.name for i in self.inputs)
+        """Every input name the proof takes: its model's fields."""
+        return tuple(self.input_model.model_fields)
+
+    def build(self, given: I.ProofInputs | None, names: dict[str, Any]) -> I.ProofInputs:
+        """The proof's input model, built once: `given` as it is, or else from `names` (checked first:
+        an unknown or misspelt name is refused, naming those the proof takes)."""
+        if given is None:
+            self.check_names(names)
+            return self.input_model.of(names)
+        if names:
+            raise TypeError(f"{self.name}: pass its inputs as its model or by name, not both")
+        if not isinstance(given, self.input_model):
+            raise SpecError(f"{self.name} inputs", type(given).__name__, self.input_model.__name__)
+        return given
 
     def check_names(self, inputs: dict[str, Any]) -> None:
         """Refuse an input the proof does not take (a misspelt `batchsize=`), naming those it does."""
@@ -294,11 +315,11 @@ def _module(info: ProofInfo):
     return import_module(info.module)
 
 
-def plan(name: str, **inputs: Any) -> Plan:
-    """The proof's prediction and sizes for these inputs, without running it."""
+def plan(name: str, given: I.ProofInputs | None = None, /, **inputs: Any) -> Plan:
+    """The proof's prediction and sizes for these inputs (by name, or its model built already),
+    without running it."""
     info = get(name)
-    info.check_names(inputs)
-    return _module(info).plan(**inputs)
+    return _module(info).plan(info.build(given, inputs))  # type: ignore[no-any-return]
 
 
 def interrupted_result(
@@ -307,6 +328,7 @@ def interrupted_result(
     """A ProofResult with verdict 'interrupted' for a proof that did not build one itself."""
     from aiworkbook.proofs.result import ProofResult
 
+    so_far = counts(control.done, control.total, control.unit) + ("" if control.unit == BYTES else " steps")
     return ProofResult(
         proof=info.name,
         device=p.device if p is not None else str(inputs.get("device", "auto")),
@@ -316,25 +338,26 @@ def interrupted_result(
         predicted=p.predicted if p is not None else None,
         predicted_label=p.predicted_label if p is not None else "",
         verdict="interrupted",
-        notes=[
-            f"{exc} after {control.elapsed():.1f} s ({control.done}/{control.total} steps done); memory released"
-        ],
+        notes=[f"{exc} after {control.elapsed():.1f} s ({so_far} done); memory released"],
     )
 
 
 def run(
     name: str,
+    given: I.ProofInputs | None = None,
+    /,
     *,
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
     **inputs: Any,
 ):
-    """Run the proof `name` under the one proof lock (ProofBusy when another runs), reporting
-    progress(done, total, message) and honouring `cancel` (verdict 'interrupted'). Ctrl-C still
-    raises KeyboardInterrupt. The heap that existed before is frozen out of the garbage collector for
-    the proof (proofs.gcpause); the pauses left are in `environment["gc"]`."""
+    """Run the proof `name` with these inputs (by name, or its model built already) under the one
+    proof lock (ProofBusy when another runs), reporting progress(done, total, message) and honouring
+    `cancel` (verdict 'interrupted'). Ctrl-C still raises KeyboardInterrupt. The heap that existed
+    before is frozen out of the garbage collector for the proof (proofs.gcpause); the pauses left are
+    in `environment["gc"]`."""
     info = get(name)
-    info.check_names(inputs)
+    model = info.build(given, inputs)
     mod = _module(info)
     control = Control(progress=progress, cancel=cancel)
     from aiworkbook.proofs.gcpause import quiet_gc
@@ -342,7 +365,7 @@ def run(
     with exclusive(name):
         try:
             with quiet_gc() as (pauses, frozen):
-                result = mod.run(control=control, **inputs)
+                result = mod.run(model, control=control)
             result.environment["gc"] = pauses.summary(frozen)
             note = pauses.note()
             if note:
@@ -354,10 +377,10 @@ def run(
 
             release_memory("cuda" if _cuda_loaded() else "cpu")
             try:
-                p = mod.plan(**inputs)
+                p = mod.plan(model)
             except Exception:
                 p = None
-            return interrupted_result(info, inputs, exc, control, p)
+            return interrupted_result(info, model.given(), exc, control, p)
 
 
 def _cuda_loaded() -> bool:

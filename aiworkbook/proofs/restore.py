@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
@@ -21,6 +20,7 @@ from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
 from aiworkbook.proofs.environment import capture
+from aiworkbook.proofs.inputs import CheckpointInputs, RestoreInputs
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.proofs.stats import summarize
@@ -38,13 +38,11 @@ def existing(dir: str | None, fmt: str) -> Path | None:
     return None
 
 
-def plan(**inputs: Any) -> Plan:
-    fmt = C._check_format(inputs.get("format", "safetensors"))
-    p = C.plan(**{k: v for k, v in inputs.items() if k != "format"})
-    est = C.estimate_storage(
-        *C._inputs(inputs.get("model"), inputs.get("size_mb"), bool(inputs.get("quick")))
-    )
-    found = existing(inputs.get("dir"), fmt)
+def plan(inputs: RestoreInputs) -> Plan:
+    fmt = C._check_format(inputs.format)
+    p = C.plan(CheckpointInputs.of({k: v for k, v in inputs.given().items() if k != "format"}))
+    est = C.estimate_storage(*C._inputs(inputs.model, inputs.size_mb, bool(inputs.quick)))
+    found = existing(inputs.dir, fmt)
     sizes = dict(p.sizes)
     if found is not None:
         sizes.update(state_bytes=fsio.tree_bytes(found), existing=str(found))
@@ -59,23 +57,21 @@ def plan(**inputs: Any) -> Plan:
     )
 
 
-def run(
-    *, control: Control = NULL, format: str = "safetensors", gpus: int = 1024, **inputs: Any
-) -> ProofResult:
-    fmt = C._check_format(format)
-    scratch.root(inputs.get("dir"))  # a bad --dir is refused before any lookup
-    found = existing(inputs.get("dir"), fmt)
+def run(inputs: RestoreInputs, *, control: Control = NULL) -> ProofResult:
+    fmt = C._check_format(inputs.format)
+    scratch.root(inputs.dir)  # a bad --dir is refused before any lookup
+    found = existing(inputs.dir, fmt)
     if found is not None:
         return _restore_existing(found, fmt, inputs, control)
-    fmts = C.parse_formats(inputs.pop("formats", fmt))
+    fmts = C.parse_formats(fmt if inputs.formats is None else inputs.formats)
     fmts = (fmt, *(f for f in fmts if f != fmt))
-    m = C.measure(formats=",".join(fmts), control=control, proof="restore", **inputs)
-    return C.result("restore", m, fmt, gpus, inputs, restore=True)
+    m = C.measure_inputs(inputs, fmts, control, "restore")
+    return C.result("restore", m, fmt, inputs.gpus, C.recorded(inputs), restore=True)
 
 
-def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Control) -> ProofResult:
-    d = scratch.root(inputs.get("dir"))
-    n = inputs.get("trials") or (1 if inputs.get("quick") else 3)
+def _restore_existing(path: Path, fmt: str, inputs: RestoreInputs, control: Control) -> ProofResult:
+    d = scratch.root(inputs.dir)
+    n = inputs.trials or (1 if inputs.quick else 3)
     man = C.read_manifest(path)  # checked before anything is allocated from it: a SpecError saying why
     nbytes = fsio.tree_bytes(path)
     fsio.check_free(d, nbytes)  # the baseline file
@@ -85,7 +81,7 @@ def _restore_existing(path: Path, fmt: str, inputs: dict[str, Any], control: Con
         reads.append(seconds)
         bad.extend(differ)
         cold.append(c)
-    with scratch.scratch(d, "restore", keep=bool(inputs.get("keep"))) as own:
+    with scratch.scratch(d, "restore", keep=bool(inputs.keep)) as own:
         base = C.baseline(own.path, nbytes, n, control)
     est = C.estimate_storage(None, nbytes)
     rates = [nbytes / s for s in reads]

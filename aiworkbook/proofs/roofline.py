@@ -30,6 +30,7 @@ from aiworkbook.proofs.device import (
     resolve_device,
 )
 from aiworkbook.proofs.environment import capture, throttle_check
+from aiworkbook.proofs.inputs import RooflineInputs
 from aiworkbook.proofs.progress import steps as progress_steps
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
@@ -402,28 +403,19 @@ def _shapes(device: str, quick: bool, shapes: list[int] | None) -> list[int]:
     return [512, 1024] if device == "cpu" else [2048, 4096, 8192]
 
 
-def plan(
-    model: str | ModelSpec | None = None,
-    *,
-    device: str = "auto",
-    quick: bool = False,
-    buffer_bytes: int | None = None,
-    dtypes: list[str] | None = None,
-    shapes: list[int] | None = None,
-    batch: int = 1,
-    context: int = 2048,
-    **_: Any,
-) -> Plan:
+def plan(inputs: RooflineInputs) -> Plan:
     """What a roofline run would measure (buffer, dtypes, shapes, trials) and its prediction (the
     datasheet bandwidth on CUDA; none on the CPU), without allocating or timing anything."""
     from aiworkbook.proofs.registry import get
+
+    model, device, quick, buffer_bytes = inputs.model, inputs.device, inputs.quick, inputs.buffer_bytes
+    dtypes, shapes, batch, context = inputs.dtypes, inputs.shapes, inputs.batch, inputs.context
 
     point = None
     if model is not None:
         from aiworkbook.specs import load_model
 
-        spec = load_model(model) if isinstance(model, str) else model
-        point = workload_point(spec, batch=batch, context=context)
+        point = workload_point(load_model(model), batch=batch, context=context)
     dev = resolve_device(device).device
     size, cache, _src = _buffer_bytes(dev, buffer_bytes)
     base = datasheet_spec() if dev == "cuda" else None
@@ -449,11 +441,10 @@ def plan(
     )
 
 
-def run(*, control: Control, model: str | ModelSpec | None = None, **inputs: Any) -> ProofResult:
+def run(inputs: RooflineInputs, *, control: Control) -> ProofResult:
     """prove_roofline under `control`: progress per stage, a cancel lands between timing trials."""
-    inputs.pop("progress", None)
     with control.active():
-        return prove_roofline(model, **inputs)
+        return prove_roofline(**dict(inputs))
 
 
 def _model_point(model: str | ModelSpec | None, batch: int, context: int) -> tuple[ModelSpec | None, Any]:

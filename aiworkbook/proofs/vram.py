@@ -39,6 +39,7 @@ from aiworkbook.proofs.device import (
     tensor_device,
 )
 from aiworkbook.proofs.environment import capture, throttle_check
+from aiworkbook.proofs.inputs import VramInputs
 from aiworkbook.proofs.memory_accounting import SavedTensorTracker, StepTemporaryTracker, model_states
 from aiworkbook.proofs.model import TORCH_DTYPES, DecoderModel
 from aiworkbook.proofs.progress import steps as progress_steps
@@ -260,18 +261,16 @@ def _prepare(
     return _Setup(spec, run_spec, w, dev, est, predicted, steps, budget_bytes, inputs, flags, notes, progress)
 
 
-def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
+def plan(inputs: VramInputs) -> Plan:
     """The prediction (allocated bytes at the peak) and the shapes a vram run would use, without running.
     `fits` False (with the reason in notes) when not even a proxy fits the budget."""
     from aiworkbook.proofs.device import WouldNotFit
     from aiworkbook.proofs.registry import get
 
-    inputs.pop("progress", None)
-    device = inputs.get("device", "auto")
     try:
-        st = _prepare(model, **inputs)
+        st = _prepare(**dict(inputs))
     except WouldNotFit as exc:
-        dev = resolve_device(device).device
+        dev = resolve_device(inputs.device).device
         return Plan("vram", dev, None, Msg("vram.estimate"), "B", fits=False, notes=(str(exc),))
     sizes = {
         k: st.inputs[k] for k in ("ran", "params", "batch", "seq_len", "precision", "steps", "budget_bytes")
@@ -289,11 +288,10 @@ def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
     )
 
 
-def run(*, control: Control, model: str | ModelSpec = "tiny-llama", **inputs: Any) -> ProofResult:
+def run(inputs: VramInputs, *, control: Control) -> ProofResult:
     """prove_vram under `control`: progress per training step, a cancel lands within one layer."""
-    inputs.pop("progress", None)
     with control.active():
-        return prove_vram(model, **inputs)
+        return prove_vram(**dict(inputs))
 
 
 def _prove(st: _Setup) -> ProofResult:

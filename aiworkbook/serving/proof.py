@@ -21,6 +21,8 @@ from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs.attention import pinned
 from aiworkbook.proofs.control import NULL, Control
+from aiworkbook.proofs.inputs import ServingInputs
+from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.serving.client import CONNECT_TIMEOUT_S, Load, Target, request_timeout_for, run_load_sync
@@ -245,10 +247,10 @@ class ServingSettings:
 _ENGINE_FIELDS = ("model", "backend", "kv_budget_bytes", "api", "token_counter")
 
 
-def plan(**inputs: Any) -> Plan:
+def plan(inputs: ServingInputs) -> Plan:
     """What the proof will run and the KV bytes the estimate predicts at the heaviest load."""
-    s = ServingSettings.from_inputs(inputs)
-    target = inputs.get("target")
+    s = ServingSettings.from_inputs(dict(inputs))
+    target = inputs.target
     points = len(s.loads)
     loads, n = list(s.loads), s.requests
     sweep = (
@@ -276,7 +278,7 @@ def plan(**inputs: Any) -> Plan:
     from aiworkbook.specs import load_model
 
     spec = load_model(s.model)
-    dev = resolve_device(inputs.get("device") or "auto").device
+    dev = resolve_device(inputs.device or "auto").device
     predicted, label = None, ""
     if s.kind == "concurrency":
         c = int(max(s.loads))
@@ -490,7 +492,7 @@ def _sweep_loads(
             break
         at = _at(s.kind, x)
         msg = f"{s.kind} {x}"
-        control.step(sw.done, steps, msg)
+        progress_units(control, sw.done, steps, msg)
         if engine is not None:
             engine.reset_peaks()
         summary = _measure(opened.target, _load_at(s, x), control, s, msg, rows=per_request, at=x)
@@ -556,7 +558,7 @@ def _after_sweep(
 ) -> None:
     """The SLO search, and on the embedded server the scheduler comparison and the context sweep."""
     if s.has_slo:
-        control.step(done, steps, "bisection against the SLO")
+        progress_units(control, done, steps, "bisection against the SLO")
         details["slo_search"] = _slo_search(opened.target, s, control)
         done += 1
     if opened.engine is None:
@@ -569,8 +571,9 @@ def _after_sweep(
 
 
 @pinned()  # SDPA's backend chosen, never cuDNN's per-shape graphs (proofs.attention)
-def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
+def run(proof_inputs: ServingInputs, *, control: Control = NULL) -> ProofResult:
     """Sweep the load, find the knee (and the SLO's load), compare schedulers, sweep the context."""
+    inputs = dict(proof_inputs)  # every input, those not named at their declared defaults
     s = ServingSettings.from_inputs(inputs).started()
     target_url = inputs.get("target")
     flags: set[str] = {F.QUEUE_TIME_INCLUDED} if s.kind == "rate" or s.rate else set()
@@ -596,7 +599,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
             details["requests"] = per_request
         if opened.engine is not None:
             details["server"] = opened.engine.stats()
-    control.step(steps, steps, "done")
+    progress_units(control, steps, steps, "done")
     notes += _sweep_notes(s, sw, knee, embedded)
     notes[:0] = [
         Msg(
@@ -616,7 +619,7 @@ def run(*, control: Control = NULL, **inputs: Any) -> ProofResult:
         flags.add(F.ACCOUNTED)
     rows = sw.rows
     result_inputs: dict[str, Any] = {
-        k: v for k, v in inputs.items() if isinstance(v, str | int | float | bool | type(None))
+        k: v for k, v in proof_inputs.given().items() if isinstance(v, str | int | float | bool | type(None))
     }
     result_inputs.update(kind=s.kind, loads=list(s.loads), requests=s.requests)
     return ProofResult(
@@ -867,7 +870,7 @@ def _compare(s: ServingSettings, control: Control, done: int, steps: int, dev: A
     requests = max(2 * conc, s.requests)
     out: dict[str, Any] = {"concurrency": conc, "requests": requests, "length_dist": "uniform +-90 %"}
     for i, sched in enumerate(("static", "continuous")):
-        control.step(done + i, steps, f"{sched} batching at concurrency {conc}")
+        progress_units(control, done + i, steps, f"{sched} batching at concurrency {conc}")
         eng = build_engine(
             s.model,
             backend=s.backend,
@@ -921,7 +924,7 @@ def _context_sweep(s: ServingSettings, control: Control, done: int, steps: int, 
     rows = []
     with embedded_server(eng) as srv:
         for i, ctx in enumerate(ctxs):
-            control.step(done + i, steps, f"context {ctx} at concurrency {conc}")
+            progress_units(control, done + i, steps, f"context {ctx} at concurrency {conc}")
             eng.reset_peaks()
             # one warm-up request at this context first (left out): its prefill and decode shapes are
             # not timed cold (issue 36; attention is pinned, so no backend builds anything per shape)

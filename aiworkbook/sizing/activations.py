@@ -666,18 +666,12 @@ def _max(a: Num, b: Num) -> Num:
     return b.clip(min=a) if hasattr(b, "clip") else max(a, b)
 
 
-def head_autocast_bytes(
-    spec: ModelSpecLike, w: Workload, b: Num, s: Num, t: ActivationTerms | None = None
-) -> Num:
-    """AMP only: the LM head's 16-bit weight copy and its 16-bit cast of the fp32 final-norm output.
-
-    Saved for backward by the head matmul (so they sit with the logits); 0 outside the AMP regime."""
-    return _head_autocast_term(spec, w, b, s, t).value
-
-
 def _head_autocast_term(
     spec: ModelSpecLike, w: Workload, b: Num, s: Num, t: ActivationTerms | None = None
 ) -> Term:
+    """AMP only: the LM head's 16-bit weight copy and its 16-bit cast of the fp32 final-norm output.
+
+    Saved for backward by the head matmul (so they sit with the logits); 0 outside the AMP regime."""
     t = terms(spec, w) if t is None else t
     h = Term(spec.hidden_size)
     copy = (
