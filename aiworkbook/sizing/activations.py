@@ -218,7 +218,7 @@ def _attention_term(
     a, k, d, mech = spec.num_heads, spec.num_kv_heads, spec.head_dim, mechanisms(spec)
     h = spec.hidden_size
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
-    flash = w.flash and not (device == "cpu" and p > 0)
+    flash = w.flash(spec) and not (device == "cpu" and p > 0)
     score, score_note = 0, None
     if flash:
         if mech.fused_qkv and not mech.rope:
@@ -242,7 +242,7 @@ def _attention_term(
             if mech.rope_concat:  # q leaves torch.cat head-major: SDPA's output too, the o-proj a copy
                 qkvo = qkvo + _dot(a, d, note="term.dot.o_proj_copy")
             attn_t = qkvo.tight(Term(e)) + _dot(4, a, note="term.dot.lse")
-    elif w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU (AMP or pure)
+    elif w.flash(spec):  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU (AMP or pure)
         attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
         score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
         score_note = Msg("term.score.cpu_math")
@@ -390,7 +390,7 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
 
     per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
     window: dict[str, int] = dict(_window_mask(spec, w, device, e, p))
-    if mech.positional_mask and not w.flash and w.checkpointing == "full":
+    if mech.positional_mask and not w.flash(spec) and w.checkpointing == "full":
         window["ckpt_mask_per_key"] = 4 if amp else e  # the mask has the weights' dtype
     if not amp:
         return ActivationTerms(
@@ -423,7 +423,7 @@ def _window_mask(spec: ModelSpecLike, w: Workload, device: str, e: int, p: float
     copies: 2·(a - k)·d·e B per token more. Full layers and sequences shorter than the window keep no mask (is_causal).
     Not on the CPU math fallback (dropout), which `_attention_term` counts apart, nor under FlashAttention
     (`flash`), whose kernel takes the window and the grouped heads itself."""
-    sdpa = w.attention == "sdpa" and not (device == "cpu" and p > 0)
+    sdpa = w.attention_for(spec) == "sdpa" and not (device == "cpu" and p > 0)
     if not (sdpa and spec.sliding_window and spec.sliding_window_layers):
         return {}
     a, k, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
@@ -559,7 +559,22 @@ def activation_term(
         out = out.introduced(Msg("term.act_offload", n=resident, layers=spec.num_layers))
     if autocast_fp32_weights(w):
         out = out.introduced(Msg("term.amp"))
-    return out
+    return _said_attention(spec, w, out)
+
+
+def _said_attention(spec: ModelSpecLike, w: Workload, out: Term) -> Term:
+    """`out` introduced by the attention that runs where the family offers no sdpa (transformers runs
+    it eagerly when none is asked for: Mechanisms.attentions), so the reader sees why no sdpa."""
+    offered = mechanisms(spec).attentions
+    if "sdpa" in offered:
+        return out
+    said = Msg(
+        "term.attention_offered",
+        attention=w.attention_for(spec),
+        family=spec.model_type,
+        offered=", ".join(offered),
+    )
+    return out.introduced(said)
 
 
 def _first_layer_offloaded(spec: ModelSpecLike, w: Workload) -> bool:
@@ -730,13 +745,14 @@ def inference_activation_term(spec: ModelSpecLike, w: Workload, batch: Num, seq:
         tokens = Term(n, render=lambda: _prefill_tokens(batch, seq, n))
     per_tok = Term(2 * h + a * d + 2 * k * d + mlp, "term.per_token_width")
     # eager (hf only: engines run fused attention) materialises fp32 scores: n queries x seq keys
-    eager = w.engine == "hf" and not w.flash
+    eager = w.engine == "hf" and not w.flash(spec)
     out = tokens * per_tok * Term(e, "term.B")
     if eager:
         out = out + Term(n * a * seq * 4, "term.fp32_scores")
     if w.tp > 1:
         out = out // Term(w.tp, "term.tp")
-    return out.introduced(Msg("term.prefill_transient"))
+    out = out.introduced(Msg("term.prefill_transient"))
+    return _said_attention(spec, w, out) if w.engine == "hf" else out
 
 
 def _prefill_tokens(batch: Num, seq: Num, n: Num) -> Msg:

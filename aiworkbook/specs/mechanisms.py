@@ -60,6 +60,24 @@ class Mechanisms:
     # full checkpointing saves a layer's positional tensors, so the materialised eager mask is kept
     # (b x 1 x s x s at the weights' dtype, once: every layer gets the same tensor)
     positional_mask: bool = False
+    # the attention implementations transformers offers the family (eager always; sdpa where its
+    # PreTrainedModel sets _supports_sdpa, flash where _supports_flash_attn): it runs sdpa when offered,
+    # else eager, and sizing does the same (`default_attention`)
+    attentions: tuple[str, ...] = ("eager", "sdpa", "flash")
+
+
+#: families whose transformers model offers no SDPA path (Gemma 2: soft-capping; gpt-oss: sinks)
+NO_SDPA = ("eager", "flash")
+
+
+#: transformers' choice when none is asked for (PreTrainedModel._check_and_adjust_attn_implementation):
+#: sdpa where the family offers it, else eager
+DEFAULT_ATTENTIONS = ("sdpa", "eager")
+
+
+def default_attention(mech: Mechanisms) -> str:
+    """The attention implementation transformers runs for a family when none is asked for."""
+    return next(a for a in DEFAULT_ATTENTIONS if a in mech.attentions)
 
 
 def of(spec: object) -> Mechanisms:
@@ -94,4 +112,4 @@ def rotary_fraction(cfg: dict[str, object], default: float, source: str = "") ->
     return default
 
 
-__all__ = ["Mechanisms", "of", "rotary_fraction"]
+__all__ = ["DEFAULT_ATTENTIONS", "NO_SDPA", "Mechanisms", "default_attention", "of", "rotary_fraction"]
