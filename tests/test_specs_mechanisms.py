@@ -77,6 +77,7 @@ def test_declarations_match_transformers_source(mt):
     fused = bool(re.search(r"self\.(c_attn|query_key_value|qkv_proj) = ", src))
     assert mech.fused_qkv == fused, mt
     assert mech.attn_softcap == ("softcap" in eager and mt == "gemma2"), mt
+    assert mech.attention_sinks == ("sinks" in eager), mt  # gpt-oss: a sink logit per head
 
 
 def test_partial_rotary_families_declare_their_share_and_cat():

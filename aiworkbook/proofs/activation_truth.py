@@ -59,6 +59,7 @@ FAMILY_KEYS: dict[str, dict[str, Any]] = {
     "phi": {},
     "smollm3": {},
     "starcoder2": {},
+    "gpt_oss": dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=32),
 }
 SHAPES = ((1, 64), (2, 32), (1, 128))
 PRECISIONS = ("fp32", "bf16", "bf16-mixed")

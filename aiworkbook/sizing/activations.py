@@ -264,6 +264,10 @@ def _attention_term(
         if mech.attn_softcap:  # scores / cap -> tanh -> * cap: tanh keeps its output for backward
             score += a * e
             score_note = Msg("term.score.softcap")
+        if mech.attention_sinks:  # the sink's column of the softmax (fp32 under autocast: the fp32 sink
+            # promotes the scores) and the int64 indices of the row max subtracted before it
+            sink = 4 if amp else (4 if mech.softmax_fp32 else e)
+            attn_t = attn_t + _dot(a, sink + 8, note="term.dot.sinks")
     if mech.qk_norm and not w.compile:
         attn_t = attn_t + _qk_norm_term(spec, mech.qk_norm, 4 if mech.norm_fp32_scale else e)
     # the score term is per key position: said beside the layer's bytes, counted apart (per_token_score)
@@ -290,8 +294,13 @@ def _router_term(spec: ModelSpecLike, e: int) -> Term:
     first matmul reads, the expert output and routing weight the weighting multiply keeps, and the
     token and slot indices of the gather (k·(2·e·h + e + 16))."""
     E, top, h = spec.num_experts, spec.experts_per_token, spec.hidden_size
-    router = _dot(4, E, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
-    gathers = _dot(top, 2 * e * h + e + 16, note="term.dot.expert_gathers")
+    if mechanisms(spec).router_topk_first:  # softmax over the k chosen logits, at their width
+        router = _dot(e, top, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
+    else:
+        router = _dot(4, E, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
+    # biased experts gather their bias rows by the sorted expert ids: those ids are kept too
+    ids = 16 + (8 if spec.mlp_bias else 0)
+    gathers = _dot(top, 2 * e * h + e + ids, note="term.dot.expert_gathers")
     return router + gathers
 
 
@@ -301,6 +310,8 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
+    if mech.activation == "clamped_swiglu" and not fused:  # gate_up, clamped gate, sigmoid, their
+        per_mlp = 7  # product, up + 1, the gated output (and the down input it is)
     if spec.num_experts:
         # grouped_mm experts under autocast: the fp32 weights' width, no casts of their inputs
         grouped = amp and mech.experts_grouped_mm

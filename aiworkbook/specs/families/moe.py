@@ -128,7 +128,16 @@ def gpt_oss(c: Config, mt: str, name: str) -> FamilySpec:
     ]
     # eager_attention_forward with sinks: softmax in the scores' dtype; GptOssPreTrainedModel offers no
     # sdpa (_supports_sdpa = False): transformers runs it eagerly unless flash attention is asked for
-    mech = Mechanisms(rope=True, router=True, attentions=NO_SDPA)
+    mech = Mechanisms(
+        rope=True,
+        router=True,
+        router_topk_first=True,  # GptOssTopKRouter: topk(logits), then softmax over the k
+        attention_sinks=True,
+        norm_fp32_scale=True,  # GptOssRMSNorm: (weight * fp32 normalised).to(input_dtype)
+        activation="clamped_swiglu",  # GptOssExperts._apply_gate
+        experts_grouped_mm=True,  # @use_experts_implementation: grouped_mm by default
+        attentions=NO_SDPA,
+    )
     return assemble(
         common, layers, family=mt, **experts(I, E, top), **biases(bias), mlp_bias=True, mechanisms=mech
     )
