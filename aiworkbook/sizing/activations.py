@@ -244,6 +244,8 @@ def _attention_term(
             attn_t = qkvo.tight(Term(e)) + _dot(4, a, note="term.dot.lse")
     elif w.flash(spec):  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU (AMP or pure)
         attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
+        if mech.fused_qkv and k == a and e == 4 and w.batch == 1:  # fp32 v is not up-cast: a view of the
+            attn_t = attn_t + _dot(2, a, d, e, note="term.dot.v_keeps_fused")  # fused output (see eager)
         score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
         score_note = Msg("term.score.cpu_math")
     else:

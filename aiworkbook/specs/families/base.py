@@ -116,8 +116,10 @@ GPT_NEOX = Mechanisms(softmax_fp32=True, rope=True, fused_qkv=True, activation="
 
 
 def gpt2(c: Config, mt: str, name: str) -> ModelSpec:
+    """GPT-2: multi-head attention only (its attention reads no num_key_value_heads)."""
     cfg, source = c.cfg, c.source
     common = _common(cfg, mt, name, source)
+    common["num_kv_heads"] = common["num_heads"]
     n_inner = cfg.get("n_inner")
     return ModelSpec(
         **common,
@@ -131,8 +133,10 @@ def gpt2(c: Config, mt: str, name: str) -> ModelSpec:
 
 
 def bert(c: Config, mt: str, name: str) -> ModelSpec:
+    """BERT: multi-head attention only (its attention reads no num_key_value_heads)."""
     cfg, source = c.cfg, c.source
     common = _common(cfg, mt, name, source)
+    common["num_kv_heads"] = common["num_heads"]
     return ModelSpec(
         **{**common, "tie_word_embeddings": True},
         intermediate_size=_get(cfg, ("intermediate_size",), source),
