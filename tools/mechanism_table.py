@@ -186,11 +186,17 @@ def mechanism_tables() -> str:
     out = []
     for group in groups:
         names = [n for n, c in COLUMNS.items() if c.group == group]
-        out.append(f"**{group[0].upper()}{group[1:]}**\n")
-        out.append("| family | " + " | ".join(COLUMNS[n].header for n in names) + " |")
-        out.append("|---" * (len(names) + 1) + "|")
+        first = group == next(iter(groups))
+        where = "lines of the file named here" if first else "lines of the file the first table names"
+        out.append(f"**{group[0].upper()}{group[1:]}** ({where}, under transformers/models/)\n")
+        out.append(
+            "| family | " + ("file | " if first else "") + " | ".join(COLUMNS[n].header for n in names) + " |"
+        )
+        out.append("|---" * (len(names) + 1 + first) + "|")
         for mt, spec in specs.items():
-            out.append(f"| {mt} | " + " | ".join(cell(mt, spec, n) for n in names) + " |")
+            path = _source(mt)
+            file = f"`{path.parent.name}/{path.name}` | " if first else ""
+            out.append(f"| {mt} | {file}" + " | ".join(cell(mt, spec, n) for n in names) + " |")
         out.append("")
     return "\n".join(out)
 
