@@ -66,24 +66,24 @@ COLUMNS: dict[str, Column] = {
     "no_rope_layers": Column("NoPE layers", "positions", r"self\.use_rope = "),
     "norm_fp32_scale": Column(
         "fp32-scaled norm",
-        "norms and MLP",
+        "norms, MLP and logits",
         r"\(1\.0 \+ self\.weight\.float\(\)\)|\(self\.weight \* hidden_states\)\.to\(input_dtype\)",
     ),
     "post_norms": Column(
-        "post-norms (output not kept)", "norms and MLP", r"self\.post_feedforward_layernorm\("
+        "post-norms (output not kept)", "norms, MLP and logits", r"self\.post_feedforward_layernorm\("
     ),
     "parallel_norms": Column(
-        "parallel norms (one saved input)", "norms and MLP", r"if self\.use_parallel_residual"
+        "parallel norms (one saved input)", "norms, MLP and logits", r"if self\.use_parallel_residual"
     ),
     "activation": Column(
         "MLP activation (when not SwiGLU)",
-        "norms and MLP",
+        "norms, MLP and logits",
         r"ACT2FN\[config\.(activation_function|hidden_activation|hidden_act)\]|def _apply_gate",
     ),
     "dropout_default": Column(
-        "dropout default", "norms and MLP", r"(attn_pdrop|attention_probs_dropout_prob)\b.*= 0\.1"
+        "dropout default", "norms, MLP and logits", r"(attn_pdrop|attention_probs_dropout_prob)\b.*= 0\.1"
     ),
-    "multipliers": Column("multipliers", "norms and MLP", r"self\.residual_multiplier = "),
+    "multipliers": Column("multipliers", "norms, MLP and logits", r"self\.residual_multiplier = "),
     "router": Column("router (top-k)", "mixture of experts", r"torch\.topk\(|\.topk\("),
     "router_topk_first": Column(
         "top-k before the softmax", "mixture of experts", r"softmax\(router_top_value"
@@ -98,7 +98,7 @@ COLUMNS: dict[str, Column] = {
     "shared_gate": Column(
         "shared expert's sigmoid gate", "mixture of experts", r"sigmoid\(self\.shared_expert_gate"
     ),
-    "final_softcap": Column("final-logit soft-capping", "mixture of experts", r"final_logit_softcapping"),
+    "final_softcap": Column("final-logit soft-capping", "norms, MLP and logits", r"final_logit_softcapping"),
 }
 #: where a column's pattern is found when not in the family's modeling file
 CONFIG_COLUMNS = {"dropout_default"}  # the config class's default
