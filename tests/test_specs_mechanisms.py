@@ -222,3 +222,16 @@ def test_cli_refuses_sdpa_for_a_family_without_it(tmp_path, capsys):
     assert "--attention" in err and "eager, flash" in err and "Traceback" not in err, err
     assert main(["size", str(path), "--seq", "64"]) == 0
     assert "no sdpa" in capsys.readouterr().out
+
+
+def test_the_vram_proof_runs_what_transformers_runs_for_the_family():
+    """`prove vram` without --attention sizes and builds gpt-oss eagerly (sdpa for Llama), and records it."""
+    from aiworkbook.proofs import vram
+
+    gpt_oss = spec_from_config({**_cfg("gpt_oss"), "num_hidden_layers": 2})
+    st = vram._prepare(gpt_oss, device="cpu", quick=True)
+    assert st.w.attention == "eager" and st.inputs["attention"] == "eager"
+    llama = vram._prepare(spec_from_config(_cfg("llama")), device="cpu", quick=True)
+    assert llama.w.attention == "sdpa" and llama.inputs["attention"] == "sdpa"
+    with pytest.raises(SpecError, match="attention"):
+        vram._prepare(gpt_oss, device="cpu", quick=True, attention="sdpa")
