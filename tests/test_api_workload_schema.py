@@ -40,7 +40,9 @@ def test_every_field_has_a_doc_a_type_and_bounds_or_choices():
     assert schema["properties"]["seq_len"]["maximum"] == MAX_TOKENS
     assert "enum" in json.dumps(schema["properties"]["mode"]) and schema["properties"]["tp"]["description"]
     hints = typing.get_type_hints(Workload)
-    assert typing.get_args(hints["attention"]) == ATTENTIONS  # the Literal is the list
+    literal, none = typing.get_args(hints["attention"])  # optional: None runs the family's default
+    assert typing.get_args(literal) == ATTENTIONS and none is type(None)  # the Literal is the list
+    assert by["attention"]["optional"] is True and by["attention"]["default"] is None
 
 
 def test_allowed_lists_what_the_other_fields_leave():

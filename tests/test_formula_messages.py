@@ -24,6 +24,7 @@ OTHERS = ("nl", "de")
 #: units (checked: each is what the Dutch or German catalogue writes too, not a copy left untranslated)
 SAME_WORDS = SHARED | {
     "cublas",  # NVIDIA's library
+    "transformers",  # Hugging Face's library
     "qkv",  # the fused projection's name
     "lse",  # log-sum-exp, as the kernels name it
     "absmax",  # bitsandbytes' scale

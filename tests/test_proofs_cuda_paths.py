@@ -282,9 +282,8 @@ def test_kv_grid_on_cuda_records_allocator_peaks(gpu):
     ok = [g for g in r.details["grid"] if "kv_measured" in g]
     assert len(ok) == 4 and all(g["kv_ratio"] == pytest.approx(1.0) for g in ok)
     for g in ok:
-        mem = KV._estimate(
-            KV.load_model("tiny-llama"), KV._workload(g["batch"], g["context"], 2, "bf16"), "cuda"
-        )
+        tiny = KV.load_model("tiny-llama")
+        mem = KV._estimate(tiny, KV._workload(tiny, g["batch"], g["context"], 2, "bf16"), "cuda")
         pred = int(mem.memory.total - mem.memory.cuda_context - mem.memory.reserve)
         assert g["peak_allocated"] in gpu.peaks_read and g["total_predicted_allocated"] == pred
         assert g["peak_allocated"] > 0  # followed the grid point's real tensors

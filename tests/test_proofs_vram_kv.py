@@ -135,7 +135,7 @@ def test_kv_proxy_is_decided_against_the_callers_budget():
 
     spec = load_model("tiny-llama")
     budget = 22 * 2**20  # the whole model at the largest quick point needs more; a shallower proxy fits
-    big = kv._workload(2, 256, 8, "fp32")
+    big = kv._workload(spec, 2, 256, 8, "fp32")
     assert kv._estimate(spec, big, "cpu").memory.total > budget
     r = prove_kv("tiny-llama", device="cpu", quick=True, budget_bytes=budget)
     assert "proxy-model" in r.flags and r.inputs["ran"] != spec.name

@@ -17,6 +17,7 @@ transformers = pytest.importorskip("transformers")
 from test_sizing_truth import OPEN  # noqa: E402
 
 from aiworkbook.proofs import activation_truth as truth  # noqa: E402
+from aiworkbook.specs import spec_from_config  # noqa: E402
 
 HELD_OUT_BAR = 0.10
 #: the held-out shape, by config.json keys (GPT-2 names its own)
@@ -38,8 +39,6 @@ CASES = (
     ("fp16", "sdpa", 2, 72),
     ("bf16", "eager", 1, 200),
 )
-#: a case transformers cannot run: Gemma 2 has no sdpa path
-NO_SDPA = {"gemma2"}
 
 
 def held_config(family: str) -> dict:
@@ -54,9 +53,10 @@ def _run(family: str) -> list[tuple[str, str, int, int, int, int]]:
         transformers.AutoConfig.for_model(**cfg), attn_implementation="eager"
     )
     model.train()
+    offered = spec_from_config(cfg).mechanisms.attentions  # Gemma 2, gpt-oss: no sdpa, run eagerly
     out = []
     for precision, attention, b, s in CASES:
-        if attention == "sdpa" and family in NO_SDPA:
+        if attention not in offered:
             attention = "eager"
         if precision in ("fp16", "bf16"):
             model = model.to(torch.float16 if precision == "fp16" else torch.bfloat16)

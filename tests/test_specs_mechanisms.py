@@ -77,6 +77,7 @@ def test_declarations_match_transformers_source(mt):
     fused = bool(re.search(r"self\.(c_attn|query_key_value|qkv_proj) = ", src))
     assert mech.fused_qkv == fused, mt
     assert mech.attn_softcap == ("softcap" in eager and mt == "gemma2"), mt
+    assert mech.attention_sinks == ("sinks" in eager), mt  # gpt-oss: a sink logit per head
 
 
 def test_partial_rotary_families_declare_their_share_and_cat():
@@ -154,3 +155,83 @@ def test_gemma2_post_norms_keep_no_output():
         estimate(spec, amp, device="cpu").memory.activations
         == estimate(pre_only, amp, device="cpu").memory.activations
     )
+
+
+def _offered(cls) -> set[str]:
+    """The attention implementations a transformers model class offers, in the names sizing uses."""
+    return (
+        {"eager"}
+        | ({"sdpa"} if cls._supports_sdpa else set())
+        | ({"flash"} if cls._supports_flash_attn else set())
+    )
+
+
+@pytest.mark.parametrize("mt", sorted(PARSERS))
+def test_attentions_declared_as_transformers_offers_them(mt):
+    """Each family declares the attention implementations its transformers model class offers
+    (_supports_sdpa, _supports_flash_attn): Gemma 2 and gpt-oss have no sdpa, Llama 4 no flash."""
+    transformers = pytest.importorskip("transformers")
+    cls = transformers.MODEL_MAPPING[type(transformers.AutoConfig.for_model(mt))]
+    assert set(spec_from_config(_cfg(mt)).mechanisms.attentions) == _offered(cls), mt
+
+
+def test_a_wrapper_offers_what_its_transformers_model_offers():
+    """Gemma 3's multimodal model takes flash attention away from its text family (the image mask)."""
+    transformers = pytest.importorskip("transformers")
+    wrapper = {"model_type": "gemma3", "text_config": {**fam.T, "head_dim": 16}, "vision_config": {}}
+    spec = spec_from_config(wrapper)
+    cls = transformers.MODEL_MAPPING[type(transformers.AutoConfig.for_model("gemma3"))]
+    assert set(spec.mechanisms.attentions) == _offered(cls) and "flash" not in spec.mechanisms.attentions
+    assert "flash" in spec_from_config(_cfg("gemma3_text")).mechanisms.attentions
+
+
+@pytest.mark.timeout(60)
+def test_a_family_without_sdpa_is_sized_as_transformers_runs_it():
+    """gpt-oss offers no sdpa: transformers builds it eagerly when none is asked for, and so does the
+    estimate (said in its activations formula); sdpa asked for is refused naming the field and the
+    implementations the family offers; a family with sdpa keeps it as the default."""
+    transformers = pytest.importorskip("transformers")
+    cfg = {**_cfg("gpt_oss"), "num_hidden_layers": 2}
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**cfg))
+    assert model.config._attn_implementation == "eager"
+    spec = spec_from_config(cfg)
+    w = Workload(precision="bf16", recipe="pure-bf16", seq_len=64)
+    assert w.attention is None and w.attention_for(spec) == "eager"
+    est = estimate(spec, w, device="cpu")
+    eager = estimate(spec, w.replace(attention="eager"), device="cpu")
+    assert est.workload.attention == "eager" and est.memory.activations == eager.memory.activations
+    assert "transformers offers gpt_oss eager, flash, no sdpa" in str(est.memory.formulas["activations"])
+    with pytest.raises(SpecError) as refused:
+        estimate(spec, w.replace(attention="sdpa"), device="cpu")
+    assert refused.value.field == "attention" and "eager, flash" in str(refused.value)
+    llama = spec_from_config(_cfg("llama"))
+    assert estimate(llama, w, device="cpu").workload.attention == "sdpa"
+    assert "no sdpa" not in str(estimate(llama, w, device="cpu").memory.formulas["activations"])
+
+
+def test_cli_refuses_sdpa_for_a_family_without_it(tmp_path, capsys):
+    """`size --attention sdpa` on a gpt-oss config: exit 2, the option and what the family offers."""
+    import json
+
+    from aiworkbook.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_cfg("gpt_oss"), "num_hidden_layers": 2}))
+    assert main(["size", str(path), "--attention", "sdpa", "--seq", "64"]) == 2
+    err = capsys.readouterr().err
+    assert "--attention" in err and "eager, flash" in err and "Traceback" not in err, err
+    assert main(["size", str(path), "--seq", "64"]) == 0
+    assert "no sdpa" in capsys.readouterr().out
+
+
+def test_the_vram_proof_runs_what_transformers_runs_for_the_family():
+    """`prove vram` without --attention sizes and builds gpt-oss eagerly (sdpa for Llama), and records it."""
+    from aiworkbook.proofs import vram
+
+    gpt_oss = spec_from_config({**_cfg("gpt_oss"), "num_hidden_layers": 2})
+    st = vram._prepare(gpt_oss, device="cpu", quick=True)
+    assert st.w.attention == "eager" and st.inputs["attention"] == "eager"
+    llama = vram._prepare(spec_from_config(_cfg("llama")), device="cpu", quick=True)
+    assert llama.w.attention == "sdpa" and llama.inputs["attention"] == "sdpa"
+    with pytest.raises(SpecError, match="attention"):
+        vram._prepare(gpt_oss, device="cpu", quick=True, attention="sdpa")

@@ -278,3 +278,14 @@ def test_a_hidden_lora_selection_the_new_model_lacks_does_not_lock_lora_out(size
     picked = sizer.value["lora_targets"]
     assert "gate_proj" not in picked and picked == ["q_proj", "k_proj", "v_proj", "o_proj"]
     assert sizer.result["memory"] == library(sizer.value)["memory"]
+
+
+def test_attention_offers_what_transformers_offers_the_family(sizer):
+    """gpt-oss has no sdpa in transformers: the drop-down offers the family default, eager and flash, and
+    the default sizes what transformers runs (eager), as the library does."""
+    sizer.preset.value = "gpt-oss-20b"
+    r = settle(sizer)
+    options = list(sizer.controls["attention"].options)
+    assert "sdpa" not in [o[1] if isinstance(o, tuple) else o for o in options] and len(options) == 3
+    assert sizer.value["attention"] is None and r["workload"]["attention"] == "eager"
+    assert r["memory"] == library(sizer.value)["memory"]

@@ -114,7 +114,9 @@ class OptionalField(OptionalBox):
 #: What the drop-down of an optional choice holds while the library decides (the recipe: None follows
 #: the precision), shown in words (`choice.<it>`). ipywidgets reads a None value as "nothing selected"
 #: and draws an empty box, which also left no way back to None once a recipe was picked.
-UNSET = {"recipe": "follows the precision"}  # English pages show values as they are
+#: attention: None runs what transformers runs for the model's family (sdpa, or eager where it has none).
+#: English pages show values as they are.
+UNSET = {"recipe": "follows the precision", "attention": "family default"}
 
 
 def option_of(field: str, value: Any) -> Any:

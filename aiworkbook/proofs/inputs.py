@@ -117,7 +117,9 @@ class VramInputs(ProofInputs):
     seq_len: int | None = _hidden(None, "sequence length", low=1)
     precision: str | None = _hidden(None, "training precision (default: fp32 on the CPU, bf16 on CUDA)")
     recipe: str | None = _hidden(None, "optimizer recipe (default: from the precision)")
-    attention: str = _hidden("sdpa", "attention implementation")
+    attention: str | None = _hidden(
+        None, "attention implementation (default: what transformers runs for the family, sdpa or eager)"
+    )
     checkpointing: str = _hidden("none", "activation checkpointing")
     steps: int | None = _hidden(None, "training steps (the first creates the optimizer state)", low=2)
     budget_bytes: int | None = _hidden(None, "memory the run may use (default: from free memory)", low=1)

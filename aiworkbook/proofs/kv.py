@@ -59,10 +59,15 @@ def defaults(device: str, quick: bool) -> dict[str, Any]:
     return {"batches": (1, 8, 32), "contexts": (512, 2048, 8192), "new_tokens": 32, "dtype": "bf16"}
 
 
-def _workload(b: int, ctx: int, new: int, dtype: Any):
+def _workload(spec: ModelSpecLike, b: int, ctx: int, new: int, dtype: Any):
+    """The decode the proof kit's model runs: torch's SDPA for every family (said as flash, SDPA's
+    fused kernel, for a family whose transformers model offers no sdpa: the estimate refuses sdpa there,
+    and both keep no s^2 scores)."""
     from aiworkbook.sizing import Workload
+    from aiworkbook.specs.mechanisms import of
 
-    return Workload.decoding(b, ctx, dtype, new_tokens=new, block_size=1, attention="sdpa")
+    attention = "sdpa" if "sdpa" in of(spec).attentions else "flash"
+    return Workload.decoding(b, ctx, dtype, new_tokens=new, block_size=1, attention=attention)
 
 
 def _estimate(spec: ModelSpecLike, w, device):
@@ -80,7 +85,7 @@ def default_kv_budget(device: str) -> int:
 
 def predicted_capacity(spec: ModelSpec, ctx: int, new: int, dtype: str, device: str, budget: int) -> int:
     """vLLM-style: (budget - everything but the cache at concurrency 1) // one sequence's kv_cache."""
-    mem = _estimate(spec, _workload(1, ctx, new, dtype), device).memory
+    mem = _estimate(spec, _workload(spec, 1, ctx, new, dtype), device).memory
     rest = allocated_prediction(mem, device) - int(mem.kv_cache)
     return max(0, (budget - rest) // int(mem.kv_cache)) if mem.kv_cache else 0
 
@@ -192,7 +197,7 @@ def _prepare(
     if budget_bytes is None:
         budget_bytes = default_kv_budget(dev)
     check_int("budget_bytes", budget_bytes, 1)
-    big = _workload(max(batches), max(contexts), new, dtype_name)
+    big = _workload(spec, max(batches), max(contexts), new, dtype_name)
     # one budget, in allocated bytes, for both the proxy (largest grid point) and the capacity search
     run_spec, _, proxy_note = fit_proxy(spec, big, dev, budget_bytes, allocated=True)
     if proxy_note:
@@ -225,7 +230,7 @@ def plan(inputs: KvInputs) -> Plan:
     except WouldNotFit as exc:
         dev = resolve_device(inputs.device).device
         return Plan("kv", dev, None, label, "B", fits=False, notes=(str(exc),))
-    w = _workload(max(st.batches), max(st.contexts), st.new, st.dtype_name)
+    w = _workload(st.run_spec, max(st.batches), max(st.contexts), st.new, st.dtype_name)
     kv = _estimate(st.run_spec, w, st.dev).memory.kv_cache
     sizes = {k: st.inputs[k] for k in ("ran", "batches", "contexts", "new_tokens", "dtype", "budget_bytes")}
     return Plan(
@@ -273,7 +278,7 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
                 except DoesNotFit as exc:
                     grid.append({"batch": b, "context": ctx, "does_not_fit": str(exc)})
             report(len(points), len(points) + 1, "capacity in the budget")
-            big_est = _estimate(run_spec, _workload(1, max(contexts), new, dtype_name), dev).memory
+            big_est = _estimate(run_spec, _workload(run_spec, 1, max(contexts), new, dtype_name), dev).memory
             transient = int(big_est.activations + big_est.logits + big_est.workspace)
             cap_measured = measured_capacity(
                 model_, run_spec, max(contexts) + new, dtype, dev, budget_bytes, transient
@@ -355,7 +360,7 @@ def _prove(setup: _Setup) -> ProofResult:
 def _point(
     model: DecoderModel, spec: ModelSpec, b: int, ctx: int, new: int, dtype_name: str, dev: str
 ) -> dict:
-    est = _estimate(spec, _workload(b, ctx, new, dtype_name), dev).memory
+    est = _estimate(spec, _workload(spec, b, ctx, new, dtype_name), dev).memory
     gen = torch.Generator(device="cpu").manual_seed(b * 1000 + ctx)
     # time_trials: CUDA events on the GPU, perf_counter on the CPU at the thread count already set
     # (no warm-up inside it: each call feeds the next token, so the cache ends at exactly ctx + new

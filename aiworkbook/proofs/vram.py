@@ -186,7 +186,7 @@ def _prepare(
     seq_len: int | None = None,
     precision: str | None = None,
     recipe: str | None = None,
-    attention: str = "sdpa",
+    attention: str | None = None,
     checkpointing: str = "none",
     steps: int | None = None,
     budget_bytes: int | None = None,
@@ -224,6 +224,8 @@ def _prepare(
         attention=attention,
         checkpointing=checkpointing,
     )
+    w = w.replace(attention=w.attention_for(spec))  # None: what transformers runs (sdpa, else eager)
+    attention = w.attention
     if budget_bytes is None:
         budget_bytes = default_budget(dev, quick)
     inputs = {

@@ -218,7 +218,7 @@ def _attention_term(
     a, k, d, mech = spec.num_heads, spec.num_kv_heads, spec.head_dim, mechanisms(spec)
     h = spec.hidden_size
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
-    flash = w.flash and not (device == "cpu" and p > 0)
+    flash = w.flash(spec) and not (device == "cpu" and p > 0)
     score, score_note = 0, None
     if flash:
         if mech.fused_qkv and not mech.rope:
@@ -242,8 +242,10 @@ def _attention_term(
             if mech.rope_concat:  # q leaves torch.cat head-major: SDPA's output too, the o-proj a copy
                 qkvo = qkvo + _dot(a, d, note="term.dot.o_proj_copy")
             attn_t = qkvo.tight(Term(e)) + _dot(4, a, note="term.dot.lse")
-    elif w.flash:  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU (AMP or pure)
+    elif w.flash(spec):  # CPU math fallback (dropout): it up-casts 16-bit inputs to fp32 on CPU (AMP or pure)
         attn_t = _dot(3, a, d, 4) + _dot(a, d, e)  # scaled q, scaled k, v in fp32; the 16-bit o-proj input
+        if mech.fused_qkv and k == a and e == 4 and w.batch == 1:  # fp32 v is not up-cast: a view of the
+            attn_t = attn_t + _dot(2, a, d, e, note="term.dot.v_keeps_fused")  # fused output (see eager)
         score = a * 3 * 4  # fp32 probabilities, dropout mask and dropped probabilities
         score_note = Msg("term.score.cpu_math")
     else:
@@ -264,6 +266,10 @@ def _attention_term(
         if mech.attn_softcap:  # scores / cap -> tanh -> * cap: tanh keeps its output for backward
             score += a * e
             score_note = Msg("term.score.softcap")
+        if mech.attention_sinks:  # the sink's column of the softmax (fp32 under autocast: the fp32 sink
+            # promotes the scores) and the int64 indices of the row max subtracted before it
+            sink = 4 if amp else (4 if mech.softmax_fp32 else e)
+            attn_t = attn_t + _dot(a, sink + 8, note="term.dot.sinks")
     if mech.qk_norm and not w.compile:
         attn_t = attn_t + _qk_norm_term(spec, mech.qk_norm, 4 if mech.norm_fp32_scale else e)
     # the score term is per key position: said beside the layer's bytes, counted apart (per_token_score)
@@ -290,8 +296,13 @@ def _router_term(spec: ModelSpecLike, e: int) -> Term:
     first matmul reads, the expert output and routing weight the weighting multiply keeps, and the
     token and slot indices of the gather (k·(2·e·h + e + 16))."""
     E, top, h = spec.num_experts, spec.experts_per_token, spec.hidden_size
-    router = _dot(4, E, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
-    gathers = _dot(top, 2 * e * h + e + 16, note="term.dot.expert_gathers")
+    if mechanisms(spec).router_topk_first:  # softmax over the k chosen logits, at their width
+        router = _dot(e, top, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
+    else:
+        router = _dot(4, E, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
+    # biased experts gather their bias rows by the sorted expert ids: those ids are kept too
+    ids = 16 + (8 if spec.mlp_bias else 0)
+    gathers = _dot(top, 2 * e * h + e + ids, note="term.dot.expert_gathers")
     return router + gathers
 
 
@@ -301,6 +312,8 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
+    if mech.activation == "clamped_swiglu" and not fused:  # gate_up, clamped gate, sigmoid, their
+        per_mlp = 7  # product, up + 1, the gated output (and the down input it is)
     if spec.num_experts:
         # grouped_mm experts under autocast: the fp32 weights' width, no casts of their inputs
         grouped = amp and mech.experts_grouped_mm
@@ -390,7 +403,7 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
 
     per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
     window: dict[str, int] = dict(_window_mask(spec, w, device, e, p))
-    if mech.positional_mask and not w.flash and w.checkpointing == "full":
+    if mech.positional_mask and not w.flash(spec) and w.checkpointing == "full":
         window["ckpt_mask_per_key"] = 4 if amp else e  # the mask has the weights' dtype
     if not amp:
         return ActivationTerms(
@@ -423,7 +436,7 @@ def _window_mask(spec: ModelSpecLike, w: Workload, device: str, e: int, p: float
     copies: 2·(a - k)·d·e B per token more. Full layers and sequences shorter than the window keep no mask (is_causal).
     Not on the CPU math fallback (dropout), which `_attention_term` counts apart, nor under FlashAttention
     (`flash`), whose kernel takes the window and the grouped heads itself."""
-    sdpa = w.attention == "sdpa" and not (device == "cpu" and p > 0)
+    sdpa = w.attention_for(spec) == "sdpa" and not (device == "cpu" and p > 0)
     if not (sdpa and spec.sliding_window and spec.sliding_window_layers):
         return {}
     a, k, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
@@ -559,7 +572,22 @@ def activation_term(
         out = out.introduced(Msg("term.act_offload", n=resident, layers=spec.num_layers))
     if autocast_fp32_weights(w):
         out = out.introduced(Msg("term.amp"))
-    return out
+    return _said_attention(spec, w, out)
+
+
+def _said_attention(spec: ModelSpecLike, w: Workload, out: Term) -> Term:
+    """`out` introduced by the attention that runs where the family offers no sdpa (transformers runs
+    it eagerly when none is asked for: Mechanisms.attentions), so the reader sees why no sdpa."""
+    offered = mechanisms(spec).attentions
+    if "sdpa" in offered:
+        return out
+    said = Msg(
+        "term.attention_offered",
+        attention=w.attention_for(spec),
+        family=spec.model_type,
+        offered=", ".join(offered),
+    )
+    return out.introduced(said)
 
 
 def _first_layer_offloaded(spec: ModelSpecLike, w: Workload) -> bool:
@@ -724,13 +752,14 @@ def inference_activation_term(spec: ModelSpecLike, w: Workload, batch: Num, seq:
         tokens = Term(n, render=lambda: _prefill_tokens(batch, seq, n))
     per_tok = Term(2 * h + a * d + 2 * k * d + mlp, "term.per_token_width")
     # eager (hf only: engines run fused attention) materialises fp32 scores: n queries x seq keys
-    eager = w.engine == "hf" and not w.flash
+    eager = w.engine == "hf" and not w.flash(spec)
     out = tokens * per_tok * Term(e, "term.B")
     if eager:
         out = out + Term(n * a * seq * 4, "term.fp32_scores")
     if w.tp > 1:
         out = out // Term(w.tp, "term.tp")
-    return out.introduced(Msg("term.prefill_transient"))
+    out = out.introduced(Msg("term.prefill_transient"))
+    return _said_attention(spec, w, out) if w.engine == "hf" else out
 
 
 def _prefill_tokens(batch: Num, seq: Num, n: Num) -> Msg:

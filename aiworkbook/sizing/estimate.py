@@ -135,6 +135,7 @@ def estimate(
     if device not in DEVICES:
         raise SpecError("device", device, ", ".join(DEVICES))
     w.check_against(spec)
+    w = w.replace(attention=w.attention_for(spec))  # the implementation that runs, said in the output
     # one pass: the model states and activation terms once, the breakdown at the workload's shape
     # once; every section below reads them (docs/architecture.md, "Sizing in one pass")
     p = sizing_pass(spec, w, device)

@@ -117,7 +117,11 @@ class Workload:
         modes=TRAINING_MODES,
         validate_default=True,
     )
-    attention: Attention = _field("sdpa", "eager keeps the s^2 scores; sdpa/flash do not")
+    #: None: what transformers runs for the model's family (sdpa, or eager where the family offers no
+    #: sdpa: Mechanisms.attentions); `attention_for(spec)` resolves it
+    attention: Attention | None = _field(
+        None, "eager keeps the s^2 scores; sdpa/flash do not (None: transformers' default for the family)"
+    )
     checkpointing: Checkpointing = _field("none", "activation recomputation", modes=TRAINING_MODES)
     chunked_loss: bool = _field(
         False, "fused linear + cross-entropy over 1,024-token chunks (no full logits)", modes=TRAINING_MODES
@@ -373,13 +377,22 @@ class Workload:
         `torch.compile(loss)` and the wrapper thrown away, so it runs eager (`compile_loss=False`)."""
         return self.compile and self.compile_loss
 
-    @property
-    def flash(self) -> bool:
-        return self.attention in ("sdpa", "flash")
+    def attention_for(self, spec: ModelSpecLike) -> str:
+        """The attention implementation that runs: the one asked for, else the one transformers picks
+        for the family (sdpa where it offers it, else eager: Mechanisms.attentions)."""
+        from aiworkbook.specs.mechanisms import default_attention
+        from aiworkbook.specs.mechanisms import of as mechanisms
+
+        return self.attention if self.attention is not None else default_attention(mechanisms(spec))
+
+    def flash(self, spec: ModelSpecLike) -> bool:
+        """Attention keeps no s^2 scores (sdpa, flash) for `spec`."""
+        return self.attention_for(spec) in ("sdpa", "flash")
 
     def check_against(self, spec: ModelSpecLike) -> None:
         """Checks that need the model: tensor parallel splitting heads and MLP evenly, LoRA targets that
         exist, positions the model has, generation only for decoders."""
+        self._check_attention(spec)
         t, k = self.tp, spec.num_kv_heads
         if spec.num_heads % t:
             raise SpecError("tp", t, f"a divisor of num_heads ({spec.num_heads}) of {spec.name}")
@@ -408,6 +421,18 @@ class Workload:
                     )
                 field = "seq_len" if self.training else ("context" if self.context else "seq_len")
                 raise SpecError(field, n, f"<= {limit}")
+
+    def _check_attention(self, spec: ModelSpecLike) -> None:
+        """An implementation transformers does not offer the family is refused, naming those it does."""
+        from aiworkbook.specs.mechanisms import of as mechanisms
+
+        offered = mechanisms(spec).attentions
+        if self.attention is not None and self.attention not in offered:
+            raise SpecError(
+                "attention",
+                self.attention,
+                Msg("allowed.attention_offered", offered=", ".join(offered), family=spec.model_type),
+            )
 
     def replace(self, **changes: Any) -> Workload:
         return replace(self, **changes)

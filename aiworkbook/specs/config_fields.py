@@ -41,14 +41,15 @@ def config_dropout(cfg: dict[str, Any], source: str) -> float | None:
     return max(found) if found else None
 
 
-def config_field_changes(cfg: dict[str, Any], model_type: str, hidden: int, source: str) -> dict[str, Any]:
-    """The ModelSpec fields these config fields set over a family's reading (none: an empty dict)."""
+def config_field_changes(cfg: dict[str, Any], encoder: bool, hidden: int, source: str) -> dict[str, Any]:
+    """The ModelSpec fields these config fields set over a family's reading (none: an empty dict);
+    `encoder`: the family is encoder-only (its ForMaskedLM checkpoint has a masked-LM head, no pooler)."""
     changes: dict[str, Any] = {}
     p = config_dropout(cfg, source)
     if p is not None:
         changes["dropout"] = p
     archs = cfg.get("architectures") or []
-    if model_type == "bert" and any(str(a).endswith("ForMaskedLM") for a in archs):
+    if encoder and any(str(a).endswith("ForMaskedLM") for a in archs):
         changes.update(mlm_head=True, pooler=False)
     q = scheme_from_config(cfg.get("quantization_config"), hidden=hidden, source=source)
     if q is not None:

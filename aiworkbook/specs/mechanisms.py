@@ -22,7 +22,9 @@ class Mechanisms:
     rope: bool = False  # rotary q/k: cos/sin tables per position, and RoPE'd q, k kept
     no_rope_layers: int = 0  # layers that skip the rotary embedding (SmolLM3, Llama 4 NoPE layers)
     fused_qkv: bool = False  # one projection for q, k and v (c_attn, query_key_value, qkv_proj)
-    # the MLP activation: "silu"/"gelu" (one fused op) or "gelu_new" (GPT-2's Python composition)
+    # the MLP activation: "silu"/"gelu" (one fused op), "gelu_new" (GPT-2's Python composition) or
+    # "clamped_swiglu" (gpt-oss's experts: gate and up clamped, gate·sigmoid(alpha·gate)·(up + 1), which
+    # keeps 7 tensors of the expert width per routed token where SwiGLU keeps 4)
     activation: str = "silu"
     dropout_default: float = 0.0  # the probability the config class defaults to when the config is silent
     # "": none; "head": per-head RMSNorm on q and k; "all": over all heads (OLMo 2); "l2": weightless
@@ -34,6 +36,12 @@ class Mechanisms:
     attn_softcap: bool = False  # tanh soft-capping of the attention scores (eager path)
     final_softcap: bool = False  # tanh soft-capping of the final logits
     router: bool = False  # MoE: router logits, their softmax and top-k, the tokens gathered per expert
+    # the router takes the top-k of its logits first and softmaxes only those (gpt-oss): it keeps the k
+    # weights at the activation width, not an fp32 softmax over every expert
+    router_topk_first: bool = False
+    # eager attention appends a learned sink logit per head to each row's scores (gpt-oss): the softmax
+    # keeps one column more, and the max subtracted before it keeps its int64 indices
+    attention_sinks: bool = False
     shared_expert: bool = False  # MoE: an expert every token passes through as well
     # its gated MLP's width where the activation formula counts it (0: not counted yet), and whether a
     # sigmoid gate scales its output (Qwen2-MoE's shared_expert_gate: the output and the sigmoid are kept)
@@ -60,6 +68,24 @@ class Mechanisms:
     # full checkpointing saves a layer's positional tensors, so the materialised eager mask is kept
     # (b x 1 x s x s at the weights' dtype, once: every layer gets the same tensor)
     positional_mask: bool = False
+    # the attention implementations transformers offers the family (eager always; sdpa where its
+    # PreTrainedModel sets _supports_sdpa, flash where _supports_flash_attn): it runs sdpa when offered,
+    # else eager, and sizing does the same (`default_attention`)
+    attentions: tuple[str, ...] = ("eager", "sdpa", "flash")
+
+
+#: families whose transformers model offers no SDPA path (Gemma 2: soft-capping; gpt-oss: sinks)
+NO_SDPA = ("eager", "flash")
+
+
+#: transformers' choice when none is asked for (PreTrainedModel._check_and_adjust_attn_implementation):
+#: sdpa where the family offers it, else eager
+DEFAULT_ATTENTIONS = ("sdpa", "eager")
+
+
+def default_attention(mech: Mechanisms) -> str:
+    """The attention implementation transformers runs for a family when none is asked for."""
+    return next(a for a in DEFAULT_ATTENTIONS if a in mech.attentions)
 
 
 def of(spec: object) -> Mechanisms:
@@ -94,4 +120,4 @@ def rotary_fraction(cfg: dict[str, object], default: float, source: str = "") ->
     return default
 
 
-__all__ = ["Mechanisms", "of", "rotary_fraction"]
+__all__ = ["DEFAULT_ATTENTIONS", "NO_SDPA", "Mechanisms", "default_attention", "of", "rotary_fraction"]

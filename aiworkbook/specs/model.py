@@ -116,9 +116,10 @@ class ModelSpec:
 
     @property
     def params_final(self) -> int:
-        """Parameters outside the layers and the tables: final norm, BERT embedding norm and pooler."""
+        """Parameters outside the layers and the tables: final norm, an encoder's (BERT's) embedding norm,
+        pooler and masked-LM head."""
         h = self.hidden_size
-        if self.model_type == "bert":
+        if not self.is_decoder:
             mlm = (h * h + h + 2 * h + self.vocab_size) if self.mlm_head else 0
             return self.norm_params + ((h * h + h) if self.pooler else 0) + mlm
         return self.norm_params
@@ -250,7 +251,7 @@ def spec_from_config(
     from aiworkbook.specs.config_fields import config_field_changes
 
     spec = _read(cfg, name=name, source=source, family=family)
-    changes = config_field_changes(cfg, spec.model_type, spec.hidden_size, source)
+    changes = config_field_changes(cfg, not spec.is_decoder, spec.hidden_size, source)
     return replace(spec, **changes) if changes else spec
 
 

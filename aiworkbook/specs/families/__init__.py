@@ -72,6 +72,10 @@ WRAPPERS: dict[str, tuple[str, Callable[[Config, int, dict[str, Any]], int]]] = 
 # DeepseekV3ForCausalLM built from its text_config, and its checkpoint keeps a separate lm_head)
 WRAPPER_TIE: dict[str, bool | None] = {"gemma3": True, "llama4": False, "mistral3": True, "kimi_vl": None}
 
+# attention implementations a wrapper's transformers model takes away from its text family's (Gemma 3's
+# multimodal model sets _supports_flash_attn = False: flash attention drops the bidirectional image mask)
+WRAPPER_DROPS_ATTENTION: dict[str, tuple[str, ...]] = {"gemma3": ("flash",)}
+
 EXAMPLES: dict[str, str] = {
     "qwen3": "qwen3-8b",
     "qwen3_moe": "qwen3-30b-a3b",
@@ -163,8 +167,17 @@ def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilyS
         v = Config({**vision.SIGLIP_DEFAULTS, **{k: x for k, x in vc.items() if x is not None}}, source)
         tokens = Config(cfg, source).integer("mm_tokens_per_image", default=256)
         image = (v.integer("num_channels"), v.integer("image_size"), tokens)
+    mech = spec.mechanisms
+    if mech is not None and mt in WRAPPER_DROPS_ATTENTION:
+        kept = tuple(a for a in mech.attentions if a not in WRAPPER_DROPS_ATTENTION[mt])
+        mech = replace(mech, attentions=kept)
     return replace(
-        spec, model_type=mt, vision_params=n_vision, text_tie_word_embeddings=text_tie, mm_dummy_image=image
+        spec,
+        model_type=mt,
+        vision_params=n_vision,
+        text_tie_word_embeddings=text_tie,
+        mm_dummy_image=image,
+        mechanisms=mech,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.specs.families.blocks import Config
-from aiworkbook.specs.mechanisms import Mechanisms, rotary_fraction
+from aiworkbook.specs.mechanisms import NO_SDPA, Mechanisms, rotary_fraction
 from aiworkbook.specs.model import ModelSpec
 
 # Family defaults where the config may omit a key (values of transformers' config classes).
@@ -116,8 +116,10 @@ GPT_NEOX = Mechanisms(softmax_fp32=True, rope=True, fused_qkv=True, activation="
 
 
 def gpt2(c: Config, mt: str, name: str) -> ModelSpec:
+    """GPT-2: multi-head attention only (its attention reads no num_key_value_heads)."""
     cfg, source = c.cfg, c.source
     common = _common(cfg, mt, name, source)
+    common["num_kv_heads"] = common["num_heads"]
     n_inner = cfg.get("n_inner")
     return ModelSpec(
         **common,
@@ -131,8 +133,10 @@ def gpt2(c: Config, mt: str, name: str) -> ModelSpec:
 
 
 def bert(c: Config, mt: str, name: str) -> ModelSpec:
+    """BERT: multi-head attention only (its attention reads no num_key_value_heads)."""
     cfg, source = c.cfg, c.source
     common = _common(cfg, mt, name, source)
+    common["num_kv_heads"] = common["num_heads"]
     return ModelSpec(
         **{**common, "tie_word_embeddings": True},
         intermediate_size=_get(cfg, ("intermediate_size",), source),
@@ -251,6 +255,7 @@ def _gemma2(cfg: dict[str, Any], source: str, L: int, window: int | None) -> dic
             post_norms=2,  # post_attention_layernorm, post_feedforward_layernorm -> residual add
             attn_softcap=cfg.get("attn_logit_softcapping", 50.0) is not None,
             final_softcap=cfg.get("final_logit_softcapping", 30.0) is not None,
+            attentions=NO_SDPA,  # Gemma2PreTrainedModel._supports_sdpa = False (soft-capping)
         ),
     )
     if window:  # even layers slide, odd layers attend globally

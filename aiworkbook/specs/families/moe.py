@@ -23,7 +23,7 @@ from aiworkbook.specs.families.blocks import (
 )
 from aiworkbook.specs.families.dense import _types_qwen
 from aiworkbook.specs.families.spec import FamilySpec, KVGroup
-from aiworkbook.specs.mechanisms import Mechanisms
+from aiworkbook.specs.mechanisms import NO_SDPA, Mechanisms
 
 
 def _experts(c: Config, *keys: str) -> tuple[int, int]:
@@ -126,8 +126,18 @@ def gpt_oss(c: Config, mt: str, name: str) -> FamilySpec:
     layers = [
         _moe_layer(attn, 2 * h, E, top, expert, E * h + E, (0, 0), std_kv(kv_kind(t), k, d, w)) for t in types
     ]
-    # eager_attention_forward with sinks: softmax in the scores' dtype
-    mech = Mechanisms(rope=True, router=True)
+    # eager_attention_forward with sinks: softmax in the scores' dtype; GptOssPreTrainedModel offers no
+    # sdpa (_supports_sdpa = False): transformers runs it eagerly unless flash attention is asked for
+    mech = Mechanisms(
+        rope=True,
+        router=True,
+        router_topk_first=True,  # GptOssTopKRouter: topk(logits), then softmax over the k
+        attention_sinks=True,
+        norm_fp32_scale=True,  # GptOssRMSNorm: (weight * fp32 normalised).to(input_dtype)
+        activation="clamped_swiglu",  # GptOssExperts._apply_gate
+        experts_grouped_mm=True,  # @use_experts_implementation: grouped_mm by default
+        attentions=NO_SDPA,
+    )
     return assemble(
         common, layers, family=mt, **experts(I, E, top), **biases(bias), mlp_bias=True, mechanisms=mech
     )
@@ -165,5 +175,6 @@ def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
         qk_norm="l2" if c.flag("use_qk_norm", True) else "",
         router=True,
         shared_expert=True,
+        attentions=("eager", "sdpa"),  # Llama4PreTrainedModel._supports_flash_attn = False
     )
     return assemble(common, layers, family=mt, **experts(I, E, top), mechanisms=mech)
