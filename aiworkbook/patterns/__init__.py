@@ -5,15 +5,16 @@ English, Dutch and German, and the questionnaire that recommends one.
     rec = recommend({"model_kind": "llm", "phase": "serving", "latency_slo_ms": 500}, lang="nl")
     rec.pattern.title, rec.reasons, rec.nodes, rec.proofs, rec.targets
 
-Each name loads its module on first use: a dashboard kernel that needs a sentence of the catalogue
-(`text`, for the charts' words and the "measured where" line) does not load the patterns' catalogue,
-the questionnaire and the proofs' registry they read (start-up, issue 33).
+Each name loads its module on first use (aiworkbook.lazy_exports): a dashboard kernel that needs a
+sentence of the catalogue (`text`, for the charts' words and the "measured where" line) does not load
+the patterns' catalogue, the questionnaire and the proofs' registry they read (start-up, issue 33).
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aiworkbook.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from aiworkbook.patterns.catalog import TARGETS, Pattern, get_pattern, patterns, proof_status
@@ -27,19 +28,6 @@ if TYPE_CHECKING:
         suitable_nodes,
     )
     from aiworkbook.specs.node import PATTERNS
-
-#: each public name -> the module that defines it
-_WHERE = {
-    **dict.fromkeys(
-        ("TARGETS", "Pattern", "get_pattern", "patterns", "proof_status"), "aiworkbook.patterns.catalog"
-    ),
-    **dict.fromkeys(("LANGS", "TABLES", "text", "texts"), "aiworkbook.patterns.i18n"),
-    **dict.fromkeys(
-        ("QUESTIONS", "Answers", "Question", "Recommendation", "recommend", "suitable_nodes"),
-        "aiworkbook.patterns.questionnaire",
-    ),
-    "PATTERNS": "aiworkbook.specs.node",
-}
 
 __all__ = [
     "LANGS",
@@ -60,10 +48,17 @@ __all__ = [
     "texts",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(import_module(_WHERE[name]), name)
-        globals()[name] = value  # looked up once
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(
+            ("TARGETS", "Pattern", "get_pattern", "patterns", "proof_status"), f"{__name__}.catalog"
+        ),
+        **dict.fromkeys(("LANGS", "TABLES", "text", "texts"), f"{__name__}.i18n"),
+        **dict.fromkeys(
+            ("QUESTIONS", "Answers", "Question", "Recommendation", "recommend", "suitable_nodes"),
+            f"{__name__}.questionnaire",
+        ),
+        "PATTERNS": "aiworkbook.specs.node",
+    },
+)
