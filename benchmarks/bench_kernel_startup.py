@@ -42,6 +42,27 @@ for _aiwb_x in list(_aiwb_w._instances.values()):
 """
 
 
+def compile_bytecode(enabled: bool = True) -> str:
+    """Byte-compile aiworkbook and its widgets where they are imported from, as `pip install` does when
+    it installs a package: the bare page's ipywidgets came compiled from pip, while a checkout under
+    PYTHONDONTWRITEBYTECODE (set in some shared workplaces) compiles every aiworkbook module from source
+    in every kernel (about 0.1 s of a sizing kernel), a cost no installed copy has. Returns the words for
+    the rows' notes. `enabled=False` (`--source`): measure the checkout as it is."""
+    if not enabled:
+        return "aiworkbook as found (--source)"
+    import compileall
+
+    import aiworkbook.widgets
+
+    import aiworkbook
+
+    folders = {Path(aiworkbook.__file__).parent, Path(aiworkbook.widgets.__file__).parent}
+    done = all(compileall.compile_dir(str(f), quiet=2) for f in sorted(folders))
+    return (
+        "aiworkbook byte-compiled as pip installs it" if done else "aiworkbook not byte-compiled (read-only)"
+    )
+
+
 def code_cells(notebook: Path) -> list[str]:
     """The code cells of a notebook, in order, as Voilà runs them."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
@@ -92,9 +113,12 @@ def kernel_load(cells: list[str], cwd: Path) -> dict[str, float]:
         km.shutdown_kernel(now=True)
 
 
-def run(n: int = 5, pages: tuple[str, ...] = ("sizing", "monitor", "report")) -> list[dict]:
+def run(
+    n: int = 5, pages: tuple[str, ...] = ("sizing", "monitor", "report"), bytecode: bool = True
+) -> list[dict]:
     import tempfile
 
+    compiled = compile_bytecode(bytecode)
     loads: dict[str, list[dict[str, float]]] = {p: [] for p in ("bare", *pages)}
     cells = {"bare": [BARE_CELL], **{p: code_cells(DASHBOARDS / f"{p}.ipynb") for p in pages}}
     order = ["bare", *pages]
@@ -111,7 +135,7 @@ def run(n: int = 5, pages: tuple[str, ...] = ("sizing", "monitor", "report")) ->
     load = os.getloadavg()[0]
     rows = []
     for p in pages:
-        note = f"median of {n} alternating rounds; load average {load:.2f}"
+        note = f"median of {n} alternating rounds; load average {load:.2f}; {compiled}"
         rows += [
             {
                 "name": f"{p} kernel CPU, start to first results",
@@ -145,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=5, help="counted rounds (default 5)")
     ap.add_argument("--pages", default="sizing,monitor,report", help="dashboards, comma-separated")
+    ap.add_argument("--source", action="store_true", help="do not byte-compile aiworkbook first")
     args = ap.parse_args(argv)
     pages = tuple(p for p in args.pages.split(",") if p)
     for p in pages:
@@ -154,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.n < 1:
         print(f"--n: {args.n} (allowed: 1 or more)", file=sys.stderr)
         return 2
-    for r in run(args.n, pages):
+    for r in run(args.n, pages, bytecode=not args.source):
         print(
             f"{r['name']:<45} {r['value']:8.3f} {r['unit']}  ref {r['reference']:.3f}  {r['ratio']:.2f}x  {r['note']}"
         )

@@ -35,3 +35,14 @@ def test_a_kernel_load_measures_cpu_and_a_failing_cell_fails_it(tmp_path):
     assert got["cpu"] > 0 and got["cpu"] >= got["cells_cpu"] >= 0 and got["wall"] > 0
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         b.kernel_load(["1 / 0"], tmp_path)
+
+
+def test_bytecode_is_compiled_where_aiworkbook_is_imported_from_unless_asked_not_to():
+    import importlib.util
+
+    import aiworkbook.widgets.model_sizer as sizer
+
+    b = _bench()
+    assert b.compile_bytecode(False) == "aiworkbook as found (--source)"
+    assert b.compile_bytecode() == "aiworkbook byte-compiled as pip installs it"
+    assert Path(importlib.util.cache_from_source(sizer.__file__)).is_file()
