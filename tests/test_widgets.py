@@ -262,6 +262,32 @@ def test_monitor_without_gpu_says_so_and_offers_the_recorded_trace():
     m.close()
 
 
+def test_monitor_shows_no_empty_chart_before_the_first_reading_and_says_it_waits():
+    """Issue 33: at ready the host-memory chart showed an empty axis. Until the first reading each chart
+    is an empty place (no JupyterChart, no axes) and the status line says the page waits for it; the
+    reading draws every chart and clears that line. The sampler here reads only when told
+    (`sample_now`), so "before the first reading" is not a race."""
+    from aiworkbook.widgets import GPUMonitor
+
+    from aiworkbook.telemetry.sampler import Sampler
+
+    class ReadWhenTold(Sampler):
+        def start(self) -> Sampler:  # no thread: a reading only on sample_now()
+            return self
+
+    s = ReadWhenTold(interval=0.5, gpu_reader=NoGPU(), events=False)
+    m = GPUMonitor(interval=0.5, sampler=s)
+    try:
+        assert "Waiting for the first reading" in m.status.value and m.status in m.children
+        assert set(m.charts) == {"cpu_pct", "ram_used_bytes"} and not m.result
+        assert all(v.spec is None and not v.children for v in m.charts.values())  # nothing drawn, no axes
+        s.sample_now()
+        assert m.result["samples"] == 1 and m.status.value == ""
+        assert all(rows_of(v.spec) for v in m.charts.values())  # both host charts, with the reading
+    finally:
+        m.close()
+
+
 def _titles(m) -> list[str]:
     return [str(v.spec.get("title", "")) for v in m.charts.values() if v.spec is not None]
 
