@@ -55,14 +55,29 @@ def _read(lang: str) -> tuple[dict[str, str], frozenset[str]]:
     found = _from_cache(kept)
     if found is None:
         found = _parse(raw, lang)
-        try:
-            from aiworkbook.persist import atomic_write_text
-
-            doc = {"version": CACHE_VERSION, "strings": found[0], "lists": sorted(found[1])}
-            atomic_write_text(kept, json.dumps(doc, ensure_ascii=False))
-        except OSError:
-            pass  # a read-only home: no cache, the same words
+        doc = {"version": CACHE_VERSION, "strings": found[0], "lists": sorted(found[1])}
+        _keep(kept, json.dumps(doc, ensure_ascii=False))
     return found
+
+
+def _keep(kept: Path, text: str) -> None:
+    """Write the kept catalogue whole or not at all (a temp file renamed over it: another kernel reading
+    it at the same moment sees the old file or the new one). Not aiworkbook.persist, which says its
+    errors in words read from this module; a cache that cannot be written is no error."""
+    import os
+    import tempfile
+
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{kept.name}.", suffix=".tmp", dir=kept.parent)
+    except OSError:
+        return  # a read-only home: no cache, the same words
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, kept)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _kept(lang: str, key: str) -> Path:
