@@ -550,3 +550,20 @@ def test_dashboard_charts_draw_the_spec_altair_would_without_revalidating_it(mon
     assert not interactive(alt.Chart(alt.Data(values=[])).mark_point().to_dict(validate=False))
     for w in (ours, altairs):
         w.close()
+
+
+def test_the_newest_cached_chart_bundle_is_the_one_a_page_preloads(tmp_path, monkeypatch):
+    import os
+
+    from aiworkbook.widgets.dashboard_server import newest_chart_bundle
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert newest_chart_bundle() is None  # no kernel cached one yet: nothing to name
+    cache = tmp_path / "aiworkbook"
+    cache.mkdir()
+    old, new = (cache / f"jupyterchart-{c * 32}.js" for c in "ab")
+    for i, p in enumerate((old, new)):
+        p.write_text("export default {};", encoding="utf-8")
+        os.utime(p, (1_000 + i, 1_000 + i))
+    (cache / "jupyterchart-notours.js").write_text("x", encoding="utf-8")  # not a bundle's name
+    assert newest_chart_bundle() == new.name
