@@ -7,6 +7,7 @@ add one."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -37,12 +38,80 @@ def check_lang(lang: object) -> str:
     return str(lang)
 
 
+#: the layout of a parsed catalogue kept in the cache (`_read`); another number is not read
+CACHE_VERSION = 1
+
+
 @cache
 def _read(lang: str) -> tuple[dict[str, str], frozenset[str]]:
+    """Id -> words and the ids of list entries. Babel reads a catalogue in about 10 ms (its reader loads
+    in 6 more), in every dashboard kernel and command: what it read is kept as JSON in the user's cache
+    ($XDG_CACHE_HOME/aiworkbook/catalogues), named by the .po's own bytes, so an edited catalogue is
+    read by Babel again and a cache that cannot be read or written changes nothing but the time."""
+    import hashlib
+
+    raw = path(check_lang(lang)).read_bytes()
+    kept = _kept(lang, hashlib.sha256(raw).hexdigest()[:32])
+    found = _from_cache(kept)
+    if found is None:
+        found = _parse(raw, lang)
+        doc = {"version": CACHE_VERSION, "strings": found[0], "lists": sorted(found[1])}
+        _keep(kept, json.dumps(doc, ensure_ascii=False))
+    return found
+
+
+def _keep(kept: Path, text: str) -> None:
+    """Write the kept catalogue whole or not at all (a temp file renamed over it: another kernel reading
+    it at the same moment sees the old file or the new one). Not aiworkbook.persist, which says its
+    errors in words read from this module; a cache that cannot be written is no error."""
+    import os
+    import tempfile
+
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{kept.name}.", suffix=".tmp", dir=kept.parent)
+    except OSError:
+        return  # a read-only home: no cache, the same words
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, kept)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _kept(lang: str, key: str) -> Path:
+    from aiworkbook.paths import cache_dir
+
+    return cache_dir() / "catalogues" / f"{lang}-{key}.json"
+
+
+def _from_cache(kept: Path) -> tuple[dict[str, str], frozenset[str]] | None:
+    """The kept catalogue, or None when there is none or it is not one this code wrote (another
+    version, cut short, edited)."""
+    try:
+        doc = json.loads(kept.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("version") != CACHE_VERSION:
+        return None
+    strings, lists = doc.get("strings"), doc.get("lists")
+    if not isinstance(strings, dict) or not isinstance(lists, list):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in strings.items()):
+        return None
+    if not all(isinstance(k, str) and k in strings for k in lists):
+        return None
+    return strings, frozenset(lists)
+
+
+def _parse(raw: bytes, lang: str) -> tuple[dict[str, str], frozenset[str]]:
+    """The .po's bytes read by Babel: the entries that are translated and not fuzzy (gettext's rule)."""
+    import io
+
     from babel.messages.pofile import read_po
 
-    with path(check_lang(lang)).open("rb") as f:
-        cat = read_po(f, locale=lang)
+    cat = read_po(io.BytesIO(raw), locale=lang)
     found = [m for m in cat if m.id and m.string and not m.fuzzy]
     return {str(m.id): str(m.string) for m in found}, frozenset(
         str(m.id) for m in found if LIST_FLAG in m.flags

@@ -11,6 +11,9 @@ in the notebook), not only the first one, which tests/browser/conftest.py waits 
 first marker is printed too); for sizing also until the headline shows its numbers
 (`.aiwb-model-sizer .aiwb-value` not empty) and the memory chart has drawn its SVG, so a page that
 marks itself ready early cannot pass for fast.
+aiworkbook is byte-compiled first, as `pip install` leaves an installed copy and as the bare page's
+ipywidgets are (a checkout under PYTHONDONTWRITEBYTECODE otherwise compiles it in every kernel; `--source`
+measures it as found; benchmarks/bench_kernel_startup.py).
 Pages alternate in rounds (bare, sizing, monitor, report, then the reverse), one warm-up load each is
 not counted, each page is left (its kernel shut down) and the kernels are let end before the next
 load. The machine's load average (1 min) is recorded before every load and printed with the result:
@@ -37,6 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the browser tests' flags
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dashboards import _bare_notebook  # noqa: E402
+from bench_kernel_startup import compile_bytecode  # noqa: E402
 from chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 TIMEOUT_MS = 180_000  # one load; ten kernels at once on two shared cores are slow, never unbounded
@@ -166,11 +170,14 @@ def _crowd(browser, url: str, n: int, viewers: int) -> tuple[float, int]:
             _leave(p)
 
 
-def measure(n: int = 5, viewers: int = 10, pages: tuple[str, ...] | None = None) -> dict[str, object]:
+def measure(
+    n: int = 5, viewers: int = 10, pages: tuple[str, ...] | None = None, bytecode: bool = True
+) -> dict[str, object]:
     """Every load's seconds: {"bare": [...], "<dashboard>": [...] (all of its widgets ready),
     "sizing_first": [...] (its first `.aiwb-ready`), "sizing_numbers": [...], "load": [...] (the load
     average before each counted load), "crowd_bare", "crowd_sizing"} for the dashboards `pages`
-    (default: all of aiworkbook.cli.app_cmds.DASHBOARDS)."""
+    (default: all of aiworkbook.cli.app_cmds.DASHBOARDS). aiworkbook is byte-compiled first, as an
+    installed copy is (bench_kernel_startup.compile_bytecode), unless `bytecode` is False."""
     from contextlib import ExitStack
 
     from playwright.sync_api import sync_playwright
@@ -178,6 +185,7 @@ def measure(n: int = 5, viewers: int = 10, pages: tuple[str, ...] | None = None)
     from aiworkbook.cli.app_cmds import DASHBOARDS, dashboard_path, launch, serving
 
     names = tuple(pages or DASHBOARDS)
+    compiled = compile_bytecode(bytecode)
     times: dict[str, list[float]] = {
         "bare": [],
         **{d: [] for d in names},
@@ -229,6 +237,7 @@ def measure(n: int = 5, viewers: int = 10, pages: tuple[str, ...] | None = None)
         "pages": names,
         "viewers": viewers,
         "widgets": {d: want[d] for d in names},
+        "bytecode": compiled,
     }
 
 
@@ -247,7 +256,7 @@ def _load_note(m: dict) -> str:
     load = m["load"]
     return (
         f"load average (1 min) {min(load):.1f}-{max(load):.1f}, median {statistics.median(load):.1f} "
-        f"on {m['cores']} logical CPUs"
+        f"on {m['cores']} logical CPUs; {m.get('bytecode', '')}"
     )
 
 
@@ -303,11 +312,12 @@ def main(argv: list[str] | None = None) -> int:
         "--viewers", type=int, default=10, help="sizing pages opened at once (0: none; default 10)"
     )
     ap.add_argument("--pages", default=",".join(DASHBOARDS), help="dashboards to load (default: all)")
+    ap.add_argument("--source", action="store_true", help="do not byte-compile aiworkbook first")
     args = ap.parse_args(argv)
     pages = tuple(p for p in args.pages.split(",") if p)
     if args.n < 1 or not 0 <= args.viewers <= 50 or not pages or set(pages) - set(DASHBOARDS):
         ap.error(f"--n must be at least 1, --viewers 0 to 50, --pages some of {','.join(DASHBOARDS)}")
-    m = measure(args.n, args.viewers, pages)
+    m = measure(args.n, args.viewers, pages, bytecode=not args.source)
     print(f"{'page':<14} {'loads (s)':<48} median")
     for name in ("bare", *pages, *(("sizing_first", "sizing_numbers") if "sizing" in pages else ())):
         loads = " ".join(f"{x:.2f}" for x in m[name])

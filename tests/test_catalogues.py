@@ -210,3 +210,54 @@ def test_a_new_language_is_one_po_file(tmp_path, monkeypatch):
         monkeypatch.undo()
         _forget()
     assert "fr" not in c.languages()
+
+
+def test_a_catalogue_read_once_is_kept_and_an_edited_or_broken_one_is_read_again(tmp_path, monkeypatch):
+    """What Babel read from a .po is kept in the user's cache (named by the .po's bytes): a later kernel
+    reads the same words without Babel's reader; an edited .po is read by Babel again, and a kept file that
+    is broken or not this code's is ignored and written anew."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from aiworkbook import catalogue as c
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _forget()
+    try:
+        first = dict(c.catalogue("en"))
+        (kept,) = (tmp_path / "cache" / "aiworkbook" / "catalogues").glob("en-*.json")
+        assert json.loads(kept.read_text(encoding="utf-8"))["strings"] == first
+        code = (
+            "import sys; from aiworkbook.catalogue import catalogue\n"
+            "print(len(catalogue('en')), 'babel.messages.pofile' in sys.modules)"
+        )
+        env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert out.stdout.split() == [str(len(first)), "False"]  # the kept words, no .po parsed
+
+        kept.write_text('{"version": 1, "strings": {"cancel": 3}, "lists": []}', encoding="utf-8")
+        _forget()
+        assert c.catalogue("en") == first  # a kept file that is not this code's: Babel reads the .po
+        assert json.loads(kept.read_text(encoding="utf-8"))["strings"] == first
+
+        locale = tmp_path / "locale"
+        shutil.copytree(LOCALE_DIR, locale)
+        po = locale / "en" / "LC_MESSAGES" / "messages.po"
+        po.write_text(
+            po.read_text(encoding="utf-8").replace(
+                'msgid "cancel"\nmsgstr "Cancel"', 'msgid "cancel"\nmsgstr "Stop"'
+            ),
+            encoding="utf-8",
+        )
+        monkeypatch.setattr(c, "LOCALE_DIR", locale)
+        _forget()
+        assert c.catalogue("en")["cancel"] == "Stop"  # an edited .po: its own key, read again
+        assert len(list(kept.parent.glob("en-*.json"))) == 2
+    finally:
+        monkeypatch.undo()
+        _forget()

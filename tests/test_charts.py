@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -273,3 +274,29 @@ def test_enable_offline_caches_the_bundle(tmp_path):
 
     digest = hashlib.sha256(cached.read_text(encoding="utf-8").encode()).hexdigest()
     assert runs[0] == runs[1] == f"True {digest}\n"
+
+
+def test_encodings_are_channel_objects_never_shorthand_strings():
+    """Altair turns a shorthand string given to encode() ("gib:Q", a tooltip's "label:N") into its channel
+    class through `from_dict`, which builds its table of every schema class again on each call (several
+    ms a string; the sizer's chart had two, on every redraw). The chart builders give channel objects
+    (alt.Y("gib:Q"), alt.Tooltip("label:N")), whose spec is the same."""
+    import ast
+
+    charts = Path(__file__).resolve().parents[1] / "aiworkbook" / "charts"
+    found = []
+    for path in sorted(charts.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "encode"
+            ):
+                for kw in node.keywords:
+                    values = kw.value.elts if isinstance(kw.value, ast.List | ast.Tuple) else [kw.value]
+                    found += [
+                        f"{path.name}:{node.lineno} {kw.arg}={v.value!r}"
+                        for v in values
+                        if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                    ]
+    assert found == []

@@ -149,3 +149,25 @@ def test_patterns_and_profile_import_without_torch_or_jupyter():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_each_public_name_loads_its_module_on_first_use():
+    """aiworkbook.patterns loads lazily (a kernel that needs a sentence of the catalogue does not load
+    the questionnaire): every name of __all__ is still there, the same object as in its module."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, aiworkbook.patterns as p\n"
+        "print('aiworkbook.patterns.catalog' in sys.modules, p.text('where.cpu', 'en') != '',\n"
+        "      'aiworkbook.patterns.questionnaire' in sys.modules)\n"
+        "from aiworkbook.patterns import *\n"
+        "from aiworkbook.patterns.questionnaire import recommend as r\n"
+        "print(all(getattr(p, n) is not None for n in p.__all__), p.recommend is r)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["False", "True", "False", "True", "True"]
+    import aiworkbook.patterns as p
+
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        p.nothing_here  # noqa: B018

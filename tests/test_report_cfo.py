@@ -15,6 +15,7 @@ from aiworkbook.profile.report_blocks import usd
 from aiworkbook.profile.report_cfo import DAYS_PER_MONTH, DEFAULT_TOKENS_PER_DAY, Traffic, dollars, monthly
 from aiworkbook.sizing import Workload, capacity
 from aiworkbook.specs import load_model
+from aiworkbook.units import fmt_value
 
 INFER = Workload(mode="infer", seq_len=4096, new_tokens=512, concurrency=8)
 
@@ -61,7 +62,7 @@ def test_energy_in_dollars_at_the_stated_price_of_a_kwh(prof):
     given_md = render_markdown(prof, traffic=Traffic(usd_per_kwh=0.3))
     given = {r[0]: r for r in _table(given_md, "Workload")}["chat"]
     assert assumed[5] == dollars(kwh * 0.15, "en") and given[5] == dollars(kwh * 0.3, "en")
-    assert assumed[4] == given[4] == dollars(kwh, "en")
+    assert assumed[4] == given[4] == fmt_value(kwh, "kWh", "en")  # energy with its unit, not money
     assert (
         "energy at 0.3 $ per kWh (given), the GPUs at TDP (an upper bound on power) and PUE 1.3" in given_md
     )
@@ -80,6 +81,19 @@ def test_each_gpu_option_side_by_side_cheapest_first(prof):
     ans = answer_of(prof, prof.workloads[1])
     assert rows[0][0] == ans.option.gpu  # the answer's option is the cheapest one
     assert "ranked by what the workload costs" in body.split("\n\n", 3)[2]
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_the_kwh_column_is_energy_with_its_unit_in_the_reports_numbers(prof, lang):
+    """kWh a month is a number of kWh (the number-with-unit formatter, in the report's number format),
+    never formatted as money as the dollar columns beside it are."""
+    blocks = build(prof, lang, charts=False, traffic=Traffic(tokens_per_day=5e7))
+    month = next(b for b in blocks if b.css == "aiwb-cfo-month")
+    chat = answer_of(prof, prof.workloads[0])
+    kwh = chat.option.joules_per_mtok * 5e7 * DAYS_PER_MONTH / 1e6 / 3.6e6
+    cell = {r[0]: r for r in month.rows}["chat"][4]
+    assert cell == fmt_value(kwh, "kWh", lang) and cell.endswith(" kWh") and "$" not in cell
+    assert cell != dollars(kwh, lang)  # the money formatter's figure has no unit
 
 
 @pytest.mark.parametrize("lang", ["nl", "de"])

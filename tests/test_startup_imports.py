@@ -1,6 +1,7 @@
 """The sizing dashboard's first cells load only what its first render needs (issue 25, start-up:
 benchmarks/bench_dashboard_startup.py measures the time): no pandas, torch or CLI (typer) in the
-kernel once the header and the sizer are built."""
+kernel once the header and the sizer are built, nor the patterns' catalogue and the proofs' registry
+(the "measured where" line and the chart's words need sentences of the catalogue only; issue 33)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ def test_the_sizing_pages_first_cells_load_no_pandas_torch_or_cli():
         "s = ModelSizer(lang=lang)\n"
         "assert s.wait(120) and not s.error, s.error\n"
         "assert 'altair' in sys.modules  # the chart is drawn: the check below is not vacuous\n"
-        "print(sorted(m for m in ('pandas', 'torch', 'typer', 'aiworkbook.cli') if m in sys.modules))\n"
+        "unwanted = ('pandas', 'torch', 'typer', 'aiworkbook.cli', 'aiworkbook.patterns.catalog',\n"
+        "            'aiworkbook.patterns.questionnaire', 'aiworkbook.proofs.registry')\n"
+        "assert 'aiworkbook.patterns.i18n' in sys.modules  # the words were read: not vacuous either\n"
+        "print(sorted(m for m in unwanted if m in sys.modules))\n"
     )
     assert _last_line(code) == "[]"
 

@@ -262,6 +262,32 @@ def test_monitor_without_gpu_says_so_and_offers_the_recorded_trace():
     m.close()
 
 
+def test_monitor_shows_no_empty_chart_before_the_first_reading_and_says_it_waits():
+    """Issue 33: at ready the host-memory chart showed an empty axis. Until the first reading each chart
+    is an empty place (no JupyterChart, no axes) and the status line says the page waits for it; the
+    reading draws every chart and clears that line. The sampler here reads only when told
+    (`sample_now`), so "before the first reading" is not a race."""
+    from aiworkbook.widgets import GPUMonitor
+
+    from aiworkbook.telemetry.sampler import Sampler
+
+    class ReadWhenTold(Sampler):
+        def start(self) -> Sampler:  # no thread: a reading only on sample_now()
+            return self
+
+    s = ReadWhenTold(interval=0.5, gpu_reader=NoGPU(), events=False)
+    m = GPUMonitor(interval=0.5, sampler=s)
+    try:
+        assert "Waiting for the first reading" in m.status.value and m.status in m.children
+        assert set(m.charts) == {"cpu_pct", "ram_used_bytes"} and not m.result
+        assert all(v.spec is None and not v.children for v in m.charts.values())  # nothing drawn, no axes
+        s.sample_now()
+        assert m.result["samples"] == 1 and m.status.value == ""
+        assert all(rows_of(v.spec) for v in m.charts.values())  # both host charts, with the reading
+    finally:
+        m.close()
+
+
 def _titles(m) -> list[str]:
     return [str(v.spec.get("title", "")) for v in m.charts.values() if v.spec is not None]
 
@@ -524,3 +550,20 @@ def test_dashboard_charts_draw_the_spec_altair_would_without_revalidating_it(mon
     assert not interactive(alt.Chart(alt.Data(values=[])).mark_point().to_dict(validate=False))
     for w in (ours, altairs):
         w.close()
+
+
+def test_the_newest_cached_chart_bundle_is_the_one_a_page_preloads(tmp_path, monkeypatch):
+    import os
+
+    from aiworkbook.widgets.dashboard_server import newest_chart_bundle
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert newest_chart_bundle() is None  # no kernel cached one yet: nothing to name
+    cache = tmp_path / "aiworkbook"
+    cache.mkdir()
+    old, new = (cache / f"jupyterchart-{c * 32}.js" for c in "ab")
+    for i, p in enumerate((old, new)):
+        p.write_text("export default {};", encoding="utf-8")
+        os.utime(p, (1_000 + i, 1_000 + i))
+    (cache / "jupyterchart-notours.js").write_text("x", encoding="utf-8")  # not a bundle's name
+    assert newest_chart_bundle() == new.name

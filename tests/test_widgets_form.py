@@ -172,3 +172,10 @@ def test_kv_planner_bounds_are_the_librarys():
         assert_error(k, "gpu_memory_utilization")
     finally:
         k.close()
+
+
+def test_the_fields_are_described_once_and_match_the_library():
+    from aiworkbook.widgets.form import schema
+
+    assert schema() is schema()  # read once per kernel (a sizer asked ~180 times while it built)
+    assert schema() == {d["name"]: d for d in Workload.fields()}

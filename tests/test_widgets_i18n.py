@@ -52,3 +52,43 @@ def test_a_widget_in_dutch_uses_the_dutch_table():
     assert r.run_button.description == TABLES["nl"]["run"]
     assert r.cancel_button.description == TABLES["nl"]["cancel"]
     r.close()
+
+
+#: the first word of a label written as code writes it (config.json, torch.compile, hidden_size)
+_AS_CODE = re.compile(r"[a-z0-9]+[._][\w.]*")
+
+
+def _labels(root) -> list[str]:
+    """Every label a viewer reads beside a control: descriptions, toggle buttons' and folds' titles."""
+    import ipywidgets as W
+
+    seen, stack = [], [root]
+    while stack:
+        w = stack.pop()
+        d = getattr(w, "description", None)
+        if isinstance(d, str) and d:
+            seen.append(d)
+        if isinstance(w, W.ToggleButtons):
+            seen += list(w._options_labels)
+        if isinstance(w, W.Accordion):
+            seen += [w.get_title(i) for i in range(len(w.children))]
+        stack.extend(getattr(w, "children", ()) or ())
+    return seen
+
+
+@pytest.mark.parametrize("lang", ["en", "nl", "de"])
+def test_the_sizers_labels_are_capitalised_as_the_ones_beside_them(lang):
+    """The model's source (its first tab) and the preset drop-down read "Preset", as "GPU", "Model" and
+    "Concurrency" beside them do, in each language; a label that starts with a name written as code
+    (config.json, torch.compile, hidden_size) keeps that spelling."""
+    from aiworkbook.widgets import ModelSizer
+
+    s = ModelSizer(lang=lang, background=False)
+    try:
+        assert s.family and s.config_text and s.finetune.controls  # the folded and training ones built
+        labels = _labels(s)
+        assert s.source._options_labels[0] in labels and s.preset.description in labels
+        lower = [x for x in labels if x[:1].isalpha() and not x[0].isupper() and not _AS_CODE.match(x)]
+        assert lower == [], f"{lang}: {lower}"
+    finally:
+        s.close()

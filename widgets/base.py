@@ -102,6 +102,14 @@ class ChartView(W.VBox):
     def spec(self) -> Any:
         return None if self._view is None else self._view.spec
 
+    @spec.setter
+    def spec(self, value: Any) -> None:
+        """Swap the spec of the chart on screen (the monitor's later ticks: new rows, same chart); there
+        is none to swap before the first chart is drawn."""
+        if self._view is None:
+            raise ValueError("no chart drawn yet: draw() the first one")
+        self._view.spec = value
+
 
 def chart_row(chart: Any, beside: Any) -> W.HBox:
     """A chart with its words beside it; on a narrow page the words go below, never over the chart,

@@ -10,6 +10,7 @@ refused with the library's message, naming the field and the allowed range.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import ipywidgets as W
@@ -18,8 +19,11 @@ import traitlets
 from .base import OptionalBox, dropdown
 
 
+@cache
 def schema() -> dict[str, dict[str, Any]]:
-    """The Workload's own description of each field, by name (`Workload.fields()`)."""
+    """The Workload's own description of each field, by name (`Workload.fields()`), read once per
+    kernel: a sizer asks it about 180 times while it builds (each a description of every field).
+    Shared: read it, never change it."""
     from aiworkbook.sizing import Workload
 
     return {d["name"]: d for d in Workload.fields()}
@@ -169,7 +173,8 @@ def read(controls: dict[str, Any], mode: str | None = None) -> dict[str, Any]:
     out = {}
     for f, c in controls.items():
         if mode is not None and isinstance(c, FieldText | OptionalField) and not applies(f, mode):
-            out[f] = schema()[f]["default"]
+            default = schema()[f]["default"]
+            out[f] = list(default) if isinstance(default, list) else default  # not the shared one
         elif isinstance(c, FieldText):
             out[f] = c.number()
         elif isinstance(c, OptionalField):

@@ -83,11 +83,21 @@ class GPUMonitor(Composite):
 
     def _show_live_layout(self) -> None:
         """The live page: this reader's charts (the host's without a GPU) and, without a GPU, the button
-        that shows the recorded trace. Resuming after a recorded trace comes back to exactly this."""
-        self.charts = {m: chart_view() for m in self.metrics}
+        that shows the recorded trace. Resuming after a recorded trace comes back to exactly this. Each
+        chart appears with the first reading (no empty axes before it); until then the status line says
+        the page waits for it."""
+        self.charts = {m: chart_view(lazy=True) for m in self.metrics}
         self._specs.clear()
+        self.status.value = f"<i>{html.escape(self.t('monitor.waiting'))}</i>"
         buttons = [self.pause] + ([] if self.has_gpu else [self.recorded])
-        self.children = [self.headline, self.error_area, W.HBox(buttons), *self.charts.values(), self.details]
+        self.children = [
+            self.headline,
+            self.error_area,
+            W.HBox(buttons),
+            self.status,
+            *self.charts.values(),
+            self.details,
+        ]
 
     def _live_header(self) -> dict[str, Any] | None:
         """None when the sampler reads this machine (NVML, psutil): the charts may say "live". A sampler
@@ -179,6 +189,7 @@ class GPUMonitor(Composite):
             except SpecError:
                 continue  # this reader does not report the metric
         self.details.value = self._details(samples[-1])
+        self.status.value = ""  # the first reading is drawn
         self.result = {"gpu": self.has_gpu, "samples": len(samples), "source": source}
 
     def _draw(self, metric: str, view: Any, frame: Any, source: str, gpu_name: str | None) -> None:

@@ -59,7 +59,9 @@ def latency_chart(
         return (
             alt.Chart(alt.Data(values=knee_rows))
             .mark_rule(strokeDash=[6, 4])
-            .encode(x="load:Q", color=alt.Color("label:N", scale=scale), tooltip=["label:N"])
+            .encode(
+                x=alt.X("load:Q"), color=alt.Color("label:N", scale=scale), tooltip=[alt.Tooltip("label:N")]
+            )
         )
 
     panels = []
@@ -72,7 +74,11 @@ def latency_chart(
                 x=alt.X("load:Q", title=tr("chart.load_axis", lang)),
                 y=alt.Y("ms:Q", title=f"{metric} (ms)"),
                 color=colour,
-                tooltip=["load:Q", "percentile:N", alt.Tooltip("ms:Q", format=",.1f")],
+                tooltip=[
+                    alt.Tooltip("load:Q"),
+                    alt.Tooltip("percentile:N"),
+                    alt.Tooltip("ms:Q", format=",.1f"),
+                ],
             )
         )
         layers = [line, knee_rule()] if knee_rows else [line]
@@ -84,7 +90,7 @@ def latency_chart(
             x=alt.X("load:Q", title=tr("chart.load", lang)),
             y=alt.Y("throughput_tok_s:Q", title=tr("chart.output_tps", lang)),
             color=alt.Color("line:N", scale=scale),
-            tooltip=["load:Q", alt.Tooltip("throughput_tok_s:Q", format=",.0f")],
+            tooltip=[alt.Tooltip("load:Q"), alt.Tooltip("throughput_tok_s:Q", format=",.0f")],
         )
     )
     layers = [tput, knee_rule()] if knee_rows else [tput]

@@ -132,11 +132,15 @@ def memory_chart(estimate: Any, lang: str = "en") -> alt.LayerChart:
     if fits.get("budget_bytes") and not off_scale:
         budget = [{"gib": gib(fits["budget_bytes"]), "label": budget_said}]
         line = alt.Chart(alt.Data(values=budget)).encode(
-            y="gib:Q", color=colour, tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", format=",.2f")]
+            y=alt.Y("gib:Q"),
+            color=colour,
+            tooltip=[alt.Tooltip("label:N"), alt.Tooltip("gib:Q", format=",.2f")],
         )
         layers.append(line.mark_rule(strokeDash=[6, 4]))
         # the line says what it is on the chart itself (dashed lines are otherwise unexplained)
-        layers.append(line.mark_text(align="left", dx=2, dy=-6, fontSize=10, x=0).encode(text="label:N"))
+        layers.append(
+            line.mark_text(align="left", dx=2, dy=-6, fontSize=10, x=0).encode(text=alt.Text("label:N"))
+        )
     if peaked:
         peak = [
             {
@@ -153,7 +157,7 @@ def memory_chart(estimate: Any, lang: str = "en") -> alt.LayerChart:
             .mark_tick(thickness=3, size=60)
             .encode(
                 x=alt.X("bar:N", sort=[itemised, rule_bar]),
-                y="gib:Q",
+                y=alt.Y("gib:Q"),
                 color=colour,
                 tooltip=[
                     alt.Tooltip("label:N"),

@@ -79,7 +79,7 @@ def proofs_chart(results: list[Any], lang: str = "en") -> alt.LayerChart:
     one = (
         alt.Chart(alt.Data(values=[{"x": 1.0, "key": words[ESTIMATE]}]))
         .mark_rule(strokeDash=[4, 3])
-        .encode(x="x:Q", color=colour)
+        .encode(x=alt.X("x:Q"), color=colour)
     )
     chart = alt.layer(est.encode(x=x, color=colour), meas.encode(x=x, color=colour), one).properties(
         width=360, height=max(HEIGHT // 2, 48 * max(1, len(results)))

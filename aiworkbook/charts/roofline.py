@@ -38,7 +38,9 @@ def roofline_chart(data: Any, source: str | None = None, lang: str = "en") -> al
     roofs = (
         alt.Chart(alt.Data(values=ceilings))
         .mark_line()
-        .encode(x=x, y=y, color=colour, tooltip=["dtype:N", alt.Tooltip("tflops:Q", format=",.1f")])
+        .encode(
+            x=x, y=y, color=colour, tooltip=[alt.Tooltip("dtype:N"), alt.Tooltip("tflops:Q", format=",.1f")]
+        )
     )
     layers: list[Any] = [roofs]
     if points:

@@ -116,10 +116,10 @@ def series_chart(rows: list[dict[str, Any]], metric: str, source: str, lang: str
             y=alt.Y("value:Q", title=name),
             color=alt.Color("series:N", scale=scale(series), title=None),
             tooltip=[
-                "series:N",
+                alt.Tooltip("series:N"),
                 alt.Tooltip("t_s:Q", format=".1f"),
                 alt.Tooltip("value:Q", format=",.2f"),
-                "phase:N",
+                alt.Tooltip("phase:N"),
             ],
         )
         .properties(width=WIDTH, height=HEIGHT // 2)

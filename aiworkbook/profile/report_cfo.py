@@ -18,6 +18,7 @@ from aiworkbook.i18n_format import fixed
 from aiworkbook.message import Msg
 from aiworkbook.profile.report_blocks import Block, h, p, table, usd
 from aiworkbook.sizing.cost import energy_usd, usd_for_tokens
+from aiworkbook.units import fmt_value
 
 #: the expected traffic when none is given: 100 million tokens a day (about 1,160 tokens/s)
 DEFAULT_TOKENS_PER_DAY = 100_000_000
@@ -91,7 +92,7 @@ def blocks(items: list[Priced], traffic: Traffic, lang: str) -> list[Block]:
                 f"{o.gpus} × {o.gpu}",
                 _per(a, lang),
                 dollars(monthly(a.usd_per_mtok, tpd), lang),
-                dollars(kwh, lang) if kwh is not None else "—",
+                fmt_value(kwh, "kWh", lang) if kwh is not None else "—",  # energy, not money
                 dollars(energy_usd(kwh, kwh_price), lang)
                 if kwh is not None and kwh_price is not None
                 else "—",

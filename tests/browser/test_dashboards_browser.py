@@ -383,3 +383,33 @@ def test_a_killed_browsers_monitor_kernel_is_culled(servers, tmp_path):
     while _connections(spec.url, mine) is not None:
         assert time.monotonic() - t0 < bound, f"the kernel outlived its killed browser by {bound} s"
         time.sleep(0.5)
+
+
+SIZER_CHART_JS = "() => !!document.querySelector('.aiwb-model-sizer svg.marks')"
+
+
+def test_the_page_names_the_chart_bundle_to_preload_and_the_chart_uses_that_one_fetch(browser, servers):
+    """Issue 33, start-up: once a kernel has cached Altair's bundle, the page's response names it in a
+    `Link: rel=modulepreload` header, so Chromium fetches it while the kernel starts; the chart's own
+    import of that URL then takes the preloaded module: one fetch of the bundle per page, not two."""
+    spec, _ = servers.get("sizing")
+    page = open_dashboard(browser, spec.url)
+    try:
+        page.wait_for_function(SIZER_CHART_JS, timeout=RENDER_TIMEOUT_MS, polling=50)  # the bundle cached
+    finally:
+        close_page(page)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        response = page.goto(spec.url, wait_until="commit", timeout=RENDER_TIMEOUT_MS)
+        link = response.headers.get("link", "")
+        found = re.fullmatch(r"<(/[^>]*aiwb/charts/jupyterchart-[0-9a-f]{32}\.js)>; rel=modulepreload", link)
+        assert found, link
+        wait_ready(page)
+        page.wait_for_function(SIZER_CHART_JS, timeout=RENDER_TIMEOUT_MS, polling=50)
+        fetched = page.evaluate(
+            "() => performance.getEntriesByType('resource').map(e => new URL(e.name).pathname)"
+            ".filter(p => p.includes('/aiwb/charts/'))"
+        )
+        assert fetched == [found.group(1)]
+    finally:
+        close_page(page)

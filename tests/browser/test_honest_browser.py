@@ -41,7 +41,7 @@ def test_sizing_says_where_and_what_a_setup_needs_with_nothing_cut(browser, serv
         )  # the label English shows (value "infer")
         # 70B needs several RTX-4090s within one node's link (deepseek-v3 fits on no 8 of them any more:
         # tensor parallelism stays inside a GPU's scale-up domain, issue 33)
-        page.get_by_label("preset", exact=True).first.select_option("llama-3-70b")
+        page.get_by_label("Preset", exact=True).first.select_option("llama-3-70b")
         page.get_by_label("GPU", exact=True).first.select_option("RTX-4090")
         head = page.locator(".aiwb-model-sizer .aiwb-value").first
         # the 70B-on-H100 headline comes first: wait for the one about the GPU chosen last
