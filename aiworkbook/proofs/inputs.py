@@ -151,7 +151,7 @@ class KvInputs(ProofInputs):
 
 
 class ServingInputs(ProofInputs):
-    model: str = _model()
+    model: str | None = _model()  # None (the CLI without MODEL): the default, tiny-llama
     target: str | None = inp(None, "an OpenAI-compatible base URL (default: the embedded server)")
     served_model: str | None = inp(None, "the model name the target serves")
     scheduler: Literal["static", "continuous"] = inp("continuous", "embedded server's batching")
@@ -257,7 +257,7 @@ class DataloadInputs(ProofInputs):
         says=Msg("allowed.counts_from", low=1),
     )
     compute: Literal["sleep", "model"] = inp("sleep", "compute step: calibrated sleep or a real model step")
-    step_ms: Num = inp(5.0, "sleep step in ms", low=0.0, high=60_000.0)
+    step_ms: Num = inp(5.0, "sleep step in ms", low=0, high=60_000)
     device: Device = _device()
     keep: bool = _keep()
     quick: bool = _quick()
