@@ -219,3 +219,12 @@ def test_every_declared_input_says_what_it_is_and_its_default_validates():
             assert f.annotation is not Any, (info.name, field)
             if f.default is not None:
                 model.of({field: f.default})  # a default the model itself would refuse fails here
+
+
+def test_a_model_built_by_keyword_refuses_as_the_registry_does():
+    from aiworkbook.proofs.inputs import ColdstartInputs, HostInputs
+
+    with pytest.raises(SpecError, match=r"field 'rows' = 10 .*an integer >= 100"):
+        HostInputs(rows=10)
+    with pytest.raises(SpecError, match=r"field 'dtype' = 'int8' .*fp32, bf16, fp16"):
+        ColdstartInputs(dtype="int8")  # the proof's own check, now the model's: the same words

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from aiworkbook.errors import refusal
 from aiworkbook.message import Msg
+from aiworkbook.sizing.workload import Attention, Checkpointing, OptimizerImpl, Precision, Recipe
 
 #: What a form control is made of: a model preset, a number, a checkbox, a choice, a list of integers, a
 #: folder (never offered to a viewer), free text.
@@ -38,6 +39,19 @@ class ProofInputs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, protected_namespaces=())
     _given: tuple[str, ...] = PrivateAttr(default=())
 
+    def __init__(self, **data: Any) -> None:
+        """Built by keyword (`HostInputs(rows=1000)`): a refusal is the same SpecError as from `of`."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise type(self)._refusal(exc) from None
+
+    @classmethod
+    def _refusal(cls, exc: ValidationError) -> Exception:
+        """pydantic's refusal as the SpecError every face shows (errors.refusal, as for a Workload):
+        the field, the value and what the field's declaration allows."""
+        return refusal(exc, tuple(cls.model_fields), lambda name: allowed(cls, name))
+
     @classmethod
     def of(cls: type[_P], names: Mapping[str, Any]) -> _P:
         """The inputs named in `names` (a caller's keywords, a form, a locked profile), the rest at their
@@ -46,7 +60,7 @@ class ProofInputs(BaseModel):
         try:
             m = cls.model_validate(dict(names))
         except ValidationError as exc:
-            raise refusal(exc, tuple(cls.model_fields), lambda name: allowed(cls, name)) from None
+            raise cls._refusal(exc) from None
         m._given = tuple(names)
         return m
 
@@ -129,15 +143,16 @@ class VramInputs(ProofInputs):
     quick: bool = _quick()
     batch: int | None = _hidden(None, "micro-batch", low=1)
     seq_len: int | None = _hidden(None, "sequence length", low=1)
-    precision: str | None = _hidden(None, "training precision (default: fp32 on the CPU, bf16 on CUDA)")
-    recipe: str | None = _hidden(None, "optimizer recipe (default: from the precision)")
-    attention: str = _hidden("sdpa", "attention implementation")
-    checkpointing: str = _hidden("none", "activation checkpointing")
+    # the Workload's own choices: the proof sizes its run as a Workload (sizing/workload.py)
+    precision: Precision | None = _hidden(None, "training precision (default: fp32 on the CPU, bf16 on CUDA)")
+    recipe: Recipe | None = _hidden(None, "optimizer recipe (default: from the precision)")
+    attention: Attention = _hidden("sdpa", "attention implementation")
+    checkpointing: Checkpointing = _hidden("none", "activation checkpointing")
     steps: int | None = _hidden(None, "training steps (the first creates the optimizer state)", low=2)
     budget_bytes: int | None = _hidden(None, "memory the run may use (default: from free memory)", low=1)
     check_fit: bool = _hidden(True, "refuse (or shrink to a proxy) a model that would not fit")
     proxy: bool = _hidden(True, "run the deepest proxy that fits when the model does not")
-    optimizer_impl: str | None = _hidden(None, "AdamW implementation (default: foreach)")
+    optimizer_impl: OptimizerImpl | None = _hidden(None, "AdamW implementation (default: foreach)")
 
 
 class KvInputs(ProofInputs):
@@ -242,6 +257,11 @@ class ColdstartInputs(ProofInputs):
     trials: int | None = _hidden(None, "cold starts", low=1, high=1000)
 
 
+#: The simulated step's longest time: a proof times many steps, and a step of minutes needs no proof
+#: that its input keeps up (and 1e20 ms would overflow the clock).
+MAX_STEP_MS = 60_000
+
+
 class DataloadInputs(ProofInputs):
     dir: str | None = _dir()
     shards: int | None = inp(None, "shard files to generate", low=1)
@@ -257,7 +277,7 @@ class DataloadInputs(ProofInputs):
         says=Msg("allowed.counts_from", low=1),
     )
     compute: Literal["sleep", "model"] = inp("sleep", "compute step: calibrated sleep or a real model step")
-    step_ms: Num = inp(5.0, "sleep step in ms", low=0, high=60_000)
+    step_ms: Num = inp(5.0, "sleep step in ms", low=0, high=MAX_STEP_MS)
     device: Device = _device()
     keep: bool = _keep()
     quick: bool = _quick()
