@@ -228,3 +228,33 @@ def test_a_model_built_by_keyword_refuses_as_the_registry_does():
         HostInputs(rows=10)
     with pytest.raises(SpecError, match=r"field 'dtype' = 'int8' .*fp32, bf16, fp16"):
         ColdstartInputs(dtype="int8")  # the proof's own check, now the model's: the same words
+
+
+def test_a_python_caller_may_give_a_list_as_a_tuple():
+    from aiworkbook.proofs import inputs as I
+
+    assert I.KvInputs.of({"batches": (1, 2)}).batches == [1, 2]
+    assert I.ServingInputs.of({"sweep": (0.5, 2)}).sweep == [0.5, 2]
+    with pytest.raises(SpecError, match="field 'batches' = '1'"):
+        I.KvInputs.of({"batches": ["1"]})  # each item strictly an int
+
+
+def test_the_gpu_proof_scripts_steps_build_their_models():
+    """benchmarks/gpu_proof.py runs on the GPU machine only: its inputs must validate here first."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_proof.py"
+    spec = importlib.util.spec_from_file_location("gpu_proof", script)
+    gp = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_proof"] = gp  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(gp)
+    for step in gp.PLAN:
+        takes = registry.get(step.proof).accepts
+        for dry in (False, True):
+            kw = dict(step.dry if dry else step.gpu)
+            model = gp._model(step, dry)
+            kw.update({"model": model} if model is not None else {})
+            kw.update({k: v for k, v in (("device", "cuda"), ("dir", "/nonexistent")) if k in takes})
+            assert isinstance(registry.get(step.proof).build(None, kw), registry.get(step.proof).input_model)

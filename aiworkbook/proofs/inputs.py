@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import UnionType
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from annotated_types import Ge, Le
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, create_model
 
 from aiworkbook.errors import refusal
 from aiworkbook.message import Msg
@@ -118,6 +118,10 @@ def _keep(doc: str = "keep the proof's own folder (and only it) afterwards") -> 
 Device = Literal["auto", "cpu", "cuda"]
 #: A number that stays as given: 4 stays the int 4 (a float field would record 4.0), 0.5 a float.
 Num = int | float
+#: Lists a Python caller may give as a list or a tuple (read as a list), each item strictly its type.
+Ints = Annotated[list[Annotated[int, Strict()]], Strict(False)]
+Nums = Annotated[list[Annotated[int, Strict()] | Annotated[float, Strict()]], Strict(False)]
+Names = Annotated[list[Annotated[str, Strict()]], Strict(False)]
 Format = Literal["safetensors", "torch", "dcp", "dcp-async"]
 
 
@@ -131,8 +135,8 @@ class RooflineInputs(ProofInputs):
     quick: bool = _quick()
     threads: int | None = _hidden(None, "CPU threads (default: physical cores)", low=1)
     buffer_bytes: int | None = _hidden(None, "bandwidth buffer in bytes (default: from the caches)", low=1)
-    dtypes: list[str] | None = _hidden(None, "matmul dtypes to sweep (default: every one the device has)")
-    shapes: list[int] | None = _hidden(None, "square matmul sizes to sweep")
+    dtypes: Names | None = _hidden(None, "matmul dtypes to sweep (default: every one the device has)")
+    shapes: Ints | None = _hidden(None, "square matmul sizes to sweep")
     batch: int = _hidden(1, "the model's decode point: sequences", low=1)
     context: int = _hidden(2048, "the model's decode point: context tokens", low=1)
 
@@ -159,8 +163,8 @@ class KvInputs(ProofInputs):
     model: str = _model()
     device: Device = _device()
     quick: bool = _quick()
-    batches: list[int] | None = _hidden(None, "batch sizes of the grid")
-    contexts: list[int] | None = _hidden(None, "context lengths of the grid")
+    batches: Ints | None = _hidden(None, "batch sizes of the grid")
+    contexts: Ints | None = _hidden(None, "context lengths of the grid")
     new_tokens: int | None = _hidden(None, "tokens generated per point", low=1)
     budget_bytes: int | None = _hidden(None, "memory the capacity is measured in", low=1)
 
@@ -173,7 +177,7 @@ class ServingInputs(ProofInputs):
     backend: Literal["torch", "synthetic"] = inp("torch", "embedded server's model")
     rate: Num | None = inp(None, "open loop: requests per second", low=0.0)
     concurrency: int | None = inp(None, "closed loop: requests in flight", low=1)
-    sweep: list[Num] | None = inp(None, "loads to sweep (concurrency or rate)")
+    sweep: Nums | None = inp(None, "loads to sweep (concurrency or rate)")
     slo_ttft_ms: Num | None = inp(None, "TTFT SLO in ms (goodput, bisection)", low=0.0)
     slo_tpot_ms: Num | None = inp(None, "TPOT SLO in ms", low=0.0)
     device: Device = _device()
@@ -268,10 +272,10 @@ class DataloadInputs(ProofInputs):
     samples_per_shard: int | None = inp(None, "samples per shard", low=1)
     sample_kb: Num | None = inp(None, "KiB per sample", low=0.001)
     batch: int = inp(16, "samples per batch", low=1)
-    workers: str | int | list[int] | None = inp(
+    workers: str | int | Ints | None = inp(
         None, "DataLoader worker counts to sweep, comma-separated", says=Msg("allowed.counts_from", low=0)
     )
-    prefetch: str | int | list[int] = inp(
+    prefetch: str | int | Ints = inp(
         "2",
         "prefetch factors to sweep (with workers), comma-separated",
         says=Msg("allowed.counts_from", low=1),
@@ -312,10 +316,12 @@ def listed(proof: str, fields: list[tuple[str, Any, str]]) -> type[ProofInputs]:
 
 
 def _plain(annotation: Any) -> Any:
-    """`X` of `X | None`; a number of `int | float` (`Num`); else the first form of a union (the one a
-    form offers); any other type as it is."""
+    """`X` of `X | None` or of `Annotated[X, ...]`; a number of `int | float` (`Num`); else the first
+    form of a union (the one a form offers); any other type as it is."""
+    if get_origin(annotation) is Annotated:
+        return _plain(get_args(annotation)[0])
     if get_origin(annotation) in (Union, UnionType):
-        forms = [a for a in get_args(annotation) if a is not type(None)]
+        forms = [_plain(a) for a in get_args(annotation) if a is not type(None)]
         return float if float in forms else forms[0]
     return annotation
 
