@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+from typing import Any
+
 #: An error quotes at most this many characters of the value it rejects: a hand-edited 200 MB profile
 #: must not come back as 200 MB of stderr.
 MAX_QUOTE = 200
@@ -41,3 +44,18 @@ class SpecError(ValueError):
         super().__init__(
             f"{where}field '{printable(field)}' = {quote(value)} is not valid; allowed: {printable(allowed, 1000)}"
         )
+
+
+def refusal(exc: Any, fields: Collection[str], allowed: Callable[[str], str]) -> SpecError:
+    """pydantic's refusal (a ValidationError) as the SpecError every face shows, for any model: a
+    validator's own SpecError as it is; a name the model does not have, listing those it has; else the
+    field, the value and what `allowed(field)` says the field's declaration allows."""
+    err = exc.errors()[0]
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, SpecError):
+        return inner
+    loc = err.get("loc") or ("value",)
+    name = str(loc[0])
+    if name not in fields:
+        return SpecError("field", name, ", ".join(fields))
+    return SpecError(name, err.get("input"), allowed(name))

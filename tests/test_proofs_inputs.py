@@ -99,3 +99,162 @@ def test_the_cli_options_are_declared_inputs_with_the_declared_defaults():
                 assert param.default == declared[key].default, (name, param.name)
                 checked += 1
     assert checked > 30  # every command's options were seen
+
+
+# ---- values: each model states the types and bounds the proof takes, and refuses the rest ----
+
+#: per proof, a wrong-typed or out-of-range value through `registry.plan`, and what the refusal says
+#: the field allows (from the model's declaration)
+REFUSED = {
+    "roofline": ({"threads": 0}, "an integer >= 1"),
+    "vram": ({"batch": 2.5}, "an integer >= 1"),
+    "kv": ({"new_tokens": "8"}, "an integer >= 1"),
+    "serving": ({"sweep": [1, "x"]}, "a list of numbers"),
+    "checkpoint": ({"gpus": 0}, "an integer >= 1"),
+    "restore": ({"size_mb": "big"}, "a number >= 0.001"),
+    "coldstart": ({"trials": 1001}, "an integer from 1 to 1,000"),
+    "dataload": ({"prefetch": 2.5}, "integers >= 1, comma-separated"),
+    "host": ({"cols": 2}, "an integer >= 3"),
+    "allreduce": ({"ranks": True}, "an integer >= 1"),
+}
+
+
+def test_every_proof_has_a_refusal_case():
+    assert set(REFUSED) == set(registry.names())
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_wrong_value_is_refused_naming_the_field_and_what_it_allows(name):
+    given, allowed = REFUSED[name]
+    ((field, value),) = given.items()
+    with pytest.raises(SpecError) as err:
+        registry.plan(name, **given)
+    assert err.value.field == field and allowed in str(err.value)
+    dutch = err.value.allowed.render("nl")  # a message: said in the reader's language
+    assert dutch != str(err.value.allowed) and "getal" in dutch
+
+
+def test_numbers_stay_as_given_and_unions_take_each_form():
+    from aiworkbook.proofs import inputs as I
+
+    assert I.CheckpointInputs.of({"size_mb": 4}).size_mb == 4 and isinstance(
+        I.CheckpointInputs.of({"size_mb": 4}).size_mb, int
+    )  # a float field would record 4.0
+    assert I.ServingInputs.of({"sweep": [0.5, 2]}).sweep == [0.5, 2]  # a rate sweep
+    for workers in ("0,2", 2, [0, 2]):
+        assert I.DataloadInputs.of({"workers": workers}).workers == workers
+
+
+#: per `prove` command, arguments that refuse one value, the field the error names and what it allows
+CLI_REFUSED = {
+    "roofline": (["--threads", "0"], "threads", "an integer >= 1"),
+    "vram": (["tiny-llama", "--batch", "0"], "batch", "an integer >= 1"),
+    "kv": (["tiny-llama", "--device", "gpu"], "device", "auto, cpu, cuda"),
+    "serving": (["--concurrency", "0"], "concurrency", "an integer >= 1"),
+    "checkpoint": (["--dir", "{dir}", "--gpus", "0"], "gpus", "an integer >= 1"),
+    "restore": (["--dir", "{dir}", "--size-mb", "0"], "size_mb", "a number >= 0.001"),
+    "coldstart": (["--dir", "{dir}", "--trials", "2000"], "trials", "an integer from 1 to 1,000"),
+    "dataload": (["--dir", "{dir}", "--step-ms", "1e9"], "step_ms", "a number from 0 to 60000"),
+    "host": (["--dir", "{dir}", "--cols", "2"], "cols", "an integer >= 3"),
+    "allreduce": (["--ranks", "0"], "ranks", "an integer >= 1"),
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", sorted(CLI_REFUSED))
+def test_prove_refuses_a_wrong_value_with_exit_2(name, tmp_path, capsys):
+    from aiworkbook.cli import main
+
+    args, field, allowed = CLI_REFUSED[name]
+    assert main(["prove", name, *(a.format(dir=tmp_path) for a in args)]) == 2
+    err = capsys.readouterr().err
+    assert f"field '{field}'" in err and allowed in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+@pytest.mark.timeout(60)
+def test_prove_says_the_refusal_in_the_cli_language(tmp_path, capsys):
+    from aiworkbook.cli import main
+
+    assert main(["--lang", "nl", "prove", "host", "--dir", str(tmp_path), "--cols", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "cols" in err and "een geheel getal >= 3" in err
+
+
+#: what each `prove` command needs to start (its required arguments)
+CLI_REQUIRED = {"vram": ["tiny-llama"], "kv": ["tiny-llama"]}
+CLI_DIR = {"checkpoint", "restore", "coldstart", "dataload", "host"}
+
+
+class _Seen(Exception):
+    pass
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_the_values_prove_passes_by_default_validate(name, tmp_path, monkeypatch):
+    """The CLI's defaults and the model's agree: what `prove NAME` passes untouched builds the model."""
+    from aiworkbook.cli import main
+
+    built = {}
+
+    def seen(proof, given=None, /, *, progress=None, cancel=None, **inputs):
+        built[proof] = registry.get(proof).build(given, inputs)  # a SpecError here fails the test
+        raise _Seen
+
+    monkeypatch.setattr(registry, "plan", seen)
+    monkeypatch.setattr(registry, "run", seen)
+    args = CLI_REQUIRED.get(name, []) + (["--dir", str(tmp_path)] if name in CLI_DIR else [])
+    main(["prove", name, *args])  # stops at the first call into the registry (an internal error, 1)
+    assert isinstance(built.get(name), registry.get(name).input_model)
+
+
+def test_every_declared_input_says_what_it_is_and_its_default_validates():
+    from typing import Any
+
+    for info in registry.proofs():
+        model = info.input_model
+        for field, f in model.model_fields.items():
+            assert f.description, (info.name, field)
+            assert f.annotation is not Any, (info.name, field)
+            if f.default is not None:
+                model.of({field: f.default})  # a default the model itself would refuse fails here
+
+
+def test_a_model_built_by_keyword_refuses_as_the_registry_does():
+    from aiworkbook.proofs.inputs import ColdstartInputs, HostInputs
+
+    with pytest.raises(SpecError, match=r"field 'rows' = 10 .*an integer >= 100"):
+        HostInputs(rows=10)
+    with pytest.raises(SpecError, match=r"field 'dtype' = 'int8' .*fp32, bf16, fp16"):
+        ColdstartInputs(dtype="int8")  # the proof's own check, now the model's: the same words
+
+
+def test_a_python_caller_may_give_a_list_as_a_tuple():
+    from aiworkbook.proofs import inputs as I
+
+    assert I.KvInputs.of({"batches": (1, 2)}).batches == [1, 2]
+    assert I.ServingInputs.of({"sweep": (0.5, 2)}).sweep == [0.5, 2]
+    with pytest.raises(SpecError, match="field 'batches' = '1'"):
+        I.KvInputs.of({"batches": ["1"]})  # each item strictly an int
+
+
+def test_the_gpu_proof_scripts_steps_build_their_models():
+    """benchmarks/gpu_proof.py runs on the GPU machine only: its inputs must validate here first."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_proof.py"
+    spec = importlib.util.spec_from_file_location("gpu_proof", script)
+    gp = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_proof"] = gp  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(gp)
+    for step in gp.PLAN:
+        takes = registry.get(step.proof).accepts
+        for dry in (False, True):
+            kw = dict(step.dry if dry else step.gpu)
+            model = gp._model(step, dry)
+            kw.update({"model": model} if model is not None else {})
+            kw.update({k: v for k, v in (("device", "cuda"), ("dir", "/nonexistent")) if k in takes})
+            assert isinstance(registry.get(step.proof).build(None, kw), registry.get(step.proof).input_model)

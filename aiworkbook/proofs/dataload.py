@@ -32,7 +32,6 @@ from aiworkbook.proofs.result import ProofResult
 from aiworkbook.units import KiB
 
 THRESHOLD = 0.10  # the red flag (docs/architecture.md): more than 10 % of the step window waiting for input
-COMPUTES = ("sleep", "model")
 
 
 class ShardDataset(Dataset):
@@ -264,7 +263,7 @@ def _ints(value: str | int | list[int], field: str, low: int) -> list[int]:
 
 
 def _configs(
-    workers: str | list[int] | None, quick: bool, device: str, prefetch: str | int | list[int]
+    workers: str | int | list[int] | None, quick: bool, device: str, prefetch: str | int | list[int]
 ) -> list[tuple[int, bool, int]]:
     """(workers, pin_memory, prefetch) to sweep; prefetch varies only where there are workers."""
     if workers is None:
@@ -301,19 +300,8 @@ def plan(inputs: DataloadInputs) -> Plan:
     )
 
 
-#: The simulated step's longest time: a proof times many steps, and a step of minutes needs no proof
-#: that its input keeps up (and 1e20 ms would overflow the clock).
-MAX_STEP_MS = 60_000.0
-
-
-def _check_args(compute: str, batch: int, step_ms: float, threshold: float) -> None:
-    """Bad arguments fail with a SpecError naming the field before anything is written."""
-    if compute not in COMPUTES:
-        raise SpecError("compute", compute, ", ".join(COMPUTES))
-    if batch < 1:
-        raise SpecError("batch", batch, ">= 1")
-    if not 0 <= step_ms <= MAX_STEP_MS:
-        raise SpecError("step_ms", step_ms, f"0..{MAX_STEP_MS:g} (ms per simulated step)")
+def _check_threshold(threshold: float) -> None:
+    """The red-flag fraction, open at both ends (the model states the other inputs' bounds)."""
     if not 0 < threshold < 1:
         raise SpecError("threshold", threshold, "0 < threshold < 1")
 
@@ -408,7 +396,7 @@ def run(inputs: DataloadInputs, *, control: Control = NULL) -> ProofResult:
     dir, shards, samples_per_shard, sample_kb = i.dir, i.shards, i.samples_per_shard, i.sample_kb
     batch, workers, prefetch, compute, step_ms = i.batch, i.workers, i.prefetch, i.compute, i.step_ms
     steps, threshold, device, quick, keep = i.steps, i.threshold, i.device, i.quick, i.keep
-    _check_args(compute, batch, step_ms, threshold)
+    _check_threshold(threshold)
     choice = resolve_device(device)
     dev = choice.device
     sh, per, size = _sizes(quick, shards, samples_per_shard, sample_kb)

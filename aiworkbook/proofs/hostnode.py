@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from aiworkbook import hostfacts
-from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
@@ -124,13 +123,10 @@ def parquet_read(directory: Path, x: np.ndarray, control: Control) -> dict[str, 
 
 
 def _sizes(quick: bool, rows: int | None, cols: int | None, iterations: int | None) -> tuple[int, int, int]:
-    # a typed 0 is checked (and refused), never replaced by the default
+    # a typed 0 is refused by the model (HostInputs' bounds), never replaced by the default
     r = (20_000 if quick else 1_000_000) if rows is None else rows
     c = (20 if quick else 50) if cols is None else cols
     it = (10 if quick else 50) if iterations is None else iterations
-    for name, v, low in (("rows", r, 100), ("cols", c, 3), ("iterations", it, 1)):
-        if v < low:
-            raise SpecError(name, v, f">= {low}")
     return r, c, it
 
 
@@ -167,8 +163,6 @@ def run(inputs: HostInputs, *, control: Control = NULL) -> ProofResult:
     dir, rows, cols, iterations = inputs.dir, inputs.rows, inputs.cols, inputs.iterations
     threads, quick, keep = inputs.threads, inputs.quick, inputs.keep
     r, c, it = _sizes(quick, rows, cols, iterations)
-    if threads is not None and threads < 1:
-        raise SpecError("threads", threads, ">= 1")
     d = scratch.root(dir)
     need = data_bytes(r, c)
     fsio.check_free(d, need)

@@ -116,11 +116,13 @@ class TqdmProgress(Viewer):
 
 
 def run(name: str, inputs: dict[str, Any]) -> Any:
-    """registry.run(name, **inputs) drawn on a TqdmProgress bar (closed however the run ends)."""
+    """registry.run(name, **inputs) drawn on a TqdmProgress bar (closed however the run ends); bad
+    input is refused before the bar is drawn."""
     from aiworkbook.proofs import registry
 
+    model = registry.get(name).build(None, inputs)
     shown = TqdmProgress(name)
     try:
-        return registry.run(name, progress=shown, **inputs)
+        return registry.run(name, model, progress=shown)
     finally:
         shown.close()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
-from aiworkbook.errors import SpecError
+from aiworkbook.errors import SpecError, refusal
 from aiworkbook.message import Msg
 from aiworkbook.units import KV_DTYPES
 
@@ -499,17 +499,9 @@ def _shown(default: Any) -> str:
 
 
 def _refusal(exc: ValidationError) -> SpecError:
-    """The first error as a SpecError: a validator's own SpecError as it is; else the field, the value
-    and what the field's declaration allows."""
-    err = exc.errors()[0]
-    inner = (err.get("ctx") or {}).get("error")
-    if isinstance(inner, SpecError):
-        return inner
-    loc = err.get("loc") or ("value",)
-    name = str(loc[0])
-    if name not in _FIELDS():
-        return SpecError("field", name, ", ".join(_FIELDS()))
-    return SpecError(name, err.get("input"), _allowed_text(_describe(name)))
+    """The first error as a SpecError (errors.refusal): the field, the value and what the field's
+    declaration allows."""
+    return refusal(exc, _FIELDS(), lambda name: _allowed_text(_describe(name)))
 
 
 def _allowed_text(d: dict[str, Any]) -> str:
