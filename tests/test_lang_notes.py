@@ -87,8 +87,11 @@ HEALTHY = {**DATACENTER, "name": "NVIDIA L40S", "throttle": 0, "ecc": (0, 0, 0, 
 NO_WAIT = {"sleep": lambda s: None}
 
 
-def _passive(path, gpus, lang, capsys, **fake) -> str:
-    with FakeNVML(gpus, **NO_WAIT, **fake):
+def _passive(path, gpus, lang, capsys, xids=(), **fake) -> str:
+    """`check --passive --lang` on `gpus`, the first raising `xids` while the check watches."""
+    with FakeNVML(gpus, **NO_WAIT, **fake) as f:
+        for x in xids:
+            f.inject_xid(0, x)
         reset_reader()
         try:
             main(["check", str(path), "--passive", "--lang", lang])
@@ -178,3 +181,29 @@ def test_offline_report_of_a_detected_node_and_a_stored_result(tmp_path, serving
     assert not left, "English left in the report:\n" + "\n".join(left)
     assert "8480+" in text and "cores each" not in text
     assert words(Msg("node.this", host="x"), lang).split("(")[0].strip() in text
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_xid_descriptions_in_the_language(tmp_path, capsys, lang):
+    """A critical XID (79), an application's (13) and one NVIDIA's list here lacks (999): what each means
+    is said in the language, in `check --passive` and on the event timeline the monitor reads."""
+    from aiworkbook.profile.gpu_facts import read_facts
+    from aiworkbook.telemetry.events import XID_NAMES, describe
+
+    with FakeNVML([HEALTHY], **NO_WAIT):
+        facts = read_facts()
+    doc = json.loads(write_locked(tmp_path).read_text())
+    doc["node"]["nvml"] = facts.model_dump(mode="json")
+    doc["node"]["fingerprint"]["gpu"] = facts.gpus[0].name
+    p = tmp_path / "gpu.json"
+    p.write_text(json.dumps(doc))
+    english = _passive(p, [HEALTHY], "en", capsys, xids=[79, 13, 999])
+    assert "GPU 0: XID 79 (GPU has fallen off the bus)" in english and "XID 999 (see NVIDIA" in english
+    assert english_left(english, lang)
+    said = _passive(p, [HEALTHY], lang, capsys, xids=[79, 13, 999])
+    assert len(said.splitlines()) == len(english.splitlines()) and "XID 999" in said
+    assert not english_left(said, lang), said
+    everything = [describe(x) for x in [*XID_NAMES, 999]]
+    assert english_left("\n".join(everything), lang)  # the English the timeline's JSON keeps
+    assert not english_left("\n".join(words(d, lang) for d in everything), lang)

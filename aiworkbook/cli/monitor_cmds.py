@@ -185,6 +185,7 @@ def _url(host: str, port: int) -> str:
 
 
 def _print_summary(sampler, samples) -> None:
+    from aiworkbook.cli.lang import said
     from aiworkbook.telemetry.na import na_reason
     from aiworkbook.telemetry.summary import Window
 
@@ -199,4 +200,5 @@ def _print_summary(sampler, samples) -> None:
         )
         typer.echo(f"{gpu}: energy {energy}; throttle reasons active: {shares}")
     for e in s["events"]:
-        typer.echo(f"event: GPU {e['gpu']} {e['type']} {e.get('xid', e['data'])} {e.get('description', '')}")
+        what = said(e.get("description", ""))  # an XID's meaning in --lang's language
+        typer.echo(f"event: GPU {e['gpu']} {e['type']} {e.get('xid', e['data'])} {what}")
