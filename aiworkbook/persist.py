@@ -16,7 +16,7 @@ from typing import Any
 
 from aiworkbook.diskfull import ERRNOS, NoSpace
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, quoted
 
 #: our temporaries: `.<target name>.aiwb-<pid>-<random>.tmp`, so a later run can tell its own leftovers
 #: (a SIGKILLed writer's) from another program's files, and a live writer's from a dead one's
@@ -230,7 +230,7 @@ def read_text(
         raise SpecError("path", str(p), what, source=str(p)) from None
     except OSError as exc:
         raise SpecError(
-            "path", str(p), Msg("allowed.file_readable", why=exc.strerror or str(exc)), source=str(p)
+            "path", str(p), Msg("allowed.file_readable", why=quoted(exc.strerror or exc)), source=str(p)
         ) from None
     if stat.S_ISDIR(st.st_mode):
         raise SpecError("path", str(p), Msg("allowed.file_not_folder", what=what), source=str(p))
@@ -255,13 +255,13 @@ def read_text(
         raise SpecError("path", str(p), Msg("allowed.file_not_folder", what=what), source=str(p)) from None
     except UnicodeDecodeError as exc:
         raise SpecError(
-            "path", str(p), Msg("allowed.utf8", at=exc.start, reason=exc.reason), source=str(p)
+            "path", str(p), Msg("allowed.utf8", at=exc.start, reason=quoted(exc.reason)), source=str(p)
         ) from None
     except MemoryError:
         raise SpecError("path", str(p), Msg("allowed.file_in_memory", what=what), source=str(p)) from None
     except OSError as exc:
         raise SpecError(
-            "path", str(p), Msg("allowed.file_readable", why=exc.strerror or str(exc)), source=str(p)
+            "path", str(p), Msg("allowed.file_readable", why=quoted(exc.strerror or exc)), source=str(p)
         ) from None
 
 
@@ -290,7 +290,7 @@ def _loads(text: str, p: Path, where: str = "", *, unique_keys: bool = False) ->
         ) from None
     except json.JSONDecodeError as exc:
         at = where or Msg("json.line_col", line=exc.lineno, col=exc.colno)
-        bad = Msg("json.where", at=at, why=exc.msg)
+        bad = Msg("json.where", at=at, why=quoted(exc.msg))
         raise SpecError("json", bad, Msg("allowed.json_valid"), source=str(p)) from None
     except RecursionError:
         nested = Msg("allowed.json_less_deep")
@@ -340,7 +340,7 @@ def read_jsonl(
         try:
             rows.append((i, json.loads(ln)))
         except json.JSONDecodeError as exc:
-            bad = Msg("json.where", at=Msg("json.line", line=i), why=exc.msg)
+            bad = Msg("json.where", at=Msg("json.line", line=i), why=quoted(exc.msg))
             raise SpecError("json", bad, Msg("allowed.jsonl_line"), source=str(p)) from None
         except RecursionError:
             nested = Msg("allowed.json_less_deep")

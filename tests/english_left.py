@@ -55,14 +55,20 @@ ENGLISH_NUMBER = re.compile(
 )
 
 
+#: words from outside the library quoted as they were said (aiworkbook.message.quoted: «No such file or
+#: directory», the OS's or a decoder's English): not ours to translate
+QUOTATION = re.compile(r"«[^«»]*»")
+
+
 def english_left(text: str, lang: str) -> list[str]:
-    """The lines of `text` that hold an English word or an English-formatted figure (each line once,
-    what was found marked in [brackets])."""
+    """The lines of `text` that hold an English word or an English-formatted figure outside a marked
+    quotation (each line once, what was found marked in [brackets])."""
     words = english_words(lang)
     out: list[str] = []
     for line in dict.fromkeys(x.strip() for x in text.splitlines() if x.strip()):
-        prose = IDENTIFIER.sub(" ", line)  # names such as inference-4xl40s or kv_cache are no words
-        hits = [w for w in WORD.findall(prose) if w.lower() in words] + ENGLISH_NUMBER.findall(line)
+        ours = QUOTATION.sub(" ", line)
+        prose = IDENTIFIER.sub(" ", ours)  # names such as inference-4xl40s or kv_cache are no words
+        hits = [w for w in WORD.findall(prose) if w.lower() in words] + ENGLISH_NUMBER.findall(ours)
         if hits:
             out.append(f"{line[:160]}  [{', '.join(dict.fromkeys(hits))}]")
     return out

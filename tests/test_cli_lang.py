@@ -5,8 +5,8 @@ a refused file that is too large, a FIFO and JSON nested too deeply. In-process 
 entry point, which says a refusal in one line; typer's CliRunner would stop at the exception), seconds.
 
 Not covered yet, and so not run here: the plain-text tables of `size` and `fit` (still English
-f-strings in aiworkbook/cli/size_cmds.py; their refusals are run below), and the reason Python's json
-decoder gives for text that is not JSON ("Expecting value"), quoted as it says it."""
+f-strings in aiworkbook/cli/size_cmds.py; their refusals are run below). What the OS or a decoder
+says ("Expecting value") is quoted as it said it, marked «…», which the detector skips."""
 
 from __future__ import annotations
 
@@ -59,6 +59,23 @@ def _runs(tmp_path) -> list[tuple[list[str], int]]:
         (["size", str(big)], 2),  # sizing: a model file too large
         (["fit", "llama-3-8b", "--tp", "0"], 2),  # sizing: a number out of its range
         (_merge(tmp_path), 2),  # check merge: nodes' files too deep, not a check's, one missing
+        *_outside_words(tmp_path),
+    ]
+
+
+def _outside_words(tmp_path) -> list[tuple[list[str], int]]:
+    """Refusals that quote what the OS, Python's json and UTF-8 decoders or expat said (English)."""
+    text = tmp_path / "text.json"
+    text.write_text("not json", encoding="utf-8")
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"a": "\xe9"}')
+    broken = tmp_path / "n04.xml"
+    broken.write_text("<testsuites", encoding="utf-8")
+    return [
+        ([*REPLICA, "--coldstart", str(text / "x")], 2),  # Not a directory
+        ([*REPLICA, "--coldstart", str(text)], 2),  # Expecting value
+        ([*REPLICA, "--coldstart", str(latin)], 2),  # invalid continuation byte
+        (["check", "merge", str(broken), "--expect", "1", "--out", str(tmp_path / "merged.xml")], 2),
     ]
 
 
@@ -122,3 +139,23 @@ def test_dutch_and_german_say_the_figures_their_way(tmp_path, capsys):
 def test_a_language_without_a_catalogue_is_refused(capsys):
     assert main(["--lang", "fr", "models"]) == 2
     assert "'--lang' = 'fr' is not valid; allowed: en, de, nl" in capsys.readouterr().err
+
+
+def test_words_from_outside_are_quoted_and_only_the_quotation_is_skipped(tmp_path, capsys):
+    """What the OS or a decoder said stays as it said it, marked «…» in Dutch and German, and
+    english_left skips the marked quotation only: the same words unmarked, English outside the marks
+    and an English figure outside them are still found."""
+    said = {}
+    for lang in ("en", "nl"):
+        for argv, code in _outside_words(tmp_path)[:3]:
+            assert main(["--lang", lang, *argv]) == code
+            said[lang] = said.get(lang, "") + capsys.readouterr().err
+    for words in ("Not a directory", "Expecting value", "invalid continuation byte"):
+        assert words in said["en"] and f"«{words}»" not in said["en"] and f"«{words}»" in said["nl"]
+    assert english_left(said["en"], "nl") and not english_left(said["nl"], "nl")
+    unmarked = said["nl"].replace("«", "").replace("»", "")
+    assert len(english_left(unmarked, "nl")) >= 2  # "Expecting value": words Dutch pages also use
+    line = "fout: pad = 'x' is niet geldig; toegestaan: een leesbaar bestand («Not a directory»)"
+    assert not english_left(line, "nl")
+    assert english_left(line + " which was", "nl") and english_left(line + " 1.50 GiB", "nl")
+    assert not english_left("«1.50 GiB» «the file»", "de")

@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from aiworkbook import diskfull, signals
     from aiworkbook.cli.lang import error_line, said, set_lang
-    from aiworkbook.message import Msg
+    from aiworkbook.message import Msg, quoted
     from aiworkbook.persist import written_since
 
     set_lang("en")  # until the root callback reads --lang (main runs more than once in a process)
@@ -202,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
                 pass
             return 1
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        # the OS's own words (strerror) quoted as it says them; the library's own reason is a message
         why = exc.strerror or (exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Msg) else exc)
+        why = why if isinstance(why, Msg) else quoted(why)
         typer.echo(said(Msg("cli.error", text=where + said(why))), err=True)
         return 2
     except BaseException as exc:
