@@ -207,3 +207,28 @@ def test_xid_descriptions_in_the_language(tmp_path, capsys, lang):
     everything = [describe(x) for x in [*XID_NAMES, 999]]
     assert english_left("\n".join(everything), lang)  # the English the timeline's JSON keeps
     assert not english_left("\n".join(words(d, lang) for d in everything), lang)
+
+
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_attention_checks_detail_in_the_language(lang):
+    """benchmarks/gpu_checks.py's attention line: the probe, the kernel's version and cuDNN's state."""
+    from aiworkbook.proofs.attention import attention_check
+
+    detail = attention_check("cpu")["detail"]
+    assert isinstance(detail, Msg) and "cuDNN attention off while pinned" in detail
+    assert english_left(detail, lang) and not english_left(words(detail, lang), lang)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_a_model_that_does_not_fit_quicks_budget_is_refused_in_the_language(capsys, lang):
+    """`prove vram --quick` refused before it allocates (not even a 1-layer proxy fits the 2 GiB budget):
+    the sentence, the proxy and what --quick did instead, one line, in the language."""
+    argv = ["prove", "vram", "llama-3-8b", "--quick", "--batch", "64", "--seq", "4096", "--device", "cpu"]
+    assert main(argv) == 2
+    english = capsys.readouterr().err.splitlines()[-1].split("\r")[-1]
+    assert "--quick caps the cpu budget at 2.00 GiB" in english and english_left(english, lang)
+    assert main(["--lang", lang, *argv]) == 2
+    said = capsys.readouterr().err.splitlines()[-1].split("\r")[-1]
+    assert "--quick" in said and "2,00 GiB" in said and "1.024" in said
+    assert not english_left(said, lang), said

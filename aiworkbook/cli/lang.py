@@ -36,6 +36,8 @@ def error_line(exc: SpecError) -> str:
     if _lang == "en":
         return f"error: {exc}"
     where = f"{printable(exc.source, 400)}: " if exc.source else ""
+    if isinstance(exc.allowed, Msg) and str(exc) == exc.allowed:  # a whole sentence (WouldNotFit's)
+        return said(Msg("cli.error", text=where + said(exc.allowed)))
     value = quote(said(exc.value)) if isinstance(exc.value, Msg) else quote(exc.value)
     line = Msg("error_line", field=field_name(exc.field), value=value, allowed=exc.allowed)
     return said(Msg("cli.error", text=where + line.render(_lang)))

@@ -224,7 +224,7 @@ def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
         st = _prepare(model, **inputs)
     except WouldNotFit as exc:
         dev = resolve_device(inputs.get("device", "auto")).device
-        return Plan("kv", dev, None, label, "B", fits=False, notes=(str(exc),))
+        return Plan("kv", dev, None, label, "B", fits=False, notes=(exc.allowed,))
     w = _workload(max(st.batches), max(st.contexts), st.new, st.dtype_name)
     kv = _estimate(st.run_spec, w, st.dev).memory.kv_cache
     sizes = {k: st.inputs[k] for k in ("ran", "batches", "contexts", "new_tokens", "dtype", "budget_bytes")}

@@ -72,7 +72,7 @@ def bandwidth(
     """Copy and read-only bandwidth on one buffer size (default 4x the last-level cache, and at least
     256 MiB on the CPU, 1 GiB on CUDA, where a 256 MiB copy lasts ~0.1 ms)."""
     size, cache, cache_src = _buffer_bytes(device, buffer_bytes)
-    check_fits(2 * size, device, what=f"bandwidth buffers 2 x {size} B")
+    check_fits(2 * size, device, what=Msg("fit.bandwidth_buffers", size=size))
     with oom_guard(f"bandwidth buffers of {size} B", device):
         copy, read, nbytes = _time_copy_and_read(size, device, trials, threads)
     copy_rates = [2 * nbytes / t for t in copy.samples]
@@ -245,7 +245,7 @@ def host_device_copies(nbytes: int = 512 * MiB, trials: int = 5) -> dict[str, fl
     import torch
 
     out: dict[str, float] = {}
-    check_fits(nbytes, "cuda", what=f"host<->device buffer of {nbytes} B")
+    check_fits(nbytes, "cuda", what=Msg("fit.copy_buffer", size=nbytes))
     with oom_guard(f"host<->device buffers of {nbytes} B", "cuda"):
         dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
         dev.random_(0, 255)

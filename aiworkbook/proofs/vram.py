@@ -48,7 +48,6 @@ from aiworkbook.signature import then
 from aiworkbook.sizing import optimizer_step
 from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # 18 B/param (docs/architecture.md), shown beside
 from aiworkbook.specs import ModelSpec, load_model
-from aiworkbook.units import fmt_bytes
 
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
@@ -109,7 +108,7 @@ def fit_proxy(
     w,
     device: str,
     budget: int,
-    hint: str = "use a smaller batch or sequence",
+    hint: str | None = None,
     *,
     allocated: bool = False,
 ) -> tuple[ModelSpec, Any, str]:
@@ -150,9 +149,9 @@ def fit_proxy(
     check_fits(
         need(_estimate(spec.scaled(num_layers=1, vocab_size=1024), w, device)),
         device,
-        what=f"{spec.name} (even as a 1-layer, 1,024-token proxy)",
+        what=Msg("fit.even_proxy", model=spec.name, layers=1, vocab=1024),
         budget_bytes=budget,
-        hint=hint,
+        hint=hint or Msg("fit.hint.smaller"),
     )
     raise AssertionError("unreachable")  # check_fits raised
 
@@ -240,11 +239,7 @@ def _prepare(
         "optimizer_impl": optimizer_impl,
         "workload": w.to_dict(),
     }
-    hint = (
-        f"--quick caps the {dev} budget at {fmt_bytes(budget_bytes)}: run without it, or a smaller batch or sequence"
-        if quick
-        else "use a smaller batch or sequence, or a smaller model"
-    )
+    hint = Msg("fit.hint.quick", device=dev, budget=budget_bytes) if quick else Msg("fit.hint.smaller_model")
     if check_fit and proxy:
         run_spec, est, proxy_note = fit_proxy(spec, w, dev, budget_bytes, hint)
     else:
@@ -272,7 +267,7 @@ def plan(model: str | ModelSpec = "tiny-llama", **inputs: Any) -> Plan:
         st = _prepare(model, **inputs)
     except WouldNotFit as exc:
         dev = resolve_device(device).device
-        return Plan("vram", dev, None, Msg("vram.estimate"), "B", fits=False, notes=(str(exc),))
+        return Plan("vram", dev, None, Msg("vram.estimate"), "B", fits=False, notes=(exc.allowed,))
     sizes = {
         k: st.inputs[k] for k in ("ran", "params", "batch", "seq_len", "precision", "steps", "budget_bytes")
     }
