@@ -232,3 +232,34 @@ def test_a_model_that_does_not_fit_quicks_budget_is_refused_in_the_language(caps
     said = capsys.readouterr().err.splitlines()[-1].split("\r")[-1]
     assert "--quick" in said and "2,00 GiB" in said and "1.024" in said
     assert not english_left(said, lang), said
+
+
+@pytest.mark.timeout(120)
+def test_a_proofs_progress_labels_are_messages_the_viewer_says():
+    """The labels a proof reports (roofline --quick on the CPU: its stages, then done) reach the viewer as
+    messages: English as they were, said in the language by the CLI's bar (and the widget, by words())."""
+    from aiworkbook.proofs import registry
+    from aiworkbook.proofs.progress import TqdmProgress
+
+    seen: list[str] = []
+    registry.run("roofline", quick=True, device="cpu", progress=lambda d, t, m: seen.append(m))
+    labels = list(dict.fromkeys(seen))
+    assert len(labels) >= 3 and all(isinstance(m, Msg) for m in labels), labels
+    assert "memory bandwidth" in labels
+    for lang in ("nl", "de"):
+        assert english_left("\n".join(labels), lang)
+        assert not english_left("\n".join(words(m, lang) for m in labels), lang)
+        shown = TqdmProgress("roofline", lang)
+        try:
+            shown(0, len(labels), labels[0])
+            assert shown.bar.postfix == words(labels[0], lang) != labels[0]
+        finally:
+            shown.close()
+    from aiworkbook.widgets import ProofRunner
+
+    runner = ProofRunner(proof="roofline", lang="de", allow_run=False)
+    try:
+        runner._progress(1, 3, labels[0])  # what the proof's thread posts to the kernel's loop
+        assert runner.progress_text.value == f"1/3 {words(labels[0], 'de')}"
+    finally:
+        runner.close()

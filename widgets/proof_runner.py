@@ -294,7 +294,7 @@ class ProofRunner(Composite):
 
     def _progress(self, done: int, total: int, message: str) -> None:
         self.progress.value = done / total if total else 0.0
-        self.progress_text.value = html.escape(f"{done}/{total} {message}")
+        self.progress_text.value = html.escape(f"{done}/{total} {words(message, self.lang)}")
 
     def _finish(self, result: Any, message: str | None = None, exc: BaseException | None = None) -> None:
         try:

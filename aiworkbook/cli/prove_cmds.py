@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from aiworkbook.cli.lang import cli_lang
 from aiworkbook.cli.paths import model_inputs
 from aiworkbook.cli.prove_run import check_outputs, emit
 from aiworkbook.persist import dumps_json
@@ -55,7 +56,9 @@ def _register_roofline(prove: typer.Typer) -> None:
         from aiworkbook.units import fmt_flops, fmt_rate
 
         check_outputs({"model": model_inputs(model)}, json=json_file, node_out=node_out)
-        r = progress.run("roofline", dict(model=model, device=device, quick=quick, threads=threads))
+        r = progress.run(
+            "roofline", dict(model=model, device=device, quick=quick, threads=threads), cli_lang()
+        )
         if r.verdict == "interrupted":
             emit(r, None)
             return
@@ -110,6 +113,7 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
                 attention=attention,
                 checkpointing=checkpointing,
             ),
+            cli_lang(),
         )
         if "cuda" in r.details:
             typer.echo("  cuda: " + dumps_json(r.details["cuda"]))
@@ -126,7 +130,7 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
         from aiworkbook.units import fmt_bytes, fmt_seconds
 
         check_outputs({"model": model_inputs(model)}, json=json_file)
-        r = progress.run("kv", dict(model=model, device=device, quick=quick))
+        r = progress.run("kv", dict(model=model, device=device, quick=quick), cli_lang())
         for g in r.details.get("grid", []):
             if "kv_measured" in g:
                 typer.echo(

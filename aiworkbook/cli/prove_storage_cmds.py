@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.lang import cli_lang
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
@@ -41,7 +42,7 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
         typer.echo(f"plan: {line}", err=True)
     from aiworkbook.proofs.progress import TqdmProgress
 
-    shown = TqdmProgress(name)
+    shown = TqdmProgress(name, cli_lang())
     try:
         r = registry.run(name, progress=shown, **inputs)
     except RuntimeError as exc:

@@ -171,7 +171,7 @@ def register_prove(prove: typer.Typer) -> None:
 
             r = import_results(import_file)
         else:
-            r = progress.run("serving", _serving_inputs(options))
+            r = progress.run("serving", _serving_inputs(options), lang)
         _print_details(r, lang)
         emit(r, json_file, lang)
         if samples_csv is not None and "requests" in r.details:

@@ -313,7 +313,7 @@ def run(
             try:
                 while p.poll() is None:
                     done, total = _progress(prog)
-                    control.step(done, total, f"all-reduce on {ranks} rank(s)")
+                    control.step(done, total, Msg("progress.allreduce", ranks=ranks))
                     if time.monotonic() - t0 > timeout_s:
                         raise SpecError(
                             "timeout_s", timeout_s, "longer than the run takes (torchrun still running)"

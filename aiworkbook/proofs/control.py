@@ -64,7 +64,9 @@ class Control:
 
     def step(self, done: int, total: int, message: str = "") -> None:
         """Report progress (done of total units, what is running now), then honour a cancel."""
-        self.done, self.total, self.message = int(done), int(total), str(message)
+        # a message (aiworkbook.message.Msg, a str) is kept as it is: the viewer says it in its language
+        self.done, self.total = int(done), int(total)
+        self.message = message if isinstance(message, str) else str(message)
         if self.progress is not None:
             try:
                 self.progress(self.done, self.total, self.message)
@@ -77,7 +79,7 @@ class Control:
         check here, so a callback on another thread (the load's event loop) may call it."""
         if self.progress is not None:
             with contextlib.suppress(Exception):  # the viewer's problem, as in step()
-                self.progress(self.done, self.total, str(message))
+                self.progress(self.done, self.total, message if isinstance(message, str) else str(message))
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started

@@ -69,7 +69,7 @@ def generate(
     rng = np.random.default_rng(0)
     files = []
     for s in progress_steps(
-        range(shards), lambda i, _: f"generating shard {i + 1}/{shards}", control=control
+        range(shards), lambda i, _: Msg("progress.generate_shard", i=i + 1, n=shards), control=control
     ):
         path = directory / f"shard-{s:05d}.bin"
         with open(path, "wb") as f:
@@ -118,7 +118,8 @@ def sweep(
         row["cache_cold"] = all(c[0] for c in cold)
         row["cold_note"] = next((c[1] for c in cold if not c[0]), "")
         for kind in ("cold", "warm"):
-            label = f"{kind} epoch: workers={workers} pin={pin} prefetch={prefetch}"
+            said = Msg("progress.epoch.cold") if kind == "cold" else Msg("progress.epoch.warm")
+            label = Msg("progress.epoch", epoch=said, workers=workers, pin=pin, prefetch=prefetch)
             row[kind] = read_epoch(ds, loader(ds, batch, workers, pin, prefetch), control, label)
         rows.append(row)
     return rows
@@ -345,14 +346,14 @@ def _timed_loops(
         for f in files:
             fsio.drop_cache(f)
         dl = loader(ds, batch, best["workers"], best["pin_memory"], best["prefetch"] or 2, shuffle=True)
-        real = train_loop(dl, step, n_steps, dev, control, "training loop on the DataLoader")
+        real = train_loop(dl, step, n_steps, dev, control, Msg("progress.train_loader"))
         synth = train_loop(
             _synthetic(batch, size, dev),
             step,
             n_steps,
             dev,
             control,
-            "training loop on synthetic on-device data",
+            Msg("progress.train_synthetic"),
         )
     finally:
         if sub is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from aiworkbook.message import words
 from aiworkbook.proofs.control import Control, report
 
 T = TypeVar("T")
@@ -57,8 +58,9 @@ class TqdmProgress:
     proof polling a subprocess) is dropped; the bar redraws at most every tqdm mininterval, so
     per-request messages do not flood a log."""
 
-    def __init__(self, desc: str) -> None:
+    def __init__(self, desc: str, lang: str = "en") -> None:
         self.bar = bar(0, desc)
+        self.lang = lang  # a message among the labels is said in it
         self._last: tuple[int, int, str] | None = None
 
     def __call__(self, done: int, total: int, message: str) -> None:
@@ -67,18 +69,19 @@ class TqdmProgress:
         self._last = (done, total, message)
         if self.bar.total != total:
             self.bar.total = total
-        self.bar.set_postfix_str(message[:60], refresh=False)
+        self.bar.set_postfix_str(words(message, self.lang)[:60], refresh=False)
         self.bar.update(done - self.bar.n)
 
     def close(self) -> None:
         self.bar.close()
 
 
-def run(name: str, inputs: dict[str, Any]) -> Any:
-    """registry.run(name, **inputs) drawn on a TqdmProgress bar (closed however the run ends)."""
+def run(name: str, inputs: dict[str, Any], lang: str = "en") -> Any:
+    """registry.run(name, **inputs) drawn on a TqdmProgress bar, its labels said in `lang` (closed however
+    the run ends)."""
     from aiworkbook.proofs import registry
 
-    shown = TqdmProgress(name)
+    shown = TqdmProgress(name, lang)
     try:
         return registry.run(name, progress=shown, **inputs)
     finally:

@@ -483,7 +483,7 @@ def _measure_ceilings(
     mm: Any = None
     h2d: dict[str, Any] = {}
     with interruptible("roofline proof", dev):
-        for stage in progress_steps(stages, lambda _i, st: st, desc="roofline", show=progress):
+        for stage in progress_steps(stages, lambda _i, st: _stage(st), desc="roofline", show=progress):
             if stage == "memory bandwidth":
                 bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
             elif stage == "matmul rates":
@@ -494,8 +494,15 @@ def _measure_ceilings(
                     h2d = host_device_copies(256 * MiB if quick else 1024 * MiB)
                 except (RuntimeError, ValueError) as exc:  # pinned memory refused, say: keep the rest
                     h2d_error = f"host<->device copies not measured: {type(exc).__name__}: {exc}"[:300]
-    report(len(stages), len(stages), "done")
+    report(len(stages), len(stages), Msg("progress.done"))
     return bw, mm, h2d, h2d_error
+
+
+def _stage(stage: str) -> Msg:
+    """A roofline stage as the progress bar says it."""
+    if stage == "memory bandwidth":
+        return Msg("progress.roofline.bandwidth")
+    return Msg("progress.roofline.matmul") if stage == "matmul rates" else Msg("progress.roofline.copies")
 
 
 def _notes(reason: str, bw: dict[str, Any], h2d_error: str, dev: str) -> list[str]:

@@ -350,7 +350,7 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
         gen = torch.Generator(device="cpu").manual_seed(0)
         trained = progress_steps(
             range(steps),
-            lambda i, _s: f"training step {i + 1} of {steps}",
+            lambda i, _s: Msg("progress.training_step", i=i + 1, n=steps),
             desc=f"vram {spec.name}",
             show=progress,
         )
@@ -374,7 +374,7 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
                 opt.zero_grad(set_to_none=True)
                 out["loss"] = float(loss.detach())
                 del loss
-        report(steps, steps, "training done")
+        report(steps, steps, Msg("progress.training_done"))
         out.update(
             states=states,
             saved=tracker.by_phase(),
