@@ -263,3 +263,24 @@ def test_a_proofs_progress_labels_are_messages_the_viewer_says():
         assert runner.progress_text.value == f"1/3 {words(labels[0], 'de')}"
     finally:
         runner.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_an_imported_serving_result_is_said_in_the_language(tmp_path, capsys, lang):
+    """`aiworkbook --lang X prove serving --import` (a vLLM and a GuideLLM file): the table, the headline
+    (a server elsewhere), what was imported and how that tool defines its latencies; a file of neither
+    kind is refused in the language. The same in English is seen as English."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    other = tmp_path / "other.json"
+    other.write_text('{"neither": 1}', encoding="utf-8")
+    for name, code in (("vllm_bench_serve_result.json", 0), ("guidellm_report.json", 0), (other, 2)):
+        argv = ["prove", "serving", "--import", str(data / name)]
+        assert main(argv) == code
+        english = capsys.readouterr()
+        assert main(["--lang", lang, *argv]) == code
+        said = capsys.readouterr()
+        assert english_left(english.out + english.err, lang), name
+        assert not english_left(said.out + said.err, lang), said.out + said.err

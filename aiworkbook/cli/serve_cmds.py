@@ -156,14 +156,18 @@ def register_prove(prove: typer.Typer) -> None:
         import_file: Path = option("--import", "a vllm bench serve or GuideLLM result"),
         quick: bool = option("--quick", "4 load points, 16 requests each", False),
         json_file: Path = option("--json", "write the ProofResult JSON here"),
-        lang: str = option("--lang", "language of the notes: en | nl | de (JSON keeps English)", "en"),
+        lang: str = option(
+            "--lang", "language of the notes: en | nl | de (JSON keeps English; default: aiworkbook --lang)"
+        ),
     ) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
         options = dict(locals())  # the command's options, in their order (the result's inputs keep it)
         from aiworkbook.catalogue import check_lang
+        from aiworkbook.cli.lang import cli_lang
         from aiworkbook.cli.prove_run import check_outputs, emit
         from aiworkbook.proofs import progress
 
+        lang = lang or cli_lang()
         check_lang(lang)
         check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv, sweep_csv=sweep_csv)
         if import_file is not None:
@@ -288,8 +292,15 @@ def _print_details(r, lang: str = "en") -> None:
     d = r.details
     rows = d.get("sweep") or []
     for x in rows:
-        both = [f"{k} {x[k]}" for k in ("rate", "concurrency") if x.get(k) is not None]  # an import's
-        at = Msg("serving.cli.load", load=x["load"], both=f" ({', '.join(both)})" if both else "")
+        both = [  # an import's: what the tool wrote, both where it ran with both
+            *([Msg("serving.cli.rate", x=x["rate"])] if x.get("rate") is not None else []),
+            *(
+                [Msg("serving.cli.concurrency", x=x["concurrency"])]
+                if x.get("concurrency") is not None
+                else []
+            ),
+        ]
+        at = Msg("serving.cli.load", load=x["load"], both=Msg("serving.cli.both", items=both) if both else "")
         errors = str(x.get("errors") or {})
         if x.get("requests") is not None:
             typer.echo(words(Msg("serving.cli.requests", at=at, requests=x["requests"], errors=errors), lang))
