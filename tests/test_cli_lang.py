@@ -159,3 +159,27 @@ def test_words_from_outside_are_quoted_and_only_the_quotation_is_skipped(tmp_pat
     assert not english_left(line, "nl")
     assert english_left(line + " which was", "nl") and english_left(line + " 1.50 GiB", "nl")
     assert not english_left("«1.50 GiB» «the file»", "de")
+
+
+#: the catalogue and node commands: a dense model, one with sliding and full KV groups and a vision
+#: tower, an MLA one with MTP layers and experts, an encoder; a preset that does not exist
+SPECS = [["env"], ["models"], ["gpus"], ["params", "llama-3-8b"], ["params", "gemma-3-27b-it"]]
+SPECS += [["params", "deepseek-v3"], ["params", "bert-base-uncased"], ["params", "no-such-model"]]
+
+
+@pytest.mark.timeout(60)
+def test_the_catalogue_commands_say_their_tables_in_the_language(capsys):
+    """env, models, gpus and params: each row's label and words in the language, figures in its format;
+    English as before (the detector sees it); `nodes` prints each node's pattern id, a name to type."""
+    for argv in SPECS:
+        code = 2 if argv[-1] == "no-such-model" else 0
+        assert main(argv) == code, argv
+        out = capsys.readouterr()
+        english = out.out + out.err
+        assert english_left(english, "nl") and english_left(english, "de"), argv
+        for lang in ("nl", "de"):
+            assert main(["--lang", lang, *argv]) == code, argv
+            out = capsys.readouterr()
+            said = out.out + out.err
+            assert len(said.splitlines()) == len(english.splitlines()), (argv, said)
+            assert not english_left(said, lang), (argv, said)
