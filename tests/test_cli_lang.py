@@ -183,3 +183,24 @@ def test_the_catalogue_commands_say_their_tables_in_the_language(capsys):
             said = out.out + out.err
             assert len(said.splitlines()) == len(english.splitlines()), (argv, said)
             assert not english_left(said, lang), (argv, said)
+
+
+@pytest.mark.timeout(60)
+def test_commands_with_their_own_lang_follow_aiworkbook_lang(tmp_path, capsys):
+    """`check --passive` and `report` without their own --lang: aiworkbook --lang's language (the report
+    else its profile's, English here); their own --lang still wins."""
+    from profile_fakes import write_locked
+
+    locked = write_locked(tmp_path)
+    assert main(["--lang", "de", "check", str(locked), "--passive"]) == 1
+    german = capsys.readouterr().out
+    assert german.startswith("Hinweis: ") and not english_left(german, "de"), german
+    assert main(["--lang", "de", "check", str(locked), "--passive", "--lang", "nl"]) == 1
+    assert capsys.readouterr().out.startswith("opmerking: ")
+    md = tmp_path / "r.md"
+    assert main(["--lang", "nl", "report", str(locked), "--md", str(md)]) == 0
+    dutch = capsys.readouterr().out + md.read_text(encoding="utf-8").splitlines()[0]
+    assert "Vastgelegd" in dutch and not english_left(dutch, "nl"), dutch
+    assert main(["report", str(locked), "--md", str(md)]) == 0  # the profile's language: English
+    english = capsys.readouterr().out + md.read_text(encoding="utf-8").splitlines()[0]
+    assert english == f"Markdown report -> {md}\n# Locked infrastructure profile"

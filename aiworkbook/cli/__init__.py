@@ -53,7 +53,9 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
     lang: str = typer.Option(
-        "en", "--lang", help="Language of what the command says: en, nl or de (before the command)."
+        None,
+        "--lang",
+        help="Language of what the command says: en, nl or de (before the command; default: en).",
     ),
 ) -> None:
     """Size AI infrastructure and prove the sizing on this node."""
@@ -167,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     from aiworkbook.message import Msg, quoted
     from aiworkbook.persist import written_since
 
-    set_lang("en")  # until the root callback reads --lang (main runs more than once in a process)
+    set_lang(None)  # until the root callback reads --lang (main runs more than once in a process)
     mark = len(written_since())
     try:
         with signals.handled():
