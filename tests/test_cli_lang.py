@@ -197,6 +197,20 @@ def test_commands_with_their_own_lang_follow_aiworkbook_lang(tmp_path, capsys):
     assert german.startswith("Hinweis: ") and not english_left(german, "de"), german
     assert main(["--lang", "de", "check", str(locked), "--passive", "--lang", "nl"]) == 1
     assert capsys.readouterr().out.startswith("opmerking: ")
+    rerun = [
+        "check",
+        str(locked),
+        "--results",
+        str(tmp_path / "kv.json"),
+        "--results",
+        str(tmp_path / "kv.json"),
+    ]
+    assert main(rerun) == 2  # kv passes, a result no golden proof takes, roofline missing
+    out = capsys.readouterr()
+    assert english_left(out.out + out.err, "de") and "unusable input (exit 2)" in out.out
+    assert main(["--lang", "de", *rerun]) == 2
+    out = capsys.readouterr()
+    assert not english_left(out.out + out.err, "de"), out.out + out.err
     md = tmp_path / "r.md"
     assert main(["--lang", "nl", "report", str(locked), "--md", str(md)]) == 0
     dutch = capsys.readouterr().out + md.read_text(encoding="utf-8").splitlines()[0]

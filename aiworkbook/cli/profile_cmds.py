@@ -180,19 +180,19 @@ def check_cmd(
 
         drain_or_resume(rep.exit_code, "; ".join(c.line() for c in rep.checks if c.status != "pass"), node)
     for w in rep.warnings():
-        typer.echo(f"warning: {w}", err=True)
+        typer.echo(said(Msg("cli.warning", text=w)), err=True)
     if as_json:
         from aiworkbook.persist import dumps_json
 
         typer.echo(dumps_json(rep.to_dict(), indent=2))  # never a bare NaN (JSON has none)
     else:
         for c in rep.checks:
-            typer.echo(c.line())
-        summary = {0: "all golden proofs pass", 1: "regression", 2: "unusable input"}[rep.exit_code]
+            typer.echo(said(c.line()))
+        summary = (Msg("check.summary.0"), Msg("check.summary.1"), Msg("check.summary.2"))[rep.exit_code]
         cpu = sum(c.cpu_only for c in rep.checks)
-        if cpu:  # a pass measured on the CPU is not a GPU pass: say how many
-            summary += f" ({cpu} of {len(rep.checks)} ran on the CPU only: no GPU verdict)"
-        typer.echo(f"{summary} (exit {rep.exit_code})")
+        # a pass measured on the CPU is not a GPU pass: say how many
+        on_cpu = Msg("check.summary.cpu", cpu=cpu, of=len(rep.checks)) if cpu else ""
+        typer.echo(said(Msg("check.summary", summary=summary, cpu=on_cpu, code=rep.exit_code)))
     # SystemExit, not typer.Exit: under standalone_mode=False click returns Exit's code instead of exiting
     raise SystemExit(rep.exit_code)
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiworkbook.message import Joined, Msg
+
 #: Fingerprint parts in the order a warning names them.
 PARTS: tuple[str, ...] = ("gpu", "gpu_count", "driver", "cuda", "torch", "cpu")
 
@@ -68,9 +70,20 @@ def env_parts(env: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]
     return gpus, host if isinstance(host, dict) else {}, tor if isinstance(tor, dict) else {}
 
 
-def describe_changes(changes: dict[str, tuple[Any, Any]]) -> str:
-    """'driver 550.54 -> 560.35, torch 2.4.0 -> 2.5.1' (locked -> now)."""
-    return ", ".join(f"{p} {_show(a)} -> {_show(b)}" for p, (a, b) in changes.items())
+def part_words(part: str) -> Msg:
+    """A fingerprint part in words (gpu, gpu_count, driver, cuda, torch, cpu)."""
+    return Msg(f"passive.what.{part}")
+
+
+def said_changes(changes: dict[str, tuple[Any, Any]]) -> Msg:
+    """'driver 550.54 -> 560.35, torch 2.4.0 -> 2.5.1' (locked -> now) as a message: each part in words,
+    a value not recorded "unknown", in the reader's language."""
+    pieces: list[Any] = []
+    for p, (a, b) in changes.items():
+        was, now = (Msg("passive.value.unknown") if v is None else _show(v) for v in (a, b))
+        pieces += [", "] if pieces else []
+        pieces.append(Msg("check.change", part=part_words(p), was=was, now=now))
+    return Joined(*pieces)
 
 
 def _show(v: Any, limit: int = 80) -> str:
