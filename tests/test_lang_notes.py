@@ -284,3 +284,23 @@ def test_an_imported_serving_result_is_said_in_the_language(tmp_path, capsys, la
         said = capsys.readouterr()
         assert english_left(english.out + english.err, lang), name
         assert not english_left(said.out + said.err, lang), said.out + said.err
+
+
+@pytest.mark.timeout(120)
+def test_prove_roofline_says_its_lines_in_the_language(tmp_path, capsys):
+    """`aiworkbook --lang de prove roofline --quick --node-out`: the bandwidth line and how each rate is
+    counted, the matmul rates, the headline, the notes and the calibrated node written, all in German
+    (the same lines in English are what the detector finds English in)."""
+    import contextlib
+    import io
+
+    node = tmp_path / "node.json"
+    argv = ["--lang", "de", "prove", "roofline", "--quick", "--device", "cpu", "--node-out", str(node)]
+    with contextlib.redirect_stderr(io.StringIO()):  # the progress bar
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("  Kopieren ") and "GFLOP/s" in out and f"{node} geschrieben" in out
+    assert not english_left(out, "de"), out
+    english = Msg("cli.roofline.bandwidth", copy=1e10, read=1e10, copy_how="", read_how="")
+    english += "\n" + Msg("cli.roofline.copy_how") + "\n" + Msg("cli.roofline.node_written", path="n.json")
+    assert len(english_left(english, "de")) == 3

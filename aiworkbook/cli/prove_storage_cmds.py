@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from aiworkbook.cli.lang import cli_lang
+from aiworkbook.cli.lang import cli_lang, said
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
@@ -36,10 +36,10 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
     inputs = {k: v for k, v in inputs.items() if v is not None}
     p = registry.plan(name, **inputs)
     for note in p.notes:
-        typer.echo(f"plan: {note}")
+        typer.echo(said(Msg("cli.plan", text=note)))
     if p.fits is False:
         line = Msg("plan.may_not_fit", proof=name, sizes=p.sizes_text())
-        typer.echo(f"plan: {line}", err=True)
+        typer.echo(said(Msg("cli.plan", text=line)), err=True)
     from aiworkbook.proofs.progress import TqdmProgress
 
     shown = TqdmProgress(name, cli_lang())

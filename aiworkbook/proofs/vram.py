@@ -493,16 +493,16 @@ def _result(
     rows = [
         _row("weights", st.weights, mem.weights),
         _row("gradients", st.gradients, mem.gradients),
-        _row("optimizer (+ master weights)", st.optimizer, mem.optimizer + mem.master_weights),
+        _row(Msg("vram.row.optimizer"), st.optimizer, mem.optimizer + mem.master_weights),
         _row("activations", acts, mem.activations),
         _row("logits", logits, mem.logits),
-        _row("activations + logits", acts + logits, mem.activations + mem.logits),
+        _row(Msg("vram.row.activations_logits"), acts + logits, mem.activations + mem.logits),
         _row(
-            f"optimizer step temporaries ({w.optimizer_impl})",
+            Msg("vram.row.step_temporaries", impl=w.optimizer_impl),
             step_tmp,
             optimizer_step.temporaries(spec, w, dev).bytes,
         ),
-        _row("accounted peak (states + saved)", accounted, mem.summed if dev == "cpu" else predicted),
+        _row(Msg("vram.row.accounted"), accounted, mem.summed if dev == "cpu" else predicted),
     ]
     details: dict[str, Any] = {
         "components": rows,
@@ -574,6 +574,7 @@ def _cuda_details(m: dict[str, Any], nvml_before: Any, mem: Any) -> tuple[dict[s
 
 
 def _row(name: str, measured: int, predicted: int) -> dict[str, Any]:
+    """A component's row: its name (a memory component's, or a message for a sum), both figures, ratio."""
     predicted = int(predicted)
     return {
         "component": name,
