@@ -211,6 +211,22 @@ def test_commands_with_their_own_lang_follow_aiworkbook_lang(tmp_path, capsys):
     assert main(["--lang", "de", *rerun]) == 2
     out = capsys.readouterr()
     assert not english_left(out.out + out.err, "de"), out.out + out.err
+    again = ["lock", "--pattern", "llm-inference", "--workload", str(tmp_path / "chat.json"), "--result"]
+    again += [
+        str(tmp_path / "kv.json"),
+        "--no-detect",
+        "--node",
+        "inference-4xl40s",
+        "-o",
+        str(tmp_path / "l.json"),
+    ]
+    assert main(again) == 0
+    english = capsys.readouterr().out
+    assert english.startswith("locked llm-inference profile: 1 workload(s)") and english_left(english, "de")
+    assert main(["--lang", "de", *again]) == 0
+    german = capsys.readouterr().out
+    assert german.startswith("Profil llm-inference festgelegt: 1 Workload, 1 goldener Nachweis [kv] auf 1 x")
+    assert "Treiber" in german and not english_left(german, "de"), german
     md = tmp_path / "r.md"
     assert main(["--lang", "nl", "report", str(locked), "--md", str(md)]) == 0
     dutch = capsys.readouterr().out + md.read_text(encoding="utf-8").splitlines()[0]

@@ -122,10 +122,10 @@ def lock_cmd(
         notes=note,
     )
     prof.save(out)
-    typer.echo(
-        f"locked {prof.pattern} profile: {len(prof.workloads)} workload(s), {len(prof.proofs)} golden "
-        f"proof(s) [{', '.join(p.name for p in prof.proofs)}] on {prof.node.fingerprint.describe()} -> {out}"
-    )
+    names = ", ".join(p.name for p in prof.proofs)
+    counts = {"workloads": len(prof.workloads), "proofs": len(prof.proofs)}
+    node = prof.node.fingerprint.describe()
+    typer.echo(said(Msg("cli.locked", pattern=prof.pattern, **counts, names=names, node=node, path=str(out))))
 
 
 def check_cmd(

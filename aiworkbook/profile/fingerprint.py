@@ -58,9 +58,16 @@ class Fingerprint(BaseModel):
             p: (getattr(self, p), getattr(other, p)) for p in PARTS if getattr(self, p) != getattr(other, p)
         }
 
-    def describe(self) -> str:
-        gpu = f"{self.gpu_count} x {self.gpu}" if self.gpu else "no GPU"
-        return f"{gpu}, driver {self.driver or 'n/a'}, CUDA {self.cuda or 'n/a'}, torch {self.torch or 'n/a'}, CPU {self.cpu or 'n/a'}"
+    def describe(self) -> Msg:
+        """'1 x NVIDIA L40S, driver 550.54.15, CUDA 12.4, torch 2.5.1, CPU AMD EPYC 9354' (a message)."""
+        gpu = (
+            Msg("fingerprint.gpus", count=self.gpu_count, gpu=self.gpu)
+            if self.gpu
+            else Msg("cli.nodes.no_gpu")
+        )
+        na = Msg("value.na")
+        parts = {"driver": self.driver or na, "cuda": self.cuda or na, "torch": self.torch or na}
+        return Msg("fingerprint.describe", gpu=gpu, **parts, cpu=self.cpu or na)
 
 
 def env_parts(env: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
