@@ -234,3 +234,31 @@ def test_commands_with_their_own_lang_follow_aiworkbook_lang(tmp_path, capsys):
     assert main(["report", str(locked), "--md", str(md)]) == 0  # the profile's language: English
     english = capsys.readouterr().out + md.read_text(encoding="utf-8").splitlines()[0]
     assert english == f"Markdown report -> {md}\n# Locked infrastructure profile"
+
+
+@pytest.mark.timeout(60)
+def test_monitor_says_its_table_and_summary_in_the_language(tmp_path, capsys):
+    """The monitor's table (a GPU row throttled and one not, the host, the phase) in German, figures in
+    its format; then a short run on this node (no GPU or the fake-free one CI has): the status, the
+    summary and what was kept, all in Dutch. The same in English is what the detector sees English in."""
+    from aiworkbook.telemetry.sample import Sample
+    from aiworkbook.telemetry.table import render_table
+
+    gpus = [
+        {"index": 0, "util_gpu_pct": 87.0, "mem_used_bytes": 40e9, "mem_total_bytes": 80e9, "power_w": 412.0},
+        {"index": 1, "throttle_reasons": [], "temp_gpu_c": 54.0, "sm_clock_mhz": 1980.0},
+    ]
+    host = {"cpu_pct": 12.5, "load_1m": 1.25, "ram_used_bytes": 3e9, "disk_read_bps": 2.5e6}
+    sample = Sample(t=0.0, wall=0.0, gpus=gpus, host=host, phase="warm-up")
+    english = render_table(sample, ["H100", "H100"])
+    german = render_table(sample, ["H100", "H100"], lang="de")
+    assert "throttle" in english and english_left(english, "de")
+    assert "87%" in german and "2,5 MB/s" in german and not english_left(german, "de"), german
+    argv = ["monitor", "--duration", "1", "--interval", "0.5", "--csv", str(tmp_path / "m.csv")]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert "samples over" in out.out and english_left(out.out + out.err, "nl")
+    assert main(["--lang", "nl", *argv]) == 0
+    out = capsys.readouterr()
+    assert "metingen in" in out.out and "bewaard: " in out.err
+    assert not english_left(out.out + out.err, "nl"), out.out + out.err
