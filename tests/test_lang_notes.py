@@ -304,3 +304,38 @@ def test_prove_roofline_says_its_lines_in_the_language(tmp_path, capsys):
     english = Msg("cli.roofline.bandwidth", copy=1e10, read=1e10, copy_how="", read_how="")
     english += "\n" + Msg("cli.roofline.copy_how") + "\n" + Msg("cli.roofline.node_written", path="n.json")
     assert len(english_left(english, "de")) == 3
+
+
+@pytest.mark.timeout(120)
+def test_storage_proofs_tables_in_the_language(tmp_path, capsys):
+    """`prove dataload --quick` (its sweep table and notes, the GPU utilisation not available) and the
+    table of `prove checkpoint --quick` (baseline and a format's write, stall, restore) in Dutch; the
+    headline names its honesty flags (fsynced) as they are, so only checkpoint's table is held here."""
+    import contextlib
+    import io
+
+    data = ["prove", "dataload", "--dir", str(tmp_path / "d"), "--quick"]
+    ckpt = ["prove", "checkpoint", "--dir", str(tmp_path / "c"), "--model", "tiny-llama", "--quick"]
+    ckpt += ["--formats", "safetensors"]
+    said = {}
+    for argv in (data, ckpt):
+        with contextlib.redirect_stderr(io.StringIO()):  # the progress bar
+            assert main(["--lang", "nl", *argv]) == 0
+        said[argv[1]] = capsys.readouterr().out
+    assert "voorbeelden/s" in said["dataload"] and "niet beschikbaar: geen GPU" in said["dataload"]
+    assert not english_left(said["dataload"], "nl"), said["dataload"]
+    table = [x for x in said["checkpoint"].splitlines() if x.startswith("  ") and not x.startswith("  - ")]
+    assert len(table) == 2 and "gewoon sequentieel" in table[0] and "herstellen" in table[1]
+    assert not english_left("\n".join(table), "nl"), table
+    english = Msg(
+        "cli.ckpt.format",
+        format="",
+        size="",
+        write=1e9,
+        write_x=1,
+        stall=1,
+        read=1e9,
+        read_x=1,
+        integrity="ok",
+    )
+    assert english_left(english + "\n" + Msg("dataload.util_na", why=Msg("dataload.util_no_gpu")), "nl")

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from aiworkbook import hostfacts
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Joined, Msg
+from aiworkbook.message import Joined, Msg, quoted
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
@@ -212,17 +212,23 @@ def _synthetic(batch: int, sample_bytes: int, device: str):
 def gpu_utilisation(since: float, until: float, device: str) -> dict[str, Any]:
     """Mean GPU utilisation in the window from the shared sampler; 'not available' (with why) otherwise."""
     if device != "cuda":
-        return {"available": False, "why": "not available: no GPU in this run"}
+        return {"available": False, "why": Msg("dataload.util_na", why=Msg("dataload.util_no_gpu"))}
     try:
         from aiworkbook.telemetry import get_sampler
 
         s = get_sampler().window(since, until).summary()
     except Exception as exc:
-        return {"available": False, "why": f"not available: {type(exc).__name__}: {exc}"}
+        return {
+            "available": False,
+            "why": Msg("dataload.util_na", why=quoted(f"{type(exc).__name__}: {exc}")),
+        }
     m = {k: v["mean"] for k, v in s["metrics"].items() if k.endswith(".util_gpu_pct")}
     if not m:
-        why = next((r for k, r in s["unavailable"].items() if k.endswith(".util_gpu_pct")), "no samples")
-        return {"available": False, "why": f"not available: {why}"}
+        why = next((r for k, r in s["unavailable"].items() if k.endswith(".util_gpu_pct")), None)
+        return {
+            "available": False,
+            "why": Msg("dataload.util_na", why=why or Msg("dataload.util_no_samples")),
+        }
     return {"available": True, "mean_pct": m, "n_samples": s["n_samples"]}
 
 
@@ -231,7 +237,8 @@ def utilisation_words(util: dict[str, Any]) -> Msg | str:
     (the H200 note printed the sampler's dict: "{'gpu0.util_gpu_pct': 8.0}")."""
     means = util.get("mean_pct")
     if not isinstance(means, dict) or not means:
-        return str(util.get("why", ""))
+        why = util.get("why", "")
+        return why if isinstance(why, Msg) else str(why)  # why there is none, a message where it is ours
     parts: list[Any] = []
     for i, (key, pct) in enumerate(sorted(means.items())):
         parts += [", "] if i else []
