@@ -262,3 +262,24 @@ def test_monitor_says_its_table_and_summary_in_the_language(tmp_path, capsys):
     out = capsys.readouterr()
     assert "metingen in" in out.out and "bewaard: " in out.err
     assert not english_left(out.out + out.err, "nl"), out.out + out.err
+
+
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_the_last_resort_lines_are_said_in_the_language(monkeypatch, capsys, lang):
+    """A bug (Python's own words quoted), memory that ran out and a Ctrl-C: one line each, in the language;
+    the same lines in English are seen as English."""
+    import aiworkbook.specs as specs
+
+    for exc, code in ((RuntimeError("boom happened"), 1), (MemoryError(), 1), (KeyboardInterrupt(), 130)):
+
+        def fail(exc=exc):
+            raise exc
+
+        monkeypatch.setattr(specs, "list_gpus", fail)
+        assert main(["gpus"]) == code
+        english = capsys.readouterr().err
+        assert main(["--lang", lang, "gpus"]) == code
+        said = capsys.readouterr().err
+        assert len(said.splitlines()) == 1 and english_left(english, lang), english
+        assert not english_left(said, lang), said
+    assert "«RuntimeError: boom happened»" not in english

@@ -156,7 +156,9 @@ def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
         if run.stopped_by is not None:
             import signal
 
-            what = "Ctrl-C" if run.stopped_by == signal.SIGINT else signal.Signals(run.stopped_by).name
+            what = (
+                Msg("cli.ctrl_c") if run.stopped_by == signal.SIGINT else signal.Signals(run.stopped_by).name
+            )
             typer.echo(said(Msg("monitor.stopped", by=what, kept=kept)), err=True)
         elif run.written:
             typer.echo(said(Msg("monitor.kept", kept=kept)), err=True)

@@ -9,8 +9,9 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.lang import said
 from aiworkbook.cli.options import option
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, words
 
 
 def register(app: typer.Typer) -> None:
@@ -63,11 +64,18 @@ def register(app: typer.Typer) -> None:
         )
         with embedded_server(eng, host=host, port=port) as srv:
             st = eng.stats()
-            typer.echo(
-                f"serving {eng.spec.name} on {srv.url}/v1 ({backend}, {scheduler} batching, max batch "
-                f"{max_batch}, KV pool {st['kv_blocks_total']} blocks x {st['kv_block_size_tokens']} tokens); "
-                "Ctrl-C stops"
-            )
+            args = {
+                "model": eng.spec.name,
+                "url": f"{srv.url}/v1",
+                "backend": backend,
+                "max_batch": max_batch,
+            }
+            args |= {
+                "scheduler": scheduler,
+                "blocks": st["kv_blocks_total"],
+                "block_tokens": st["kv_block_size_tokens"],
+            }
+            typer.echo(said(Msg("cli.serve.serving", **args)))
             # Ctrl-C / SIGTERM: the server closes on the way out and the command line says what stopped it
             # in one line, exit 130 / 143, like every other command
             end = time.monotonic() + duration if duration > 0 else None
@@ -179,12 +187,13 @@ def register_prove(prove: typer.Typer) -> None:
         _print_details(r, lang)
         emit(r, json_file, lang)
         if samples_csv is not None and "requests" in r.details:
-            _write_samples(samples_csv, r.details["requests"])
+            _write_samples(samples_csv, r.details["requests"], lang)
         if sweep_csv is not None:
             from aiworkbook.serving.metrics import SWEEP_FIELDS, sweep_csv_row
 
             _write_csv(sweep_csv, SWEEP_FIELDS, [sweep_csv_row(x) for x in r.details.get("sweep") or []])
-            typer.echo(f"wrote {sweep_csv} ({len(r.details.get('sweep') or [])} load points)")
+            points = len(r.details.get("sweep") or [])
+            typer.echo(words(Msg("cli.serve.sweep_written", path=str(sweep_csv), points=points), lang))
         if r.verdict in ("error", "invalid"):  # a run that measured nothing, or too little, fails
             raise typer.Exit(1)
 
@@ -229,11 +238,11 @@ def _serving_inputs(options: dict[str, Any]) -> dict[str, Any]:
 FORMULA_HEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _write_samples(path: Path, rows: list) -> None:
+def _write_samples(path: Path, rows: list, lang: str = "en") -> None:
     from aiworkbook.serving.metrics import SAMPLE_FIELDS
 
     _write_csv(path, SAMPLE_FIELDS, rows)
-    typer.echo(f"wrote {path} ({len(rows)} requests)")
+    typer.echo(words(Msg("cli.serve.samples_written", path=str(path), requests=len(rows)), lang))
 
 
 def _write_csv(path: Path, fields: tuple[str, ...], rows: list) -> None:
@@ -287,7 +296,6 @@ _METRIC_NAMES = (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"), ("e2e", "E2
 def _print_details(r, lang: str = "en") -> None:
     """Per load point: TTFT, ITL, TPOT and E2E at p50/p90/p99 in ms with the samples each rests on
     (n/a below the minimum), then throughput (tokens, or chunks when only chunks were counted); in `lang`."""
-    from aiworkbook.message import words
 
     d = r.details
     rows = d.get("sweep") or []
