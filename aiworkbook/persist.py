@@ -85,8 +85,7 @@ def _refuse_special(p: Path, field: str) -> None:
     except OSError:
         return
     if not stat.S_ISREG(st.st_mode):
-        kind = "a folder" if stat.S_ISDIR(st.st_mode) else _kind(st.st_mode)
-        raise SpecError(field, str(p), f"a regular file path, not {kind}")
+        raise SpecError(field, str(p), Msg("allowed.regular_path", kind=_kind(st.st_mode)))
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -132,22 +131,22 @@ def check_writable(path: str | os.PathLike[str], field: str) -> Path:
     at the end for want of a file. The check creates and removes a temporary next to `path`."""
     p = Path(path)
     if p.is_dir():
-        raise SpecError(field, str(p), "a file path, not a folder")
+        raise SpecError(field, str(p), Msg("allowed.file_path"))
     _refuse_special(p, field)
     parent = p.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise SpecError(field, str(p), f"a path whose folder can be created ({exc.strerror})") from None
+        raise SpecError(field, str(p), Msg("allowed.folder_creatable", why=quoted(exc.strerror))) from None
     if not os.access(parent, os.W_OK):
-        raise SpecError(field, str(p), f"a path in a writable folder ({parent} is not writable)")
+        raise SpecError(field, str(p), Msg("allowed.writable_folder", folder=str(parent)))
     try:  # os.access says yes for root and for /proc and /sys; only a real file says for sure
         fd, probe = tempfile.mkstemp(prefix=f".{p.name}{_TMP_TAG}{os.getpid()}-", suffix=".tmp", dir=parent)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
-        raise SpecError(field, str(p), f"a path in a folder where files can be created ({why})") from None
+        raise SpecError(field, str(p), Msg("allowed.folder_for_files", why=quoted(why))) from None
     return p
 
 

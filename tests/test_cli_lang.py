@@ -60,6 +60,17 @@ def _runs(tmp_path) -> list[tuple[list[str], int]]:
         (["fit", "llama-3-8b", "--tp", "0"], 2),  # sizing: a number out of its range
         (_merge(tmp_path), 2),  # check merge: nodes' files too deep, not a check's, one missing
         *_outside_words(tmp_path),
+        *_output_paths(tmp_path),
+    ]
+
+
+def _output_paths(tmp_path) -> list[tuple[list[str], int]]:
+    """Refused output paths: a folder as the file to write, a file in the way of its folder."""
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    return [
+        (["prove", "vram", "tiny-llama", "--json", str(tmp_path)], 2),  # a file path, not a folder
+        (["prove", "vram", "tiny-llama", "--json", str(afile / "x.json")], 2),  # its folder cannot be made
     ]
 
 
@@ -283,3 +294,19 @@ def test_the_last_resort_lines_are_said_in_the_language(monkeypatch, capsys, lan
         assert len(said.splitlines()) == 1 and english_left(english, lang), english
         assert not english_left(said, lang), said
     assert "«RuntimeError: boom happened»" not in english
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_a_proof_folder_refused_in_the_language(tmp_path, capsys, lang):
+    """--dir that is a file, or under a file: refused (after the plan, the bar drawn and gone) in one
+    last line in the language."""
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    for where in (afile, afile / "sub"):
+        argv = ["prove", "host", "--dir", str(where), "--quick"]
+        assert main(argv) == 2
+        english = capsys.readouterr().err.split("\r")[-1]
+        assert main(["--lang", lang, *argv]) == 2
+        said = capsys.readouterr().err.split("\r")[-1]
+        assert english_left(english, lang) and not english_left(said, lang), said

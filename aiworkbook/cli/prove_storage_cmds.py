@@ -12,7 +12,7 @@ from aiworkbook.cli.lang import cli_lang, said
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
 from aiworkbook.i18n_format import fixed
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, quoted
 from aiworkbook.proofs import inputs as I
 
 # the options' defaults are the proofs' declared ones (aiworkbook/proofs/inputs.py)
@@ -47,7 +47,9 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
     try:
         r = registry.run(name, progress=shown, **inputs)
     except RuntimeError as exc:
-        typer.echo(f"error: {name}: {str(exc).strip().splitlines()[0]}", err=True)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        why = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Msg) else quoted(first)
+        typer.echo(said(Msg("cli.error", text=Msg("cli.proof_failed", proof=name, why=why))), err=True)
         raise typer.Exit(1) from None
     finally:
         shown.close()
@@ -69,7 +71,7 @@ def _slurm_rank(json_file: Path | None, **inputs: Any):
         out = Path(tmp) / "result.json"
         rank, world = allreduce.run_slurm(out=out, **inputs)
         if rank != 0:
-            typer.echo(f"rank {rank} of {world}: done (rank 0 reports)", err=True)
+            typer.echo(said(Msg("cli.rank_done", rank=rank, world=world)), err=True)
             return None
         r = ProofResult.load(out)
     emit(r, json_file)
@@ -255,5 +257,5 @@ def _formats(r, fmt_bytes, fmt_rate) -> None:
     if failed:  # the bytes read back are not the bytes written: the run failed, whatever its speed
         for x in failed:
             why = Msg("checkpoint.integrity_failed", format=x["format"], differ=x["integrity"])
-            typer.echo(f"error: {why}", err=True)
+            typer.echo(said(Msg("cli.error", text=why)), err=True)
         raise typer.Exit(1)
