@@ -42,13 +42,16 @@ def english_words(lang: str) -> frozenset[str]:
     `lang`'s catalogue never uses, and the function words, less the shared names."""
     from aiworkbook.catalogue import catalogue
 
+    from aiworkbook.proofs.flags import FLAGS
+
     en = _words(_strings(catalogue("en")))
     other = _words(_strings(catalogue(lang)))
-    return frozenset(w for w in (en - other) | FUNCTION_WORDS if len(w) >= 3 and w not in SHARED)
+    names = SHARED | set(FLAGS)  # an honesty flag is shown by its name (`accounted`) in every language
+    return frozenset(w for w in (en - other) | FUNCTION_WORDS if len(w) >= 3 and w not in names)
 
 
-#: names, not words: fp32, kv_cache, bert-base-uncased, and settings written as name=value
-IDENTIFIER = re.compile(r"\S*[\d_]\S*|\b[a-z]+(?:-[a-z]+)+\b|\b\w+=\S*")
+#: names, not words: fp32, kv_cache, bert-base-uncased, an option (--quick), settings written as name=value
+IDENTIFIER = re.compile(r"\S*[\d_]\S*|--[\w-]+|\b[a-z]+(?:-[a-z]+)+\b|\b\w+=\S*")
 #: a figure in English format: a decimal point before a unit, or thousands grouped by commas twice
 ENGLISH_NUMBER = re.compile(
     r"(?<![\w.,])\d+\.\d+ ?(?:[KMGT]i?B(?:/s)?|ms|s|%|W|h|\$)(?![\w])|(?<![\w.,])\d{1,3}(?:,\d{3}){2,}(?![\d])"
