@@ -41,7 +41,6 @@ def english_words(lang: str) -> frozenset[str]:
     """English words a page in `lang` (nl or de) should not show: the English catalogue's words that
     `lang`'s catalogue never uses, and the function words, less the shared names."""
     from aiworkbook.catalogue import catalogue
-
     from aiworkbook.proofs.flags import FLAGS
 
     en = _words(_strings(catalogue("en")))
