@@ -18,7 +18,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from aiworkbook.errors import printable
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, quoted
 
 #: the most bytes one answer may have unless the caller says otherwise
 MAX_BYTES = 64 * 2**20
@@ -51,7 +51,7 @@ def _split(url: str) -> urllib.parse.SplitResult:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 (a port that is not a number raises here)
     except ValueError as exc:
-        raise FetchError(Msg("fetch.not_url", url=printable(url, QUOTE), why=str(exc))) from None
+        raise FetchError(Msg("fetch.not_url", url=printable(url, QUOTE), why=quoted(exc))) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise FetchError(Msg("fetch.scheme", url=printable(url, QUOTE)))
     return parts

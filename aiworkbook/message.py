@@ -128,6 +128,13 @@ def from_data(d: Any) -> Any:
     return d
 
 
+def quoted(text: object) -> Msg:
+    """Words from outside this library (an OSError's strerror, a decoder's reason), kept as they were
+    said: English prints them as before, Dutch and German mark them as a quotation («No such file or
+    directory»), so a reader sees whose words they are (tests/english_left.py skips a quotation)."""
+    return Msg("outside.quoted", text=str(text))
+
+
 def words(x: object, lang: str = "en") -> str:
     """What a person reads for `x` in `lang`: a Msg's words, anything else as it is (a figure, a name,
     a note from a library outside this one)."""

@@ -85,10 +85,10 @@ def reason(exc: BaseException) -> str:
         for name in _CODES:
             if getattr(pynvml, name, object()) == code:
                 return said(name)
-        from aiworkbook.message import Msg
+        from aiworkbook.message import Msg, quoted
 
         try:
-            return Msg("nvml.error", code=code, error=str(exc))
+            return Msg("nvml.error", code=code, error=quoted(exc))
         except Exception:  # str() asks libnvidia-ml for unknown codes
             return Msg("nvml.error", code=code, error="?")
     mismatch = getattr(pynvml, "NVMLLibraryMismatchError", None)

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiworkbook.diskfull import ERRNOS, NoSpace
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, quoted
 
 #: our temporaries: `.<target name>.aiwb-<pid>-<random>.tmp`, so a later run can tell its own leftovers
 #: (a SIGKILLed writer's) from another program's files, and a live writer's from a dead one's
@@ -85,8 +85,7 @@ def _refuse_special(p: Path, field: str) -> None:
     except OSError:
         return
     if not stat.S_ISREG(st.st_mode):
-        kind = "a folder" if stat.S_ISDIR(st.st_mode) else _kind(st.st_mode)
-        raise SpecError(field, str(p), f"a regular file path, not {kind}")
+        raise SpecError(field, str(p), Msg("allowed.regular_path", kind=_kind(st.st_mode)))
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -132,22 +131,22 @@ def check_writable(path: str | os.PathLike[str], field: str) -> Path:
     at the end for want of a file. The check creates and removes a temporary next to `path`."""
     p = Path(path)
     if p.is_dir():
-        raise SpecError(field, str(p), "a file path, not a folder")
+        raise SpecError(field, str(p), Msg("allowed.file_path"))
     _refuse_special(p, field)
     parent = p.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise SpecError(field, str(p), f"a path whose folder can be created ({exc.strerror})") from None
+        raise SpecError(field, str(p), Msg("allowed.folder_creatable", why=quoted(exc.strerror))) from None
     if not os.access(parent, os.W_OK):
-        raise SpecError(field, str(p), f"a path in a writable folder ({parent} is not writable)")
+        raise SpecError(field, str(p), Msg("allowed.writable_folder", folder=str(parent)))
     try:  # os.access says yes for root and for /proc and /sys; only a real file says for sure
         fd, probe = tempfile.mkstemp(prefix=f".{p.name}{_TMP_TAG}{os.getpid()}-", suffix=".tmp", dir=parent)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
-        raise SpecError(field, str(p), f"a path in a folder where files can be created ({why})") from None
+        raise SpecError(field, str(p), Msg("allowed.folder_for_files", why=quoted(why))) from None
     return p
 
 
@@ -230,7 +229,7 @@ def read_text(
         raise SpecError("path", str(p), what, source=str(p)) from None
     except OSError as exc:
         raise SpecError(
-            "path", str(p), Msg("allowed.file_readable", why=exc.strerror or str(exc)), source=str(p)
+            "path", str(p), Msg("allowed.file_readable", why=quoted(exc.strerror or exc)), source=str(p)
         ) from None
     if stat.S_ISDIR(st.st_mode):
         raise SpecError("path", str(p), Msg("allowed.file_not_folder", what=what), source=str(p))
@@ -255,13 +254,13 @@ def read_text(
         raise SpecError("path", str(p), Msg("allowed.file_not_folder", what=what), source=str(p)) from None
     except UnicodeDecodeError as exc:
         raise SpecError(
-            "path", str(p), Msg("allowed.utf8", at=exc.start, reason=exc.reason), source=str(p)
+            "path", str(p), Msg("allowed.utf8", at=exc.start, reason=quoted(exc.reason)), source=str(p)
         ) from None
     except MemoryError:
         raise SpecError("path", str(p), Msg("allowed.file_in_memory", what=what), source=str(p)) from None
     except OSError as exc:
         raise SpecError(
-            "path", str(p), Msg("allowed.file_readable", why=exc.strerror or str(exc)), source=str(p)
+            "path", str(p), Msg("allowed.file_readable", why=quoted(exc.strerror or exc)), source=str(p)
         ) from None
 
 
@@ -290,7 +289,7 @@ def _loads(text: str, p: Path, where: str = "", *, unique_keys: bool = False) ->
         ) from None
     except json.JSONDecodeError as exc:
         at = where or Msg("json.line_col", line=exc.lineno, col=exc.colno)
-        bad = Msg("json.where", at=at, why=exc.msg)
+        bad = Msg("json.where", at=at, why=quoted(exc.msg))
         raise SpecError("json", bad, Msg("allowed.json_valid"), source=str(p)) from None
     except RecursionError:
         nested = Msg("allowed.json_less_deep")
@@ -340,7 +339,7 @@ def read_jsonl(
         try:
             rows.append((i, json.loads(ln)))
         except json.JSONDecodeError as exc:
-            bad = Msg("json.where", at=Msg("json.line", line=i), why=exc.msg)
+            bad = Msg("json.where", at=Msg("json.line", line=i), why=quoted(exc.msg))
             raise SpecError("json", bad, Msg("allowed.jsonl_line"), source=str(p)) from None
         except RecursionError:
             nested = Msg("allowed.json_less_deep")

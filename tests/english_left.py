@@ -43,14 +43,16 @@ def english_words(lang: str) -> frozenset[str]:
     """English words a page in `lang` (nl or de) should not show: the English catalogue's words that
     `lang`'s catalogue never uses, and the function words, less the shared names."""
     from aiworkbook.catalogue import catalogue
+    from aiworkbook.proofs.flags import FLAGS
 
     en = _words(_strings(catalogue("en")))
     other = _words(_strings(catalogue(lang)))
-    return frozenset(w for w in (en - other) | FUNCTION_WORDS if len(w) >= 3 and w not in SHARED)
+    names = SHARED | set(FLAGS)  # an honesty flag is shown by its name (`accounted`) in every language
+    return frozenset(w for w in (en - other) | FUNCTION_WORDS if len(w) >= 3 and w not in names)
 
 
 #: names, not words: fp32, kv_cache, bert-base-uncased, options (--seq), settings written as name=value
-IDENTIFIER = re.compile(r"\S*[\d_]\S*|\b[a-z]+(?:-[a-z]+)+\b|--[\w-]+|\b\w+=\S*")
+IDENTIFIER = re.compile(r"\S*[\d_]\S*|--[\w-]+|\b[a-z]+(?:-[a-z]+)+\b|\b\w+=\S*")
 #: a figure in English format: a decimal point before a unit, or thousands grouped by commas twice
 ENGLISH_NUMBER = re.compile(
     r"(?<![\w.,])\d+\.\d+ ?(?:[KMGT]i?B(?:/s)?|ms|s|%|W|h|\$)(?![\w])|(?<![\w.,])\d{1,3}(?:,\d{3}){2,}(?![\d])"
@@ -66,14 +68,20 @@ def _grouped(figure: str, lang: str) -> bool:
     return sign != "," and re.fullmatch(rf"\d{{1,3}}(?:{re.escape(sign)}\d{{3}})+ ?\D*", figure) is not None
 
 
+#: words from outside the library quoted as they were said (aiworkbook.message.quoted: «No such file or
+#: directory», the OS's or a decoder's English): not ours to translate
+QUOTATION = re.compile(r"«[^«»]*»")
+
+
 def english_left(text: str, lang: str) -> list[str]:
-    """The lines of `text` that hold an English word or an English-formatted figure (each line once,
-    what was found marked in [brackets])."""
+    """The lines of `text` that hold an English word or an English-formatted figure outside a marked
+    quotation (each line once, what was found marked in [brackets])."""
     words = english_words(lang)
     out: list[str] = []
     for line in dict.fromkeys(x.strip() for x in text.splitlines() if x.strip()):
-        prose = IDENTIFIER.sub(" ", line)  # names such as inference-4xl40s or kv_cache are no words
-        figures = [x for x in ENGLISH_NUMBER.findall(line) if not _grouped(x, lang)]
+        ours = QUOTATION.sub(" ", line)
+        prose = IDENTIFIER.sub(" ", ours)  # names such as inference-4xl40s or kv_cache are no words
+        figures = [x for x in ENGLISH_NUMBER.findall(ours) if not _grouped(x, lang)]
         hits = [w for w in WORD.findall(prose) if w.lower() in words] + figures
         if hits:
             out.append(f"{line[:160]}  [{', '.join(dict.fromkeys(hits))}]")

@@ -87,8 +87,11 @@ HEALTHY = {**DATACENTER, "name": "NVIDIA L40S", "throttle": 0, "ecc": (0, 0, 0, 
 NO_WAIT = {"sleep": lambda s: None}
 
 
-def _passive(path, gpus, lang, capsys, **fake) -> str:
-    with FakeNVML(gpus, **NO_WAIT, **fake):
+def _passive(path, gpus, lang, capsys, xids=(), **fake) -> str:
+    """`check --passive --lang` on `gpus`, the first raising `xids` while the check watches."""
+    with FakeNVML(gpus, **NO_WAIT, **fake) as f:
+        for x in xids:
+            f.inject_xid(0, x)
         reset_reader()
         try:
             main(["check", str(path), "--passive", "--lang", lang])
@@ -178,3 +181,161 @@ def test_offline_report_of_a_detected_node_and_a_stored_result(tmp_path, serving
     assert not left, "English left in the report:\n" + "\n".join(left)
     assert "8480+" in text and "cores each" not in text
     assert words(Msg("node.this", host="x"), lang).split("(")[0].strip() in text
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_xid_descriptions_in_the_language(tmp_path, capsys, lang):
+    """A critical XID (79), an application's (13) and one NVIDIA's list here lacks (999): what each means
+    is said in the language, in `check --passive` and on the event timeline the monitor reads."""
+    from aiworkbook.profile.gpu_facts import read_facts
+    from aiworkbook.telemetry.events import XID_NAMES, describe
+
+    with FakeNVML([HEALTHY], **NO_WAIT):
+        facts = read_facts()
+    doc = json.loads(write_locked(tmp_path).read_text())
+    doc["node"]["nvml"] = facts.model_dump(mode="json")
+    doc["node"]["fingerprint"]["gpu"] = facts.gpus[0].name
+    p = tmp_path / "gpu.json"
+    p.write_text(json.dumps(doc))
+    english = _passive(p, [HEALTHY], "en", capsys, xids=[79, 13, 999])
+    assert "GPU 0: XID 79 (GPU has fallen off the bus)" in english and "XID 999 (see NVIDIA" in english
+    assert english_left(english, lang)
+    said = _passive(p, [HEALTHY], lang, capsys, xids=[79, 13, 999])
+    assert len(said.splitlines()) == len(english.splitlines()) and "XID 999" in said
+    assert not english_left(said, lang), said
+    everything = [describe(x) for x in [*XID_NAMES, 999]]
+    assert english_left("\n".join(everything), lang)  # the English the timeline's JSON keeps
+    assert not english_left("\n".join(words(d, lang) for d in everything), lang)
+
+
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_attention_checks_detail_in_the_language(lang):
+    """benchmarks/gpu_checks.py's attention line: the probe, the kernel's version and cuDNN's state."""
+    from aiworkbook.proofs.attention import attention_check
+
+    detail = attention_check("cpu")["detail"]
+    assert isinstance(detail, Msg) and "cuDNN attention off while pinned" in detail
+    assert english_left(detail, lang) and not english_left(words(detail, lang), lang)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_a_model_that_does_not_fit_quicks_budget_is_refused_in_the_language(capsys, lang):
+    """`prove vram --quick` refused before it allocates (not even a 1-layer proxy fits the 2 GiB budget):
+    the sentence, the proxy and what --quick did instead, one line, in the language."""
+    argv = ["prove", "vram", "llama-3-8b", "--quick", "--batch", "64", "--seq", "4096", "--device", "cpu"]
+    assert main(argv) == 2
+    english = capsys.readouterr().err.splitlines()[-1].split("\r")[-1]
+    assert "--quick caps the cpu budget at 2.00 GiB" in english and english_left(english, lang)
+    assert main(["--lang", lang, *argv]) == 2
+    said = capsys.readouterr().err.splitlines()[-1].split("\r")[-1]
+    assert "--quick" in said and "2,00 GiB" in said and "1.024" in said
+    assert not english_left(said, lang), said
+
+
+@pytest.mark.timeout(120)
+def test_a_proofs_progress_labels_are_messages_the_viewer_says():
+    """The labels a proof reports (roofline --quick on the CPU: its stages, then done) reach the viewer as
+    messages: English as they were, said in the language by the CLI's bar (and the widget, by words())."""
+    from aiworkbook.proofs import registry
+    from aiworkbook.proofs.progress import TqdmProgress
+
+    seen: list[str] = []
+    registry.run("roofline", quick=True, device="cpu", progress=lambda d, t, m: seen.append(m))
+    labels = list(dict.fromkeys(seen))
+    assert len(labels) >= 3 and all(isinstance(m, Msg) for m in labels), labels
+    assert "memory bandwidth" in labels
+    for lang in ("nl", "de"):
+        assert english_left("\n".join(labels), lang)
+        assert not english_left("\n".join(words(m, lang) for m in labels), lang)
+        shown = TqdmProgress("roofline", lang)
+        try:
+            shown(0, len(labels), labels[0])
+            assert shown.bar.postfix == words(labels[0], lang) != labels[0]
+        finally:
+            shown.close()
+    from aiworkbook.widgets import ProofRunner
+
+    runner = ProofRunner(proof="roofline", lang="de", allow_run=False)
+    try:
+        runner._progress(1, 3, labels[0])  # what the proof's thread posts to the kernel's loop
+        assert runner.progress_text.value == f"1/3 {words(labels[0], 'de')}"
+    finally:
+        runner.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_an_imported_serving_result_is_said_in_the_language(tmp_path, capsys, lang):
+    """`aiworkbook --lang X prove serving --import` (a vLLM and a GuideLLM file): the table, the headline
+    (a server elsewhere), what was imported and how that tool defines its latencies; a file of neither
+    kind is refused in the language. The same in English is seen as English."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    other = tmp_path / "other.json"
+    other.write_text('{"neither": 1}', encoding="utf-8")
+    for name, code in (("vllm_bench_serve_result.json", 0), ("guidellm_report.json", 0), (other, 2)):
+        argv = ["prove", "serving", "--import", str(data / name)]
+        assert main(argv) == code
+        english = capsys.readouterr()
+        assert main(["--lang", lang, *argv]) == code
+        said = capsys.readouterr()
+        assert english_left(english.out + english.err, lang), name
+        assert not english_left(said.out + said.err, lang), said.out + said.err
+
+
+@pytest.mark.timeout(120)
+def test_prove_roofline_says_its_lines_in_the_language(tmp_path, capsys):
+    """`aiworkbook --lang de prove roofline --quick --node-out`: the bandwidth line and how each rate is
+    counted, the matmul rates, the headline, the notes and the calibrated node written, all in German
+    (the same lines in English are what the detector finds English in)."""
+    import contextlib
+    import io
+
+    node = tmp_path / "node.json"
+    argv = ["--lang", "de", "prove", "roofline", "--quick", "--device", "cpu", "--node-out", str(node)]
+    with contextlib.redirect_stderr(io.StringIO()):  # the progress bar
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("  Kopieren ") and "GFLOP/s" in out and f"{node} geschrieben" in out
+    assert not english_left(out, "de"), out
+    english = Msg("cli.roofline.bandwidth", copy=1e10, read=1e10, copy_how="", read_how="")
+    english += "\n" + Msg("cli.roofline.copy_how") + "\n" + Msg("cli.roofline.node_written", path="n.json")
+    assert len(english_left(english, "de")) == 3
+
+
+@pytest.mark.timeout(120)
+def test_storage_proofs_tables_in_the_language(tmp_path, capsys):
+    """`prove dataload --quick` (its sweep table and notes, the GPU utilisation not available) and the
+    table of `prove checkpoint --quick` (baseline and a format's write, stall, restore) in Dutch; the
+    headline names its honesty flags (fsynced) as they are, so only checkpoint's table is held here."""
+    import contextlib
+    import io
+
+    data = ["prove", "dataload", "--dir", str(tmp_path / "d"), "--quick"]
+    ckpt = ["prove", "checkpoint", "--dir", str(tmp_path / "c"), "--model", "tiny-llama", "--quick"]
+    ckpt += ["--formats", "safetensors"]
+    said = {}
+    for argv in (data, ckpt):
+        with contextlib.redirect_stderr(io.StringIO()):  # the progress bar
+            assert main(["--lang", "nl", *argv]) == 0
+        said[argv[1]] = capsys.readouterr().out
+    assert "voorbeelden/s" in said["dataload"] and "niet beschikbaar: geen GPU" in said["dataload"]
+    assert not english_left(said["dataload"], "nl"), said["dataload"]
+    table = [x for x in said["checkpoint"].splitlines() if x.startswith("  ") and not x.startswith("  - ")]
+    assert len(table) == 2 and "gewoon sequentieel" in table[0] and "herstellen" in table[1]
+    assert not english_left("\n".join(table), "nl"), table
+    english = Msg(
+        "cli.ckpt.format",
+        format="",
+        size="",
+        write=1e9,
+        write_x=1,
+        stall=1,
+        read=1e9,
+        read_x=1,
+        integrity="ok",
+    )
+    assert english_left(english + "\n" + Msg("dataload.util_na", why=Msg("dataload.util_no_gpu")), "nl")

@@ -262,6 +262,36 @@ def test_changed_fingerprint_says_which_part(prof, changed, part, old, new):
     assert rep.exit_code == 0  # a changed fingerprint warns; the figures decide the exit code
 
 
+@pytest.mark.parametrize("lang", ["nl", "de"])
+def test_check_lines_and_warnings_are_said_in_the_language(prof, lang):
+    """Every status a check can give (pass, drift, fail, missing, error), its reasons (interrupted, no
+    measurement, another unit, a changed fingerprint, new flags) and the warnings (a changed fingerprint,
+    a result no golden proof takes): English as before, and no English left in the language."""
+    from english_left import english_left
+
+    from aiworkbook.message import words
+
+    reports = [
+        check(
+            prof, [result("kv", environment=env(driver="560.28.03"), flags=["proxy-model"]), result("vram")]
+        ),
+        check(prof, [result("kv", 1.10e9), result("roofline", 4e11, "B/s")]),
+        check(
+            prof,
+            [result("kv", None, verdict="interrupted"), result("roofline", None, verdict="does-not-fit")],
+        ),
+        check(prof, [result("kv", 1e9, unit="s")]),
+    ]
+    lines = [x for r in reports for x in [*(c.line() for c in r.checks), *r.warnings()]]
+    statuses = {c.status for r in reports for c in r.checks}
+    assert statuses == {"pass", "drift", "fail", "missing", "error"}
+    english = "\n".join(lines)
+    assert "driver 550.54.15 -> 560.28.03" in english and "new flags: proxy-model" in english
+    assert english_left(english, lang)
+    said = "\n".join(words(x, lang) for x in lines)
+    assert "550.54.15 -> 560.28.03" in said and not english_left(said, lang), said
+
+
 def test_check_reruns_golden_proofs_through_the_registry(monkeypatch):
     calls = install_fake_proof(monkeypatch, measured=100.0)
     from aiworkbook.proofs import registry

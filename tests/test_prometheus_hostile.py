@@ -134,3 +134,19 @@ def test_the_cli_refuses_a_redirect_to_ftp_in_one_line(server, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "another origin" in err and "internal error" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_prometheus_own_error_is_quoted_inside_a_sentence_of_ours(server, capsys):
+    """Prometheus' error text is its own (English): German frames it and marks it «…»; English as before."""
+    from english_left import english_left
+
+    url = server("huge-error")
+    assert main(["monitor", "--prometheus", url]) == 1
+    english = capsys.readouterr().err
+    assert main(["--lang", "de", "monitor", "--prometheus", url]) == 1
+    german = capsys.readouterr().err
+    assert ": bad_data: xxx" in english and "«" not in english and english.startswith("error: ")
+    assert (
+        german.startswith("Fehler: ") and "Prometheus antwortete mit einem Fehler: «bad_data: xxx" in german
+    )
+    assert german.rstrip().endswith("»") and not english_left(german, "de")

@@ -46,6 +46,11 @@ def test_check_memory_refuses_past_the_free_memory_less_the_margin():
     assert f"needs {free - margin + 1:,} B" in msg and f"{free:,} B free (test)" in msg
     assert f"safety margin of {margin:,} B" in msg and "nothing was loaded" in msg
     assert limits.spare_bytes(MiB) == 256 * MiB  # the floor on a small device
+    german = err.value.allowed.render("de")  # a message: the reader's language says it
+    assert (
+        german.startswith("Modell m passt nicht auf cpu")
+        and f"{free:,} B frei (test)".replace(",", ".") in german
+    )
 
 
 def test_build_engine_refuses_a_torch_model_that_does_not_fit_before_building_it(monkeypatch):

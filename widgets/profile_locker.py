@@ -16,6 +16,7 @@ import ipywidgets as W
 import traitlets
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import words as said
 from aiworkbook.persist import dumps_json
 
 from .base import Composite, dropdown, html_table, none_first, value_html
@@ -241,7 +242,10 @@ class ProfileLocker(Composite):
         colour = VERDICT_COLOURS["pass" if report.exit_code == 0 else "fail"]
         words = html.escape(self.t(f"check_{report.exit_code}"))  # what the exit code means, in words
         self.headline.value = f'<b style="color:{colour}">{words}</b>'
-        self.details.value = "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"
+        items = "".join(
+            f"<li>{html.escape(said(x, self.lang))}</li>" for x in lines
+        )  # in the page's language
+        self.details.value = f"<ul>{items}</ul>"
         doc = report.to_dict()
         self.download.value = download_link(
             dumps_json(doc, indent=2), "check.json", "application/json", self.t("download_check")

@@ -299,7 +299,9 @@ class ProofRunner(Composite):
         from aiworkbook.proofs.progress import counts
 
         self.progress.value = done / total if total else 0.0
-        self.progress_text.value = html.escape(f"{counts(done, total, unit, self.lang)} {message}")
+        self.progress_text.value = html.escape(
+            f"{counts(done, total, unit, self.lang)} {words(message, self.lang)}"
+        )
 
     def _finish(self, result: Any, message: str | None = None, exc: BaseException | None = None) -> None:
         try:

@@ -53,7 +53,9 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
     lang: str = typer.Option(
-        "en", "--lang", help="Language of what the command says: en, nl or de (before the command)."
+        None,
+        "--lang",
+        help="Language of what the command says: en, nl or de (before the command; default: en).",
     ),
 ) -> None:
     """Size AI infrastructure and prove the sizing on this node."""
@@ -93,14 +95,17 @@ def _interrupted(exc: KeyboardInterrupt, mark: int) -> int:
     import signal as _signal
 
     from aiworkbook import signals
+    from aiworkbook.cli.lang import said
+    from aiworkbook.message import Msg
     from aiworkbook.persist import written_since
 
     signum = signals.received() or _signal.SIGINT
-    what = "Ctrl-C" if signum == _signal.SIGINT else _signal.Signals(signum).name
+    what = Msg("cli.ctrl_c") if signum == _signal.SIGINT else _signal.Signals(signum).name
     detail = str(exc).strip()
     kept = [p for p in written_since(mark) if p.exists()]  # a proof removes its own folder
-    saved = f"kept: {', '.join(map(str, kept))}" if kept else "no result was saved"
-    typer.echo(f"stopped by {what}{f' ({detail})' if detail else ''}; {saved}", err=True)
+    saved = Msg("cli.kept", files=", ".join(map(str, kept))) if kept else Msg("cli.nothing_saved")
+    line = Msg("cli.stopped", what=what, detail=f" ({detail})" if detail else "", saved=saved)
+    typer.echo(said(line), err=True)
     return 128 + int(signum)
 
 
@@ -164,10 +169,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from aiworkbook import diskfull, signals
     from aiworkbook.cli.lang import error_line, said, set_lang
-    from aiworkbook.message import Msg
+    from aiworkbook.message import Msg, quoted
     from aiworkbook.persist import written_since
 
-    set_lang("en")  # until the root callback reads --lang (main runs more than once in a process)
+    set_lang(None)  # until the root callback reads --lang (main runs more than once in a process)
     mark = len(written_since())
     try:
         with signals.handled():
@@ -193,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a path that cannot be read or written, a disk that is full, a port in use
         full = diskfull.found_in(exc)
         if full is not None:  # where, needed and free: exit 1, the input was fine
-            typer.echo(f"error: {full}", err=True)
+            typer.echo(said(Msg("cli.error", text=full.message)), err=True)
             return 1
         if exc.errno == errno.EPIPE:  # `aiworkbook models | head`: the reader left; say nothing
             try:
@@ -202,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
                 pass
             return 1
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        # the OS's own words (strerror) quoted as it says them; the library's own reason is a message
         why = exc.strerror or (exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Msg) else exc)
+        why = why if isinstance(why, Msg) else quoted(why)
         typer.echo(said(Msg("cli.error", text=where + said(why))), err=True)
         return 2
     except BaseException as exc:
@@ -220,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             return _interrupted(stop, mark)
         full = diskfull.found_in(exc)
         if full is not None:  # wrapped (DCP's CheckpointException is a BaseException): the same line
-            typer.echo(f"error: {full}", err=True)
+            typer.echo(said(Msg("cli.error", text=full.message)), err=True)
             return 1
         spec = _spec_error_in(exc)
         if spec is not None:  # an option's own parser (cli/size_cmds.py) named the option and its range
@@ -230,21 +237,16 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()  # type: ignore[attr-defined]
             return exc.exit_code  # type: ignore[attr-defined]
         if type(exc).__name__ == "Abort":
-            typer.echo("aborted", err=True)
+            typer.echo(said(Msg("cli.aborted")), err=True)
             return 1
         if not isinstance(exc, Exception) or os.environ.get("AIWORKBOOK_DEBUG"):
             raise
         if isinstance(exc, MemoryError):
-            typer.echo(
-                "error: out of memory (MemoryError); the input is too large for this machine", err=True
-            )
+            typer.echo(said(Msg("cli.error", text=Msg("cli.out_of_memory"))), err=True)
             return 1
         msg = str(exc).splitlines()[0][:300] if str(exc) else ""
-        typer.echo(
-            f"internal error: {type(exc).__name__}{': ' + msg if msg else ''} "
-            "(a bug in aiworkbook; rerun with AIWORKBOOK_DEBUG=1 for the traceback and report it)",
-            err=True,
-        )
+        what = quoted(f"{type(exc).__name__}{': ' + msg if msg else ''}")  # Python's words, as it said them
+        typer.echo(said(Msg("cli.internal_error", what=what)), err=True)
         return 1
 
 

@@ -30,6 +30,7 @@ from typing import IO
 import typer
 
 from aiworkbook.catalogue import check_lang
+from aiworkbook.cli.lang import said
 from aiworkbook.cli.options import option
 from aiworkbook.i18n_format import LANG_ENV  # noqa: F401  (the page language `--lang` sets; defined there)
 from aiworkbook.message import Msg
@@ -376,7 +377,7 @@ def register(app: typer.Typer) -> None:
         # SIGTERM and Ctrl-C arrive as KeyboardInterrupt (aiworkbook.signals, set up by the command line's
         # main): serving() stops Voilà on the way out, and main says so in one line, 143 or 130
         with serving(spec) as proc:
-            proofs = "allowed, one at a time" if allow_proofs else "off"
-            typer.echo(f"{dashboard} dashboard: {spec.url}  (proofs {proofs}; Ctrl-C stops it)")
+            proofs = Msg("cli.app.proofs_on") if allow_proofs else Msg("cli.app.proofs_off")
+            typer.echo(said(Msg("cli.app.serving", dashboard=dashboard, url=spec.url, proofs=proofs)))
             sys.stdout.flush()
             proc.wait()

@@ -8,21 +8,29 @@ from aiworkbook.errors import SpecError, printable, quote
 from aiworkbook.message import Msg, words
 
 _lang = "en"
+_given: str | None = None
 
 
-def set_lang(lang: str) -> None:
-    """Speak `lang` (one of the catalogues present) from now on; a SpecError naming `--lang` else."""
+def set_lang(lang: str | None) -> None:
+    """Speak `lang` (one of the catalogues present; None: English, as no `--lang` given) from now on;
+    a SpecError naming `--lang` else."""
     from aiworkbook.catalogue import languages
 
-    global _lang
-    if lang not in languages():
+    global _lang, _given
+    if lang is not None and lang not in languages():
         raise SpecError("--lang", lang, ", ".join(languages()))
-    _lang = lang
+    _lang, _given = lang or "en", lang
 
 
 def cli_lang() -> str:
     """The language set by `--lang` (en unless given)."""
     return _lang
+
+
+def given_lang() -> str | None:
+    """The language `aiworkbook --lang` named, None when it was not given: a command whose default is
+    another language (a report in its profile's) keeps that default then."""
+    return _given
 
 
 def said(x: object) -> str:
@@ -36,6 +44,8 @@ def error_line(exc: SpecError) -> str:
     if _lang == "en":
         return f"error: {exc}"
     where = f"{printable(exc.source, 400)}: " if exc.source else ""
+    if isinstance(exc.allowed, Msg) and str(exc) == exc.allowed:  # a whole sentence (WouldNotFit's)
+        return said(Msg("cli.error", text=where + said(exc.allowed)))
     value = quote(said(exc.value)) if isinstance(exc.value, Msg) else quote(exc.value)
     line = Msg("error_line", field=field_name(exc.field), value=value, allowed=exc.allowed)
     return said(Msg("cli.error", text=where + line.render(_lang)))

@@ -78,9 +78,10 @@ def register(app: typer.Typer) -> None:
         reader = _replay_reader(replay) if replay else None
         sampler = Sampler(interval=interval, gpu_reader=reader, host=host)
         if capabilities:
+            from aiworkbook.cli.lang import said
             from aiworkbook.telemetry.capabilities import format_matrix
 
-            typer.echo(sampler.status())
+            typer.echo(said(sampler.status()))
             typer.echo(format_matrix(sampler.gpu_reader.capabilities()))
             return
         _run(sampler, interval, duration, jsonl, record, csv, serve, quiet)
@@ -101,6 +102,8 @@ def _replay_reader(replay: str) -> ReplayReader:
 
 def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
     from aiworkbook import signals
+    from aiworkbook.cli.lang import cli_lang, said
+    from aiworkbook.message import Joined, Msg
     from aiworkbook.telemetry.monitor import run_monitor
     from aiworkbook.telemetry.replay import trace_header
     from aiworkbook.telemetry.table import render_table
@@ -110,16 +113,17 @@ def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
     names = [i.get("name", "") for i in reader.identities()] if reader.count() else []
     header = trace_header(reader, interval, source="recorded" if reader.source == "nvml" else "replay")
     tty = sys.stdout.isatty() and not quiet
+    lang = cli_lang()
     if not tty:  # a redrawn screen shows the status on top; a scrolling log says it once
-        typer.echo(status, err=True)
+        typer.echo(said(status), err=True)
 
     def show(sample) -> None:
         if quiet:
             return
         if tty:
-            typer.echo("\x1b[H\x1b[2J" + render_table(sample, names, status))
+            typer.echo("\x1b[H\x1b[2J" + render_table(sample, names, status, lang))
         else:
-            typer.echo(render_table(sample, names) + "\n")
+            typer.echo(render_table(sample, names, lang=lang) + "\n")
 
     server = None
     try:
@@ -129,7 +133,7 @@ def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
 
             server = start_server(sampler, *parse_bind(serve))
             bound = server.server_address
-            typer.echo(f"serving metrics at {_url(str(bound[0]), int(bound[1]))}", err=True)
+            typer.echo(said(Msg("monitor.serving_at", url=_url(str(bound[0]), int(bound[1])))), err=True)
         run = run_monitor(
             sampler,
             interval=interval,
@@ -147,14 +151,17 @@ def _run(sampler, interval, duration, jsonl, record, csv, serve, quiet) -> None:
                 server.server_close()
     with signals.deferred("printing the summary"):
         _print_summary(sampler, run.samples)
-        kept = "; ".join(run.written) or "nothing (no --jsonl, --record or --csv given)"
+        files = Joined(*[p for i, w in enumerate(run.written) for p in (("; ", w) if i else (w,))])
+        kept: Msg = files if run.written else Msg("monitor.kept_nothing")
         if run.stopped_by is not None:
             import signal
 
-            what = "Ctrl-C" if run.stopped_by == signal.SIGINT else signal.Signals(run.stopped_by).name
-            typer.echo(f"stopped by {what}; kept: {kept}", err=True)
+            what = (
+                Msg("cli.ctrl_c") if run.stopped_by == signal.SIGINT else signal.Signals(run.stopped_by).name
+            )
+            typer.echo(said(Msg("monitor.stopped", by=what, kept=kept)), err=True)
         elif run.written:
-            typer.echo(f"kept: {kept}", err=True)
+            typer.echo(said(Msg("monitor.kept", kept=kept)), err=True)
     if run.stopped_by is not None:
         raise typer.Exit(128 + int(run.stopped_by))
 
@@ -184,19 +191,38 @@ def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}/metrics" if ":" in host else f"http://{host}:{port}/metrics"
 
 
+def _method(method: str) -> object:
+    """How the energy was read (the summary's energy_method) in words."""
+    from aiworkbook.message import Msg
+
+    if method == "energy counter":
+        return Msg("monitor.method.counter")
+    return Msg("monitor.method.integral") if method == "power integral" else method
+
+
 def _print_summary(sampler, samples) -> None:
+    from aiworkbook.cli.lang import said
+    from aiworkbook.message import Msg
     from aiworkbook.telemetry.na import na_reason
     from aiworkbook.telemetry.summary import Window
 
     s = Window(samples, sampler.events).summary()
-    typer.echo(f"{s['n_samples']} samples over {s['duration_s']:.1f} s; {sampler.status()}")
+    typer.echo(
+        said(Msg("monitor.summary", n=s["n_samples"], seconds=s["duration_s"], status=sampler.status()))
+    )
     for gpu, joules in s["energy_j"].items():
-        shares = ", ".join(f"{k} {v:.0%}" for k, v in s["throttle_share"].get(gpu, {}).items()) or "none"
+        shares = [
+            Msg("monitor.share", reason=k, share=v) for k, v in s["throttle_share"].get(gpu, {}).items()
+        ]
+        active = Msg("monitor.shares", shares=shares) if shares else Msg("passive.value.none")
         energy = (
-            f"{joules:.1f} J ({s['energy_method'][gpu]})"
+            Msg("monitor.energy", joules=joules, method=_method(s["energy_method"][gpu]))
             if isinstance(joules, float)
-            else f"n/a ({na_reason(joules) or joules})"
+            else Msg("monitor.energy_na", why=na_reason(joules) or joules)
         )
-        typer.echo(f"{gpu}: energy {energy}; throttle reasons active: {shares}")
+        typer.echo(said(Msg("monitor.gpu_energy", gpu=gpu, energy=energy, shares=active)))
     for e in s["events"]:
-        typer.echo(f"event: GPU {e['gpu']} {e['type']} {e.get('xid', e['data'])} {e.get('description', '')}")
+        what = e.get("description", "")  # an XID's meaning, said in --lang's language
+        typer.echo(
+            said(Msg("monitor.event", gpu=e["gpu"], type=e["type"], xid=e.get("xid", e["data"]), what=what))
+        )

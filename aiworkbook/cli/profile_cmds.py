@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.lang import cli_lang, given_lang, said
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
@@ -121,10 +122,10 @@ def lock_cmd(
         notes=note,
     )
     prof.save(out)
-    typer.echo(
-        f"locked {prof.pattern} profile: {len(prof.workloads)} workload(s), {len(prof.proofs)} golden "
-        f"proof(s) [{', '.join(p.name for p in prof.proofs)}] on {prof.node.fingerprint.describe()} -> {out}"
-    )
+    names = ", ".join(p.name for p in prof.proofs)
+    counts = {"workloads": len(prof.workloads), "proofs": len(prof.proofs)}
+    node = prof.node.fingerprint.describe()
+    typer.echo(said(Msg("cli.locked", pattern=prof.pattern, **counts, names=names, node=node, path=str(out))))
 
 
 def check_cmd(
@@ -153,7 +154,8 @@ def check_cmd(
     ),
     node: str = option("--node", "The Slurm node name for --slurm-drain (default: this host's)."),
     lang: str = option(
-        "--lang", "Language of --passive's lines: en | nl | de (a drain reason stays English).", "en"
+        "--lang",
+        "Language of --passive's lines: en | nl | de (a drain reason stays English; default: aiworkbook --lang).",
     ),
 ) -> None:
     """Re-run the golden proofs here (or take --results) and compare: exit 0 pass, 1 regression, 2 unusable.
@@ -164,7 +166,7 @@ def check_cmd(
         from aiworkbook.catalogue import check_lang
         from aiworkbook.cli.slurm_cmds import passive_cmd
 
-        passive_cmd(profile, slurm_drain, node, check_lang(lang))
+        passive_cmd(profile, slurm_drain, node, check_lang(lang or cli_lang()))
 
     if junit is not None or textfile is not None:
         from aiworkbook.cli.paths import check_paths
@@ -178,19 +180,19 @@ def check_cmd(
 
         drain_or_resume(rep.exit_code, "; ".join(c.line() for c in rep.checks if c.status != "pass"), node)
     for w in rep.warnings():
-        typer.echo(f"warning: {w}", err=True)
+        typer.echo(said(Msg("cli.warning", text=w)), err=True)
     if as_json:
         from aiworkbook.persist import dumps_json
 
         typer.echo(dumps_json(rep.to_dict(), indent=2))  # never a bare NaN (JSON has none)
     else:
         for c in rep.checks:
-            typer.echo(c.line())
-        summary = {0: "all golden proofs pass", 1: "regression", 2: "unusable input"}[rep.exit_code]
+            typer.echo(said(c.line()))
+        summary = (Msg("check.summary.0"), Msg("check.summary.1"), Msg("check.summary.2"))[rep.exit_code]
         cpu = sum(c.cpu_only for c in rep.checks)
-        if cpu:  # a pass measured on the CPU is not a GPU pass: say how many
-            summary += f" ({cpu} of {len(rep.checks)} ran on the CPU only: no GPU verdict)"
-        typer.echo(f"{summary} (exit {rep.exit_code})")
+        # a pass measured on the CPU is not a GPU pass: say how many
+        on_cpu = Msg("check.summary.cpu", cpu=cpu, of=len(rep.checks)) if cpu else ""
+        typer.echo(said(Msg("check.summary", summary=summary, cpu=on_cpu, code=rep.exit_code)))
     # SystemExit, not typer.Exit: under standalone_mode=False click returns Exit's code instead of exiting
     raise SystemExit(rep.exit_code)
 
@@ -214,7 +216,7 @@ def report_cmd(
     profile: Path = typer.Argument(..., help="A locked profile (aiworkbook lock)."),
     html: Path = option("--html", "Write a standalone offline HTML report here."),
     md: Path = option("--md", "Write a Markdown report here."),
-    lang: str = option("--lang", "en | nl | de (default: the profile's)."),
+    lang: str = option("--lang", "en | nl | de (default: aiworkbook --lang, else the profile's)."),
     tokens_per_day: float = option(
         "--tokens-per-day",
         "Expected traffic for the monthly cost: output tokens served (or tokens trained) a day, "
@@ -241,13 +243,13 @@ def report_cmd(
     for path, render, what in ((html, render_html, "HTML"), (md, render_markdown, "Markdown")):
         if path is not None:
             try:
-                page = render(prof, lang=lang, traffic=traffic)
+                page = render(prof, lang=lang or given_lang(), traffic=traffic)
             except SpecError as exc:  # figures the report cannot show: name the profile they came from
                 raise SpecError(
                     exc.field, exc.value, exc.allowed, source=exc.source or str(profile)
                 ) from None
             _shareable(atomic_write_text(path, page))
-            typer.echo(f"{what} report -> {path}")
+            typer.echo(said(Msg("cli.report_written", kind=what, path=str(path))))
 
 
 def _shareable(path: Path) -> None:

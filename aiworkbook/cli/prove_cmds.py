@@ -10,8 +10,10 @@ from pathlib import Path
 
 import typer
 
+from aiworkbook.cli.lang import cli_lang, said
 from aiworkbook.cli.paths import model_inputs
 from aiworkbook.cli.prove_run import check_outputs, emit
+from aiworkbook.message import Msg
 from aiworkbook.persist import dumps_json
 from aiworkbook.proofs import inputs as I
 from aiworkbook.proofs import progress
@@ -55,28 +57,35 @@ def _register_roofline(prove: typer.Typer) -> None:
         from aiworkbook.units import fmt_flops, fmt_rate
 
         check_outputs({"model": model_inputs(model)}, json=json_file, node_out=node_out)
-        r = progress.run("roofline", dict(model=model, device=device, quick=quick, threads=threads))
+        r = progress.run(
+            "roofline", dict(model=model, device=device, quick=quick, threads=threads), cli_lang()
+        )
         if r.verdict == "interrupted":
             emit(r, None)
             return
-        c = r.details["ceilings"]
+        c, lang = r.details["ceilings"], cli_lang()
         bw = c["bandwidth"]
-        typer.echo(
-            f"  copy {fmt_rate(bw['copy_bps'])} ({bw['copy_convention']}), "
-            f"read {fmt_rate(bw['read_bps'])} ({bw['read_convention']})"
-        )
+        if lang == "en":  # the conventions as the result records them
+            copy_how, read_how = bw["copy_convention"], bw["read_convention"]
+        else:
+            copy_how, read_how = Msg("cli.roofline.copy_how"), Msg("cli.roofline.read_how")
+        rates = {"copy": bw["copy_bps"], "read": bw["read_bps"]}
+        typer.echo(said(Msg("cli.roofline.bandwidth", **rates, copy_how=copy_how, read_how=read_how)))
         for dt, v in c["matmul"].items():
-            typer.echo(
-                f"  matmul {dt}: {fmt_flops(v['ceiling_flops']) if v['ceiling_flops'] else 'n/a ' + v['note']}"
+            flops = (
+                fmt_flops(v["ceiling_flops"], lang)
+                if v["ceiling_flops"]
+                else said(Msg("value.na")) + " " + v["note"]
             )
+            typer.echo(f"  matmul {dt}: {flops}")
         for k, v in c["host_device"].items():
-            typer.echo(f"  {k}: {fmt_rate(v)}")
+            typer.echo(f"  {k}: {fmt_rate(v, lang=lang)}")
         emit(r, json_file)
         if node_out is not None:
             from aiworkbook.proofs.roofline import calibrated_node
 
             calibrated_node(r).save(node_out)
-            typer.echo(f"wrote {node_out} (size with: aiworkbook size MODEL --node {node_out})")
+            typer.echo(said(Msg("cli.roofline.node_written", path=str(node_out))))
 
 
 def _register_vram_and_kv(prove: typer.Typer) -> None:
@@ -110,6 +119,7 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
                 attention=attention,
                 checkpointing=checkpointing,
             ),
+            cli_lang(),
         )
         if "cuda" in r.details:
             typer.echo("  cuda: " + dumps_json(r.details["cuda"]))
@@ -123,23 +133,17 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
         json_file: Path = typer.Option(None, "--json", help="write the ProofResult JSON here"),
     ) -> None:
         """Generate over a batch x context grid; KV bytes, latency per token and capacity against the estimate."""
-        from aiworkbook.units import fmt_bytes, fmt_seconds
-
         check_outputs({"model": model_inputs(model)}, json=json_file)
-        r = progress.run("kv", dict(model=model, device=device, quick=quick))
+        r = progress.run("kv", dict(model=model, device=device, quick=quick), cli_lang())
         for g in r.details.get("grid", []):
+            at = Msg("cli.kv.at", batch=f"{g['batch']:>3}", context=f"{g['context']:>6}")
             if "kv_measured" in g:
-                typer.echo(
-                    f"  batch {g['batch']:>3} ctx {g['context']:>6}: kv {fmt_bytes(g['kv_measured'])} vs "
-                    f"{fmt_bytes(g['kv_predicted'])} (ratio {g['kv_ratio']:.3f}), "
-                    f"decode step {fmt_seconds(g['decode_step_s_median'])}"
-                )
+                kv = {"measured": g["kv_measured"], "predicted": g["kv_predicted"], "ratio": g["kv_ratio"]}
+                typer.echo(said(Msg("cli.kv.point", at=at, **kv, step=g["decode_step_s_median"])))
             else:
-                typer.echo(f"  batch {g['batch']:>3} ctx {g['context']:>6}: {g['does_not_fit']}")
+                typer.echo(f"{said(at)}: {g['does_not_fit']}")
         cap = r.details.get("capacity", {})
         if cap:
-            typer.echo(
-                f"  capacity at {cap['context']} tokens in {fmt_bytes(cap['budget_bytes'])}: measured "
-                f"{cap['measured']} sequences, predicted {cap['predicted']}"
-            )
+            figures = {k: cap[k] for k in ("context", "budget_bytes", "measured", "predicted")}
+            typer.echo(said(Msg("cli.kv.capacity", **figures)))
         emit(r, json_file)

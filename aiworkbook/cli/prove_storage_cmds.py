@@ -8,9 +8,11 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.lang import cli_lang, said
 from aiworkbook.cli.options import option
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Msg
+from aiworkbook.i18n_format import fixed
+from aiworkbook.message import Msg, quoted
 from aiworkbook.proofs import inputs as I
 
 # the options' defaults are the proofs' declared ones (aiworkbook/proofs/inputs.py)
@@ -35,17 +37,19 @@ def _run(name: str, json_file: Path | None, **inputs: Any):
     inputs = {k: v for k, v in inputs.items() if v is not None}
     p = registry.plan(name, **inputs)
     for note in p.notes:
-        typer.echo(f"plan: {note}")
+        typer.echo(said(Msg("cli.plan", text=note)))
     if p.fits is False:
         line = Msg("plan.may_not_fit", proof=name, sizes=p.sizes_text())
-        typer.echo(f"plan: {line}", err=True)
+        typer.echo(said(Msg("cli.plan", text=line)), err=True)
     from aiworkbook.proofs.progress import TqdmProgress
 
-    shown = TqdmProgress(name)
+    shown = TqdmProgress(name, cli_lang())
     try:
         r = registry.run(name, progress=shown, **inputs)
     except RuntimeError as exc:
-        typer.echo(f"error: {name}: {str(exc).strip().splitlines()[0]}", err=True)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        why = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Msg) else quoted(first)
+        typer.echo(said(Msg("cli.error", text=Msg("cli.proof_failed", proof=name, why=why))), err=True)
         raise typer.Exit(1) from None
     finally:
         shown.close()
@@ -67,7 +71,7 @@ def _slurm_rank(json_file: Path | None, **inputs: Any):
         out = Path(tmp) / "result.json"
         rank, world = allreduce.run_slurm(out=out, **inputs)
         if rank != 0:
-            typer.echo(f"rank {rank} of {world}: done (rank 0 reports)", err=True)
+            typer.echo(said(Msg("cli.rank_done", rank=rank, world=world)), err=True)
             return None
         r = ProofResult.load(out)
     emit(r, json_file)
@@ -129,7 +133,6 @@ def _register_checkpoint(prove: typer.Typer) -> None:
 
 def _register_start_and_data(prove: typer.Typer) -> None:
     """`prove coldstart` and `prove dataload`."""
-    from aiworkbook.units import fmt_rate
 
     @prove.command("coldstart")
     def coldstart(
@@ -173,11 +176,12 @@ def _register_start_and_data(prove: typer.Typer) -> None:
             step_ms=step_ms, steps=steps, threshold=threshold, device=device, quick=quick, keep=keep,
         )  # fmt: skip
         for x in r.details.get("sweep", []):
-            typer.echo(
-                f"  workers {x['workers']:>2} pin {x['pin_memory']!s:<5} prefetch {x['prefetch'] or '-'!s:>2}: cold {x['cold']['samples_per_s']:,.0f} "
-                f"samples/s ({fmt_rate(x['cold']['bytes_per_s'])}), warm {x['warm']['samples_per_s']:,.0f} "
-                f"samples/s ({fmt_rate(x['warm']['bytes_per_s'])})"
-            )
+            config = {"workers": f"{x['workers']:>2}", "pin": f"{x['pin_memory']!s:<5}"}
+            config["prefetch"] = f"{x['prefetch'] or '-'!s:>2}"
+            cold, warm = x["cold"], x["warm"]
+            rates = {"cold": cold["samples_per_s"], "cold_bps": cold["bytes_per_s"]}
+            rates |= {"warm": warm["samples_per_s"], "warm_bps": warm["bytes_per_s"]}
+            typer.echo(said(Msg("cli.dataload.row", **config, **rates)))
 
 
 def _register_host_and_network(prove: typer.Typer) -> None:
@@ -201,9 +205,8 @@ def _register_host_and_network(prove: typer.Typer) -> None:
             quick=quick, keep=keep,
         )  # fmt: skip
         for x in r.details.get("scaling", []):
-            typer.echo(
-                f"  {x['threads']:>3} threads: {x['rows_per_s']:,.0f} row-iterations/s ({x['speedup']:.2f}x)"
-            )
+            row = {"threads": f"{x['threads']:>3}", "rate": x["rows_per_s"], "speedup": x["speedup"]}
+            typer.echo(said(Msg("cli.host.row", **row)))
 
     @prove.command("allreduce")
     def allreduce(
@@ -228,31 +231,31 @@ def _register_host_and_network(prove: typer.Typer) -> None:
             r = _run(
                 "allreduce", json_file, ranks=ranks, sizes=sizes, iters=iters, device=device, quick=quick
             )
+        lang = cli_lang()
         for x in r.details.get("sweep", []):
-            bus = fmt_rate(x["busbw_bps"]) if x["busbw_bps"] is not None else x["busbw_note"]
-            typer.echo(
-                f"  {fmt_bytes(x['bytes']):>10}: {x['time_s'] * 1e3:9.3f} ms  algbw {fmt_rate(x['algbw_bps'])}  busbw {bus}"
+            bus = fmt_rate(x["busbw_bps"], lang=lang) if x["busbw_bps"] is not None else x["busbw_note"]
+            ms = (
+                f"{x['time_s'] * 1e3:.3f}" if lang == "en" else fixed(x["time_s"] * 1e3, 3, lang, group=False)
             )
+            size, algbw = fmt_bytes(x["bytes"], lang=lang), fmt_rate(x["algbw_bps"], lang=lang)
+            typer.echo(f"  {size:>10}: {ms:>9} ms  algbw {algbw}  busbw {bus}")
 
 
 def _formats(r, fmt_bytes, fmt_rate) -> None:
-    b = r.details.get("baseline")
+    b, lang = r.details.get("baseline"), cli_lang()
     if b:
-        typer.echo(
-            f"  {'plain sequential':<12} {fmt_bytes(b['bytes']):>10}: write {fmt_rate(b['write_bps'])}, "
-            f"read {fmt_rate(b['read_bps'])}"
-        )
+        size = f"{fmt_bytes(b['bytes'], lang=lang):>10}"
+        typer.echo(said(Msg("cli.ckpt.baseline", size=size, write=b["write_bps"], read=b["read_bps"])))
     for x in r.details.get("formats", []):
         if "write_bps" not in x:  # an existing checkpoint, restored only
             continue
-        typer.echo(
-            f"  {x['format']:<12} {fmt_bytes(x['bytes']):>10}: write {fmt_rate(x['write_bps'])} "
-            f"({x['write_vs_baseline']:.2f}x), loop stall {x['loop_stall_s']:.3f} s, restore {fmt_rate(x['read_bps'])} "
-            f"({x['read_vs_baseline']:.2f}x), integrity {x['integrity']}"
-        )
+        size = f"{fmt_bytes(x['bytes'], lang=lang):>10}"
+        write = {"write": x["write_bps"], "write_x": x["write_vs_baseline"], "stall": x["loop_stall_s"]}
+        read = {"read": x["read_bps"], "read_x": x["read_vs_baseline"], "integrity": x["integrity"]}
+        typer.echo(said(Msg("cli.ckpt.format", format=f"{x['format']:<12}", size=size, **write, **read)))
     failed = [x for x in r.details.get("formats", []) if x.get("integrity", "ok") != "ok"]
     if failed:  # the bytes read back are not the bytes written: the run failed, whatever its speed
         for x in failed:
             why = Msg("checkpoint.integrity_failed", format=x["format"], differ=x["integrity"])
-            typer.echo(f"error: {why}", err=True)
+            typer.echo(said(Msg("cli.error", text=why)), err=True)
         raise typer.Exit(1)

@@ -9,8 +9,9 @@ from typing import Any
 
 import typer
 
+from aiworkbook.cli.lang import said
 from aiworkbook.cli.options import option
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, words
 
 
 def register(app: typer.Typer) -> None:
@@ -63,11 +64,18 @@ def register(app: typer.Typer) -> None:
         )
         with embedded_server(eng, host=host, port=port) as srv:
             st = eng.stats()
-            typer.echo(
-                f"serving {eng.spec.name} on {srv.url}/v1 ({backend}, {scheduler} batching, max batch "
-                f"{max_batch}, KV pool {st['kv_blocks_total']} blocks x {st['kv_block_size_tokens']} tokens); "
-                "Ctrl-C stops"
-            )
+            args = {
+                "model": eng.spec.name,
+                "url": f"{srv.url}/v1",
+                "backend": backend,
+                "max_batch": max_batch,
+            }
+            args |= {
+                "scheduler": scheduler,
+                "blocks": st["kv_blocks_total"],
+                "block_tokens": st["kv_block_size_tokens"],
+            }
+            typer.echo(said(Msg("cli.serve.serving", **args)))
             # Ctrl-C / SIGTERM: the server closes on the way out and the command line says what stopped it
             # in one line, exit 130 / 143, like every other command
             end = time.monotonic() + duration if duration > 0 else None
@@ -156,14 +164,18 @@ def register_prove(prove: typer.Typer) -> None:
         import_file: Path = option("--import", "a vllm bench serve or GuideLLM result"),
         quick: bool = option("--quick", "4 load points, 16 requests each", False),
         json_file: Path = option("--json", "write the ProofResult JSON here"),
-        lang: str = option("--lang", "language of the notes: en | nl | de (JSON keeps English)", "en"),
+        lang: str = option(
+            "--lang", "language of the notes: en | nl | de (JSON keeps English; default: aiworkbook --lang)"
+        ),
     ) -> None:
         """Latency under load (TTFT, TPOT, ITL, E2E percentiles), the knee, goodput, KV peak vs estimate."""
         options = dict(locals())  # the command's options, in their order (the result's inputs keep it)
         from aiworkbook.catalogue import check_lang
+        from aiworkbook.cli.lang import cli_lang
         from aiworkbook.cli.prove_run import check_outputs, emit
         from aiworkbook.proofs import progress
 
+        lang = lang or cli_lang()
         check_lang(lang)
         check_outputs({"import": import_file}, json=json_file, samples_csv=samples_csv, sweep_csv=sweep_csv)
         if import_file is not None:
@@ -171,16 +183,17 @@ def register_prove(prove: typer.Typer) -> None:
 
             r = import_results(import_file)
         else:
-            r = progress.run("serving", _serving_inputs(options))
+            r = progress.run("serving", _serving_inputs(options), lang)
         _print_details(r, lang)
         emit(r, json_file, lang)
         if samples_csv is not None and "requests" in r.details:
-            _write_samples(samples_csv, r.details["requests"])
+            _write_samples(samples_csv, r.details["requests"], lang)
         if sweep_csv is not None:
             from aiworkbook.serving.metrics import SWEEP_FIELDS, sweep_csv_row
 
             _write_csv(sweep_csv, SWEEP_FIELDS, [sweep_csv_row(x) for x in r.details.get("sweep") or []])
-            typer.echo(f"wrote {sweep_csv} ({len(r.details.get('sweep') or [])} load points)")
+            points = len(r.details.get("sweep") or [])
+            typer.echo(words(Msg("cli.serve.sweep_written", path=str(sweep_csv), points=points), lang))
         if r.verdict in ("error", "invalid"):  # a run that measured nothing, or too little, fails
             raise typer.Exit(1)
 
@@ -225,11 +238,11 @@ def _serving_inputs(options: dict[str, Any]) -> dict[str, Any]:
 FORMULA_HEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _write_samples(path: Path, rows: list) -> None:
+def _write_samples(path: Path, rows: list, lang: str = "en") -> None:
     from aiworkbook.serving.metrics import SAMPLE_FIELDS
 
     _write_csv(path, SAMPLE_FIELDS, rows)
-    typer.echo(f"wrote {path} ({len(rows)} requests)")
+    typer.echo(words(Msg("cli.serve.samples_written", path=str(path), requests=len(rows)), lang))
 
 
 def _write_csv(path: Path, fields: tuple[str, ...], rows: list) -> None:
@@ -283,13 +296,19 @@ _METRIC_NAMES = (("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"), ("e2e", "E2
 def _print_details(r, lang: str = "en") -> None:
     """Per load point: TTFT, ITL, TPOT and E2E at p50/p90/p99 in ms with the samples each rests on
     (n/a below the minimum), then throughput (tokens, or chunks when only chunks were counted); in `lang`."""
-    from aiworkbook.message import words
 
     d = r.details
     rows = d.get("sweep") or []
     for x in rows:
-        both = [f"{k} {x[k]}" for k in ("rate", "concurrency") if x.get(k) is not None]  # an import's
-        at = Msg("serving.cli.load", load=x["load"], both=f" ({', '.join(both)})" if both else "")
+        both = [  # an import's: what the tool wrote, both where it ran with both
+            *([Msg("serving.cli.rate", x=x["rate"])] if x.get("rate") is not None else []),
+            *(
+                [Msg("serving.cli.concurrency", x=x["concurrency"])]
+                if x.get("concurrency") is not None
+                else []
+            ),
+        ]
+        at = Msg("serving.cli.load", load=x["load"], both=Msg("serving.cli.both", items=both) if both else "")
         errors = str(x.get("errors") or {})
         if x.get("requests") is not None:
             typer.echo(words(Msg("serving.cli.requests", at=at, requests=x["requests"], errors=errors), lang))

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aiworkbook.errors import printable
-from aiworkbook.profile.fingerprint import Fingerprint, describe_changes
+from aiworkbook.message import Joined, Msg, quoted
+from aiworkbook.profile.fingerprint import Fingerprint, part_words, said_changes
 from aiworkbook.profile.lock import as_result
 from aiworkbook.profile.model import GoldenProof, LockedProfile, Tolerance
 
@@ -22,6 +23,11 @@ Runner = Callable[..., Any]
 
 #: how a result that wanted a GPU and ran on the CPU is marked in every output of a check
 CPU_ONLY = "CPU only: no GPU verdict"
+
+
+def _status(status: str) -> Msg:
+    """A check's status in words: pass, drift, fail, missing, error."""
+    return Msg(f"check.status.{status}")
 
 
 @dataclass(frozen=True)
@@ -47,12 +53,20 @@ class ProofCheck:
         """The new result wanted a GPU and ran on the CPU (flag cpu-fallback): no GPU verdict."""
         return "cpu-fallback" in self.flags
 
-    def line(self) -> str:
-        ratio = f"ratio {self.ratio:.3f}" if self.ratio is not None else "no ratio"
-        band = f"(pass ±{self.tolerance.pass_within:.0%}, fail beyond ±{self.tolerance.fail_beyond:.0%})"
-        extra = f"; {printable(self.message, 400)}" if self.message else ""
-        where = f" ({CPU_ONLY})" if self.cpu_only else ""
-        return f"[{self.status}{where}] {printable(self.name, 80)}: {ratio} now/locked {band}{extra}"
+    def line(self) -> Msg:
+        """One line for people (a message: English as its str, the CLI and widgets say it in theirs)."""
+        ratio = Msg("check.ratio", ratio=self.ratio) if self.ratio is not None else Msg("check.no_ratio")
+        message = self.message if isinstance(self.message, Msg) else printable(self.message, 400)
+        return Msg(
+            "check.line",
+            status=_status(self.status),
+            where=Msg("check.cpu_only") if self.cpu_only else "",
+            name=printable(self.name, 80),
+            ratio=ratio,
+            within=self.tolerance.pass_within,
+            beyond=self.tolerance.fail_beyond,
+            extra=Msg("check.extra", message=message) if self.message else "",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -91,17 +105,22 @@ class CheckReport:
             return 1
         return 0
 
-    def warnings(self) -> list[str]:
+    def warnings(self) -> list[Msg]:
+        """What the reader should know beside the lines (messages, said in the reader's language)."""
         out = []
         if self.fingerprint_changes:
-            parts = ", ".join(self.fingerprint_changes)
-            out.append(
-                f"fingerprint changed ({parts}): {describe_changes(self.fingerprint_changes)}; "
-                "a difference may come from the change, not a regression"
+            changes = self.fingerprint_changes
+            parts = Joined(
+                *[
+                    p
+                    for i, k in enumerate(changes)
+                    for p in ((", ", part_words(k)) if i else (part_words(k),))
+                ]
             )
-        out += [f"result for '{printable(u, 80)}' matches no golden proof: ignored" for u in self.unmatched]
+            out.append(Msg("check.fingerprint_changed", parts=parts, changes=said_changes(changes)))
+        out += [Msg("check.unmatched", proof=printable(u, 80)) for u in self.unmatched]
         if not self.checks:
-            out.append("the profile has no golden proofs to check")
+            out.append(Msg("check.no_goldens"))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,28 +160,30 @@ def compare(profile: LockedProfile, golden: GoldenProof, result: Any) -> ProofCh
         device=str(result.device or ""),
     )
     if result.proof != golden.proof:
-        return ProofCheck(status="fail", ratio=None, message=f"result is of proof '{result.proof}'", **common)
+        other = Msg("check.other_proof", proof=printable(str(result.proof), 80))
+        return ProofCheck(status="fail", ratio=None, message=other, **common)
     if result.verdict == "interrupted":  # nothing was checked: unusable, not a regression
-        return ProofCheck(status="error", ratio=None, message="interrupted: nothing measured", **common)
+        return ProofCheck(status="error", ratio=None, message=Msg("check.interrupted"), **common)
     if result.measured is None or result.verdict == "does-not-fit":
-        return ProofCheck(
-            status="fail", ratio=None, message=f"no measurement (verdict {result.verdict})", **common
-        )
+        none = Msg("check.no_measurement", verdict=printable(str(result.verdict), 40))
+        return ProofCheck(status="fail", ratio=None, message=none, **common)
     if result.unit != locked.unit:
-        return ProofCheck(
-            status="fail", ratio=None, message=f"unit {result.unit!r}, locked {locked.unit!r}", **common
+        units = Msg(
+            "check.units", unit=printable(repr(result.unit), 40), locked=printable(repr(locked.unit), 40)
         )
+        return ProofCheck(status="fail", ratio=None, message=units, **common)
     if not locked.measured:
-        return ProofCheck(status="fail", ratio=None, message="the locked figure is zero", **common)
+        return ProofCheck(status="fail", ratio=None, message=Msg("check.locked_zero"), **common)
     ratio = result.measured / locked.measured
     status = classify(ratio, tol)
-    notes = []
+    notes: list[Any] = []
     if changes:
-        notes.append(f"fingerprint: {describe_changes(changes)}")
+        notes.append(Msg("check.fingerprint", changes=said_changes(changes)))
     new_flags = sorted(set(result.flags) - set(locked.flags))
     if new_flags:
-        notes.append("new flags: " + ", ".join(new_flags))
-    return ProofCheck(status=status, ratio=ratio, message="; ".join(notes), **common)
+        notes.append(Msg("check.new_flags", flags=", ".join(new_flags)))
+    message = Joined(*[p for i, n in enumerate(notes) for p in (("; ", n) if i else (n,))]) if notes else ""
+    return ProofCheck(status=status, ratio=ratio, message=message, **common)
 
 
 def rerooted_inputs(proof: str, inputs: dict[str, Any], root: str | os.PathLike) -> dict[str, Any]:
@@ -228,7 +249,8 @@ def check(
                 try:
                     pairs.append((g, run(g.proof, **rerooted_inputs(g.proof, g.inputs, root))))
                 except Exception as exc:  # a proof that cannot run here is reported, never a traceback in CI
-                    pairs.append((g, f"could not run: {type(exc).__name__}: {exc}"))
+                    why = quoted(printable(f"{type(exc).__name__}: {exc}", 400))
+                    pairs.append((g, Msg("check.could_not_run", why=why)))
     else:
         pairs = [(g, None) for g in goldens]
     checks = []
@@ -245,7 +267,7 @@ def check(
                     measured=None,
                     unit=locked.unit,
                     tolerance=profile.tolerance(g.name),
-                    message=r or "no result given for this golden proof",
+                    message=r or Msg("check.no_result"),
                 )
             )
         else:

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiworkbook.message import Joined, Msg
+
 #: Fingerprint parts in the order a warning names them.
 PARTS: tuple[str, ...] = ("gpu", "gpu_count", "driver", "cuda", "torch", "cpu")
 
@@ -56,9 +58,16 @@ class Fingerprint(BaseModel):
             p: (getattr(self, p), getattr(other, p)) for p in PARTS if getattr(self, p) != getattr(other, p)
         }
 
-    def describe(self) -> str:
-        gpu = f"{self.gpu_count} x {self.gpu}" if self.gpu else "no GPU"
-        return f"{gpu}, driver {self.driver or 'n/a'}, CUDA {self.cuda or 'n/a'}, torch {self.torch or 'n/a'}, CPU {self.cpu or 'n/a'}"
+    def describe(self) -> Msg:
+        """'1 x NVIDIA L40S, driver 550.54.15, CUDA 12.4, torch 2.5.1, CPU AMD EPYC 9354' (a message)."""
+        gpu = (
+            Msg("fingerprint.gpus", count=self.gpu_count, gpu=self.gpu)
+            if self.gpu
+            else Msg("cli.nodes.no_gpu")
+        )
+        na = Msg("value.na")
+        parts = {"driver": self.driver or na, "cuda": self.cuda or na, "torch": self.torch or na}
+        return Msg("fingerprint.describe", gpu=gpu, **parts, cpu=self.cpu or na)
 
 
 def env_parts(env: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
@@ -68,9 +77,20 @@ def env_parts(env: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]
     return gpus, host if isinstance(host, dict) else {}, tor if isinstance(tor, dict) else {}
 
 
-def describe_changes(changes: dict[str, tuple[Any, Any]]) -> str:
-    """'driver 550.54 -> 560.35, torch 2.4.0 -> 2.5.1' (locked -> now)."""
-    return ", ".join(f"{p} {_show(a)} -> {_show(b)}" for p, (a, b) in changes.items())
+def part_words(part: str) -> Msg:
+    """A fingerprint part in words (gpu, gpu_count, driver, cuda, torch, cpu)."""
+    return Msg(f"passive.what.{part}")
+
+
+def said_changes(changes: dict[str, tuple[Any, Any]]) -> Msg:
+    """'driver 550.54 -> 560.35, torch 2.4.0 -> 2.5.1' (locked -> now) as a message: each part in words,
+    a value not recorded "unknown", in the reader's language."""
+    pieces: list[Any] = []
+    for p, (a, b) in changes.items():
+        was, now = (Msg("passive.value.unknown") if v is None else _show(v) for v in (a, b))
+        pieces += [", "] if pieces else []
+        pieces.append(Msg("check.change", part=part_words(p), was=was, now=now))
+    return Joined(*pieces)
 
 
 def _show(v: Any, limit: int = 80) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiworkbook.errors import printable
-from aiworkbook.message import Msg, words
+from aiworkbook.message import Msg, quoted, words
 
 #: a node's check JUnit is a few KiB (testsuites > testsuite > testcase > failure, properties >
 #: property): a larger or deeper file is not one, and is that node's error, never the whole merge's
@@ -45,7 +45,7 @@ def _node_suites(node: str, path: Path, lang: str = "en") -> tuple[list[ET.Eleme
         why = (
             exc.args[0]
             if isinstance(exc, ValueError) and exc.args and isinstance(exc.args[0], Msg)
-            else str(exc)
+            else quoted(exc)  # expat's or the OS's words, as they say them
         )
         said = words(Msg("junit.unreadable", node=node, why=why), lang)
         return [_error_suite(node, printable(said, 500))], 2

@@ -69,7 +69,7 @@ def _read(profile: LockedProfile, xid_wait_s: float = XID_WAIT_S) -> PassiveRepo
     from aiworkbook.profile.gpu_facts import compare, read_facts
     from aiworkbook.profile.xid_watch import watch
     from aiworkbook.telemetry.environment import _gpu_reader, environment
-    from aiworkbook.telemetry.events import XID_NAMES
+    from aiworkbook.telemetry.events import describe
 
     env = environment()
     now = Fingerprint.from_environment(env)
@@ -96,7 +96,7 @@ def _read(profile: LockedProfile, xid_wait_s: float = XID_WAIT_S) -> PassiveRepo
     rep.notes += notes
     xids = watch(len(gpus), xid_wait_s)
     for g, x in xids.xids:
-        text = Msg("passive.xid", gpu="?" if g is None else g, xid=x, description=XID_NAMES.get(x, "-"))
+        text = Msg("passive.xid", gpu="?" if g is None else g, xid=x, description=describe(x))
         if (g, x) in xids.critical():
             rep.problems.append(text)
         else:

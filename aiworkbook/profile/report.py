@@ -210,10 +210,7 @@ def _node(prof: LockedProfile, t: _Texts) -> list[Block]:
 
 def _fingerprint(prof: LockedProfile, t: _Texts) -> str:
     """The node's fingerprint in one line, its words in the report's language."""
-    import re
-
-    said = prof.node.fingerprint.describe()
-    return said if t.lang == "en" else re.sub(r"\bdriver\b", t("report.driver"), said)
+    return words(prof.node.fingerprint.describe(), t.lang)
 
 
 def _said(node: Any, field: str, lang: str) -> str:

@@ -310,7 +310,7 @@ def run(inputs: AllreduceInputs, *, control: Control = NULL) -> ProofResult:
             try:
                 while p.poll() is None:
                     done, total = _progress(prog)
-                    progress_units(control, done, total, f"all-reduce on {ranks} rank(s)")
+                    progress_units(control, done, total, Msg("progress.allreduce", ranks=ranks))
                     if time.monotonic() - t0 > timeout_s:
                         raise SpecError(
                             "timeout_s", timeout_s, "longer than the run takes (torchrun still running)"

@@ -81,10 +81,19 @@ def record(device: str = "cpu", dtype: Any = None, head_dim: int = 64, gqa: bool
 
 
 def attention_check(device: str) -> dict[str, Any]:
-    """record() with a one-line detail, for benchmarks/gpu_checks.py."""
+    """record() with a one-line detail (a message: its str the English), for benchmarks/gpu_checks.py."""
+    from aiworkbook.message import Msg
+
     doc = record(device)
-    doc["detail"] = (
-        f"{doc['probe']['dtype']}, head_dim {doc['probe']['head_dim']}, GQA, on {device}; {doc['version']}; "
-        f"cuDNN attention {'on' if doc['cudnn_sdp_enabled_pinned'] else 'off'} while pinned"
+    built_in = Msg("attention.built_in", torch=doc["torch"]) if doc["version"] else Msg("value.na")
+    cudnn = Msg("attention.cudnn_on") if doc["cudnn_sdp_enabled_pinned"] else Msg("attention.cudnn_off")
+    probe = doc["probe"]
+    doc["detail"] = Msg(
+        "attention.detail",
+        dtype=probe["dtype"],
+        head_dim=probe["head_dim"],
+        device=device,
+        version=built_in,
+        cudnn=cudnn,
     )
     return doc

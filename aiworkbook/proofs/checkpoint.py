@@ -257,7 +257,7 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
     if fmt in ("safetensors", "torch"):
         total, before = state_bytes(state), 0
         for i, part in enumerate(parts):
-            msg = f"{fmt}: shard {i + 1}/{len(parts)}"
+            msg = Msg("progress.shard_write", format=fmt, i=i + 1, n=len(parts))
             progress_bytes(control, before, total, msg)
             path = tmp / f"shard-{i:05d}.{'safetensors' if fmt == 'safetensors' else 'pt'}"
             if fmt == "safetensors":
@@ -271,7 +271,7 @@ def _write(tmp: Path, state: dict[str, torch.Tensor], fmt: str, control: Control
         return []
     import torch.distributed.checkpoint as dcp
 
-    progress_units(control, 0, 1, f"{fmt}: one call to torch.distributed.checkpoint")
+    progress_units(control, 0, 1, Msg("progress.dcp_save", format=fmt))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "assuming the intent is to save in a single process"
         if fmt == "dcp":
@@ -322,7 +322,7 @@ def load_checkpoint(
         out: dict[str, torch.Tensor] = {}
         files = sorted(p.glob("shard-*"))
         for f in progress_steps(
-            files, lambda i, _: f"load {fmt}: shard {i + 1}/{len(files)}", control=control
+            files, lambda i, _: Msg("progress.shard_load", format=fmt, i=i + 1, n=len(files)), control=control
         ):
             read = False
             if fmt == "torch":
@@ -344,7 +344,7 @@ def load_checkpoint(
 
     read_metadata(str(p))  # a clear SpecError here; SafeReader checks the file DCP reads again
     tpl = template if template is not None else empty_like_manifest(read_manifest(p))
-    progress_units(control, 0, 1, f"load {fmt}")
+    progress_units(control, 0, 1, Msg("progress.load", format=fmt))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         dcp.load(tpl, storage_reader=SafeReader(str(p)))  # DCP's own reader unpickles .metadata
@@ -545,11 +545,11 @@ def baseline(work: Path, nbytes: int, trials: int, control: Control) -> dict[str
     writes, reads, cold = [], [], []
     path = work / "baseline.bin"
     for i in range(trials):
-        msg = f"baseline: sequential write {i + 1}/{trials}"
+        msg = Msg("progress.baseline_write", i=i + 1, n=trials)
         writes.append(fsio.write_sequential(path, nbytes, byte_counter(control, nbytes, msg)))
         ok, why = fsio.drop_cache(path)
         cold.append((ok, why))
-        msg = f"baseline: sequential read {i + 1}/{trials}"
+        msg = Msg("progress.baseline_read", i=i + 1, n=trials)
         reads.append(fsio.read_sequential(path, byte_counter(control, nbytes, msg)))
         path.unlink()
     return {

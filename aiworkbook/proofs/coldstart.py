@@ -122,11 +122,13 @@ def run(inputs: ColdstartInputs, *, control: Control = NULL) -> ProofResult:
     rows, cold = [], []
     with scratch.scratch(d, "coldstart", keep=keep) as own:
         work = own.path
-        progress_units(control, 0, n + 1, "writing the weights checkpoint")
+        progress_units(control, 0, n + 1, Msg("progress.coldstart_write"))
         path = _write_checkpoint(spec, tdt, work / "model.safetensors")
         ids = torch.randint(0, spec.vocab_size, (1, 8))
         size = path.stat().st_size
-        for _ in progress_steps(range(n), lambda i, _: f"cold start {i + 1}/{n}", start=1, control=control):
+        for _ in progress_steps(
+            range(n), lambda i, _: Msg("progress.coldstart", i=i + 1, n=n), start=1, control=control
+        ):
             dropped = fsio.drop_cache(path)
             row, read = _one_cold_start(path, spec, tdt, dev, ids)
             cold.append(fsio.confirm_cold(dropped, read, size))

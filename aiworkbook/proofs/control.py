@@ -88,14 +88,16 @@ class Control:
     def step(self, done: int, total: int, message: str = "", unit: str = "") -> None:
         """Report progress (done of total units of work, or bytes with unit "B"; what is running now),
         then honour a cancel. Proofs report through proofs.progress, the one runner, not here."""
-        self.done, self.total, self.message, self.unit = int(done), int(total), str(message), unit
+        # a message (aiworkbook.message.Msg, a str) is kept as it is: the viewer says it in its language
+        self.done, self.total, self.unit = int(done), int(total), unit
+        self.message = message if isinstance(message, str) else str(message)
         self._show(self.message)
         self.check(message)
 
     def tell(self, message: str) -> None:
         """The current step again with a finer message (requests done inside a load point): no cancel
         check here, so a callback on another thread (the load's event loop) may call it."""
-        self._show(str(message))
+        self._show(message if isinstance(message, str) else str(message))
 
     def _show(self, message: str) -> None:
         """The viewer's callback, told the unit when it is a Viewer; its exceptions are swallowed (a

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from aiworkbook import hostfacts
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Joined, Msg
+from aiworkbook.message import Joined, Msg, quoted
 from aiworkbook.proofs import flags as F
 from aiworkbook.proofs import fsio, scratch
 from aiworkbook.proofs.control import NULL, Control
@@ -70,7 +70,7 @@ def generate(
     rng = np.random.default_rng(0)
     files = []
     for s in progress_steps(
-        range(shards), lambda i, _: f"generating shard {i + 1}/{shards}", control=control
+        range(shards), lambda i, _: Msg("progress.generate_shard", i=i + 1, n=shards), control=control
     ):
         path = directory / f"shard-{s:05d}.bin"
         with open(path, "wb") as f:
@@ -119,7 +119,8 @@ def sweep(
         row["cache_cold"] = all(c[0] for c in cold)
         row["cold_note"] = next((c[1] for c in cold if not c[0]), "")
         for kind in ("cold", "warm"):
-            label = f"{kind} epoch: workers={workers} pin={pin} prefetch={prefetch}"
+            said = Msg("progress.epoch.cold") if kind == "cold" else Msg("progress.epoch.warm")
+            label = Msg("progress.epoch", epoch=said, workers=workers, pin=pin, prefetch=prefetch)
             row[kind] = read_epoch(ds, loader(ds, batch, workers, pin, prefetch), control, label)
         rows.append(row)
     return rows
@@ -212,17 +213,23 @@ def _synthetic(batch: int, sample_bytes: int, device: str):
 def gpu_utilisation(since: float, until: float, device: str) -> dict[str, Any]:
     """Mean GPU utilisation in the window from the shared sampler; 'not available' (with why) otherwise."""
     if device != "cuda":
-        return {"available": False, "why": "not available: no GPU in this run"}
+        return {"available": False, "why": Msg("dataload.util_na", why=Msg("dataload.util_no_gpu"))}
     try:
         from aiworkbook.telemetry import get_sampler
 
         s = get_sampler().window(since, until).summary()
     except Exception as exc:
-        return {"available": False, "why": f"not available: {type(exc).__name__}: {exc}"}
+        return {
+            "available": False,
+            "why": Msg("dataload.util_na", why=quoted(f"{type(exc).__name__}: {exc}")),
+        }
     m = {k: v["mean"] for k, v in s["metrics"].items() if k.endswith(".util_gpu_pct")}
     if not m:
-        why = next((r for k, r in s["unavailable"].items() if k.endswith(".util_gpu_pct")), "no samples")
-        return {"available": False, "why": f"not available: {why}"}
+        why = next((r for k, r in s["unavailable"].items() if k.endswith(".util_gpu_pct")), None)
+        return {
+            "available": False,
+            "why": Msg("dataload.util_na", why=why or Msg("dataload.util_no_samples")),
+        }
     return {"available": True, "mean_pct": m, "n_samples": s["n_samples"]}
 
 
@@ -231,7 +238,8 @@ def utilisation_words(util: dict[str, Any]) -> Msg | str:
     (the H200 note printed the sampler's dict: "{'gpu0.util_gpu_pct': 8.0}")."""
     means = util.get("mean_pct")
     if not isinstance(means, dict) or not means:
-        return str(util.get("why", ""))
+        why = util.get("why", "")
+        return why if isinstance(why, Msg) else str(why)  # why there is none, a message where it is ours
     parts: list[Any] = []
     for i, (key, pct) in enumerate(sorted(means.items())):
         parts += [", "] if i else []
@@ -325,14 +333,14 @@ def _timed_loops(
         for f in files:
             fsio.drop_cache(f)
         dl = loader(ds, batch, best["workers"], best["pin_memory"], best["prefetch"] or 2, shuffle=True)
-        real = train_loop(dl, step, n_steps, dev, control, "training loop on the DataLoader")
+        real = train_loop(dl, step, n_steps, dev, control, Msg("progress.train_loader"))
         synth = train_loop(
             _synthetic(batch, size, dev),
             step,
             n_steps,
             dev,
             control,
-            "training loop on synthetic on-device data",
+            Msg("progress.train_synthetic"),
         )
     finally:
         if sub is not None:

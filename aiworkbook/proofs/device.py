@@ -19,7 +19,6 @@ from aiworkbook import nvml
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.proofs.flags import CPU_FALLBACK
-from aiworkbook.units import fmt_bytes
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -260,15 +259,19 @@ def check_fits(
     *,
     what: str,
     budget_bytes: int | None = None,
-    hint: str = "use a smaller batch/sequence, --quick, or a proxy",
+    hint: str | None = None,
 ) -> int:
-    """Refuse (WouldNotFit) when the predicted peak exceeds the budget (default: free memory). Returns it."""
+    """Refuse (WouldNotFit) when the predicted peak exceeds the budget (default: free memory). Returns it.
+    `what` and `hint` (what to do instead) are messages, said in the reader's language."""
     budget = budget_bytes if budget_bytes is not None else free_memory(device)[0]
     if predicted_bytes > budget:
+        hint = hint or Msg("fit.hint.default")
+        if budget_bytes is not None:
+            raise WouldNotFit(
+                Msg("fit.over_budget", what=what, need=predicted_bytes, budget=budget, hint=hint)
+            )
         raise WouldNotFit(
-            f"{what}: predicted peak {fmt_bytes(predicted_bytes)} does not fit the "
-            f"{fmt_bytes(budget)} {'budget' if budget_bytes is not None else 'free on ' + device}; "
-            f"nothing was allocated ({hint})"
+            Msg("fit.over_free", what=what, need=predicted_bytes, free=budget, device=device, hint=hint)
         )
     return budget
 

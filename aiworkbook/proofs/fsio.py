@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, quoted
 from aiworkbook.units import MiB, fmt_bytes
 
 CHUNK = 16 * MiB  # one write/read unit: well under a second on any disk, so a cancel lands quickly
@@ -65,7 +65,7 @@ def drop_cache(path: str | os.PathLike) -> tuple[bool, str]:
             os.fsync(fd)  # DONTNEED leaves dirty pages in place: they must be clean first
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         except OSError as exc:
-            return False, Msg("cold.fadvise_failed", path=str(p), error=str(exc))
+            return False, Msg("cold.fadvise_failed", path=str(p), error=quoted(exc))
         finally:
             os.close(fd)
     return True, ""

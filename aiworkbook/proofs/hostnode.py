@@ -112,7 +112,11 @@ def parquet_read(directory: Path, x: np.ndarray, control: Control) -> dict[str, 
     out: dict[str, Any] = {"file_bytes": path.stat().st_size, "table_bytes": table.nbytes}
     ok, why = fsio.drop_cache(path)
     out["cache_cold"], out["cold_note"] = ok, why
-    for kind in progress_steps(("cold", "warm"), lambda _i, k: f"parquet {k} read", control=control):
+    for kind in progress_steps(
+        ("cold", "warm"),
+        lambda _i, k: Msg("progress.parquet.cold") if k == "cold" else Msg("progress.parquet.warm"),
+        control=control,
+    ):
         t0 = time.perf_counter()
         got = pq.read_table(path)
         dt = time.perf_counter() - t0
@@ -166,7 +170,7 @@ def run(inputs: HostInputs, *, control: Control = NULL) -> ProofResult:
     d = scratch.root(dir)
     need = data_bytes(r, c)
     fsio.check_free(d, need)
-    progress_units(control, 0, 1, "host memory bandwidth")
+    progress_units(control, 0, 1, Msg("progress.host_bandwidth"))
     bw = bandwidth(
         "cpu", buffer_bytes=(64 if quick else 512) * MiB, trials=3 if quick else 10, threads=threads
     )
@@ -180,7 +184,7 @@ def run(inputs: HostInputs, *, control: Control = NULL) -> ProofResult:
         x, y = make_table(r, c)
         scaling = []
         for t in thread_counts(threads):
-            s = fit(x, y, t, it, control, f"HistGradientBoosting fit on {t} thread(s)")
+            s = fit(x, y, t, it, control, Msg("progress.hgb_fit", threads=t))
             scaling.append({"threads": t, "seconds": s, "rows_per_s": r * it / s})
     grown = peak.peak - before
     with scratch.scratch(d, "host", keep=keep) as own:

@@ -229,7 +229,7 @@ def plan(inputs: KvInputs) -> Plan:
         st = _prepare(**dict(inputs))
     except WouldNotFit as exc:
         dev = resolve_device(inputs.device).device
-        return Plan("kv", dev, None, label, "B", fits=False, notes=(str(exc),))
+        return Plan("kv", dev, None, label, "B", fits=False, notes=(exc.allowed,))
     w = _workload(st.run_spec, max(st.batches), max(st.contexts), st.new, st.dtype_name)
     kv = _estimate(st.run_spec, w, st.dev).memory.kv_cache
     sizes = {k: st.inputs[k] for k in ("ran", "batches", "contexts", "new_tokens", "dtype", "budget_bytes")}
@@ -268,7 +268,7 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
             points = [(b, c) for b in batches for c in contexts]
             for b, ctx in progress_steps(
                 points,
-                lambda _i, p: f"batch {p[0]} x context {p[1]}",
+                lambda _i, p: Msg("progress.kv_point", batch=p[0], context=p[1]),
                 total=len(points) + 1,
                 desc=f"kv {run_spec.name}",
                 show=progress,
@@ -277,7 +277,7 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
                     grid.append(_point(model_, run_spec, b, ctx, new, dtype_name, dev))
                 except DoesNotFit as exc:
                     grid.append({"batch": b, "context": ctx, "does_not_fit": str(exc)})
-            report(len(points), len(points) + 1, "capacity in the budget")
+            report(len(points), len(points) + 1, Msg("progress.kv_capacity"))
             big_est = _estimate(run_spec, _workload(run_spec, 1, max(contexts), new, dtype_name), dev).memory
             transient = int(big_est.activations + big_est.logits + big_est.workspace)
             cap_measured = measured_capacity(

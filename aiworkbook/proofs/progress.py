@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from aiworkbook.message import words
 from aiworkbook.proofs.control import BYTES as BYTES
 from aiworkbook.proofs.control import UNITS as UNITS
 from aiworkbook.proofs.control import Control, Viewer, report
@@ -95,8 +96,9 @@ class TqdmProgress(Viewer):
     dropped; the bar redraws at most every tqdm mininterval, so per-request messages do not flood a
     log."""
 
-    def __init__(self, desc: str) -> None:
+    def __init__(self, desc: str, lang: str = "en") -> None:
         self.bar = bar(0, desc)
+        self.lang = lang  # a message among the labels is said in it
         self._last: tuple[int, int, str, str] | None = None
 
     def __call__(self, done: int, total: int, message: str, unit: str = UNITS) -> None:
@@ -108,20 +110,20 @@ class TqdmProgress(Viewer):
         self._last = (done, total, message, unit)
         if self.bar.total != total:
             self.bar.total = total
-        self.bar.set_postfix_str(message[:60], refresh=False)
+        self.bar.set_postfix_str(words(message, self.lang)[:60], refresh=False)
         self.bar.update(done - self.bar.n)
 
     def close(self) -> None:
         self.bar.close()
 
 
-def run(name: str, inputs: dict[str, Any]) -> Any:
-    """registry.run(name, **inputs) drawn on a TqdmProgress bar (closed however the run ends); bad
-    input is refused before the bar is drawn."""
+def run(name: str, inputs: dict[str, Any], lang: str = "en") -> Any:
+    """registry.run(name, **inputs) drawn on a TqdmProgress bar, its labels said in `lang` (closed however
+    the run ends); bad input is refused before the bar is drawn."""
     from aiworkbook.proofs import registry
 
     model = registry.get(name).build(None, inputs)
-    shown = TqdmProgress(name)
+    shown = TqdmProgress(name, lang)
     try:
         return registry.run(name, model, progress=shown)
     finally:

@@ -152,7 +152,8 @@ class ProofResult:
             "proof.headline",
             verdict=catalogue(lang).get(f"verdict.{said}", said) if lang != "en" else said,
             proof=self.proof,
-            device=self.device,
+            # "remote": measured by another tool on a server elsewhere (an imported result), said in words
+            device=Msg("device.remote") if self.device == "remote" else self.device,
             measured=_fmt(self.measured, self.unit, lang),
             versus=versus,
             flags=Msg("proof.headline.flags", flags=", ".join(self.flags)) if self.flags else "",

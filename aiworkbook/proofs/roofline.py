@@ -73,7 +73,7 @@ def bandwidth(
     """Copy and read-only bandwidth on one buffer size (default 4x the last-level cache, and at least
     256 MiB on the CPU, 1 GiB on CUDA, where a 256 MiB copy lasts ~0.1 ms)."""
     size, cache, cache_src = _buffer_bytes(device, buffer_bytes)
-    check_fits(2 * size, device, what=f"bandwidth buffers 2 x {size} B")
+    check_fits(2 * size, device, what=Msg("fit.bandwidth_buffers", size=size))
     with oom_guard(f"bandwidth buffers of {size} B", device):
         copy, read, nbytes = _time_copy_and_read(size, device, trials, threads)
     copy_rates = [2 * nbytes / t for t in copy.samples]
@@ -246,7 +246,7 @@ def host_device_copies(nbytes: int = 512 * MiB, trials: int = 5) -> dict[str, fl
     import torch
 
     out: dict[str, float] = {}
-    check_fits(nbytes, "cuda", what=f"host<->device buffer of {nbytes} B")
+    check_fits(nbytes, "cuda", what=Msg("fit.copy_buffer", size=nbytes))
     with oom_guard(f"host<->device buffers of {nbytes} B", "cuda"):
         dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
         dev.random_(0, 255)
@@ -474,7 +474,7 @@ def _measure_ceilings(
     mm: Any = None
     h2d: dict[str, Any] = {}
     with interruptible("roofline proof", dev):
-        for stage in progress_steps(stages, lambda _i, st: st, desc="roofline", show=progress):
+        for stage in progress_steps(stages, lambda _i, st: _stage(st), desc="roofline", show=progress):
             if stage == "memory bandwidth":
                 bw = bandwidth(dev, buffer_bytes=buffer_bytes, trials=trials, threads=threads)
             elif stage == "matmul rates":
@@ -485,8 +485,15 @@ def _measure_ceilings(
                     h2d = host_device_copies(256 * MiB if quick else 1024 * MiB)
                 except (RuntimeError, ValueError) as exc:  # pinned memory refused, say: keep the rest
                     h2d_error = f"host<->device copies not measured: {type(exc).__name__}: {exc}"[:300]
-    report(len(stages), len(stages), "done")
+    report(len(stages), len(stages), Msg("progress.done"))
     return bw, mm, h2d, h2d_error
+
+
+def _stage(stage: str) -> Msg:
+    """A roofline stage as the progress bar says it."""
+    if stage == "memory bandwidth":
+        return Msg("progress.roofline.bandwidth")
+    return Msg("progress.roofline.matmul") if stage == "matmul rates" else Msg("progress.roofline.copies")
 
 
 def _notes(reason: str, bw: dict[str, Any], h2d_error: str, dev: str) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, quoted
 
 PREFIX = "aiworkbook-"
 
@@ -32,19 +32,19 @@ def root(directory: str | os.PathLike | None, field: str = "dir") -> Path:
     proof's own folder (`create`) and removed with it, so a refused or finished run leaves no empty
     folders behind. Nothing inside an existing folder is touched."""
     if directory is None or str(directory) == "":
-        raise SpecError(field, directory, "a directory to write the proof's files in (--dir PATH)")
+        raise SpecError(field, directory, Msg("allowed.dir_given"))
     d = Path(directory).expanduser()
     if d.exists() and not d.is_dir():
-        raise SpecError(field, str(directory), "a directory, not a file")
+        raise SpecError(field, str(directory), Msg("allowed.dir_not_file"))
     d = d.resolve()
     base = next((q for q in (d, *d.parents) if q.exists()), None)
     if base is None or not base.is_dir():
         raise SpecError(
-            field, str(directory), f"a directory that exists or can be created ({base} is a file)"
+            field, str(directory), Msg("allowed.dir_creatable", why=Msg("allowed.is_file", path=str(base)))
         )
     if not os.access(base, os.W_OK | os.X_OK):
-        where = "" if base == d else f" (it would be made in {base}, which is not writable)"
-        raise SpecError(field, str(directory), f"a directory this user can write{where}")
+        where = "" if base == d else Msg("allowed.made_in", folder=str(base))
+        raise SpecError(field, str(directory), Msg("allowed.dir_writable", where=where))
     return d
 
 
@@ -59,9 +59,7 @@ def _make_parents(d: Path, directory: str | os.PathLike | None) -> tuple[Path, .
         except OSError as exc:
             _remove_made(tuple(reversed(made)))
             why = exc.strerror or type(exc).__name__
-            raise SpecError(
-                "dir", str(directory), f"a directory that exists or can be created ({why})"
-            ) from None
+            raise SpecError("dir", str(directory), Msg("allowed.dir_creatable", why=quoted(why))) from None
         made.append(q)
     return tuple(reversed(made))
 
@@ -119,13 +117,11 @@ def create(directory: str | os.PathLike | None, proof: str, *, keep: bool = Fals
         except OSError as exc:
             _remove_made(made)
             why = exc.strerror or type(exc).__name__
-            raise SpecError(
-                "dir", str(directory), f"a directory where a folder can be created ({why})"
-            ) from None
+            raise SpecError("dir", str(directory), Msg("allowed.dir_for_folder", why=quoted(why))) from None
         st = os.lstat(path)
         return Scratch(path, (st.st_dev, st.st_ino), keep, made)
     _remove_made(made)
-    raise SpecError("dir", str(directory), "a directory where a new folder name can be found")
+    raise SpecError("dir", str(directory), Msg("allowed.dir_new_name"))
 
 
 @contextmanager

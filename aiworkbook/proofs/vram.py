@@ -49,7 +49,6 @@ from aiworkbook.signature import then
 from aiworkbook.sizing import optimizer_step
 from aiworkbook.sizing.estimate import TRAIN_RULE_BYTES  # 18 B/param (docs/architecture.md), shown beside
 from aiworkbook.specs import ModelSpec, load_model
-from aiworkbook.units import fmt_bytes
 
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
@@ -110,7 +109,7 @@ def fit_proxy(
     w,
     device: str,
     budget: int,
-    hint: str = "use a smaller batch or sequence",
+    hint: str | None = None,
     *,
     allocated: bool = False,
 ) -> tuple[ModelSpec, Any, str]:
@@ -151,9 +150,9 @@ def fit_proxy(
     check_fits(
         need(_estimate(spec.scaled(num_layers=1, vocab_size=1024), w, device)),
         device,
-        what=f"{spec.name} (even as a 1-layer, 1,024-token proxy)",
+        what=Msg("fit.even_proxy", model=spec.name, layers=1, vocab=1024),
         budget_bytes=budget,
-        hint=hint,
+        hint=hint or Msg("fit.hint.smaller"),
     )
     raise AssertionError("unreachable")  # check_fits raised
 
@@ -243,11 +242,7 @@ def _prepare(
         "optimizer_impl": optimizer_impl,
         "workload": w.to_dict(),
     }
-    hint = (
-        f"--quick caps the {dev} budget at {fmt_bytes(budget_bytes)}: run without it, or a smaller batch or sequence"
-        if quick
-        else "use a smaller batch or sequence, or a smaller model"
-    )
+    hint = Msg("fit.hint.quick", device=dev, budget=budget_bytes) if quick else Msg("fit.hint.smaller_model")
     if check_fit and proxy:
         run_spec, est, proxy_note = fit_proxy(spec, w, dev, budget_bytes, hint)
     else:
@@ -273,7 +268,7 @@ def plan(inputs: VramInputs) -> Plan:
         st = _prepare(**dict(inputs))
     except WouldNotFit as exc:
         dev = resolve_device(inputs.device).device
-        return Plan("vram", dev, None, Msg("vram.estimate"), "B", fits=False, notes=(str(exc),))
+        return Plan("vram", dev, None, Msg("vram.estimate"), "B", fits=False, notes=(exc.allowed,))
     sizes = {
         k: st.inputs[k] for k in ("ran", "params", "batch", "seq_len", "precision", "steps", "budget_bytes")
     }
@@ -355,7 +350,7 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
         gen = torch.Generator(device="cpu").manual_seed(0)
         trained = progress_steps(
             range(steps),
-            lambda i, _s: f"training step {i + 1} of {steps}",
+            lambda i, _s: Msg("progress.training_step", i=i + 1, n=steps),
             desc=f"vram {spec.name}",
             show=progress,
         )
@@ -379,7 +374,7 @@ def _train(spec: ModelSpec, w, dev: str, steps: int, progress: bool) -> dict[str
                 opt.zero_grad(set_to_none=True)
                 out["loss"] = float(loss.detach())
                 del loss
-        report(steps, steps, "training done")
+        report(steps, steps, Msg("progress.training_done"))
         out.update(
             states=states,
             saved=tracker.by_phase(),
@@ -498,16 +493,16 @@ def _result(
     rows = [
         _row("weights", st.weights, mem.weights),
         _row("gradients", st.gradients, mem.gradients),
-        _row("optimizer (+ master weights)", st.optimizer, mem.optimizer + mem.master_weights),
+        _row(Msg("vram.row.optimizer"), st.optimizer, mem.optimizer + mem.master_weights),
         _row("activations", acts, mem.activations),
         _row("logits", logits, mem.logits),
-        _row("activations + logits", acts + logits, mem.activations + mem.logits),
+        _row(Msg("vram.row.activations_logits"), acts + logits, mem.activations + mem.logits),
         _row(
-            f"optimizer step temporaries ({w.optimizer_impl})",
+            Msg("vram.row.step_temporaries", impl=w.optimizer_impl),
             step_tmp,
             optimizer_step.temporaries(spec, w, dev).bytes,
         ),
-        _row("accounted peak (states + saved)", accounted, mem.summed if dev == "cpu" else predicted),
+        _row(Msg("vram.row.accounted"), accounted, mem.summed if dev == "cpu" else predicted),
     ]
     details: dict[str, Any] = {
         "components": rows,
@@ -579,6 +574,7 @@ def _cuda_details(m: dict[str, Any], nvml_before: Any, mem: Any) -> tuple[dict[s
 
 
 def _row(name: str, measured: int, predicted: int) -> dict[str, Any]:
+    """A component's row: its name (a memory component's, or a message for a sum), both figures, ratio."""
     predicted = int(predicted)
     return {
         "component": name,

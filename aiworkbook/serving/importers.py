@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.proofs.result import ProofResult
 from aiworkbook.serving.knee import find_knee
 from aiworkbook.serving.metrics import percentiles
@@ -29,8 +30,8 @@ def _docs(path: Path) -> list[dict[str, Any]]:
     from aiworkbook.persist import read_text
 
     # a regular UTF-8 file of a bounded size (a FIFO, a device or a 100 GB file refused unread)
-    text = read_text(path, what="a JSON (or JSON lines) result file")
-    refused = SpecError("import", str(path), "a JSON (or JSON lines) result file, nested less deeply")
+    text = read_text(path, what=Msg("import.file"))
+    refused = SpecError("import", str(path), Msg("import.file_less_deep"))
     try:
         doc = json.loads(text)
         return doc if isinstance(doc, list) else [doc]
@@ -48,7 +49,7 @@ def detect(doc: dict[str, Any]) -> str:
         return "guidellm"
     if any(k in doc for k in ("median_ttft_ms", "mean_ttft_ms", "ttfts")):
         return "vllm"
-    raise SpecError("import", "unknown format", "a `vllm bench serve` result or a GuideLLM report")
+    raise SpecError("import", Msg("import.unknown_format"), Msg("import.formats"))
 
 
 def _ms(doc: dict[str, Any], key: str) -> float | None:
@@ -169,16 +170,9 @@ def _guidellm_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-_DEFINITIONS = {
-    "vllm": "vLLM's TTFT counts from each request's send, not its scheduled arrival; TPOT is the gap "
-    "between tokens ((E2E - TTFT) / (tokens - 1)); ITL is vLLM's own (the gap between chunks); E2E its "
-    "e2el; a run with both a request rate and a max concurrency keeps both (load = the concurrency); "
-    "tok/s is output tokens over the run's duration",
-    "guidellm": "GuideLLM's TTFT counts from each request's send, not its scheduled arrival; ITL is its "
-    "inter_token_latency_ms: each request's (E2E - TTFT) / (tokens - 1), counted once per token (n = "
-    "tokens), so also this project's TPOT, weighted per token (its time_per_output_token_ms includes "
-    "TTFT and is not used); E2E its request_latency; tok/s is output tokens over the benchmark's duration",
-}
+def _definitions(fmt: str) -> Msg:
+    """How the tool that wrote the file defines its latencies, against this project's."""
+    return Msg("import.definitions.vllm") if fmt == "vllm" else Msg("import.definitions.guidellm")
 
 
 def import_results(path: str | Path) -> ProofResult:
@@ -186,7 +180,7 @@ def import_results(path: str | Path) -> ProofResult:
     path = Path(path)
     docs = _docs(path)
     if not docs or not all(isinstance(d, dict) for d in docs):
-        raise SpecError("import", str(path), "a JSON object per result")
+        raise SpecError("import", str(path), Msg("import.object_per_result"))
     fmt = detect(docs[0])
     if fmt == "vllm":
         rows = [_vllm_row(d) for d in docs]
@@ -204,9 +198,5 @@ def import_results(path: str | Path) -> ProofResult:
         unit="s",
         verdict="info",
         details={"sweep": rows, "knee": knee, "source": {"format": fmt, "path": str(path), **meta}},
-        notes=[
-            f"imported from a {fmt} result ({len(rows)} load point{'s' if len(rows) != 1 else ''}); "
-            "no estimate to compare against",
-            _DEFINITIONS[fmt],
-        ],
+        notes=[Msg("import.imported", format=fmt, points=len(rows)), _definitions(fmt)],
     )

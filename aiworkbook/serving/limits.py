@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.units import MiB
 
 if TYPE_CHECKING:
@@ -137,10 +138,19 @@ def check_memory(
     need = int(weights) + int(kv_pool)
     margin = spare_bytes(free)
     if need > free - margin:
+        said = Msg("fit.source", source=source) if source else ""
         raise WouldNotFit(
-            f"model {name} does not fit on {device}: needs {need:,} B (weights {weights:,} B at {dtype} + "
-            f"KV pool {kv_pool:,} B) plus a safety margin of {margin:,} B (10 % of free, at least 256 MiB); "
-            f"{free:,} B free{' (' + source + ')' if source else ''}; nothing was loaded (a smaller model "
-            "or KV budget, or the synthetic backend)"
+            Msg(
+                "fit.server",
+                model=name,
+                device=device,
+                need=need,
+                weights=int(weights),
+                dtype=dtype,
+                kv=int(kv_pool),
+                margin=margin,
+                free=free,
+                source=said,
+            )
         )
     return need

@@ -335,7 +335,7 @@ def _measure(
     """One load point against `target`: the run's summary (and each request's samples into `rows`)."""
 
     def on_done(done: int, total: int) -> None:
-        control.tell(f"{msg}: {done}/{total} requests")
+        control.tell(Msg("progress.requests", at=msg, done=done, total=total))
 
     from aiworkbook.proofs.gcpause import measuring
 
@@ -490,8 +490,7 @@ def _sweep_loads(
         if s.past_deadline():
             notes.append(Msg("serving.deadline", seconds=s.max_duration_s, at=_at(s.kind, x)))
             break
-        at = _at(s.kind, x)
-        msg = f"{s.kind} {x}"
+        at = msg = _at(s.kind, x)
         progress_units(control, sw.done, steps, msg)
         if engine is not None:
             engine.reset_peaks()
@@ -558,7 +557,7 @@ def _after_sweep(
 ) -> None:
     """The SLO search, and on the embedded server the scheduler comparison and the context sweep."""
     if s.has_slo:
-        progress_units(control, done, steps, "bisection against the SLO")
+        progress_units(control, done, steps, Msg("progress.slo"))
         details["slo_search"] = _slo_search(opened.target, s, control)
         done += 1
     if opened.engine is None:
@@ -599,7 +598,7 @@ def run(proof_inputs: ServingInputs, *, control: Control = NULL) -> ProofResult:
             details["requests"] = per_request
         if opened.engine is not None:
             details["server"] = opened.engine.stats()
-    progress_units(control, steps, steps, "done")
+    progress_units(control, steps, steps, Msg("progress.done"))
     notes += _sweep_notes(s, sw, knee, embedded)
     notes[:0] = [
         Msg(
@@ -870,7 +869,9 @@ def _compare(s: ServingSettings, control: Control, done: int, steps: int, dev: A
     requests = max(2 * conc, s.requests)
     out: dict[str, Any] = {"concurrency": conc, "requests": requests, "length_dist": "uniform +-90 %"}
     for i, sched in enumerate(("static", "continuous")):
-        progress_units(control, done + i, steps, f"{sched} batching at concurrency {conc}")
+        progress_units(
+            control, done + i, steps, Msg("progress.batching_at", batching=_batching(sched), concurrency=conc)
+        )
         eng = build_engine(
             s.model,
             backend=s.backend,
@@ -924,7 +925,9 @@ def _context_sweep(s: ServingSettings, control: Control, done: int, steps: int, 
     rows = []
     with embedded_server(eng) as srv:
         for i, ctx in enumerate(ctxs):
-            progress_units(control, done + i, steps, f"context {ctx} at concurrency {conc}")
+            progress_units(
+                control, done + i, steps, Msg("progress.context_at", context=ctx, concurrency=conc)
+            )
             eng.reset_peaks()
             # one warm-up request at this context first (left out): its prefill and decode shapes are
             # not timed cold (issue 36; attention is pinned, so no backend builds anything per shape)

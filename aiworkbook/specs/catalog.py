@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.paths import data_dir
 from aiworkbook.specs.model import ModelSpec, load_config_file, spec_from_config
 
@@ -53,9 +54,7 @@ def load_model(name_or_path: str | Path, family: str | None = None) -> ModelSpec
             source=str(cfg_path),
             family=family,
         )
-    raise SpecError(
-        "model", s, "a preset (" + ", ".join(list_presets()) + ") or a path to a config.json or its folder"
-    )
+    raise SpecError("model", s, Msg("allowed.model", presets=", ".join(list_presets())))
 
 
 #: A Hugging Face repository id: `owner/name` (letters, digits, `-`, `_`, `.`).

@@ -13,33 +13,41 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aiworkbook.message import Msg
 from aiworkbook.telemetry import nvml_backend
 from aiworkbook.telemetry.na import is_na
 
+#: XID -> the message id of what it means (NVIDIA's XID catalogue, the common ones; the words in
+#: aiworkbook/locale, `describe()` says them)
 XID_NAMES: dict[int, str] = {
-    13: "graphics engine exception (application fault)",
-    31: "GPU memory page fault (application fault)",
-    43: "GPU stopped processing (application fault)",
-    45: "preemptive cleanup (process killed)",
-    48: "double-bit ECC error",
-    61: "internal micro-controller breakpoint",
-    62: "internal micro-controller halt",
-    63: "ECC page retirement or row remapping recorded",
-    64: "ECC page retirement or row remapper failure",
-    74: "NVLink error",
-    79: "GPU has fallen off the bus",
-    92: "high single-bit ECC error rate",
-    94: "contained ECC error",
-    95: "uncontained ECC error",
-    119: "GSP RPC timeout",
-    120: "GSP error",
+    13: "xid.graphics_exception",
+    31: "xid.memory_page_fault",
+    43: "xid.stopped_processing",
+    45: "xid.preemptive_cleanup",
+    48: "xid.double_bit_ecc",
+    61: "xid.microcontroller_breakpoint",
+    62: "xid.microcontroller_halt",
+    63: "xid.row_remap_recorded",
+    64: "xid.row_remap_failure",
+    74: "xid.nvlink",
+    79: "xid.fell_off_bus",
+    92: "xid.single_bit_ecc_rate",
+    94: "xid.contained_ecc",
+    95: "xid.uncontained_ecc",
+    119: "xid.gsp_timeout",
+    120: "xid.gsp_error",
 }
 
-#: XIDs NVIDIA's catalogue attributes to the application (its own fault, the GPU is healthy); any
-#: other XID is a fault of the GPU, its memory, its links or the driver (`check --passive` fails on it).
-APPLICATION_XIDS = frozenset(
-    x for x, text in XID_NAMES.items() if "(application fault)" in text or "(process killed)" in text
-)
+#: XIDs NVIDIA's catalogue attributes to the application (its own fault, or its process killed: the
+#: GPU is healthy); any other XID is a fault of the GPU, its memory, its links or the driver
+#: (`check --passive` fails on it).
+APPLICATION_XIDS = frozenset({13, 31, 43, 45})
+
+
+def describe(xid: int) -> Msg:
+    """What XID `xid` means, as a message (an XID not listed points to NVIDIA's catalogue)."""
+    return Msg(XID_NAMES.get(xid, "xid.unknown"))
+
 
 #: pynvml event-type constant -> our name. Registered as (mask & nvmlDeviceGetSupportedEventTypes);
 #: constants missing from an older nvidia-ml-py count as 0 (not registered).
@@ -139,7 +147,7 @@ class EventTimeline:
                 }
                 if kind == "xid":  # eventData holds the XID number
                     ev["xid"] = int(data.eventData)
-                    ev["description"] = XID_NAMES.get(int(data.eventData), "see NVIDIA's XID catalogue")
+                    ev["description"] = describe(int(data.eventData))
                 gi = getattr(data, "gpuInstanceId", _NO_INSTANCE)
                 if gi != _NO_INSTANCE:  # an event of one MIG instance
                     ev["gpu_instance"] = int(gi)

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiworkbook import signals
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.telemetry.sample import Sample
 
 
@@ -104,14 +105,20 @@ def run_monitor(
                 for s in fresh():  # the samples the loop had not written yet
                     log.write(s)
                 log.close()
-                verb = "appended" if log.appended else "wrote"
-                run.written.append(f"{log.path} ({verb} {log.rows} samples)")
+                rows = {"path": str(log.path), "rows": log.rows}
+                appended, wrote = (
+                    Msg("monitor.written.appended", **rows),
+                    Msg("monitor.written.wrote", **rows),
+                )
+                run.written.append(appended if log.appended else wrote)
             run.samples = list(sampler.samples())
             if record:
                 to_jsonl(run.samples, record, header)
                 label = header.get("label") or header.get("gpu_status") or ""
-                run.written.append(f"{record} (trace of {len(run.samples)} samples: {label})")
+                run.written.append(
+                    Msg("monitor.written.trace", path=str(record), rows=len(run.samples), label=label)
+                )
             if csv:
                 to_csv(run.samples, csv)
-                run.written.append(f"{csv} (CSV of {len(run.samples)} samples)")
+                run.written.append(Msg("monitor.written.csv", path=str(csv), rows=len(run.samples)))
     return run

@@ -26,7 +26,7 @@ from dataclasses import field as _field
 from typing import Any
 
 from aiworkbook.errors import SpecError, printable
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, quoted
 from aiworkbook.telemetry.openmetrics import GPU_METRICS
 
 #: the charts of the fleet view, as the local monitor draws them (widgets/gpu_monitor.py GPU_METRICS)
@@ -229,11 +229,13 @@ class PrometheusReader:
             except Exception:  # noqa: BLE001 (the status alone is the message then)
                 body = b""
             if not body:
-                said = Msg("prometheus.http", url=self.url, code=exc.code, reason=exc.reason, path=path)
+                said = Msg(
+                    "prometheus.http", url=self.url, code=exc.code, reason=quoted(exc.reason), path=path
+                )
                 raise PrometheusError(said) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             said_why = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Msg) else None
-            why = said_why or printable(str(getattr(exc, "reason", None) or exc), 300)
+            why = said_why or quoted(printable(str(getattr(exc, "reason", None) or exc), 300))
             raise PrometheusError(
                 Msg("prometheus.no_answer", url=self.url, why=why, timeout=self.timeout_s)
             ) from None
@@ -244,9 +246,12 @@ class PrometheusReader:
         if not isinstance(doc, dict) or doc.get("status") not in ("success", "error"):
             raise PrometheusError(Msg("prometheus.not_api", url=f"{self.url}{path}"))
         if doc["status"] == "error":
+            kind, error = (
+                printable(str(doc.get("errorType", "error")), 60),
+                printable(str(doc.get("error", "")), 300),
+            )
             raise PrometheusError(
-                f"{self.url}{path}: {printable(str(doc.get('errorType', 'error')), 60)}: "
-                f"{printable(str(doc.get('error', '')), 300)}"
+                Msg("prometheus.error", url=f"{self.url}{path}", error=quoted(f"{kind}: {error}"))
             )
         data = doc.get("data")
         if not isinstance(data, dict) or not isinstance(data.get("result"), list):
