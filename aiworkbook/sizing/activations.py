@@ -290,12 +290,18 @@ def _qk_norm_term(spec: ModelSpecLike, kind: str, e: int) -> Term:
     return _dot(per, a + k, d, note="term.dot.qk_norms") + _dot(4, rows, note="term.dot.qk_rms")
 
 
-def _router_term(spec: ModelSpecLike, e: int) -> Term:
+def _router_term(spec: ModelSpecLike, e: int, amp: bool = False) -> Term:
     """Bytes per token an MoE layer's routing saves (transformers' top-k router and expert loop): the
     fp32 router softmax (4·E), the top-k indices (8·k), and per chosen expert the gathered input its
     first matmul reads, the expert output and routing weight the weighting multiply keeps, and the
     token and slot indices of the gather (k·(2·e·h + e + 16))."""
     E, top, h = spec.num_experts, spec.experts_per_token, spec.hidden_size
+    if mechanisms(spec).experts_dense:  # fp32 sigmoid over every expert; per expert the copy of the
+        # input its score scales and the score (the multiply keeps both), and the scaled input the bmm
+        # reads (under AMP the copy is of the fp32 norm output, and the bmm keeps its cast: a cast)
+        router = _dot(4, E, note="term.dot.router_sigmoid") + _dot(8, top, note="term.dot.topk_ids")
+        per = 4 * h + e if amp else 2 * e * h + e
+        return router + _dot(E, per, note="term.dot.expert_inputs")
     if mechanisms(spec).router_topk_first:  # softmax over the k chosen logits, at their width
         router = _dot(e, top, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
     else:
@@ -319,11 +325,13 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
         grouped = amp and mech.experts_grouped_mm
         ex = 4 if grouped else e
         routing = (
-            _router_term(spec, ex) if mech.router and not fused else Term(8 * spec.num_experts, "term.router")
+            _router_term(spec, ex, amp) if mech.router and not fused else Term(8 * spec.num_experts, "term.router")
         )
         note = "term.dot.grouped_mm" if grouped else None
-        mlp_t = _dot(spec.experts_per_token, per_mlp, i, ex, note=note) + routing
-        casts = 1 + (0 if grouped else 2 * spec.experts_per_token)  # router + each chosen expert's gate, up
+        runs = spec.num_experts if mech.experts_dense else spec.experts_per_token  # experts per token
+        mlp_t = _dot(runs, per_mlp, i, ex, note=note) + routing
+        # router + each expert's gate, up (one gate_up bmm when every expert runs every token)
+        casts = 1 + (0 if grouped else (1 if mech.experts_dense else 2) * runs)
         if mech.shared_intermediate:  # every token's shared expert: a gated MLP of its own width
             mlp_t = mlp_t + _dot(per_mlp, mech.shared_intermediate, e, note="term.dot.shared_expert")
             casts += 2
@@ -358,7 +366,9 @@ def _per_token_and_seq(
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
     mech = mechanisms(spec)
-    if mech.rope:  # cos/sin at the embeddings' dtype (fp32 under AMP), as wide as the rotated slice
+    if mech.rope_complex:  # one complex64 table: d/2 complex numbers of 8 B at any precision
+        per_seq += 4 * int(d * mech.rotary_fraction)
+    elif mech.rope:  # cos/sin at the embeddings' dtype (fp32 under AMP), as wide as the rotated slice
         per_seq += 2 * int(d * mech.rotary_fraction) * (4 if amp else e)
     return per_token, per_seq
 

@@ -51,6 +51,11 @@ class Mechanisms:
     # default "grouped_mm"), which autocast does not cover: under AMP they compute at the fp32 weights'
     # width and keep no 16-bit copies of the expert matrices
     experts_grouped_mm: bool = False
+    # every expert runs every token (Llama 4's Llama4TextMoe): the input is repeated once per expert and
+    # scaled by its sigmoid router score (-inf, so 0, for the experts not in the top-k), and the experts
+    # run as one bmm over all of them: E copies of the input and E experts' intermediates per token, no
+    # gather indices; the sigmoid is taken in fp32
+    experts_dense: bool = False
     multipliers: bool = False  # Granite: embedding, residual, attention and logits scaled by constants
     # the share of each head RoPE rotates (partial_rotary_factor, GPT-NeoX's rotary_pct): the cos/sin
     # tables are rotary_fraction x head_dim wide
@@ -58,6 +63,10 @@ class Mechanisms:
     # RoPE rotates a slice of q and k and joins it back with torch.cat (Phi, Phi-3, GPT-NeoX): q and k
     # leave it contiguous per head, so SDPA's output is too and the o-proj reads a transposed copy
     rope_concat: bool = False
+    # RoPE as one complex64 table (Llama 4's freqs_cis, multiplied into q and k viewed as complex): d/2
+    # complex numbers per position, 4·d B at any precision; the multiply keeps only the table (it needs
+    # no gradient, so q and k are not kept for it)
+    rope_complex: bool = False
     # attention and MLP read the same residual input through their own norm (GPT-NeoX's
     # use_parallel_residual): the norms' shared input is saved once
     parallel_norms: bool = False

@@ -171,10 +171,13 @@ def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
     # softmax in the scores' dtype; a weightless L2 norm on q and k (use_qk_norm) of the RoPE layers
     mech = Mechanisms(
         rope=True,
+        rope_complex=True,  # apply_rotary_emb: q, k viewed as complex, times freqs_cis
         no_rope_layers=rope.count(0),
         qk_norm="l2" if c.flag("use_qk_norm", True) else "",
         router=True,
+        experts_dense=True,  # Llama4TextMoe: every expert, every token, scaled by sigmoid(top-k logits)
         shared_expert=True,
+        shared_intermediate=I,  # Llama4TextMLP(config): a gated MLP of intermediate_size
         attentions=("eager", "sdpa"),  # Llama4PreTrainedModel._supports_flash_attn = False
     )
     return assemble(common, layers, family=mt, **experts(I, E, top), mechanisms=mech)
