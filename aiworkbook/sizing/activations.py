@@ -271,7 +271,14 @@ def _attention_term(
             sink = 4 if amp else (4 if mech.softmax_fp32 else e)
             attn_t = attn_t + _dot(a, sink + 8, note="term.dot.sinks")
     if mech.qk_norm and not w.compile:
-        attn_t = attn_t + _qk_norm_term(spec, mech.qk_norm, 4 if mech.norm_fp32_scale else e)
+        norms = _qk_norm_term(spec, mech.qk_norm, 4 if mech.norm_fp32_scale else e)
+        if mech.qk_norm_rope_only and mech.no_rope_layers:  # a layer's share: the RoPE layers' norms
+            L, roped = spec.num_layers, spec.num_layers - mech.no_rope_layers
+            every = norms
+            norms = Term(every.value * roped // L, render=lambda: every.text).said(
+                Msg("term.rope_layers_only", n=roped, layers=L)
+            )
+        attn_t = attn_t + norms
     # the score term is per key position: said beside the layer's bytes, counted apart (per_token_score)
     if not score:
         return attn_t.value, score, attn_t.text
@@ -366,6 +373,8 @@ def _per_token_and_seq(
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
     mech = mechanisms(spec)
+    if mech.nope_temperature:  # each NoPE layer's fp32 q scale per position
+        per_seq += 4 * mech.no_rope_layers
     if mech.rope_complex:  # one complex64 table: d/2 complex numbers of 8 B at any precision
         per_seq += 4 * int(d * mech.rotary_fraction)
     elif mech.rope:  # cos/sin at the embeddings' dtype (fp32 under AMP), as wide as the rotated slice

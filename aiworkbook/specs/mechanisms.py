@@ -21,6 +21,11 @@ class Mechanisms:
     softmax_fp32: bool = False
     rope: bool = False  # rotary q/k: cos/sin tables per position, and RoPE'd q, k kept
     no_rope_layers: int = 0  # layers that skip the rotary embedding (SmolLM3, Llama 4 NoPE layers)
+    # the q/k norm sits on the RoPE layers only (Llama 4: `use_qk_norm and use_rope`): NoPE layers keep none
+    qk_norm_rope_only: bool = False
+    # NoPE layers scale q by a per-position fp32 factor (Llama 4's attn_temperature_tuning): the multiply
+    # keeps the factor, 4 B per position per NoPE layer
+    nope_temperature: bool = False
     fused_qkv: bool = False  # one projection for q, k and v (c_attn, query_key_value, qkv_proj)
     # the MLP activation: "silu"/"gelu" (one fused op), "gelu_new" (GPT-2's Python composition) or
     # "clamped_swiglu" (gpt-oss's experts: gate and up clamped, gate·sigmoid(alpha·gate)·(up + 1), which

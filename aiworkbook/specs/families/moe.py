@@ -174,6 +174,8 @@ def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
         rope_complex=True,  # apply_rotary_emb: q, k viewed as complex, times freqs_cis
         no_rope_layers=rope.count(0),
         qk_norm="l2" if c.flag("use_qk_norm", True) else "",
+        qk_norm_rope_only=True,  # Llama4TextAttention: qk_norm when use_qk_norm and use_rope
+        nope_temperature=c.flag("attn_temperature_tuning", True),
         router=True,
         experts_dense=True,  # Llama4TextMoe: every expert, every token, scaled by sigmoid(top-k logits)
         shared_expert=True,
