@@ -64,6 +64,13 @@ COLUMNS: dict[str, Column] = {
         r"torch\.cat\(\((query|q)_rot|torch\.cat\(\[(q_embed|\(q_rot)",
     ),
     "no_rope_layers": Column("NoPE layers", "positions", r"self\.use_rope = "),
+    "rope_complex": Column("RoPE as a complex table", "positions", r"torch\.view_as_complex\("),
+    "qk_norm_rope_only": Column(
+        "q/k norms on RoPE layers only", "positions", r"use_qk_norm and self\.use_rope"
+    ),
+    "nope_temperature": Column(
+        "NoPE layers' q temperature", "positions", r"attn_temperature_tuning and not self\.use_rope"
+    ),
     "norm_fp32_scale": Column(
         "fp32-scaled norm",
         "norms, MLP and logits",
@@ -91,9 +98,14 @@ COLUMNS: dict[str, Column] = {
     "experts_grouped_mm": Column(
         "experts through grouped_mm", "mixture of experts", r"@use_experts_implementation"
     ),
+    "experts_dense": Column(
+        "every expert runs every token", "mixture of experts", r"routed_in = hidden_states\.repeat\("
+    ),
     "shared_expert": Column("shared expert", "mixture of experts", r"self\.shared_experts? = "),
     "shared_intermediate": Column(
-        "shared expert's own width", "mixture of experts", r"shared_expert_intermediate_size"
+        "shared expert's own width",
+        "mixture of experts",
+        r"shared_expert_intermediate_size|self\.shared_expert = \w+MLP\(config\)$",
     ),
     "shared_gate": Column(
         "shared expert's sigmoid gate", "mixture of experts", r"sigmoid\(self\.shared_expert_gate"

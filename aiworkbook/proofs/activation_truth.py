@@ -60,7 +60,9 @@ FAMILY_KEYS: dict[str, dict[str, Any]] = {
     "smollm3": {},
     "starcoder2": {},
     "gpt_oss": dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=32),
-    "llama4_text": dict(num_local_experts=4, num_experts_per_tok=2, no_rope_layer_interval=2, attention_chunk_size=32),
+    "llama4_text": dict(
+        num_local_experts=4, num_experts_per_tok=2, no_rope_layer_interval=2, attention_chunk_size=32
+    ),
 }
 #: the registry's families this tool does not build, and why (docs/sizing.md's error table says it)
 NOT_BUILT: dict[str, str] = {

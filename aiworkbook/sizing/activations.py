@@ -332,7 +332,9 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
         grouped = amp and mech.experts_grouped_mm
         ex = 4 if grouped else e
         routing = (
-            _router_term(spec, ex, amp) if mech.router and not fused else Term(8 * spec.num_experts, "term.router")
+            _router_term(spec, ex, amp)
+            if mech.router and not fused
+            else Term(8 * spec.num_experts, "term.router")
         )
         note = "term.dot.grouped_mm" if grouped else None
         runs = spec.num_experts if mech.experts_dense else spec.experts_per_token  # experts per token
