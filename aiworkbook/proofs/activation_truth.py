@@ -38,6 +38,21 @@ SMALL: dict[str, Any] = dict(
     pad_token_id=0,
 )
 _MOE = dict(num_experts_per_tok=2, moe_intermediate_size=32)
+#: MLA (DeepSeek): the rotary embedding is built for head_dim, which DeepSeek's config sets to
+#: qk_rope_head_dim (so SMALL's head_dim is the rope part); every query head has its own key and value
+_MLA: dict[str, Any] = dict(
+    n_routed_experts=4,
+    num_experts_per_tok=2,
+    n_group=2,
+    topk_group=1,
+    moe_intermediate_size=32,
+    kv_lora_rank=16,
+    q_lora_rank=24,
+    qk_rope_head_dim=D,
+    qk_nope_head_dim=8,
+    v_head_dim=16,
+    num_key_value_heads=A,
+)
 #: each family's own keys on top of SMALL (what its config class needs to be small and still itself)
 FAMILY_KEYS: dict[str, dict[str, Any]] = {
     "llama": {},
@@ -60,6 +75,8 @@ FAMILY_KEYS: dict[str, dict[str, Any]] = {
     "smollm3": {},
     "starcoder2": {},
     "gpt_oss": dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=32),
+    "deepseek_v3": dict(_MLA, first_k_dense_replace=1),
+    "deepseek_v2": dict(_MLA, first_k_dense_replace=1),
     "llama4_text": dict(
         num_local_experts=4, num_experts_per_tok=2, no_rope_layer_interval=2, attention_chunk_size=32
     ),

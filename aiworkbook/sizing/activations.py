@@ -125,6 +125,10 @@ def layer_matrix_params(spec: ModelSpecLike) -> int:
     mech, mats = mechanisms(spec), 3 if spec.gated_mlp else 2
     copied = 0 if mech.experts_grouped_mm and spec.num_experts else max(1, spec.num_experts)
     mlp = mats * h * i * copied + h * spec.num_experts + 3 * h * mech.shared_intermediate
+    if mech.mla_kv_lora:  # q (through its latent), the kv latent with the rope key, kv_b, o
+        rq, rk, dqk = mech.mla_q_lora, mech.mla_kv_lora, mech.mla_nope + mech.mla_rope
+        q = h * rq + rq * a * dqk if rq else h * a * dqk
+        return q + h * (rk + mech.mla_rope) + rk * a * (mech.mla_nope + d) + a * d * h + mlp
     return h * a * d + 2 * h * k * d + a * d * h + mlp
 
 
@@ -217,6 +221,8 @@ def _attention_term(
     """(bytes per token, score bytes per token per key, formula) that attention saves in one layer."""
     a, k, d, mech = spec.num_heads, spec.num_kv_heads, spec.head_dim, mechanisms(spec)
     h = spec.hidden_size
+    if mech.mla_kv_lora:
+        return _mla_term(spec, w, device, e, m, p, amp)
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
     flash = w.flash(spec) and not (device == "cpu" and p > 0)
     score, score_note = 0, None
@@ -286,6 +292,50 @@ def _attention_term(
     return attn_t.value, score, Joined(attn_t.text, said, *((" ", score_note) if score_note else ()))
 
 
+def _mla_term(
+    spec: ModelSpecLike, w: Workload, device: str, e: int, m: int, p: float, amp: bool
+) -> tuple[int, int, Msg]:
+    """`_attention_term` for multi-head latent attention (DeepSeek's, transformers' DeepseekV3Attention):
+    the q latent's and the kv latent's RMSNorms (at fp32 the kv norm's input is a view of the projection
+    output, whose rope columns it keeps too), then per head q and k of nope + rope width (torch.cat and
+    a new tensor: both kept), v a view of kv_b_proj's output (its k columns kept with it) and the
+    o-proj input. PyTorch's CPU SDPA has no fused kernel for a v narrower than q and k: it runs the math
+    path, which keeps q, k and v up-cast to fp32 and the fp32 probabilities."""
+    mech = mechanisms(spec)
+    a, dv, dr, dn = spec.num_heads, spec.head_dim, mech.mla_rope, mech.mla_nope
+    rq, rk, dqk = mech.mla_q_lora, mech.mla_kv_lora, mech.mla_nope + mech.mla_rope
+    kv_norm = _norm_term(rk, e, False, w.compile, True)[0] + (4 * dr if e == 4 and not w.compile else 0)
+    norms = Term(kv_norm, "term.mla_kv_norm")
+    if rq:
+        norms = Term(_norm_term(rq, e, False, w.compile, True)[0], "term.mla_q_norm") + norms
+    v_kept = a * (dn + dv) * e  # v is a view of kv_b_proj's output: the whole output is kept
+    score, score_note = 0, None
+    math = device == "cpu" and dqk != dv and w.attention_for(spec) == "sdpa"
+    if math:  # q, k and v at fp32 (16-bit ones up-cast: copies; fp32 v stays the view) and fp32 probs
+        v32 = v_kept if e == 4 else 4 * a * dv
+        attn_t = _dot(2, a, dqk, 4) + Term(v32, "term.dot.v_kept") + _dot(a, dv, e, note="term.dot.out")
+        score, score_note = a * 4, Msg("term.score.cpu_math")
+    elif w.flash(spec):
+        attn_t = (
+            _dot(2, a, dqk, e)
+            + Term(v_kept, "term.dot.v_kept")
+            + _dot(a, dv, e, note="term.dot.out")
+            + _dot(4, a, note="term.dot.lse")
+        )
+    else:
+        attn_t = _dot(2, a, dqk, e) + Term(v_kept, "term.dot.v_kept") + _dot(a, dv, e, note="term.dot.out")
+        if amp:
+            score = a * (4 + ((1 if device == "cuda" else 4) if p > 0 else 0) + e)
+        else:
+            sm = 4 + e if (mech.softmax_fp32 and e != 4) else e
+            score = a * (sm + ((m + e) if p > 0 else 0))
+    attn_t = norms + attn_t
+    if not score:
+        return attn_t.value, score, attn_t.text
+    said = Joined(" + ", Msg("term.n", n=a), "·s·", Msg("term.n", n=score // a))
+    return attn_t.value, score, Joined(attn_t.text, said, *((" ", score_note) if score_note else ()))
+
+
 def _qk_norm_term(spec: ModelSpecLike, kind: str, e: int) -> Term:
     """Bytes per token a q/k norm saves (transformers' RMSNorm on q and k before RoPE): the fp32 input
     `pow` reads, 1/rms per normalised row, and (a weighted norm) the normalised value its weight scales,
@@ -309,7 +359,19 @@ def _router_term(spec: ModelSpecLike, e: int, amp: bool = False) -> Term:
         router = _dot(4, E, note="term.dot.router_sigmoid") + _dot(8, top, note="term.dot.topk_ids")
         per = 4 * h + e if amp else 2 * e * h + e
         return router + _dot(E, per, note="term.dot.expert_inputs")
-    if mechanisms(spec).router_topk_first:  # softmax over the k chosen logits, at their width
+    mech = mechanisms(spec)
+    if mech.router_fp32_input or mech.router_groups or mech.router_renorm:  # DeepSeek's router
+        G = mech.router_groups
+        router = _dot(4, E, note="term.dot.router_sigmoid") + _dot(8, top, note="term.dot.topk_ids")
+        if mech.router_fp32_input and e != 4 and not amp:  # under AMP the input is fp32 already
+            router = _dot(4, h, note="term.dot.router_fp32_input") + router
+        if G:
+            ids = _dot(8, G * mech.router_group_ids + mech.router_topk_groups, note="term.dot.group_ids")
+            router = router + ids + _dot(1, E, note="term.dot.group_mask")
+        if mech.router_renorm:
+            router = router + _dot(4, top + 1, note="term.dot.router_renorm")
+        return router + _dot(top, 2 * e * h + e + 16, note="term.dot.expert_gathers")
+    if mech.router_topk_first:  # softmax over the k chosen logits, at their width
         router = _dot(e, top, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
     else:
         router = _dot(4, E, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
@@ -359,6 +421,13 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     else:
         mlp_t = _dot(per_mlp, i, e)
         casts = 1  # fc1 / c_fc
+    if mech.dense_layers and spec.num_experts:  # the first layers' dense MLP: a layer's share of each
+        L, dl = spec.num_layers, mech.dense_layers
+        dense = _dot(per_mlp, mech.dense_intermediate, e)
+        moe_t = mlp_t
+        mlp_t = Term((moe_t.value * (L - dl) + dense.value * dl) // L, render=lambda: moe_t.text).said(
+            Msg("term.dense_layers_share", n=dl, layers=L, dense=dense.value)
+        )
     if fused:
         mlp_t = mlp_t.said(Msg("term.compiled"))
     return mlp_t.value, mlp_t.text, casts
@@ -377,10 +446,11 @@ def _per_token_and_seq(
     mech = mechanisms(spec)
     if mech.nope_temperature:  # each NoPE layer's fp32 q scale per position
         per_seq += 4 * mech.no_rope_layers
+    rotated = mech.mla_rope or d  # MLA rotates its rope part alone
     if mech.rope_complex:  # one complex64 table: d/2 complex numbers of 8 B at any precision
-        per_seq += 4 * int(d * mech.rotary_fraction)
+        per_seq += 4 * int(rotated * mech.rotary_fraction)
     elif mech.rope:  # cos/sin at the embeddings' dtype (fp32 under AMP), as wide as the rotated slice
-        per_seq += 2 * int(d * mech.rotary_fraction) * (4 if amp else e)
+        per_seq += 2 * int(rotated * mech.rotary_fraction) * (4 if amp else e)
     return per_token, per_seq
 
 
@@ -396,7 +466,9 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
     norm, norm_txt = _norm_term(h, e, amp, fused, spec.norm == "rmsnorm", mech.norm_fp32_scale)
     attn, score, attn_txt = _attention_term(spec, w, device, e, m, p, amp)
     mlp, mlp_txt, casts = _mlp_term(spec, device, e, amp, fused)
-    casts += 1 if mech.fused_qkv else 3  # one fused projection (c_attn, qkv_proj), or q, k, v
+    # one fused projection (c_attn, qkv_proj), or q, k, v; MLA: the q (or q latent) and kv latent
+    # projections (its q_b and kv_b read the latents' norms, whose outputs count the casts)
+    casts += 2 if mech.mla_kv_lora else (1 if mech.fused_qkv else 3)
     # one layer's bytes per token as a Term: its value is per_token_layer, its text the "[...]" note
     # (eager attention's a·s·x score term is said there but counted apart, per key position)
     layer_t = (

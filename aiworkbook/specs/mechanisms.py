@@ -61,6 +61,28 @@ class Mechanisms:
     # run as one bmm over all of them: E copies of the input and E experts' intermediates per token, no
     # gather indices; the sigmoid is taken in fp32
     experts_dense: bool = False
+    # multi-head latent attention (DeepSeek V2/V3): q through a q_lora_rank latent and its RMSNorm (0: one
+    # q projection), k and v through a kv_lora_rank latent and its RMSNorm, each head's q and k a nope part
+    # and a rope part (mla_nope + mla_rope wide), v the spec's head_dim; 0 kv rank: not MLA
+    mla_q_lora: int = 0
+    mla_kv_lora: int = 0
+    mla_rope: int = 0
+    mla_nope: int = 0
+    # the router casts its input to fp32 for an fp32 matmul (DeepSeek): at 16 bits the copy is kept
+    router_fp32_input: bool = False
+    # group-limited routing (DeepSeek): the experts in router_groups groups, int64 ids of
+    # router_group_ids scores per group (V3: its top two, V2: its max) and of the router_topk_groups
+    # groups kept, a bool mask per expert; 0 groups: plain top-k
+    router_groups: int = 0
+    router_group_ids: int = 0
+    router_topk_groups: int = 0
+    # the top-k weights are renormalised to sum to 1 (norm_topk_prob): the division keeps the fp32 sum
+    # and the weights
+    router_renorm: bool = False
+    # the first layers run a dense MLP of this width instead of the experts (DeepSeek's
+    # first_k_dense_replace): a layer's share of each is counted
+    dense_layers: int = 0
+    dense_intermediate: int = 0
     multipliers: bool = False  # Granite: embedding, residual, attention and logits scaled by constants
     # the share of each head RoPE rotates (partial_rotary_factor, GPT-NeoX's rotary_pct): the cos/sin
     # tables are rotary_fraction x head_dim wide
