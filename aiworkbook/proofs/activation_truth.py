@@ -84,8 +84,6 @@ FAMILY_KEYS: dict[str, dict[str, Any]] = {
 #: the registry's families this tool does not build, and why (docs/sizing.md's error table says it)
 NOT_BUILT: dict[str, str] = {
     "bert": "encoder-only; the tool measures a causal LM's training forward (loss on shifted labels)",
-    "deepseek_v2": "MLA's compressed q/k/v and the shared experts are declared, not measured yet",
-    "deepseek_v3": "MLA's compressed q/k/v and the shared experts are declared, not measured yet",
 }
 SHAPES = ((1, 64), (2, 32), (1, 128))
 PRECISIONS = ("fp32", "bf16", "bf16-mixed")

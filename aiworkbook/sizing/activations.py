@@ -366,8 +366,10 @@ def _router_term(spec: ModelSpecLike, e: int, amp: bool = False) -> Term:
         if mech.router_fp32_input and e != 4 and not amp:  # under AMP the input is fp32 already
             router = _dot(4, h, note="term.dot.router_fp32_input") + router
         if G:
-            ids = _dot(8, G * mech.router_group_ids + mech.router_topk_groups, note="term.dot.group_ids")
-            router = router + ids + _dot(1, E, note="term.dot.group_mask")
+            group_ids = _dot(
+                8, G * mech.router_group_ids + mech.router_topk_groups, note="term.dot.group_ids"
+            )
+            router = router + group_ids + _dot(1, E, note="term.dot.group_mask")
         if mech.router_renorm:
             router = router + _dot(4, top + 1, note="term.dot.router_renorm")
         return router + _dot(top, 2 * e * h + e + 16, note="term.dot.expert_gathers")

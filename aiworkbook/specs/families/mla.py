@@ -50,9 +50,8 @@ def _deepseek(c: Config, mt: str, name: str, v3: bool) -> FamilySpec:
     Im = c.integer("moe_intermediate_size")
     I = c.integer("intermediate_size")
     first_dense = c.integer("first_k_dense_replace", default=3 if v3 else 0, minimum=0)
-    shared_i = (
-        Im * c.integer("n_shared_experts", default=1, minimum=0) if c.cfg.get("n_shared_experts", 1) else 0
-    )
+    # transformers' defaults when the config is silent: DeepseekV3Config 1 shared expert, V2's 2
+    shared_i = Im * c.integer("n_shared_experts", default=1 if v3 else 2, minimum=0)
     shared = mlp(h, shared_i) if shared_i else (0, 0)
     # DeepseekV3TopkRouter: sigmoid scores, group-limited top-k (n_group groups, topk_group kept, each
     # group scored by its top two), renormalised when norm_topk_prob; DeepseekV2TopkRouter: softmax,
