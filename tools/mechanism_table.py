@@ -113,11 +113,14 @@ COLUMNS: dict[str, Column] = {
         "groups kept", "mixture of experts", r"self\.topk_group = config\.topk_group"
     ),
     "router_renorm": Column("top-k renormalised", "mixture of experts", r"if self\.norm_topk_prob"),
-    "dense_layers": Column("first layers dense", "mixture of experts", r"config\.first_k_dense_replace"),
+    "dense_layers": Column(
+        "dense layers", "mixture of experts", r"config\.first_k_dense_replace|self\.is_moe_layer = "
+    ),
     "dense_intermediate": Column(
         "their MLP width",
         "mixture of experts",
-        r"config\.first_k_dense_replace else \w+MLP\(config\)|\w+MLP\(config\)$",
+        r"config\.first_k_dense_replace else \w+MLP\(config\)|\w+MLP\(config\)$|"
+        r"intermediate_size=config\.intermediate_size_mlp",
     ),
     "experts_dense": Column(
         "every expert runs every token", "mixture of experts", r"routed_in = hidden_states\.repeat\("

@@ -38,6 +38,8 @@ SMALL: dict[str, Any] = dict(
     pad_token_id=0,
 )
 _MOE = dict(num_experts_per_tok=2, moe_intermediate_size=32)
+_LOCAL = dict(num_local_experts=4, num_experts_per_tok=2)  # Mixtral's keys, four experts, two per token
+_NOPE_CHUNKS = dict(no_rope_layer_interval=2, attention_chunk_size=32)
 #: MLA (DeepSeek): the rotary embedding is built for head_dim, which DeepSeek's config sets to
 #: qk_rope_head_dim (so SMALL's head_dim is the rope part); every query head has its own key and value
 _MLA: dict[str, Any] = dict(
@@ -57,7 +59,7 @@ _MLA: dict[str, Any] = dict(
 FAMILY_KEYS: dict[str, dict[str, Any]] = {
     "llama": {},
     "mistral": {},
-    "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
+    "mixtral": _LOCAL,
     "qwen2": {},
     "gemma": {},
     "gemma2": dict(sliding_window=32),
@@ -70,16 +72,16 @@ FAMILY_KEYS: dict[str, dict[str, Any]] = {
     "gemma3_text": dict(sliding_window=32),
     "olmo2": {},
     "granite": {},
-    "phimoe": dict(num_local_experts=4, num_experts_per_tok=2),
+    "phimoe": _LOCAL,
     "phi": {},
     "smollm3": {},
     "starcoder2": {},
-    "gpt_oss": dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=32),
+    "gpt_oss": dict(_LOCAL, sliding_window=32),
     "deepseek_v3": dict(_MLA, first_k_dense_replace=1),
     "deepseek_v2": dict(_MLA, first_k_dense_replace=1),
-    "llama4_text": dict(
-        num_local_experts=4, num_experts_per_tok=2, no_rope_layer_interval=2, attention_chunk_size=32
-    ),
+    # every other layer MoE (Maverick's interleave), the other a dense MLP of its own width; NoPE and
+    # chunked layers (the chunk shorter than two of the three shapes)
+    "llama4_text": dict(_LOCAL, interleave_moe_layer_step=2, intermediate_size_mlp=80, **_NOPE_CHUNKS),
 }
 #: the registry's families this tool does not build, and why (docs/sizing.md's error table says it)
 NOT_BUILT: dict[str, str] = {

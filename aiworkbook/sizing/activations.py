@@ -125,6 +125,9 @@ def layer_matrix_params(spec: ModelSpecLike) -> int:
     mech, mats = mechanisms(spec), 3 if spec.gated_mlp else 2
     copied = 0 if mech.experts_grouped_mm and spec.num_experts else max(1, spec.num_experts)
     mlp = mats * h * i * copied + h * spec.num_experts + 3 * h * mech.shared_intermediate
+    if mech.dense_layers and spec.num_experts:  # a layer's share of the dense layers' MLP matrices
+        L, dl = spec.num_layers, mech.dense_layers
+        mlp = (mlp * (L - dl) + mats * h * mech.dense_intermediate * dl) // L
     if mech.mla_kv_lora:  # q (through its latent), the kv latent with the rope key, kv_b, o
         rq, rk, dqk = mech.mla_q_lora, mech.mla_kv_lora, mech.mla_nope + mech.mla_rope
         q = h * rq + rq * a * dqk if rq else h * a * dqk
@@ -385,7 +388,7 @@ def _router_term(spec: ModelSpecLike, e: int, amp: bool = False) -> Term:
 
 def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) -> tuple[int, Msg, int]:
     """(bytes per token, formula, autocast casts) of one layer's MLP; the casts exclude attention's."""
-    i, mech = spec.intermediate_size, mechanisms(spec)
+    i, h, mech = spec.intermediate_size, spec.hidden_size, mechanisms(spec)
     # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
@@ -423,11 +426,14 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     else:
         mlp_t = _dot(per_mlp, i, e)
         casts = 1  # fc1 / c_fc
-    if mech.dense_layers and spec.num_experts:  # the first layers' dense MLP: a layer's share of each
+    if mech.dense_layers and spec.num_experts:  # the dense layers' MLP: a layer's share of each
         L, dl = spec.num_layers, mech.dense_layers
         dense = _dot(per_mlp, mech.dense_intermediate, e)
-        moe_t = mlp_t
-        mlp_t = Term((moe_t.value * (L - dl) + dense.value * dl) // L, render=lambda: moe_t.text).said(
+        # under autocast each kind casts the norm output for its own readers (terms() adds the MoE
+        # layer's casts to every layer: the dense layers' gate and up are counted here in their place)
+        moe_casts, dense_casts = (2 * h * casts, 2 * h * 2) if amp else (0, 0)
+        moe_t, shared = mlp_t, (mlp_t.value + moe_casts) * (L - dl) + (dense.value + dense_casts) * dl
+        mlp_t = Term(shared // L - moe_casts, render=lambda: moe_t.text).said(
             Msg("term.dense_layers_share", n=dl, layers=L, dense=dense.value)
         )
     if fused:

@@ -79,8 +79,8 @@ class Mechanisms:
     # the top-k weights are renormalised to sum to 1 (norm_topk_prob): the division keeps the fp32 sum
     # and the weights
     router_renorm: bool = False
-    # the first layers run a dense MLP of this width instead of the experts (DeepSeek's
-    # first_k_dense_replace): a layer's share of each is counted
+    # layers that run a dense MLP of this width instead of the experts (DeepSeek's first
+    # first_k_dense_replace, Llama 4's layers outside moe_layers): a layer's share of each is counted
     dense_layers: int = 0
     dense_intermediate: int = 0
     multipliers: bool = False  # Granite: embedding, residual, attention and logits scaled by constants

@@ -180,6 +180,10 @@ def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
         experts_dense=True,  # Llama4TextMoe: every expert, every token, scaled by sigmoid(top-k logits)
         shared_expert=True,
         shared_intermediate=I,  # Llama4TextMLP(config): a gated MLP of intermediate_size
+        # the layers not in moe_layers (interleave_moe_layer_step > 1) run Llama4TextMLP of
+        # intermediate_size_mlp instead
+        dense_layers=L - len(moe & set(range(L))),
+        dense_intermediate=Imlp if len(moe & set(range(L))) < L else 0,
         attentions=("eager", "sdpa"),  # Llama4PreTrainedModel._supports_flash_attn = False
     )
     return assemble(common, layers, family=mt, **experts(I, E, top), mechanisms=mech)
