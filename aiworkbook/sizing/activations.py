@@ -442,9 +442,23 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
 
 
 def _per_token_and_seq(
-    spec: ModelSpecLike, e: int, m: int, p: float, amp: bool, norm: int, frozen_token: int, device: str
+    spec: ModelSpecLike,
+    e: int,
+    m: int,
+    p: float,
+    amp: bool,
+    norm: int,
+    frozen_token: int,
+    device: str,
+    tables: bool = True,
 ) -> tuple[int, int]:
-    """Bytes saved once per token (final norm, ids, embedding mask, labels) and once per sequence."""
+    """Bytes saved once per token (final norm, ids, embedding mask, labels) and once per sequence.
+
+    `tables`: the layers' per-position tables (RoPE's cos/sin or complex table, Llama 4's NoPE
+    temperature) are kept. Not under transformers' full checkpointing: GradientCheckpointingLayer hands
+    the checkpoint its keyword arguments bound in a partial (modeling_layers.py), so the reentrant
+    checkpoint keeps none of them (position_embeddings is one), and the layers run without grad; the
+    recomputed layer saves its tables again, a transient of the one layer in backward."""
     h, d = spec.hidden_size, spec.head_dim
     emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
     per_token = norm + 8 + (h * emb_mask) - frozen_token  # final norm, input ids, embedding dropout mask
@@ -452,6 +466,8 @@ def _per_token_and_seq(
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
     mech = mechanisms(spec)
+    if not tables:
+        return per_token, per_seq
     if mech.nope_temperature:  # each NoPE layer's fp32 q scale per position
         per_seq += 4 * mech.no_rope_layers
     rotated = mech.mla_rope or d  # MLA rotates its rope part alone
@@ -502,7 +518,9 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
         layer_t = layer_t + adapters.tight(Term(e, "term.adapter_outputs"))
     layer, parts = layer_t.value, layer_t.text
 
-    per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
+    per_token, per_seq = _per_token_and_seq(
+        spec, e, m, p, amp, norm, frozen_token, device, tables=w.checkpointing != "full"
+    )
     window: dict[str, int] = dict(_window_mask(spec, w, device, e, p))
     if mech.positional_mask and not w.flash(spec) and w.checkpointing == "full":
         window["ckpt_mask_per_key"] = 4 if amp else e  # the mask has the weights' dtype
