@@ -51,23 +51,34 @@ def test_explicit_infer_with_vllm_flags_is_fine(capsys):
 @pytest.mark.parametrize(
     ("flag", "value", "field"),
     [
-        ("--quantization", "bogus", "quantization"),
-        ("--dtype", "bogus", "dtype"),
-        ("--block-size", "7", "block_size"),
-        ("--engine-version", "zz", "engine_version"),
-        ("--kv-cache-dtype", "int3", "kv_cache_dtype"),
+        ("--quantization", "bogus", "--quantization"),
+        ("--dtype", "bogus", "--dtype"),
+        ("--block-size", "7", "--block-size"),
+        ("--engine-version", "zz", "--engine-version"),
+        ("--engine-version", "0.6.x", "--engine-version"),  # only 0.6.4 on is modelled: not every 0.6
+        ("--kv-cache-dtype", "int3", "--kv-cache-dtype"),
     ],
 )
 @pytest.mark.parametrize("gpu", [[], ["--gpu", "H100-SXM"]])
 def test_a_bad_vllm_flag_is_refused_with_or_without_a_gpu(capsys, flag, value, field, gpu):
+    """Refused naming the option as typed (not the setting's Python name), exit 2, no traceback."""
     assert main(["size", "llama-3-8b", "--engine", "vllm", flag, value, *gpu]) == 2
     err = capsys.readouterr().err
-    assert f"'{field}'" in err and "allowed" in err
+    assert f"'{field}'" in err and "allowed" in err and "Traceback" not in err
 
 
 def test_a_vllm_flag_without_the_engine_is_checked_too(capsys):
     assert main(["size", "llama-3-8b", "--block-size", "7"]) == 2
-    assert "'block_size'" in capsys.readouterr().err
+    assert "'--block-size'" in capsys.readouterr().err
+
+
+def test_the_release_the_error_offers_is_accepted(capsys):
+    """The refusal lists "0.19.x" among the releases: typed back, it sizes with 0.19's arithmetic."""
+    assert main(["size", "llama-3-8b", "--engine", "vllm", "--engine-version", "zz"]) == 2
+    offered = capsys.readouterr().err.split("allowed: ")[1]
+    assert "0.19.x" in offered
+    assert main(["fit", "llama-3-8b", "--engine", "vllm", "--engine-version", "0.19.x"]) == 0
+    assert "estimated for vLLM 0.19.x (arithmetic v1-019)" in capsys.readouterr().out
 
 
 def test_fit_refuses_an_unknown_device(capsys):

@@ -30,6 +30,8 @@ SAME_WORDS = SHARED | {
     "absmax",  # bitsandbytes' scale
     "int8",
     "mla",  # Multi-head Latent Attention
+    "rope",  # rotary position embedding, as every catalogue abbreviates it
+    "mlp",  # the feed-forward block's abbreviation, alike in Dutch and German
     "latent",  # MLA's latent width: the same word in Dutch and German
     "maximize",  # torch.optim's argument
     "router",

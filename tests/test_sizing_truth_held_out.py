@@ -42,7 +42,10 @@ CASES = (
 
 
 def held_config(family: str) -> dict:
-    return {**truth.config(family), **SHAPE, **(GPT2_SHAPE if family == "gpt2" else {})}
+    cfg = {**truth.config(family), **SHAPE, **(GPT2_SHAPE if family == "gpt2" else {})}
+    if spec_from_config(truth.config(family)).mechanisms.mla_kv_lora:  # MLA: every head its own k and v
+        cfg["num_key_value_heads"] = cfg["num_attention_heads"]
+    return cfg
 
 
 def _run(family: str) -> list[tuple[str, str, int, int, int, int]]:

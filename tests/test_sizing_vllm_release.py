@@ -21,6 +21,8 @@ from aiworkbook.sizing.vllm import ENGINES, VllmSettings, engine_of
         ("v0.11.2", "v1"),
         ("0.18.1", "v1"),
         ("0.19.1", "v1-019"),
+        ("0.19.x", "v1-019"),  # as the refusal writes it: any 0.19 patch
+        ("0.10.X", "v1"),
     ],
 )
 def test_a_release_maps_to_the_arithmetic_it_uses(release, arithmetic):
@@ -33,7 +35,9 @@ def test_arithmetic_names_still_accepted(name):
     assert engine_of(name) == name
 
 
-@pytest.mark.parametrize("bad", ["0.6.3", "0.20.0", "1.0", "0.19.x", "latest", ""])
+@pytest.mark.parametrize(
+    "bad", ["0.6.3", "0.6.x", "0.20.0", "0.20.x", "1.0", "0.19.y", "x.19.1", "latest", ""]
+)
 def test_an_unknown_release_is_refused_naming_the_known_ones(bad):
     with pytest.raises(SpecError, match=r"0\.6\.4 \.\.\. 0\.19\.x"):
         engine_of(bad)
@@ -50,4 +54,4 @@ def test_the_cli_gives_a_release_the_same_figures_as_its_arithmetic(capsys):
     assert by_release == by_arithmetic  # every figure the same
     assert main([*args, "0.20.1"]) == 2
     err = capsys.readouterr().err
-    assert "'engine_version'" in err and "0.19.x" in err
+    assert "'--engine-version'" in err and "0.19.x" in err

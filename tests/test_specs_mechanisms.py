@@ -235,3 +235,31 @@ def test_the_vram_proof_runs_what_transformers_runs_for_the_family():
     assert llama.w.attention == "sdpa" and llama.inputs["attention"] == "sdpa"
     with pytest.raises(SpecError, match="attention"):
         vram._prepare(gpt_oss, device="cpu", quick=True, attention="sdpa")
+
+
+def _granite(**scales: float) -> dict:
+    return {"model_type": "granite", **fam.T, **scales}
+
+
+def test_multipliers_are_declared_from_what_the_config_carries():
+    """Granite's constants come from its config (embedding_multiplier, residual_multiplier,
+    attention_multiplier, logits_scaling), not its name: a granite config with them declares them, one
+    without them (transformers' defaults, 1.0) or with all of them 1 does not, nor does a llama config."""
+    granite = next(cfg for name, cfg in fam.TINY if name == "granite")
+    assert spec_from_config(granite).mechanisms.multipliers
+    assert spec_from_config(_granite(logits_scaling=8.0)).mechanisms.multipliers
+    assert not spec_from_config(_granite()).mechanisms.multipliers
+    ones = {
+        "embedding_multiplier": 1,
+        "residual_multiplier": 1.0,
+        "attention_multiplier": 1,
+        "logits_scaling": 1,
+    }
+    assert not spec_from_config(_granite(**ones)).mechanisms.multipliers
+    assert not spec_from_config({"model_type": "llama", **fam.T}).mechanisms.multipliers
+
+
+@pytest.mark.parametrize("bad", ["12", True, 0, -0.5])
+def test_a_multiplier_that_is_no_positive_number_is_refused_naming_it(bad):
+    with pytest.raises(SpecError, match="residual_multiplier"):
+        spec_from_config(_granite(residual_multiplier=bad))

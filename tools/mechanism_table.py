@@ -56,6 +56,10 @@ COLUMNS: dict[str, Column] = {
     "positional_mask": Column(
         "mask passed positionally (kept under checkpointing)", "attention", r"^\s+causal_mask,$"
     ),
+    "mla_q_lora": Column("MLA q latent", "attention", r"self\.q_lora_rank = config\.q_lora_rank"),
+    "mla_kv_lora": Column("MLA kv latent", "attention", r"self\.kv_lora_rank = config\.kv_lora_rank"),
+    "mla_rope": Column("MLA rope part", "attention", r"self\.qk_rope_head_dim = config\.qk_rope_head_dim"),
+    "mla_nope": Column("MLA nope part", "attention", r"self\.qk_nope_head_dim = config\.qk_nope_head_dim"),
     "rope": Column("rotary", "positions", r"= _?apply_rotary_(pos_)?emb\("),
     "rotary_fraction": Column("rotary share", "positions", r"partial_rotary_factor"),
     "rope_concat": Column(
@@ -64,6 +68,13 @@ COLUMNS: dict[str, Column] = {
         r"torch\.cat\(\((query|q)_rot|torch\.cat\(\[(q_embed|\(q_rot)",
     ),
     "no_rope_layers": Column("NoPE layers", "positions", r"self\.use_rope = "),
+    "rope_complex": Column("RoPE as a complex table", "positions", r"torch\.view_as_complex\("),
+    "qk_norm_rope_only": Column(
+        "q/k norms on RoPE layers only", "positions", r"use_qk_norm and self\.use_rope"
+    ),
+    "nope_temperature": Column(
+        "NoPE layers' q temperature", "positions", r"attn_temperature_tuning and not self\.use_rope"
+    ),
     "norm_fp32_scale": Column(
         "fp32-scaled norm",
         "norms, MLP and logits",
@@ -91,9 +102,35 @@ COLUMNS: dict[str, Column] = {
     "experts_grouped_mm": Column(
         "experts through grouped_mm", "mixture of experts", r"@use_experts_implementation"
     ),
+    "router_fp32_input": Column(
+        "router's fp32 input", "mixture of experts", r"F\.linear\(hidden_states\.type\(torch\.float32\)"
+    ),
+    "router_groups": Column("expert groups", "mixture of experts", r"self\.num_group = config\.n_group"),
+    "router_group_ids": Column(
+        "ids kept per group", "mixture of experts", r"\.topk\(2, dim=-1\)|\.max\(dim=-1\)\.values"
+    ),
+    "router_topk_groups": Column(
+        "groups kept", "mixture of experts", r"self\.topk_group = config\.topk_group"
+    ),
+    "router_renorm": Column("top-k renormalised", "mixture of experts", r"if self\.norm_topk_prob"),
+    "dense_layers": Column(
+        "dense layers", "mixture of experts", r"config\.first_k_dense_replace|self\.is_moe_layer = "
+    ),
+    "dense_intermediate": Column(
+        "their MLP width",
+        "mixture of experts",
+        r"config\.first_k_dense_replace else \w+MLP\(config\)|\w+MLP\(config\)$|"
+        r"intermediate_size=config\.intermediate_size_mlp",
+    ),
+    "experts_dense": Column(
+        "every expert runs every token", "mixture of experts", r"routed_in = hidden_states\.repeat\("
+    ),
     "shared_expert": Column("shared expert", "mixture of experts", r"self\.shared_experts? = "),
     "shared_intermediate": Column(
-        "shared expert's own width", "mixture of experts", r"shared_expert_intermediate_size"
+        "shared expert's own width",
+        "mixture of experts",
+        r"shared_expert_intermediate_size|self\.shared_expert = \w+MLP\(config\)$|"
+        r"moe_intermediate_size \* config\.n_shared_experts",
     ),
     "shared_gate": Column(
         "shared expert's sigmoid gate", "mixture of experts", r"sigmoid\(self\.shared_expert_gate"

@@ -118,11 +118,14 @@ def _parser(name: str, flag: str, default: Any) -> Any:
     return parse
 
 
-#: A Workload field's option as a user types it: seq_len -> --seq, dp -> --dp.
+#: A Workload field's option as a user types it: seq_len -> --seq, dp -> --dp; and each vLLM flag's
+#: (engine_version -> --engine-version), whose settings the library names by the parameter.
 def _flags() -> dict[str, str]:
+    from aiworkbook.cli.vllm_flags import vllm_flags
     from aiworkbook.sizing.workload import Workload
 
-    return {
+    vllm = {n: p.default.param_decls[0] for n, p in inspect.signature(vllm_flags).parameters.items()}
+    return vllm | {
         d["name"]: _CLI.get(d["name"], {})
         .get("decls", ("--" + d["name"].replace("_", "-"),))[0]
         .split("/")[0]
@@ -186,15 +189,15 @@ def _with_opts(fn):
         flags = vllm_flags(
             **{k: kw.pop(k) for k in list(kw) if k in inspect.signature(vllm_flags).parameters}
         )
-        opts["mode"] = implied_mode(opts, flags)
-        if opts["engine"] == "vllm":
-            apply_to_opts(opts, flags)
-        if opts["engine"] == "vllm" or given(flags):
-            settings(opts, flags).check()  # bad vLLM flags are refused with or without a GPU
-        opts["_vllm"] = flags
         try:
+            opts["mode"] = implied_mode(opts, flags)
+            if opts["engine"] == "vllm":
+                apply_to_opts(opts, flags)
+            if opts["engine"] == "vllm" or given(flags):
+                settings(opts, flags).check()  # bad vLLM flags are refused with or without a GPU
+            opts["_vllm"] = flags
             return fn(opts=opts, **kw)
-        except SpecError as exc:  # the library names a Workload field; the user typed its option
+        except SpecError as exc:  # the library names a field or vLLM setting; the user typed its option
             flag = _flags().get(exc.field)
             if flag is None or exc.source:
                 raise

@@ -38,11 +38,28 @@ SMALL: dict[str, Any] = dict(
     pad_token_id=0,
 )
 _MOE = dict(num_experts_per_tok=2, moe_intermediate_size=32)
+_LOCAL = dict(num_local_experts=4, num_experts_per_tok=2)  # Mixtral's keys, four experts, two per token
+_NOPE_CHUNKS = dict(no_rope_layer_interval=2, attention_chunk_size=32)
+#: MLA (DeepSeek): the rotary embedding is built for head_dim, which DeepSeek's config sets to
+#: qk_rope_head_dim (so SMALL's head_dim is the rope part); every query head has its own key and value
+_MLA: dict[str, Any] = dict(
+    n_routed_experts=4,
+    num_experts_per_tok=2,
+    n_group=2,
+    topk_group=1,
+    moe_intermediate_size=32,
+    kv_lora_rank=16,
+    q_lora_rank=24,
+    qk_rope_head_dim=D,
+    qk_nope_head_dim=8,
+    v_head_dim=16,
+    num_key_value_heads=A,
+)
 #: each family's own keys on top of SMALL (what its config class needs to be small and still itself)
 FAMILY_KEYS: dict[str, dict[str, Any]] = {
     "llama": {},
     "mistral": {},
-    "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
+    "mixtral": _LOCAL,
     "qwen2": {},
     "gemma": {},
     "gemma2": dict(sliding_window=32),
@@ -55,21 +72,20 @@ FAMILY_KEYS: dict[str, dict[str, Any]] = {
     "gemma3_text": dict(sliding_window=32),
     "olmo2": {},
     "granite": {},
-    "phimoe": dict(num_local_experts=4, num_experts_per_tok=2),
+    "phimoe": _LOCAL,
     "phi": {},
     "smollm3": {},
     "starcoder2": {},
-    "gpt_oss": dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=32),
+    "gpt_oss": dict(_LOCAL, sliding_window=32),
+    "deepseek_v3": dict(_MLA, first_k_dense_replace=1),
+    "deepseek_v2": dict(_MLA, first_k_dense_replace=1),
+    # every other layer MoE (Maverick's interleave), the other a dense MLP of its own width; NoPE and
+    # chunked layers (the chunk shorter than two of the three shapes)
+    "llama4_text": dict(_LOCAL, interleave_moe_layer_step=2, intermediate_size_mlp=80, **_NOPE_CHUNKS),
 }
 #: the registry's families this tool does not build, and why (docs/sizing.md's error table says it)
 NOT_BUILT: dict[str, str] = {
     "bert": "encoder-only; the tool measures a causal LM's training forward (loss on shifted labels)",
-    "deepseek_v2": "MLA's compressed q/k/v and the shared experts are declared, not measured yet",
-    "deepseek_v3": "MLA's compressed q/k/v and the shared experts are declared, not measured yet",
-    "llama4_text": (
-        "builds on the CPU, but the estimate misses a third to a half of what it keeps (shared expert, "
-        "chunked attention, the router's sigmoid); not held to a bar yet"
-    ),
 }
 SHAPES = ((1, 64), (2, 32), (1, 128))
 PRECISIONS = ("fp32", "bf16", "bf16-mixed")

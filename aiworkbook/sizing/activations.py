@@ -125,6 +125,13 @@ def layer_matrix_params(spec: ModelSpecLike) -> int:
     mech, mats = mechanisms(spec), 3 if spec.gated_mlp else 2
     copied = 0 if mech.experts_grouped_mm and spec.num_experts else max(1, spec.num_experts)
     mlp = mats * h * i * copied + h * spec.num_experts + 3 * h * mech.shared_intermediate
+    if mech.dense_layers and spec.num_experts:  # a layer's share of the dense layers' MLP matrices
+        L, dl = spec.num_layers, mech.dense_layers
+        mlp = (mlp * (L - dl) + mats * h * mech.dense_intermediate * dl) // L
+    if mech.mla_kv_lora:  # q (through its latent), the kv latent with the rope key, kv_b, o
+        rq, rk, dqk = mech.mla_q_lora, mech.mla_kv_lora, mech.mla_nope + mech.mla_rope
+        q = h * rq + rq * a * dqk if rq else h * a * dqk
+        return q + h * (rk + mech.mla_rope) + rk * a * (mech.mla_nope + d) + a * d * h + mlp
     return h * a * d + 2 * h * k * d + a * d * h + mlp
 
 
@@ -217,6 +224,8 @@ def _attention_term(
     """(bytes per token, score bytes per token per key, formula) that attention saves in one layer."""
     a, k, d, mech = spec.num_heads, spec.num_kv_heads, spec.head_dim, mechanisms(spec)
     h = spec.hidden_size
+    if mech.mla_kv_lora:
+        return _mla_term(spec, w, device, e, m, p, amp)
     # CPU's flash kernel cannot take dropout: torch falls back to the math path (eager's tensors).
     flash = w.flash(spec) and not (device == "cpu" and p > 0)
     score, score_note = 0, None
@@ -271,8 +280,59 @@ def _attention_term(
             sink = 4 if amp else (4 if mech.softmax_fp32 else e)
             attn_t = attn_t + _dot(a, sink + 8, note="term.dot.sinks")
     if mech.qk_norm and not w.compile:
-        attn_t = attn_t + _qk_norm_term(spec, mech.qk_norm, 4 if mech.norm_fp32_scale else e)
+        norms = _qk_norm_term(spec, mech.qk_norm, 4 if mech.norm_fp32_scale else e)
+        if mech.qk_norm_rope_only and mech.no_rope_layers:  # a layer's share: the RoPE layers' norms
+            L, roped = spec.num_layers, spec.num_layers - mech.no_rope_layers
+            every = norms
+            norms = Term(every.value * roped // L, render=lambda: every.text).said(
+                Msg("term.rope_layers_only", n=roped, layers=L)
+            )
+        attn_t = attn_t + norms
     # the score term is per key position: said beside the layer's bytes, counted apart (per_token_score)
+    if not score:
+        return attn_t.value, score, attn_t.text
+    said = Joined(" + ", Msg("term.n", n=a), "·s·", Msg("term.n", n=score // a))
+    return attn_t.value, score, Joined(attn_t.text, said, *((" ", score_note) if score_note else ()))
+
+
+def _mla_term(
+    spec: ModelSpecLike, w: Workload, device: str, e: int, m: int, p: float, amp: bool
+) -> tuple[int, int, Msg]:
+    """`_attention_term` for multi-head latent attention (DeepSeek's, transformers' DeepseekV3Attention):
+    the q latent's and the kv latent's RMSNorms (at fp32 the kv norm's input is a view of the projection
+    output, whose rope columns it keeps too), then per head q and k of nope + rope width (torch.cat and
+    a new tensor: both kept), v a view of kv_b_proj's output (its k columns kept with it) and the
+    o-proj input. PyTorch's CPU SDPA has no fused kernel for a v narrower than q and k: it runs the math
+    path, which keeps q, k and v up-cast to fp32 and the fp32 probabilities."""
+    mech = mechanisms(spec)
+    a, dv, dr, dn = spec.num_heads, spec.head_dim, mech.mla_rope, mech.mla_nope
+    rq, rk, dqk = mech.mla_q_lora, mech.mla_kv_lora, mech.mla_nope + mech.mla_rope
+    kv_norm = _norm_term(rk, e, False, w.compile, True)[0] + (4 * dr if e == 4 and not w.compile else 0)
+    norms = Term(kv_norm, "term.mla_kv_norm")
+    if rq:
+        norms = Term(_norm_term(rq, e, False, w.compile, True)[0], "term.mla_q_norm") + norms
+    v_kept = a * (dn + dv) * e  # v is a view of kv_b_proj's output: the whole output is kept
+    score, score_note = 0, None
+    math = device == "cpu" and dqk != dv and w.attention_for(spec) == "sdpa"
+    if math:  # q, k and v at fp32 (16-bit ones up-cast: copies; fp32 v stays the view) and fp32 probs
+        v32 = v_kept if e == 4 else 4 * a * dv
+        attn_t = _dot(2, a, dqk, 4) + Term(v32, "term.dot.v_kept") + _dot(a, dv, e, note="term.dot.out")
+        score, score_note = a * 4, Msg("term.score.cpu_math")
+    elif w.flash(spec):
+        attn_t = (
+            _dot(2, a, dqk, e)
+            + Term(v_kept, "term.dot.v_kept")
+            + _dot(a, dv, e, note="term.dot.out")
+            + _dot(4, a, note="term.dot.lse")
+        )
+    else:
+        attn_t = _dot(2, a, dqk, e) + Term(v_kept, "term.dot.v_kept") + _dot(a, dv, e, note="term.dot.out")
+        if amp:
+            score = a * (4 + ((1 if device == "cuda" else 4) if p > 0 else 0) + e)
+        else:
+            sm = 4 + e if (mech.softmax_fp32 and e != 4) else e
+            score = a * (sm + ((m + e) if p > 0 else 0))
+    attn_t = norms + attn_t
     if not score:
         return attn_t.value, score, attn_t.text
     said = Joined(" + ", Msg("term.n", n=a), "·s·", Msg("term.n", n=score // a))
@@ -290,13 +350,33 @@ def _qk_norm_term(spec: ModelSpecLike, kind: str, e: int) -> Term:
     return _dot(per, a + k, d, note="term.dot.qk_norms") + _dot(4, rows, note="term.dot.qk_rms")
 
 
-def _router_term(spec: ModelSpecLike, e: int) -> Term:
+def _router_term(spec: ModelSpecLike, e: int, amp: bool = False) -> Term:
     """Bytes per token an MoE layer's routing saves (transformers' top-k router and expert loop): the
     fp32 router softmax (4·E), the top-k indices (8·k), and per chosen expert the gathered input its
     first matmul reads, the expert output and routing weight the weighting multiply keeps, and the
     token and slot indices of the gather (k·(2·e·h + e + 16))."""
     E, top, h = spec.num_experts, spec.experts_per_token, spec.hidden_size
-    if mechanisms(spec).router_topk_first:  # softmax over the k chosen logits, at their width
+    if mechanisms(spec).experts_dense:  # fp32 sigmoid over every expert; per expert the copy of the
+        # input its score scales and the score (the multiply keeps both), and the scaled input the bmm
+        # reads (under AMP the copy is of the fp32 norm output, and the bmm keeps its cast: a cast)
+        router = _dot(4, E, note="term.dot.router_sigmoid") + _dot(8, top, note="term.dot.topk_ids")
+        per = 4 * h + e if amp else 2 * e * h + e
+        return router + _dot(E, per, note="term.dot.expert_inputs")
+    mech = mechanisms(spec)
+    if mech.router_fp32_input or mech.router_groups or mech.router_renorm:  # DeepSeek's router
+        G = mech.router_groups
+        router = _dot(4, E, note="term.dot.router_sigmoid") + _dot(8, top, note="term.dot.topk_ids")
+        if mech.router_fp32_input and e != 4 and not amp:  # under AMP the input is fp32 already
+            router = _dot(4, h, note="term.dot.router_fp32_input") + router
+        if G:
+            group_ids = _dot(
+                8, G * mech.router_group_ids + mech.router_topk_groups, note="term.dot.group_ids"
+            )
+            router = router + group_ids + _dot(1, E, note="term.dot.group_mask")
+        if mech.router_renorm:
+            router = router + _dot(4, top + 1, note="term.dot.router_renorm")
+        return router + _dot(top, 2 * e * h + e + 16, note="term.dot.expert_gathers")
+    if mech.router_topk_first:  # softmax over the k chosen logits, at their width
         router = _dot(e, top, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
     else:
         router = _dot(4, E, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
@@ -308,7 +388,7 @@ def _router_term(spec: ModelSpecLike, e: int) -> Term:
 
 def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) -> tuple[int, Msg, int]:
     """(bytes per token, formula, autocast casts) of one layer's MLP; the casts exclude attention's."""
-    i, mech = spec.intermediate_size, mechanisms(spec)
+    i, h, mech = spec.intermediate_size, spec.hidden_size, mechanisms(spec)
     # compiled: a gated MLP keeps gate, up and the product the down projection reads (act(gate) is
     # recomputed), a GELU MLP its fc output and the activation the down projection reads
     per_mlp = (3 if spec.gated_mlp else 2) if fused else (4 if spec.gated_mlp else 2)
@@ -319,11 +399,15 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
         grouped = amp and mech.experts_grouped_mm
         ex = 4 if grouped else e
         routing = (
-            _router_term(spec, ex) if mech.router and not fused else Term(8 * spec.num_experts, "term.router")
+            _router_term(spec, ex, amp)
+            if mech.router and not fused
+            else Term(8 * spec.num_experts, "term.router")
         )
         note = "term.dot.grouped_mm" if grouped else None
-        mlp_t = _dot(spec.experts_per_token, per_mlp, i, ex, note=note) + routing
-        casts = 1 + (0 if grouped else 2 * spec.experts_per_token)  # router + each chosen expert's gate, up
+        runs = spec.num_experts if mech.experts_dense else spec.experts_per_token  # experts per token
+        mlp_t = _dot(runs, per_mlp, i, ex, note=note) + routing
+        # router + each expert's gate, up (one gate_up bmm when every expert runs every token)
+        casts = 1 + (0 if grouped else (1 if mech.experts_dense else 2) * runs)
         if mech.shared_intermediate:  # every token's shared expert: a gated MLP of its own width
             mlp_t = mlp_t + _dot(per_mlp, mech.shared_intermediate, e, note="term.dot.shared_expert")
             casts += 2
@@ -342,15 +426,39 @@ def _mlp_term(spec: ModelSpecLike, device: str, e: int, amp: bool, fused: bool) 
     else:
         mlp_t = _dot(per_mlp, i, e)
         casts = 1  # fc1 / c_fc
+    if mech.dense_layers and spec.num_experts:  # the dense layers' MLP: a layer's share of each
+        L, dl = spec.num_layers, mech.dense_layers
+        dense = _dot(per_mlp, mech.dense_intermediate, e)
+        # under autocast each kind casts the norm output for its own readers (terms() adds the MoE
+        # layer's casts to every layer: the dense layers' gate and up are counted here in their place)
+        moe_casts, dense_casts = (2 * h * casts, 2 * h * 2) if amp else (0, 0)
+        moe_t, shared = mlp_t, (mlp_t.value + moe_casts) * (L - dl) + (dense.value + dense_casts) * dl
+        mlp_t = Term(shared // L - moe_casts, render=lambda: moe_t.text).said(
+            Msg("term.dense_layers_share", n=dl, layers=L, dense=dense.value)
+        )
     if fused:
         mlp_t = mlp_t.said(Msg("term.compiled"))
     return mlp_t.value, mlp_t.text, casts
 
 
 def _per_token_and_seq(
-    spec: ModelSpecLike, e: int, m: int, p: float, amp: bool, norm: int, frozen_token: int, device: str
+    spec: ModelSpecLike,
+    e: int,
+    m: int,
+    p: float,
+    amp: bool,
+    norm: int,
+    frozen_token: int,
+    device: str,
+    tables: bool = True,
 ) -> tuple[int, int]:
-    """Bytes saved once per token (final norm, ids, embedding mask, labels) and once per sequence."""
+    """Bytes saved once per token (final norm, ids, embedding mask, labels) and once per sequence.
+
+    `tables`: the layers' per-position tables (RoPE's cos/sin or complex table, Llama 4's NoPE
+    temperature) are kept. Not under transformers' full checkpointing: GradientCheckpointingLayer hands
+    the checkpoint its keyword arguments bound in a partial (modeling_layers.py), so the reentrant
+    checkpoint keeps none of them (position_embeddings is one), and the layers run without grad; the
+    recomputed layer saves its tables again, a transient of the one layer in backward."""
     h, d = spec.hidden_size, spec.head_dim
     emb_mask = (1 if device == "cuda" else 4) if (amp and p > 0) else m  # AMP embeddings are fp32
     per_token = norm + 8 + (h * emb_mask) - frozen_token  # final norm, input ids, embedding dropout mask
@@ -358,8 +466,15 @@ def _per_token_and_seq(
         per_token += 8  # shifted labels
     per_seq = 8 if spec.learned_positions else 0
     mech = mechanisms(spec)
-    if mech.rope:  # cos/sin at the embeddings' dtype (fp32 under AMP), as wide as the rotated slice
-        per_seq += 2 * int(d * mech.rotary_fraction) * (4 if amp else e)
+    if not tables:
+        return per_token, per_seq
+    if mech.nope_temperature:  # each NoPE layer's fp32 q scale per position
+        per_seq += 4 * mech.no_rope_layers
+    rotated = mech.mla_rope or d  # MLA rotates its rope part alone
+    if mech.rope_complex:  # one complex64 table: d/2 complex numbers of 8 B at any precision
+        per_seq += 4 * int(rotated * mech.rotary_fraction)
+    elif mech.rope:  # cos/sin at the embeddings' dtype (fp32 under AMP), as wide as the rotated slice
+        per_seq += 2 * int(rotated * mech.rotary_fraction) * (4 if amp else e)
     return per_token, per_seq
 
 
@@ -375,7 +490,9 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
     norm, norm_txt = _norm_term(h, e, amp, fused, spec.norm == "rmsnorm", mech.norm_fp32_scale)
     attn, score, attn_txt = _attention_term(spec, w, device, e, m, p, amp)
     mlp, mlp_txt, casts = _mlp_term(spec, device, e, amp, fused)
-    casts += 1 if mech.fused_qkv else 3  # one fused projection (c_attn, qkv_proj), or q, k, v
+    # one fused projection (c_attn, qkv_proj), or q, k, v; MLA: the q (or q latent) and kv latent
+    # projections (its q_b and kv_b read the latents' norms, whose outputs count the casts)
+    casts += 2 if mech.mla_kv_lora else (1 if mech.fused_qkv else 3)
     # one layer's bytes per token as a Term: its value is per_token_layer, its text the "[...]" note
     # (eager attention's a·s·x score term is said there but counted apart, per key position)
     layer_t = (
@@ -401,7 +518,9 @@ def terms(spec: ModelSpecLike, w: Workload, device: str = "cuda") -> ActivationT
         layer_t = layer_t + adapters.tight(Term(e, "term.adapter_outputs"))
     layer, parts = layer_t.value, layer_t.text
 
-    per_token, per_seq = _per_token_and_seq(spec, e, m, p, amp, norm, frozen_token, device)
+    per_token, per_seq = _per_token_and_seq(
+        spec, e, m, p, amp, norm, frozen_token, device, tables=w.checkpointing != "full"
+    )
     window: dict[str, int] = dict(_window_mask(spec, w, device, e, p))
     if mech.positional_mask and not w.flash(spec) and w.checkpointing == "full":
         window["ckpt_mask_per_key"] = 4 if amp else e  # the mask has the weights' dtype

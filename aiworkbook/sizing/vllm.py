@@ -92,13 +92,16 @@ def releases_of(engine: str) -> str:
 
 def engine_of(version: str) -> str:
     """The arithmetic for `version`: an arithmetic name (ENGINES) as is, or a vLLM release number
-    ("0.19.1", "v0.8.5", "0.10") mapped by RELEASES; an unknown one is refused naming the known ones."""
+    ("0.19.1", "v0.8.5", "0.10", "0.19.x" as known_releases writes it: any patch) mapped by RELEASES; an
+    unknown one is refused naming the known ones (0.6.x too: only 0.6.4 on is modelled)."""
     if version in ENGINES:
         return version
     parts = version.strip().lstrip("v").split(".")
     key = ".".join(parts[:2])
-    ok = len(parts) in (2, 3) and all(p.isdigit() for p in parts) and key in RELEASES
-    if ok and key == "0.6" and len(parts) == 3 and int(parts[2]) < OLDEST_V0_PATCH:
+    any_patch = len(parts) == 3 and parts[2].lower() == "x"
+    digits = parts[:2] if any_patch else parts
+    ok = len(parts) in (2, 3) and all(p.isdigit() for p in digits) and key in RELEASES
+    if ok and key == "0.6" and len(parts) == 3 and (any_patch or int(parts[2]) < OLDEST_V0_PATCH):
         ok = False
     if not ok:
         raise SpecError("engine_version", version, known_releases())

@@ -21,6 +21,11 @@ class Mechanisms:
     softmax_fp32: bool = False
     rope: bool = False  # rotary q/k: cos/sin tables per position, and RoPE'd q, k kept
     no_rope_layers: int = 0  # layers that skip the rotary embedding (SmolLM3, Llama 4 NoPE layers)
+    # the q/k norm sits on the RoPE layers only (Llama 4: `use_qk_norm and use_rope`): NoPE layers keep none
+    qk_norm_rope_only: bool = False
+    # NoPE layers scale q by a per-position fp32 factor (Llama 4's attn_temperature_tuning): the multiply
+    # keeps the factor, 4 B per position per NoPE layer
+    nope_temperature: bool = False
     fused_qkv: bool = False  # one projection for q, k and v (c_attn, query_key_value, qkv_proj)
     # the MLP activation: "silu"/"gelu" (one fused op), "gelu_new" (GPT-2's Python composition) or
     # "clamped_swiglu" (gpt-oss's experts: gate and up clamped, gate·sigmoid(alpha·gate)·(up + 1), which
@@ -51,6 +56,33 @@ class Mechanisms:
     # default "grouped_mm"), which autocast does not cover: under AMP they compute at the fp32 weights'
     # width and keep no 16-bit copies of the expert matrices
     experts_grouped_mm: bool = False
+    # every expert runs every token (Llama 4's Llama4TextMoe): the input is repeated once per expert and
+    # scaled by its sigmoid router score (-inf, so 0, for the experts not in the top-k), and the experts
+    # run as one bmm over all of them: E copies of the input and E experts' intermediates per token, no
+    # gather indices; the sigmoid is taken in fp32
+    experts_dense: bool = False
+    # multi-head latent attention (DeepSeek V2/V3): q through a q_lora_rank latent and its RMSNorm (0: one
+    # q projection), k and v through a kv_lora_rank latent and its RMSNorm, each head's q and k a nope part
+    # and a rope part (mla_nope + mla_rope wide), v the spec's head_dim; 0 kv rank: not MLA
+    mla_q_lora: int = 0
+    mla_kv_lora: int = 0
+    mla_rope: int = 0
+    mla_nope: int = 0
+    # the router casts its input to fp32 for an fp32 matmul (DeepSeek): at 16 bits the copy is kept
+    router_fp32_input: bool = False
+    # group-limited routing (DeepSeek): the experts in router_groups groups, int64 ids of
+    # router_group_ids scores per group (V3: its top two, V2: its max) and of the router_topk_groups
+    # groups kept, a bool mask per expert; 0 groups: plain top-k
+    router_groups: int = 0
+    router_group_ids: int = 0
+    router_topk_groups: int = 0
+    # the top-k weights are renormalised to sum to 1 (norm_topk_prob): the division keeps the fp32 sum
+    # and the weights
+    router_renorm: bool = False
+    # layers that run a dense MLP of this width instead of the experts (DeepSeek's first
+    # first_k_dense_replace, Llama 4's layers outside moe_layers): a layer's share of each is counted
+    dense_layers: int = 0
+    dense_intermediate: int = 0
     multipliers: bool = False  # Granite: embedding, residual, attention and logits scaled by constants
     # the share of each head RoPE rotates (partial_rotary_factor, GPT-NeoX's rotary_pct): the cos/sin
     # tables are rotary_fraction x head_dim wide
@@ -58,6 +90,10 @@ class Mechanisms:
     # RoPE rotates a slice of q and k and joins it back with torch.cat (Phi, Phi-3, GPT-NeoX): q and k
     # leave it contiguous per head, so SDPA's output is too and the o-proj reads a transposed copy
     rope_concat: bool = False
+    # RoPE as one complex64 table (Llama 4's freqs_cis, multiplied into q and k viewed as complex): d/2
+    # complex numbers per position, 4·d B at any precision; the multiply keeps only the table (it needs
+    # no gradient, so q and k are not kept for it)
+    rope_complex: bool = False
     # attention and MLP read the same residual input through their own norm (GPT-NeoX's
     # use_parallel_residual): the norms' shared input is saved once
     parallel_norms: bool = False

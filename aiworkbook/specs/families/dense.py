@@ -111,11 +111,29 @@ def llama_like(c: Config, mt: str, name: str) -> FamilySpec:
         nope = rope.count(0)
         if not c.has("layer_types") and c.flag("use_sliding_window", False) and window_of(c):
             types = ["sliding_attention" if not r else "full_attention" for r in rope]
-    mech = replace(FP32_ROPE, no_rope_layers=nope, multipliers=mt == "granite")
+    mech = replace(FP32_ROPE, no_rope_layers=nope, multipliers=_scales(c))
     layers = _layers(c, L, types, attn, (ffn[0] + 2 * h, ffn[1]), k, d, window_of(c))
     return assemble(
         common, layers, family=mt, intermediate_size=I, **biases(bias), mlp_bias=mbias, mechanisms=mech
     )
+
+
+#: the config keys whose constants scale the activations (Granite: the embeddings, each residual branch,
+#: the attention scores in place of 1/sqrt(d), the logits divided); 1 scales nothing
+MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling")
+
+
+def _scales(c: Config) -> bool:
+    """Whether the config carries a multiplier other than 1 (a non-number is refused, named)."""
+    scaled = False
+    for key in MULTIPLIERS:
+        v = c.cfg.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise SpecError(key, v, "a positive number", source=c.source)
+        scaled = scaled or v != 1
+    return scaled
 
 
 def starcoder2(c: Config, mt: str, name: str) -> FamilySpec:

@@ -171,10 +171,19 @@ def llama4_text(c: Config, mt: str, name: str) -> FamilySpec:
     # softmax in the scores' dtype; a weightless L2 norm on q and k (use_qk_norm) of the RoPE layers
     mech = Mechanisms(
         rope=True,
+        rope_complex=True,  # apply_rotary_emb: q, k viewed as complex, times freqs_cis
         no_rope_layers=rope.count(0),
         qk_norm="l2" if c.flag("use_qk_norm", True) else "",
+        qk_norm_rope_only=True,  # Llama4TextAttention: qk_norm when use_qk_norm and use_rope
+        nope_temperature=c.flag("attn_temperature_tuning", True),
         router=True,
+        experts_dense=True,  # Llama4TextMoe: every expert, every token, scaled by sigmoid(top-k logits)
         shared_expert=True,
+        shared_intermediate=I,  # Llama4TextMLP(config): a gated MLP of intermediate_size
+        # the layers not in moe_layers (interleave_moe_layer_step > 1) run Llama4TextMLP of
+        # intermediate_size_mlp instead
+        dense_layers=L - len(moe & set(range(L))),
+        dense_intermediate=Imlp if len(moe & set(range(L))) < L else 0,
         attentions=("eager", "sdpa"),  # Llama4PreTrainedModel._supports_flash_attn = False
     )
     return assemble(common, layers, family=mt, **experts(I, E, top), mechanisms=mech)
