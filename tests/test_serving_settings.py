@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from aiworkbook.errors import SpecError
-from aiworkbook.serving.proof import ServingSettings, plan
+from aiworkbook.proofs import registry
+from aiworkbook.serving.proof import ServingSettings
 
 
 def test_settings_are_frozen_and_the_plan_shows_their_sizes():
@@ -18,7 +19,7 @@ def test_settings_are_frozen_and_the_plan_shows_their_sizes():
     assert (s.kind, s.loads, s.concurrency, s.rate) == ("rate", (4.0,), None, None)
     both = ServingSettings.from_inputs({"rate": 4, "concurrency": 2})  # a concurrency sweep at a fixed rate
     assert (both.kind, both.loads, both.rate) == ("concurrency", (2,), 4)
-    sizes = plan(quick=True, rate=4, model="gpt2").sizes
+    sizes = registry.plan("serving", quick=True, rate=4, model="gpt2").sizes
     assert sizes == {"model": "gpt2", **s.sizes()}
     assert "backend" not in sizes and "api" not in sizes and sizes["loads"] == [4.0]
 
