@@ -125,12 +125,14 @@ def _flags() -> dict[str, str]:
     from aiworkbook.sizing.workload import Workload
 
     vllm = {n: p.default.param_decls[0] for n, p in inspect.signature(vllm_flags).parameters.items()}
-    return vllm | {
+    own = {
         d["name"]: _CLI.get(d["name"], {})
         .get("decls", ("--" + d["name"].replace("_", "-"),))[0]
         .split("/")[0]
         for d in Workload.fields()
     }
+    # a field with two options (--gpu-util and vLLM's --gpu-memory-utilization) is named by both
+    return vllm | {n: f"{f}/{vllm[n]}" if vllm.get(n, f) != f else f for n, f in own.items()}
 
 
 def _workload_params() -> list[inspect.Parameter]:
