@@ -228,7 +228,7 @@ class ModelSizer(BackgroundComposite):
             if name == "family":
                 from aiworkbook.paths import data_dir
                 from aiworkbook.specs import FAMILIES
-                from aiworkbook.specs.model import load_config_file
+                from aiworkbook.specs.reader import load_config_file
 
                 start = load_config_file(data_dir() / "models" / "llama-3-8b" / "config.json")
                 # architecture sizes: plain text boxes, checked by the config reader (spec_from_config)
