@@ -66,13 +66,16 @@ def usd_digits(usd: float) -> int:
     return digits
 
 
-def money(usd: float, lang: str = "en", digits: int | None = None) -> str:
+def money(usd: float, lang: str = "en", digits: int | None = None, *, sign: bool = True) -> str:
     """US dollars, the one formatter of a dollar figure: $1.26 in English; Babel's currency format in nl
     (US$ 1,26) and de (1,26 $). One rounding rule for every face (`usd_digits`: two decimals from a
     dollar up, three significant digits under one: $0.545, never $0.54 on one face and $0.545 on
-    another); `digits` only for a figure shown whole ($ per run)."""
+    another); `digits` only for a figure shown whole ($ per run); `sign=False`: the number alone, in
+    `lang`'s number format, for a column whose heading says $."""
     if digits is None:
         digits = usd_digits(usd)
+    if not sign:
+        return fixed(usd, digits, lang)
     if check(lang) == "en":
         return f"${usd:,.{digits}f}"
     from babel import Locale

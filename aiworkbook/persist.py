@@ -311,11 +311,17 @@ def read_json(
     `kind`/`max_version` check the header keys write_json puts first; `unique_keys` refuses a key
     given twice in one object (a hand-edited file)."""
     p = Path(path)
-    text = read_text(p, what=what)
-    doc = _loads(text, p, unique_keys=unique_keys)
-    if not isinstance(doc, dict):
-        raise SpecError("json", type(doc).__name__, Msg("allowed.json_object"), source=str(p))
+    doc = loads_object(read_text(p, what=what), str(p), unique_keys=unique_keys)
     check_header(doc, p, kind, max_version)
+    return doc
+
+
+def loads_object(text: str, source: str, *, unique_keys: bool = False) -> dict[str, Any]:
+    """The JSON object in `text` (a file's or a pasted text's, `source` naming it), or the SpecError
+    read_json gives: invalid JSON, nested too deeply, a number too long, not an object."""
+    doc = _loads(text, Path(source), unique_keys=unique_keys)
+    if not isinstance(doc, dict):
+        raise SpecError("json", type(doc).__name__, Msg("allowed.json_object"), source=source)
     return doc
 
 

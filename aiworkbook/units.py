@@ -190,9 +190,7 @@ def fmt_value(v: object, unit: str = "", lang: str = "en") -> str:
         return money(v, lang)
     if unit == "$/h":
         return f"{money(v, lang)}/h"
-    if unit == "$/Mtok":  # three significant digits: $0.0259, not $0.03
-        if lang == "en":
-            return f"${fmt_number(v)} per M tokens"
+    if unit == "$/Mtok":  # money()'s rule: $0.0259, not $0.03
         return f"{money(v, lang)} {_word('unit.per_mtok', lang)}"
     if unit == "J/Mtok":
         return f"{fmt_number(v, lang)} J {_word('unit.per_mtok', lang)}"

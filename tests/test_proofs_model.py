@@ -29,7 +29,7 @@ def test_encoder_refused():
 def _hf_llama(spec):
     transformers = pytest.importorskip("transformers")
     from aiworkbook.paths import data_dir
-    from aiworkbook.specs.model import load_config_file
+    from aiworkbook.specs.reader import load_config_file
 
     cfg = load_config_file(data_dir() / "models" / "tiny-llama" / "config.json")
     config = transformers.LlamaConfig(**{k: v for k, v in cfg.items() if not k.startswith("_")})
@@ -110,7 +110,7 @@ def _hf_gpt2_into_ours(spec, attention="sdpa"):
     """transformers' GPT-2 (dropout off) and the kit's model with the same weights (Conv1D is [in, out])."""
     transformers = pytest.importorskip("transformers")
     from aiworkbook.paths import data_dir
-    from aiworkbook.specs.model import load_config_file
+    from aiworkbook.specs.reader import load_config_file
 
     cfg = load_config_file(data_dir() / "models" / "tiny-gpt2" / "config.json")
     config = transformers.GPT2Config(

@@ -46,3 +46,22 @@ def test_bad_settings_are_spec_errors_naming_the_field(inputs, field):
     with pytest.raises(SpecError) as err:
         ServingSettings.from_inputs(inputs)
     assert err.value.field == field
+
+
+def test_an_option_not_given_is_its_declared_default_once():
+    """`prove serving` passes None for every option not set: ServingInputs turns it into the declared
+    default where the type has no None (no fallback of the proof's own), and keeps None where it means
+    something (no rate, no SLO, no MODEL beside --target)."""
+    from typing import get_args
+
+    from aiworkbook.proofs.inputs import ServingInputs
+
+    fields = ServingInputs.model_fields
+    unset = dict.fromkeys(fields)
+    m = ServingInputs.of(unset)
+    for name, f in fields.items():
+        takes_none = type(None) in get_args(f.annotation)
+        assert getattr(m, name) == (None if takes_none else f.default), name
+    assert ServingSettings.from_inputs(unset) == ServingSettings.from_inputs({})
+    assert ServingSettings.from_inputs({"scheduler": None}).scheduler == fields["scheduler"].default
+    assert ServingSettings.from_inputs({}).model == fields["model"].default

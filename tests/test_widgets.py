@@ -108,7 +108,7 @@ def test_sizer_bad_values_show_errors_and_keep_working(sizer):
     assert sizer.result == before  # the last good result stays on screen
     sizer.source.value = "pasted"
     sizer.config_text.value = "{not json"
-    assert_error(sizer, "config", "invalid JSON")
+    assert_error(sizer, "<pasted>", "json", "valid JSON")  # as read_json says of a file
     sizer.config_text.value = json.dumps({"model_type": "llama", "hidden_size": 0})
     assert_error(sizer, "<pasted>", "num_hidden_layers")
     sizer.value = {"model": "tiny-llama", "concurrency": 2}

@@ -152,8 +152,8 @@ def families() -> dict[str, Any]:
     """Every family of the registry and the spec of its example preset (or the truth tool's config)."""
     from aiworkbook.proofs.activation_truth import config
     from aiworkbook.specs import spec_from_config
-    from aiworkbook.specs.catalog import load_model
-    from aiworkbook.specs.families import PARSERS, family_examples
+    from aiworkbook.specs.catalog import family_examples, load_model
+    from aiworkbook.specs.families import PARSERS
 
     examples = family_examples()
     out = {}

@@ -10,12 +10,13 @@ worker thread; the results are applied on the kernel's event loop, so typing nev
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
 import ipywidgets as W
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg, quoted
+from aiworkbook.specs.reader import check_config_size, spec_from_text
 
 from .base import (
     Background,
@@ -55,7 +56,6 @@ CHOICE_FIELDS = (
     "zero",
 )
 INT_FIELDS = ("batch", "seq_len", "new_tokens", "concurrency", "tp", "dp")
-MAX_CONFIG_BYTES = 1 << 20
 #: The architecture fields of a "model family" form (Hugging Face config.json names).
 FAMILY_FIELDS = (
     "num_hidden_layers",
@@ -76,29 +76,6 @@ def choices() -> dict[str, tuple[Any, ...]]:
     out = {f: tuple(info[f]["choices"]) for f in CHOICE_FIELDS if f != "zero"}
     out["zero"] = tuple(range(info["zero"]["low"], info["zero"]["high"] + 1))
     return out
-
-
-def spec_from_text(text: str, name: str = "pasted") -> Any:
-    """A ModelSpec from the text of a config.json (pasted or uploaded), or a SpecError."""
-    from aiworkbook.specs import spec_from_config
-
-    if not isinstance(text, str) or not text.strip():
-        raise SpecError("config", "empty", "the text of a Hugging Face config.json")
-    if len(text.encode()) > MAX_CONFIG_BYTES:
-        raise SpecError(
-            "config", f"{len(text.encode()):,} bytes", f"a config.json under {MAX_CONFIG_BYTES:,} bytes"
-        )
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError("config", f"invalid JSON ({exc.msg}, line {exc.lineno})", "a JSON object") from None
-    except RecursionError:  # pasted or uploaded by a viewer: words, not the interpreter's message
-        raise SpecError("config", "JSON nested too deeply to read", "a JSON object") from None
-    except ValueError:  # an integer past int_max_str_digits (4,300 digits)
-        raise SpecError("config", "a number too long to read", "a JSON object") from None
-    if not isinstance(cfg, dict):
-        raise SpecError("config", type(cfg).__name__, "a JSON object (a Hugging Face config.json)")
-    return spec_from_config(cfg, name=name, source=f"<{name}>")
 
 
 def size(spec: Any, inputs: dict[str, Any], gpu: str) -> dict[str, Any]:
@@ -228,7 +205,7 @@ class ModelSizer(BackgroundComposite):
             if name == "family":
                 from aiworkbook.paths import data_dir
                 from aiworkbook.specs import FAMILIES
-                from aiworkbook.specs.model import load_config_file
+                from aiworkbook.specs.reader import load_config_file
 
                 start = load_config_file(data_dir() / "models" / "llama-3-8b" / "config.json")
                 # architecture sizes: plain text boxes, checked by the config reader (spec_from_config)
@@ -330,15 +307,13 @@ class ModelSizer(BackgroundComposite):
             return
         f = files[0]
         content = bytes(f["content"]) if not isinstance(f["content"], bytes) else f["content"]
-        if len(content) > MAX_CONFIG_BYTES:
-            raise SpecError(
-                "upload", f"{len(content):,} bytes", f"a config.json under {MAX_CONFIG_BYTES:,} bytes"
-            )
+        name = str(f.get("name", "uploaded")).rsplit(".", 1)[0] or "uploaded"
+        check_config_size(len(content), f"<{name}>")
         try:
             text = content.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SpecError("upload", f.get("name", "file"), "a UTF-8 config.json") from None
-        name = str(f.get("name", "uploaded")).rsplit(".", 1)[0] or "uploaded"
+        except UnicodeDecodeError as exc:
+            why = Msg("allowed.utf8", at=exc.start, reason=quoted(exc.reason))
+            raise SpecError("upload", f.get("name", "file"), why) from None
         self._spec = spec_from_text(text, name)
         self.source.value = "uploaded"
         self._changed()

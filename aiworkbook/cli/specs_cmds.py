@@ -94,7 +94,7 @@ def models(as_json: bool = typer.Option(False, "--json")) -> None:
             f"{s.name:<18} {s.model_type:<9} {integer(s.params, lang):>16} {s.num_layers:>6} {s.hidden_size:>6} "
             f"{s.num_heads:>5} {s.num_kv_heads:>3} {fmt_bytes(s.kv_bytes_per_token('bf16'), lang=lang):>14}"
         )
-    from aiworkbook.specs.families import family_examples
+    from aiworkbook.specs.catalog import family_examples
 
     typer.echo("\n" + said(Msg("cli.models.families")))
     for fam, example in family_examples().items():

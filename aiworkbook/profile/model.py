@@ -63,7 +63,7 @@ class ModelConfig(BaseModel):
     @model_validator(mode="after")
     def _unchanged(self) -> ModelConfig:
         from aiworkbook.specs.catalog import config_sha256
-        from aiworkbook.specs.model import spec_from_config
+        from aiworkbook.specs.reader import spec_from_config
 
         actual = config_sha256(self.content)
         if actual != self.sha256:
@@ -110,7 +110,7 @@ class WorkloadEntry(BaseModel):
     def spec(self):
         """The ModelSpec: the preset's, or the embedded config's (no file is read for a local model)."""
         from aiworkbook.specs import load_model
-        from aiworkbook.specs.model import spec_from_config
+        from aiworkbook.specs.reader import spec_from_config
 
         if self.config is None:
             return load_model(self.model)

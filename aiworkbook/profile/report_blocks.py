@@ -52,7 +52,6 @@ def usd(x: Any, lang: str = "en") -> str:
     number format; "—" for no figure."""
     if x is None:
         return "—"
-    from aiworkbook.i18n_format import fixed, usd_digits
+    from aiworkbook.i18n_format import money
 
-    x = float(x)
-    return fixed(x, usd_digits(x), lang)  # the column says $; the digits are money()'s
+    return money(float(x), lang, sign=False)  # the column says $

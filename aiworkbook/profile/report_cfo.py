@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiworkbook.errors import SpecError
-from aiworkbook.i18n_format import fixed
+from aiworkbook.i18n_format import money
 from aiworkbook.message import Msg
 from aiworkbook.profile.report_blocks import Block, h, p, table, usd
 from aiworkbook.sizing.cost import energy_usd, usd_for_tokens
@@ -138,7 +138,7 @@ def _columns() -> tuple[Msg, ...]:
 
 def dollars(x: float, lang: str) -> str:
     """A monthly sum: whole dollars from $100 on, else three significant digits (never a bare 0)."""
-    return fixed(x, 0, lang) if x >= 100 else usd(x, lang)
+    return money(x, lang, 0 if x >= 100 else None, sign=False)
 
 
 def _per(a: Any, lang: str) -> str:

@@ -19,7 +19,16 @@ from types import UnionType
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from annotated_types import Ge, Le
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    Strict,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 
 from aiworkbook.errors import refusal
 from aiworkbook.message import Msg
@@ -172,7 +181,12 @@ class KvInputs(ProofInputs):
 
 
 class ServingInputs(ProofInputs):
-    model: str | None = _model()  # None (the CLI without MODEL): the default, tiny-llama
+    """`prove serving` passes every option, None where one was not given: an input whose type has no
+    None takes its declared default here, once (the proof reads its inputs as declared, with no
+    fallbacks of its own); one whose None means something (no rate, no SLO, no MODEL with --target)
+    keeps it."""
+
+    model: str | None = _model()  # None (the CLI without MODEL): the embedded server's, this default
     target: str | None = inp(None, "an OpenAI-compatible base URL (default: the embedded server)")
     served_model: str | None = inp(None, "the model name the target serves")
     scheduler: Literal["static", "continuous"] = inp("continuous", "embedded server's batching")
@@ -198,19 +212,35 @@ class ServingInputs(ProofInputs):
     )
     connect_timeout_s: Num = _hidden(10.0, "seconds to connect")
     max_duration_s: Num | None = _hidden(None, "seconds for the whole run")
-    warmup_s: Num | None = _hidden(None, "leave out requests scheduled in each point's first seconds")
-    cooldown_s: Num | None = _hidden(None, "leave out requests ending in each point's last seconds")
+    warmup_s: Num = _hidden(0.0, "leave out requests scheduled in each point's first seconds")
+    cooldown_s: Num = _hidden(0.0, "leave out requests ending in each point's last seconds")
     max_error_rate: Num | None = _hidden(None, "a point failing more requests than this is invalid")
     min_requests: int | None = _hidden(None, "a point completing fewer is invalid", low=1)
-    shared_prefix: int | None = _hidden(None, "tokens every prompt starts with", low=0)
+    shared_prefix: int = _hidden(0, "tokens every prompt starts with", low=0)
     samples: bool = _hidden(False, "keep one row per request in the details")
     api: Literal["completions", "chat"] = _hidden("completions", "completions or chat")
     server_kind: str = _hidden("auto", "the target's kind (auto: probed)")
     kv_budget_bytes: int | None = _hidden(None, "the embedded server's KV pool in bytes", low=1)
-    max_batch: int | None = _hidden(None, "the embedded server's sequences decoded together", low=1)
-    synthetic_step_s: Num | None = _hidden(None, "the synthetic backend's step time in seconds")
+    max_batch: int = _hidden(16, "the embedded server's sequences decoded together", low=1)
+    synthetic_step_s: Num = _hidden(0.01, "the synthetic backend's step time in seconds")
     tokenizer: str | None = _hidden(None, "a local tokenizer that counts output tokens without usage")
     stream: bool = _hidden(True, "stream the answers (False: one JSON answer per request)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unset_is_default(cls, data: Any) -> Any:
+        """An option given as None (not set on the command line) whose type has no None: its default."""
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        return {
+            k: fields[k].default if v is None and k in fields and not _takes_none(fields[k].annotation) else v
+            for k, v in data.items()
+        }
+
+
+def _takes_none(annotation: Any) -> bool:
+    return type(None) in get_args(annotation)
 
 
 def _model_opt() -> Any:

@@ -259,7 +259,7 @@ def rope_theta(spec: ModelSpecLike) -> float:
 def _source_config(spec: ModelSpecLike) -> dict:
     from pathlib import Path
 
-    from aiworkbook.specs.model import load_config_file
+    from aiworkbook.specs.reader import load_config_file
 
     src = Path(spec.source) if spec.source else None
     if src is None or not (src.is_file() or (src / "config.json").is_file()):

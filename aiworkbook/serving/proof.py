@@ -25,7 +25,7 @@ from aiworkbook.proofs.inputs import ServingInputs
 from aiworkbook.proofs.progress import units as progress_units
 from aiworkbook.proofs.registry import Plan
 from aiworkbook.proofs.result import ProofResult
-from aiworkbook.serving.client import CONNECT_TIMEOUT_S, Load, Target, request_timeout_for, run_load_sync
+from aiworkbook.serving.client import Load, Target, request_timeout_for, run_load_sync
 from aiworkbook.serving.knee import bisect_load, find_knee
 from aiworkbook.serving.metrics import samples, summarize_run, sweep_row
 
@@ -111,8 +111,10 @@ class ServingSettings:
     token_counter: Any = None  # the loaded tokenizer (tokencount.TextTokenizer), set when the run starts
 
     @classmethod
-    def from_inputs(cls, inputs: dict[str, Any]) -> ServingSettings:
-        quick = bool(inputs.get("quick", False))
+    def from_inputs(cls, given: ServingInputs | dict[str, Any]) -> ServingSettings:
+        """The settings of the inputs as declared (ServingInputs: every input, at its default unless given)."""
+        inputs = dict(given if isinstance(given, ServingInputs) else ServingInputs.of(given))
+        quick = bool(inputs["quick"])
         d = defaults(quick)
         rate, conc, sweep = inputs.get("rate"), inputs.get("concurrency"), inputs.get("sweep")
         kind = inputs.get("sweep_kind") or ("rate" if rate is not None and conc is None else "concurrency")
@@ -133,7 +135,7 @@ class ServingSettings:
         for x in loads:
             if not x > 0 or (kind == "concurrency" and x > BATCH_MAX):
                 raise SpecError("sweep", x, f"loads > 0 (concurrency at most {BATCH_MAX})")
-        scheduler = inputs.get("scheduler") or "continuous"
+        scheduler = inputs["scheduler"]
         if scheduler not in ("static", "continuous"):
             raise SpecError("scheduler", scheduler, "static, continuous")
         s = cls(
@@ -148,11 +150,11 @@ class ServingSettings:
             slo_tpot_s=inputs["slo_tpot_ms"] / 1e3 if inputs.get("slo_tpot_ms") else None,
             rate=rate if kind == "concurrency" else None,
             concurrency=conc if kind == "rate" else None,
-            burstiness=float(_given(inputs, "burstiness", 1.0)),
+            burstiness=float(inputs["burstiness"]),
             contexts=d["contexts"],
             context_concurrency=d["context_concurrency"],
-            compare=inputs.get("compare", True),
-            context_sweep=inputs.get("context_sweep", True),
+            compare=inputs["compare"],
+            context_sweep=inputs["context_sweep"],
             request_timeout_s=float(
                 _given(
                     inputs,
@@ -160,26 +162,26 @@ class ServingSettings:
                     request_timeout_for(int(_given(inputs, "output_tokens", d["output_tokens"]))),
                 )
             ),
-            connect_timeout_s=float(_given(inputs, "connect_timeout_s", CONNECT_TIMEOUT_S)),
+            connect_timeout_s=float(inputs["connect_timeout_s"]),
             max_duration_s=None if inputs.get("max_duration_s") is None else float(inputs["max_duration_s"]),
             deadline=None,
-            warmup_s=float(inputs.get("warmup_s") or 0.0),
-            cooldown_s=float(inputs.get("cooldown_s") or 0.0),
+            warmup_s=float(inputs["warmup_s"]),
+            cooldown_s=float(inputs["cooldown_s"]),
             max_error_rate=float(inputs["max_error_rate"])
             if inputs.get("max_error_rate") is not None
             else MAX_ERROR_RATE,
             stop_on_errors=inputs.get("max_error_rate") is not None,
-            shared_prefix=int(inputs.get("shared_prefix") or 0),
+            shared_prefix=int(inputs["shared_prefix"]),
             run_id="",
             min_requests=int(inputs["min_requests"])
             if inputs.get("min_requests") is not None
             else MIN_REQUESTS,
-            model=inputs.get("model") or "tiny-llama",
-            backend=inputs.get("backend") or "torch",
+            model=_given(inputs, "model", ServingInputs.model_fields["model"].default),
+            backend=inputs["backend"],
             kv_budget_bytes=inputs.get("kv_budget_bytes"),
-            api=inputs.get("api") or "completions",
+            api=inputs["api"],
             tokenizer=inputs.get("tokenizer") or None,
-            stream=inputs.get("stream", True) is not False,
+            stream=inputs["stream"],
         )
         for key in ("request_timeout_s", "connect_timeout_s", "max_duration_s"):
             v = getattr(s, key)
@@ -406,7 +408,7 @@ def _open_embedded(
     from aiworkbook.proofs.device import half_dtype, resolve_device
     from aiworkbook.serving.embedded import build_engine, embedded_server
 
-    choice = resolve_device(inputs.get("device") or "auto")
+    choice = resolve_device(inputs["device"])
     dev = choice.device
     flags.update(choice.flags)
     if half_dtype(dev)[1]:  # build_engine falls back to fp16 on a GPU without bf16
@@ -415,10 +417,10 @@ def _open_embedded(
         s.model,
         backend=s.backend,
         scheduler=s.scheduler,
-        max_batch=int(inputs.get("max_batch") or 16),
+        max_batch=int(inputs["max_batch"]),
         kv_budget_bytes=s.kv_budget_bytes,
         device=dev,
-        step_s=float(inputs.get("synthetic_step_s") or 0.01),
+        step_s=float(inputs["synthetic_step_s"]),
     )
     server = stack.enter_context(embedded_server(engine))
     notes.append(
@@ -446,7 +448,7 @@ def _open_remote(
         target_url,
         model=inputs.get("served_model") or None,
         api=s.api,
-        kind=inputs.get("server_kind") or "auto",
+        kind=inputs["server_kind"],
         timeout_s=min(s.request_timeout_s, s.max_duration_s or float("inf")),
         connect_timeout_s=s.connect_timeout_s,
         stream=s.stream,

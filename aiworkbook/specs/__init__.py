@@ -3,8 +3,9 @@
 from aiworkbook.specs.catalog import list_presets, load_model
 from aiworkbook.specs.families import FAMILIES
 from aiworkbook.specs.gpu import GPUSpec, MIGProfile, get_gpu, list_gpus, load_gpu
-from aiworkbook.specs.model import ModelSpec, spec_from_config
+from aiworkbook.specs.model import ModelSpec
 from aiworkbook.specs.node import PATTERNS, NodeProfile, get_node, list_nodes, load_node_file
+from aiworkbook.specs.reader import spec_from_config
 
 
 def detect(path: str = ".") -> NodeProfile:

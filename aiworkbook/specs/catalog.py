@@ -12,7 +12,9 @@ from typing import Any
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 from aiworkbook.paths import data_dir
-from aiworkbook.specs.model import ModelSpec, load_config_file, spec_from_config
+from aiworkbook.specs import families
+from aiworkbook.specs.model import ModelSpec
+from aiworkbook.specs.reader import load_config_file, spec_from_config
 
 
 def list_presets() -> list[str]:
@@ -99,3 +101,19 @@ def embedded_config(name_or_path: str | Path) -> dict[str, Any] | None:
     cfg_path = p / "config.json" if p.is_dir() else p
     content = load_config_file(cfg_path)
     return {"path": str(cfg_path.resolve().parent), "sha256": config_sha256(content), "content": content}
+
+
+def family_examples() -> dict[str, str]:
+    """Every family aiworkbook reads, with a preset (or the tiny shape the tests use) to try it on."""
+    presets = list_presets()
+    out: dict[str, str] = {}
+    for fam in families.FAMILIES:
+        out[fam] = next((p for p in presets if _preset_type(p) == fam), "-")
+    for fam in families.known():
+        out[fam] = families.EXAMPLES.get(fam, "-")
+    return out
+
+
+def _preset_type(name: str) -> str:
+    spec = load_model(name)
+    return getattr(spec, "family", "") or spec.model_type

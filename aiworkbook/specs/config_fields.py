@@ -10,10 +10,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiworkbook.errors import SpecError
 from aiworkbook.specs.quantization import scheme_from_config
+
+if TYPE_CHECKING:
+    from aiworkbook.specs.model import ModelSpec
+
+Spec = TypeVar("Spec", bound="ModelSpec")
 
 DROPOUT_KEYS = (
     "attn_pdrop",
@@ -55,3 +61,9 @@ def config_field_changes(cfg: dict[str, Any], encoder: bool, hidden: int, source
     if q is not None:
         changes["quant"] = q
     return changes
+
+
+def with_config_fields(spec: Spec, cfg: dict[str, Any], source: str) -> Spec:
+    """`spec` (a family's reading of `cfg`) with the fields config_field_changes finds in `cfg` set."""
+    changes = config_field_changes(cfg, not spec.is_decoder, spec.hidden_size, source)
+    return replace(spec, **changes) if changes else spec

@@ -8,11 +8,9 @@ to the unit. tests/test_params_vs_transformers.py checks that against transforme
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from aiworkbook.errors import SpecError
-from aiworkbook.message import Msg
 from aiworkbook.specs.kv import KVGroup, kv_bytes
 from aiworkbook.specs.mechanisms import Mechanisms
 from aiworkbook.specs.quantization import QuantScheme
@@ -219,7 +217,6 @@ class ModelSpec:
         self, *, num_layers: int | None = None, vocab_size: int | None = None, name: str | None = None
     ) -> ModelSpec:
         """A proxy with fewer layers or a smaller vocabulary (proofs that would not fit use one)."""
-        from dataclasses import replace
 
         changes: dict[str, Any] = {}
         if num_layers is not None:
@@ -236,49 +233,3 @@ class ModelSpec:
             or f"{self.name} (proxy: {num_layers or self.num_layers} layers, vocab {vocab_size or self.vocab_size})"
         )
         return replace(self, **changes)
-
-
-# ---- reading config.json ------------------------------------------------------------------------
-
-
-def spec_from_config(
-    cfg: dict[str, Any], *, name: str = "", source: str = "<dict>", family: str | None = None
-) -> ModelSpec:
-    """Build a ModelSpec from a parsed Hugging Face config.json (`family`: assert an unknown type's shape).
-
-    Every family is read by its parser in the registry (aiworkbook/specs/families); the config's
-    dropout, masked-LM head and quantisation apply on top (aiworkbook/specs/config_fields.py)."""
-    from aiworkbook.specs.config_fields import config_field_changes
-
-    spec = _read(cfg, name=name, source=source, family=family)
-    changes = config_field_changes(cfg, not spec.is_decoder, spec.hidden_size, source)
-    return replace(spec, **changes) if changes else spec
-
-
-def _read(cfg: dict[str, Any], *, name: str, source: str, family: str | None) -> ModelSpec:
-    if not isinstance(cfg, dict):
-        raise SpecError("config", type(cfg).__name__, "a JSON object", source=source)
-    from aiworkbook.specs import families
-
-    mt = cfg.get("model_type")
-    every = families.names()
-    if family is not None and family != mt:
-        if family not in every:
-            raise SpecError("family", family, ", ".join(every), source=source)
-        spec = spec_from_config({**cfg, "model_type": family}, name=name, source=source)
-        return replace(spec, asserted_family=family)
-    if mt not in every:
-        raise SpecError(
-            "model_type", mt, ", ".join(every) + " (or assert one with --family NAME)", source=source
-        )
-    return families.parse(cfg, name=name, source=source)
-
-
-def load_config_file(path: str | Path) -> dict[str, Any]:
-    """Read a config.json (or a folder holding one) with errors that name the file."""
-    from aiworkbook.persist import read_json
-
-    p = Path(path)
-    if p.is_dir():
-        p = p / "config.json"
-    return read_json(p, what=Msg("file.model"))

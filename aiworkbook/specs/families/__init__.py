@@ -97,26 +97,6 @@ EXAMPLES: dict[str, str] = {
 }
 
 
-def family_examples() -> dict[str, str]:
-    """Every family aiworkbook reads, with a preset (or the tiny shape the tests use) to try it on."""
-    from aiworkbook.specs.catalog import list_presets
-
-    presets = list_presets()
-    out: dict[str, str] = {}
-    for fam in FAMILIES:
-        out[fam] = next((p for p in presets if _preset_type(p) == fam), "-")
-    for fam in known():
-        out[fam] = EXAMPLES.get(fam, "-")
-    return out
-
-
-def _preset_type(name: str) -> str:
-    from aiworkbook.specs.catalog import load_model
-
-    spec = load_model(name)
-    return getattr(spec, "family", "") or spec.model_type
-
-
 def known() -> tuple[str, ...]:
     """The families beyond the base ten (read as a FamilySpec), wrappers included."""
     return tuple(FAMILY_PARSERS) + tuple(WRAPPERS)
@@ -184,11 +164,11 @@ def _wrapper(cfg: dict[str, Any], mt: str, *, name: str, source: str) -> FamilyS
 def _text_spec(text: dict[str, Any], text_mt: str, label: str, source: str) -> FamilySpec:
     if text_mt in FAMILY_PARSERS:
         return FAMILY_PARSERS[text_mt](Config(text, source), text_mt, label)
-    # a base family (mistral3 wraps mistral): counted by spec_from_config, grouped here
+    # a base family (mistral3 wraps mistral): its parser and the config's own fields, grouped here
+    from aiworkbook.specs.config_fields import with_config_fields
     from aiworkbook.specs.families.spec import from_base
-    from aiworkbook.specs.model import spec_from_config
 
-    return from_base(spec_from_config(text, name=label, source=source), text_mt)
+    return from_base(with_config_fields(parse(text, name=label, source=source), text, source), text_mt)
 
 
 __all__ = [
@@ -196,7 +176,6 @@ __all__ = [
     "FAMILIES",
     "PARSERS",
     "names",
-    "family_examples",
     "FAMILY_PARSERS",
     "WRAPPERS",
     "FamilySpec",
