@@ -60,7 +60,7 @@ def test_the_sizing_pages_cells_never_import_altair_themselves():
         "    s = ModelSizer(lang='en'); k = KVPlanner(lang='en'); k.follow(s); p = PreflightPanel(lang='en')\n"
         "    assert all('aiwb-ready' in w._dom_classes for w in (s, k, p))\n"
         "    deadline = time.monotonic() + 120\n"
-        "    while not (s.result and k.result) and time.monotonic() < deadline:\n"
+        "    while not (s.chart.spec and k.chart.spec) and time.monotonic() < deadline:\n"
         "        await asyncio.sleep(0.05)\n"
         "    assert s.error == '' and s.chart.spec is not None, s.error\n"
         "    print('drawn:', k.chart.spec is not None, 'altair imported by:', who)\n"
