@@ -74,3 +74,16 @@ def _last_line(code: str) -> str:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout.strip().splitlines()[-1]
+
+
+def test_the_report_pages_cells_import_no_altair():
+    """Issue 33, start-up: the proof runner and the profile locker say verdicts and colours without
+    altair (aiworkbook.charts.labels, .colours), and the runner's chart waits for its first result, so
+    the report page's cells leave altair to the sizer's first chart (loaded off the kernel's thread)."""
+    code = (
+        "import sys\n"
+        "from aiworkbook.widgets import ProfileLocker, ProofRunner\n"
+        "runner = ProofRunner(lang='de'); locker = ProfileLocker(lang='de'); locker.collect(runner)\n"
+        "print('altair' in sys.modules, 'aiworkbook.charts.labels' in sys.modules)\n"
+    )
+    assert _last_line(code) == "False True"
