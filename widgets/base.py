@@ -51,6 +51,8 @@ def load_charts() -> Any:
     `ChartView` starts and the kernel's loop never import altair's modules at once (two threads in one
     package's circular imports see it half-initialised, as numpy was; see PRELOAD)."""
     with _charts_lock:
+        import numpy  # noqa: F401  (whole, before narwhals reads it: see PRELOAD)
+
         import aiworkbook.charts as charts
 
         for name in charts.__all__:  # the package loads its builders on first use: all of them here
@@ -167,6 +169,7 @@ def chart_row(chart: Any, beside: Any) -> W.HBox:
 
 def _jupyter_chart(chart: Any = None) -> Any:
     global _offline_done, _chart_class
+    load_charts()  # altair through the one lock, numpy first (see PRELOAD)
     import altair as alt
 
     from aiworkbook.charts.render import enable_offline
@@ -378,13 +381,13 @@ class Delivery:
 
 
 #: Modules a widget's worker thread imports lazily. They are imported on the constructing thread
-#: first: Altair (through narwhals) reads numpy and pandas from sys.modules without the import lock, so
-#: a worker importing numpy while a cell builds a chart handed Altair a partially initialised numpy
-#: ("partially initialized module 'numpy' has no attribute 'ndarray'"), which a dashboard showed as an
-#: error cell under load. pandas is not here: no widget worker imports it (the monitor builds its frames on the
+#: first. numpy is not here (0.1 s before a page is ready), though Altair (through narwhals) reads numpy
+#: and pandas from sys.modules without the import lock, so a worker importing numpy while a chart was
+#: built handed Altair a partially initialised numpy ("partially initialized module 'numpy' has no
+#: attribute 'ndarray'"), an error cell under load: `load_charts`, through which every altair import
+#: goes, imports numpy first, which waits for a worker's import of it to finish. pandas is not here: no widget worker imports it (the monitor builds its frames on the
 #: kernel's loop), and narwhals skips a pandas nobody imported; loading it cost every sizing page 0.4 s.
 PRELOAD = (
-    "numpy",
     "aiworkbook.sizing",
     "aiworkbook.sizing.capacity",
     "aiworkbook.sizing.estimate",
