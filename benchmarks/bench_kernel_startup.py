@@ -85,7 +85,10 @@ def _run(kc, code: str) -> None:
 
 
 def kernel_load(cells: list[str], cwd: Path) -> dict[str, float]:
-    """One fresh kernel through `cells` and SETTLE_CELL: {"cpu": from its start, "cells_cpu", "wall"}."""
+    """One fresh kernel through `cells` and SETTLE_CELL: {"cpu": from its start, "cells_cpu", "wall"},
+    and "ready_cpu", "ready_wall": from the first cell until the last one has run (every widget built
+    and marked `aiwb-ready`; what the page still does after that, a chart waiting for altair, is not in
+    them)."""
     import psutil
     from jupyter_client.manager import KernelManager
 
@@ -104,10 +107,18 @@ def kernel_load(cells: list[str], cwd: Path) -> dict[str, float]:
             return t.user + t.system
 
         started, t0 = cpu(), time.perf_counter()
-        for code in [*cells, SETTLE_CELL]:
+        for code in cells:
             _run(kc, code)
+        built, built_wall = cpu(), time.perf_counter() - t0  # every widget built and marked ready
+        _run(kc, SETTLE_CELL)
         wall, done = time.perf_counter() - t0, cpu()
-        return {"cpu": done, "cells_cpu": done - started, "wall": wall}
+        return {
+            "cpu": done,
+            "cells_cpu": done - started,
+            "wall": wall,
+            "ready_cpu": built - started,
+            "ready_wall": built_wall,
+        }
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -154,6 +165,22 @@ def run(
                 "note": f"reference: the bare cell's; {note}",
             },
             {
+                "name": f"{p} cells CPU to ready (last cell run)",
+                "value": med(p, "ready_cpu"),
+                "unit": "s",
+                "reference": med("bare", "ready_cpu"),
+                "ratio": med(p, "ready_cpu") / med("bare", "ready_cpu"),
+                "note": f"reference: the bare cell's; {note}",
+            },
+            {
+                "name": f"{p} cells wall to ready (last cell run)",
+                "value": med(p, "ready_wall"),
+                "unit": "s",
+                "reference": med("bare", "ready_wall"),
+                "ratio": med(p, "ready_wall") / med("bare", "ready_wall"),
+                "note": f"reference: the bare cell's; {note}",
+            },
+            {
                 "name": f"{p} cells wall, first cell to settled",
                 "value": med(p, "wall"),
                 "unit": "s",
@@ -181,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for r in run(args.n, pages, bytecode=not args.source):
         print(
-            f"{r['name']:<45} {r['value']:8.3f} {r['unit']}  ref {r['reference']:.3f}  {r['ratio']:.2f}x  {r['note']}"
+            f"{r['name']:<46} {r['value']:8.3f} {r['unit']}  ref {r['reference']:.3f}  {r['ratio']:.2f}x  {r['note']}"
         )
     return 0
 

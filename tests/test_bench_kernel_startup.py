@@ -32,7 +32,8 @@ def test_the_cells_are_the_dashboards_code_cells_in_order():
 def test_a_kernel_load_measures_cpu_and_a_failing_cell_fails_it(tmp_path):
     b = _bench()
     got = b.kernel_load([b.BARE_CELL], tmp_path)
-    assert got["cpu"] > 0 and got["cpu"] >= got["cells_cpu"] >= 0 and got["wall"] > 0
+    assert got["cpu"] > 0 and got["cpu"] >= got["cells_cpu"] >= got["ready_cpu"] >= 0 and got["wall"] > 0
+    assert 0 < got["ready_wall"] <= got["wall"]
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         b.kernel_load(["1 / 0"], tmp_path)
 

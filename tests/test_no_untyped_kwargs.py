@@ -18,7 +18,7 @@ ALLOWED: dict[str, str] = {
     "aiworkbook.proofs.registry.plan": "dispatch by proof name; builds the proof's ProofInputs model from the names",
     "aiworkbook.proofs.registry.run": "dispatch by proof name; builds the proof's ProofInputs model from the names",
     # named values whose names are the data: a message's or chart word's placeholders, output paths
-    "aiworkbook.charts.theme.tr": "a translated template's placeholders, named by the catalogue entry",
+    "aiworkbook.charts.labels.tr": "a translated template's placeholders, named by the catalogue entry",
     "aiworkbook.message.Msg.__new__": "a message's placeholders, named by its catalogue template",
     "aiworkbook.sizing.expr.Term": "a formula leaf's message placeholders beside n, named by its catalogue template",
     "aiworkbook.cli.paths.check_paths": "each value a Path | None; its name is the CLI option it came from",

@@ -60,7 +60,7 @@ def test_the_sizing_pages_cells_never_import_altair_themselves():
         "    s = ModelSizer(lang='en'); k = KVPlanner(lang='en'); k.follow(s); p = PreflightPanel(lang='en')\n"
         "    assert all('aiwb-ready' in w._dom_classes for w in (s, k, p))\n"
         "    deadline = time.monotonic() + 120\n"
-        "    while not (s.result and k.result) and time.monotonic() < deadline:\n"
+        "    while not (s.chart.spec and k.chart.spec) and time.monotonic() < deadline:\n"
         "        await asyncio.sleep(0.05)\n"
         "    assert s.error == '' and s.chart.spec is not None, s.error\n"
         "    print('drawn:', k.chart.spec is not None, 'altair imported by:', who)\n"
@@ -74,3 +74,16 @@ def _last_line(code: str) -> str:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout.strip().splitlines()[-1]
+
+
+def test_the_report_pages_cells_import_no_altair():
+    """Issue 33, start-up: the proof runner and the profile locker say verdicts and colours without
+    altair (aiworkbook.charts.labels, .colours), and the runner's chart waits for its first result, so
+    the report page's cells leave altair to the sizer's first chart (loaded off the kernel's thread)."""
+    code = (
+        "import sys\n"
+        "from aiworkbook.widgets import ProfileLocker, ProofRunner\n"
+        "runner = ProofRunner(lang='de'); locker = ProfileLocker(lang='de'); locker.collect(runner)\n"
+        "print('altair' in sys.modules, 'aiworkbook.charts.labels' in sys.modules)\n"
+    )
+    assert _last_line(code) == "False True"

@@ -28,19 +28,22 @@ _offline_lock = threading.Lock()
 _chart_class: Any = None
 
 
-def chart_view(chart: Any = None, lazy: bool = False) -> Any:
+def chart_view(chart: Any = None, lazy: bool = False, later: bool = False) -> Any:
     """An `alt.JupyterChart` showing `chart` (change it with `view.draw(chart)`), with Altair's JavaScript served from the installed
     packages (no CDN): `aiworkbook.charts.render.enable_offline` runs once per kernel. Under the
     dashboard server the chart loads that bundle from the server by URL (`shared_chart_class`), so a
     page fetches and evaluates it once for all its charts instead of once per chart. `lazy`: a
-    `ChartView` that imports altair and builds the chart with the first one set (start-up)."""
-    if lazy:
-        return ChartView(chart)
+    `ChartView` that imports altair and builds the chart with the first one set (start-up); `later`: one
+    whose widget draws through `draw_later`, so altair's import starts with the first result, not
+    while the page's later cells still build their widgets (two cores, one GIL: it slowed them)."""
+    if lazy or later:
+        return ChartView(chart, warm=not later)
     return _jupyter_chart(chart)
 
 
 _charts_lock = threading.Lock()
 _warming: threading.Thread | None = None
+_charts_loaded = threading.Event()
 
 
 def load_charts() -> Any:
@@ -48,8 +51,13 @@ def load_charts() -> Any:
     `ChartView` starts and the kernel's loop never import altair's modules at once (two threads in one
     package's circular imports see it half-initialised, as numpy was; see PRELOAD)."""
     with _charts_lock:
+        import numpy  # noqa: F401  (whole, before narwhals reads it: see PRELOAD)
+
         import aiworkbook.charts as charts
 
+        for name in charts.__all__:  # the package loads its builders on first use: all of them here
+            getattr(charts, name)
+        _charts_loaded.set()
     return charts
 
 
@@ -68,14 +76,54 @@ class ChartView(W.VBox):
     `alt.JupyterChart` then (on the kernel's loop, where the chart is made), so a page is ready
     before altair (about a second of imports) has loaded; `chart` and `spec` read the one shown."""
 
-    def __init__(self, chart: Any = None) -> None:
+    def __init__(self, chart: Any = None, warm: bool = True) -> None:
         super().__init__()
         self.add_class("aiwb-chart")  # styled while stale (LAYOUT_CSS)
         self.lang = "en"  # set by localize_choices: vega-embed's menu in the page's language
         self._view: Any = None
-        warm_charts()
+        self._make: Callable[[Any], Any] | None = None  # the newest chart waiting for altair
+        self._drawn = threading.Event()
+        self._drawn.set()
+        self._delivery: Delivery | None = None
+        if warm:
+            warm_charts()
         if chart is not None:
             self.chart = chart
+
+    def draw_later(self, make: Callable[[Any], Any]) -> None:
+        """Draw `make(aiworkbook.charts)` now when altair is loaded, else once the warm-up thread has
+        loaded it (started here, drawn on the kernel's loop): the headline and figures beside the chart
+        show without waiting for altair's imports. Without a kernel loop (scripts, tests) it draws now."""
+        if _charts_loaded.is_set() or kernel_loop() is None:
+            self._make = None
+            self.draw(make(load_charts()))
+            return
+        self._make = make
+        self._drawn.clear()
+        if self._delivery is None:
+            self._delivery = Delivery()
+        delivery = self._delivery
+
+        def load_then_draw() -> None:
+            load_charts()
+            delivery.post(self._draw_pending)
+
+        threading.Thread(target=load_then_draw, name="aiwb-charts", daemon=True).start()
+
+    def _draw_pending(self) -> None:
+        make, self._make = self._make, None
+        try:
+            if make is not None:
+                self.draw(make(load_charts()))
+        finally:
+            if self._make is None:
+                self._drawn.set()
+
+    def wait(self, timeout: float = 30.0) -> bool:
+        """Block until a chart waiting for altair is drawn (True at once when none waits)."""
+        if self._delivery is None:
+            return True
+        return self._delivery.wait_for(self._drawn, timeout)
 
     def draw(self, chart: Any) -> None:
         """Show `chart`: the first one builds the `alt.JupyterChart` (altair imported then), later ones
@@ -121,6 +169,7 @@ def chart_row(chart: Any, beside: Any) -> W.HBox:
 
 def _jupyter_chart(chart: Any = None) -> Any:
     global _offline_done, _chart_class
+    load_charts()  # altair through the one lock, numpy first (see PRELOAD)
     import altair as alt
 
     from aiworkbook.charts.render import enable_offline
@@ -332,13 +381,13 @@ class Delivery:
 
 
 #: Modules a widget's worker thread imports lazily. They are imported on the constructing thread
-#: first: Altair (through narwhals) reads numpy and pandas from sys.modules without the import lock, so
-#: a worker importing numpy while a cell builds a chart handed Altair a partially initialised numpy
-#: ("partially initialized module 'numpy' has no attribute 'ndarray'"), which a dashboard showed as an
-#: error cell under load. pandas is not here: no widget worker imports it (the monitor builds its frames on the
+#: first. numpy is not here (0.1 s before a page is ready), though Altair (through narwhals) reads numpy
+#: and pandas from sys.modules without the import lock, so a worker importing numpy while a chart was
+#: built handed Altair a partially initialised numpy ("partially initialized module 'numpy' has no
+#: attribute 'ndarray'"), an error cell under load: `load_charts`, through which every altair import
+#: goes, imports numpy first, which waits for a worker's import of it to finish. pandas is not here: no widget worker imports it (the monitor builds its frames on the
 #: kernel's loop), and narwhals skips a pandas nobody imported; loading it cost every sizing page 0.4 s.
 PRELOAD = (
-    "numpy",
     "aiworkbook.sizing",
     "aiworkbook.sizing.capacity",
     "aiworkbook.sizing.estimate",
@@ -603,7 +652,10 @@ class BackgroundComposite(ValueComposite):
     _bg: Background | None = None
 
     def wait(self, timeout: float = 60.0) -> bool:
-        return True if self._bg is None else self._bg.wait(timeout)
+        """Block until the newest result is shown, its chart drawn too (`ChartView.draw_later`)."""
+        shown = True if self._bg is None else self._bg.wait(timeout)
+        chart = getattr(self, "chart", None)
+        return shown and (not isinstance(chart, ChartView) or chart.wait(timeout))
 
     def close(self) -> None:
         if self._bg is not None:

@@ -12,7 +12,7 @@ import traitlets
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
 
-from .base import Background, BackgroundComposite, chart_view, dropdown, load_charts, value_html, where_html
+from .base import Background, BackgroundComposite, chart_view, dropdown, value_html, where_html
 from .form import FieldText, control, read, schema, set_number
 
 FIELDS = ("model", "gpu", "engine", "kv_dtype", "context", "concurrency", "gpu_memory_utilization", "tp")
@@ -138,7 +138,7 @@ class KVPlanner(BackgroundComposite):
         self.figures = value_html("")
         self.args = W.HTML("")
         self.args.add_class("aiwb-figures")  # faded with the chart while stale
-        self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
+        self.chart = chart_view(later=True)  # altair loads with the first result (draw_later)
         for c in self.controls.values():
             c.observe(self.guarded(self._changed), names="value")
         form = W.GridBox(
@@ -252,7 +252,6 @@ class KVPlanner(BackgroundComposite):
                 self.value = self._inputs()
 
     def _apply(self, p: dict[str, Any]) -> None:
-        heatmap_chart = load_charts().heatmap_chart  # altair, by one thread at a time (base.load_charts)
         from aiworkbook.i18n_format import integer
         from aiworkbook.units import fmt_bytes
 
@@ -272,7 +271,9 @@ class KVPlanner(BackgroundComposite):
         )
         args = p["vllm_args"]
         self.args.value = f"<b>{html.escape(self.t('vllm_args'))}</b><pre>{html.escape(args)}</pre>"
-        self.chart.draw(heatmap_chart(spec, w, p["gpu"], p["batches"], p["lengths"], lang=lang))
+        self.chart.draw_later(  # altair loads after the page's cells (base.ChartView.draw_later)
+            self.guarded(lambda c: c.heatmap_chart(spec, w, p["gpu"], p["batches"], p["lengths"], lang=lang))
+        )
         self.status.value = ""
         self.error = ""
         self.result = {

@@ -25,7 +25,6 @@ from .base import (
     chart_view,
     dropdown,
     html_table,
-    load_charts,
     value_html,
     where_html,
 )
@@ -164,7 +163,7 @@ class ModelSizer(BackgroundComposite):
         self.headline = value_html("")
         self.headline.add_class("aiwb-headline")  # marked, not faded, while the figures are stale
         self.where = where_html(lang=lang)
-        self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
+        self.chart = chart_view(later=True)  # altair loads with the first result (draw_later)
         self.rule = W.HTML("")
         self.fits_table = W.HTML("")
         self.cost = value_html("")
@@ -456,10 +455,9 @@ class ModelSizer(BackgroundComposite):
 
     # -- output --------------------------------------------------------------------------------
     def _apply(self, out: dict[str, Any]) -> None:
-        memory_chart = load_charts().memory_chart  # altair, by one thread at a time (base.load_charts)
-        from aiworkbook.charts.memory import rule_formula
         from aiworkbook.i18n_format import integer, money
         from aiworkbook.message import Msg
+        from aiworkbook.sizing.formula_data import rule_said
         from aiworkbook.sizing.sections import margin
         from aiworkbook.units import fmt_bytes
 
@@ -487,12 +485,13 @@ class ModelSizer(BackgroundComposite):
         )
         line += self._needs_words(out.get("needs") or {}, fit)
         self.headline.value = f"<b>{line}</b>"
-        self.chart.draw(memory_chart(est, lang=lang))
+        # altair loads after the page's cells (base.ChartView.draw_later); the words above show now
+        self.chart.draw_later(self.guarded(lambda charts: charts.memory_chart(est, lang=lang)))
         rule = d["rules_of_thumb"]
         self.rule.value = (
             f"<b>{self.t('memory')}</b>: {fmt_bytes(d['memory']['total'], 'GiB', lang)}<br>"
             f"<b>{self.t('rule_of_thumb')}</b>: {fmt_bytes(rule['bytes'], 'GiB', lang)} "
-            f"({html.escape(rule_formula(rule, lang))})" + self._explain_html(d)
+            f"({html.escape(rule_said(rule, lang))})" + self._explain_html(d)
         )
         self.cost.value = (self._cost_html(cost) if fit["fits"] else "") + self._price_words(out)
         self.host.value = self._host_html(d.get("host") or {})

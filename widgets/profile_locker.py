@@ -138,7 +138,7 @@ class ProfileLocker(Composite):
         return entry
 
     def _summary(self) -> None:
-        from aiworkbook.charts.theme import verdict_label
+        from aiworkbook.charts.labels import verdict_label
         from aiworkbook.provenance import verdict_words
 
         rows = [
@@ -237,7 +237,7 @@ class ProfileLocker(Composite):
             raise SpecError("profile", "none", "lock a profile or upload one first")
         report = check(self.profile, results=self.results, rerun=False)
         lines = [c.line() for c in report.checks] + report.warnings()
-        from aiworkbook.charts.theme import VERDICT_COLOURS  # altair loads on first draw, not on import
+        from aiworkbook.charts.colours import VERDICT_COLOURS
 
         colour = VERDICT_COLOURS["pass" if report.exit_code == 0 else "fail"]
         words = html.escape(self.t(f"check_{report.exit_code}"))  # what the exit code means, in words

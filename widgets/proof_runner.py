@@ -147,7 +147,9 @@ class ProofRunner(Composite):
         self.progress_row = W.HBox([self.progress, self.progress_text])
         self.progress_row.layout.display = "none"  # no empty bar: shown when a run starts
         self.outcome = value_html("")
-        self.chart = chart_view(lazy=True)  # altair loads with the first chart, after the page is ready
+        # no altair import while the page builds (it slowed the later cells): it loads with the first
+        # result, or sooner with another widget's first chart (the report page's sizer)
+        self.chart = chart_view(later=True)
         self.chart.layout.display = "none"  # no empty chart: shown with the first result
         buttons = [self.run_button, self.cancel_button] if self.allow_run else [W.HTML(self.t("runs_off"))]
         self.where = where_html(measured=True, lang=lang)

@@ -1,14 +1,33 @@
 """aiworkbook.charts: pure Altair builders, data in, `alt.Chart` out. No Jupyter import here; the
 widgets wrap these charts, reports render them to SVG with `render.to_svg` (offline)."""
 
-from aiworkbook import _lazy_iri  # noqa: F401  (first: ~1.3 s less to import altair; see its docstring)
-from aiworkbook.charts.heatmap import heatmap_chart, heatmap_data
-from aiworkbook.charts.latency import latency_chart
-from aiworkbook.charts.memory import memory_chart
-from aiworkbook.charts.proofs import proofs_chart
-from aiworkbook.charts.render import enable_offline, to_svg
-from aiworkbook.charts.roofline import roofline_chart
-from aiworkbook.charts.telemetry import telemetry_chart
+from importlib import import_module
+from typing import Any
+
+from aiworkbook import _lazy_iri  # noqa: F401  (before altair: ~1.3 s less to import it; see its docstring)
+
+#: name -> its module: imported on first use (PEP 562), so `aiworkbook.charts.colours` and the other
+#: altair-free modules load without altair (~0.25 s a kernel); `widgets.base.load_charts` loads them all
+_LAZY = {
+    "enable_offline": "render",
+    "heatmap_chart": "heatmap",
+    "heatmap_data": "heatmap",
+    "latency_chart": "latency",
+    "memory_chart": "memory",
+    "proofs_chart": "proofs",
+    "roofline_chart": "roofline",
+    "telemetry_chart": "telemetry",
+    "to_svg": "render",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "enable_offline",

@@ -12,6 +12,9 @@ import altair as alt
 from aiworkbook.charts.colours import ESTIMATE_COLOUR as ESTIMATE_COLOUR  # one colour per meaning
 from aiworkbook.charts.colours import VERDICT_COLOURS as VERDICT_COLOURS
 from aiworkbook.charts.colours import series
+from aiworkbook.charts.labels import component_label as component_label  # words, without altair
+from aiworkbook.charts.labels import tr as tr
+from aiworkbook.charts.labels import verdict_label as verdict_label
 from aiworkbook.sizing.memory import COMPONENTS, HOST_KEYS
 from aiworkbook.units import GiB
 
@@ -33,30 +36,6 @@ def meaning_scale(pairs: list[tuple[str, str]]) -> alt.Scale:
 def gib(n: float | int | None) -> float | None:
     """Bytes as GiB (2**30) for an axis; None stays None."""
     return None if n is None else float(n) / GiB
-
-
-def tr(key: str, lang: str = "en", **fmt: Any) -> str:
-    """A chart's word in `lang` from the one catalog (aiworkbook.patterns.i18n), formatted with `fmt`."""
-    from aiworkbook.patterns.i18n import text
-
-    s = text(key, lang)
-    return s.format(**fmt) if fmt else s
-
-
-def component_label(name: str, lang: str = "en") -> str:
-    """A memory component's legend word (`component.<name>`); an unknown one reads as its name."""
-    from aiworkbook.patterns.i18n import TABLES
-
-    found = TABLES.get(lang, {}).get(f"component.{name}")
-    return found if isinstance(found, str) else name
-
-
-def verdict_label(verdict: str, lang: str = "en") -> str:
-    """A proof verdict (pass, fail, info, does-not-fit, interrupted, error) in `lang`."""
-    from aiworkbook.patterns.i18n import TABLES
-
-    found = TABLES.get(lang, {}).get(f"verdict.{verdict}") if lang != "en" else None
-    return found if isinstance(found, str) else verdict
 
 
 def verdict_legend(lang: str = "en") -> Any:
