@@ -47,3 +47,29 @@ def test_a_grid_point_that_did_not_fit_is_said_in_the_language():
         assert exc.reason in said and not english_left(said, lang), said
     old = {k: v for k, v in point.items() if k != "reason"}  # a result stored before `reason` was kept
     assert str(exc) in words(kv_grid_line(old), "de")
+
+
+@pytest.mark.timeout(60)
+def test_the_capability_matrix_is_said_in_the_language(capsys):
+    """`monitor --capabilities` on a datacenter GPU and a Pascal card on an old driver (the fake NVML:
+    groups not supported, functions not found): headers, group names and NVML's reasons in the language."""
+    from fake_nvml import DATACENTER, OLD_DRIVER, FakeNVML
+
+    from aiworkbook.telemetry.environment import reset as reset_reader
+
+    pages = {}
+    for lang in ("en", "nl", "de"):
+        with FakeNVML([DATACENTER, OLD_DRIVER], sleep=lambda s: None):
+            reset_reader()
+            try:
+                assert main(["--lang", lang, "monitor", "--capabilities"]) == 0
+            finally:
+                reset_reader()
+        pages[lang] = capsys.readouterr().out
+    rows = pages["en"].splitlines()
+    assert any(r.startswith("utilization") for r in rows) and "not supported" in pages["en"]
+    assert english_left(pages["en"], "nl") and english_left(pages["en"], "de")
+    for lang in ("nl", "de"):
+        said = pages[lang].splitlines()
+        assert len(said) == len(rows), said  # the same table, one row per metric group
+        assert not english_left(pages[lang], lang), pages[lang]
