@@ -76,7 +76,7 @@ def test_help_pages_say_their_help_in_the_language(lang):
     of those commands listed in it): English left in English, none in the language."""
     ids = _ids()
     covered = [p for p in _pages() if all(i in ids for i, _, _ in helps(_cmd(p), p) if _own(i, p))]
-    assert [] in covered and ["app"] in covered and ["check", "merge"] in covered
+    assert [] in covered and ["size"] in covered and ["app"] in covered and ["check", "merge"] in covered
     for path in covered:
         en, said = _words(path, "en"), _words(path, lang)
         assert english_left(en, lang), (path, en)
