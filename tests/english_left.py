@@ -21,7 +21,7 @@ SHARED = frozenset(
     "json config roofline serving checkpoint parquet dataloader prefetch workers pin_memory safetensors "
     "torchrun nccl gloo algbw busbw ttft tpot itl slo goodput rank threads rss flop tflop datasheet dtype "
     "matmul adamw sgd bf16 fp16 fp32 english nederlands deutsch vllm trace interconnect logits backward "
-    "forward eager offload recipe tensor bit cuda serve meta llama".split()
+    "forward eager offload recipe tensor bit cuda serve meta llama dir".split()
 )
 
 

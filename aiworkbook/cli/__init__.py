@@ -39,6 +39,16 @@ app = typer.Typer(
 )
 
 
+def _lang_now(ctx: typer.Context, value: str | None) -> str | None:
+    """--lang, eager: the language is set, and the help said in it, before any --help is shown."""
+    from aiworkbook.cli.help_lang import speak
+    from aiworkbook.cli.lang import cli_lang, set_lang
+
+    set_lang(value)
+    speak(ctx.find_root().command, cli_lang())
+    return value
+
+
 def _version(value: bool) -> None:
     if value:
         from aiworkbook import __version__
@@ -55,6 +65,8 @@ def _root(
     lang: str = typer.Option(
         None,
         "--lang",
+        callback=_lang_now,
+        is_eager=True,
         help="Language of what the command says: en, nl or de (before the command; default: en).",
     ),
 ) -> None:
@@ -127,21 +139,30 @@ def _plain_flags(cmd: Any) -> None:
 def _whole_summaries(cmd: Any) -> None:
     """A command list shows each command's first paragraph whole, wrapped, where click would cut it at
     the line's end with '...' (its short help, unless one is given, is what fits on one line)."""
+    from aiworkbook.cli.help_lang import summary
+
     for sub in getattr(cmd, "commands", {}).values():
         if not sub.short_help and sub.help:
-            sub.short_help = " ".join(sub.help.strip().split("\n\n")[0].split())
+            sub.short_help = summary(sub.help)
         _whole_summaries(sub)
 
 
-def _dispatch(argv: list[str] | None) -> int:
-    """Run the command without typer's standalone handling, so exceptions (KeyboardInterrupt with its
-    message included) reach main() as they are instead of as a returned code."""
+def command() -> Any:
+    """The click command `aiworkbook` runs: typer's, with numbers bounded, flags shown without a value
+    and whole summaries (what `main` dispatches to, and what a test's CliRunner invokes)."""
     from aiworkbook.cli.numbers import bound_all
 
     cmd = typer.main.get_command(app)
     bound_all(cmd)
     _plain_flags(cmd)
     _whole_summaries(cmd)
+    return cmd
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    """Run the command without typer's standalone handling, so exceptions (KeyboardInterrupt with its
+    message included) reach main() as they are instead of as a returned code."""
+    cmd = command()
     args = list(sys.argv[1:] if argv is None else argv)
     with cmd.make_context("aiworkbook", args) as ctx:
         cmd.invoke(ctx)

@@ -78,11 +78,11 @@ def register(app: typer.Typer) -> None:
         reader = _replay_reader(replay) if replay else None
         sampler = Sampler(interval=interval, gpu_reader=reader, host=host)
         if capabilities:
-            from aiworkbook.cli.lang import said
+            from aiworkbook.cli.lang import cli_lang, said
             from aiworkbook.telemetry.capabilities import format_matrix
 
             typer.echo(said(sampler.status()))
-            typer.echo(format_matrix(sampler.gpu_reader.capabilities()))
+            typer.echo(format_matrix(sampler.gpu_reader.capabilities(), cli_lang()))
             return
         _run(sampler, interval, duration, jsonl, record, csv, serve, quiet)
 

@@ -13,7 +13,7 @@ import typer
 from aiworkbook.cli.lang import cli_lang, said
 from aiworkbook.cli.paths import model_inputs
 from aiworkbook.cli.prove_run import check_outputs, emit
-from aiworkbook.message import Msg
+from aiworkbook.message import Msg, quoted
 from aiworkbook.persist import dumps_json
 from aiworkbook.proofs import inputs as I
 from aiworkbook.proofs import progress
@@ -136,14 +136,19 @@ def _register_vram_and_kv(prove: typer.Typer) -> None:
         check_outputs({"model": model_inputs(model)}, json=json_file)
         r = progress.run("kv", dict(model=model, device=device, quick=quick), cli_lang())
         for g in r.details.get("grid", []):
-            at = Msg("cli.kv.at", batch=f"{g['batch']:>3}", context=f"{g['context']:>6}")
-            if "kv_measured" in g:
-                kv = {"measured": g["kv_measured"], "predicted": g["kv_predicted"], "ratio": g["kv_ratio"]}
-                typer.echo(said(Msg("cli.kv.point", at=at, **kv, step=g["decode_step_s_median"])))
-            else:
-                typer.echo(f"{said(at)}: {g['does_not_fit']}")
+            typer.echo(said(kv_grid_line(g)))
         cap = r.details.get("capacity", {})
         if cap:
             figures = {k: cap[k] for k in ("context", "budget_bytes", "measured", "predicted")}
             typer.echo(said(Msg("cli.kv.capacity", **figures)))
         emit(r, json_file)
+
+
+def kv_grid_line(g: dict) -> Msg:
+    """One point of the kv proof's batch x context grid: its KV bytes against the estimate, or that it
+    did not fit, with the allocator's words quoted (a result stored before `reason` was kept: the note)."""
+    at = Msg("cli.kv.at", batch=f"{g['batch']:>3}", context=f"{g['context']:>6}")
+    if "kv_measured" in g:
+        kv = {"measured": g["kv_measured"], "predicted": g["kv_predicted"], "ratio": g["kv_ratio"]}
+        return Msg("cli.kv.point", at=at, **kv, step=g["decode_step_s_median"])
+    return Msg("cli.kv.does_not_fit", at=at, reason=quoted(g.get("reason", g["does_not_fit"])))

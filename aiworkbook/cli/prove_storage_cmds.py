@@ -233,7 +233,11 @@ def _register_host_and_network(prove: typer.Typer) -> None:
             )
         lang = cli_lang()
         for x in r.details.get("sweep", []):
-            bus = fmt_rate(x["busbw_bps"], lang=lang) if x["busbw_bps"] is not None else x["busbw_note"]
+            bus = (
+                fmt_rate(x["busbw_bps"], lang=lang)
+                if x["busbw_bps"] is not None
+                else said(Msg("allreduce.one_rank"))
+            )
             ms = (
                 f"{x['time_s'] * 1e3:.3f}" if lang == "en" else fixed(x["time_s"] * 1e3, 3, lang, group=False)
             )

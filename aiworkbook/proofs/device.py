@@ -40,7 +40,8 @@ class DoesNotFit(RuntimeError):
         self.at = at
         self.cause: BaseException | None = cause
         first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-        super().__init__(f"does not fit at {at}: {first[:200]}")
+        self.reason = first[:200]  # the allocator's own words (quoted when said in another language)
+        super().__init__(f"does not fit at {at}: {self.reason}")
 
 
 @dataclass(frozen=True)

@@ -276,7 +276,7 @@ def _measure_grid(setup: _Setup, dtype: torch.dtype, progress: bool) -> tuple[li
                 try:
                     grid.append(_point(model_, run_spec, b, ctx, new, dtype_name, dev))
                 except DoesNotFit as exc:
-                    grid.append({"batch": b, "context": ctx, "does_not_fit": str(exc)})
+                    grid.append({"batch": b, "context": ctx, "does_not_fit": str(exc), "reason": exc.reason})
             report(len(points), len(points) + 1, Msg("progress.kv_capacity"))
             big_est = _estimate(run_spec, _workload(run_spec, 1, max(contexts), new, dtype_name), dev).memory
             transient = int(big_est.activations + big_est.logits + big_est.workspace)

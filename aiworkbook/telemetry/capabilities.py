@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiworkbook.message import Msg, words
 from aiworkbook.telemetry import nvml_backend
 from aiworkbook.telemetry.gpu_metrics import GROUPS
 
@@ -37,14 +38,22 @@ def probe(handle) -> dict[str, str]:
     return {g.name: read_group(g, handle)[1] for g in GROUPS}
 
 
-def format_matrix(matrix: list[dict[str, Any]]) -> str:
-    """A plain-text table: one row per group, one column per GPU ("ok" or the reason)."""
+def format_matrix(matrix: list[dict[str, Any]], lang: str = "en") -> str:
+    """A plain-text table in `lang`: one row per group, one column per GPU ("ok" or the reason). A
+    reason NVML gave is a message said in `lang`; one a recording kept as text stays as recorded."""
     if not matrix:
-        return "(no GPUs)"
+        return Msg("capability.no_gpus").render(lang)
     groups = [g.name for g in GROUPS]
-    width = max(len(g) for g in groups) + 2
-    head = "metric".ljust(width) + "  ".join(f"GPU {i}".ljust(24) for i in range(len(matrix)))
-    rows = [head]
+    names = {g: Msg(f"capability.group.{g}").render(lang) for g in groups}
+    width = max(len(n) for n in names.values()) + 2
+    gpus = (Msg("capability.gpu", index=i).render(lang).ljust(24) for i in range(len(matrix)))
+    rows = [Msg("capability.metric").render(lang).ljust(width) + "  ".join(gpus)]
     for g in groups:
-        rows.append(g.ljust(width) + "  ".join(str(m.get(g, "?")).ljust(24) for m in matrix))
+        cells = (_cell(m.get(g, "?"), lang).ljust(24) for m in matrix)
+        rows.append(names[g].ljust(width) + "  ".join(cells))
     return "\n".join(rows)
+
+
+def _cell(status: object, lang: str) -> str:
+    """ "ok", or why not, in `lang`."""
+    return Msg("capability.ok").render(lang) if status == "ok" else words(status, lang)
