@@ -131,8 +131,7 @@ def _flags() -> dict[str, str]:
         .split("/")[0]
         for d in Workload.fields()
     }
-    # a field with two options (--gpu-util and vLLM's --gpu-memory-utilization) is named by both
-    return vllm | {n: f"{f}/{vllm[n]}" if vllm.get(n, f) != f else f for n, f in own.items()}
+    return vllm | own
 
 
 def _workload_params() -> list[inspect.Parameter]:
@@ -203,6 +202,8 @@ def _with_opts(fn):
             flag = _flags().get(exc.field)
             if flag is None or exc.source:
                 raise
+            # a field with two options (--gpu-util, vLLM's --gpu-memory-utilization): the one typed
+            flag = next((f for f in given(flags) if f.lstrip("-").replace("-", "_") == exc.field), flag)
             raise SpecError(flag, exc.value, exc.allowed) from None
 
     wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
