@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     from aiworkbook import diskfull, signals
-    from aiworkbook.cli.lang import error_line, said, set_lang
+    from aiworkbook.cli.lang import cli_lang, error_line, said, set_lang
     from aiworkbook.message import Msg, quoted
     from aiworkbook.persist import written_since
 
@@ -255,7 +255,13 @@ def main(argv: list[str] | None = None) -> int:
             typer.echo(error_line(spec), err=True)
             return 2
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):  # click usage errors
-            exc.show()  # type: ignore[attr-defined]
+            if cli_lang() == "en":
+                exc.show()  # type: ignore[attr-defined]
+            else:  # said in --lang's language, from what the error carries (cli/usage_words.py)
+                from aiworkbook.cli.usage_words import usage_lines
+
+                for line in usage_lines(exc):
+                    typer.echo(said(line), err=True)
             return exc.exit_code  # type: ignore[attr-defined]
         if type(exc).__name__ == "Abort":
             typer.echo(said(Msg("cli.aborted")), err=True)
