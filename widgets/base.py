@@ -22,6 +22,7 @@ import traitlets
 from aiworkbook import _lazy_iri  # noqa: F401  (before anything imports altair; see its docstring)
 
 from .i18n import check_lang, choice, label
+from .idle import IDLE_WAIT_MAX_S, hurry, kernel_idle
 
 _offline_done = False
 _offline_lock = threading.Lock()
@@ -34,8 +35,8 @@ def chart_view(chart: Any = None, lazy: bool = False, later: bool = False) -> An
     dashboard server the chart loads that bundle from the server by URL (`shared_chart_class`), so a
     page fetches and evaluates it once for all its charts instead of once per chart. `lazy`: a
     `ChartView` that imports altair and builds the chart with the first one set (start-up); `later`: one
-    whose widget draws through `draw_later`, so altair's import starts with the first result, not
-    while the page's later cells still build their widgets (two cores, one GIL: it slowed them)."""
+    whose widget draws through `draw_later`, so altair's import starts once the page's cells have run,
+    not while they still build their widgets (two cores, one GIL: it slowed them)."""
     if lazy or later:
         return ChartView(chart, warm=not later)
     return _jupyter_chart(chart)
@@ -62,12 +63,19 @@ def load_charts() -> Any:
 
 
 def warm_charts() -> None:
-    """Import altair on a background thread once per kernel, while the page's later cells run, so the
-    first chart on the loop finds it loaded (a cell between two does not wait for a second of imports)."""
+    """Import altair on a background thread once per kernel, once the page's cells have run (the kernel
+    idle, widgets/idle.py), so the first chart on the loop finds it loaded (a cell between two does not
+    wait for a second of imports) and the cells that build the page are not slowed by it."""
     global _warming
     with _offline_lock:
         if _warming is None:
-            _warming = threading.Thread(target=load_charts, name="aiwb-charts", daemon=True)
+            idle = kernel_idle()
+
+            def warm() -> None:
+                idle.wait(IDLE_WAIT_MAX_S)
+                load_charts()
+
+            _warming = threading.Thread(target=warm, name="aiwb-charts", daemon=True)
             _warming.start()
 
 
@@ -91,9 +99,11 @@ class ChartView(W.VBox):
             self.chart = chart
 
     def draw_later(self, make: Callable[[Any], Any]) -> None:
-        """Draw `make(aiworkbook.charts)` now when altair is loaded, else once the warm-up thread has
-        loaded it (started here, drawn on the kernel's loop): the headline and figures beside the chart
-        show without waiting for altair's imports. Without a kernel loop (scripts, tests) it draws now."""
+        """Draw `make(aiworkbook.charts)` now when altair is loaded, else once a background thread has
+        loaded it (drawn on the kernel's loop): the headline and figures beside the chart show without
+        waiting for altair's imports, and the thread starts them once the page's cells have run (the
+        kernel idle, widgets/idle.py; `wait()` starts them at once). Without a kernel loop (scripts,
+        tests) it draws now."""
         if _charts_loaded.is_set() or kernel_loop() is None:
             self._make = None
             self.draw(make(load_charts()))
@@ -104,7 +114,10 @@ class ChartView(W.VBox):
             self._delivery = Delivery()
         delivery = self._delivery
 
+        idle = kernel_idle()
+
         def load_then_draw() -> None:
+            idle.wait(IDLE_WAIT_MAX_S)  # after the page's cells (widgets/idle.py)
             load_charts()
             delivery.post(self._draw_pending)
 
@@ -123,6 +136,8 @@ class ChartView(W.VBox):
         """Block until a chart waiting for altair is drawn (True at once when none waits)."""
         if self._delivery is None:
             return True
+        if not self._drawn.is_set():
+            hurry()  # a cell waits for this chart: altair's imports start now, not when the kernel is idle
         return self._delivery.wait_for(self._drawn, timeout)
 
     def draw(self, chart: Any) -> None:

@@ -138,7 +138,7 @@ class KVPlanner(BackgroundComposite):
         self.figures = value_html("")
         self.args = W.HTML("")
         self.args.add_class("aiwb-figures")  # faded with the chart while stale
-        self.chart = chart_view(later=True)  # altair loads with the first result (draw_later)
+        self.chart = chart_view(later=True)  # altair loads once the page's cells have run (draw_later)
         for c in self.controls.values():
             c.observe(self.guarded(self._changed), names="value")
         form = W.GridBox(

@@ -163,7 +163,7 @@ class ModelSizer(BackgroundComposite):
         self.headline = value_html("")
         self.headline.add_class("aiwb-headline")  # marked, not faded, while the figures are stale
         self.where = where_html(lang=lang)
-        self.chart = chart_view(later=True)  # altair loads with the first result (draw_later)
+        self.chart = chart_view(later=True)  # altair loads once the page's cells have run (draw_later)
         self.rule = W.HTML("")
         self.fits_table = W.HTML("")
         self.cost = value_html("")

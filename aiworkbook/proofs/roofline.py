@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from aiworkbook import hostfacts
 from aiworkbook.message import Msg
 from aiworkbook.proofs import flags as F
@@ -351,6 +349,8 @@ def roofline_chart_data(
     """Rows for a roofline chart: attainable FLOP/s = min(peak, bandwidth x intensity) per dtype, log-spaced
     intensities, plus the workload's point (kind="workload") placed on its own dtype's roof (`point["dtype"]`,
     e.g. bf16 for bf16 weights; the first dtype charted when the point names none or the GPU lacks it)."""
+    import numpy as np  # here, not at import: a dashboard plans this proof before its page is ready
+
     dtypes = dtypes or list(spec.peak_flops_dense)
     rows: list[dict[str, Any]] = []
     bw = spec.memory_bandwidth_bps

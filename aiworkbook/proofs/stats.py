@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated
 
-import numpy as np
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
@@ -53,6 +52,8 @@ def bootstrap_median_ci(
     samples, level: float = 0.95, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile bootstrap of the median: resample with replacement, take the level's quantiles."""
+    import numpy as np  # here, not at import: a dashboard plans a proof before its page is ready
+
     x = np.asarray(samples, dtype=float)
     if x.size == 1:
         return float(x[0]), float(x[0])
@@ -65,6 +66,8 @@ def bootstrap_median_ci(
 
 def summarize(samples, ci_level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Stats:
     """Stats of a non-empty sequence of finite numbers; bad input raises SpecError."""
+    import numpy as np
+
     x = np.asarray(list(samples), dtype=float)
     if x.size == 0:
         raise SpecError("samples", [], "at least one sample")
