@@ -202,5 +202,5 @@ def test_a_misspelt_or_mistyped_field_is_bad_input_naming_it():
         assert caught.value.field == next(iter(bad))
     with pytest.raises(SpecError, match="an integer from 1 to 1,048,576"):
         Workload(batch=0)
-    with pytest.raises(SpecError, match=r"None or a number in \[0.0, 1.0\)"):
+    with pytest.raises(SpecError, match=r"unset \(the default\) or a number in \[0.0, 1.0\)"):
         Workload(dropout=1.0)

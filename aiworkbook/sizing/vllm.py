@@ -229,7 +229,11 @@ class VllmSettings:
         if self.engine not in ENGINES:
             raise SpecError("engine_version", self.engine, ", ".join(ENGINES))
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
-            raise SpecError("gpu_memory_utilization", self.gpu_memory_utilization, "0 < x <= 1")
+            from aiworkbook.sizing.workload import allowed_words
+
+            raise SpecError(
+                "gpu_memory_utilization", self.gpu_memory_utilization, allowed_words("gpu_memory_utilization")
+            )
         for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):

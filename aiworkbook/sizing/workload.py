@@ -504,19 +504,33 @@ def _refusal(exc: ValidationError) -> SpecError:
     return refusal(exc, _FIELDS(), lambda name: _allowed_text(_describe(name)))
 
 
+def allowed_words(name: str) -> str:
+    """What Workload field `name` allows, in the words its refusals use: another setting of the same
+    quantity (vLLM's `--gpu-memory-utilization`) refuses with these, so one field has one wording."""
+    return _allowed_text(_describe(name))
+
+
 def _allowed_text(d: dict[str, Any]) -> str:
-    """What a field allows, in words, from its declaration."""
+    """What a field allows, in words, from its declaration: a message (English as its str), so a
+    refusal reads in the viewer's language; a choice's values as they are typed."""
+    text: str
     if d["type"] in ("choice", "choices"):
         text = ", ".join(str(c) for c in d["choices"])
     elif d["type"] == "bool":
-        text = "a boolean (True or False)"
+        text = Msg("allowed.boolean")
     elif d["type"] == "int":
-        text = f"an integer from {d['low']:,} to {d['high']:,}"
+        text = Msg("allowed.int_range", low=d["low"], high=d["high"])
     else:
-        left = "(" if d["open_low"] else "["
-        right = ")" if d["open_high"] else "]"
-        text = f"a number in {left}{d['low']}, {d['high']}{right}"
-    return f"None or {text}" if d["optional"] and d["type"] != "choice" else text
+        low, high = d["low"], d["high"]  # ( ) an open end, [ ] a closed one
+        if d["open_low"] and d["open_high"]:
+            text = Msg("allowed.number_in_oo", low=low, high=high)
+        elif d["open_low"]:
+            text = Msg("allowed.number_in_oc", low=low, high=high)
+        elif d["open_high"]:
+            text = Msg("allowed.number_in_co", low=low, high=high)
+        else:
+            text = Msg("allowed.number_in_cc", low=low, high=high)
+    return Msg("allowed.unset_or", kind=text) if d["optional"] and d["type"] != "choice" else text
 
 
 def _kind(annotation: Any) -> tuple[str, list[Any]]:
