@@ -24,7 +24,11 @@ def test_the_gpu_memory_share_has_one_range_on_both_paths(lang):
     a = _allowed(lambda: Workload(gpu_memory_utilization=0.0))
     b = _allowed(lambda: VllmSettings(gpu_memory_utilization=2.0).check())
     assert words(a, lang) == words(b, lang)
-    said = {"en": "a number in (0.0, 1.0]", "nl": "een getal > 0,0 en <= 1,0", "de": "eine Zahl > 0,0 und <= 1,0"}
+    said = {
+        "en": "a number in (0.0, 1.0]",
+        "nl": "een getal > 0,0 en <= 1,0",
+        "de": "eine Zahl > 0,0 und <= 1,0",
+    }
     assert words(a, lang) == said[lang]
 
 
