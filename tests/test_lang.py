@@ -83,6 +83,15 @@ def test_switch_marks_the_pages_language():
     html = page_header("sizing", "nl").value
     assert '<option value="nl" selected>Nederlands</option>' in html
     assert 'name="lang"' in html and "<h1>Dimensionering" in html
+    assert "<code>aiworkbook size</code>" in html and "`" not in html  # a command as code, in every language
+
+
+def test_a_page_intro_keeps_its_text_escaped_around_the_code():
+    from aiworkbook.widgets.i18n import page_header
+
+    for lang in ("en", "de"):
+        html = page_header("sizing", lang).value
+        assert html.count("<code>") == html.count("</code>") == 1 and "&lt;code&gt;" not in html
 
 
 def test_english_choices_read_as_words_too():

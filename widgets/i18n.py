@@ -78,13 +78,15 @@ def page_header(key: str, lang: str, intro: bool = True, switch: bool = True) ->
     """A dashboard's language switch, title (`page.<key>.title`) and introduction (`page.<key>.intro`)
     in `lang`: one widget, so they render together."""
     import html
+    import re
 
     import ipywidgets as W
 
     text = switch_html(lang) if switch else ""
     text += f"<h1>{html.escape(label(f'page.{key}.title', lang))}</h1>"
-    if intro:
-        text += f"<p>{html.escape(label(f'page.{key}.intro', lang))}</p>"
+    if intro:  # `a command` in the catalogue's words shows as code, not with its backquotes
+        said = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(label(f"page.{key}.intro", lang)))
+        text += f"<p>{said}</p>"
     w = W.HTML(text)
     w.add_class("aiwb-page-header")
     return w
