@@ -23,7 +23,9 @@ _lock = threading.Lock()
 def track_idle(events: Any, loop: asyncio.AbstractEventLoop) -> threading.Event:
     """An event set while no cell has run for IDLE_AFTER_S on `loop`, from IPython's `events`
     (`pre_run_cell` clears it, `post_run_cell` sets it IDLE_AFTER_S later unless a cell starts first).
-    Armed at once: called between cells, the kernel is idle after IDLE_AFTER_S."""
+    Armed at once: called between cells, the kernel is idle after IDLE_AFTER_S; called during a cell,
+    the timer cannot fire before the cell ends (the loop runs no callback while a cell's code runs),
+    and the cell's `post_run_cell` re-arms it from there."""
     idle = threading.Event()
     timer = [loop.call_later(IDLE_AFTER_S, idle.set)]
 
