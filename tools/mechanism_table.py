@@ -69,6 +69,7 @@ COLUMNS: dict[str, Column] = {
     ),
     "no_rope_layers": Column("NoPE layers", "positions", r"self\.use_rope = "),
     "rope_complex": Column("RoPE as a complex table", "positions", r"torch\.view_as_complex\("),
+    "rope_half_tables": Column("cos/sin half a head wide", "positions", r"^\s+emb = freqs$"),
     "qk_norm_rope_only": Column(
         "q/k norms on RoPE layers only", "positions", r"use_qk_norm and self\.use_rope"
     ),

@@ -350,11 +350,18 @@ def _qk_norm_term(spec: ModelSpecLike, kind: str, e: int) -> Term:
     return _dot(per, a + k, d, note="term.dot.qk_norms") + _dot(4, rows, note="term.dot.qk_rms")
 
 
+#: B of int64 indices grouped_mm experts keep per (token, expert) pair: perm // top_k, perm, inv_perm
+_GATHER_IDS = 3 * 8
+
+
 def _router_term(spec: ModelSpecLike, e: int, amp: bool = False) -> Term:
     """Bytes per token an MoE layer's routing saves (transformers' top-k router and expert loop): the
     fp32 router softmax (4·E), the top-k indices (8·k), and per chosen expert the gathered input its
     first matmul reads, the expert output and routing weight the weighting multiply keeps, and the
-    token and slot indices of the gather (k·(2·e·h + e + 16))."""
+    three int64 indices transformers' grouped_mm experts keep per (token, expert) pair: the token each
+    sorted pair reads (`perm // top_k`), the sort order its routing weight is gathered by (`perm`) and
+    the order that puts the outputs back (`inv_perm`): k·(2·e·h + e + 24); biased experts gather their
+    bias rows by the sorted expert ids, kept too (integrations/moe.py, grouped_mm_experts_forward)."""
     E, top, h = spec.num_experts, spec.experts_per_token, spec.hidden_size
     if mechanisms(spec).experts_dense:  # fp32 sigmoid over every expert; per expert the copy of the
         # input its score scales and the score (the multiply keeps both), and the scaled input the bmm
@@ -375,13 +382,13 @@ def _router_term(spec: ModelSpecLike, e: int, amp: bool = False) -> Term:
             router = router + group_ids + _dot(1, E, note="term.dot.group_mask")
         if mech.router_renorm:
             router = router + _dot(4, top + 1, note="term.dot.router_renorm")
-        return router + _dot(top, 2 * e * h + e + 16, note="term.dot.expert_gathers")
+        return router + _dot(top, 2 * e * h + e + _GATHER_IDS, note="term.dot.expert_gathers")
     if mech.router_topk_first:  # softmax over the k chosen logits, at their width
         router = _dot(e, top, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
     else:
         router = _dot(4, E, note="term.dot.router_softmax") + _dot(8, top, note="term.dot.topk_ids")
     # biased experts gather their bias rows by the sorted expert ids: those ids are kept too
-    ids = 16 + (8 if spec.mlp_bias else 0)
+    ids = _GATHER_IDS + (8 if spec.mlp_bias else 0)
     gathers = _dot(top, 2 * e * h + e + ids, note="term.dot.expert_gathers")
     return router + gathers
 
@@ -474,7 +481,8 @@ def _per_token_and_seq(
     if mech.rope_complex:  # one complex64 table: d/2 complex numbers of 8 B at any precision
         per_seq += 4 * int(rotated * mech.rotary_fraction)
     elif mech.rope:  # cos/sin at the embeddings' dtype (fp32 under AMP), as wide as the rotated slice
-        per_seq += 2 * int(rotated * mech.rotary_fraction) * (4 if amp else e)
+        wide = int(rotated * mech.rotary_fraction) // (2 if mech.rope_half_tables else 1)
+        per_seq += 2 * wide * (4 if amp else e)
     return per_token, per_seq
 
 

@@ -94,6 +94,9 @@ class Mechanisms:
     # complex numbers per position, 4·d B at any precision; the multiply keeps only the table (it needs
     # no gradient, so q and k are not kept for it)
     rope_complex: bool = False
+    # cos/sin half a head wide, one entry per rotated pair, not repeated to d (gpt-oss's rotary embedding:
+    # `emb = freqs`; its _apply_rotary_emb turns q's and k's two halves by the same half-width tables)
+    rope_half_tables: bool = False
     # attention and MLP read the same residual input through their own norm (GPT-NeoX's
     # use_parallel_residual): the norms' shared input is saved once
     parallel_norms: bool = False

@@ -130,6 +130,7 @@ def gpt_oss(c: Config, mt: str, name: str) -> FamilySpec:
     # sdpa (_supports_sdpa = False): transformers runs it eagerly unless flash attention is asked for
     mech = Mechanisms(
         rope=True,
+        rope_half_tables=True,  # GptOssRotaryEmbedding: emb = freqs, d/2 wide
         router=True,
         router_topk_first=True,  # GptOssTopKRouter: topk(logits), then softmax over the k
         attention_sinks=True,
