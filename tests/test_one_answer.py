@@ -83,7 +83,10 @@ def test_the_dashboard_the_cli_and_the_report_give_one_answer(case, sizer, capsy
     head, res = sizer.headline.value, sizer.result["answer"]
     assert f"{verdict}</span> on {ref.given} × {gpu}" in head
     assert res["fits"] is ref.fits and res["gpus_given"] == ref.given
-    assert res["runs_on"] == ({"gpu": ref.on, "gpus": ref.gpus} if ref.option is not None else None)
+    o = ref.option
+    assert res["runs_on"] == (
+        {"gpu": ref.on, "gpus": ref.gpus, "mig": o.mig or None} if o is not None else None
+    )
     if ref.usd_per_mtok is not None and ref.mode == "infer":
         assert money(ref.usd_per_mtok, "en") in head
     if not ref.fits:  # the GPU it does not fit on is never priced

@@ -16,7 +16,8 @@ from aiworkbook.sizing import Workload
 from aiworkbook.sizing.answer import answer
 from aiworkbook.specs import load_model
 
-KW = {"mode": "infer", "concurrency": 32, "seq_len": 4096, "new_tokens": 512}
+#: 48 sequences need the whole GPU (32 fit one MIG 3g.40gb instance, priced as such: test_mig_answer.py)
+KW = {"mode": "infer", "concurrency": 48, "seq_len": 4096, "new_tokens": 512}
 
 
 def test_the_rule_keeps_three_significant_digits_and_no_zero_past_the_cents():
@@ -50,7 +51,7 @@ def test_sizer_headline_table_and_cost_line_print_one_price(lang):
 
 def test_size_and_the_report_print_the_same_price(capsys):
     ref = answer(load_model("llama-3-8b"), Workload(**KW), "H100-SXM")
-    argv = ["size", "llama-3-8b", "--gpu", "H100-SXM", "--mode", "infer", "--concurrency", "32"]
+    argv = ["size", "llama-3-8b", "--gpu", "H100-SXM", "--mode", "infer", "--concurrency", "48"]
     assert main([*argv, "--seq", "4096", "--new-tokens", "512"]) == 0
     text = capsys.readouterr().out
     assert f"{money(ref.usd_per_mtok)} per million output tokens" in text

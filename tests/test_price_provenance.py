@@ -69,7 +69,7 @@ def test_fit_takes_a_price_file_and_says_whose_price_it_is(price_file, capsys):
     mine = json.loads(capsys.readouterr().out)["answer"]
     assert mine["price_words"].startswith("price from your price file, our contract, 2026-11-15")
     assert listed["price_words"].startswith("list price, ")
-    assert listed["fits"] and listed["runs_on"] == mine["runs_on"] == {"gpu": "L4", "gpus": 1}
+    assert listed["fits"] and listed["runs_on"] == mine["runs_on"] == {"gpu": "L4", "gpus": 1, "mig": None}
     assert mine["usd_per_mtok"] == pytest.approx(listed["usd_per_mtok"] * 0.35 / catalogue_price)
     assert main([*argv, "--prices", str(price_file)]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("answer:"))
@@ -115,4 +115,4 @@ def test_the_report_says_where_each_price_comes_from(prof):
     for lang in ("nl", "de"):
         blocks = build(prof, lang, charts=False)
         said = provenance(None, get_gpu("H100-SXM")).render(lang)
-        assert any(b.kind == "p" and b.text == said for b in blocks)
+        assert any(b.kind == "p" and b.text.startswith(said) for b in blocks)

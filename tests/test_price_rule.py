@@ -16,7 +16,8 @@ from profile_fakes import priced_profile
 
 from aiworkbook.cli import main
 from aiworkbook.sizing import Assumptions, Workload, estimate
-from aiworkbook.sizing.cost import gpu_usd, usd_for_tokens, usd_per_million_tokens
+from aiworkbook.sizing.cost import gpu_usd, instance_hour_price, usd_for_tokens, usd_per_million_tokens
+from aiworkbook.sizing.placement import mig_placement, mig_share, mig_slice
 from aiworkbook.specs import list_gpus, load_gpu, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,10 +65,18 @@ def _args(w: Workload) -> list[str]:
             "--concurrency", str(w.concurrency)]  # fmt: skip
 
 
-def _by_the_rule(model: str, w: Workload, gpu: str, gpus: int) -> tuple[float, float]:
+def _by_the_rule(model: str, w: Workload, gpu: str, gpus: int, mig: str = "") -> tuple[float, float]:
     """$/hour and $ per million tokens (trained, or generated) of `w` on `gpus` x `gpu` at its list
-    price, from the rule and the estimate's roofline throughput, computed here."""
+    price, from the rule and the estimate's roofline throughput, computed here. `mig`: on one MIG
+    instance as it is deployed (vLLM's workload for serving), at the instance's share of the price."""
     g = load_gpu(gpu)
+    if mig:
+        pl = mig_placement(load_model(model), w, g)
+        assert pl is not None and pl.mig == mig
+        w, g = pl.workload, mig_slice(g, mig)
+        assert g.price_per_hour_usd == instance_hour_price(
+            load_gpu(gpu).price_per_hour_usd, mig_share(load_gpu(gpu), mig)[0]
+        )
     est = estimate(load_model(model), replace(w, tp=gpus), gpu=g).to_dict()
     roof, a = est["roofline"], Assumptions()
     if w.training:
@@ -78,7 +87,12 @@ def _by_the_rule(model: str, w: Workload, gpu: str, gpus: int) -> tuple[float, f
     return gpu_usd(g.price_per_hour_usd, gpus), per_mtok
 
 
-CASES = _workloads(8)
+#: the random draw and two set-ups one MIG instance holds (priced on the instance: tests/test_mig_answer.py)
+CASES = [
+    *_workloads(8),
+    ("llama-3-8b", "H100-SXM", Workload(mode="infer", seq_len=4096, new_tokens=512, concurrency=32)),
+    ("tiny-llama", "A100-40GB", Workload(mode="train", batch=1, seq_len=2048)),
+]
 
 
 @pytest.mark.timeout(240)
@@ -95,11 +109,11 @@ def test_the_faces_give_the_rules_figures(capsys, model, gpu, w):
     per_mtok = "usd_per_mtok_trained" if w.training else "usd_per_mtok"
     assert shown.option is not None  # these sizes are held by some catalogue GPU
     o = shown.option
-    hourly, mtok = _by_the_rule(model, w, o.gpu, o.gpus)
+    hourly, mtok = _by_the_rule(model, w, o.gpu, o.gpus, o.mig)
     assert (o.usd_per_hour, getattr(o, per_mtok)) == (hourly, mtok)
-    assert sized["runs_on"] == {"gpu": o.gpu, "gpus": o.gpus}
+    assert sized["runs_on"] == {"gpu": o.gpu, "gpus": o.gpus, "mig": o.mig or None}
     assert (sized["usd_per_hour"], sized["usd_per_mtok"]) == (hourly, mtok)
-    assert sized["usd_per_gpu_hour"] == load_gpu(o.gpu).price_per_hour_usd
+    assert sized["usd_per_gpu_hour"] == instance_hour_price(load_gpu(o.gpu).price_per_hour_usd, o.share)
     # fit: the lowest-cost catalogue set-up, priced by the same rule
     best = _cli(capsys, "fit", model, *_args(w), "--json")["cheapest_gpu"]
     assert (best["usd_per_hour"], best["usd_per_mtok"]) == _by_the_rule(model, w, best["gpu"], best["gpus"])

@@ -74,10 +74,13 @@ def test_training_asks_for_tp_times_dp():
         vllm_args(load_model("llama-3.2-1b"), w, "H100-SXM")
 
 
-def test_mig_slice_is_the_slice_memory():
+def test_mig_slice_is_the_slice_memory_and_its_share_of_the_bandwidth():
     h = get_gpu("H100-SXM")
     s = mig_slice(h, "1g.10gb")
-    assert s.usable_memory_bytes == int(9.75 * 2**30) and s.memory_bandwidth_bps == h.memory_bandwidth_bps
+    assert s.usable_memory_bytes == int(9.75 * 2**30)
+    assert s.memory_bandwidth_bps == pytest.approx(
+        h.memory_bandwidth_bps * 9.75 * 2**30 / h.usable_memory_bytes
+    )
 
 
 def test_a_workload_that_fits_at_no_tensor_parallel_size_is_refused():

@@ -11,9 +11,10 @@ from profile_fakes import CHAT, result
 from aiworkbook.cli import main
 from aiworkbook.patterns import TABLES, text
 from aiworkbook.profile import lock
-from aiworkbook.profile.report import build, render_html, render_markdown, roofline_rows
+from aiworkbook.profile.report import answer_of, build, render_html, render_markdown, roofline_rows
 from aiworkbook.profile.snippets import snippets
 from aiworkbook.sizing import Workload
+from aiworkbook.sizing.needs import priced_cost
 
 SWEEP = [
     {
@@ -112,6 +113,9 @@ def test_estimates_use_the_matching_pool(prof):
 def test_cost_per_mtok_and_per_training_run(prof):
     md = render_markdown(prof)
     chat, train = prof.estimates["chat"]["cost"], prof.estimates["finetune"]["cost"]
+    # chat fits one MIG 3g.40gb instance of the H100-PCIe: priced as the deployment runs it, on the instance
+    chat = priced_cost(chat, answer_of(prof, prof.workloads[0]).option)
+    assert chat["on"] == "H100-PCIe MIG 3g.40gb"
     assert f"| chat | {chat['decode_usd_per_mtok']:,.2f} |" in md
     assert f"{train['run']['usd']:,.0f}" in md and train["run"]["train_tokens"] == 2e9
     # the training run is priced per run and per token trained, never as output tokens

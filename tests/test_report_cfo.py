@@ -46,7 +46,7 @@ def test_the_month_is_the_traffic_at_the_answers_price_with_the_default_said(pro
     for name in ("chat", "big"):
         ans = answer_of(prof, next(w for w in prof.workloads if w.name == name))
         month = DEFAULT_TOKENS_PER_DAY * DAYS_PER_MONTH / 1e6 * ans.usd_per_mtok
-        assert rows[name][1] == f"{ans.option.gpus} × {ans.option.gpu}"  # what the headline prices
+        assert rows[name][1] == f"{ans.option.gpus} × {ans.option.on}"  # what the headline prices
         assert rows[name][3] == f"{month:,.0f}"
     # a given traffic scales it, said as given
     md10 = render_markdown(prof, traffic=Traffic(tokens_per_day=1e9))

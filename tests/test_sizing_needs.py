@@ -36,11 +36,16 @@ def test_a_setup_that_does_not_fit_is_priced_on_the_gpus_it_needs():
 
 def test_a_setup_that_fits_is_priced_as_given():
     spec = load_model("llama-3-8b")
-    n = needs(spec, INFER, "H100-SXM")
-    assert n.fits and n.priced == n.here and n.here.gpus == 1
-    ref = estimate(spec, INFER, gpu="H100-SXM").to_dict()["cost"]
+    whole = Workload(mode="infer", concurrency=48, seq_len=4096, new_tokens=512)  # no MIG instance holds it
+    n = needs(spec, whole, "H100-SXM")
+    assert n.fits and n.priced == n.here and n.here.gpus == 1 and n.here.mig == ""
+    ref = estimate(spec, whole, gpu="H100-SXM").to_dict()["cost"]
     assert n.priced.usd_per_mtok == pytest.approx(ref["decode_usd_per_mtok"])
     assert n.priced.usd_per_hour == pytest.approx(get_gpu("H100-SXM").price_per_hour_usd)
+    # 8 sequences fit one 3g.40gb instance: priced there, at 3/7 of the GPU's price (tests/test_mig_answer.py)
+    n = needs(spec, INFER, "H100-SXM")
+    assert n.fits and n.priced == n.here and n.here.mig == "3g.40gb"
+    assert n.priced.usd_per_hour == pytest.approx(get_gpu("H100-SXM").price_per_hour_usd * 3 / 7)
 
 
 def test_training_is_priced_per_token_trained_not_per_output_token():

@@ -45,7 +45,7 @@ def test_sizer_headline_prices_what_a_setup_that_does_not_fit_needs(sizer):
     )
     assert "decode_usd_per_mtok" not in sizer.result["cost"]  # 1 × RTX-4090 is not priced at all
     assert sizer.result["answer"]["fits"] is False
-    assert sizer.result["answer"]["runs_on"] == {"gpu": n.priced.gpu, "gpus": n.priced.gpus}
+    assert sizer.result["answer"]["runs_on"] == {"gpu": n.priced.gpu, "gpus": n.priced.gpus, "mig": None}
     # no price for a set-up that cannot run; only where the headline's price (its needs') comes from
     assert "per million" not in sizer.cost.value
     assert sizer.result["answer"]["price_words"] in sizer.cost.value
@@ -54,7 +54,8 @@ def test_sizer_headline_prices_what_a_setup_that_does_not_fit_needs(sizer):
 def test_sizer_opens_with_where_and_explains_the_budget_line_and_rule(sizer):
     assert sizer.children[0] is sizer.where and "aiwb-where" in sizer.where._dom_classes
     assert "estimate" in sizer.where.value
-    assert "$1.26 per million output tokens" in sizer.headline.value  # fits: priced as shown
+    # fits one MIG 3g.40gb instance of the H100 (its deployment's): priced there, said so
+    assert "$1.09 per million output tokens on 1 × H100-SXM MIG 3g.40gb" in sizer.headline.value
     explain = re.findall(r'<div class="aiwb-explain"[^>]*>(.*?)</div>', sizer.rule.value)
     assert len(explain) == 2
     assert "Dashed line" in explain[0] and "90%" in explain[0] and "H100-SXM" in explain[0]

@@ -493,6 +493,10 @@ class ModelSizer(BackgroundComposite):
             f"<b>{self.t('rule_of_thumb')}</b>: {fmt_bytes(rule['bytes'], 'GiB', lang)} "
             f"({html.escape(rule_said(rule, lang))})" + self._explain_html(d)
         )
+        if "answer" in out and out["answer"].fits:  # a MIG instance's price where the answer deploys on one
+            from aiworkbook.sizing.needs import priced_cost
+
+            cost = priced_cost(cost, out["answer"].option)
         self.cost.value = (self._cost_html(cost) if fit["fits"] else "") + self._price_words(out)
         self.host.value = self._host_html(d.get("host") or {})
         self.host.layout.display = "" if self.host.value else "none"
@@ -547,8 +551,9 @@ class ModelSizer(BackgroundComposite):
                 return "; " + html.escape(t("none_fit"))
         if priced is None:
             return out
-        where = {"n": priced["gpus"], "gpu": html.escape(priced["gpu"])}
-        if fit["fits"]:  # priced as shown: the GPUs are the headline's own
+        on = f"{priced['gpu']} MIG {priced['mig']}" if priced.get("mig") else priced["gpu"]
+        where = {"n": priced["gpus"], "gpu": html.escape(on)}
+        if fit["fits"] and not priced.get("mig"):  # priced as shown: the GPUs are the headline's own
             if priced.get("usd_per_mtok") is not None:
                 return f"{out}, {money(priced['usd_per_mtok'], lang)} {t('per_mtok')}"
             if priced.get("usd_per_mtok_trained") is not None:

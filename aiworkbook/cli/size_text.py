@@ -173,7 +173,7 @@ def answer_line(ans: Any) -> Joined:
         parts.append(Msg("answer.runs_on", gpus=o.gpus, gpu=o.gpu))
     if ans.usd_per_mtok is not None:
         per = "answer.price_infer" if ans.mode == "infer" else "answer.price_train"
-        parts.append(Msg(per, usd=ans.usd_per_mtok, gpus=o.gpus, gpu=o.gpu, price=ans.price_words))
+        parts.append(Msg(per, usd=ans.usd_per_mtok, gpus=o.gpus, gpu=o.on, price=ans.price_words))
     d = ans.deployment
     if d is not None:
         parts.append(Msg("answer.deploy", engine=d.engine, tp=d.tp, resource=d.resource, count=d.count))

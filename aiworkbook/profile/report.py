@@ -107,6 +107,7 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
         fit = est.get("fits") or {}
         cost = est.get("cost") or {}
         ans = answer_of(prof, w)
+        cost = _answer_cost(cost, ans)
         if fit.get("gpu"):
             verdict = t("report.fits") if fit.get("fits") else t("report.does_not_fit")
             gpus = ans.given if ans is not None else wl.tp * (wl.dp if wl.training else 1)
@@ -124,8 +125,17 @@ def headlines(prof: LockedProfile, t: _Texts) -> list[str]:
                 if run is not None
                 else f"{_usd(cost['usd_per_mtok_trained'], t.lang)} {t('report.usd_per_mtok_trained')}"
             )
+        if cost.get("on") and len(parts) > 1:  # the MIG instance the price is for
+            parts[-1] += f" ({cost['gpus']} × {cost['on']})"
         lines.append(", ".join(parts))
     return lines
+
+
+def _answer_cost(cost: dict[str, Any], ans: Any) -> dict[str, Any]:
+    """The stored estimate's cost, or the MIG instance's where the answer deploys on one (needs.priced_cost)."""
+    from aiworkbook.sizing.needs import priced_cost
+
+    return priced_cost(cost, ans.option if ans is not None and ans.fits else None)
 
 
 #: the answers of the last profiles rendered: (profile, {workload name: Answer or None})
@@ -175,10 +185,10 @@ def _needs_parts(ans: Any, t: _Texts) -> list[str]:
         out.append(t(said).format(n=n.cheapest.gpus, gpu=n.cheapest.gpu))
     o = ans.option
     if o is not None and o.usd_per_mtok is not None:
-        out.append(f"{_usd(o.usd_per_mtok, t.lang)} {t('report.usd_per_mtok')} ({o.gpus} × {o.gpu})")
+        out.append(f"{_usd(o.usd_per_mtok, t.lang)} {t('report.usd_per_mtok')} ({o.gpus} × {o.on})")
     elif o is not None and o.usd_per_mtok_trained is not None:
         out.append(
-            f"{_usd(o.usd_per_mtok_trained, t.lang)} {t('report.usd_per_mtok_trained')} ({o.gpus} × {o.gpu})"
+            f"{_usd(o.usd_per_mtok_trained, t.lang)} {t('report.usd_per_mtok_trained')} ({o.gpus} × {o.on})"
         )
     return out
 
@@ -476,7 +486,11 @@ def _cost(prof: LockedProfile, t: _Texts, traffic: Any = None) -> list[Block]:
     for name, est in prof.estimates.items():
         c = dict(est.get("cost") or {})
         fit = est.get("fits") or {}
+        if fit.get("fits") and name in by_name:
+            c = _answer_cost(c, answer_of(prof, by_name[name]))
         where = f"{_usd(c.get('price_per_gpu_hour') or 0, t.lang)} × {c.get('gpus', '—')}"
+        if c.get("on"):
+            where += f" {c['on']}"
         if fit.get("gpu") and not fit.get("fits") and name in by_name:
             ans = answer_of(prof, by_name[name])
             o = ans.option if ans is not None else None
@@ -484,7 +498,7 @@ def _cost(prof: LockedProfile, t: _Texts, traffic: Any = None) -> list[Block]:
             if o is not None:
                 c = {"decode_usd_per_mtok": o.usd_per_mtok, "usd_per_mtok_trained": o.usd_per_mtok_trained}
                 per_gpu = per_gpu_hour(o.usd_per_hour, o.gpus) if o.usd_per_hour else 0
-                where = f"{fixed(per_gpu, 2, t.lang)} × {o.gpus} {o.gpu}"
+                where = f"{fixed(per_gpu, 2, t.lang)} × {o.gpus} {o.on}"
         run = (c.get("run") or {}).get("usd")
         note = c.get("note", "")
         rows.append(

@@ -89,7 +89,7 @@ def blocks(items: list[Priced], traffic: Traffic, lang: str) -> list[Block]:
         rows.append(
             (
                 i.name,
-                f"{o.gpus} × {o.gpu}",
+                f"{o.gpus} × {o.on}",
                 _per(a, lang),
                 dollars(monthly(a.usd_per_mtok, tpd), lang),
                 fmt_value(kwh, "kWh", lang) if kwh is not None else "—",  # energy, not money

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiworkbook.message import Msg
+from aiworkbook.message import Joined, Msg
 from aiworkbook.sizing.cost import per_gpu_hour
 from aiworkbook.sizing.needs import Needs, Option, needs
 from aiworkbook.sizing.prices import provenance
@@ -87,7 +87,7 @@ class Answer:
             "fits": self.fits,
             "gpu": self.gpu,
             "gpus_given": self.given,
-            "runs_on": {"gpu": self.on, "gpus": self.gpus} if o is not None else None,
+            "runs_on": {"gpu": self.on, "gpus": self.gpus, "mig": o.mig or None} if o is not None else None,
             "usd_per_gpu_hour": per_gpu_hour(o.usd_per_hour, o.gpus)
             if o is not None and o.usd_per_hour
             else None,
@@ -137,6 +137,12 @@ def _deployment(spec: Any, w: Workload, o: Option) -> Deployment | None:
     return Deployment(pl.workload.engine, o.gpu, pl.workload.tp, pl.resource, pl.count, note)
 
 
+def mig_words(gpu: Any, profile: str) -> Msg:
+    """ "one MIG 1g.10gb instance: 1/7 of the GPU's compute and price" (placement.mig_share)."""
+    p = next(m for m in gpu.mig_profiles if m.name == profile)
+    return Msg("price.mig_share", profile=p.name, slices=p.compute_slices, total=gpu.mig_compute_slices)
+
+
 def answer(
     spec: Any, w: Workload, gpu: Any, assumptions: Any = None, device: str = "cuda", rows: Any = None
 ) -> Answer:
@@ -154,6 +160,9 @@ def answer(
         on = None
     src = price_source(assumptions if mine else None, on)
     said = provenance(assumptions if mine else None, on)
+    if n.priced is not None and n.priced.mig and on is not None:  # a MIG instance's share of the price
+        share = mig_words(on, n.priced.mig)
+        said, src = Joined(said, "; ", share), f"{src}; {share}"
     dep = _deployment(spec, w, n.priced) if n.priced is not None else None
     given = w.tp * (w.dp if w.training else 1)
     return Answer(spec.name, "train" if w.training else "infer", n.fits, n.gpu, given, n, src, dep, said)

@@ -27,6 +27,12 @@ def gpu_usd(price_per_gpu_hour: float, gpus: float = 1, hours: float = 1.0) -> f
     return price_per_gpu_hour * gpus * hours
 
 
+def instance_hour_price(price_per_gpu_hour: float, share: float) -> float:
+    """The $/hour of one MIG instance: its share of the GPU's compute slices of the GPU's $/hour (the
+    other slices serve other instances; aiworkbook.sizing.placement.mig_share)."""
+    return price_per_gpu_hour * share
+
+
 def per_gpu_hour(usd_per_hour: float, gpus: float) -> float:
     """The $/GPU-hour of a set-up that costs `usd_per_hour` on `gpus` GPUs (gpu_usd's inverse)."""
     return usd_per_hour / gpus

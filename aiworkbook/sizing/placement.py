@@ -32,25 +32,63 @@ def vllm_workload(spec: ModelSpecLike, w: Any, gpu: Any) -> Any:
 @dataclass(frozen=True)
 class Placement:
     """Where the workload runs: the workload as deployed (tp, engine), the GPU or MIG slice it gets
-    (a GPUSpec whose memory is the slice's), and the Kubernetes resource name and count."""
+    (a GPUSpec whose memory is the slice's), and the Kubernetes resource name and count; `mig`: the
+    MIG profile ("" for whole GPUs)."""
 
     workload: Any
     gpu: Any
     resource: str
     count: int
+    mig: str = ""
+
+
+def mig_share(gpu: Any, profile: str) -> tuple[float, float]:
+    """The share of the whole GPU one MIG instance of `profile` gets: (compute, memory). Compute: its
+    compute slices over the GPU's (`3g.40gb` on an H100: 3 of 7, NVIDIA's "fraction of SMs"); memory:
+    its memory over the GPU's usable memory, and with it the share of the memory controllers, so of the
+    bandwidth and the L2 (`3g.40gb`: 4 of 8 memory slices)."""
+    p = next(m for m in gpu.mig_profiles if m.name == profile)
+    return p.compute_slices / gpu.mig_compute_slices, min(1.0, p.memory_bytes / gpu.usable_memory_bytes)
 
 
 def mig_slice(gpu: Any, profile: str) -> Any:
-    """A GPUSpec for one MIG slice: the slice's memory, the parent's other figures (capacity only)."""
+    """A GPUSpec for one MIG instance: the profile's memory (cudaMemGetInfo reports the instance's, so
+    no CUDA-visible total of the whole GPU), its compute share of every peak, the SMs and the power,
+    its memory share of the bandwidth and the L2, its compute share of the GPU's $/hour (the rest of
+    the GPU serves other instances), and no scale-up link (an instance has no peer access)."""
+    from aiworkbook.sizing.cost import instance_hour_price
+
     p = next(m for m in gpu.mig_profiles if m.name == profile)
+    c, m = mig_share(gpu, profile)
     return gpu.model_copy(
         update={
             "name": f"{gpu.name} MIG {p.name}",
             "memory_bytes": p.memory_bytes,
             "usable_memory_bytes": p.memory_bytes,
-            "mig_profiles": [],
+            "cuda_memory_bytes": None,
+            "memory_bandwidth_bps": gpu.memory_bandwidth_bps * m,
+            "peak_flops_dense": {k: v * c for k, v in gpu.peak_flops_dense.items()},
+            "peak_flops_sparse": {k: v * c for k, v in gpu.peak_flops_sparse.items()},
+            "sm_count": int(gpu.sm_count * c),
+            "tdp_watts": gpu.tdp_watts * c,
+            "l2_cache_bytes": int(gpu.l2_cache_bytes * m),
+            "scale_up": "",
+            "scale_up_bps": 0.0,
+            "scale_up_gpus": 1,
+            "price_per_hour_usd": instance_hour_price(gpu.price_per_hour_usd, c),
+            "mig_profiles": (),
+            "mig_compute_slices": 0,
         }
     )
+
+
+def mig_placement(spec: ModelSpecLike, w: Any, gpu: Any) -> Placement | None:
+    """The placement of `w` on one `gpu` when it is a MIG instance, else None (whole GPUs, or none)."""
+    try:
+        pl = placement(spec, w, gpu)
+    except SpecError:
+        return None
+    return pl if pl.resource.startswith("nvidia.com/mig-") else None
 
 
 def placement(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) -> Placement:
@@ -69,5 +107,5 @@ def placement(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) -> Pla
         name = capacity.mig_profile(spec, w, g)
         largest = max(p.memory_bytes for p in g.mig_profiles)
         if name is not None and next(p for p in g.mig_profiles if p.name == name).memory_bytes < largest:
-            return Placement(w, mig_slice(g, name), f"nvidia.com/mig-{name}", 1)
+            return Placement(w, mig_slice(g, name), f"nvidia.com/mig-{name}", 1, name)
     return Placement(w, g, "nvidia.com/gpu", count)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from aiworkbook.errors import SpecError
 from aiworkbook.message import Msg
@@ -13,14 +13,21 @@ from aiworkbook.paths import data_dir
 
 
 class MIGProfile(BaseModel):
+    """One GPU instance profile as `nvidia-smi mig -lgip` names it: `<compute slices>g.<memory>gb`."""
+
     model_config = ConfigDict(frozen=True)
-    name: str
+    name: str = Field(pattern=r"^[1-9][0-9]*g\.[0-9]+gb(\+me)?$")
     memory_gib: float = Field(gt=0)
     max_instances: int = Field(ge=1)
 
     @property
     def memory_bytes(self) -> int:
         return int(self.memory_gib * 2**30)
+
+    @property
+    def compute_slices(self) -> int:
+        """The compute slices (GPCs) the instance gets: the number before `g.` in its name."""
+        return int(self.name.split("g.", 1)[0])
 
 
 class GPUSpec(BaseModel):
@@ -57,6 +64,10 @@ class GPUSpec(BaseModel):
     #: architecture whitepaper gives them; 0 = not recorded. vLLM 0.19's sampler sizes a buffer by it.
     sm_count: int = Field(default=0, ge=0)
     mig_profiles: tuple[MIGProfile, ...] = ()
+    #: compute slices the whole GPU has (NVIDIA's MIG user guide, docs.nvidia.com/datacenter/tesla/
+    #: mig-user-guide/supported-mig-profiles.html, "fraction of SMs": 7 on A100, H100, H200, B200; 4 on A30): a profile's share of the GPU's compute is its slices over these.
+    #: 0 with profiles: the largest profile's (the whole-GPU profile, `7g.80gb`, names the total)
+    mig_compute_slices: int = Field(default=0, ge=0)
     price_per_hour_usd: float = Field(default=0.0, ge=0)
     #: where the price comes from and when it was taken (the catalogue's, or a --prices file's)
     price_source: str = ""
@@ -66,6 +77,19 @@ class GPUSpec(BaseModel):
     #: which figures are measured ("memory_bandwidth_bps", "peak_flops_dense.bf16", ...); every other
     #: figure of a calibrated spec is still the datasheet's
     measured_figures: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _slices(self) -> GPUSpec:
+        if not self.mig_profiles:
+            return self
+        most = max(p.compute_slices for p in self.mig_profiles)
+        if not self.mig_compute_slices:
+            self.__dict__["mig_compute_slices"] = most
+        elif most > self.mig_compute_slices:
+            raise ValueError(
+                f"mig_compute_slices {self.mig_compute_slices} is fewer than a profile's {most} compute slices"
+            )
+        return self
 
     def __hash__(self) -> int:  # the dict fields are compared by value: memoise results by their inputs
         return hash((type(self).__name__, self.model_dump_json()))
