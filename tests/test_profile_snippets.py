@@ -89,3 +89,15 @@ def test_a_workload_that_fits_at_no_tensor_parallel_size_is_refused():
         vllm_args(load_model("gpt2"), w, "L4")
     with pytest.raises(SpecError, match="fits at some tp"):
         k8s_resources(load_model("gpt2"), w, "L4")
+
+
+def test_a_gpu_is_asked_for_by_its_vendors_device_plugin_resource():
+    """An AMD GPU is `amd.com/gpu` (ROCm's device plugin), never `nvidia.com/gpu`: the answer that sends
+    llama-3-8b's full training to an MI300X deploys it there with AMD's resource name."""
+    from aiworkbook.sizing.answer import answer
+
+    w = Workload(mode="train", batch=1, seq_len=2048)
+    assert k8s_resources(load_model("llama-3-8b"), w, "MI300X") == {"limits": {"amd.com/gpu": 1}}
+    assert k8s_resources(load_model("llama-3-8b"), w, "B200") == {"limits": {"nvidia.com/gpu": 1}}
+    a = answer(load_model("llama-3-8b"), w, "H100-SXM")
+    assert not a.fits and a.on == "MI300X" and a.deployment.resource == "amd.com/gpu"

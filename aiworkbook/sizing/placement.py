@@ -93,7 +93,8 @@ def mig_placement(spec: ModelSpecLike, w: Any, gpu: Any) -> Placement | None:
 
 def placement(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) -> Placement:
     """The smallest resource that holds the workload: a MIG slice smaller than the whole GPU when one
-    does (`mig`, tp 1, MIG 'mixed' strategy), else whole GPUs (tp for serving, tp x dp for training)."""
+    does (`mig`, tp 1, MIG 'mixed' strategy), else whole GPUs (tp for serving, tp x dp for training)
+    as the vendor's device plugin names them (`nvidia.com/gpu`, `amd.com/gpu`)."""
     from aiworkbook.sizing import capacity
     from aiworkbook.specs import get_gpu
 
@@ -108,4 +109,4 @@ def placement(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) -> Pla
         largest = max(p.memory_bytes for p in g.mig_profiles)
         if name is not None and next(p for p in g.mig_profiles if p.name == name).memory_bytes < largest:
             return Placement(w, mig_slice(g, name), f"nvidia.com/mig-{name}", 1, name)
-    return Placement(w, g, "nvidia.com/gpu", count)
+    return Placement(w, g, g.device_resource, count)

@@ -91,6 +91,13 @@ class GPUSpec(BaseModel):
             )
         return self
 
+    @property
+    def device_resource(self) -> str:
+        """The Kubernetes resource a pod asks for to get one of these GPUs: the vendor's device plugin
+        registers `<vendor>.com/gpu` (`nvidia.com/gpu`, `amd.com/gpu`; kubernetes.io/docs/tasks/
+        manage-gpus/scheduling-gpus)."""
+        return f"{self.vendor.lower()}.com/gpu"
+
     def __hash__(self) -> int:  # the dict fields are compared by value: memoise results by their inputs
         return hash((type(self).__name__, self.model_dump_json()))
 
