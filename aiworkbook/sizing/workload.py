@@ -236,11 +236,13 @@ class Workload:
         )
         if isinstance(targets, tuple):
             if not targets:
-                raise SpecError("lora_targets", targets, "one or more of " + ", ".join(LORA_MODULES))
+                raise SpecError(
+                    "lora_targets", targets, Msg("allowed.lora_targets_some", modules=", ".join(LORA_MODULES))
+                )
             if ALL_LINEAR in targets and len(targets) > 1:
-                raise SpecError("lora_targets", targets, f"{ALL_LINEAR} alone, or a list of modules")
+                raise SpecError("lora_targets", targets, Msg("allowed.lora_all_alone", all=ALL_LINEAR))
             if len(set(targets)) != len(targets) and set(targets) <= {*LORA_MODULES, ALL_LINEAR}:
-                raise SpecError("lora_targets", targets, "each module at most once")
+                raise SpecError("lora_targets", targets, Msg("allowed.lora_once"))
         return targets
 
     def __post_init__(self) -> None:
@@ -259,55 +261,58 @@ class Workload:
             value = getattr(self, name)
             default = default_recipe(self.precision) if name == "recipe" else info.default
             if value != default:
-                where = " or ".join((", ".join(modes[:-1]), modes[-1])) if len(modes) > 1 else modes[0]
-                raise SpecError(
-                    name,
-                    value,
-                    f"its default ({_shown(default)}) unless mode is {where} (mode is {self.mode})",
+                shown, mode = _shown(default), self.mode
+                allowed = (
+                    Msg(
+                        "allowed.default_unless_modes",
+                        default=shown,
+                        some=", ".join(modes[:-1]),
+                        last=modes[-1],
+                        mode=mode,
+                    )
+                    if len(modes) > 1
+                    else Msg("allowed.default_unless_mode", default=shown, where=modes[0], mode=mode)
                 )
+                raise SpecError(name, value, allowed)
 
     def _check_combinations(self) -> None:
         if self.mode == "qlora" and self.precision == "fp32":
-            raise SpecError(
-                "precision", self.precision, "bf16, fp16, bf16-mixed or fp16-mixed for qlora (NF4 base)"
-            )
+            raise SpecError("precision", self.precision, Msg("allowed.qlora_precision"))
         if self.mode in ("train", "lora") and self.precision == "fp32" and self.recipe in SIXTEEN_BIT_RECIPES:
             raise SpecError(
                 "recipe",
                 self.recipe,
-                "fp32-adamw, sgd-momentum or adafactor at fp32 precision (this recipe keeps 16-bit weights)",
+                Msg("allowed.fp32_recipe"),
             )
         if self.zero and self.mode == "infer":
-            raise SpecError("zero", self.zero, "0 for inference (ZeRO shards training state)")
+            raise SpecError("zero", self.zero, Msg("allowed.zero_infer"))
         if self.zero and self.dp == 1:
-            raise SpecError("zero", self.zero, "0 when dp is 1 (ZeRO shards across data-parallel ranks)")
+            raise SpecError("zero", self.zero, Msg("allowed.zero_dp1"))
         if self.mode == "infer" and self.dp > 1:
             raise SpecError(
                 "dp",
                 self.dp,
-                "1 for inference (one replica is sized; use tp to split a model over GPUs)",
+                Msg("allowed.dp_infer"),
             )
         if self.mode in ("train", "lora") and self.weights_dtype not in ("fp32", "bf16", "fp16"):
             raise SpecError(
                 "weights_dtype",
                 self.weights_dtype,
-                f"fp32, bf16 or fp16 for mode {self.mode} (quantised weights are for infer; qlora is NF4)",
+                Msg("allowed.train_weights", mode=self.mode),
             )
         if self.mode == "qlora" and self.weights_dtype not in ("bf16", "nf4"):
-            raise SpecError("weights_dtype", self.weights_dtype, "nf4 (or the default bf16) for qlora")
+            raise SpecError("weights_dtype", self.weights_dtype, Msg("allowed.qlora_weights"))
         self._check_finetune_options()
         if self.context is not None and self.context < self.seq_len + self.new_tokens:
             raise SpecError(
                 "context",
                 self.context,
-                f">= seq_len + new_tokens ({self.seq_len} + {self.new_tokens}): the cache holds prompt and output",
+                Msg("allowed.context_room", seq=self.seq_len, new=self.new_tokens),
             )
 
     def _check_finetune_options(self) -> None:
         if self.chunked_loss and self.loss_chunks is not None:
-            raise SpecError(
-                "loss_chunks", self.loss_chunks, "None with chunked_loss (the fused loss has its own chunks)"
-            )
+            raise SpecError("loss_chunks", self.loss_chunks, Msg("allowed.loss_chunks_chunked"))
         for name in (
             "loss_chunks",
             "kv_repeat",
@@ -319,32 +324,22 @@ class Workload:
             "maximize",
         ):
             if not self.training and getattr(self, name) not in (None, False):
-                raise SpecError(name, getattr(self, name), "unset for inference (a training option)")
+                raise SpecError(name, getattr(self, name), Msg("allowed.train_only"))
         if self.fsdp_cpu_offload and self.dp > 1 and self.zero != 3:
-            raise SpecError(
-                "zero", self.zero, "3 with fsdp_cpu_offload on several GPUs (FSDP full shard offloads shards)"
-            )
+            raise SpecError("zero", self.zero, Msg("allowed.zero3_offload"))
         if self.fsdp_cpu_offload and self.optimizer_in_backward:
-            raise SpecError(
-                "optimizer_in_backward", True, "False with fsdp_cpu_offload (the step runs on the host)"
-            )
+            raise SpecError("optimizer_in_backward", True, Msg("allowed.oib_offload"))
         impl = self.optimizer_impl
         if impl not in (None, "fused") and self.recipe in (
             "adamw-8bit",
             "blockwise-adamw-8bit",
             "paged-adamw-8bit",
         ):
-            raise SpecError(
-                "optimizer_impl", impl, f"None or fused for {self.recipe} (one kernel per tensor)"
-            )
+            raise SpecError("optimizer_impl", impl, Msg("allowed.impl_8bit", recipe=self.recipe))
         if impl == "fused" and self.recipe == "adafactor":
-            raise SpecError(
-                "optimizer_impl", impl, "None, foreach or forloop for adafactor (torch has no fused)"
-            )
+            raise SpecError("optimizer_impl", impl, Msg("allowed.impl_adafactor"))
         if self.optimizer_in_backward and self.zero:
-            raise SpecError(
-                "optimizer_in_backward", True, "False with ZeRO (no per-parameter step on shards)"
-            )
+            raise SpecError("optimizer_in_backward", True, Msg("allowed.oib_zero"))
 
     # ---- derived ------------------------------------------------------------------------
     @property
@@ -395,32 +390,36 @@ class Workload:
         self._check_attention(spec)
         t, k = self.tp, spec.num_kv_heads
         if spec.num_heads % t:
-            raise SpecError("tp", t, f"a divisor of num_heads ({spec.num_heads}) of {spec.name}")
+            raise SpecError(
+                "tp", t, Msg("allowed.divisor_of", of="num_heads", n=spec.num_heads, model=spec.name)
+            )
         if k % t and t % k:  # vLLM/Megatron: split the KV heads, or replicate them evenly
-            raise SpecError("tp", t, f"a divisor or a multiple of num_kv_heads ({k}) of {spec.name}")
+            raise SpecError(
+                "tp", t, Msg("allowed.divisor_or_multiple_of", of="num_kv_heads", n=k, model=spec.name)
+            )
         if spec.intermediate_size % t:
-            raise SpecError(
-                "tp", t, f"a divisor of intermediate_size ({spec.intermediate_size}) of {spec.name}"
-            )
+            n = spec.intermediate_size
+            raise SpecError("tp", t, Msg("allowed.divisor_of", of="intermediate_size", n=n, model=spec.name))
         if self.training and not spec.is_decoder and self.mode != "train":
-            raise SpecError("mode", self.mode, "train for encoder-only models")
+            raise SpecError("mode", self.mode, Msg("allowed.train_encoder"))
         if self.mode in ("lora", "qlora") and "gate_proj" in self.lora_targets and not spec.gated_mlp:
-            raise SpecError(
-                "lora_targets", "gate_proj", f"modules {spec.name} has (its MLP has no gate projection)"
-            )
+            raise SpecError("lora_targets", "gate_proj", Msg("allowed.lora_no_gate", model=spec.name))
         if not spec.is_decoder and self.mode == "infer" and self.new_tokens:
-            raise SpecError("new_tokens", self.new_tokens, f"0: {spec.name} is encoder-only (no generation)")
+            raise SpecError(
+                "new_tokens", self.new_tokens, Msg("allowed.encoder_no_generation", model=spec.name)
+            )
         if spec.learned_positions:  # a learned position table has no row past its end
             n = self.seq_len if self.training else self.context_len
             if n > spec.max_position_embeddings:
-                limit = f"max_position_embeddings ({spec.max_position_embeddings}) of {spec.name}"
+                most = spec.max_position_embeddings
                 if not self.training and not self.context and self.new_tokens:  # the prompt, as typed
-                    room = spec.max_position_embeddings - self.new_tokens
-                    raise SpecError(
-                        "seq_len", self.seq_len, f"<= {room}: {limit} less {self.new_tokens} new tokens"
-                    )
+                    room = Msg(
+                        "allowed.positions_less_new", room=most - self.new_tokens, n=most, model=spec.name,
+                        new=self.new_tokens,
+                    )  # fmt: skip
+                    raise SpecError("seq_len", self.seq_len, room)
                 field = "seq_len" if self.training else ("context" if self.context else "seq_len")
-                raise SpecError(field, n, f"<= {limit}")
+                raise SpecError(field, n, Msg("allowed.positions", n=most, model=spec.name))
 
     def _check_attention(self, spec: ModelSpecLike) -> None:
         """An implementation transformers does not offer the family is refused, naming those it does."""
