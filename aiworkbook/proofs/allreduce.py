@@ -69,7 +69,7 @@ def parse_sizes(sizes: str | list[int] | None, device: str, quick: bool) -> list
     except (ValueError, OverflowError):  # 'abc', '1,,2', 'inf': not sizes (a SpecError below)
         items = []
     if not items or any(s < 4 for s in items):
-        raise SpecError("sizes", sizes, "message sizes in KiB, comma-separated, each >= 4 bytes")
+        raise SpecError("sizes", sizes, Msg("allowed.allreduce_sizes"))
     return items
 
 
@@ -247,13 +247,13 @@ def check_ranks(ranks: int, dev: str) -> None:
         import torch
 
         if ranks > torch.cuda.device_count():
-            raise SpecError("ranks", ranks, f"<= {torch.cuda.device_count()} (GPUs on this node)")
+            raise SpecError("ranks", ranks, Msg("allowed.ranks_gpus", n=torch.cuda.device_count()))
         return
     from aiworkbook import hostfacts
 
     cpus = hostfacts.logical_cpus()
     if ranks > cpus:
-        raise SpecError("ranks", ranks, f"1..{cpus} (logical CPUs on this node: one gloo rank each)")
+        raise SpecError("ranks", ranks, Msg("allowed.ranks_cpus", n=cpus))
 
 
 def plan(inputs: AllreduceInputs) -> Plan:

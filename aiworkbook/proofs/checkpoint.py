@@ -452,7 +452,7 @@ def _inputs(model: str | None, size_mb: float | None, quick: bool) -> tuple[Any,
     if size_mb is None:
         return None, QUICK_BYTES if quick else 512 * MiB
     if not size_mb > 0:
-        raise SpecError("size_mb", size_mb, "> 0 (MiB to save)")
+        raise SpecError("size_mb", size_mb, Msg("allowed.mib_to_save"))
     return None, int(size_mb * MiB)
 
 

@@ -413,7 +413,9 @@ def run(inputs: DataloadInputs, *, control: Control = NULL) -> ProofResult:
     fsio.check_free(d, sh * per * size)
     n_steps = steps or min(sh * per // batch - 1, 20 if quick else 200)
     if n_steps < 1:
-        raise SpecError("steps", n_steps, f">= 1 (the dataset holds {sh * per // batch} batches of {batch})")
+        raise SpecError(
+            "steps", n_steps, Msg("allowed.steps_dataset", batches=sh * per // batch, batch=batch)
+        )
     with scratch.scratch(d, "dataload", keep=keep) as own:
         files = generate(own.path, sh, per, size, control)
         ds = ShardDataset(files, per, size)

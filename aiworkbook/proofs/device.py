@@ -83,7 +83,7 @@ def resolve_device(device: str = "auto") -> DeviceChoice:
         record_nvml_baseline()  # before _cuda_name() initialises torch.cuda: the reading excludes our context
     if req == "cuda":
         if not has_cuda:
-            raise SpecError("device", device, "auto or cpu (torch.cuda.is_available() is False here)")
+            raise SpecError("device", device, Msg("allowed.no_cuda"))
         return DeviceChoice("cuda", req, Msg("device.cuda_requested", gpu=_cuda_name()))
     if req == "cpu":
         return DeviceChoice("cpu", req, Msg("device.cpu_requested"))

@@ -116,9 +116,9 @@ def check_free(directory: str | os.PathLike, need_bytes: int, *, margin: float =
 
     free = free_bytes(directory)  # a folder not made yet: the free space where it will be made
     if free is None:
-        raise SpecError("dir", str(directory), "a directory whose free space can be read")
+        raise SpecError("dir", str(directory), Msg("allowed.dir_free_readable"))
     if total_bytes(directory) == 0:  # /sys, /proc: no disk at all, so not "full" but the wrong place
-        raise SpecError("dir", str(directory), "a directory on a file system that stores files")
+        raise SpecError("dir", str(directory), Msg("allowed.dir_stores_files"))
     if need_bytes * margin > free:  # in the words of a full disk: where, needed and free (exit 1)
         from aiworkbook.diskfull import NoSpace
 
@@ -133,7 +133,7 @@ def check_ram(need_bytes: int, field: str, what: str) -> int:
     avail = psutil.virtual_memory().available
     if need_bytes > avail:
         raise SpecError(
-            field, what, f"a size whose {fmt_bytes(need_bytes)} fit the {fmt_bytes(avail)} of RAM available"
+            field, what, Msg("allowed.fits_ram", need=fmt_bytes(need_bytes), avail=fmt_bytes(avail))
         )
     return avail
 

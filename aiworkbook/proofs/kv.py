@@ -170,7 +170,7 @@ def _prepare(
         if values is None:
             continue
         if not isinstance(values, list | tuple) or not values:
-            raise SpecError(field, values, "a non-empty list of integers >= 1")
+            raise SpecError(field, values, Msg("allowed.int_list"))
         for v in values:
             check_int(field, v, 1)
     check_int("new_tokens", new_tokens, 1)
@@ -179,7 +179,7 @@ def _prepare(
         raise SpecError(
             "model",
             spec.name,
-            "a decoder: the KV-cache proof generates tokens, and this model is encoder-only",
+            Msg("allowed.kv_decoder"),
         )
     choice = resolve_device(device)
     dev = choice.device

@@ -382,11 +382,11 @@ def report(spec: ModelSpecLike, w: Workload, target: Any, device: str | None = N
     if isinstance(target, NodeProfile):
         gpu = target.gpu_spec()
         if gpu is None:
-            raise SpecError("gpu", None, f"a GPU: node {target.name} has none (pass --gpu or --pool)")
+            raise SpecError("gpu", None, Msg("allowed.node_no_gpu", node=target.name))
     else:
         gpu = _gpu(target)
     if gpu is None:
-        raise SpecError("gpu", None, "a catalogue GPU, a GPU JSON file or a node")
+        raise SpecError("gpu", None, Msg("allowed.gpu_target"))
     dev = default_device(gpu) if device is None else device
     if dev not in DEVICES:
         raise SpecError("device", dev, ", ".join(DEVICES))

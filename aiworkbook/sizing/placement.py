@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 if TYPE_CHECKING:
     from aiworkbook.specs.protocol import ModelSpecLike
@@ -19,12 +20,14 @@ def vllm_workload(spec: ModelSpecLike, w: Any, gpu: Any) -> Any:
     from aiworkbook.sizing import capacity
 
     if w.training:
-        raise SpecError("mode", w.mode, "infer (vLLM serves inference workloads)")
+        raise SpecError("mode", w.mode, Msg("allowed.vllm_infer"))
     wv = w.replace(engine="vllm")
     if not capacity.fits(spec, wv, gpu)["fits"]:
         tp = capacity.gpus_needed(spec, wv, gpu)
         if tp is None:
-            raise SpecError("gpu", getattr(gpu, "name", gpu), f"a GPU on which {spec.name} fits at some tp")
+            raise SpecError(
+                "gpu", getattr(gpu, "name", gpu), Msg("allowed.gpu_fits_some_tp", model=spec.name)
+            )
         wv = wv.replace(tp=tp)
     return wv
 
@@ -102,7 +105,7 @@ def placement(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) -> Pla
     if not w.training:
         w = vllm_workload(spec, w, g)
     elif not capacity.fits(spec, w, g)["fits"]:
-        raise SpecError("workload", f"{w.mode} batch {w.batch}", f"a training workload that fits on {g.name}")
+        raise SpecError("workload", f"{w.mode} batch {w.batch}", Msg("allowed.train_fits_on", gpu=g.name))
     count = w.tp * (w.dp if w.training else 1)
     if mig and count == 1 and g.mig_profiles:
         name = capacity.mig_profile(spec, w, g)

@@ -221,7 +221,7 @@ class VllmSettings:
         tp, pp = self.tensor_parallel_size, self.pipeline_parallel_size
         for name, v in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
             if v > MAX_RANKS or tp * pp > MAX_RANKS:
-                raise SpecError(name, v, f"1..{MAX_RANKS} (tensor x pipeline ranks at most {MAX_RANKS})")
+                raise SpecError(name, v, Msg("allowed.vllm_ranks", n=MAX_RANKS))
         if self.block_size not in BLOCK_SIZES:
             raise SpecError("block_size", self.block_size, ", ".join(map(str, BLOCK_SIZES)))
         if self.quantization is not None and self.quantization not in QUANTIZATION_WEIGHTS:
@@ -657,7 +657,7 @@ def startup(spec: ModelSpecLike, gpu: GPUSpec, s: VllmSettings | None = None) ->
     s = s or VllmSettings()
     s.check()
     if not spec.is_decoder:
-        raise SpecError("model", spec.name, "a decoder (vLLM's KV cache sizing needs one)")
+        raise SpecError("model", spec.name, Msg("allowed.vllm_decoder"))
     total = cuda_total_bytes(gpu)
     max_len = s.max_model_len or spec.max_position_embeddings
     d_seqs, d_tokens = defaults(total, gpu.name, s.family, max_len, s.usage)

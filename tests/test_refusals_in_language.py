@@ -1,0 +1,67 @@
+"""A refusal a proof's or the sizer's inputs get is said in the viewer's language: what is allowed is a
+message, so a German or Dutch error does not end in an English phrase (issue 33, readable in three
+languages). Each case is refused by the code a user reaches (a proof's plan, the deployment's placement,
+vLLM's start-up arithmetic), and its German words are checked whole."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiworkbook.errors import SpecError
+from aiworkbook.message import words
+from aiworkbook.sizing import Workload
+from aiworkbook.specs import get_gpu, load_model
+
+
+def _cuda_asked_on_a_cpu_machine(monkeypatch):
+    from aiworkbook.proofs import device
+
+    monkeypatch.setattr(device, "cuda_available", lambda: False)
+    device.resolve_device("cuda")
+
+
+def _allreduce_sizes(monkeypatch):
+    from aiworkbook.proofs.allreduce import parse_sizes
+
+    parse_sizes("1,,x", "cpu", True)
+
+
+def _vllm_serving_training(monkeypatch):
+    from aiworkbook.sizing.placement import vllm_workload
+
+    vllm_workload(load_model("llama-3-8b"), Workload(mode="train"), get_gpu("H100-SXM"))
+
+
+def _vllm_startup_of_an_encoder(monkeypatch):
+    from aiworkbook.sizing.vllm import startup
+
+    startup(load_model("bert-base-uncased"), get_gpu("H100-SXM"))
+
+
+def _kv_proof_of_an_encoder(monkeypatch):
+    from aiworkbook.proofs.inputs import KvInputs
+    from aiworkbook.proofs.kv import plan
+
+    plan(KvInputs(model="bert-base-uncased"))
+
+
+CASES = [
+    (_cuda_asked_on_a_cpu_machine, "auto oder cpu (torch.cuda.is_available() ist hier False)"),
+    (_allreduce_sizes, "Nachrichtengrößen in KiB, durch Kommas getrennt, jede >= 4 Byte"),
+    (_vllm_serving_training, "infer (vLLM bedient Inferenz-Workloads)"),
+    (_vllm_startup_of_an_encoder, "ein Decoder (die KV-Cache-Dimensionierung von vLLM braucht einen)"),
+    (
+        _kv_proof_of_an_encoder,
+        "ein Decoder: der KV-Cache-Nachweis erzeugt Tokens, und dieses Modell ist ein reiner Encoder",
+    ),
+]
+
+
+@pytest.mark.parametrize(("refuse", "de"), CASES, ids=[c[0].__name__.strip("_") for c in CASES])
+def test_the_allowed_part_of_a_refusal_is_said_in_the_language(refuse, de, monkeypatch):
+    with pytest.raises(SpecError) as info:
+        refuse(monkeypatch)
+    allowed = info.value.allowed
+    assert words(allowed, "de") == de
+    english = words(allowed, "en")
+    assert words(allowed, "nl") not in (english, de)
