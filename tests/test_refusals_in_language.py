@@ -45,6 +45,30 @@ def _kv_proof_of_an_encoder(monkeypatch):
     plan(KvInputs(model="bert-base-uncased"))
 
 
+def _serving_port(monkeypatch):
+    from aiworkbook.serving.limits import check_port
+
+    check_port(70000)
+
+
+def _kv_pool_too_large(monkeypatch):
+    from aiworkbook.serving.pool import MAX_BLOCKS, BlockPool
+
+    BlockPool(MAX_BLOCKS + 1)
+
+
+def _arrival_rate(monkeypatch):
+    from aiworkbook.serving.arrivals import schedule
+
+    schedule(4, 0.0)
+
+
+def _monitor_duration(monkeypatch):
+    from aiworkbook.telemetry.monitor import check_duration
+
+    check_duration(-1.0)
+
+
 CASES = [
     (_cuda_asked_on_a_cpu_machine, "auto oder cpu (torch.cuda.is_available() ist hier False)"),
     (_allreduce_sizes, "Nachrichtengrößen in KiB, durch Kommas getrennt, jede >= 4 Byte"),
@@ -54,6 +78,9 @@ CASES = [
         _kv_proof_of_an_encoder,
         "ein Decoder: der KV-Cache-Nachweis erzeugt Tokens, und dieses Modell ist ein reiner Encoder",
     ),
+    (_serving_port, "eine ganze Zahl 0..65535 (0: ein freier Port)"),
+    (_arrival_rate, "> 0 Anfragen pro Sekunde oder inf"),
+    (_monitor_duration, "eine positive, endliche Zahl an Sekunden (höchstens ein Jahr)"),
 ]
 
 
@@ -65,3 +92,14 @@ def test_the_allowed_part_of_a_refusal_is_said_in_the_language(refuse, de, monke
     assert words(allowed, "de") == de
     english = words(allowed, "en")
     assert words(allowed, "nl") not in (english, de)
+
+
+def test_a_figure_in_a_refusal_is_written_as_the_language_writes_it(monkeypatch):
+    from aiworkbook.serving.pool import MAX_BLOCKS
+
+    with pytest.raises(SpecError) as info:
+        _kv_pool_too_large(monkeypatch)
+    assert words(info.value.allowed, "en") == f"<= {MAX_BLOCKS:,} blocks (lower the KV budget)"
+    assert words(info.value.allowed, "de") == f"<= {MAX_BLOCKS:,} Blöcke (das KV-Budget senken)".replace(
+        ",", "."
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 LENGTHS = ("fixed", "uniform", "lognormal")
 
@@ -21,9 +22,9 @@ def schedule(n: int, rate: float | None, *, burstiness: float = 1.0, seed: int =
     if rate is None or rate == float("inf"):
         return [0.0] * n
     if not rate > 0:
-        raise SpecError("rate", rate, "> 0 requests per second, or inf")
+        raise SpecError("rate", rate, Msg("allowed.rate"))
     if not burstiness > 0:
-        raise SpecError("burstiness", burstiness, "> 0 (1 = Poisson)")
+        raise SpecError("burstiness", burstiness, Msg("allowed.burstiness"))
     rng = np.random.default_rng(seed)
     gaps = rng.gamma(shape=burstiness, scale=1.0 / (rate * burstiness), size=n)
     gaps[0] = 0.0

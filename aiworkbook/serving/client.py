@@ -486,7 +486,7 @@ class Load:
         if self.requests < 1:
             raise SpecError("requests", self.requests, ">= 1")
         if self.rate is None and self.concurrency is None:
-            raise SpecError("load", "neither rate nor concurrency", "--rate R and/or --concurrency C")
+            raise SpecError("load", "neither rate nor concurrency", Msg("allowed.rate_or_concurrency"))
         if self.concurrency is not None and self.concurrency < 1:
             raise SpecError("concurrency", self.concurrency, ">= 1")
         if self.warmup < 0:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.serving.pool import BlockPool
 from aiworkbook.units import MiB
 
@@ -81,7 +82,7 @@ def build_engine(
         raise SpecError("backend", backend, ", ".join(BACKENDS))
     spec = load_model(model) if isinstance(model, str) else model
     if not spec.is_decoder:
-        raise SpecError("model", spec.name, "a decoder (the server generates tokens)")
+        raise SpecError("model", spec.name, Msg("allowed.server_decoder"))
     device = serve_device(device)
     dtype = serving_dtype(device)
     budget = default_kv_budget(device, spec, dtype) if kv_budget_bytes is None else int(kv_budget_bytes)

@@ -44,7 +44,7 @@ def usable_bytes(free: int) -> int:
 def check_port(port: Any) -> int:
     """0 (a free port) .. 65535."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= PORT_MAX:
-        raise SpecError("port", port, f"an integer 0..{PORT_MAX} (0: a free port)")
+        raise SpecError("port", port, Msg("allowed.port", high=PORT_MAX))
     return port
 
 
@@ -54,7 +54,7 @@ def kv_budget_bytes(mib: Any) -> int | None:
     if mib is None:
         return None
     if isinstance(mib, bool) or not isinstance(mib, int | float) or not (0 < mib <= KV_BUDGET_MAX_MIB):
-        raise SpecError("kv_budget_mib", mib, f"a finite number of MiB > 0 and <= {KV_BUDGET_MAX_MIB}")
+        raise SpecError("kv_budget_mib", mib, Msg("allowed.kv_budget_mib", high=KV_BUDGET_MAX_MIB))
     return int(mib * MiB)
 
 
@@ -64,10 +64,12 @@ def check_batching(max_batch: Any, max_queue: Any, max_batched_tokens: Any | Non
     sequence's decode token must fit one forward)."""
     for name, v, lo, hi in (("max_batch", max_batch, 1, BATCH_MAX), ("max_queue", max_queue, 0, QUEUE_MAX)):
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise SpecError(name, v, f"an integer {lo}..{hi}")
+            raise SpecError(name, v, Msg("allowed.int_dots", low=lo, high=hi))
     t = max_batched_tokens
     if t is not None and (isinstance(t, bool) or not isinstance(t, int) or not max_batch <= t <= TOKENS_MAX):
-        raise SpecError("max_batched_tokens", t, f"an integer {max_batch} (max_batch)..{TOKENS_MAX}")
+        raise SpecError(
+            "max_batched_tokens", t, Msg("allowed.batched_tokens", low=max_batch, high=TOKENS_MAX)
+        )
 
 
 def serve_device(device: Any) -> str:
@@ -85,15 +87,13 @@ def serve_device(device: Any) -> str:
     if text == "auto":
         return "cuda" if has_cuda else "cpu"
     if not has_cuda:
-        raise SpecError(
-            "device", device, "auto or cpu (no CUDA device here: torch.cuda.is_available() is False)"
-        )
+        raise SpecError("device", device, Msg("allowed.serve_no_cuda"))
     if m.group(1) is not None:
         import torch
 
         n = int(torch.cuda.device_count())
         if int(m.group(1)) >= n:
-            raise SpecError("device", device, f"cuda or cuda:0..cuda:{n - 1} ({n} CUDA devices here)")
+            raise SpecError("device", device, Msg("allowed.cuda_index", last=n - 1, n=n))
     return text
 
 

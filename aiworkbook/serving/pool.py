@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 
 #: the most blocks a pool keeps ids for (its free list is a Python list: 2**20 ids are ~40 MB); a budget
 #: past it is a typo or infinity, not a pool (tiny-llama's 32 KiB fp32 blocks: 32 GiB)
@@ -30,11 +31,11 @@ class BlockPool:
 
     def __post_init__(self) -> None:
         if self.num_blocks < 1:
-            raise SpecError("kv_blocks", self.num_blocks, ">= 1 block (raise the KV budget)")
+            raise SpecError("kv_blocks", self.num_blocks, Msg("allowed.kv_blocks_min"))
         if self.num_blocks > MAX_BLOCKS:
-            raise SpecError("kv_blocks", self.num_blocks, f"<= {MAX_BLOCKS:,} blocks (lower the KV budget)")
+            raise SpecError("kv_blocks", self.num_blocks, Msg("allowed.kv_blocks_max", high=MAX_BLOCKS))
         if self.block_size < 1:
-            raise SpecError("block_size", self.block_size, ">= 1 token")
+            raise SpecError("block_size", self.block_size, Msg("allowed.tokens_min1"))
         self._lock = threading.Lock()
         self._free = list(range(self.num_blocks - 1, -1, -1))  # block ids; pop() hands out the lowest
 
@@ -42,7 +43,7 @@ class BlockPool:
     def from_budget(cls, budget_bytes: int, kv_bytes_per_token: int, block_size: int = 16) -> BlockPool:
         """As many blocks as fit `budget_bytes` at the estimate's KV bytes per token."""
         if kv_bytes_per_token < 1:
-            raise SpecError("kv_bytes_per_token", kv_bytes_per_token, ">= 1 (a decoder model)")
+            raise SpecError("kv_bytes_per_token", kv_bytes_per_token, Msg("allowed.decoder_kv"))
         per_block = int(kv_bytes_per_token) * block_size
         return cls(int(budget_bytes) // per_block, block_size, per_block)
 

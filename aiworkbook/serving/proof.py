@@ -131,10 +131,10 @@ class ServingSettings:
         from aiworkbook.serving.limits import BATCH_MAX
 
         if conc is not None and not 1 <= conc <= BATCH_MAX:
-            raise SpecError("concurrency", conc, f"an integer 1..{BATCH_MAX}")
+            raise SpecError("concurrency", conc, Msg("allowed.int_dots", low=1, high=BATCH_MAX))
         for x in loads:
             if not x > 0 or (kind == "concurrency" and x > BATCH_MAX):
-                raise SpecError("sweep", x, f"loads > 0 (concurrency at most {BATCH_MAX})")
+                raise SpecError("sweep", x, Msg("allowed.sweep_loads", high=BATCH_MAX))
         scheduler = inputs["scheduler"]
         if scheduler not in ("static", "continuous"):
             raise SpecError("scheduler", scheduler, "static, continuous")
@@ -199,9 +199,9 @@ class ServingSettings:
             max_error_rate=s.max_error_rate or None,
         )
         if not 0 <= s.max_error_rate <= 1:
-            raise SpecError("max_error_rate", s.max_error_rate, "a fraction in [0, 1]")
+            raise SpecError("max_error_rate", s.max_error_rate, Msg("allowed.fraction_0_1"))
         if s.shared_prefix < 0:
-            raise SpecError("shared_prefix", s.shared_prefix, ">= 0 tokens")
+            raise SpecError("shared_prefix", s.shared_prefix, Msg("allowed.tokens_min0"))
         from aiworkbook.serving.limits import QUEUE_MAX, TOKENS_MAX
 
         for key, high in (

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.serving.requests import BODY_MAX_BYTES, BODY_READ_TIMEOUT_S, RequestError, parse
 from aiworkbook.serving.sse import PREPARED, error, open_stream
 from aiworkbook.serving.standin import FAULTS, TIMINGS_KEPT, FixedDelay, StandIn
@@ -282,10 +283,10 @@ class ServerThread:
         from aiworkbook.serving.limits import check_port
 
         if host not in LOOPBACK:
-            raise SpecError("host", host, "a loopback address (" + ", ".join(LOOPBACK) + ")")
+            raise SpecError("host", host, Msg("allowed.loopback", hosts=", ".join(LOOPBACK)))
         check_port(port)
         if not 0 < idle_timeout_s < float("inf"):
-            raise SpecError("idle_timeout_s", idle_timeout_s, "a finite number of seconds > 0")
+            raise SpecError("idle_timeout_s", idle_timeout_s, Msg("allowed.seconds_pos"))
         self.app, self.host, self.port, self.engine = app, host, port, engine
         self.idle_timeout_s = float(idle_timeout_s)
         self.loop = asyncio.new_event_loop()

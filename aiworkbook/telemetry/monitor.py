@@ -43,14 +43,14 @@ def check_outputs(jsonl: Path | None = None, record: Path | None = None, csv: Pa
         check_appendable(jsonl)
     outs = [Path(p).resolve() for p in (jsonl, record, csv) if p is not None]
     if len(set(outs)) != len(outs):
-        raise SpecError("outputs", [str(p) for p in outs], "different files for --jsonl, --record and --csv")
+        raise SpecError("outputs", [str(p) for p in outs], Msg("allowed.monitor_outputs"))
 
 
 def check_duration(duration: float | None) -> None:
     if duration is not None and (
         isinstance(duration, bool) or not math.isfinite(duration) or not 0 < duration <= 366 * 86400
     ):
-        raise SpecError("duration", duration, "a positive, finite number of seconds (at most a year)")
+        raise SpecError("duration", duration, Msg("allowed.duration"))
 
 
 def run_monitor(

@@ -209,9 +209,9 @@ class PrometheusReader:
     ) -> None:
         self.url = check_url(url)
         if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 300:
-            raise SpecError("timeout_s", timeout_s, "seconds in (0, 300]")
+            raise SpecError("timeout_s", timeout_s, Msg("allowed.timeout_300"))
         if not isinstance(node_label, str) or not node_label.replace("_", "a").isalnum():
-            raise SpecError("node_label", node_label, "a Prometheus label name, e.g. instance or Hostname")
+            raise SpecError("node_label", node_label, Msg("allowed.prom_label"))
         self.timeout_s = float(timeout_s)
         self.node_label = node_label
         self._open = opener or _urlopen
@@ -283,7 +283,7 @@ class PrometheusReader:
         window over MAX_POINTS (at least 1 s); a series is stale after 3 steps (at least 15 s) without data."""
         for name, v, lo, hi in (("window_s", window_s, 10, 7 * 86400), ("step_s", step_s, 0.1, 3600)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi):
-                raise SpecError(name, v, f"seconds in [{lo}, {hi}]")
+                raise SpecError(name, v, Msg("allowed.seconds_in", low=lo, high=hi))
         unknown = [f for f in fields if f not in EXPORTED]
         if unknown:
             raise SpecError("fields", unknown, ", ".join(EXPORTED))

@@ -152,7 +152,7 @@ class ReplayReader:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if speed <= 0:
-            raise SpecError("speed", speed, "a positive number")
+            raise SpecError("speed", speed, Msg("allowed.positive"))
         self.path = Path(path)
         self.header, self.trace = load_trace(self.path)
         self.label = self.header.get("label") or trace_label(self.header)
