@@ -69,6 +69,18 @@ def _monitor_duration(monkeypatch):
     check_duration(-1.0)
 
 
+def _slurm_gres_and_gpus(monkeypatch):
+    from aiworkbook.profile.slurm import SlurmJob
+
+    SlurmJob(gres="gpu:1", gpus=1).validate()
+
+
+def _slurm_time(monkeypatch):
+    from aiworkbook.profile.slurm import SlurmJob
+
+    SlurmJob(time="soon").validate()
+
+
 CASES = [
     (_cuda_asked_on_a_cpu_machine, "auto oder cpu (torch.cuda.is_available() ist hier False)"),
     (_allreduce_sizes, "Nachrichtengrößen in KiB, durch Kommas getrennt, jede >= 4 Byte"),
@@ -81,6 +93,8 @@ CASES = [
     (_serving_port, "eine ganze Zahl 0..65535 (0: ein freier Port)"),
     (_arrival_rate, "> 0 Anfragen pro Sekunde oder inf"),
     (_monitor_duration, "eine positive, endliche Zahl an Sekunden (höchstens ein Jahr)"),
+    (_slurm_gres_and_gpus, "entweder --gres oder --gpus, nicht beides"),
+    (_slurm_time, "Minuten, MM:SS, HH:MM:SS, D-HH, D-HH:MM oder D-HH:MM:SS"),
 ]
 
 

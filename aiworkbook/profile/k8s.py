@@ -57,13 +57,13 @@ def product_label(gpu: str, mig: str | None = None, strategy: str = "mixed") -> 
     if mig and strategy == "single":
         value += f"-MIG-{mig}"
     if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
-        raise SpecError("product", value, "a label value (<= 63 of A-Z a-z 0-9 - _ .): give --product")
+        raise SpecError("product", value, Msg("allowed.k8s_label_product"))
     return value
 
 
 def _name(name: str) -> str:
     if len(name) > 52 or not _DNS1123.fullmatch(name):  # room for "-profile" and the pod suffixes
-        raise SpecError("name", name, "a DNS-1123 name of <= 52 characters: lower-case a-z, 0-9 and '-'")
+        raise SpecError("name", name, Msg("allowed.k8s_name"))
     return name
 
 
@@ -88,11 +88,9 @@ def _check_args(
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise SpecError(field, v, Msg("allowed.int_min", low=lo))
     if not image or any(c.isspace() for c in image):
-        raise SpecError("image", image, "a container image reference without spaces")
+        raise SpecError("image", image, Msg("allowed.k8s_image"))
     if len(profile_text.encode()) > CONFIGMAP_LIMIT - 4096:
-        raise SpecError(
-            "profile", f"{len(profile_text.encode()):,} B", "a profile under 1 MiB (a ConfigMap's limit)"
-        )
+        raise SpecError("profile", f"{len(profile_text.encode()):,} B", Msg("allowed.k8s_configmap"))
 
 
 def _resource(
@@ -101,7 +99,7 @@ def _resource(
     """The extended resource a pod requests, how many, and the node label value it selects."""
     gpu, count, mig = locked_gpu(profile)
     if not gpu and product is None:
-        raise SpecError("profile", "locked without a GPU", "a profile locked on a GPU node, or --product")
+        raise SpecError("profile", "locked without a GPU", Msg("allowed.k8s_gpu_profile"))
     if gpus is not None:
         if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
             raise SpecError("gpus", gpus, Msg("allowed.int_min", low=1))
@@ -112,7 +110,7 @@ def _resource(
         resource, count = "nvidia.com/gpu", (1 if mig else max(1, count))
     label = product if product is not None else product_label(gpu or "", mig, mig_strategy)
     if not _LABEL_VALUE.fullmatch(label) or len(label) > 63:
-        raise SpecError("product", label, "a label value (<= 63 of A-Z a-z 0-9 - _ .)")
+        raise SpecError("product", label, Msg("allowed.k8s_label"))
     return resource, count, label
 
 
@@ -134,7 +132,7 @@ def _container(
         textfile_dir = "/var/lib/node_exporter/textfile_collector"
     if textfile_dir is not None:
         if not textfile_dir.startswith("/") or any(c.isspace() for c in textfile_dir):
-            raise SpecError("textfile_dir", textfile_dir, "an absolute host path without spaces")
+            raise SpecError("textfile_dir", textfile_dir, Msg("allowed.host_path"))
         volumes.append({"name": "textfile", "hostPath": {"path": textfile_dir, "type": "DirectoryOrCreate"}})
         mounts.append({"name": "textfile", "mountPath": "/textfile"})
         check += ["--textfile", f"/textfile/aiworkbook_check_{name.replace('-', '_')}.prom"]

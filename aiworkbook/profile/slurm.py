@@ -19,6 +19,7 @@ import shlex
 from dataclasses import dataclass
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.profile.k8s import locked_gpu
 from aiworkbook.profile.model import LockedProfile
 
@@ -57,34 +58,34 @@ class SlurmJob:
     def validate(self) -> None:
         """A SpecError naming the first field out of range."""
         if not _WORD.fullmatch(self.name):
-            raise SpecError("name", self.name, "1-64 of A-Z a-z 0-9 _ . - (starting with a letter or digit)")
+            raise SpecError("name", self.name, Msg("allowed.slurm_name"))
         for field, v, lo in (("nodes", self.nodes, 1), ("gpus", self.gpus, 0)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= 65536):
-                raise SpecError(field, v, f"an integer from {lo} to 65536")
+                raise SpecError(field, v, Msg("allowed.int_range", low=lo, high=65536))
         checks = (
-            ("gres", self.gres, _GRES, "a GRES string like gpu:a100:8 or gpu:1g.10gb:1"),
-            ("partition", self.partition, _WORD, "a partition name (A-Z a-z 0-9 _ . -)"),
-            ("account", self.account, _WORD, "an account name (A-Z a-z 0-9 _ . -)"),
-            ("time", self.time, _TIME, "minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
-            ("constraint", self.constraint, _CONSTRAINT, "node features joined by & | , [ ] * ( ) !"),
-            ("dependency", self.dependency, _DEPENDENCY, "e.g. afterok:123 or afterany:1:2,singleton"),
-            ("nodelist", self.nodelist, _HOSTLIST, "a Slurm host list like gpu[01-04],gpu07"),
+            ("gres", self.gres, _GRES, Msg("allowed.slurm_gres")),
+            ("partition", self.partition, _WORD, Msg("allowed.slurm_partition")),
+            ("account", self.account, _WORD, Msg("allowed.slurm_account")),
+            ("time", self.time, _TIME, Msg("allowed.slurm_time")),
+            ("constraint", self.constraint, _CONSTRAINT, Msg("allowed.slurm_constraint")),
+            ("dependency", self.dependency, _DEPENDENCY, Msg("allowed.slurm_dependency")),
+            ("nodelist", self.nodelist, _HOSTLIST, Msg("allowed.slurm_hostlist")),
         )
         for field, value, pattern, allowed in checks:
             if value is not None and not pattern.fullmatch(value):
                 raise SpecError(field, value, allowed)
         if self.gres is not None and self.gpus is not None:
-            raise SpecError("gres", self.gres, "either --gres or --gpus, not both")
+            raise SpecError("gres", self.gres, Msg("allowed.gres_or_gpus"))
         for field, path in (("junit_out", self.junit_out), ("textfile_dir", self.textfile_dir)):
             if path is not None and (not path or "\0" in path or "\n" in path):
-                raise SpecError(field, path, "a path on one line")
+                raise SpecError(field, path, Msg("allowed.path_one_line"))
         if self.textfile_dir is not None and not self.textfile_dir.startswith("/"):
-            raise SpecError("textfile_dir", self.textfile_dir, "an absolute path on each node")
+            raise SpecError("textfile_dir", self.textfile_dir, Msg("allowed.abs_path_node"))
         for r in self.results:
             if not r.startswith("/") or "\n" in r or "\0" in r:
-                raise SpecError("results", r, "an absolute path on each node, on one line")
+                raise SpecError("results", r, Msg("allowed.abs_path_node_line"))
         if not self.aiworkbook or "\n" in self.aiworkbook or "\0" in self.aiworkbook:
-            raise SpecError("aiworkbook", self.aiworkbook, "the aiworkbook command's path on one line")
+            raise SpecError("aiworkbook", self.aiworkbook, Msg("allowed.command_path"))
 
 
 def gpu_request(profile: LockedProfile, job: SlurmJob) -> str | None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.sizing.placement import placement
 
 if TYPE_CHECKING:
@@ -65,12 +66,12 @@ def vllm_args(
     from aiworkbook.sizing import capacity
 
     if w.training:
-        raise SpecError("mode", w.mode, "infer (vLLM serves inference workloads)")
+        raise SpecError("mode", w.mode, Msg("allowed.vllm_infer"))
     pl = placement(spec, w, gpu, mig=mig)
     wv = pl.workload
     seqs = capacity.max_concurrency(spec, wv, pl.gpu, context=wv.context_len)
     if seqs < 1:
-        raise SpecError("context", wv.context_len, f"a context whose KV cache fits once on {pl.gpu.name}")
+        raise SpecError("context", wv.context_len, Msg("allowed.context_fits_once", gpu=pl.gpu.name))
     if model is None:
         from aiworkbook.specs.catalog import hf_repo
 
