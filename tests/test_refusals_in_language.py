@@ -81,6 +81,15 @@ def _slurm_time(monkeypatch):
     SlurmJob(time="soon").validate()
 
 
+def _pasted_config_with_odd_heads(monkeypatch):
+    import json
+
+    from aiworkbook.specs.reader import spec_from_text
+
+    cfg = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
+    spec_from_text(json.dumps({**cfg, "num_key_value_heads": 3, "vocab_size": 100}))
+
+
 CASES = [
     (_cuda_asked_on_a_cpu_machine, "auto oder cpu (torch.cuda.is_available() ist hier False)"),
     (_allreduce_sizes, "Nachrichtengrößen in KiB, durch Kommas getrennt, jede >= 4 Byte"),
@@ -95,6 +104,7 @@ CASES = [
     (_monitor_duration, "eine positive, endliche Zahl an Sekunden (höchstens ein Jahr)"),
     (_slurm_gres_and_gpus, "entweder --gres oder --gpus, nicht beides"),
     (_slurm_time, "Minuten, MM:SS, HH:MM:SS, D-HH, D-HH:MM oder D-HH:MM:SS"),
+    (_pasted_config_with_odd_heads, "ein Teiler von num_attention_heads (4)"),
 ]
 
 

@@ -45,10 +45,10 @@ def _get(
             v = cfg[k]
             if positive:
                 if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                    raise SpecError(k, v, "a positive integer", source=source)
+                    raise SpecError(k, v, Msg("allowed.positive_int"), source=source)
             return v
     if default is SpecError:
-        raise SpecError(keys[0], None, "a positive integer (the key is missing)", source=source)
+        raise SpecError(keys[0], None, Msg("allowed.positive_int_missing"), source=source)
     return default
 
 
@@ -58,7 +58,7 @@ def _flag(cfg: dict[str, Any], key: str, default: bool, source: str) -> bool:
     if v is None:
         return default
     if not isinstance(v, bool):
-        raise SpecError(key, v, "true or false (a JSON boolean, not a string or number)", source=source)
+        raise SpecError(key, v, Msg("allowed.json_bool"), source=source)
     return v
 
 
@@ -70,19 +70,19 @@ def _common(cfg: dict[str, Any], mt: str, name: str, source: str) -> dict[str, A
     k = _get(cfg, ("num_key_value_heads",), source, default=a)
     V = _get(cfg, ("vocab_size",), source)
     if a % k:
-        raise SpecError("num_key_value_heads", k, f"a divisor of num_attention_heads ({a})", source=source)
+        raise SpecError("num_key_value_heads", k, Msg("allowed.divisor_heads", a=a), source=source)
     head_dim = cfg.get("head_dim")
     if head_dim is None:
         if h % a:
             raise SpecError(
                 "head_dim",
                 None,
-                f"given explicitly when hidden_size ({h}) is not a multiple of heads ({a})",
+                Msg("allowed.head_dim_explicit", h=h, a=a),
                 source=source,
             )
         head_dim = h // a
     elif isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0:
-        raise SpecError("head_dim", head_dim, "a positive integer", source=source)
+        raise SpecError("head_dim", head_dim, Msg("allowed.positive_int"), source=source)
     return dict(
         name=name or cfg.get("_name_or_path") or mt,
         model_type=mt,
@@ -187,7 +187,7 @@ def _decoder(
         )
         window = cfg.get("sliding_window")
         if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
-            raise SpecError("sliding_window", window, "a positive integer or null", source=source)
+            raise SpecError("sliding_window", window, Msg("allowed.positive_int_or_null"), source=source)
         kw.update(extra(cfg, source, common["num_layers"], window))
         return ModelSpec(**common, **{"mechanisms": LLAMA_LIKE, **kw})
 

@@ -39,9 +39,7 @@ class Config:
                     raise SpecError(k, v, Msg("allowed.int_min", low=minimum), source=self.source)
                 return v
         if default is MISSING:
-            raise SpecError(
-                keys[0], None, f"an integer >= {minimum} (the key is missing)", source=self.source
-            )
+            raise SpecError(keys[0], None, Msg("allowed.int_min_missing", low=minimum), source=self.source)
         return default
 
     def flag(self, key: str, default: bool) -> bool:
@@ -49,7 +47,7 @@ class Config:
         if v is None:
             return default
         if not isinstance(v, bool):
-            raise SpecError(key, v, "true or false", source=self.source)
+            raise SpecError(key, v, Msg("allowed.true_false"), source=self.source)
         return v
 
     def int_list(self, key: str, length: int | None = None) -> list[int] | None:
@@ -57,9 +55,9 @@ class Config:
         if v is None or v == []:
             return None  # transformers reads an empty list as "not given" too
         if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-            raise SpecError(key, v, "a list of integers", source=self.source)
+            raise SpecError(key, v, Msg("allowed.int_list_any"), source=self.source)
         if length is not None and len(v) != length:
-            raise SpecError(key, f"{len(v)} entries", f"{length} entries (one per layer)", source=self.source)
+            raise SpecError(key, f"{len(v)} entries", Msg("allowed.per_layer", n=length), source=self.source)
         return v
 
     def layer_types(self, n: int) -> list[str] | None:
@@ -69,7 +67,12 @@ class Config:
             return None
         allowed = ("full_attention", "sliding_attention", "chunked_attention")
         if not isinstance(v, list) or len(v) != n or any(t not in allowed for t in v):
-            raise SpecError("layer_types", v, f"{n} entries from {', '.join(allowed)}", source=self.source)
+            raise SpecError(
+                "layer_types",
+                v,
+                Msg("allowed.layer_types", n=n, allowed=", ".join(allowed)),
+                source=self.source,
+            )
         return v
 
 
@@ -170,14 +173,14 @@ def read_common(
     k = c.integer("num_key_value_heads", default=a)
     V = c.integer("vocab_size")
     if a % k:
-        raise SpecError("num_key_value_heads", k, f"a divisor of num_attention_heads ({a})", source=c.source)
+        raise SpecError("num_key_value_heads", k, Msg("allowed.divisor_heads", a=a), source=c.source)
     d = c.integer("head_dim", default=head_dim_default)
     if d is None:
         if h % a:
             raise SpecError(
                 "head_dim",
                 None,
-                f"given when hidden_size ({h}) is not a multiple of heads ({a})",
+                Msg("allowed.head_dim_given", h=h, a=a),
                 source=c.source,
             )
         d = h // a

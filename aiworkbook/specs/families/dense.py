@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.specs.families.blocks import (
     Config,
     Layer,
@@ -131,7 +132,7 @@ def _scales(c: Config) -> bool:
         if v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise SpecError(key, v, "a positive number", source=c.source)
+            raise SpecError(key, v, Msg("allowed.positive"), source=c.source)
         scaled = scaled or v != 1
     return scaled
 
@@ -170,9 +171,7 @@ def phi(c: Config, mt: str, name: str) -> FamilySpec:
         c, L, ["full_attention"] * L, (attn[0] + qk_ln, attn[1]), (ffn[0] + 2 * h, ffn[1]), k, d, None
     )
     if common["tie_word_embeddings"]:
-        raise SpecError(
-            "tie_word_embeddings", True, "false for phi (its lm_head has a bias)", source=c.source
-        )
+        raise SpecError("tie_word_embeddings", True, Msg("allowed.phi_untied"), source=c.source)
     return assemble(
         common,
         layers,
@@ -216,7 +215,7 @@ def gemma3_text(c: Config, mt: str, name: str) -> FamilySpec:
     linear = isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type")) == "linear"
     factor = scaling.get("factor", 1) if linear else 1
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 1:
-        raise SpecError("rope_scaling", scaling, "a linear factor >= 1", source=c.source)
+        raise SpecError("rope_scaling", scaling, Msg("allowed.rope_linear"), source=c.source)
     P = common["max_position_embeddings"]
     return assemble(
         common,
