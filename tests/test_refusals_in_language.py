@@ -90,6 +90,18 @@ def _pasted_config_with_odd_heads(monkeypatch):
     spec_from_text(json.dumps({**cfg, "num_key_value_heads": 3, "vocab_size": 100}))
 
 
+def _unknown_node(monkeypatch):
+    from aiworkbook.specs.node import get_node
+
+    get_node("no-such-node")
+
+
+def _preheat_past_the_viewers(monkeypatch):
+    from aiworkbook.cli.app_cmds import launch
+
+    launch("sizing", max_viewers=2, preheat=2)
+
+
 CASES = [
     (_cuda_asked_on_a_cpu_machine, "auto oder cpu (torch.cuda.is_available() ist hier False)"),
     (_allreduce_sizes, "Nachrichtengrößen in KiB, durch Kommas getrennt, jede >= 4 Byte"),
@@ -105,6 +117,11 @@ CASES = [
     (_slurm_gres_and_gpus, "entweder --gres oder --gpus, nicht beides"),
     (_slurm_time, "Minuten, MM:SS, HH:MM:SS, D-HH, D-HH:MM oder D-HH:MM:SS"),
     (_pasted_config_with_odd_heads, "ein Teiler von num_attention_heads (4)"),
+    (
+        _unknown_node,
+        "cpu-highmem, gpu-training-8xh100, hybrid-pools, inference-4xl40s oder eine .json-Datei mit einem Knotenprofil",
+    ),
+    (_preheat_past_the_viewers, "weniger als --max-viewers (2): warme Kernels zählen mit"),
 ]
 
 

@@ -82,7 +82,7 @@ def dashboard_path(name: str) -> Path:
     from aiworkbook.errors import SpecError
 
     if name not in DASHBOARDS:
-        raise SpecError("dashboard", name, f"one of {', '.join(DASHBOARDS)}")
+        raise SpecError("dashboard", name, Msg("allowed.one_of", names=", ".join(DASHBOARDS)))
     path = dashboards_dir() / f"{name}.ipynb"
     if not path.is_file():
         raise FileNotFoundError(f"dashboard notebook missing: {path}; reinstall the package")
@@ -152,18 +152,18 @@ def launch(
     if not (0 < port < 65536):
         raise SpecError("port", port, "1 to 65535")
     if token is not None and not token.strip():
-        raise SpecError("token", token, "a non-empty string")
+        raise SpecError("token", token, Msg("allowed.nonempty"))
     if not _is_loopback(ip) and token is None:
         token = secrets.token_urlsafe(24)
     check_lang(lang)  # the page languages: the catalogues present (widgets.i18n.page_lang reads LANG_ENV)
     if prometheus is not None:
         _check_prometheus(name, prometheus)
     if preheat < 0:
-        raise SpecError("preheat", preheat, "0 (off) or more kernels")
+        raise SpecError("preheat", preheat, Msg("allowed.preheat"))
     if not (1 <= max_viewers <= 1000):
         raise SpecError("max-viewers", max_viewers, "1 to 1000 kernels")
     if preheat >= max_viewers:
-        raise SpecError("preheat", preheat, f"fewer than --max-viewers ({max_viewers}): warm kernels count")
+        raise SpecError("preheat", preheat, Msg("allowed.preheat_viewers", n=max_viewers))
     hosts = [parse_allow_host(h) for h in allow_hosts]
     argv = _voila_argv(path, ip, port, open_browser, max_viewers)
     if preheat:
@@ -189,10 +189,10 @@ def _check_prometheus(name: str, prometheus: str) -> None:
     from aiworkbook.errors import SpecError
 
     if name != "monitor":
-        raise SpecError("prometheus", prometheus, "only with the monitor dashboard")
+        raise SpecError("prometheus", prometheus, Msg("allowed.monitor_only"))
     parts = urlsplit(prometheus)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise SpecError("prometheus", prometheus, "an http:// or https:// URL of a Prometheus server")
+        raise SpecError("prometheus", prometheus, Msg("allowed.prom_url"))
 
 
 def _voila_argv(path: Path, ip: str, port: int, open_browser: bool, max_viewers: int) -> list[str]:
@@ -243,7 +243,7 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
     if token_file is None:
         return token
     if token is not None:
-        raise SpecError("token-file", str(token_file), f"not with --token or {TOKEN_ENV}: one source")
+        raise SpecError("token-file", str(token_file), Msg("allowed.token_one_source", env=TOKEN_ENV))
     from aiworkbook.persist import read_text
 
     try:  # a regular file of at most 64 KiB: a FIFO or a device named by mistake is refused, not read
@@ -251,7 +251,7 @@ def read_token(token: str | None, token_file: Path | None) -> str | None:
     except SpecError as exc:
         raise SpecError("token-file", str(token_file), str(exc.allowed)) from None
     if not text or not text[0].strip():
-        raise SpecError("token-file", str(token_file), "a file whose first line is the token")
+        raise SpecError("token-file", str(token_file), Msg("allowed.token_file"))
     return text[0].strip()
 
 

@@ -331,9 +331,7 @@ def select_visible(
         raise NoGPU(f"no GPU visible to CUDA ({said}): vLLM cannot start here")
     if len(seen) < ranks:
         said = f"{vis.variable}={vis.value!r}" if vis.variable else "this machine"
-        raise SpecError(
-            "device", said, f"{ranks} visible device(s), one per rank of tensor x pipeline parallel"
-        )
+        raise SpecError("device", said, Msg("allowed.visible_per_rank", n=ranks))
     return seen[:ranks], vis
 
 
@@ -362,7 +360,7 @@ def read_devices(
             slices = ", ".join(f"{g['index']}:{k} ({u})" for k, _, u in g["mig"]) or "none created yet"
             raise SpecError("device", item, f"a MIG slice (GPU {g['index']} is in MIG mode): {slices}")
         if (g["index"], j) in seen:
-            raise SpecError("device", item, "each device once")
+            raise SpecError("device", item, Msg("allowed.device_once"))
         seen.add((g["index"], j))
         handle = g["handle"] if j is None else next(mh for k, mh, _ in g["mig"] if k == j)
         try:

@@ -63,7 +63,7 @@ def resolve_release(given: str | None) -> tuple[str, str]:
         raise SpecError(
             "engine_version",
             f"{here} (the installed vLLM)",
-            f"{known_releases()}; give --engine-version to size with one of them",
+            Msg("allowed.engine_releases", releases=known_releases()),
         ) from None
     return here, Msg("preflight.release.installed")
 
@@ -264,13 +264,13 @@ def preflight(
     s = settings or VllmSettings()
     s.check()
     if not devices:
-        raise SpecError("device", "none", "at least one GPU or MIG slice")
+        raise SpecError("device", "none", Msg("allowed.one_device"))
     ranks = s.tensor_parallel_size * s.pipeline_parallel_size
     if len(devices) != ranks:
         raise SpecError(
             "device",
             ",".join(d.selector for d in devices),
-            f"{ranks} device(s), one per rank of --tensor-parallel-size x --pipeline-parallel-size",
+            Msg("allowed.devices_per_rank", n=ranks),
         )
     if isinstance(context_bytes, bool) or not isinstance(context_bytes, int) or context_bytes < 0:
         raise SpecError("context_bytes", context_bytes, Msg("allowed.int_min", low=0))

@@ -39,7 +39,7 @@ def as_result(item: Any):
         scan(doc, source=source)  # NaN/Infinity, 64-bit overflow, depth: a SpecError naming the field
         check_part(ResultDoc, doc, field="result", source=source)
         return ProofResult.from_dict(doc)
-    raise SpecError("results", type(item).__name__, "a ProofResult, its dict, or a path to a result JSON")
+    raise SpecError("results", type(item).__name__, Msg("allowed.result_item"))
 
 
 def as_entry(item: Any, default_name: str) -> WorkloadEntry:
@@ -54,9 +54,7 @@ def as_entry(item: Any, default_name: str) -> WorkloadEntry:
         model, w, *rest = item
         item = {"model": model, "workload": w, "gpu": rest[0] if rest else None}
     if not isinstance(item, Mapping):
-        raise SpecError(
-            "workloads", type(item).__name__, "a dict with model and workload, or (model, Workload)"
-        )
+        raise SpecError("workloads", type(item).__name__, Msg("allowed.workload_item"))
     w = item.get("workload")
     if isinstance(w, Workload):
         w = w.to_dict()
@@ -142,7 +140,7 @@ def lock(
 
     if pattern is None:
         if not answers:
-            raise SpecError("pattern", None, "a pattern id, or questionnaire answers that recommend one")
+            raise SpecError("pattern", None, Msg("allowed.pattern_or_answers"))
         from aiworkbook.patterns import recommend
 
         pattern = recommend(answers, lang).pattern.id
@@ -161,9 +159,7 @@ def lock(
     first_env: dict[str, Any] = {}
     for r in (as_result(x) for x in results):
         if r.verdict in UNLOCKABLE or r.measured is None:
-            raise SpecError(
-                "results", f"{r.proof}: verdict {r.verdict}", "a completed proof with a measured figure"
-            )
+            raise SpecError("results", f"{r.proof}: verdict {r.verdict}", Msg("allowed.completed_proof"))
         n = sum(1 for g in golden if g.proof == r.proof)
         name = r.proof if n == 0 else f"{r.proof}#{n + 1}"
         ins = dict((inputs or {}).get(name, rerun_inputs(r)))

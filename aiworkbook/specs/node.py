@@ -168,4 +168,4 @@ def get_node(name: str) -> NodeProfile:
         return nodes[name].model_copy(deep=True)
     if str(name).endswith(".json") and Path(name).is_file():
         return load_node_file(name)
-    raise SpecError("node", name, ", ".join(nodes) + ", or a node profile .json file")
+    raise SpecError("node", name, Msg("allowed.node_names", names=", ".join(nodes)))
