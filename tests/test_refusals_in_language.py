@@ -102,6 +102,28 @@ def _preheat_past_the_viewers(monkeypatch):
     launch("sizing", max_viewers=2, preheat=2)
 
 
+def _monitor_interval(monkeypatch):
+    from aiworkbook.telemetry.sampler import check_interval
+
+    check_interval(0.0)
+
+
+def _price_file_date(monkeypatch):
+    import json
+    import tempfile
+
+    from aiworkbook.specs.gpu import set_prices
+
+    with tempfile.TemporaryDirectory() as d:
+        path = f"{d}/prices.json"
+        with open(path, "w") as f:
+            json.dump({"source": "our contract", "date": "last week", "prices": {"L4": 0.5}}, f)
+        try:
+            set_prices(path)
+        finally:
+            set_prices(None)
+
+
 CASES = [
     (_cuda_asked_on_a_cpu_machine, "auto oder cpu (torch.cuda.is_available() ist hier False)"),
     (_allreduce_sizes, "Nachrichtengrößen in KiB, durch Kommas getrennt, jede >= 4 Byte"),
@@ -122,6 +144,8 @@ CASES = [
         "cpu-highmem, gpu-training-8xh100, hybrid-pools, inference-4xl40s oder eine .json-Datei mit einem Knotenprofil",
     ),
     (_preheat_past_the_viewers, "weniger als --max-viewers (2): warme Kernels zählen mit"),
+    (_monitor_interval, "Sekunden zwischen 0,1 und 3600,0"),
+    (_price_file_date, "das Datum, an dem die Preise erhoben wurden, JJJJ-MM-TT"),
 ]
 
 

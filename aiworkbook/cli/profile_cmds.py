@@ -61,7 +61,7 @@ def read_workloads(path: str) -> list[dict[str, Any]]:
             "json", f"line {exc.lineno} col {exc.colno}: {exc.msg}", "valid JSON", source=path
         ) from None
     except (RecursionError, ValueError):  # nested past the parser's stack; an integer of 4300+ digits
-        raise SpecError("json", "too deep or too large", "valid JSON of a sane size", source=path) from None
+        raise SpecError("json", "too deep or too large", Msg("allowed.json_sane"), source=path) from None
     from aiworkbook.profile.schema import scan
 
     scan(doc, source=path)
@@ -71,7 +71,7 @@ def read_workloads(path: str) -> list[dict[str, Any]]:
     out = []
     for i, item in enumerate(items):
         if not isinstance(item, dict) or "model" not in item or "workload" not in item:
-            raise SpecError("workload", str(item)[:80], "an object with model and workload keys", source=path)
+            raise SpecError("workload", str(item)[:80], Msg("allowed.model_workload_keys"), source=path)
         name = item.get("name") or (p.stem if len(items) == 1 else f"{p.stem}-{i + 1}")
         entry = {k: item[k] for k in ("model", "workload", "gpu", "device", "config") if k in item}
         entry["assumptions"] = _explicit_assumptions(item.get("assumptions") or {})

@@ -26,10 +26,10 @@ def _partition_nodes(partition: str) -> str:
             ["sinfo", "-h", "-N", "-p", partition, "-o", "%N"], capture_output=True, text=True, timeout=30
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SpecError("every_node", partition, f"a partition sinfo can list ({exc})") from None
+        raise SpecError("every_node", partition, Msg("allowed.sinfo_partition", why=str(exc))) from None
     nodes = sorted(set(r.stdout.split()))
     if r.returncode != 0 or not nodes:
-        raise SpecError("every_node", partition, "a partition with nodes in sinfo")
+        raise SpecError("every_node", partition, Msg("allowed.sinfo_nodes"))
     return ",".join(nodes)
 
 
@@ -65,7 +65,7 @@ def slurm_job(
         check_paths({"profile": profile}, out=out)
     if every_node is not None:
         if nodelist is not None:
-            raise SpecError("every_node", every_node, "either --every-node or --nodelist, not both")
+            raise SpecError("every_node", every_node, Msg("allowed.every_node_or_nodelist"))
         SlurmJob(partition=every_node).validate()
         nodelist = _partition_nodes(every_node)
         nodes = len(nodelist.split(","))

@@ -67,15 +67,13 @@ class ModelConfig(BaseModel):
 
         actual = config_sha256(self.content)
         if actual != self.sha256:
-            raise SpecError(
-                "sha256", self.sha256, f"the embedded content's sha256 ({actual}): edited after locking?"
-            )
+            raise SpecError("sha256", self.sha256, Msg("allowed.embedded_sha", sha=actual))
         try:  # it must read as a model; the SpecError names the config key under `content`
             spec_from_config(self.content, source="the embedded config")
         except SpecError as exc:
             raise SpecError(f"content.{exc.field}", exc.value, exc.allowed) from None
         except (TypeError, KeyError, AttributeError, IndexError, ArithmeticError) as exc:
-            raise SpecError("content", type(exc).__name__, "a config.json that reads as a model") from None
+            raise SpecError("content", type(exc).__name__, Msg("allowed.config_model")) from None
         return self
 
 
@@ -277,15 +275,15 @@ def load_profile(path: str | os.PathLike) -> LockedProfile:
     src = str(path)
     doc = read_json(path, what=Msg("file.locked_profile"), unique_keys=True)
     if doc.get("kind") != KIND:
-        raise SpecError("kind", doc.get("kind"), f"'{KIND}' (a file written by aiworkbook lock)", source=src)
+        raise SpecError("kind", doc.get("kind"), Msg("allowed.profile_kind", kind=KIND), source=src)
     v = doc.get("schema_version")
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise SpecError("schema_version", v, f"an integer 1..{SCHEMA_VERSION}", source=src)
+        raise SpecError("schema_version", v, Msg("allowed.int_dots", low=1, high=SCHEMA_VERSION), source=src)
     if v > SCHEMA_VERSION:
         raise SpecError(
             "schema_version",
             v,
-            f"1..{SCHEMA_VERSION} (this profile was written by a newer aiworkbook: upgrade to read it)",
+            Msg("allowed.schema_newer", high=SCHEMA_VERSION),
             source=src,
         )
     body = {k: val for k, val in doc.items() if k not in ("kind", "schema_version")}

@@ -181,18 +181,18 @@ def set_prices(path: str | None) -> None:
 
     doc = read_json(path, what=Msg("file.prices"))
     if not isinstance(doc, dict) or not isinstance(doc.get("prices"), dict):
-        raise SpecError("prices", path, 'a JSON object {"source", "date", "prices": {GPU: $ per hour}}')
+        raise SpecError("prices", path, Msg("allowed.prices_file"))
     source, date = doc.get("source"), doc.get("date")
     if not isinstance(source, str) or not source.strip():
-        raise SpecError("prices.source", source, "where the prices come from (a non-empty string)")
+        raise SpecError("prices.source", source, Msg("allowed.prices_source"))
     try:
         dt.date.fromisoformat(str(date))
     except ValueError:
-        raise SpecError("prices.date", date, "the date the prices were taken, YYYY-MM-DD") from None
+        raise SpecError("prices.date", date, Msg("allowed.prices_date")) from None
     for name, price in doc["prices"].items():
         gpu = get_gpu(name).name  # a GPU the catalogue has
         if isinstance(price, bool) or not isinstance(price, int | float) or not 0 <= price < 1e6:
-            raise SpecError(f"prices.{name}", price, "$ per GPU-hour, a number in [0, 1e6)")
+            raise SpecError(f"prices.{name}", price, Msg("allowed.prices_value"))
         _PRICES[gpu] = (float(price), source.strip(), str(date))
 
 

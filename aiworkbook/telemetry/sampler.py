@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from aiworkbook.errors import SpecError
+from aiworkbook.message import Msg
 from aiworkbook.telemetry.columns import ColumnWindow, SampleRing
 from aiworkbook.telemetry.na import is_na
 from aiworkbook.telemetry.ring import Ring
@@ -31,10 +32,12 @@ def check_interval(interval: float) -> float:
         value = float(interval)
     except (TypeError, ValueError):
         raise SpecError(
-            "interval", interval, f"seconds between {MIN_INTERVAL_S} and {MAX_INTERVAL_S}"
+            "interval", interval, Msg("allowed.seconds_between", low=MIN_INTERVAL_S, high=MAX_INTERVAL_S)
         ) from None
     if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
-        raise SpecError("interval", interval, f"seconds between {MIN_INTERVAL_S} and {MAX_INTERVAL_S}")
+        raise SpecError(
+            "interval", interval, Msg("allowed.seconds_between", low=MIN_INTERVAL_S, high=MAX_INTERVAL_S)
+        )
     return value
 
 
