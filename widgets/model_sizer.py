@@ -483,7 +483,9 @@ class ModelSizer(BackgroundComposite):
             gpu=html.escape(str(fit["gpu"])),
             margin=(margin(fit["headroom_bytes"]) or Msg("value.na")).render(lang),
         )
-        line += self._needs_words(out.get("needs") or {}, fit)
+        ans = out.get("answer")
+        on = ans.option.on if ans is not None and ans.option is not None else ""
+        line += self._needs_words(out.get("needs") or {}, fit, on)
         self.headline.value = f"<b>{line}</b>"
         # altair loads after the page's cells (base.ChartView.draw_later); the words above show now
         self.chart.draw_later(self.guarded(lambda charts: charts.memory_chart(est, lang=lang)))
@@ -532,9 +534,10 @@ class ModelSizer(BackgroundComposite):
         if "answer" in out:
             self.result["answer"] = out["answer"].to_dict()
 
-    def _needs_words(self, n: dict[str, Any], fit: dict[str, Any]) -> str:
+    def _needs_words(self, n: dict[str, Any], fit: dict[str, Any], on: str) -> str:
         """What the set-up needs and its price (aiworkbook.sizing.needs): a set-up that does not fit is
-        priced on the GPUs it needs, never on the one it does not fit."""
+        priced on the GPUs it needs, never on the one it does not fit. `on`: what the priced option runs
+        on (Option.on: a MIG instance is named)."""
         from aiworkbook.i18n_format import money
 
         t, out, lang = self.t, "", self.lang
@@ -551,8 +554,7 @@ class ModelSizer(BackgroundComposite):
                 return "; " + html.escape(t("none_fit"))
         if priced is None:
             return out
-        on = f"{priced['gpu']} MIG {priced['mig']}" if priced.get("mig") else priced["gpu"]
-        where = {"n": priced["gpus"], "gpu": html.escape(on)}
+        where = {"n": priced["gpus"], "gpu": html.escape(on or priced["gpu"])}
         if fit["fits"] and not priced.get("mig"):  # priced as shown: the GPUs are the headline's own
             if priced.get("usd_per_mtok") is not None:
                 return f"{out}, {money(priced['usd_per_mtok'], lang)} {t('per_mtok')}"

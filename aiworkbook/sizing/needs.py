@@ -37,7 +37,9 @@ class Option:
     @property
     def on(self) -> str:
         """What the option runs on, as a deployment names it: `H100-SXM` or `H100-SXM MIG 1g.10gb`."""
-        return f"{self.gpu} MIG {self.mig}" if self.mig else self.gpu
+        from aiworkbook.sizing.placement import instance_name
+
+        return instance_name(self.gpu, self.mig) if self.mig else self.gpu
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -120,19 +122,20 @@ def needs(
     w.check_against(spec)
     ok = bool(capacity.fits(spec, w, g, device)["fits"])
     n_here = w.tp if ok else capacity.gpus_needed(spec, w, g, device)
-    here = option(spec, w, g, n_here, assumptions) if n_here is not None else None
+    pl = None
     if n_here == 1 and device == "cuda" and g.mig_profiles:
-        # one MIG instance holds it as deployed (vLLM's arithmetic for serving): sized and priced there
         from aiworkbook.sizing.placement import mig_placement
 
         pl = mig_placement(spec, w, g)
-        if pl is not None:
-            here = option(spec, pl.workload, g, 1, assumptions, pl.mig)
+    if pl is not None:  # one MIG instance holds it as deployed (vLLM's arithmetic for serving): sized there
+        here: Option | None = option(spec, pl.workload, g, 1, assumptions, pl.mig)
+    else:
+        here = option(spec, w, g, n_here, assumptions) if n_here is not None else None
     best = capacity.cheapest_of(rows) if rows is not None else capacity.cheapest_gpu(spec, w, device)
     cheapest = None
     if best is not None:
-        whole = here is not None and not here.mig  # a MIG instance is never the catalogue's whole-GPU option
-        if whole and here is not None and best["gpu"] == here.gpu and best["gpus"] == here.gpus:
+        # a MIG instance is never the catalogue's whole-GPU option
+        if here is not None and not here.mig and best["gpu"] == here.gpu and best["gpus"] == here.gpus:
             cheapest = here
         else:
             cheapest = option(spec, w, best["gpu"], best["gpus"])

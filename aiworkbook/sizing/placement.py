@@ -45,6 +45,11 @@ class Placement:
     mig: str = ""
 
 
+def instance_name(gpu: str, profile: str) -> str:
+    """How a MIG instance is named beside its GPU: `H100-SXM MIG 1g.10gb`."""
+    return f"{gpu} MIG {profile}"
+
+
 def mig_share(gpu: Any, profile: str) -> tuple[float, float]:
     """The share of the whole GPU one MIG instance of `profile` gets: (compute, memory). Compute: its
     compute slices over the GPU's (`3g.40gb` on an H100: 3 of 7, NVIDIA's "fraction of SMs"); memory:
@@ -65,7 +70,7 @@ def mig_slice(gpu: Any, profile: str) -> Any:
     c, m = mig_share(gpu, profile)
     return gpu.model_copy(
         update={
-            "name": f"{gpu.name} MIG {p.name}",
+            "name": instance_name(gpu.name, p.name),
             "memory_bytes": p.memory_bytes,
             "usable_memory_bytes": p.memory_bytes,
             "cuda_memory_bytes": None,
@@ -91,7 +96,7 @@ def mig_placement(spec: ModelSpecLike, w: Any, gpu: Any) -> Placement | None:
         pl = placement(spec, w, gpu)
     except SpecError:
         return None
-    return pl if pl.resource.startswith("nvidia.com/mig-") else None
+    return pl if pl.mig else None
 
 
 def placement(spec: ModelSpecLike, w: Any, gpu: Any, *, mig: bool = True) -> Placement:

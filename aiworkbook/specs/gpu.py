@@ -64,9 +64,10 @@ class GPUSpec(BaseModel):
     #: architecture whitepaper gives them; 0 = not recorded. vLLM 0.19's sampler sizes a buffer by it.
     sm_count: int = Field(default=0, ge=0)
     mig_profiles: tuple[MIGProfile, ...] = ()
-    #: compute slices the whole GPU has (NVIDIA's MIG user guide, docs.nvidia.com/datacenter/tesla/
-    #: mig-user-guide/supported-mig-profiles.html, "fraction of SMs": 7 on A100, H100, H200, B200; 4 on A30): a profile's share of the GPU's compute is its slices over these.
-    #: 0 with profiles: the largest profile's (the whole-GPU profile, `7g.80gb`, names the total)
+    #: compute slices the whole GPU has (NVIDIA's MIG user guide, "fraction of SMs": 7 on A100, H100,
+    #: H200, B200; 4 on A30; docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html):
+    #: a profile's share of the GPU's compute is its slices over these. 0 with profiles: the largest
+    #: profile's (the whole-GPU profile, `7g.80gb`, names the total)
     mig_compute_slices: int = Field(default=0, ge=0)
     price_per_hour_usd: float = Field(default=0.0, ge=0)
     #: where the price comes from and when it was taken (the catalogue's, or a --prices file's)
